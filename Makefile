@@ -1,0 +1,28 @@
+# Every target sets up .venv from pyproject.toml first; nothing is installed globally.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: venv test demo bench clean
+
+$(STAMP): pyproject.toml setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(VENV)/bin/relaylens check examples/mnist.relay
+	$(VENV)/bin/relaylens print --spans examples/mnist.relay
+
+bench: $(STAMP)
+	$(PY) bench/parse.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""RelayLens compiler: parser, IR, printer and (later) types, passes and lowering."""

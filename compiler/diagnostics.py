@@ -1,0 +1,106 @@
+"""Errors are data that carry spans; one renderer prints them.
+
+The parser, the type checker and every later stage report `Diagnostic`s.  The CLI renders
+them compiler-style (`file:line:col: error: message`, the source line, a caret underline);
+the language server converts them to LSP diagnostics in its own conversion module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from .ir.span import AnySpan, LayerSpan, Span, document_span
+
+
+class Severity(IntEnum):
+    """Numbered as LSP numbers them."""
+
+    ERROR = 1
+    WARNING = 2
+    INFO = 3
+    HINT = 4
+
+    @property
+    def label(self) -> str:
+        return {1: "error", 2: "warning", 3: "note", 4: "hint"}[self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    message: str
+    span: AnySpan | None = None
+    severity: Severity = Severity.ERROR
+    notes: tuple[tuple[AnySpan | None, str], ...] = ()
+    source: str = "relaylens"  # which stage: "syntax", "names", "types", ...
+    code: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == Severity.ERROR
+
+    def location(self) -> tuple[str, int, int] | None:
+        doc = document_span(self.span)
+        if doc is not None:
+            return doc.name, doc.line, doc.col
+        if self.span is not None:
+            first = self.span.origins()[0]
+            return first.name, first.line, first.col
+        return None
+
+    def render(self) -> str:
+        """`file:line:col: error: message`, then the source line and a caret underline,
+        then each note the same way."""
+        lines = [_header(self.span, self.severity.label, self.message)]
+        lines += _excerpt(self.span)
+        for span, text in self.notes:
+            lines.append(_header(span, "note", text))
+            lines += _excerpt(span)
+        return "\n".join(lines)
+
+
+def _header(span: AnySpan | None, label: str, message: str) -> str:
+    doc = document_span(span)
+    if doc is not None:
+        return f"{doc.name}:{doc.line}:{doc.col}: {label}: {message}"
+    if span is not None:
+        first = span.origins()[0]
+        where = first.name if isinstance(first, LayerSpan) and not first.line else str(first)
+        return f"{where}: {label}: {message}"
+    return f"{label}: {message}"
+
+
+def _excerpt(span: AnySpan | None) -> list[str]:
+    doc = document_span(span)
+    if doc is None:
+        return []
+    line, col = doc.source.location(doc.start)
+    end_line, end_col = doc.source.location(max(doc.end, doc.start))
+    text = doc.source.line_text(line)
+    width = (end_col - col) if end_line == line else len(text) - col + 1
+    width = max(1, width)
+    gutter = f"{line:>5} | "
+    pad = "".join("\t" if ch == "\t" else " " for ch in text[: col - 1])
+    return [gutter + text, " " * (len(gutter) - 2) + "| " + pad + "^" + "~" * (width - 1)]
+
+
+@dataclass
+class CompileError(Exception):
+    """Raised by a stage that cannot go on; carries its diagnostic."""
+
+    message: str
+    span: AnySpan | None = None
+    notes: list[tuple[AnySpan | None, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def diagnostic(self, source: str = "relaylens") -> Diagnostic:
+        return Diagnostic(self.message, self.span, Severity.ERROR, tuple(self.notes), source)
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.is_error for d in diagnostics)
+
+
+__all__ = ["Diagnostic", "Severity", "CompileError", "has_errors", "Span"]

@@ -1,0 +1,220 @@
+"""Relay expressions: frozen, slotted dataclasses compared by identity.
+
+Every node carries `span` (where it came from; see span.py) and `ty` (its type when known:
+read from a `ty=` comment or set by type inference).  Both are keyword-only, so a node is
+rebuilt with `dataclasses.replace(node, args=...)` and keeps them.  Two nodes written alike
+on different lines are different objects; `structural_equal` compares structure.
+
+A variable is one object: every use of `%x` is the very `Var` its binder created, so a
+memo keyed by node sees a shared node once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .attrs import EMPTY_ATTRS, Attrs, MetaRef
+from .span import AnySpan
+from .types import GlobalTypeVar, Type, TypeVar
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Node:
+    span: AnySpan | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Expr(Node):
+    ty: Type | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(Expr):
+    """A local variable: a parameter, `let`, pattern or `free_var` binder."""
+
+    name: str
+    type_annotation: Type | None = None
+
+    def __repr__(self) -> str:
+        return f"Var(%{self.name})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GlobalVar(Expr):
+    """A global function name, `@main`; interned per module."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"GlobalVar(@{self.name})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Constant(Expr):
+    """A tensor constant.  `data` is a numpy array, or None when the text refers to a
+    metadata entry that could not be found (`meta` then says which)."""
+
+    data: Any
+    meta: MetaRef | None = None
+
+    def __repr__(self) -> str:
+        if self.meta is not None:
+            return f"Constant({self.meta})"
+        return f"Constant({self.data!r})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Op(Expr):
+    """A primitive operator, by name (`nn.conv2d`).  One object per name: use `op()`."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+_OPS: dict[str, Op] = {}
+
+
+def op(name: str) -> Op:
+    """The operator object of a name (one per name, so `op("add") is op("add")`)."""
+    found = _OPS.get(name)
+    if found is None:
+        found = _OPS[name] = Op(name)
+    return found
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Call(Expr):
+    op: Expr
+    args: tuple[Expr, ...]
+    attrs: Attrs = EMPTY_ATTRS
+    type_args: tuple[Type, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tuple(Expr):
+    fields: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TupleGetItem(Expr):
+    tuple_value: Expr
+    index: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Let(Expr):
+    var: Var
+    value: Expr
+    body: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class If(Expr):
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Function(Expr):
+    params: tuple[Var, ...]
+    body: Expr
+    ret_type: Type | None = None
+    type_params: tuple[TypeVar, ...] = ()
+    attrs: Attrs = EMPTY_ATTRS
+
+    @property
+    def is_primitive(self) -> bool:
+        value = self.attrs.get("Primitive")
+        return value is not None and int(value) == 1
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefCreate(Expr):
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefRead(Expr):
+    ref: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RefWrite(Expr):
+    ref: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Constructor(Expr):
+    """A constructor of an algebraic data type (`Cons` of `List`)."""
+
+    name: str
+    inputs: tuple[Type, ...]
+    belongs_to: GlobalTypeVar
+    tag: int = 0
+
+    def __repr__(self) -> str:
+        return f"Constructor({self.name})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pattern(Node):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternWildcard(Pattern):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternVar(Pattern):
+    var: Var
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternConstructor(Pattern):
+    constructor: Constructor
+    patterns: tuple[Pattern, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternTuple(Pattern):
+    patterns: tuple[Pattern, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Clause(Node):
+    lhs: Pattern
+    rhs: Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Match(Expr):
+    data: Expr
+    clauses: tuple[Clause, ...]
+    complete: bool = True
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ErrorExpr(Expr):
+    """Stands where the text had a syntax error, so the rest still forms an IR."""
+
+    message: str = ""
+
+
+def pattern_vars(pattern: Pattern) -> list[Var]:
+    """The variables a pattern binds, left to right."""
+    found: list[Var] = []
+    stack = [pattern]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, PatternVar):
+            found.append(p.var)
+        elif isinstance(p, (PatternConstructor, PatternTuple)):
+            stack.extend(reversed(p.patterns))
+    return found

@@ -1,0 +1,205 @@
+"""Source information: where an expression came from.
+
+A `Source` is a text we hold (a document).  Three kinds of span point into the world:
+
+* `Span`: a range of a `Source`, as character offsets.  Line and column are derived.
+* `LayerSpan`: an origin we hold no text for: a frontend layer (`conv1/Conv`, line and
+  column 0, as TVM's span filler writes them) or a location printed by another tool
+  (`from_string:3:5`).
+* `SequentialSpan`: several origins at once, for many-to-one rewrites (RFC 0092) and for
+  a parsed node that also carries a `span=` comment.  Flattened, ordered, no duplicates.
+
+Every span answers `origins()`: the flat tuple of single spans, and `key()`: what two spans
+must share to be the same origin, whatever their kind (a document range and a printed
+reference to it compare equal).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Source:
+    """A document: its name (path or URI) and its text."""
+
+    name: str
+    text: str
+    line_starts: tuple[int, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        starts = [0]
+        find, text = self.text.find, self.text
+        i = find("\n")
+        while i >= 0:
+            starts.append(i + 1)
+            i = find("\n", i + 1)
+        object.__setattr__(self, "line_starts", tuple(starts))
+
+    def location(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a character offset; columns count code points."""
+        line = bisect_right(self.line_starts, offset)
+        return line, offset - self.line_starts[line - 1] + 1
+
+    def offset(self, line: int, col: int) -> int:
+        """Character offset of a 1-based (line, column), clamped to the text."""
+        line = min(max(line, 1), len(self.line_starts))
+        return min(self.line_starts[line - 1] + max(col, 1) - 1, len(self.text))
+
+    def line_text(self, line: int) -> str:
+        start = self.line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start : end if end >= 0 else len(self.text)].rstrip("\r")
+
+
+class SpanBase:
+    __slots__ = ()
+
+    def origins(self) -> tuple[Span | LayerSpan, ...]:
+        return (self,)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Span(SpanBase):
+    """A range [start, end) of character offsets in a source we hold."""
+
+    source: Source
+    start: int
+    end: int
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @property
+    def line(self) -> int:
+        return self.source.location(self.start)[0]
+
+    @property
+    def col(self) -> int:
+        return self.source.location(self.start)[1]
+
+    @property
+    def end_location(self) -> tuple[int, int]:
+        return self.source.location(self.end)
+
+    @property
+    def text(self) -> str:
+        return self.source.text[self.start : self.end]
+
+    def key(self) -> tuple[str, int, int]:
+        line, col = self.source.location(self.start)
+        return (self.source.name, line, col)
+
+    def contains(self, offset: int) -> bool:
+        return self.start <= offset < self.end or offset == self.start == self.end
+
+    def __str__(self) -> str:
+        line, col = self.source.location(self.start)
+        return f"{self.source.name}:{line}:{col}"
+
+    @staticmethod
+    def cover(*spans: "AnySpan | None") -> "AnySpan | None":
+        """The smallest span holding every given span.
+
+        Document ranges of one source merge into one range; origins of other kinds are
+        kept beside it in a SequentialSpan.
+        """
+        return cover(*spans)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerSpan(SpanBase):
+    """An origin without text: a frontend layer name, or a location printed elsewhere."""
+
+    name: str
+    line: int = 0
+    col: int = 0
+
+    def key(self) -> tuple[str, int, int]:
+        return (self.name, self.line, self.col)
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True, slots=True)
+class SequentialSpan(SpanBase):
+    """Several origins of one expression, in order, each once.  Build with `sequential()`."""
+
+    spans: tuple[Span | LayerSpan, ...]
+
+    def origins(self) -> tuple[Span | LayerSpan, ...]:
+        return self.spans
+
+    def key(self) -> tuple[tuple[str, int, int], ...]:
+        return tuple(s.key() for s in self.spans)
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(str(s) for s in self.spans) + "]"
+
+
+AnySpan = Span | LayerSpan | SequentialSpan
+
+
+def sequential(*spans: AnySpan | None) -> AnySpan | None:
+    """Join spans into one: flattened, in order, without duplicates; None when empty."""
+    flat: list[Span | LayerSpan] = []
+    seen: set = set()
+    for span in spans:
+        if span is None:
+            continue
+        for one in span.origins():
+            if one not in seen:
+                seen.add(one)
+                flat.append(one)
+    if not flat:
+        return None
+    if len(flat) == 1:
+        return flat[0]
+    return SequentialSpan(tuple(flat))
+
+
+def cover(*spans: AnySpan | None) -> AnySpan | None:
+    """Merge the document ranges of each source into one range; keep other origins."""
+    ranges: dict[int, Span] = {}
+    others: list[Span | LayerSpan] = []
+    order: list[object] = []
+    for span in spans:
+        if span is None:
+            continue
+        for one in span.origins():
+            if isinstance(one, Span):
+                key = id(one.source)
+                if key in ranges:
+                    old = ranges[key]
+                    ranges[key] = Span(one.source, min(old.start, one.start), max(old.end, one.end))
+                else:
+                    ranges[key] = one
+                    order.append(key)
+            else:
+                others.append(one)
+                order.append(one)
+    parts = [ranges[o] if isinstance(o, int) else o for o in order]
+    return sequential(*parts)
+
+
+def document_span(span: AnySpan | None, source: Source | None = None) -> Span | None:
+    """The first document range among a span's origins (of `source`, if given)."""
+    if span is None:
+        return None
+    for one in span.origins():
+        if isinstance(one, Span) and (source is None or one.source is source):
+            return one
+    return None
+
+
+def printed_origins(span: AnySpan | None) -> tuple[Span | LayerSpan, ...]:
+    """The origins a printer writes in `span=`: those that are not document ranges,
+    or, when there are only document ranges, those (as TVM prints `from_string:3:5`)."""
+    if span is None:
+        return ()
+    origins = span.origins()
+    named = tuple(o for o in origins if not isinstance(o, Span))
+    return named or origins

@@ -1,0 +1,1 @@
+"""The Relay text grammar (relay.lark), shipped as package data."""
