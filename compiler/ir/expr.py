@@ -35,6 +35,7 @@ class Var(Expr):
 
     name: str
     type_annotation: Type | None = None
+    virtual_device: Any = None  # `%x {virtual_device=...}: T` (an attribute value)
 
     def __repr__(self) -> str:
         return f"Var(%{self.name})"

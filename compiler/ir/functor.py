@@ -180,26 +180,33 @@ class ExprMutator(ExprFunctor[Expr]):
     visit_function = visit_ref_create = visit_ref_read = visit_ref_write = visit_default
     visit_error_expr = visit_default
 
+    def result(self, expr: Expr) -> Expr:
+        """The visited value of a child; a child the walk did not reach (pruned by
+        `children()`) is left alone rather than walked now."""
+        memo = self.memo
+        return memo[expr] if expr in memo else expr
+
     def rebuild(self, expr: Expr) -> Expr:
         """`expr` with every child replaced by its visited value (same object if none changed)."""
         fields = FIELDS.get(type(expr))
         if fields is None:
             return expr
+        result = self.result
         changes = {}
         for name, many in fields:
             old = getattr(expr, name)
             if many:
-                new = tuple(self.visit(e) for e in old)
+                new = tuple(result(e) for e in old)
                 if any(a is not b for a, b in zip(new, old)):
                     changes[name] = new
             else:
-                new = self.visit(old)
+                new = result(old)
                 if new is not old:
                     changes[name] = new
         return replace(expr, **changes) if changes else expr
 
     def visit_match(self, match: Match) -> Expr:
-        data = self.visit(match.data)
+        data = self.result(match.data)
         clauses = tuple(self.visit_clause(c) for c in match.clauses)
         if data is match.data and all(a is b for a, b in zip(clauses, match.clauses)):
             return match
@@ -207,14 +214,14 @@ class ExprMutator(ExprFunctor[Expr]):
 
     def visit_clause(self, clause: Clause) -> Clause:
         lhs = self.visit_pattern(clause.lhs)
-        rhs = self.visit(clause.rhs)
+        rhs = self.result(clause.rhs)
         if lhs is clause.lhs and rhs is clause.rhs:
             return clause
         return replace(clause, lhs=lhs, rhs=rhs)
 
     def visit_pattern(self, pattern: Pattern) -> Pattern:
         if isinstance(pattern, PatternVar):
-            var = self.visit(pattern.var)
+            var = self.result(pattern.var)
             return pattern if var is pattern.var else replace(pattern, var=var)
         if isinstance(pattern, (PatternConstructor, PatternTuple)):
             subs = tuple(self.visit_pattern(p) for p in pattern.patterns)

@@ -203,3 +203,13 @@ def printed_origins(span: AnySpan | None) -> tuple[Span | LayerSpan, ...]:
     origins = span.origins()
     named = tuple(o for o in origins if not isinstance(o, Span))
     return named or origins
+
+
+def origin_key(span: AnySpan | None) -> tuple:
+    """What structural equality with spans compares: the keys of the printed origins.
+
+    A node parsed from `add(...) /* span=conv1:0:0 */` has the document range and the
+    layer; printing writes the layer only, so the layer is what must survive a round trip.
+    A document range `a.relay:3:5` and a printed reference `a.relay:3:5` are one origin.
+    """
+    return tuple(o.key() for o in printed_origins(span))

@@ -8,3 +8,8 @@ Public API (stable; the CLI, printer tests and the server use it):
         .source       Source
         .index        SymbolIndex (definitions and references, for the editor)
 """
+
+from .parse import ParseResult, grammar, parse
+from .symbols import Symbol, SymbolIndex
+
+__all__ = ["parse", "ParseResult", "grammar", "Symbol", "SymbolIndex"]

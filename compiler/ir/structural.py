@@ -1,0 +1,1110 @@
+"""Structural equality and structural hashing of Relay IR.
+
+    structural_equal(a, b, *, spans=False, types=False, map_free_vars=True) -> bool
+    assert_structural_equal(a, b, **same keywords)   # AssertionError naming the first mismatch
+    first_mismatch(a, b, **same keywords) -> Mismatch | None
+    structural_hash(x, *, spans=False) -> int         # equal => same hash
+
+`a` and `b` are expressions, types or IRModules (patterns and clauses work too).
+
+The rules, in TVM's SEqual spirit:
+
+* Graph-aware.  A graph node of `a` corresponds to exactly one node of `b` and back: pairs
+  are remembered, so `%0 = f(%x); add(%0, %0)` is *not* equal to `add(f(%x), f(%x))`
+  (one node cannot stand for two).  Graph nodes are the kinds the printer binds to `%n`
+  when shared: Call, non-empty Tuple, TupleGetItem, Let, If, Function, RefCreate/Read/
+  Write, Match, and Vars.  (TVM leaves TupleGetItem out; we follow the printer, so two
+  graphs are equal exactly when they print alike up to variable names.)  Values are not
+  graph nodes: Constants, Ops, GlobalVars, Constructors, ErrorExprs, the empty tuple and
+  all types compare by value wherever they occur.
+* Binders (function params, let vars, pattern vars, type params) are paired when their
+  binders are compared; their names are ignored and their annotations compared.  A Var
+  met before any binder is free: with `map_free_vars` it is paired on first encounter,
+  otherwise it must be the very same object on both sides.  Free TypeVars likewise.
+* GlobalVar by name, Op by name, Constructor by name and ADT name, GlobalTypeVar by name,
+  IncompleteType equals any IncompleteType, `None` only `None` (an absent annotation is
+  not an IncompleteType).
+* Constant: dtype, shape and values (NaN equals NaN); with no data, its `meta` ref.  When
+  data is present the meta ref is where it was printed, not what it is, and is ignored.
+* Attrs: the same keys (order ignored) and equal values: integers by value and dtype (a
+  Python int is int32, or int64 when it needs it), floats likewise (float32), tuples
+  elementwise, expressions and types structurally, anything else by type and `==`.
+* Shapes: an int dimension equals `IntImm(v, "int32")`; `?`, `meta[...]` and wider ints by
+  value.
+* `spans=True` also compares the span of every expression, pattern and clause by
+  `span.key()` (a document range and a printed `name:line:col` reference to it are one
+  origin).  Type spans never count: types are values (see types.py).
+* `types=True` also compares every expression's `ty`.
+* IRModule: the same global names with equal functions (globals compare by name across
+  them), and the same type definitions (type params paired, constructors in order with
+  their field types).  The module's name and metadata table are not compared.
+
+Nothing here recurses on the Python stack: the comparison runs on an explicit work stack
+and the hash on `functor.post_order`, so 50,000-deep chains are fine.  The hash is
+deterministic across processes (no salted `str` hashing), so it can key an on-disk cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .attrs import Attrs, FloatImm, IntImm, MetaRef, Opaque
+from .expr import (
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    ErrorExpr,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Node,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .functor import children, post_order
+from .module import IRModule, TypeData
+from .span import AnySpan
+from .types import (
+    AnyDim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    MetaType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
+
+__all__ = [
+    "Mismatch",
+    "assert_structural_equal",
+    "first_mismatch",
+    "structural_equal",
+    "structural_hash",
+]
+
+_NoneType = type(None)
+
+# Kinds whose node, once paired, stands for one node on the other side (see the docstring).
+# The empty Tuple is left out in code.
+_GRAPH = frozenset({Var, Call, Tuple, TupleGetItem, Let, If, Function, RefCreate, RefRead,
+                    RefWrite, Match})
+# Kinds that are equal to themselves without looking inside (no binders below them).
+_SELF_EQUAL = frozenset({Op, GlobalVar, Constructor, Constant, ErrorExpr, TensorType,
+                         GlobalTypeVar, IncompleteType, MetaType, _NoneType})
+_EXPRS = frozenset({Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Let, If, Function,
+                    RefCreate, RefRead, RefWrite, Constructor, Match, ErrorExpr})
+_NODES = _EXPRS | {PatternWildcard, PatternVar, PatternConstructor, PatternTuple, Clause}
+# Types with type children: a pair of these is compared once (inferred `ty`s share them).
+_COMPOSITE_TYPES = frozenset({TupleType, FuncType, TypeCall, RefType})
+
+
+def _span_key(span: AnySpan | None) -> Any:
+    return None if span is None else span.key()
+
+
+def _dim_key(dim: Any) -> Any:
+    if type(dim) is IntImm and dim.dtype == "int32":
+        return dim.value
+    return dim
+
+
+def _shapes_equal(a: tuple, b: tuple) -> bool:
+    if a == b:
+        return True
+    return len(a) == len(b) and all(_dim_key(x) == _dim_key(y) for x, y in zip(a, b))
+
+
+def _scalar_key(value: Any) -> Any:
+    """What an attribute scalar is, for comparing: ints and floats with their dtype."""
+    t = type(value)
+    if t is IntImm:
+        return ("int", value.value, value.dtype)
+    if t is int:
+        return ("int", value, "int32" if -(2**31) <= value < 2**31 else "int64")
+    if t is FloatImm:
+        return ("float", _float_key(value.value), value.dtype)
+    if t is float:
+        return ("float", _float_key(value), "float32")
+    if isinstance(value, np.bool_):
+        return (bool, bool(value))
+    if isinstance(value, np.integer):
+        return ("int", int(value), value.dtype.name)
+    if isinstance(value, np.floating):
+        return ("float", _float_key(float(value)), value.dtype.name)
+    return (t, value)
+
+
+def _float_key(x: float) -> Any:
+    return "nan" if math.isnan(x) else x
+
+
+def _as_array(data: Any) -> np.ndarray:
+    return data if isinstance(data, np.ndarray) else np.asarray(data)
+
+
+def _arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same dtype and shape assumed.  Equal bytes are equal values; otherwise compare values
+    (0.0 equals -0.0, NaN equals NaN)."""
+    if a.dtype.kind != "O" and a.tobytes() == b.tobytes():
+        return True
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
+# --------------------------------------------------------------------------- mismatches
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The first difference found: where (`@main.body.args[1]`), what, and the two sides."""
+
+    path: str
+    reason: str
+    left: Any
+    right: Any
+
+    def __str__(self) -> str:
+        lines = [f"structural mismatch at {self.path}: {self.reason}"]
+        for side, value in (("left: ", self.left), ("right:", self.right)):
+            text = describe(value)
+            span = getattr(value, "span", None) if isinstance(value, Node) else None
+            if span is not None:
+                text += f"    (at {span})"
+            lines.append(f"  {side} {text}")
+        return "\n".join(lines)
+
+
+# A path is a linked list of tuples, built only when a mismatch report is wanted:
+# (root_label,) | (parent, label) | (parent, label, index).
+Path = tuple | None
+
+
+def _render_path(path: Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        if len(path) == 1:
+            parts.append(path[0])
+            break
+        if len(path) == 2:
+            parts.append(path[1])
+        else:
+            index = path[2]
+            parts.append(f"{path[1]}[{index!r}]" if isinstance(index, str) else f"{path[1]}[{index}]")
+        path = path[0]
+    parts.reverse()
+    if len(parts) > 40:
+        parts = parts[:10] + [f".…({len(parts) - 30} more)…"] + parts[-20:]
+    text = "".join(parts)
+    if text.startswith("."):
+        text = text[1:]
+    return text or "<root>"
+
+
+def describe(x: Any, depth: int = 2) -> str:
+    """A short, bounded description of an IR value for messages (never the whole graph)."""
+    if x is None:
+        return "None"
+    if isinstance(x, Var):
+        ann = f": {describe(x.type_annotation, depth)}" if x.type_annotation is not None else ""
+        return f"Var(%{x.name}{ann})"
+    if isinstance(x, GlobalVar):
+        return f"GlobalVar(@{x.name})"
+    if isinstance(x, Op):
+        return f"Op({x.name})"
+    if isinstance(x, Constructor):
+        return f"Constructor({x.name} of {x.belongs_to.name})"
+    if isinstance(x, Constant):
+        if x.data is None:
+            return f"Constant({x.meta})"
+        arr = _as_array(x.data)
+        values = np.array2string(arr, threshold=8, edgeitems=2).replace("\n", "")
+        return f"Constant({arr.dtype}{list(arr.shape)} {values})"
+    if isinstance(x, Call):
+        head = x.op.name if isinstance(x.op, (Op, GlobalVar, Constructor)) else type(x.op).__name__
+        return f"Call({head}, {len(x.args)} args)"
+    if isinstance(x, Tuple):
+        return f"Tuple({len(x.fields)} fields)"
+    if isinstance(x, TupleGetItem):
+        return f"TupleGetItem(.{x.index})"
+    if isinstance(x, Let):
+        return f"Let(%{x.var.name})"
+    if isinstance(x, Function):
+        return "Function(" + ", ".join("%" + p.name for p in x.params[:6]) + (", …" if len(x.params) > 6 else "") + ")"
+    if isinstance(x, Match):
+        return f"Match({len(x.clauses)} clauses)"
+    if isinstance(x, ErrorExpr):
+        return f"ErrorExpr({x.message!r})"
+    if isinstance(x, PatternVar):
+        return f"PatternVar(%{x.var.name})"
+    if isinstance(x, PatternConstructor):
+        return f"PatternConstructor({x.constructor.name}, {len(x.patterns)} patterns)"
+    if isinstance(x, PatternTuple):
+        return f"PatternTuple({len(x.patterns)} patterns)"
+    if isinstance(x, (Node, TypeData)):
+        return type(x).__name__
+    if isinstance(x, Type):
+        return _describe_type(x, depth)
+    if isinstance(x, IRModule):
+        return repr(x)
+    text = repr(x)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _describe_type(t: Any, depth: int) -> str:
+    if t is None:
+        return "None"
+    if isinstance(t, TensorType):
+        dims = ", ".join(str(_dim_key(d)) for d in t.shape)
+        return f"Tensor[({dims}), {t.dtype}]"
+    if isinstance(t, (TypeVar, GlobalTypeVar)):
+        return t.name
+    if isinstance(t, IncompleteType):
+        return "_"
+    if isinstance(t, MetaType):
+        return str(t.ref)
+    if depth <= 0:
+        return "…"
+
+    def many(items: tuple) -> str:
+        shown = ", ".join(_describe_type(i, depth - 1) for i in items[:6])
+        return shown + (", …" if len(items) > 6 else "")
+
+    if isinstance(t, TupleType):
+        return f"({many(t.fields)})"
+    if isinstance(t, FuncType):
+        return f"fn ({many(t.arg_types)}) -> {_describe_type(t.ret_type, depth - 1)}"
+    if isinstance(t, TypeCall):
+        return f"{t.func.name}[{many(t.args)}]" if t.args else t.func.name
+    if isinstance(t, RefType):
+        return f"ref({_describe_type(t.value, depth - 1)})"
+    return repr(t)
+
+
+# --------------------------------------------------------------------------- equality
+
+
+class _Fail(Exception):
+    pass
+
+
+class _Equal:
+    """One comparison: the pairings found so far and a stack of pairs still to compare."""
+
+    def __init__(self, spans: bool, types: bool, map_free_vars: bool, track: bool) -> None:
+        self.spans = spans
+        self.types = types
+        self.map_free_vars = map_free_vars
+        self.track = track  # build paths for the mismatch report
+        self.lmap: dict[Any, Any] = {}  # graph nodes and Vars, left -> right
+        self.rmap: dict[Any, Any] = {}
+        self.tlmap: dict[TypeVar, TypeVar] = {}  # TypeVars
+        self.trmap: dict[TypeVar, TypeVar] = {}
+        self.type_pairs: set[tuple[int, int]] = set()
+        self.stack: list[tuple[Any, Any, Path]] = []
+        self.mismatch: Mismatch | None = None
+        self.handlers: dict[type, Callable[[Any, Any, Path], bool]] = {
+            _NoneType: self._same,
+            Var: self._free_var,
+            GlobalVar: self._global_var,
+            Constant: self._constant,
+            Op: self._op,
+            Call: self._call,
+            Tuple: self._tuple,
+            TupleGetItem: self._tuple_get_item,
+            Let: self._let,
+            If: self._if,
+            Function: self._function,
+            RefCreate: self._ref_create,
+            RefRead: self._ref_read,
+            RefWrite: self._ref_write,
+            Constructor: self._constructor,
+            Match: self._match,
+            ErrorExpr: self._error_expr,
+            Clause: self._clause,
+            PatternWildcard: self._same,
+            PatternVar: self._pattern_var,
+            PatternConstructor: self._pattern_constructor,
+            PatternTuple: self._pattern_tuple,
+            TensorType: self._tensor_type,
+            TupleType: self._tuple_type,
+            TypeVar: self._type_var,
+            GlobalTypeVar: self._global_type_var,
+            TypeCall: self._type_call,
+            FuncType: self._func_type,
+            RefType: self._ref_type,
+            IncompleteType: self._same,
+            MetaType: self._meta_type,
+        }
+
+    # driver -----------------------------------------------------------------------
+    def equal(self, a: Any, b: Any) -> bool:
+        root: Path = ("",) if self.track else None
+        if isinstance(a, IRModule) or isinstance(b, IRModule):
+            if not (isinstance(a, IRModule) and isinstance(b, IRModule)):
+                return self._fail(root, a, b, "an IRModule compared with something else")
+            return self._modules(a, b)
+        self.stack.append((a, b, root))
+        return self._run()
+
+    def _run(self) -> bool:
+        stack = self.stack
+        pop, push = stack.pop, stack.append
+        lmap, rmap = self.lmap, self.rmap
+        handlers = self.handlers
+        spans, types = self.spans, self.types
+        while stack:
+            a, b, path = pop()
+            cls = type(a)
+            if cls is not type(b):
+                return self._fail(path, a, b, f"{_kind(a)} vs {_kind(b)}")
+            if a is b and cls in _SELF_EQUAL:
+                continue
+            if cls in _GRAPH and (cls is not Tuple or a.fields):
+                seen = lmap.get(a)
+                if seen is not None:
+                    if seen is b:
+                        continue
+                    return self._fail(path, a, b, self._shared_reason(a, seen, "left"))
+                seen = rmap.get(b)
+                if seen is not None:
+                    return self._fail(path, a, b, self._shared_reason(b, seen, "right"))
+                lmap[a] = b
+                rmap[b] = a
+            if spans and cls in _NODES and not self._spans_equal(a, b, path):
+                return False
+            if types and cls in _EXPRS:
+                push((a.ty, b.ty, path and (path, ".ty")))
+            handler = handlers.get(cls)
+            if handler is None:
+                return self._fail(path, a, b, f"cannot compare {_kind(a)}")
+            if not handler(a, b, path):
+                return False
+        return True
+
+    def _fail(self, path: Path, a: Any, b: Any, reason: str) -> bool:
+        if self.mismatch is None:
+            where = _render_path(path) if self.track else "?"
+            self.mismatch = Mismatch(where, reason, a, b)
+        return False
+
+    @staticmethod
+    def _shared_reason(node: Any, partner: Any, side: str) -> str:
+        if isinstance(node, Var):
+            return (f"{describe(node)} on the {side} already corresponds to {describe(partner)} "
+                    "(a variable stands for a different binding)")
+        return (f"this {side} node is shared and already corresponds to another node "
+                "(one side shares a subexpression that the other duplicates)")
+
+    def _spans_equal(self, a: Any, b: Any, path: Path) -> bool:
+        sa, sb = a.span, b.span
+        if sa is sb or _span_key(sa) == _span_key(sb):
+            return True
+        return self._fail(path, a, b, f"spans differ: {sa or '<no span>'} vs {sb or '<no span>'}")
+
+    def _push_all(self, xs: tuple, ys: tuple, path: Path, label: str) -> None:
+        """Push expression pairs so that the first is compared first; skip pairs already
+        paired (a variable use, a shared node)."""
+        push, lmap = self.stack.append, self.lmap
+        for i in range(len(xs) - 1, -1, -1):
+            x, y = xs[i], ys[i]
+            if lmap.get(x) is y and y is not None:
+                continue
+            push((x, y, path and (path, label, i)))
+
+    def _push_pairs(self, xs: tuple, ys: tuple, path: Path, label: str) -> None:
+        """Push type (or pattern) pairs, the first on top.  Types hash by value, recursively,
+        so they never go near a dict."""
+        push = self.stack.append
+        for i in range(len(xs) - 1, -1, -1):
+            push((xs[i], ys[i], path and (path, label, i)))
+
+    def _bind(self, a: Any, b: Any, path: Path) -> bool:
+        """Pair two binders (parameters, let and pattern variables)."""
+        if type(a) is not Var or type(b) is not Var:
+            return self._fail(path, a, b, f"binder {_kind(a)} vs {_kind(b)}")
+        seen = self.lmap.get(a)
+        if seen is not None:
+            if seen is b:
+                return True
+            return self._fail(path, a, b, self._shared_reason(a, seen, "left"))
+        seen = self.rmap.get(b)
+        if seen is not None:
+            return self._fail(path, a, b, self._shared_reason(b, seen, "right"))
+        self.lmap[a] = b
+        self.rmap[b] = a
+        if self.spans and not self._spans_equal(a, b, path):
+            return False
+        if self.types:
+            self.stack.append((a.ty, b.ty, path and (path, ".ty")))
+        self.stack.append((a.type_annotation, b.type_annotation, path and (path, ".type_annotation")))
+        return True
+
+    def _bind_all(self, xs: tuple, ys: tuple, path: Path, label: str, bind: Callable) -> bool:
+        for i in range(len(xs) - 1, -1, -1):
+            if not bind(xs[i], ys[i], path and (path, label, i)):
+                return False
+        return True
+
+    def _bind_type(self, a: Any, b: Any, path: Path) -> bool:
+        if type(a) is not TypeVar or type(b) is not TypeVar:
+            return self._fail(path, a, b, f"type parameter {_kind(a)} vs {_kind(b)}")
+        seen = self.tlmap.get(a)
+        if seen is not None:
+            return seen is b or self._fail(path, a, b, f"type variable {a.name} already corresponds to {seen.name}")
+        seen = self.trmap.get(b)
+        if seen is not None:
+            return self._fail(path, a, b, f"type variable {b.name} on the right already corresponds to {seen.name}")
+        self.tlmap[a] = b
+        self.trmap[b] = a
+        return True
+
+    def _lengths(self, what: str, xs: tuple, ys: tuple, a: Any, b: Any, path: Path) -> bool:
+        if len(xs) == len(ys):
+            return True
+        return self._fail(path, a, b, f"{len(xs)} vs {len(ys)} {what}")
+
+    def _attrs(self, x: Attrs, y: Attrs, a: Any, b: Any, path: Path) -> bool:
+        if not x and not y:
+            return True
+        if x.keys() != y.keys():
+            only_l = sorted(set(x) - set(y))
+            only_r = sorted(set(y) - set(x))
+            return self._fail(path, a, b, f"attrs differ in keys: only left {only_l}, only right {only_r}")
+        push = self.stack.append
+        for key, vx in x.items():
+            vy = y[key]
+            # A small explicit stack for nested tuples; expressions and types go on the main one.
+            work = [(vx, vy, path and (path, ".attrs", key))]
+            while work:
+                u, v, p = work.pop()
+                if isinstance(u, (Expr, Type)) or isinstance(v, (Expr, Type)):
+                    push((u, v, p))
+                elif isinstance(u, (tuple, list)) and isinstance(v, (tuple, list)):
+                    if len(u) != len(v):
+                        return self._fail(p, a, b, f"attribute {key}: {len(u)} vs {len(v)} elements")
+                    work.extend((u[i], v[i], p and (p, "", i)) for i in range(len(u) - 1, -1, -1))
+                elif _scalar_key(u) != _scalar_key(v):
+                    return self._fail(p, a, b, f"attribute {key}: {u!r} vs {v!r}")
+        return True
+
+    # expressions ------------------------------------------------------------------
+    def _same(self, a: Any, b: Any, path: Path) -> bool:
+        return True
+
+    def _free_var(self, a: Var, b: Var, path: Path) -> bool:
+        # Reached only for a Var not bound yet: a free variable (now paired by `_run`).
+        if not self.map_free_vars and a is not b:
+            return self._fail(path, a, b, "different free variables (map_free_vars=False)")
+        self.stack.append((a.type_annotation, b.type_annotation, path and (path, ".type_annotation")))
+        return True
+
+    def _global_var(self, a: GlobalVar, b: GlobalVar, path: Path) -> bool:
+        return a.name == b.name or self._fail(path, a, b, f"@{a.name} vs @{b.name}")
+
+    def _op(self, a: Op, b: Op, path: Path) -> bool:
+        return a.name == b.name or self._fail(path, a, b, f"operator {a.name} vs {b.name}")
+
+    def _constructor(self, a: Constructor, b: Constructor, path: Path) -> bool:
+        if a.name == b.name and a.belongs_to.name == b.belongs_to.name:
+            return True
+        return self._fail(path, a, b, f"constructor {a.belongs_to.name}.{a.name} vs {b.belongs_to.name}.{b.name}")
+
+    def _error_expr(self, a: ErrorExpr, b: ErrorExpr, path: Path) -> bool:
+        return a.message == b.message or self._fail(path, a, b, "different error expressions")
+
+    def _constant(self, a: Constant, b: Constant, path: Path) -> bool:
+        da, db = a.data, b.data
+        if da is None or db is None:
+            if da is not None or db is not None:
+                return self._fail(path, a, b, "a constant with data vs a metadata reference without")
+            return a.meta == b.meta or self._fail(path, a, b, f"constant {a.meta} vs {b.meta}")
+        if da is db:
+            return True
+        xa, xb = _as_array(da), _as_array(db)
+        if xa.dtype != xb.dtype:
+            return self._fail(path, a, b, f"constant dtype {xa.dtype} vs {xb.dtype}")
+        if xa.shape != xb.shape:
+            return self._fail(path, a, b, f"constant shape {xa.shape} vs {xb.shape}")
+        return _arrays_equal(xa, xb) or self._fail(path, a, b, "constant values differ")
+
+    def _call(self, a: Call, b: Call, path: Path) -> bool:
+        if not self._lengths("arguments", a.args, b.args, a, b, path):
+            return False
+        if not self._lengths("type arguments", a.type_args, b.type_args, a, b, path):
+            return False
+        self._push_pairs(a.type_args, b.type_args, path, ".type_args")
+        if not self._attrs(a.attrs, b.attrs, a, b, path):
+            return False
+        self._push_all(a.args, b.args, path, ".args")
+        op_a, op_b = a.op, b.op
+        if op_a is not op_b or type(op_a) is not Op:
+            self.stack.append((op_a, op_b, path and (path, ".op")))
+        return True
+
+    def _tuple(self, a: Tuple, b: Tuple, path: Path) -> bool:
+        if not self._lengths("fields", a.fields, b.fields, a, b, path):
+            return False
+        self._push_all(a.fields, b.fields, path, ".fields")
+        return True
+
+    def _tuple_get_item(self, a: TupleGetItem, b: TupleGetItem, path: Path) -> bool:
+        if a.index != b.index:
+            return self._fail(path, a, b, f"index {a.index} vs {b.index}")
+        self.stack.append((a.tuple_value, b.tuple_value, path and (path, ".tuple_value")))
+        return True
+
+    def _let(self, a: Let, b: Let, path: Path) -> bool:
+        push = self.stack.append
+        push((a.body, b.body, path and (path, ".body")))
+        push((a.value, b.value, path and (path, ".value")))
+        return self._bind(a.var, b.var, path and (path, ".var"))
+
+    def _if(self, a: If, b: If, path: Path) -> bool:
+        push = self.stack.append
+        push((a.false_branch, b.false_branch, path and (path, ".false_branch")))
+        push((a.true_branch, b.true_branch, path and (path, ".true_branch")))
+        push((a.cond, b.cond, path and (path, ".cond")))
+        return True
+
+    def _function(self, a: Function, b: Function, path: Path) -> bool:
+        if not (self._lengths("parameters", a.params, b.params, a, b, path)
+                and self._lengths("type parameters", a.type_params, b.type_params, a, b, path)):
+            return False
+        push = self.stack.append
+        push((a.body, b.body, path and (path, ".body")))
+        if not self._attrs(a.attrs, b.attrs, a, b, path):
+            return False
+        push((a.ret_type, b.ret_type, path and (path, ".ret_type")))
+        return (self._bind_all(a.type_params, b.type_params, path, ".type_params", self._bind_type)
+                and self._bind_all(a.params, b.params, path, ".params", self._bind))
+
+    def _ref_create(self, a: RefCreate, b: RefCreate, path: Path) -> bool:
+        self.stack.append((a.value, b.value, path and (path, ".value")))
+        return True
+
+    def _ref_read(self, a: RefRead, b: RefRead, path: Path) -> bool:
+        self.stack.append((a.ref, b.ref, path and (path, ".ref")))
+        return True
+
+    def _ref_write(self, a: RefWrite, b: RefWrite, path: Path) -> bool:
+        push = self.stack.append
+        push((a.value, b.value, path and (path, ".value")))
+        push((a.ref, b.ref, path and (path, ".ref")))
+        return True
+
+    def _match(self, a: Match, b: Match, path: Path) -> bool:
+        if a.complete != b.complete:
+            return self._fail(path, a, b, "a complete match vs a partial one")
+        if not self._lengths("clauses", a.clauses, b.clauses, a, b, path):
+            return False
+        self._push_pairs(a.clauses, b.clauses, path, ".clauses")
+        self.stack.append((a.data, b.data, path and (path, ".data")))
+        return True
+
+    def _clause(self, a: Clause, b: Clause, path: Path) -> bool:
+        push = self.stack.append
+        push((a.rhs, b.rhs, path and (path, ".rhs")))
+        push((a.lhs, b.lhs, path and (path, ".lhs")))  # whole pattern (binders) before rhs
+        return True
+
+    def _pattern_var(self, a: PatternVar, b: PatternVar, path: Path) -> bool:
+        return self._bind(a.var, b.var, path and (path, ".var"))
+
+    def _pattern_constructor(self, a: PatternConstructor, b: PatternConstructor, path: Path) -> bool:
+        if not self._lengths("sub-patterns", a.patterns, b.patterns, a, b, path):
+            return False
+        self._push_pairs(a.patterns, b.patterns, path, ".patterns")
+        self.stack.append((a.constructor, b.constructor, path and (path, ".constructor")))
+        return True
+
+    def _pattern_tuple(self, a: PatternTuple, b: PatternTuple, path: Path) -> bool:
+        if not self._lengths("sub-patterns", a.patterns, b.patterns, a, b, path):
+            return False
+        self._push_pairs(a.patterns, b.patterns, path, ".patterns")
+        return True
+
+    # types ------------------------------------------------------------------------
+    def _first_time(self, a: Any, b: Any) -> bool:
+        key = (id(a), id(b))
+        if key in self.type_pairs:
+            return False
+        self.type_pairs.add(key)
+        return True
+
+    def _tensor_type(self, a: TensorType, b: TensorType, path: Path) -> bool:
+        if a.dtype != b.dtype:
+            return self._fail(path, a, b, f"dtype {a.dtype} vs {b.dtype}")
+        if not _shapes_equal(a.shape, b.shape):
+            return self._fail(path, a, b, "shapes differ")
+        return True
+
+    def _tuple_type(self, a: TupleType, b: TupleType, path: Path) -> bool:
+        if self._first_time(a, b):
+            if not self._lengths("fields", a.fields, b.fields, a, b, path):
+                return False
+            self._push_pairs(a.fields, b.fields, path, ".fields")
+        return True
+
+    def _type_var(self, a: TypeVar, b: TypeVar, path: Path) -> bool:
+        seen = self.tlmap.get(a)
+        if seen is not None:
+            return seen is b or self._fail(path, a, b, f"type variable {a.name} corresponds to {seen.name}")
+        seen = self.trmap.get(b)
+        if seen is not None:
+            return self._fail(path, a, b, f"type variable {b.name} on the right corresponds to {seen.name}")
+        if not self.map_free_vars and a is not b:
+            return self._fail(path, a, b, "different free type variables (map_free_vars=False)")
+        self.tlmap[a] = b
+        self.trmap[b] = a
+        return True
+
+    def _global_type_var(self, a: GlobalTypeVar, b: GlobalTypeVar, path: Path) -> bool:
+        return a.name == b.name or self._fail(path, a, b, f"type {a.name} vs {b.name}")
+
+    def _type_call(self, a: TypeCall, b: TypeCall, path: Path) -> bool:
+        if a.func.name != b.func.name:
+            return self._fail(path, a, b, f"type {a.func.name} vs {b.func.name}")
+        if self._first_time(a, b):
+            if not self._lengths("type arguments", a.args, b.args, a, b, path):
+                return False
+            self._push_pairs(a.args, b.args, path, ".args")
+        return True
+
+    def _func_type(self, a: FuncType, b: FuncType, path: Path) -> bool:
+        if not self._first_time(a, b):
+            return True
+        if not (self._lengths("argument types", a.arg_types, b.arg_types, a, b, path)
+                and self._lengths("type parameters", a.type_params, b.type_params, a, b, path)):
+            return False
+        self.stack.append((a.ret_type, b.ret_type, path and (path, ".ret_type")))
+        self._push_pairs(a.arg_types, b.arg_types, path, ".arg_types")
+        return self._bind_all(a.type_params, b.type_params, path, ".type_params", self._bind_type)
+
+    def _ref_type(self, a: RefType, b: RefType, path: Path) -> bool:
+        if self._first_time(a, b):
+            self.stack.append((a.value, b.value, path and (path, ".value")))
+        return True
+
+    def _meta_type(self, a: MetaType, b: MetaType, path: Path) -> bool:
+        return a.ref == b.ref or self._fail(path, a, b, f"{a.ref} vs {b.ref}")
+
+    # modules ----------------------------------------------------------------------
+    def _modules(self, a: IRModule, b: IRModule) -> bool:
+        root: Path = ("<module>",) if self.track else None
+        types_a = {gtv.name: data for gtv, data in a.type_definitions.items()}
+        types_b = {gtv.name: data for gtv, data in b.type_definitions.items()}
+        if types_a.keys() != types_b.keys():
+            return self._fail(root, a, b, f"type definitions differ: only left {sorted(types_a.keys() - types_b.keys())}, "
+                              f"only right {sorted(types_b.keys() - types_a.keys())}")
+        funcs_a = {gv.name: f for gv, f in a.functions.items()}
+        funcs_b = {gv.name: f for gv, f in b.functions.items()}
+        if funcs_a.keys() != funcs_b.keys():
+            return self._fail(root, a, b, f"global functions differ: only left {sorted(funcs_a.keys() - funcs_b.keys())}, "
+                              f"only right {sorted(funcs_b.keys() - funcs_a.keys())}")
+        for name in sorted(types_a):
+            if not self._type_data(types_a[name], types_b[name], ("type " + name,) if self.track else None):
+                return False
+        for name in sorted(funcs_a):
+            self.stack.append((funcs_a[name], funcs_b[name], ("@" + name,) if self.track else None))
+            if not self._run():
+                return False
+        return True
+
+    def _type_data(self, a: TypeData, b: TypeData, path: Path) -> bool:
+        if not (self._lengths("type parameters", a.type_vars, b.type_vars, a, b, path)
+                and self._lengths("constructors", a.constructors, b.constructors, a, b, path)):
+            return False
+        if self.spans and _span_key(a.span) != _span_key(b.span):
+            return self._fail(path, a, b, f"spans differ: {a.span or '<no span>'} vs {b.span or '<no span>'}")
+        if not self._bind_all(a.type_vars, b.type_vars, path, ".type_vars", self._bind_type):
+            return False
+        for i, (ca, cb) in enumerate(zip(a.constructors, b.constructors)):
+            cpath = path and (path, ".constructors", i)
+            if not self._lengths("fields", ca.inputs, cb.inputs, ca, cb, cpath):
+                return False
+            self._push_pairs(ca.inputs, cb.inputs, cpath, ".inputs")
+            self.stack.append((ca, cb, cpath))
+            if not self._run():
+                return False
+        return True
+
+
+def _kind(x: Any) -> str:
+    return "None" if x is None else type(x).__name__
+
+
+def structural_equal(a: Any, b: Any, *, spans: bool = False, types: bool = False,
+                     map_free_vars: bool = True) -> bool:
+    """Whether `a` and `b` (expressions, types or modules) have the same structure."""
+    return _Equal(spans, types, map_free_vars, track=False).equal(a, b)
+
+
+def first_mismatch(a: Any, b: Any, *, spans: bool = False, types: bool = False,
+                   map_free_vars: bool = True) -> Mismatch | None:
+    """The first difference between `a` and `b`, or None when they are structurally equal."""
+    eq = _Equal(spans, types, map_free_vars, track=True)
+    if eq.equal(a, b):
+        return None
+    assert eq.mismatch is not None
+    return eq.mismatch
+
+
+def assert_structural_equal(a: Any, b: Any, **kw: Any) -> None:
+    """Raise AssertionError naming the first mismatch (where, why, both sides, their spans)."""
+    mismatch = first_mismatch(a, b, **kw)
+    if mismatch is not None:
+        raise AssertionError(str(mismatch))
+
+
+# --------------------------------------------------------------------------- hashing
+
+# Kind tags: fixed integers, so the hash does not depend on PYTHONHASHSEED.
+(_H_NONE, _H_VAR, _H_GLOBAL, _H_CONST, _H_META_CONST, _H_OP, _H_CALL, _H_TUPLE, _H_GET, _H_LET,
+ _H_IF, _H_FN, _H_REF_NEW, _H_REF_READ, _H_REF_WRITE, _H_CTOR, _H_MATCH, _H_ERROR, _H_CLAUSE,
+ _H_P_WILD, _H_P_VAR, _H_P_CTOR, _H_P_TUPLE, _H_TENSOR, _H_TUPLE_T, _H_TVAR, _H_GTV, _H_TCALL,
+ _H_FUNC_T, _H_REF_T, _H_INCOMPLETE, _H_META_T, _H_ANY, _H_ATTR, _H_MODULE, _H_TYPEDEF,
+ _H_INT, _H_FLOAT, _H_STR, _H_BOOL, _H_OTHER, _H_LIST) = range(1, 43)
+
+_STR_HASHES: dict[str, int] = {}
+
+
+def _h_str(s: str) -> int:
+    h = _STR_HASHES.get(s)
+    if h is None:
+        h = int.from_bytes(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        if len(_STR_HASHES) < 100_000:
+            _STR_HASHES[s] = h
+    return h
+
+
+def _h_bytes(b: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
+
+
+def _h_dim(d: Any) -> int:
+    d = _dim_key(d)
+    if type(d) is int:
+        return hash(d)
+    if isinstance(d, IntImm):
+        return hash((_H_INT, d.value, _h_str(d.dtype)))
+    if isinstance(d, AnyDim):
+        return _H_ANY
+    if isinstance(d, MetaRef):
+        return hash((_H_META_T, _h_str(d.key), d.index))
+    return hash((_H_OTHER, _h_str(repr(d))))
+
+
+def _h_span(span: AnySpan | None) -> int:
+    if span is None:
+        return _H_NONE
+    key = span.key()
+    if key and isinstance(key[0], tuple):  # a SequentialSpan
+        return hash(tuple((_h_str(n), line, col) for n, line, col in key))
+    name, line, col = key
+    return hash((_h_str(name), line, col))
+
+
+def _h_scalar(value: Any) -> int:
+    key = _scalar_key(value)
+    tag = key[0]
+    if tag == "int":
+        return hash((_H_INT, key[1], _h_str(key[2])))
+    if tag == "float":
+        x = key[1]
+        return hash((_H_FLOAT, _H_NONE if x == "nan" else x, _h_str(key[2])))
+    value = key[1]
+    if value is None:
+        return _H_NONE
+    if isinstance(value, bool):
+        return hash((_H_BOOL, int(value)))
+    if isinstance(value, str):
+        return hash((_H_STR, _h_str(value)))
+    if isinstance(value, MetaRef):
+        return hash((_H_META_T, _h_str(value.key), value.index))
+    if isinstance(value, Opaque):
+        return hash((_H_OTHER, _h_str(value.text)))
+    return hash((_H_OTHER, _h_str(type(value).__name__)))
+
+
+def _constant_hash(c: Constant) -> int:
+    if c.data is None:
+        meta = c.meta
+        return hash((_H_META_CONST, _h_str(meta.key), meta.index)) if meta is not None else _H_META_CONST
+    arr = _as_array(c.data)
+    kind = arr.dtype.kind
+    if arr.size <= 16 and kind in "biufc":  # the common scalar: no bytes, no copies
+        values = tuple([0 if v != v else v for v in arr.reshape(-1).tolist()])  # NaN -> 0
+        return hash((_H_CONST, _h_str(arr.dtype.str), arr.shape, values))
+    flat = arr.reshape(-1)
+    if flat.size > 4096:  # a sample, the same for any two equal arrays
+        flat = flat[:: flat.size // 1024]
+    if arr.dtype.kind == "O":
+        content = 0
+    else:
+        if arr.dtype.kind in "fc":
+            flat = flat + 0  # a copy, and -0.0 becomes 0.0 (they compare equal)
+            flat[np.isnan(flat)] = 0  # every NaN alike
+        content = _h_bytes(np.ascontiguousarray(flat).tobytes())
+    return hash((_H_CONST, _h_str(arr.dtype.str), arr.shape, content))
+
+
+def _attr_exprs(attrs: Attrs) -> list[Any]:
+    """The expressions inside attribute values (`@f` in `(attr=@f)`), in key order."""
+    found: list[Any] = []
+    for _, value in sorted(attrs.items()):
+        work = [value]
+        while work:
+            v = work.pop()
+            if isinstance(v, Expr):
+                found.append(v)
+            elif isinstance(v, (tuple, list)):
+                work.extend(reversed(v))
+    return found
+
+
+def _hash_children(node: Any) -> tuple[Any, ...]:
+    kids = children(node)
+    if type(node) in (Call, Function) and node.attrs:
+        extra = _attr_exprs(node.attrs)
+        if extra:
+            return kids + tuple(extra)
+    return kids
+
+
+class _Hasher:
+    """Hashes bottom-up; variables are numbered in the order a canonical walk first meets
+    them, so alpha-equivalent expressions (and shared vs duplicated subgraphs) hash alike."""
+
+    def __init__(self, spans: bool) -> None:
+        self.spans = spans
+        self.memo: dict[Any, int] = {}
+        self.var_numbers: dict[Var, int] = {}
+        self.tvar_numbers: dict[TypeVar, int] = {}
+        self.type_memo: dict[int, int] = {}  # id(type) -> hash; the types live as long as we do
+        self.keep: list[Any] = []  # types hashed outside an expression, kept alive for type_memo
+
+    def expr(self, root: Any) -> int:
+        memo = self.memo
+        if root in memo:
+            return memo[root]
+        node_hash = self._node
+        for node in post_order(root, _hash_children, memo):
+            memo[node] = node_hash(node)
+        return memo[root]
+
+    def _node(self, x: Any) -> int:
+        cls = type(x)
+        memo = self.memo
+        span = _h_span(x.span) if self.spans else 0
+        if cls is Var:
+            number = self.var_numbers.setdefault(x, len(self.var_numbers))
+            return hash((_H_VAR, number, self.type(x.type_annotation), span))
+        if cls is Call:
+            return hash((_H_CALL, memo[x.op], tuple([memo[a] for a in x.args]), self._attrs(x.attrs),
+                         tuple([self.type(t) for t in x.type_args]), span))
+        if cls is Op:
+            return hash((_H_OP, _h_str(x.name), span))
+        if cls is Constant:
+            return hash((_constant_hash(x), span))
+        if cls is Tuple:
+            return hash((_H_TUPLE, tuple([memo[f] for f in x.fields]), span))
+        if cls is TupleGetItem:
+            return hash((_H_GET, memo[x.tuple_value], x.index, span))
+        if cls is Let:
+            return hash((_H_LET, memo[x.var], memo[x.value], memo[x.body], span))
+        if cls is Function:
+            return hash((_H_FN, tuple([memo[p] for p in x.params]), memo[x.body], self.type(x.ret_type),
+                         tuple([self.type(t) for t in x.type_params]), self._attrs(x.attrs), span))
+        if cls is GlobalVar:
+            return hash((_H_GLOBAL, _h_str(x.name), span))
+        if cls is If:
+            return hash((_H_IF, memo[x.cond], memo[x.true_branch], memo[x.false_branch], span))
+        if cls is RefCreate:
+            return hash((_H_REF_NEW, memo[x.value], span))
+        if cls is RefRead:
+            return hash((_H_REF_READ, memo[x.ref], span))
+        if cls is RefWrite:
+            return hash((_H_REF_WRITE, memo[x.ref], memo[x.value], span))
+        if cls is Constructor:
+            return hash((_H_CTOR, _h_str(x.name), _h_str(x.belongs_to.name), span))
+        if cls is Match:
+            clauses = tuple([self.clause(c) for c in x.clauses])
+            return hash((_H_MATCH, memo[x.data], clauses, x.complete, span))
+        if cls is ErrorExpr:
+            return hash((_H_ERROR, _h_str(x.message), span))
+        raise TypeError(f"structural_hash: cannot hash {cls.__name__}")
+
+    def clause(self, c: Clause) -> int:
+        span = _h_span(c.span) if self.spans else 0
+        return hash((_H_CLAUSE, self.pattern(c.lhs), self.expr(c.rhs), span))
+
+    def pattern(self, root: Pattern) -> int:
+        done: dict[Pattern, int] = {}
+        stack: list[tuple[Pattern, bool]] = [(root, False)]
+        while stack:
+            p, expanded = stack.pop()
+            subs = p.patterns if isinstance(p, (PatternConstructor, PatternTuple)) else ()
+            if subs and not expanded:
+                stack.append((p, True))
+                stack.extend((s, False) for s in reversed(subs))
+                continue
+            span = _h_span(p.span) if self.spans else 0
+            if isinstance(p, PatternVar):
+                h = hash((_H_P_VAR, self.expr(p.var), span))
+            elif isinstance(p, PatternConstructor):
+                ctor = p.constructor
+                h = hash((_H_P_CTOR, _h_str(ctor.name), _h_str(ctor.belongs_to.name),
+                          tuple([done[s] for s in subs]), span))
+                if self.spans:
+                    h = hash((h, _h_span(ctor.span)))
+            elif isinstance(p, PatternTuple):
+                h = hash((_H_P_TUPLE, tuple([done[s] for s in subs]), span))
+            else:
+                h = hash((_H_P_WILD, span))
+            done[p] = h
+        return done[root]
+
+    def _attrs(self, attrs: Attrs) -> int:
+        if not attrs:
+            return _H_ATTR
+        items = []
+        for key, value in sorted(attrs.items()):
+            items.append((_h_str(key), self._attr_value(value)))
+        return hash((_H_ATTR, tuple(items)))
+
+    def _attr_value(self, value: Any) -> int:
+        # Attribute values nest shallowly (lists of ints); expressions are already hashed.
+        if isinstance(value, Expr):
+            return self.expr(value)
+        if isinstance(value, Type):
+            return self.type(value)
+        if isinstance(value, (tuple, list)):
+            return hash((_H_LIST, tuple([self._attr_value(v) for v in value])))
+        return _h_scalar(value)
+
+    def type(self, root: Any) -> int:
+        if root is None:
+            return _H_NONE
+        memo = self.type_memo
+        h = memo.get(id(root))
+        if h is not None:
+            return h
+        stack: list[tuple[Any, bool]] = [(root, False)]
+        while stack:
+            t, expanded = stack.pop()
+            if id(t) in memo:
+                continue
+            if not expanded:
+                kids = _type_children(t)
+                if kids:
+                    stack.append((t, True))
+                    stack.extend((k, False) for k in reversed(kids) if k is not None and id(k) not in memo)
+                    continue
+            memo[id(t)] = self._type_node(t)
+        return memo[id(root)]
+
+    def _type_node(self, t: Any) -> int:
+        memo, cls = self.type_memo, type(t)
+
+        def h(x: Any) -> int:
+            return _H_NONE if x is None else memo[id(x)]
+
+        if cls is TensorType:
+            return hash((_H_TENSOR, _h_str(t.dtype), tuple([_h_dim(d) for d in t.shape])))
+        if cls is TupleType:
+            return hash((_H_TUPLE_T, tuple([h(f) for f in t.fields])))
+        if cls is TypeVar:
+            return hash((_H_TVAR, self.tvar_numbers.setdefault(t, len(self.tvar_numbers))))
+        if cls is GlobalTypeVar:
+            return hash((_H_GTV, _h_str(t.name)))
+        if cls is TypeCall:
+            return hash((_H_TCALL, _h_str(t.func.name), tuple([h(a) for a in t.args])))
+        if cls is FuncType:
+            return hash((_H_FUNC_T, tuple([h(p) for p in t.type_params]),
+                         tuple([h(a) for a in t.arg_types]), h(t.ret_type)))
+        if cls is RefType:
+            return hash((_H_REF_T, h(t.value)))
+        if cls is IncompleteType:
+            return _H_INCOMPLETE
+        if cls is MetaType:
+            return hash((_H_META_T, _h_str(t.ref.key), t.ref.index))
+        raise TypeError(f"structural_hash: cannot hash type {cls.__name__}")
+
+    def module(self, mod: IRModule) -> int:
+        parts: list[Any] = [_H_MODULE]
+        for gtv, data in sorted(mod.type_definitions.items(), key=lambda kv: kv[0].name):
+            self.keep.append(data)
+            ctors = []
+            for ctor in data.constructors:
+                span = _h_span(ctor.span) if self.spans else 0
+                ctors.append((_h_str(ctor.name), tuple([self.type(t) for t in ctor.inputs]), span))
+            span = _h_span(data.span) if self.spans else 0
+            parts.append((_H_TYPEDEF, _h_str(gtv.name), tuple([self.type(v) for v in data.type_vars]),
+                          tuple(ctors), span))
+        for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name):
+            parts.append((_h_str(gv.name), self.expr(func)))
+        return hash(tuple(parts))
+
+
+def _type_children(t: Any) -> tuple[Any, ...]:
+    cls = type(t)
+    if cls is TupleType:
+        return t.fields
+    if cls is FuncType:
+        return (*t.type_params, *t.arg_types, t.ret_type)
+    if cls is TypeCall:
+        return t.args
+    if cls is RefType:
+        return (t.value,)
+    return ()
+
+
+def structural_hash(x: Any, *, spans: bool = False) -> int:
+    """A hash consistent with `structural_equal(..., spans=spans)`: equal => same hash.
+
+    Sharing is not hashed (a shared and a duplicated subgraph hash alike, though they are
+    not equal); `ty` fields are not hashed.  Deterministic across processes.
+    """
+    hasher = _Hasher(spans)
+    if isinstance(x, IRModule):
+        return hasher.module(x)
+    if isinstance(x, Type):
+        hasher.keep.append(x)
+        return hasher.type(x)
+    if isinstance(x, Clause):
+        return hasher.clause(x)
+    if isinstance(x, Pattern):
+        for var in _pattern_binders(x):
+            hasher.expr(var)
+        return hasher.pattern(x)
+    if x is None:
+        return _H_NONE
+    return hasher.expr(x)
+
+
+def _pattern_binders(p: Pattern) -> Iterable[Var]:
+    from .expr import pattern_vars
+
+    return pattern_vars(p)

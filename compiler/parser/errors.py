@@ -1,0 +1,147 @@
+"""Syntax errors in words a person reads, and the two slips we mend rather than drop.
+
+Lark says which terminals the parser could have taken; this module names them as a
+person would ("';'", "an expression", "a type"), says what came instead and after what,
+and for two common slips returns a mended copy of the text (same length, so every offset
+still holds): a missing `;` between two statements, and a `;` after a block's value.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from ..diagnostics import Diagnostic
+from ..ir.span import Source, Span
+
+_NAMED = {
+    "LOCAL": "a variable (%x)",
+    "GRAPH": "a graph number (%0)",
+    "GLOBAL": "a global (@f)",
+    "IDENT": "a name",
+    "DOTTED": "a name",
+    "NUMBER": "a number",
+    "STRING": "a string",
+    "META_REF": "meta[...][i]",
+    "MATCH": "'match'",
+    "OPAQUE_BRACE": "{...}",
+    "SQUOTED": "a quoted name",
+    "EQOP": "'=='",
+    "RELOP": "'<'",
+    "ADDOP": "'+'",
+    "MULOP": "'*'",
+    "$END": "the end of the definition",
+}
+_EXPRESSION_STARTS = {"LOCAL", "GRAPH", "GLOBAL", "NUMBER", "META_REF", "FN", "IF", "LPAR", "REF", "TRUE"}
+_CONTINUATIONS = {"EQOP", "RELOP", "ADDOP", "MULOP", "DOT", "HOLE"}
+_PREVIOUS = re.compile(r"(%[\w.:/\-]+|@[\w/]+|[\w./]+|\S)\s*$")
+
+
+def describe(
+    err: UnexpectedInput, text: str, pos: int, base: int, source: Source, parser: Lark
+) -> tuple[Diagnostic, str | None]:
+    """The diagnostic for a syntax error at `pos` of `text` (which starts at `base` in the
+    source), and a mended text when the slip is one we know."""
+    if isinstance(err, UnexpectedCharacters):
+        char = text[pos] if pos < len(text) else ""
+        message = f"unexpected character {char!r}" if char != "\u2047" else "syntax error"
+        mended = text[:pos] + " " + text[pos + 1 :] if char else None
+        return _diag(message, source, base + pos, base + pos + 1), mended
+
+    expected = set(getattr(err, "expected", ()) or ())
+    token = getattr(err, "token", None)
+    found = _found(token)
+    after = _previous(text, pos)
+
+    # A `;` missing between two statements: put it in the blank before the next one.
+    if "SEMICOLON" in expected and pos > 0 and text[pos - 1] in " \t\n\r" and token is not None and token.type != "$END":
+        prev_end = len(text[:pos].rstrip())
+        if prev_end > 0 and "\n" in text[prev_end:pos]:
+            space = pos - 1 if text[pos - 1] in " \t" else prev_end
+            if text[space] in " \t\n" and space >= prev_end:
+                if text[space] == "\n":
+                    space = pos - 1
+                if text[space] in " \t":
+                    mended = text[:space] + ";" + text[space + 1 :]
+                    return _diag(f"expected ';' after {after}", source, base + prev_end, base + prev_end), mended
+
+    # A `;` right before the closing brace: a block ends with its value, not a `;`.
+    if token is not None and token.type in ("RBRACE", "RPAR"):
+        before = text[:pos].rstrip()
+        if before.endswith(";"):
+            semi = len(before) - 1
+            mended = text[:semi] + " " + text[semi + 1 :]
+            message = "a block ends with its value, not ';': remove this ';' (or add the value after it)"
+            return _diag(message, source, base + semi, base + semi + 1), mended
+
+    wanted = _phrase(expected, parser)
+    where = f" after {after}" if after else ""
+    message = f"expected {wanted}{where}, found {found}" if wanted else f"unexpected {found}{where}"
+    end = pos + max(1, len(str(token))) if token is not None and token.type != "$END" else pos
+    return _diag(message, source, base + pos, base + min(end, len(text))), None
+
+
+def _phrase(expected: set[str], parser: Lark) -> str:
+    names = set(expected)
+    if len(names - _CONTINUATIONS) > 0:
+        names -= _CONTINUATIONS
+    words: list[str] = []
+    if len(names & _EXPRESSION_STARTS) >= 3:
+        names -= _EXPRESSION_STARTS | {"IDENT", "DOTTED", "FALSE", "REF_READ", "REF_WRITE", "LET", "FREE_VAR", "LBRACE"}
+        names -= {"MATCH", "HOLE"}
+        words.append("an expression")
+    if {"TENSOR", "IDENT"} <= names:
+        names -= {"TENSOR", "IDENT", "LPAR", "FN", "UNDERSCORE", "META_REF", "REF"}
+        words.append("a type")
+    for name in sorted(names, key=_rank):
+        words.append(_terminal_words(name, parser))
+    words = list(dict.fromkeys(words))
+    if len(words) > 5:
+        words = words[:5] + ["..."]
+    if not words:
+        return ""
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _rank(name: str) -> tuple[int, str]:
+    order = ["SEMICOLON", "COMMA", "RPAR", "RBRACE", "RSQB", "EQUAL", "COLON"]
+    return (order.index(name) if name in order else len(order), name)
+
+
+def _terminal_words(name: str, parser: Lark) -> str:
+    if name in _NAMED:
+        return _NAMED[name]
+    try:
+        pattern = parser.get_terminal(name).pattern
+    except KeyError:
+        return name
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return name.lower()
+
+
+def _found(token) -> str:
+    if token is None or token.type == "$END":
+        return "the end of the definition"
+    value = str(token).split("\n")[0].strip()
+    if value == "\u2047":
+        return "an earlier error"
+    if len(value) > 30:
+        value = value[:27] + "..."
+    return f"'{value}'"
+
+
+def _previous(text: str, pos: int) -> str:
+    m = _PREVIOUS.search(text[max(0, pos - 80) : pos])
+    if m is None:
+        return ""
+    value = m.group(1)
+    return "this value" if value == "\u2047" else f"'{value}'"
+
+
+def _diag(message: str, source: Source, start: int, end: int) -> Diagnostic:
+    return Diagnostic(message, Span(source, start, max(start, end)), source="syntax")

@@ -1,0 +1,247 @@
+"""The parser's driver: scan, parse each definition with Lark, recover, lower to IR.
+
+Recovery works at two levels.  Each top-level definition is parsed on its own, so a
+broken one costs only itself (its name stays defined, so calls to it don't cascade).
+Inside a function body, a syntax error is reported and the statement holding it is
+replaced, in a copy of the text of the same length, by a hole (`%3 = ⁇;` keeps `%3`
+bound); then the definition is parsed again.  Two common slips are mended instead of
+dropped: a missing `;` between statements and a `;` after a block's last value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..diagnostics import Diagnostic, Severity
+from ..ir.expr import Function
+from ..ir.module import IRModule
+from ..ir.span import Source, Span
+from .annotations import is_annotation
+from .errors import describe
+from .lower import Lowerer
+from .scan import Scan, scan
+from .symbols import SymbolIndex
+
+HOLE = "\u2047"
+MAX_RECOVERIES = 50
+_DEF_NAME = re.compile(r"def\s+@([A-Za-z_][\w/]*)")
+_BINDER = re.compile(r"\s*(%\d+|let\s+%[^\s=:]+(?:\s*:[^=]*)?)\s*=")
+
+
+@dataclass
+class ParseResult:
+    module: IRModule
+    diagnostics: list[Diagnostic]
+    source: Source
+    index: SymbolIndex
+    scan: Scan = field(repr=False)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+
+@lru_cache(maxsize=1)
+def grammar() -> Lark:
+    text = resources.files("relaylens.grammar").joinpath("relay.lark").read_text()
+    return Lark(
+        text,
+        parser="lalr",
+        lexer="contextual",
+        start=["item", "expr_file", "type"],
+        propagate_positions=True,
+        maybe_placeholders=False,
+        cache=False,
+    )
+
+
+def parse_type_text(text: str) -> Tree:
+    return grammar().parse(text, start="type")
+
+
+def parse(text: str, name: str = "<string>") -> ParseResult:
+    """Parse a whole file.  Never raises on any input: problems become diagnostics."""
+    source = Source(name, text)
+    scanned = scan(source)
+    diagnostics = list(scanned.diagnostics)
+    module = IRModule()
+    index = SymbolIndex()
+    if scanned.metadata is not None:
+        _load_metadata(module, source, scanned.metadata, diagnostics)
+    lowerer = Lowerer(source, module, index, diagnostics, _annotation_ends(scanned), parse_type_text)
+    code = scanned.code
+    if not scanned.items:
+        _parse_expression_file(lowerer, source, code, diagnostics)
+    else:
+        first = scanned.first_code_offset()
+        if first < scanned.items[0].start:
+            diagnostics.append(
+                Diagnostic("expected a definition (def, type or extern type)", Span(source, first, first + 1), source="syntax")
+            )
+        parsed = []
+        for item in scanned.items:
+            tree = _parse_with_recovery(code, item.start, item.end, "item", item.keyword == "def", source, diagnostics)
+            parsed.append((item, tree))
+        for item, tree in parsed:  # types first: constructors must be known in bodies
+            if tree is not None and tree.data in ("type_item", "extern_item"):
+                lowerer.base = item.start
+                _guard(lambda: lowerer.declare_type(tree), source, item.start, diagnostics)
+        for item, tree in parsed:
+            lowerer.base = item.start
+            if tree is not None and tree.data == "def_item":
+                _guard(lambda: lowerer.define_function(tree), source, item.start, diagnostics)
+            elif tree is None and item.keyword == "def":
+                m = _DEF_NAME.match(code, item.start)
+                if m is not None:
+                    lowerer.declare_broken_global(m.group(1), Span(source, m.start(1) - 1, m.end(1)))
+    lowerer.check_undefined()
+    diagnostics.sort(key=lambda d: _order(d))
+    return ParseResult(module, diagnostics, source, index, scanned)
+
+
+def _parse_expression_file(lowerer: Lowerer, source: Source, code: str, diagnostics: list[Diagnostic]) -> None:
+    """A file with no definitions is one expression, read as the body of @main (what
+    `print(mod["main"])` writes and people paste)."""
+    if not code.strip():
+        return
+    tree = _parse_with_recovery(code, 0, len(code), "expr_file", True, source, diagnostics)
+    if tree is None:
+        return
+    lowerer.base = 0
+    lowerer.scopes.append({})
+
+    def build() -> None:
+        body = lowerer.block(tree.children[0])
+        span = lowerer.span(tree)
+        free = tuple(var for var, _ in lowerer.free_vars.values())
+        main = body if isinstance(body, Function) and not free else Function(free, body, span=span)
+        gv = lowerer.module.get_global_var("main", span)
+        lowerer.module.add(gv, main)
+
+    _guard(build, source, 0, diagnostics)
+
+
+def _parse_with_recovery(
+    code: str, start: int, end: int, rule: str, statements: bool, source: Source, diagnostics: list[Diagnostic]
+) -> Tree | None:
+    text = code[start:end]
+    parser = grammar()
+    seen: set[int] = set()
+    for _ in range(MAX_RECOVERIES):
+        try:
+            return parser.parse(text, start=rule)
+        except UnexpectedInput as err:
+            pos = _error_pos(err, text)
+            if pos in seen:  # no progress: this definition cannot be mended
+                return None
+            seen.add(pos)
+            diagnostic, mended = describe(err, text, pos, start, source, parser)
+            diagnostics.append(diagnostic)
+            if mended is None:
+                mended = _drop_statement(text, pos) if statements else None
+            if mended is None or mended == text:
+                return None
+            text = mended
+        except RecursionError:
+            diagnostics.append(Diagnostic("this definition is nested too deeply to read", Span(source, start, start + 1)))
+            return None
+    return None
+
+
+def _error_pos(err: UnexpectedInput, text: str) -> int:
+    if isinstance(err, UnexpectedEOF):
+        return len(text)
+    if isinstance(err, UnexpectedToken) and err.token.type == "$END":
+        return len(text)
+    pos = getattr(err, "pos_in_stream", None)
+    return len(text) if pos is None else pos
+
+
+def _drop_statement(text: str, pos: int) -> str | None:
+    """`text` with the statement around `pos` replaced by a hole, or None if `pos` is not
+    inside a block."""
+    begin = max(text.rfind(";", 0, pos), text.rfind("{", 0, pos))
+    if begin < 0:
+        return None
+    begin += 1
+    depth = 0
+    stop = len(text)
+    is_tail = True
+    for i in range(begin, len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                stop = i
+                break
+        elif c == ";" and depth == 0 and i >= pos:
+            stop, is_tail = i, False
+            break
+    if stop <= begin and not is_tail:
+        return None
+    binder = _BINDER.match(text, begin, stop)
+    if binder is not None:
+        keep = binder.end()
+        filler = HOLE if keep < stop else ""
+        return text[:keep] + _blank(filler, stop - keep) + text[stop:]
+    if is_tail:
+        if stop - begin < 1:
+            return None
+        return text[:begin] + _blank(HOLE, stop - begin) + text[stop:]
+    return text[:begin] + _blank("", stop + 1 - begin) + text[stop + 1 :]
+
+
+def _blank(head: str, width: int) -> str:
+    return head + " " * (width - len(head))
+
+
+def _annotation_ends(scanned: Scan) -> dict[int, str]:
+    """For each `ty=`/`span=` comment, the offset where the expression before it ends."""
+    code = scanned.code
+    ends: dict[int, str] = {}
+    for comment in scanned.comments:
+        if comment.block and is_annotation(comment.body):
+            j = comment.start
+            while j > 0 and code[j - 1].isspace():
+                j -= 1
+            ends.setdefault(j, comment.body)
+    return ends
+
+
+def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], diagnostics: list[Diagnostic]) -> None:
+    from ..metadata import MetadataError, parse_metadata
+
+    offset, text = metadata
+    try:
+        module.metadata = parse_metadata(text)
+    except MetadataError as err:
+        at = offset + (getattr(err, "offset", 0) or 0)
+        diagnostics.append(Diagnostic(f"bad #[metadata] section: {err}", Span(source, at, at + 1), source="metadata"))
+
+
+def _guard(action, source: Source, at: int, diagnostics: list[Diagnostic]) -> None:
+    """Run one lowering step; an internal failure becomes a diagnostic, never a crash."""
+    try:
+        action()
+    except RecursionError:
+        diagnostics.append(Diagnostic("this definition is nested too deeply to read", Span(source, at, at + 1)))
+    except Exception as exc:  # noqa: BLE001 - a bug must not take the editor down
+        diagnostics.append(
+            Diagnostic(f"internal error while reading this definition: {type(exc).__name__}: {exc}", Span(source, at, at + 1), source="internal")
+        )
+
+
+def _order(d: Diagnostic):
+    loc = d.location()
+    return (loc[1], loc[2]) if loc else (0, 0)
+
+
+__all__ = ["parse", "ParseResult", "grammar", "HOLE", "Token"]

@@ -1,0 +1,192 @@
+"""The first look at a file, before the grammar: comments, header, metadata, definitions.
+
+Block comments nest (`/* a /* b */ c */` is one comment), which no regular expression can
+follow, so this scanner blanks every comment out (each character but newlines becomes a
+space: offsets, lines and columns stay where they were) and keeps the comments aside; the
+type and span annotations among them are read back later (parser/annotations.py).  It also:
+
+* takes the `#[version = "0.0.5"]` header off (a missing one is a warning: `print(mod)`
+  writes none), and reports any other `#` (not a comment character in Relay);
+* cuts the text at `#[metadata]`: what follows is JSON, not Relay;
+* finds where each top-level definition (`def`, `type`, `extern type`) starts, so that each
+  is parsed on its own: one broken definition leaves the others whole, and an editor can
+  re-parse only the definition that changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..diagnostics import Diagnostic, Severity
+from ..ir.span import Source, Span
+
+VERSION = "0.0.5"
+
+# What the scanner stops at while walking code.
+_EVENT = re.compile(r'/\*|//|"|#|(?<![%@.\w/])(?:def|type|extern)(?![\w/])')
+_COMMENT_EDGE = re.compile(r"/\*|\*/")
+_STRING = re.compile(r'"(?:\\.|[^"\\])*"', re.S)
+_BRACKET_ATTR = re.compile(r"#\[([^\]\n]*)\]")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+@dataclass(slots=True)
+class Comment:
+    start: int  # offset of `/*` or `//`
+    end: int  # offset just after `*/` or before the newline
+    body: str  # the text inside the delimiters
+    block: bool
+
+
+@dataclass(slots=True)
+class Item:
+    keyword: str  # "def", "type" or "extern"
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class Scan:
+    code: str  # the text up to the metadata section, comments and header blanked
+    comments: list[Comment] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    metadata: tuple[int, str] | None = None  # (offset of the JSON, its text)
+    has_header: bool = False
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def first_code_offset(self, start: int = 0) -> int:
+        """Offset of the first non-blank character of the code at or after `start`."""
+        m = re.compile(r"\S").search(self.code, start)
+        return m.start() if m else len(self.code)
+
+
+def scan(source: Source) -> Scan:
+    text = source.text
+    blanks: list[tuple[int, int]] = []
+    result = Scan(code="")
+    diags = result.diagnostics
+    end = len(text)
+    pos = 0
+    header_allowed = True
+    while True:
+        m = _EVENT.search(text, pos, end)
+        if m is None:
+            break
+        tok, at = m.group(), m.start()
+        if header_allowed and text[pos:at].strip():
+            header_allowed = False  # code came before this point
+        if tok == "/*":
+            close = _block_comment_end(text, at + 2)
+            if close < 0:
+                diags.append(_error(source, at, at + 2, "this block comment is never closed (expected '*/')"))
+                close = end
+                body = text[at + 2 : end]
+            else:
+                body = text[at + 2 : close - 2]
+            result.comments.append(Comment(at, close, body, True))
+            blanks.append((at, close))
+            pos = close
+        elif tok == "//":
+            nl = text.find("\n", at)
+            nl = end if nl < 0 else nl
+            result.comments.append(Comment(at, nl, text[at + 2 : nl], False))
+            blanks.append((at, nl))
+            pos = nl
+        elif tok == '"':
+            s = _STRING.match(text, at)
+            if s is None:
+                nl = text.find("\n", at)
+                nl = end if nl < 0 else nl
+                diags.append(_error(source, at, nl, "this string is never closed (expected '\"')"))
+                pos = nl
+            else:
+                pos = s.end()
+            header_allowed = False
+        elif tok == "#":
+            attr = _BRACKET_ATTR.match(text, at)
+            raw = attr.group(1).strip() if attr else None
+            if raw == "metadata":
+                result.metadata = (attr.end(), text[attr.end() :])
+                end = at
+                break
+            if raw is not None and raw.startswith("version"):
+                _check_version(source, attr, raw, header_allowed and not result.has_header, diags)
+                result.has_header = True
+                blanks.append((at, attr.end()))
+                pos = attr.end()
+            else:
+                nl = text.find("\n", at)
+                nl = end if nl < 0 else nl
+                stop = attr.end() if attr else nl
+                what = f"unsupported attribute #[{raw}]" if attr else "'#' does not start a comment in Relay (use // or /* */)"
+                diags.append(_error(source, at, stop, what))
+                blanks.append((at, stop))
+                pos = stop
+            header_allowed = False
+        else:  # a definition keyword
+            header_allowed = False
+            last = result.items[-1] if result.items else None
+            if tok == "type" and last is not None and last.keyword == "extern" and not text[last.start + 6 : at].strip():
+                pos = m.end()
+                continue
+            if last is not None:
+                last.end = at
+            result.items.append(Item(tok, at, end))
+            pos = m.end()
+    if result.items:
+        result.items[-1].end = end
+    result.code = _blank(text[:end], blanks)
+    if not result.has_header:
+        where = result.first_code_offset()
+        diags.append(
+            Diagnostic(
+                f'no version header; reading as Relay {VERSION} (TVM wants #[version = "{VERSION}"] first)',
+                Span(source, where, where),
+                Severity.WARNING,
+                source="syntax",
+            )
+        )
+    return result
+
+
+def _block_comment_end(text: str, pos: int) -> int:
+    """Offset just after the `*/` that closes a comment opened before `pos`, or -1."""
+    depth = 1
+    for m in _COMMENT_EDGE.finditer(text, pos):
+        depth += 1 if m.group() == "/*" else -1
+        if depth == 0:
+            return m.end()
+    return -1
+
+
+def _check_version(source: Source, attr: re.Match, raw: str, first: bool, diags: list[Diagnostic]) -> None:
+    value = raw.partition("=")[2].strip()
+    if not first:
+        diags.append(_error(source, attr.start(), attr.end(), "the version header must come first, and only once"))
+    elif value != f'"{VERSION}"':
+        diags.append(
+            Diagnostic(
+                f'unsupported version {value or "(none)"}; RelayLens reads "{VERSION}"',
+                Span(source, attr.start(), attr.end()),
+                Severity.WARNING,
+                source="syntax",
+            )
+        )
+
+
+def _blank(text: str, ranges: list[tuple[int, int]]) -> str:
+    if not ranges:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for start, stop in ranges:
+        parts.append(text[pos:start])
+        parts.append(_NOT_NEWLINE.sub(" ", text[start:stop]))
+        pos = stop
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _error(source: Source, start: int, end: int, message: str) -> Diagnostic:
+    return Diagnostic(message, Span(source, start, end), Severity.ERROR, source="syntax")
