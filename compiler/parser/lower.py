@@ -27,6 +27,7 @@ from ..ir import types as T
 from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
 from .annotations import split_annotation
+from .grammar import first_token, kids, last_token
 from .literals import LiteralError, parse_number, parse_string
 from .symbols import Symbol, SymbolIndex
 
@@ -69,10 +70,7 @@ class Lowerer:
     def span(self, node: Tree | Token) -> Span:
         if isinstance(node, Token):
             return Span(self.source, self.base + node.start_pos, self.base + node.end_pos)
-        meta = node.meta
-        if meta.empty:
-            return Span(self.source, self.base, self.base)
-        return Span(self.source, self.base + meta.start_pos, self.base + meta.end_pos)
+        return Span(self.source, self.base + first_token(node).start_pos, self.base + last_token(node).end_pos)
 
     def error(self, message: str, span: AnySpan | None, notes=(), source: str = "names") -> None:
         self.diagnostics.append(Diagnostic(message, span, Severity.ERROR, tuple(notes), source))
@@ -98,7 +96,7 @@ class Lowerer:
     # ---- definitions ---------------------------------------------------------------------
     def declare_type(self, tree: Tree) -> None:
         """First pass over a `type`/`extern type` item: its name and constructors."""
-        name_tok = tree.children[0]
+        name_tok = kids(tree)[0]
         name = str(name_tok)
         span = self.span(name_tok)
         if name in self.types and self.types[name].definition is not None:
@@ -109,16 +107,16 @@ class Lowerer:
         type_vars, ctor_trees = (), []
         self.type_scopes.append({})
         try:
-            for child in tree.children[1:]:
+            for child in kids(tree)[1:]:
                 if child.data == "type_params":
                     type_vars = self.type_params(child)
                 elif child.data == "ctor_list":
-                    ctor_trees = [c for c in child.children if isinstance(c, Tree)]
+                    ctor_trees = [c for c in kids(child) if isinstance(c, Tree)]
             ctors = []
             for tag, ctor_tree in enumerate(ctor_trees):
-                ctor_tok = ctor_tree.children[0]
+                ctor_tok = kids(ctor_tree)[0]
                 ctor_name = str(ctor_tok)
-                inputs = tuple(self.type(t) for t in ctor_tree.children[1:])
+                inputs = tuple(self.type(t) for t in kids(ctor_tree)[1:])
                 ctor = E.Constructor(ctor_name, inputs, header, tag, span=self.span(ctor_tree))
                 if ctor_name in self.constructors:
                     first = self.constructors[ctor_name][1].definition
@@ -137,7 +135,7 @@ class Lowerer:
             symbol.definition, symbol.node = span, data
 
     def define_function(self, tree: Tree) -> None:
-        name_tok = tree.children[0]
+        name_tok = kids(tree)[0]
         name = str(name_tok)[1:]
         span = self.span(name_tok)
         symbol = self.globals.get(name)
@@ -149,7 +147,7 @@ class Lowerer:
             symbol = self.globals[name] = self.index.define("global", name, span, gv)
         else:
             symbol.definition = span
-        func = self.function(tree.children[1:], self.span(tree))
+        func = self.function(kids(tree)[1:], self.span(tree))
         self.module.add(gv, func)
 
     def declare_broken_global(self, name: str, span: Span) -> None:
@@ -185,13 +183,13 @@ class Lowerer:
                 if part.data == "type_params":
                     type_params = self.type_params(part)
                 elif part.data == "params":
-                    for p in part.children:
+                    for p in kids(part):
                         if p.data == "param":
                             params.append(self.param(p))
                         else:
                             attrs = self.kwargs(p)
                 elif part.data == "ret_type":
-                    ret_type = self.type(part.children[0])
+                    ret_type = self.type(kids(part)[0])
             body = self.block(parts[-1])
         finally:
             self.scopes.pop()
@@ -199,10 +197,10 @@ class Lowerer:
         return E.Function(tuple(params), body, ret_type, type_params, attrs, span=span, ty=ty)
 
     def param(self, tree: Tree) -> E.Var:
-        tok = tree.children[0]
+        tok = kids(tree)[0]
         type_tree = None
         device = None
-        for child in tree.children[1:]:
+        for child in kids(tree)[1:]:
             if child.data == "kwargs":
                 device = self.kwargs(child).get("virtual_device")
             else:
@@ -227,27 +225,27 @@ class Lowerer:
         self.scopes.append({})
         try:
             lets: list[tuple[E.Var, E.Expr, int]] = []
-            for stmt in tree.children[:-1]:
+            for stmt in kids(tree)[:-1]:
                 kind = stmt.data
                 if kind == "let_stmt":
-                    tok, *rest = stmt.children
+                    tok, *rest = kids(stmt)
                     type_tree = rest[0] if len(rest) == 2 else None
                     var = self.bind(tok, type_tree)
-                    lets.append((var, self.expr(rest[-1]), self.base + stmt.meta.start_pos))
+                    lets.append((var, self.expr(rest[-1]), self.base + first_token(stmt).start_pos))
                 elif kind == "graph_stmt":
-                    tok, value_tree = stmt.children
+                    tok, value_tree = kids(stmt)
                     value = self.expr(value_tree)
                     symbol = self.index.define("graph", str(tok)[1:], self.span(tok), value)
                     self.graph[str(tok)[1:]] = (value, symbol)
                 elif kind == "free_var_stmt":
-                    tok = stmt.children[0]
-                    var = self.bind(tok, stmt.children[1] if len(stmt.children) > 1 else None)
+                    tok = kids(stmt)[0]
+                    var = self.bind(tok, kids(stmt)[1] if len(kids(stmt)) > 1 else None)
                     self.free_vars[var.name] = self.scopes[-1].pop(var.name)
                 else:  # `e1; e2` is `let %_ = e1; e2`
-                    value = self.expr(stmt.children[0])
-                    lets.append((E.Var("_", span=self.span(stmt)), value, self.base + stmt.meta.start_pos))
-            result = self.expr(tree.children[-1])
-            end = self.base + tree.meta.end_pos
+                    value = self.expr(kids(stmt)[0])
+                    lets.append((E.Var("_", span=self.span(stmt)), value, self.base + first_token(stmt).start_pos))
+            result = self.expr(kids(tree)[-1])
+            end = self.base + last_token(tree).end_pos
             for var, value, start in reversed(lets):
                 result = E.Let(var, value, result, span=Span(self.source, start, end))
             return result
@@ -265,13 +263,13 @@ class Lowerer:
         return self.block(tree)
 
     def x_scope(self, tree: Tree) -> E.Expr:
-        return self.block(tree.children[0])
+        return self.block(kids(tree)[0])
 
     def x_paren(self, tree: Tree) -> E.Expr:
-        return self.block(tree.children[0])
+        return self.block(kids(tree)[0])
 
     def x_number(self, tree: Tree) -> E.Expr:
-        tok = tree.children[0]
+        tok = kids(tree)[0]
         span = self.span(tree)
         try:
             value, dtype = parse_number(str(tok))
@@ -290,7 +288,7 @@ class Lowerer:
         return E.Constant(np.array(False), span=span, ty=ty)
 
     def x_local(self, tree: Tree) -> E.Expr:
-        tok = tree.children[0]
+        tok = kids(tree)[0]
         return self.lookup_local(str(tok)[1:], self.span(tok))
 
     def lookup_local(self, name: str, span: Span) -> E.Expr:
@@ -315,7 +313,7 @@ class Lowerer:
         return self.free_vars.get(name)
 
     def x_graph(self, tree: Tree) -> E.Expr:
-        tok = tree.children[0]
+        tok = kids(tree)[0]
         number = str(tok)[1:]
         span = self.span(tok)
         found = self.graph.get(number)
@@ -326,7 +324,7 @@ class Lowerer:
         return found[0]
 
     def x_global_var(self, tree: Tree) -> E.Expr:
-        tok = tree.children[0]
+        tok = kids(tree)[0]
         return self.refer_global(str(tok)[1:], self.span(tok))
 
     def refer_global(self, name: str, span: Span) -> E.GlobalVar:
@@ -339,7 +337,7 @@ class Lowerer:
 
     def x_meta(self, tree: Tree) -> E.Expr:
         span = self.span(tree)
-        ref = self.meta_ref(tree.children[0])
+        ref = self.meta_ref(kids(tree)[0])
         span2, ty = self.annotated(tree, span)
         if ref.key != "relay.Constant":
             self.error(f"{ref} cannot stand for an expression here (only relay.Constant can)", span, source="syntax")
@@ -365,7 +363,7 @@ class Lowerer:
         return A.MetaRef(m.group(1), int(m.group(2)))
 
     def x_name(self, tree: Tree, applied: bool = True) -> E.Expr:
-        tok = tree.children[0]
+        tok = kids(tree)[0]
         name = str(tok)
         span = self.span(tok)
         found = self.constructors.get(name)
@@ -381,15 +379,15 @@ class Lowerer:
         return E.ErrorExpr("syntax error", span=self.span(tree))
 
     def x_call(self, tree: Tree) -> E.Expr:
-        callee_tree = tree.children[0]
+        callee_tree = kids(tree)[0]
         if callee_tree.data == "name":
             callee = self.x_name(callee_tree, applied=False)
         else:
             callee = self.expr(callee_tree)
         args: list[E.Expr] = []
         attrs = A.EMPTY_ATTRS
-        if len(tree.children) > 1:
-            for child in tree.children[1].children:
+        if len(kids(tree)) > 1:
+            for child in kids(kids(tree)[1]):
                 if isinstance(child, Tree) and child.data == "kwargs":
                     attrs = self.kwargs(child)
                 else:
@@ -398,13 +396,13 @@ class Lowerer:
         return E.Call(callee, tuple(args), attrs, span=span, ty=ty)
 
     def x_binop(self, tree: Tree) -> E.Expr:
-        left, tok, right = tree.children
+        left, tok, right = kids(tree)
         name = _BINOPS[str(tok)]
         span, ty = self.annotated(tree, self.span(tree))
         return E.Call(E.op(name), (self.expr(left), self.expr(right)), span=span, ty=ty)
 
     def x_proj(self, tree: Tree) -> E.Expr:
-        inner, tok = tree.children
+        inner, tok = kids(tree)
         value = self.expr(inner)
         span, ty = self.annotated(tree, self.span(tree))
         if not str(tok).isdigit():
@@ -413,37 +411,37 @@ class Lowerer:
         return E.TupleGetItem(value, int(str(tok)), span=span, ty=ty)
 
     def x_tuple(self, tree: Tree) -> E.Expr:
-        fields = tuple(self.block(c) for c in tree.children)
+        fields = tuple(self.block(c) for c in kids(tree))
         span, ty = self.annotated(tree, self.span(tree))
         return E.Tuple(fields, span=span, ty=ty)
 
     def x_fn(self, tree: Tree) -> E.Expr:
         span, ty = self.annotated(tree, self.span(tree))
-        return self.function(tree.children, span, ty)
+        return self.function(kids(tree), span, ty)
 
     def x_if_expr(self, tree: Tree) -> E.Expr:
-        cond, then, other = (self.block(c) for c in tree.children)
+        cond, then, other = (self.block(c) for c in kids(tree))
         return E.If(cond, then, other, span=self.span(tree))
 
     def x_ref_create(self, tree: Tree) -> E.Expr:
-        return E.RefCreate(self.block(tree.children[0]), span=self.span(tree))
+        return E.RefCreate(self.block(kids(tree)[0]), span=self.span(tree))
 
     def x_ref_read(self, tree: Tree) -> E.Expr:
-        return E.RefRead(self.block(tree.children[0]), span=self.span(tree))
+        return E.RefRead(self.block(kids(tree)[0]), span=self.span(tree))
 
     def x_ref_write(self, tree: Tree) -> E.Expr:
-        ref, value = (self.block(c) for c in tree.children)
+        ref, value = (self.block(c) for c in kids(tree))
         return E.RefWrite(ref, value, span=self.span(tree))
 
     def x_match_expr(self, tree: Tree) -> E.Expr:
-        keyword, scrutinee, *clause_trees = tree.children
+        keyword, scrutinee, *clause_trees = kids(tree)
         data = self.expr(scrutinee)
         clauses = []
         for clause in clause_trees:
             self.scopes.append({})
             try:
-                lhs = self.pattern(clause.children[0])
-                rhs = self.block(clause.children[1])
+                lhs = self.pattern(kids(clause)[0])
+                rhs = self.block(kids(clause)[1])
             finally:
                 self.scopes.pop()
             clauses.append(E.Clause(lhs, rhs, span=self.span(clause)))
@@ -456,13 +454,13 @@ class Lowerer:
         if kind == "pattern_wildcard":
             return E.PatternWildcard(span=span)
         if kind == "pattern_var":
-            var = self.bind(tree.children[0], tree.children[1] if len(tree.children) > 1 else None)
+            var = self.bind(kids(tree)[0], kids(tree)[1] if len(kids(tree)) > 1 else None)
             return E.PatternVar(var, span=span)
         if kind == "pattern_tuple":
-            return E.PatternTuple(tuple(self.pattern(p) for p in tree.children), span=span)
-        tok = tree.children[0]
+            return E.PatternTuple(tuple(self.pattern(p) for p in kids(tree)), span=span)
+        tok = kids(tree)[0]
         found = self.constructors.get(str(tok))
-        subs = tuple(self.pattern(p) for p in tree.children[1:])
+        subs = tuple(self.pattern(p) for p in kids(tree)[1:])
         if found is None:
             self.error(f"unknown constructor {tok} in this pattern", self.span(tok))
             return E.PatternWildcard(span=span)
@@ -480,15 +478,17 @@ class Lowerer:
     # ---- attributes ----------------------------------------------------------------------------
     def kwargs(self, tree: Tree) -> A.Attrs:
         items = []
-        for kwarg in tree.children:
-            key, value = kwarg.children
+        for kwarg in kids(tree):
+            key, value = kids(kwarg)
             items.append((str(key), self.attr_value(value)))
         return A.Attrs(tuple(items))
 
     def attr_value(self, tree: Tree):
         kind = tree.data
+        if kind == "attr_value":  # `(v)`: one value in parentheses
+            return self.attr_value(kids(tree)[0])
         if kind == "attr_number":
-            tok = tree.children[0]
+            tok = kids(tree)[0]
             try:
                 value, dtype = parse_number(str(tok))
             except LiteralError as err:
@@ -500,19 +500,19 @@ class Lowerer:
         if kind == "attr_false":
             return False
         if kind == "attr_string":
-            return parse_string(str(tree.children[0]))
+            return parse_string(str(kids(tree)[0]))
         if kind == "attr_meta":
-            return self.meta_ref(tree.children[0])
+            return self.meta_ref(kids(tree)[0])
         if kind == "attr_list":
-            return tuple(self.attr_value(c) for c in tree.children)
+            return tuple(self.attr_value(c) for c in kids(tree))
         if kind == "attr_name":
-            name = str(tree.children[0])
+            name = str(kids(tree)[0])
             return None if name in ("None", "nullptr") else A.Opaque(name)
         if kind == "attr_global":
-            tok = tree.children[0]
+            tok = kids(tree)[0]
             return self.refer_global(str(tok)[1:], self.span(tok))
         if kind == "attr_local":
-            tok = tree.children[0]
+            tok = kids(tree)[0]
             return self.lookup_local(str(tok)[1:], self.span(tok))
         if kind == "attr_graph":
             return self.x_graph(tree)
@@ -522,7 +522,7 @@ class Lowerer:
     # ---- types ------------------------------------------------------------------------------------
     def type_params(self, tree: Tree) -> tuple[T.TypeVar, ...]:
         found = []
-        for tok in tree.children:
+        for tok in kids(tree):
             tv = T.TypeVar(str(tok), span=self.span(tok))
             symbol = self.index.define("type_var", str(tok), self.span(tok), tv)
             self.type_scopes[-1][str(tok)] = (tv, symbol)
@@ -533,14 +533,14 @@ class Lowerer:
         kind = tree.data
         span = self.span(tree)
         if kind == "tensor_type":
-            shape_tree, dtype = tree.children
+            shape_tree, dtype = kids(tree)
             return T.TensorType(self.shape(shape_tree), str(dtype), span=span)
         if kind == "type_name":
-            return self.type_name(tree.children[0], span)
+            return self.type_name(kids(tree)[0], span)
         if kind == "tuple_type":
-            return T.TupleType(tuple(self.type(c) for c in tree.children), span=span)
+            return T.TupleType(tuple(self.type(c) for c in kids(tree)), span=span)
         if kind == "func_type":
-            children = list(tree.children)
+            children = list(kids(tree))
             self.type_scopes.append({})
             try:
                 tps = self.type_params(children.pop(0)) if children and children[0].data == "type_params" else ()
@@ -549,14 +549,14 @@ class Lowerer:
                 self.type_scopes.pop()
             return T.FuncType(tuple(types[:-1]), types[-1], tps, span=span)
         if kind == "type_call":
-            tok, *args = tree.children
+            tok, *args = kids(tree)
             return T.TypeCall(self.refer_type(tok), tuple(self.type(a) for a in args), span=span)
         if kind == "incomplete_type":
             return T.IncompleteType(span=span)
         if kind == "ref_type":
-            return T.RefType(self.type(tree.children[0]), span=span)
+            return T.RefType(self.type(kids(tree)[0]), span=span)
         if kind == "meta_type":
-            return T.MetaType(self.meta_ref(tree.children[0]), span=span)
+            return T.MetaType(self.meta_ref(kids(tree)[0]), span=span)
         raise AssertionError(f"unknown type tree {kind}")
 
     def type_name(self, tok: Token, span: Span) -> T.Type:
@@ -580,15 +580,15 @@ class Lowerer:
         return gtv
 
     def shape(self, tree: Tree) -> tuple:
-        dims = tree.children if tree.data == "shape" else [tree]
+        dims = kids(tree) if tree.data == "shape" else [tree]
         out = []
         for dim in dims:
             if dim.data == "dim_any":
                 out.append(T.ANY)
             elif dim.data == "dim_meta":
-                out.append(self.meta_ref(dim.children[0]))
+                out.append(self.meta_ref(kids(dim)[0]))
             else:
-                tok = dim.children[0]
+                tok = kids(dim)[0]
                 try:
                     value, dtype = parse_number(str(tok))
                 except LiteralError as err:

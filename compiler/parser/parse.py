@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
-
-from lark import Lark, Token, Tree
+from lark import Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import Diagnostic, Severity
@@ -24,6 +21,7 @@ from ..ir.module import IRModule
 from ..ir.span import Source, Span
 from .annotations import is_annotation
 from .errors import describe
+from .grammar import grammar, kids, parse_type_text
 from .lower import Lowerer
 from .scan import Scan, scan
 from .symbols import SymbolIndex
@@ -45,24 +43,6 @@ class ParseResult:
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
-
-
-@lru_cache(maxsize=1)
-def grammar() -> Lark:
-    text = resources.files("relaylens.grammar").joinpath("relay.lark").read_text()
-    return Lark(
-        text,
-        parser="lalr",
-        lexer="contextual",
-        start=["item", "expr_file", "type"],
-        propagate_positions=True,
-        maybe_placeholders=False,
-        cache=False,
-    )
-
-
-def parse_type_text(text: str) -> Tree:
-    return grammar().parse(text, start="type")
 
 
 def parse(text: str, name: str = "<string>") -> ParseResult:
@@ -117,7 +97,7 @@ def _parse_expression_file(lowerer: Lowerer, source: Source, code: str, diagnost
     lowerer.scopes.append({})
 
     def build() -> None:
-        body = lowerer.block(tree.children[0])
+        body = lowerer.block(kids(tree)[0])
         span = lowerer.span(tree)
         free = tuple(var for var, _ in lowerer.free_vars.values())
         main = body if isinstance(body, Function) and not free else Function(free, body, span=span)
@@ -244,4 +224,4 @@ def _order(d: Diagnostic):
     return (loc[1], loc[2]) if loc else (0, 0)
 
 
-__all__ = ["parse", "ParseResult", "grammar", "HOLE", "Token"]
+__all__ = ["parse", "ParseResult", "HOLE"]
