@@ -19,7 +19,7 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/relaylens check examples/mnist.relay
-	$(VENV)/bin/relaylens print --spans examples/mnist.relay
+	$(VENV)/bin/relaylens print --spans --types examples/mnist.relay
 
 bench: $(STAMP)
 	$(PY) bench/parse.py

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from compiler.ir.attrs import MetaRef
-from compiler.metadata import MetadataError, encode_metadata, parse_metadata
+from relaylens.compiler.ir.attrs import MetaRef
+from relaylens.compiler.metadata import MetadataError, encode_metadata, parse_metadata
 
 CORPUS = Path("/work/shared/corpus/relay")
 MAGIC = 0xDD5E40F096B4A13F

@@ -219,3 +219,33 @@ def pattern_vars(pattern: Pattern) -> list[Var]:
         elif isinstance(p, (PatternConstructor, PatternTuple)):
             stack.extend(reversed(p.patterns))
     return found
+
+
+def _brief(node: Node) -> str:
+    """A one-line repr: a node's repr never walks its graph (a DAG can be exponential)."""
+    name = type(node).__name__
+    if isinstance(node, Call):
+        callee = getattr(node.op, "name", type(node.op).__name__)
+        return f"Call({callee}, {len(node.args)} args)"
+    if isinstance(node, Function):
+        return f"Function({', '.join('%' + p.name for p in node.params)})"
+    if isinstance(node, Let):
+        return f"Let(%{node.var.name})"
+    if isinstance(node, Tuple):
+        return f"Tuple({len(node.fields)} fields)"
+    if isinstance(node, TupleGetItem):
+        return f"TupleGetItem(.{node.index})"
+    if isinstance(node, ErrorExpr):
+        return f"ErrorExpr({node.message!r})"
+    return f"{name}()"
+
+
+for _cls in (Call, Tuple, TupleGetItem, Let, If, Function, RefCreate, RefRead, RefWrite, Match, ErrorExpr,
+             PatternWildcard, PatternVar, PatternConstructor, PatternTuple, Clause):
+    _cls.__repr__ = _brief  # type: ignore[method-assign]
+
+
+# The node kinds whose type and span the text format writes in a trailing comment
+# (`/* ty=T span=S */`, as TVM's printer does).  Structural equality with spans compares
+# the spans of these kinds: they are the ones a printed module keeps.
+ANNOTATED = (Call, Constant, Var, Function, Tuple, TupleGetItem)

@@ -13,7 +13,8 @@ spirit (dispatch by node type, memoised so a shared node is visited once):
   only when a child changed (keeping its span and type) and return the same object
   otherwise, so a mutator that changes nothing returns its input.
 
-Override `children(node)` to prune the walk (e.g. to leave `Primitive=1` functions alone).
+Override `children(node)` to prune the walk (e.g. to leave `Primitive=1` functions alone);
+`ExprMutator.rebuild` keeps a pruned child as it is instead of walking it after all.
 A 50,000-node chain costs a 50,000-entry list, never 50,000 Python frames.
 """
 

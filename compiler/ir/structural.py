@@ -31,9 +31,12 @@ The rules, in TVM's SEqual spirit:
   elementwise, expressions and types structurally, anything else by type and `==`.
 * Shapes: an int dimension equals `IntImm(v, "int32")`; `?`, `meta[...]` and wider ints by
   value.
-* `spans=True` also compares the span of every expression, pattern and clause by
-  `span.key()` (a document range and a printed `name:line:col` reference to it are one
-  origin).  Type spans never count: types are values (see types.py).
+* `spans=True` also compares the spans of the node kinds the text format annotates
+  (`expr.ANNOTATED`: calls, constants, variables, functions, tuples, projections) by
+  `origin_key(span)` (span.py): the origins a printer writes, so a parsed node holding a
+  document range and a `span=conv1:0:0` layer equals its reprint holding the layer only,
+  and a document range equals a printed `name:line:col` reference to it.  None equals
+  only None.  Type spans never count: types are values (see types.py).
 * `types=True` also compares every expression's `ty`.
 * IRModule: the same global names with equal functions (globals compare by name across
   them), and the same type definitions (type params paired, constructors in order with
@@ -49,12 +52,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 import numpy as np
 
 from .attrs import Attrs, FloatImm, IntImm, MetaRef, Opaque
 from .expr import (
+    ANNOTATED,
     Call,
     Clause,
     Constant,
@@ -79,10 +83,11 @@ from .expr import (
     Tuple,
     TupleGetItem,
     Var,
+    pattern_vars,
 )
 from .functor import children, post_order
 from .module import IRModule, TypeData
-from .span import AnySpan
+from .span import AnySpan, origin_key
 from .types import (
     AnyDim,
     FuncType,
@@ -117,12 +122,11 @@ _SELF_EQUAL = frozenset({Op, GlobalVar, Constructor, Constant, ErrorExpr, Tensor
 _EXPRS = frozenset({Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Let, If, Function,
                     RefCreate, RefRead, RefWrite, Constructor, Match, ErrorExpr})
 _NODES = _EXPRS | {PatternWildcard, PatternVar, PatternConstructor, PatternTuple, Clause}
-# Types with type children: a pair of these is compared once (inferred `ty`s share them).
-_COMPOSITE_TYPES = frozenset({TupleType, FuncType, TypeCall, RefType})
+_SPANNED = frozenset(ANNOTATED)  # kinds whose spans the text keeps (expr.py)
 
 
-def _span_key(span: AnySpan | None) -> Any:
-    return None if span is None else span.key()
+def _span_key(span: AnySpan | None) -> tuple:
+    return origin_key(span)  # () for None; see span.py
 
 
 def _dim_key(dim: Any) -> Any:
@@ -305,10 +309,6 @@ def _describe_type(t: Any, depth: int) -> str:
 # --------------------------------------------------------------------------- equality
 
 
-class _Fail(Exception):
-    pass
-
-
 class _Equal:
     """One comparison: the pairings found so far and a stack of pairs still to compare."""
 
@@ -392,7 +392,7 @@ class _Equal:
                     return self._fail(path, a, b, self._shared_reason(b, seen, "right"))
                 lmap[a] = b
                 rmap[b] = a
-            if spans and cls in _NODES and not self._spans_equal(a, b, path):
+            if spans and cls in _SPANNED and not self._spans_equal(a, b, path):
                 return False
             if types and cls in _EXPRS:
                 push((a.ty, b.ty, path and (path, ".ty")))
@@ -458,8 +458,7 @@ class _Equal:
             return False
         if self.types:
             self.stack.append((a.ty, b.ty, path and (path, ".ty")))
-        self.stack.append((a.type_annotation, b.type_annotation, path and (path, ".type_annotation")))
-        return True
+        return self._var_fields(a, b, path)
 
     def _bind_all(self, xs: tuple, ys: tuple, path: Path, label: str, bind: Callable) -> bool:
         for i in range(len(xs) - 1, -1, -1):
@@ -492,22 +491,34 @@ class _Equal:
             only_l = sorted(set(x) - set(y))
             only_r = sorted(set(y) - set(x))
             return self._fail(path, a, b, f"attrs differ in keys: only left {only_l}, only right {only_r}")
-        push = self.stack.append
         for key, vx in x.items():
-            vy = y[key]
-            # A small explicit stack for nested tuples; expressions and types go on the main one.
-            work = [(vx, vy, path and (path, ".attrs", key))]
-            while work:
-                u, v, p = work.pop()
-                if isinstance(u, (Expr, Type)) or isinstance(v, (Expr, Type)):
-                    push((u, v, p))
-                elif isinstance(u, (tuple, list)) and isinstance(v, (tuple, list)):
-                    if len(u) != len(v):
-                        return self._fail(p, a, b, f"attribute {key}: {len(u)} vs {len(v)} elements")
-                    work.extend((u[i], v[i], p and (p, "", i)) for i in range(len(u) - 1, -1, -1))
-                elif _scalar_key(u) != _scalar_key(v):
-                    return self._fail(p, a, b, f"attribute {key}: {u!r} vs {v!r}")
+            if not self._attr_value(key, vx, y[key], a, b, path and (path, ".attrs", key)):
+                return False
         return True
+
+    def _attr_value(self, key: str, vx: Any, vy: Any, a: Any, b: Any, path: Path) -> bool:
+        # A small explicit stack for nested tuples; expressions and types go on the main one.
+        push = self.stack.append
+        work = [(vx, vy, path)]
+        while work:
+            u, v, p = work.pop()
+            if isinstance(u, (Expr, Type)) or isinstance(v, (Expr, Type)):
+                push((u, v, p))
+            elif isinstance(u, (tuple, list)) and isinstance(v, (tuple, list)):
+                if len(u) != len(v):
+                    return self._fail(p, a, b, f"attribute {key}: {len(u)} vs {len(v)} elements")
+                work.extend((u[i], v[i], p and (p, "", i)) for i in range(len(u) - 1, -1, -1))
+            elif _scalar_key(u) != _scalar_key(v):
+                return self._fail(p, a, b, f"attribute {key}: {u!r} vs {v!r}")
+        return True
+
+    def _var_fields(self, a: Var, b: Var, path: Path) -> bool:
+        """What a variable is besides its binding: annotation and virtual device."""
+        self.stack.append((a.type_annotation, b.type_annotation, path and (path, ".type_annotation")))
+        if a.virtual_device is None and b.virtual_device is None:
+            return True
+        return self._attr_value("virtual_device", a.virtual_device, b.virtual_device, a, b,
+                                path and (path, ".virtual_device"))
 
     # expressions ------------------------------------------------------------------
     def _same(self, a: Any, b: Any, path: Path) -> bool:
@@ -517,8 +528,7 @@ class _Equal:
         # Reached only for a Var not bound yet: a free variable (now paired by `_run`).
         if not self.map_free_vars and a is not b:
             return self._fail(path, a, b, "different free variables (map_free_vars=False)")
-        self.stack.append((a.type_annotation, b.type_annotation, path and (path, ".type_annotation")))
-        return True
+        return self._var_fields(a, b, path)
 
     def _global_var(self, a: GlobalVar, b: GlobalVar, path: Path) -> bool:
         return a.name == b.name or self._fail(path, a, b, f"@{a.name} vs @{b.name}")
@@ -736,8 +746,6 @@ class _Equal:
         if not (self._lengths("type parameters", a.type_vars, b.type_vars, a, b, path)
                 and self._lengths("constructors", a.constructors, b.constructors, a, b, path)):
             return False
-        if self.spans and _span_key(a.span) != _span_key(b.span):
-            return self._fail(path, a, b, f"spans differ: {a.span or '<no span>'} vs {b.span or '<no span>'}")
         if not self._bind_all(a.type_vars, b.type_vars, path, ".type_vars", self._bind_type):
             return False
         for i, (ca, cb) in enumerate(zip(a.constructors, b.constructors)):
@@ -819,11 +827,7 @@ def _h_dim(d: Any) -> int:
 def _h_span(span: AnySpan | None) -> int:
     if span is None:
         return _H_NONE
-    key = span.key()
-    if key and isinstance(key[0], tuple):  # a SequentialSpan
-        return hash(tuple((_h_str(n), line, col) for n, line, col in key))
-    name, line, col = key
-    return hash((_h_str(name), line, col))
+    return hash(tuple([(_h_str(name), line, col) for name, line, col in origin_key(span)]))
 
 
 def _h_scalar(value: Any) -> int:
@@ -917,10 +921,11 @@ class _Hasher:
     def _node(self, x: Any) -> int:
         cls = type(x)
         memo = self.memo
-        span = _h_span(x.span) if self.spans else 0
+        span = _h_span(x.span) if self.spans and cls in _SPANNED else 0
         if cls is Var:
             number = self.var_numbers.setdefault(x, len(self.var_numbers))
-            return hash((_H_VAR, number, self.type(x.type_annotation), span))
+            device = _H_NONE if x.virtual_device is None else self._attr_value(x.virtual_device)
+            return hash((_H_VAR, number, self.type(x.type_annotation), device, span))
         if cls is Call:
             return hash((_H_CALL, memo[x.op], tuple([memo[a] for a in x.args]), self._attrs(x.attrs),
                          tuple([self.type(t) for t in x.type_args]), span))
@@ -1096,15 +1101,9 @@ def structural_hash(x: Any, *, spans: bool = False) -> int:
     if isinstance(x, Clause):
         return hasher.clause(x)
     if isinstance(x, Pattern):
-        for var in _pattern_binders(x):
+        for var in pattern_vars(x):
             hasher.expr(var)
         return hasher.pattern(x)
     if x is None:
         return _H_NONE
     return hasher.expr(x)
-
-
-def _pattern_binders(p: Pattern) -> Iterable[Var]:
-    from .expr import pattern_vars
-
-    return pattern_vars(p)

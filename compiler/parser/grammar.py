@@ -53,5 +53,8 @@ def last_token(node: Tree | Token) -> Token:
     return node
 
 
+@lru_cache(maxsize=4096)
 def parse_type_text(text: str) -> Tree:
+    """The tree of a type written in a `ty=` comment.  A printed model repeats the same few
+    types thousands of times; trees are read-only, so one per text serves them all."""
     return grammar().parse(text, start="type")

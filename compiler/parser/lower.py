@@ -37,7 +37,6 @@ _DTYPE = re.compile(r"(?:bool|(?:u?int|float|bfloat)\d*|handle|e[45]m[23]_float\
 _DEFAULT_WIDTH = {"int": "int32", "uint": "uint32", "float": "float32", "bfloat": "bfloat16"}
 _META = re.compile(r"meta\[([^\]]+)\]\[(\d+)\]")
 _PROJECTION = re.compile(r"(.+)\.(\d+)")
-_ANNOTATED = (E.Call, E.Constant, E.Tuple, E.TupleGetItem, E.Function)
 
 
 class Lowerer:
@@ -47,14 +46,14 @@ class Lowerer:
         module: IRModule,
         index: SymbolIndex,
         diagnostics: list[Diagnostic],
-        annotations: dict[int, str],
+        annotations: dict[int, tuple[str, int]],
         parse_type: Callable[[str], Tree],
     ) -> None:
         self.source = source
         self.module = module
         self.index = index
         self.diagnostics = diagnostics
-        self.annotations = annotations  # end offset of an expression → comment body
+        self.annotations = annotations  # end offset of an expression → (comment body, its offset)
         self.parse_type = parse_type
         self.base = 0  # offset of the text being lowered within the source
         self.graph: dict[str, tuple[E.Expr, Symbol]] = {}
@@ -77,20 +76,25 @@ class Lowerer:
 
     def annotated(self, node: Tree | Token, span: Span) -> tuple[AnySpan, T.Type | None]:
         """The span and type of an expression, with what a trailing comment adds."""
-        body = self.annotations.get(span.end)
-        if body is None:
+        found = self.annotations.get(span.end)
+        if found is None:
             return span, None
+        body, body_offset = found
         note = split_annotation(body)
         if note is None:
             return span, None
         ty = None
         if note.type_text:
+            base = self.base
+            self.base = body_offset + note.type_offset  # spans of the type point into the comment
             try:
                 ty = self.type(self.parse_type(note.type_text))
             except Exception:  # a malformed comment is the printer's problem, not fatal
                 self.diagnostics.append(
                     Diagnostic(f"cannot read the type in this comment: {note.type_text}", span, Severity.WARNING, source="syntax")
                 )
+            finally:
+                self.base = base
         return sequential(span, *note.spans), ty
 
     # ---- definitions ---------------------------------------------------------------------
@@ -147,7 +151,8 @@ class Lowerer:
             symbol = self.globals[name] = self.index.define("global", name, span, gv)
         else:
             symbol.definition = span
-        func = self.function(kids(tree)[1:], self.span(tree))
+        span, _ = self.annotated(tree, self.span(tree))
+        func = self.function(kids(tree)[1:], span)
         self.module.add(gv, func)
 
     def declare_broken_global(self, name: str, span: Span) -> None:
@@ -205,12 +210,14 @@ class Lowerer:
                 device = self.kwargs(child).get("virtual_device")
             else:
                 type_tree = child
-        return self.bind(tok, type_tree, device)
+        return self.bind(tok, type_tree, device, end_node=tree)
 
-    def bind(self, tok: Token, type_tree: Tree | None, device=None) -> E.Var:
+    def bind(self, tok: Token, type_tree: Tree | None, device=None, end_node: Tree | None = None) -> E.Var:
+        """A new variable bound at `tok`; its annotation comment follows `end_node`."""
         name = str(tok)[1:]
         ann = self.type(type_tree) if type_tree is not None else None
-        end_node = type_tree if type_tree is not None else tok
+        if end_node is None:
+            end_node = type_tree if type_tree is not None else tok
         end_span = self.span(end_node)
         tok_span = self.span(tok)
         span, ty = self.annotated(end_node, Span(self.source, tok_span.start, end_span.end))
@@ -371,7 +378,8 @@ class Lowerer:
             ctor, symbol = found
             self.index.refer(symbol, span)
             if applied and not ctor.inputs:  # `Nil` means `Nil()`
-                return E.Call(ctor, (), span=span)
+                span2, ty = self.annotated(tree, span)
+                return E.Call(ctor, (), span=span2, ty=ty)
             return ctor
         return E.op(name)
 

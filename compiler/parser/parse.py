@@ -19,6 +19,7 @@ from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.span import Source, Span
+from ..support import gc_paused
 from .annotations import is_annotation
 from .errors import describe
 from .grammar import grammar, kids, parse_type_text
@@ -47,6 +48,11 @@ class ParseResult:
 
 def parse(text: str, name: str = "<string>") -> ParseResult:
     """Parse a whole file.  Never raises on any input: problems become diagnostics."""
+    with gc_paused():
+        return _parse(text, name)
+
+
+def _parse(text: str, name: str) -> ParseResult:
     source = Source(name, text)
     scanned = scan(source)
     diagnostics = list(scanned.diagnostics)
@@ -183,16 +189,16 @@ def _blank(head: str, width: int) -> str:
     return head + " " * (width - len(head))
 
 
-def _annotation_ends(scanned: Scan) -> dict[int, str]:
+def _annotation_ends(scanned: Scan) -> dict[int, tuple[str, int]]:
     """For each `ty=`/`span=` comment, the offset where the expression before it ends."""
     code = scanned.code
-    ends: dict[int, str] = {}
+    ends: dict[int, tuple[str, int]] = {}
     for comment in scanned.comments:
         if comment.block and is_annotation(comment.body):
             j = comment.start
             while j > 0 and code[j - 1].isspace():
                 j -= 1
-            ends.setdefault(j, comment.body)
+            ends.setdefault(j, (comment.body, comment.start + 2))
     return ends
 
 

@@ -29,6 +29,7 @@ _COMMENT_EDGE = re.compile(r"/\*|\*/")
 _STRING = re.compile(r'"(?:\\.|[^"\\])*"', re.S)
 _BRACKET_ATTR = re.compile(r"#\[([^\]\n]*)\]")
 _NOT_NEWLINE = re.compile(r"[^\n]")
+_LEGACY_HEADER = re.compile(r"v0\.0\.[0-4]\b")
 
 
 @dataclass(slots=True)
@@ -136,7 +137,14 @@ def scan(source: Source) -> Scan:
             pos = m.end()
     if result.items:
         result.items[-1].end = end
-    result.code = _blank(text[:end], blanks)
+    code = _blank(text[:end], blanks)
+    first = re.search(r"\S", code)
+    legacy = _LEGACY_HEADER.match(code, first.start()) if first else None
+    if legacy is not None:  # Relay's first text format: no `;`, other header
+        diags.append(_error(source, legacy.start(), legacy.end(), f"this is Relay's legacy text format ({legacy.group()}); RelayLens reads version {VERSION}"))
+        result.has_header = True
+        code = _blank(code, [(legacy.start(), legacy.end())])
+    result.code = code
     if not result.has_header:
         where = result.first_code_offset()
         diags.append(

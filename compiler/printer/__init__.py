@@ -1,0 +1,15 @@
+"""The printer: IR → Relay text, in TVM's style (graph normal form, `/* ty= span= */`).
+
+    print_module(mod, *, spans=False, types=False, metadata=True, header=True) -> str
+    print_expr(expr, *, spans=False, types=False) -> str
+    print_type(ty) -> str
+    print_attr_value(value) -> str
+    Printer(...).print_module(mod) -> PrintResult(text, locations)
+"""
+
+from .literals import print_attr_value
+from .printer import HEADER, Printer, PrintResult, print_expr, print_module
+from .types import print_type
+
+__all__ = ["HEADER", "Printer", "PrintResult", "print_attr_value", "print_expr", "print_module",
+           "print_type"]

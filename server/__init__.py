@@ -1,0 +1,1 @@
+"""RelayLens language server (pygls)."""
