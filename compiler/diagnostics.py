@@ -70,7 +70,7 @@ def _header(span: AnySpan | None, label: str, message: str) -> str:
     return f"{label}: {message}"
 
 
-def _excerpt(span: AnySpan | None) -> list[str]:
+def _excerpt(span: AnySpan | None, width_limit: int = 120) -> list[str]:
     doc = document_span(span)
     if doc is None:
         return []
@@ -79,6 +79,13 @@ def _excerpt(span: AnySpan | None) -> list[str]:
     text = doc.source.line_text(line)
     width = (end_col - col) if end_line == line else len(text) - col + 1
     width = max(1, width)
+    start = 0
+    if len(text) > width_limit:  # a window around the caret, not a 10,000-character line
+        start = max(0, col - 1 - width_limit // 3)
+        shown = text[start : start + width_limit]
+        text = ("..." if start else "") + shown + ("..." if start + width_limit < len(text) else "")
+        col = col - start + (3 if start else 0)
+        width = min(width, width_limit)
     gutter = f"{line:>5} | "
     pad = "".join("\t" if ch == "\t" else " " for ch in text[: col - 1])
     return [gutter + text, " " * (len(gutter) - 2) + "| " + pad + "^" + "~" * (width - 1)]

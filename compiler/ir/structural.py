@@ -962,8 +962,7 @@ class _Hasher:
         raise TypeError(f"structural_hash: cannot hash {cls.__name__}")
 
     def clause(self, c: Clause) -> int:
-        span = _h_span(c.span) if self.spans else 0
-        return hash((_H_CLAUSE, self.pattern(c.lhs), self.expr(c.rhs), span))
+        return hash((_H_CLAUSE, self.pattern(c.lhs), self.expr(c.rhs)))
 
     def pattern(self, root: Pattern) -> int:
         done: dict[Pattern, int] = {}
@@ -975,15 +974,13 @@ class _Hasher:
                 stack.append((p, True))
                 stack.extend((s, False) for s in reversed(subs))
                 continue
-            span = _h_span(p.span) if self.spans else 0
+            span = 0  # patterns carry no printed span (expr.ANNOTATED)
             if isinstance(p, PatternVar):
                 h = hash((_H_P_VAR, self.expr(p.var), span))
             elif isinstance(p, PatternConstructor):
                 ctor = p.constructor
                 h = hash((_H_P_CTOR, _h_str(ctor.name), _h_str(ctor.belongs_to.name),
                           tuple([done[s] for s in subs]), span))
-                if self.spans:
-                    h = hash((h, _h_span(ctor.span)))
             elif isinstance(p, PatternTuple):
                 h = hash((_H_P_TUPLE, tuple([done[s] for s in subs]), span))
             else:
@@ -1063,11 +1060,9 @@ class _Hasher:
             self.keep.append(data)
             ctors = []
             for ctor in data.constructors:
-                span = _h_span(ctor.span) if self.spans else 0
-                ctors.append((_h_str(ctor.name), tuple([self.type(t) for t in ctor.inputs]), span))
-            span = _h_span(data.span) if self.spans else 0
+                ctors.append((_h_str(ctor.name), tuple([self.type(t) for t in ctor.inputs])))
             parts.append((_H_TYPEDEF, _h_str(gtv.name), tuple([self.type(v) for v in data.type_vars]),
-                          tuple(ctors), span))
+                          tuple(ctors)))
         for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name):
             parts.append((_h_str(gv.name), self.expr(func)))
         return hash(tuple(parts))

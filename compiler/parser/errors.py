@@ -36,6 +36,8 @@ _NAMED = {
 }
 _EXPRESSION_STARTS = {"LOCAL", "GRAPH", "GLOBAL", "NUMBER", "META_REF", "FN", "IF", "LPAR", "REF", "TRUE"}
 _CONTINUATIONS = {"EQOP", "RELOP", "ADDOP", "MULOP", "DOT", "HOLE"}
+_BINDING = re.compile(r"\s*(?:let\s|%\d+\s*=)")
+HOLE = "\u2047"
 _PREVIOUS = re.compile(r"(%[\w.:/\-]+|@[\w/]+|[\w./]+|\S)\s*$")
 
 
@@ -51,6 +53,12 @@ def describe(
         return _diag(message, source, base + pos, base + pos + 1), mended
 
     expected = set(getattr(err, "expected", ()) or ())
+    interactive = getattr(err, "interactive_parser", None)
+    if interactive is not None and isinstance(err, UnexpectedToken):
+        try:  # what the parser could really shift here (LALR's set over-approximates)
+            expected = set(interactive.accepts()) or expected
+        except Exception:  # noqa: BLE001 - fall back to Lark's own set
+            pass
     token = getattr(err, "token", None)
     found = _found(token)
     after = _previous(text, pos)
@@ -72,8 +80,14 @@ def describe(
         before = text[:pos].rstrip()
         if before.endswith(";"):
             semi = len(before) - 1
-            mended = text[:semi] + " " + text[semi + 1 :]
-            message = "a block ends with its value, not ';': remove this ';' (or add the value after it)"
+            start = max(text.rfind(";", 0, semi), text.rfind("{", 0, semi)) + 1
+            if _BINDING.match(text, start) and pos - semi > 1:
+                # `let %x = v; }`: the binding needs a body; a hole stands for it
+                mended = text[: semi + 1] + HOLE + text[semi + 2 :]
+                message = "a block ends with a value, but nothing follows this binding"
+            else:
+                mended = text[:semi] + " " + text[semi + 1 :]
+                message = "a block ends with its value, not ';': remove this ';' (or add the value after it)"
             return _diag(message, source, base + semi, base + semi + 1), mended
 
     wanted = _phrase(expected, parser)
@@ -85,6 +99,10 @@ def describe(
 
 def _phrase(expected: set[str], parser: Lark) -> str:
     names = set(expected)
+    if {"COMMA", "RPAR"} <= names:  # statements inside parentheses are legal but rare
+        names.discard("SEMICOLON")
+    if names & {"COMMA", "RPAR", "RBRACE", "SEMICOLON"}:  # after a whole expression, '(' would call it
+        names.discard("LPAR")
     if len(names - _CONTINUATIONS) > 0:
         names -= _CONTINUATIONS
     words: list[str] = []

@@ -21,13 +21,12 @@ from ..ir.module import IRModule
 from ..ir.span import Source, Span
 from ..support import gc_paused
 from .annotations import is_annotation
-from .errors import describe
+from .errors import HOLE, describe
 from .grammar import grammar, kids, parse_type_text
 from .lower import Lowerer
 from .scan import Scan, scan
 from .symbols import SymbolIndex
 
-HOLE = "\u2047"
 MAX_RECOVERIES = 50
 _DEF_NAME = re.compile(r"def\s+@([A-Za-z_][\w/]*)")
 _BINDER = re.compile(r"\s*(%\d+|let\s+%[^\s=:]+(?:\s*:[^=]*)?)\s*=")
