@@ -15,6 +15,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from ..diagnostics import Diagnostic
 from ..ir.span import Source, Span
+from .scan import HOLE
 
 _NAMED = {
     "LOCAL": "a variable (%x)",
@@ -37,7 +38,6 @@ _NAMED = {
 _EXPRESSION_STARTS = {"LOCAL", "GRAPH", "GLOBAL", "NUMBER", "META_REF", "FN", "IF", "LPAR", "REF", "TRUE"}
 _CONTINUATIONS = {"EQOP", "RELOP", "ADDOP", "MULOP", "DOT", "HOLE"}
 _BINDING = re.compile(r"\s*(?:let\s|%\d+\s*=)")
-HOLE = "\u2047"
 _PREVIOUS = re.compile(r"(%[\w.:/\-]+|@[\w/]+|[\w./]+|\S)\s*$")
 
 

@@ -150,28 +150,29 @@ def _error_pos(err: UnexpectedInput, text: str) -> int:
 
 def _drop_statement(text: str, pos: int) -> str | None:
     """`text` with the statement around `pos` replaced by a hole, or None if `pos` is not
-    inside a block."""
+    inside a block.
+
+    The statement starts after the last `;` or `{` before the error and ends at the next
+    `;` outside braces, or where its block closes (then it was the block's value).
+    Parentheses are not counted: an unbalanced one is the usual error."""
     begin = max(text.rfind(";", 0, pos), text.rfind("{", 0, pos))
     if begin < 0:
         return None
     begin += 1
     depth = 0
-    stop = len(text)
-    is_tail = True
-    for i in range(begin, len(text)):
+    stop, is_tail = len(text), True
+    for i in range(pos, len(text)):
         c = text[i]
-        if c in "([{":
+        if c == "{":
             depth += 1
-        elif c in ")]}":
+        elif c == "}":
             depth -= 1
             if depth < 0:
                 stop = i
                 break
-        elif c == ";" and depth == 0 and i >= pos:
+        elif c == ";" and depth == 0:
             stop, is_tail = i, False
             break
-    if stop <= begin and not is_tail:
-        return None
     binder = _BINDER.match(text, begin, stop)
     if binder is not None:
         keep = binder.end()
@@ -208,8 +209,9 @@ def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], 
     try:
         module.metadata = parse_metadata(text)
     except MetadataError as err:
-        at = offset + (getattr(err, "offset", 0) or 0)
-        diagnostics.append(Diagnostic(f"bad #[metadata] section: {err}", Span(source, at, at + 1), source="metadata"))
+        at = min(offset + (getattr(err, "offset", 0) or 0), len(source.text))
+        end = min(at + 1, len(source.text))
+        diagnostics.append(Diagnostic(f"bad #[metadata] section: {err}", Span(source, at, end), source="metadata"))
 
 
 def _guard(action, source: Source, at: int, diagnostics: list[Diagnostic]) -> None:

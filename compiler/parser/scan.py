@@ -22,6 +22,7 @@ from ..diagnostics import Diagnostic, Severity
 from ..ir.span import Source, Span
 
 VERSION = "0.0.5"
+HOLE = "\u2047"  # written by error recovery where it dropped a statement (parse.py)
 
 # What the scanner stops at while walking code.
 _EVENT = re.compile(r'/\*|//|"|#|(?<![%@.\w/])(?:def|type|extern)(?![\w/])')
@@ -138,6 +139,11 @@ def scan(source: Source) -> Scan:
     if result.items:
         result.items[-1].end = end
     code = _blank(text[:end], blanks)
+    hole = code.find(HOLE)
+    while hole >= 0:  # the parser's own stand-in for dropped text may not come from the user
+        diags.append(_error(source, hole, hole + 1, f"unexpected character {HOLE!r}"))
+        code = code[:hole] + " " + code[hole + 1 :]
+        hole = code.find(HOLE, hole + 1)
     first = re.search(r"\S", code)
     legacy = _LEGACY_HEADER.match(code, first.start()) if first else None
     if legacy is not None:  # Relay's first text format: no `;`, other header
