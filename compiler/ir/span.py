@@ -25,7 +25,7 @@ class Source:
     """A document: its name (path or URI) and its text."""
 
     name: str
-    text: str
+    text: str = field(repr=False)
     line_starts: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

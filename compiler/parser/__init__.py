@@ -9,8 +9,8 @@ Public API (stable; the CLI, printer tests and the server use it):
         .index        SymbolIndex (definitions and references, for the editor)
 """
 
-from .grammar import grammar
+
 from .parse import ParseResult, parse
 from .symbols import Symbol, SymbolIndex
 
-__all__ = ["parse", "ParseResult", "grammar", "Symbol", "SymbolIndex"]
+__all__ = ["parse", "ParseResult", "Symbol", "SymbolIndex"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..ir.span import LayerSpan
 
@@ -37,6 +38,7 @@ def is_annotation(body: str) -> bool:
     return stripped.startswith("ty=") or stripped.startswith("span=")
 
 
+@lru_cache(maxsize=8192)
 def split_annotation(body: str) -> Annotation | None:
     """The type text and spans of a `ty=`/`span=` comment body, or None if it is neither."""
     if not is_annotation(body):

@@ -63,17 +63,18 @@ def describe(
     found = _found(token)
     after = _previous(text, pos)
 
-    # A `;` missing between two statements: put it in the blank before the next one.
-    if "SEMICOLON" in expected and pos > 0 and text[pos - 1] in " \t\n\r" and token is not None and token.type != "$END":
+    # A `;` missing between two statements on separate lines: write it over the blank
+    # before the next one.  Spans are offsets, so even a newline may be overwritten.
+    if "SEMICOLON" in expected and token is not None and token.type != "$END":
         prev_end = len(text[:pos].rstrip())
-        if prev_end > 0 and "\n" in text[prev_end:pos]:
-            space = pos - 1 if text[pos - 1] in " \t" else prev_end
-            if text[space] in " \t\n" and space >= prev_end:
-                if text[space] == "\n":
-                    space = pos - 1
-                if text[space] in " \t":
-                    mended = text[:space] + ";" + text[space + 1 :]
-                    return _diag(f"expected ';' after {after}", source, base + prev_end, base + prev_end), mended
+        if 0 < prev_end < pos and "\n" in text[prev_end:pos]:
+            mended = text[: pos - 1] + ";" + text[pos:]
+            return _diag(f"expected ';' after {after}", source, base + prev_end, base + prev_end), mended
+
+    # Something after a definition's closing brace, such as `def @f() { 1 };`.
+    if token is not None and token.type != "$END" and expected <= {"$END"}:
+        mended = text[:pos] + " " * (len(text) - pos)
+        return _diag(f"unexpected {_found(token)} after the end of this definition", source, base + pos, base + pos + len(str(token))), mended
 
     # A `;` right before the closing brace: a block ends with its value, not a `;`.
     if token is not None and token.type in ("RBRACE", "RPAR"):
@@ -93,6 +94,8 @@ def describe(
     wanted = _phrase(expected, parser)
     where = f" after {after}" if after else ""
     message = f"expected {wanted}{where}, found {found}" if wanted else f"unexpected {found}{where}"
+    if token is not None and token.type == "SEMICOLON" and {"COMMA", "RPAR"} <= expected:
+        message += " (is a ')' missing? a sequence as an argument needs its own parentheses: f((a; b)))"
     end = pos + max(1, len(str(token))) if token is not None and token.type != "$END" else pos
     return _diag(message, source, base + pos, base + min(end, len(text))), None
 

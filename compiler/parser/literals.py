@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 _BODY = re.compile(r"(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)(?:([fi])(16|32|64)?)?")
 _INT_RANGE = {"int16": 1 << 15, "int32": 1 << 31, "int64": 1 << 63}
@@ -20,6 +21,7 @@ class LiteralError(ValueError):
     pass
 
 
+@lru_cache(maxsize=8192)
 def parse_number(text: str) -> tuple[int | float, str]:
     """(value, dtype) of a number token, or LiteralError with a readable reason."""
     body = text.lstrip("-")

@@ -597,6 +597,9 @@ class Lowerer:
                 out.append(self.meta_ref(kids(dim)[0]))
             else:
                 tok = kids(dim)[0]
+                if tok.isdigit():  # the common case, without the literal rules
+                    out.append(int(tok))
+                    continue
                 try:
                     value, dtype = parse_number(str(tok))
                 except LiteralError as err:

@@ -1,0 +1,84 @@
+"""Shared fixtures for the parser tests.
+
+    corpus_dir        the real-world corpus (/work/shared/corpus/relay); skips when absent
+    parse_ok(text)    the IRModule of a text that must parse with no error diagnostics
+    parse_expr_ok(t)  @main's body, for a file holding one bare expression
+    errors(text)      [(line, col, message)] of the error diagnostics, in source order
+
+The helpers are fixtures that return plain functions (session-scoped, so hypothesis tests
+may take them too).  Warnings never fail `parse_ok`: a missing version header and a global
+the file does not define are warnings by design.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from relaylens.compiler.parser import parse
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+MEMORY_LIMIT = 8 << 30
+
+
+def pytest_configure(config) -> None:
+    """Cap the test process's memory: a runaway (a failing hypothesis test keeps every
+    failing example alive) must fail as MemoryError, not take the machine down."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or soft > MEMORY_LIMIT:
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, hard))
+    except (ImportError, ValueError, OSError):  # not on every platform
+        pass
+
+
+def _describe(diagnostics) -> str:
+    return "\n".join(f"  {d.location()}: {d.severity.name.lower()}: {d.message}" for d in diagnostics)
+
+
+def _parse_ok(text: str, name: str = "test.relay"):
+    result = parse(text, name)
+    bad = [d for d in result.diagnostics if d.is_error]
+    assert not bad, f"unexpected errors parsing {text!r}:\n{_describe(bad)}"
+    return result.module
+
+
+def _parse_expr_ok(text: str, name: str = "test.relay"):
+    module = _parse_ok(text, name)
+    assert "main" in module, f"no @main read from the expression {text!r}"
+    return module["main"].body
+
+
+def _errors(text: str, name: str = "test.relay") -> list[tuple[int, int, str]]:
+    result = parse(text, name)
+    found = []
+    for d in result.diagnostics:
+        if d.is_error:
+            _, line, col = d.location()
+            found.append((line, col, d.message))
+    return found
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def parse_ok():
+    return _parse_ok
+
+
+@pytest.fixture(scope="session")
+def parse_expr_ok():
+    return _parse_expr_ok
+
+
+@pytest.fixture(scope="session")
+def errors():
+    return _errors
