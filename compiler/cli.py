@@ -2,6 +2,7 @@
 
     relaylens check FILE...                       diagnostics, compiler style
     relaylens print FILE [--spans] [--types] [-o OUT]   the normalised text
+    relaylens serve [--tcp --port N]              the language server (stdio, or 127.0.0.1)
 
 Exit status: 0 clean (warnings allowed), 1 errors in the input, 2 usage errors (bad
 arguments, a file that cannot be read or written), 3 an internal error (a bug in
@@ -148,6 +149,17 @@ def cmd_print(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.port is not None and not args.tcp:
+        raise UsageError("--port needs --tcp")
+    if args.tcp and not 0 < (args.port or 0) < 65536:
+        raise UsageError("--tcp needs --port N (1-65535)")
+    from ..server.server import serve  # imported late: pygls is only needed here
+
+    serve(tcp=args.tcp, port=args.port or 0)
+    return EXIT_OK
+
+
 # --- the parser and the driver --------------------------------------------------------
 
 
@@ -188,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
     print_.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     print_.add_argument("--force", action="store_true", help="allow OUT to be the input file")
     print_.set_defaults(run=cmd_print)
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the language server",
+        description="Run the Relay language server on stdio, or on TCP at 127.0.0.1.",
+    )
+    serve.add_argument("--tcp", action="store_true", help="listen on TCP (127.0.0.1 only)")
+    serve.add_argument("--port", type=int, metavar="N", help="the TCP port")
+    serve.set_defaults(run=cmd_serve)
     return parser
 
 

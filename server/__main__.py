@@ -1,0 +1,5 @@
+"""`python -m relaylens.server`: the language server on stdio."""
+
+from .server import serve
+
+serve()

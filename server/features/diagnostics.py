@@ -1,0 +1,102 @@
+"""textDocument/didOpen, didChange, didClose → textDocument/publishDiagnostics.
+
+Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
+version they were computed on.  didOpen analyses at once; didChange is debounced per URI
+(a newer edit cancels the pending run); didClose clears the document's diagnostics.  A
+result is published only if its version is still the document's version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from .. import convert
+from . import guarded, log
+
+if TYPE_CHECKING:
+    from ..server import RelayLensServer
+
+DEBOUNCE_SECONDS = 0.15
+FAST = "fast"  # parse + names (+ types, when that stage lands)
+
+
+class DiagnosticStore:
+    def __init__(self, server: "RelayLensServer") -> None:
+        self.server = server
+        self._by_stage: dict[tuple[str, str], tuple[int | None, list[lsp.Diagnostic]]] = {}
+        self._pending: dict[str, asyncio.Task] = {}
+
+    def set(self, stage: str, uri: str, version: int | None, items: list[lsp.Diagnostic]) -> None:
+        self._by_stage[(stage, uri)] = (version, items)
+
+    def clear(self, uri: str) -> None:
+        for key in [k for k in self._by_stage if k[1] == uri]:
+            del self._by_stage[key]
+
+    def sync(self, uri: str, version: int | None) -> None:
+        """Publish every stage's diagnostics of this version for `uri` (maybe none)."""
+        items = [d for (_, u), (v, ds) in self._by_stage.items() if u == uri and v == version
+                 for d in ds]
+        self.server.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
+
+    def analyse_now(self, uri: str) -> None:
+        doc = self.server.workspace.get_text_document(uri)
+        version = doc.version
+        analysis = self.server.analyses.update(uri, version, doc.source)
+        current = self.server.workspace.get_text_document(uri).version
+        if current != version:  # a newer edit arrived; its own run will publish
+            return
+        items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.result.diagnostics]
+        self.set(FAST, uri, version, items)
+        self.sync(uri, version)
+
+    def schedule(self, uri: str) -> None:
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri))
+
+    def cancel(self, uri: str) -> None:
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+
+    async def _later(self, uri: str) -> None:
+        try:
+            await asyncio.sleep(DEBOUNCE_SECONDS)
+        except asyncio.CancelledError:
+            return
+        self._pending.pop(uri, None)
+        try:
+            self.analyse_now(uri)
+        except Exception:  # noqa: BLE001
+            log.exception("analysis of %s failed", uri)
+
+
+def register(server: "RelayLensServer") -> None:
+    store = server.diagnostics
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    @guarded()
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        store.cancel(params.text_document.uri)
+        store.analyse_now(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded()
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        store.schedule(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded()
+    def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        store.cancel(uri)
+        store.clear(uri)
+        server.analyses.forget(uri)
+        server.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
