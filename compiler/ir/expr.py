@@ -223,21 +223,29 @@ def pattern_vars(pattern: Pattern) -> list[Var]:
 
 def _brief(node: Node) -> str:
     """A one-line repr: a node's repr never walks its graph (a DAG can be exponential)."""
-    name = type(node).__name__
     if isinstance(node, Call):
         callee = getattr(node.op, "name", type(node.op).__name__)
         return f"Call({callee}, {len(node.args)} args)"
     if isinstance(node, Function):
-        return f"Function({', '.join('%' + p.name for p in node.params)})"
+        names = ", ".join("%" + p.name for p in node.params[:6])
+        return f"Function({names}{', …' if len(node.params) > 6 else ''})"
     if isinstance(node, Let):
         return f"Let(%{node.var.name})"
     if isinstance(node, Tuple):
         return f"Tuple({len(node.fields)} fields)"
     if isinstance(node, TupleGetItem):
         return f"TupleGetItem(.{node.index})"
+    if isinstance(node, Match):
+        return f"Match({len(node.clauses)} clauses)"
     if isinstance(node, ErrorExpr):
         return f"ErrorExpr({node.message!r})"
-    return f"{name}()"
+    if isinstance(node, PatternVar):
+        return f"PatternVar(%{node.var.name})"
+    if isinstance(node, PatternConstructor):
+        return f"PatternConstructor({node.constructor.name}, {len(node.patterns)} patterns)"
+    if isinstance(node, PatternTuple):
+        return f"PatternTuple({len(node.patterns)} patterns)"
+    return type(node).__name__
 
 
 for _cls in (Call, Tuple, TupleGetItem, Let, If, Function, RefCreate, RefRead, RefWrite, Match, ErrorExpr,

@@ -245,27 +245,9 @@ def describe(x: Any, depth: int = 2) -> str:
         arr = _as_array(x.data)
         values = np.array2string(arr, threshold=8, edgeitems=2).replace("\n", "")
         return f"Constant({arr.dtype}{list(arr.shape)} {values})"
-    if isinstance(x, Call):
-        head = x.op.name if isinstance(x.op, (Op, GlobalVar, Constructor)) else type(x.op).__name__
-        return f"Call({head}, {len(x.args)} args)"
-    if isinstance(x, Tuple):
-        return f"Tuple({len(x.fields)} fields)"
-    if isinstance(x, TupleGetItem):
-        return f"TupleGetItem(.{x.index})"
-    if isinstance(x, Let):
-        return f"Let(%{x.var.name})"
-    if isinstance(x, Function):
-        return "Function(" + ", ".join("%" + p.name for p in x.params[:6]) + (", …" if len(x.params) > 6 else "") + ")"
-    if isinstance(x, Match):
-        return f"Match({len(x.clauses)} clauses)"
-    if isinstance(x, ErrorExpr):
-        return f"ErrorExpr({x.message!r})"
-    if isinstance(x, PatternVar):
-        return f"PatternVar(%{x.var.name})"
-    if isinstance(x, PatternConstructor):
-        return f"PatternConstructor({x.constructor.name}, {len(x.patterns)} patterns)"
-    if isinstance(x, PatternTuple):
-        return f"PatternTuple({len(x.patterns)} patterns)"
+    if isinstance(x, (Call, Tuple, TupleGetItem, Let, Function, Match, ErrorExpr,
+                      PatternVar, PatternConstructor, PatternTuple)):
+        return repr(x)  # the nodes' own one-line repr (expr.py)
     if isinstance(x, (Node, TypeData)):
         return type(x).__name__
     if isinstance(x, Type):
