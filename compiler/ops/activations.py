@@ -1,0 +1,1 @@
+"""Activations with attributes: relu family, softmax (reference §7.3)."""

@@ -1,0 +1,179 @@
+"""Element-wise unary ops: math functions, clip, cast, and the `*_like` constructors.
+
+Reference §7.3.  Every op here maps each element on its own (pattern ElemWise) and keeps
+the shape; all but `cast` and `logical_not` keep the dtype too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.types import TensorType
+from .attrs import FLOAT, STR, Attr
+from .registry import ELEMWISE, OpTypeError, define
+from .shapes import check_dtype, tensor, type_text
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_array(x: np.ndarray) -> np.ndarray:
+    return np.asarray(_erf(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+
+
+def _round(x: np.ndarray) -> np.ndarray:
+    """Halves away from zero, as LLVM's `llvm.round` (numpy rounds halves to even)."""
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(x.dtype)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return (1 / np.sqrt(x)).astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (1 / (1 + np.exp(-x))).astype(x.dtype)
+
+
+FLOAT_FUNCS = {
+    "sigmoid": (_sigmoid, "The logistic function 1 / (1 + exp(-x))."),
+    "tanh": (np.tanh, "Hyperbolic tangent."),
+    "exp": (np.exp, "e to the power x."),
+    "log": (np.log, "Natural logarithm."),
+    "log2": (np.log2, "Base-2 logarithm."),
+    "log10": (np.log10, "Base-10 logarithm."),
+    "sqrt": (np.sqrt, "Square root."),
+    "rsqrt": (_rsqrt, "Reciprocal square root, 1 / sqrt(x)."),
+    "erf": (_erf_array, "The Gauss error function."),
+    "sin": (np.sin, "Sine."),
+    "cos": (np.cos, "Cosine."),
+    "tan": (np.tan, "Tangent."),
+    "atan": (np.arctan, "Arc tangent."),
+    "fast_exp": (np.exp, "exp computed with a fast approximation (here: exact)."),
+    "fast_tanh": (np.tanh, "tanh computed with a fast approximation (here: exact)."),
+    "fast_erf": (_erf_array, "erf computed with a fast approximation (here: exact)."),
+}
+
+ANY_FUNCS = {
+    "negative": (np.negative, "-x."),
+    "abs": (np.abs, "Absolute value."),
+    "sign": (np.sign, "-1, 0 or 1 by the sign of x."),
+    "round": (_round, "Round to the nearest integer, halves away from zero."),
+    "floor": (np.floor, "Largest integer not greater than x."),
+    "ceil": (np.ceil, "Smallest integer not less than x."),
+    "trunc": (np.trunc, "x rounded toward zero."),
+    "copy": (np.copy, "A copy of x."),
+}
+
+
+def _same_type(name: str, floats_only: bool):
+    def relation(data, attrs):
+        t = tensor(data, f"{name}: data", 0)
+        if floats_only and not t.dtype.startswith(("float", "bfloat")):
+            raise OpTypeError(f"{name} expects a floating-point tensor, found {type_text(t)}", 0)
+        return t
+
+    return relation
+
+
+def _keep_dtype(fn):
+    def compute(x, attrs):
+        if x.dtype.kind in "iub" and fn in (np.floor, np.ceil, np.trunc, _round):
+            return np.copy(x)
+        return np.asarray(fn(x)).astype(x.dtype, copy=False)
+
+    return compute
+
+
+for _name, (_fn, _doc) in {**FLOAT_FUNCS, **ANY_FUNCS}.items():
+    _op = define(_name, ("data",), ELEMWISE, doc=_doc)
+    _op.relation(_same_type(_name, _name in FLOAT_FUNCS))
+    _op.compute(_keep_dtype(_fn))
+
+
+def _bool_relation(name: str):
+    def relation(data, attrs):
+        t = tensor(data, f"{name}: data", 0)
+        if t.dtype != "bool":
+            raise OpTypeError(f"{name} expects a bool tensor, found {type_text(t)}", 0)
+        return t
+
+    return relation
+
+
+logical_not = define("logical_not", ("data",), ELEMWISE, doc="Element-wise boolean not.")
+logical_not.relation(_bool_relation("logical_not"))
+logical_not.compute(lambda x, attrs: np.logical_not(x))
+
+
+def _float_predicate(name: str, fn, doc: str) -> None:
+    opdef = define(name, ("data",), ELEMWISE, doc=doc)
+
+    @opdef.relation
+    def _(data, attrs):
+        return TensorType(tensor(data, f"{name}: data", 0).shape, "bool")
+
+    opdef.compute(lambda x, attrs: fn(x))
+
+
+_float_predicate("isnan", np.isnan, "True where x is NaN.")
+_float_predicate("isinf", np.isinf, "True where x is infinite.")
+_float_predicate("isfinite", np.isfinite, "True where x is finite.")
+
+
+clip = define("clip", ("data",), ELEMWISE, doc="Limit every element to [a_min, a_max].",
+              attrs=(Attr("a_min", FLOAT, doc="lower bound"), Attr("a_max", FLOAT, doc="upper bound")))
+
+
+@clip.relation
+def _(data, attrs):
+    t = tensor(data, "clip: data", 0)
+    if attrs.a_min > attrs.a_max:
+        raise OpTypeError(f"clip: a_min {attrs.a_min} is greater than a_max {attrs.a_max}")
+    return t
+
+
+@clip.compute
+def _(x, attrs):
+    return np.clip(x, attrs.a_min, attrs.a_max).astype(x.dtype)
+
+
+cast = define("cast", ("data",), ELEMWISE, doc="Convert every element to another dtype.",
+              attrs=(Attr("dtype", STR, doc="the target dtype"),))
+
+
+@cast.relation
+def _(data, attrs):
+    return TensorType(tensor(data, "cast: data", 0).shape, check_dtype(attrs.dtype))
+
+
+@cast.compute
+def _(x, attrs):
+    return x.astype(attrs.dtype)
+
+
+def _like(name: str, value: int, doc: str) -> None:
+    opdef = define(name, ("data",), ELEMWISE, doc=doc)
+    opdef.relation(lambda data, attrs: tensor(data, f"{name}: data", 0))
+    opdef.compute(lambda x, attrs: np.full_like(x, value))
+
+
+_like("zeros_like", 0, "A tensor of zeros with the shape and dtype of data.")
+_like("ones_like", 1, "A tensor of ones with the shape and dtype of data.")
+
+full_like = define("full_like", ("data", "fill_value"), ELEMWISE,
+                   doc="A tensor with the shape and dtype of data, every element fill_value.")
+
+
+@full_like.relation
+def _(data, fill_value, attrs):
+    t = tensor(data, "full_like: data", 0)
+    f = tensor(fill_value, "full_like: fill_value", 1)
+    if f.shape:
+        raise OpTypeError(f"full_like: fill_value must be a scalar, found {type_text(f)}", 1)
+    return t
+
+
+@full_like.compute
+def _(x, fill, attrs):
+    return np.full_like(x, fill)

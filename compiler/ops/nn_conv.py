@@ -1,0 +1,1 @@
+"""Convolutions, dense and matmul (reference §7.1)."""

@@ -1,0 +1,1 @@
+"""Normalisation and dropout (reference §7.1)."""

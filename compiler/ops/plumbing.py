@@ -1,0 +1,1 @@
+"""Plumbing ops seen in printed IR: annotations, devices, memory, lowered calls, qnn (reference §7.7)."""

@@ -1,0 +1,1 @@
+"""Pooling, padding, resizing (reference §7.2)."""

@@ -1,0 +1,1 @@
+"""Reductions (reference §7.5)."""

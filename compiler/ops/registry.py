@@ -1,0 +1,163 @@
+"""The operator library: one `OpDef` per primitive operator, registered once.
+
+An op file defines its ops like this:
+
+    conv2d = define("nn.conv2d", ("data", "weight"), OUT_EWISE_FUSABLE,
+                    attrs=(Attr("strides", INTS, (1, 1)), ...),
+                    doc="2-D convolution ...")
+
+    @conv2d.relation
+    def _(data: TensorType, weight: TensorType, attrs: OpAttrs) -> Type: ...
+
+    @conv2d.compute
+    def _(data: np.ndarray, weight: np.ndarray, attrs: OpAttrs) -> np.ndarray: ...
+
+The relation is called as `relation(*arg_types, attrs)` (for an op with `inputs=None`:
+`relation(list_of_arg_types, attrs)`).  The argument types are resolved but not checked:
+use the helpers of `shapes.py` (`tensor(ty, "nn.conv2d: data", 0)`) to demand a tensor and
+to compute with shapes.  It returns the result type or raises `OpTypeError` (an
+`AttrError` for an attribute whose value is wrong for these inputs is fine too).
+
+The compute is the numpy reference semantics, called the same way with numpy arrays
+(0-d arrays for scalars; a tuple argument arrives as a Python tuple of arrays).  It
+returns an array, or a tuple of arrays for a tuple result, in the dtype the relation
+promises.  `OpDef.infer` and `OpDef.evaluate` run both from plain values (for tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable, Iterator, Mapping
+
+from ..ir.attrs import Attrs
+from .attrs import Attr, OpAttrs, normalize
+
+
+class OpPattern(IntEnum):
+    """How an op may fuse (TVM's TOpPattern, same numbers)."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_EWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+    @property
+    def label(self) -> str:
+        return {0: "ElemWise", 1: "Broadcast", 2: "Injective", 3: "CommReduce",
+                4: "OutEWiseFusable", 7: "Tuple", 8: "Opaque"}[self.value]
+
+
+ELEMWISE = OpPattern.ELEMWISE
+BROADCAST = OpPattern.BROADCAST
+INJECTIVE = OpPattern.INJECTIVE
+COMM_REDUCE = OpPattern.COMM_REDUCE
+OUT_EWISE_FUSABLE = OpPattern.OUT_EWISE_FUSABLE
+OPAQUE = OpPattern.OPAQUE
+
+
+class OpTypeError(Exception):
+    """A type relation's complaint.  `arg` is the index of the argument at fault (the
+    diagnostic then points at that argument), or None for the call as a whole."""
+
+    def __init__(self, message: str, arg: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.arg = arg
+
+
+Relation = Callable[..., Any]
+Compute = Callable[..., Any]
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    inputs: tuple[str, ...] | None  # argument names; None: any number (`call_lowered`)
+    pattern: OpPattern | None  # None: no pattern (rewritten away before fusion)
+    attrs: tuple[Attr, ...] = ()
+    doc: str = ""
+    open_attrs: bool = False  # keep attributes the schema does not list
+    tuple_input: bool = False  # the single argument is a tuple of tensors (concatenate)
+    type_relation: Relation | None = field(default=None, repr=False)
+    numpy_compute: Compute | None = field(default=None, repr=False)
+
+    def relation(self, fn: Relation) -> Relation:
+        self.type_relation = fn
+        return fn
+
+    def compute(self, fn: Compute) -> Compute:
+        self.numpy_compute = fn
+        return fn
+
+    def normalize_attrs(self, attrs: Attrs | Mapping[str, Any]) -> OpAttrs:
+        """Defaults filled, values converted; raises AttrError."""
+        return normalize(self.name, self.attrs, attrs, open_schema=self.open_attrs)
+
+    def infer(self, arg_types: list[Any] | tuple[Any, ...], attrs: Mapping[str, Any] = Attrs()) -> Any:
+        """The result type for these argument types (attrs as parsed, or plain values)."""
+        normalized = self.normalize_attrs(_as_ir_attrs(attrs))
+        if self.inputs is None:
+            return self.type_relation(list(arg_types), normalized)
+        return self.type_relation(*arg_types, normalized)
+
+    def evaluate(self, args: list[Any] | tuple[Any, ...], attrs: Mapping[str, Any] = Attrs()) -> Any:
+        """The numpy result for these argument values."""
+        normalized = self.normalize_attrs(_as_ir_attrs(attrs))
+        if self.inputs is None:
+            return self.numpy_compute(list(args), normalized)
+        return self.numpy_compute(*args, normalized)
+
+    def signature(self) -> str:
+        """`nn.conv2d(data, weight, strides=[1, 1], ...)`, for hover and completion."""
+        args = list(self.inputs) if self.inputs is not None else ["args..."]
+        args += [f"{a.name}={a.default_text()}" for a in self.attrs]
+        return f"{self.name}({', '.join(args)})"
+
+
+def _as_ir_attrs(attrs: Mapping[str, Any]) -> Attrs:
+    """Plain Python values (`{"strides": (2, 2)}`) as the parser would give them."""
+    from .attrs import _to_ir_value
+
+    if isinstance(attrs, Attrs):
+        return attrs
+    return Attrs({k: _to_ir_value(v) for k, v in attrs.items()})
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def define(name: str, inputs: tuple[str, ...] | None, pattern: OpPattern | None, *,
+           attrs: tuple[Attr, ...] = (), doc: str = "", open_attrs: bool = False,
+           tuple_input: bool = False) -> OpDef:
+    """Register an op; a name registered twice is a bug in the library."""
+    if name in _REGISTRY:
+        raise ValueError(f"operator {name} is defined twice")
+    opdef = OpDef(name, inputs, pattern, attrs, doc, open_attrs, tuple_input)
+    _REGISTRY[name] = opdef
+    return opdef
+
+
+def get_op(name: str) -> OpDef | None:
+    """The definition of an op, or None if the library does not know it."""
+    _load()
+    return _REGISTRY.get(name)
+
+
+def all_ops() -> Iterator[OpDef]:
+    _load()
+    return iter(sorted(_REGISTRY.values(), key=lambda d: d.name))
+
+
+_loaded = False
+
+
+def _load() -> None:
+    """Import the op files (each registers its ops on import)."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import library  # noqa: F401

@@ -1,0 +1,1 @@
+"""Shape and layout transforms (reference §7.6)."""
