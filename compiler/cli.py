@@ -90,6 +90,12 @@ def _parse(text: str, name: str):
     return parse(text, name)
 
 
+def _check(text: str, name: str):
+    from .check import check_text  # parse, names, types
+
+    return check_text(text, name)
+
+
 def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     errors = warnings = files_reported = 0
     status = EXIT_OK
@@ -100,7 +106,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"{PROG}: {exc}", file=err)
             status = EXIT_USAGE
             continue
-        diagnostics = [bad_encoding] if bad_encoding else _parse(text, name).diagnostics
+        diagnostics = [bad_encoding] if bad_encoding else _check(text, name).diagnostics
         report(diagnostics, name, err)
         file_errors = sum(d.severity == Severity.ERROR for d in diagnostics)
         file_warnings = sum(d.severity == Severity.WARNING for d in diagnostics)
@@ -132,10 +138,10 @@ def cmd_print(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if bad_encoding is not None:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
-    result = _parse(text, name)
+    result = _check(text, name) if args.types else _parse(text, name)
     report(result.diagnostics, name, err)
-    if any(d.is_error for d in result.diagnostics):
-        return EXIT_ERRORS
+    if any(d.is_error and d.source != "types" for d in result.diagnostics):
+        return EXIT_ERRORS  # a type error still prints (without the types it lacks)
     printed = print_module(result.module, spans=args.spans, types=args.types)
     if not printed.endswith("\n"):
         printed += "\n"
@@ -196,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     print_.add_argument("file", metavar="FILE", help="a .relay file, or - for stdin")
     print_.add_argument("--spans", action="store_true", help="add span= comments (source origins)")
-    print_.add_argument("--types", action="store_true", help="add ty= comments (known types)")
+    print_.add_argument("--types", action="store_true", help="infer types and add ty= comments")
     print_.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     print_.add_argument("--force", action="store_true", help="allow OUT to be the input file")
     print_.set_defaults(run=cmd_print)

@@ -57,6 +57,23 @@ class IRModule:
         self.global_type_vars.setdefault(data.header.name, data.header)
         self.type_definitions[data.header] = data
 
+    def copy(self) -> "IRModule":
+        """A new module with the same globals, functions and types (shared, not copied)."""
+        new = IRModule(self.name)
+        new.functions = dict(self.functions)
+        new.type_definitions = dict(self.type_definitions)
+        new.global_vars = dict(self.global_vars)
+        new.global_type_vars = dict(self.global_type_vars)
+        new.metadata = self.metadata
+        return new
+
+    def with_functions(self, changes: dict[GlobalVar, Function]) -> "IRModule":
+        """A new module with some functions replaced or added (passes never mutate)."""
+        new = self.copy()
+        for gv, func in changes.items():
+            new.add(gv, func)
+        return new
+
     def __getitem__(self, name: str | GlobalVar) -> Function:
         gv = self.global_vars[name] if isinstance(name, str) else name
         return self.functions[gv]
