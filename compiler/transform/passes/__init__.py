@@ -1,3 +1,3 @@
 """One file per pass; importing this package registers them all by name."""
 
-from . import infer_type  # noqa: F401
+from . import fuse_ops, infer_type  # noqa: F401
