@@ -82,6 +82,7 @@ class OpDef:
     doc: str = ""
     open_attrs: bool = False  # keep attributes the schema does not list
     tuple_input: bool = False  # the single argument is a tuple of tensors (concatenate)
+    polymorphic: bool = False  # the relation takes any types, even unknown ones (on_device)
     type_relation: Relation | None = field(default=None, repr=False)
     numpy_compute: Compute | None = field(default=None, repr=False)
 
@@ -132,11 +133,11 @@ _REGISTRY: dict[str, OpDef] = {}
 
 def define(name: str, inputs: tuple[str, ...] | None, pattern: OpPattern | None, *,
            attrs: tuple[Attr, ...] = (), doc: str = "", open_attrs: bool = False,
-           tuple_input: bool = False) -> OpDef:
+           tuple_input: bool = False, polymorphic: bool = False) -> OpDef:
     """Register an op; a name registered twice is a bug in the library."""
     if name in _REGISTRY:
         raise ValueError(f"operator {name} is defined twice")
-    opdef = OpDef(name, inputs, pattern, attrs, doc, open_attrs, tuple_input)
+    opdef = OpDef(name, inputs, pattern, attrs, doc, open_attrs, tuple_input, polymorphic)
     _REGISTRY[name] = opdef
     return opdef
 

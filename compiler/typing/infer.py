@@ -150,8 +150,8 @@ class TypeChecker:
         if isinstance(node, E.GlobalVar):
             return self.global_type(node, node)
         if isinstance(node, E.Constant):
-            if node.data is None:
-                return ERROR  # a missing metadata entry: the parser reported it
+            if node.data is None:  # a missing metadata entry (reported by the parser):
+                return node.ty if node.ty is not None else ERROR  # its ty= comment, if any
             return TensorType(tuple(node.data.shape), str(node.data.dtype))
         if isinstance(node, E.Constructor):
             data = self.module.type_definitions.get(node.belongs_to)
@@ -298,7 +298,7 @@ class TypeChecker:
         args = [self.solver.resolve(self.types[a]) for a in call.args]
         if any(self.solver.has_error(a) for a in args):
             return ERROR
-        if not all(self.solver.is_complete(a) for a in args):
+        if not opdef.polymorphic and not all(self.solver.is_complete(a) for a in args):
             return None
         try:
             attrs = opdef.normalize_attrs(call.attrs)

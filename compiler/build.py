@@ -1,0 +1,125 @@
+"""The build driver: text or module in, one `BuildResult` out (DESIGN.md, "The flow").
+
+    result = build_text(text, "model.relay")            # check, then the relay.build passes
+    result.snapshots                                    # the module after every pass
+    result.fused_names                                  # primitive function -> global name
+
+The default pipeline is the opt_level-3 pipeline of TVM's `relay.build` (the pass prefix
+of src/relay/backend/utils.cc, then FuseOps), in TVM's order, with the passes RelayLens
+does not have left out (listed in NOT_IMPLEMENTED).  The CLI and the language server both
+build through here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .check import CheckResult, check_text
+from .diagnostics import Diagnostic, Severity
+from .ir.expr import Function
+from .ir.module import IRModule
+from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
+from .transform.infra import Pass, PassInstrument, Snapshot
+
+RELAY_BUILD_PIPELINE = (
+    "SimplifyInference",
+    "EliminateCommonSubexpr",
+    "SimplifyExpr",
+    "FoldConstant",
+    "SimplifyExpr",
+    "CanonicalizeOps",
+    "InferType",
+    "FoldConstant",
+    "FuseOps",
+    "InferType",
+)
+NOT_IMPLEMENTED = (
+    "RemoveUnusedFunctions", "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
+    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis", "CanonicalizeCast",
+    "FlattenAtrousConv", "AlterOpLayout", "SimplifyExprPostAlterOp", "FastMath", "PlanDevices",
+)
+
+
+@dataclass
+class BuildResult:
+    name: str
+    checked: CheckResult | None
+    snapshots: list[Snapshot] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    fused_names: dict[Function, str] = field(default_factory=dict)
+
+    @property
+    def module(self) -> IRModule | None:
+        return self.snapshots[-1].module if self.snapshots else None
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def make_pipeline(names: tuple[str, ...] | list[str] | None = None) -> Sequential:
+    return Sequential([get_pass(n) for n in (names or RELAY_BUILD_PIPELINE)], name="relay.build")
+
+
+def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | None = None,
+                 opt_level: int = 3, config: dict[str, Any] | None = None,
+                 checked: CheckResult | None = None, strict: bool = False, progress=None) -> BuildResult:
+    """Run the pipeline on a typed module, recording the module after every pass.
+
+    A pass that fails is reported as an internal error at the pass, and the build stops
+    there with the snapshots made so far (`strict` re-raises instead, for tests).
+    `progress(pass_name)` is called before each pass.
+    """
+    from .transform.fused_names import name_primitive_functions
+
+    result = BuildResult(name, checked)
+    recorder = SnapshotRecorder()
+    recorder.record_input(mod)
+    instruments: list = [recorder]
+    if progress is not None:
+        instruments.append(_Progress(progress))
+    try:
+        pipeline = make_pipeline(passes)
+    except KeyError as err:
+        result.diagnostics.append(Diagnostic(str(err.args[0]), None, Severity.ERROR, source="build"))
+        result.snapshots = recorder.snapshots
+        return result
+    current = ""
+    try:
+        with PassContext(opt_level=opt_level, config=dict(config or {}), instruments=instruments):
+            for p in pipeline.passes:
+                current = p.name
+                mod = p(mod)
+                for d in getattr(p, "diagnostics", ()):
+                    result.diagnostics.append(d)
+    except Exception as err:  # a bug in a pass: say which, keep what was built
+        if strict:
+            raise
+        result.diagnostics.append(Diagnostic(f"internal error in pass {current}: {type(err).__name__}: {err}",
+                                             None, Severity.ERROR, source="build"))
+    result.snapshots = recorder.snapshots
+    if result.module is not None:
+        result.fused_names = name_primitive_functions(result.module)
+    return result
+
+
+def build_text(text: str, name: str = "<input>", **options: Any) -> BuildResult:
+    """Check the text; when it has no errors, build it."""
+    checked = check_text(text, name)
+    if any(d.is_error for d in checked.diagnostics):
+        result = BuildResult(name, checked)
+        result.diagnostics = list(checked.diagnostics)
+        return result
+    result = build_module(checked.module, name=name, checked=checked, **options)
+    result.diagnostics[:0] = checked.diagnostics  # the warnings of the check come first
+    return result
+
+
+class _Progress(PassInstrument):
+    def __init__(self, callback) -> None:
+        self.callback = callback
+
+    def run_before_pass(self, mod, p: Pass) -> None:
+        if not isinstance(p, Sequential):
+            self.callback(p.name)

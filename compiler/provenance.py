@@ -1,0 +1,126 @@
+"""Provenance: what each source expression became in every pass (DESIGN.md, "Provenance").
+
+Built from the spans of the build's snapshots alone: a node of any snapshot whose span has
+a document range of the input source is an appearance of the source expression with that
+range.  One index answers hover, `relaylens explain`, the pass view and the code lenses:
+
+    prov = Provenance(build_result)
+    key = prov.key_at(offset)                 # the innermost source expression there
+    for stage, appearances in prov.trace(key):   # per snapshot: nodes and printed ranges
+        ...
+    prov.fused_function(key)                  # (name, Function) it ended in, after FuseOps
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .build import BuildResult
+from .ir.expr import Call, Constant, Expr, Function, Node, Tuple, TupleGetItem, Var
+from .ir.functor import post_order
+from .ir.module import IRModule
+from .ir.span import LayerSpan, Source, Span
+from .printer import Printer
+
+Key = tuple[int, int]  # [start, end) of a document range in the input source
+
+# the kinds an editor user points at; binders and leaves are not "what became of"
+TRACED = (Call, Tuple, TupleGetItem, Constant, Function)
+
+
+@dataclass
+class Stage:
+    index: int
+    pass_name: str
+    changed: bool
+    module: IRModule
+    by_key: dict[Key, list[Expr]] = field(default_factory=dict)
+    _printed: tuple[str, dict] | None = None
+
+    def printed(self) -> tuple[str, dict[Node, tuple[int, int]]]:
+        """The snapshot's text (with types) and where each node is in it; printed once."""
+        if self._printed is None:
+            result = Printer(types=True).print_module(self.module)
+            self._printed = (result.text, result.locations)
+        return self._printed
+
+    def snippet(self, node: Expr, width: int = 100) -> tuple[int, str]:
+        """(1-based line in the snapshot, the first line of the node's text)."""
+        text, locations = self.printed()
+        where = locations.get(node)
+        if where is None:
+            return 0, ""
+        start, end = where
+        line = text.count("\n", 0, start) + 1
+        first = text[start:end].split("\n", 1)[0]
+        return line, first if len(first) <= width else first[: width - 1] + "…"
+
+
+class Provenance:
+    def __init__(self, build: BuildResult, source: Source | None = None) -> None:
+        self.build = build
+        self.source = source if source is not None else _input_source(build)
+        self.stages = [Stage(i, s.pass_name, s.changed, s.module) for i, s in enumerate(build.snapshots)]
+        for stage in self.stages:
+            self._index(stage)
+        self.fused: dict[Key, tuple[str, Function]] = {}
+        for func, name in build.fused_names.items():
+            for node in post_order(func):
+                for key in self.keys_of(node):
+                    self.fused.setdefault(key, (name, func))
+
+    def keys_of(self, node: Expr) -> list[Key]:
+        if node.span is None:
+            return []
+        return [(o.start, o.end) for o in node.span.origins()
+                if isinstance(o, Span) and o.source is self.source]
+
+    def _index(self, stage: Stage) -> None:
+        done: set = set()
+        for func in stage.module.functions.values():
+            for node in post_order(func, done=done):
+                done.add(node)
+                if isinstance(node, TRACED) or (isinstance(node, Var) and stage.index == 0):
+                    for key in self.keys_of(node):
+                        stage.by_key.setdefault(key, []).append(node)
+
+    # queries ---------------------------------------------------------------------------
+    def key_at(self, offset: int) -> Key | None:
+        """The innermost traced source expression whose range holds `offset`."""
+        best: Key | None = None
+        for start, end in self.stages[0].by_key if self.stages else ():
+            if start <= offset < end and (best is None or end - start < best[1] - best[0]):
+                best = (start, end)
+        return best
+
+    def source_node(self, key: Key) -> Expr | None:
+        nodes = self.stages[0].by_key.get(key) if self.stages else None
+        return nodes[0] if nodes else None
+
+    def trace(self, key: Key) -> list[tuple[Stage, list[Expr]]]:
+        return [(stage, stage.by_key.get(key, [])) for stage in self.stages]
+
+    def changes(self, key: Key) -> list[tuple[Stage, list[Expr]]]:
+        """The stages where the expressions carrying `key` differ from the stage before."""
+        out = []
+        previous: list[Expr] | None = None
+        for stage, nodes in self.trace(key):
+            if previous is not None and [id(n) for n in nodes] != [id(n) for n in previous]:
+                out.append((stage, nodes))
+            previous = nodes
+        return out
+
+    def fused_function(self, key: Key) -> tuple[str, Function] | None:
+        return self.fused.get(key)
+
+    def layers(self, key: Key) -> list[str]:
+        node = self.source_node(key)
+        if node is None or node.span is None:
+            return []
+        return [o.name for o in node.span.origins() if isinstance(o, LayerSpan)]
+
+
+def _input_source(build: BuildResult) -> Source | None:
+    if build.checked is not None:
+        return build.checked.parsed.source
+    return None
