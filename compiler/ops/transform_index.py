@@ -1,0 +1,565 @@
+"""Ops of reference §7.6 that pick, replicate or create elements: strided_slice, take,
+gather, gather_nd, tile, repeat, reverse, sliding_window, one_hot, full, zeros, ones,
+arange, shape_of, ndarray_size (imported by transform.py).
+
+Indices follow TVM: `take` clips (mode "clip"), wraps ("wrap") or trusts ("fast") them;
+`gather`, `gather_nd` and `one_hot` expect them in range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.attrs import FloatImm, IntImm
+from ..ir.types import ANY, TensorType
+from .attrs import ANY as ANY_VALUE
+from .attrs import INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
+from .registry import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_EWISE_FUSABLE, OpTypeError, define
+from .shapes import Dim, axis_index, check_dtype, dims, known, mul, same_dim, tensor, type_text
+from .transform import _as_type, _ints, _require
+
+_MAX = 2**63 - 1  # "to the end" for an omitted begin or end, as TVM's int64 max
+
+
+def _integer_tensor(t: TensorType, what: str, arg: int) -> None:
+    if not t.dtype.startswith(("int", "uint")):
+        raise OpTypeError(f"{what} must be an integer tensor, found {type_text(t)}", arg)
+
+
+def _scalar(ty, what: str, arg: int) -> TensorType:
+    t = tensor(ty, what, arg)
+    if t.ndim:
+        raise OpTypeError(f"{what} must be a scalar, found {type_text(t)}", arg)
+    return t
+
+
+# --------------------------------------------------------------------------- strided_slice
+
+strided_slice = define(
+    "strided_slice", ("data",), INJECTIVE,
+    attrs=(Attr("begin", OPT_INTS, None, "first index per sliced axis (negative counts from the end)"),
+           Attr("end", OPT_INTS, None, "end index (exclusive) per sliced axis, or the length in "
+                                       "slice_mode \"size\" (-1: to the end)"),
+           Attr("strides", OPT_INTS, None, "step per sliced axis (negative walks backwards)"),
+           Attr("slice_mode", STR, "end", "\"end\": end holds end indices; \"size\": lengths (strides ignored)"),
+           Attr("axes", OPT_INTS, None, "the axes begin/end/strides refer to; None: the leading axes")),
+    doc="Slice data with begin, end and strides per axis, NumPy style: negative indices count "
+        "from the end and out-of-range bounds are clamped.  Without axes, missing trailing "
+        "entries take the whole axis.")
+
+
+def _canonical(index: int, extent: int, stride: int) -> int:
+    """A bound wrapped (if negative) and clamped into the range a stride can reach."""
+    lo, hi = (-1, extent - 1) if stride < 0 else (0, extent)
+    if index < 0:
+        index += extent
+    return min(max(index, lo), hi)
+
+
+def _slice_plan(t: TensorType, attrs) -> list[tuple[int, int | None, int, Dim]]:
+    """(axis, first index, step, length) per sliced axis; the first index is None when the
+    axis has a run-time extent."""
+    begin = list(_require("strided_slice", attrs, "begin"))
+    end = list(_require("strided_slice", attrs, "end"))
+    strides = list(_require("strided_slice", attrs, "strides"))
+    mode = attrs.slice_mode
+    if mode not in ("end", "size"):
+        raise AttrError(f"strided_slice: attribute slice_mode is \"{mode}\"; expected \"end\" or "
+                        "\"size\"", "slice_mode")
+    n = t.ndim
+    if attrs.axes is not None:
+        if not len(attrs.axes) == len(begin) == len(end) == len(strides):
+            raise OpTypeError(f"strided_slice: axes, begin, end and strides must have one length, "
+                              f"found {len(attrs.axes)}, {len(begin)}, {len(end)} and {len(strides)}")
+        axes = [axis_index(a, n, "strided_slice: axis") for a in attrs.axes]
+    else:
+        for name, values in (("begin", begin), ("end", end), ("strides", strides)):
+            if len(values) > n:
+                raise OpTypeError(f"strided_slice: attribute {name} {_ints(values)} has {len(values)} "
+                                  f"values but data {type_text(t)} has rank {n}")
+        axes = list(range(n))
+        strides += [1] * (n - len(strides))
+        begin += [0 if strides[k] > 0 else _MAX for k in range(len(begin), n)]
+        end += [_MAX if strides[k] > 0 else 0 for k in range(len(end), n)]
+    ds = dims(t)
+    plan = []
+    for k, axis in enumerate(axes):
+        step = strides[k] if mode == "end" else 1
+        if step == 0:
+            raise AttrError(f"strided_slice: attribute strides {_ints(strides)} has a step of 0", "strides")
+        b, e = begin[k], end[k]
+        if mode == "size":
+            e = (0 if step < 0 else _MAX) if e < 0 else b + e
+        d = ds[axis]
+        if not known(d):
+            plan.append((axis, None, step, ANY))
+            continue
+        bc, ec = _canonical(b, d, step), _canonical(e, d, step)  # type: ignore[arg-type]
+        if (ec > bc) if step < 0 else (bc > ec):
+            raise OpTypeError(f"strided_slice: on axis {axis} of data {type_text(t)}, begin {b} and "
+                              f"end {end[k]} (as {bc} and {ec}) run against the step {step}")
+        plan.append((axis, bc, step, -(-abs(ec - bc) // abs(step))))
+    return plan
+
+
+@strided_slice.relation
+def _(data, attrs):
+    t = tensor(data, "strided_slice: data", 0)
+    out = list(dims(t))
+    for axis, _, _, length in _slice_plan(t, attrs):
+        out[axis] = length
+    return TensorType(tuple(out), t.dtype)
+
+
+@strided_slice.compute
+def _(x, attrs):
+    for axis, first, step, length in _slice_plan(_as_type(x), attrs):
+        x = np.take(x, first + step * np.arange(length, dtype=np.int64), axis=axis)
+    return x
+
+
+# --------------------------------------------------------------------------- take, gather, gather_nd
+
+take = define(
+    "take", ("data", "indices"), INJECTIVE,
+    attrs=(Attr("batch_dims", INT, 0, "leading axes of data and indices that are matched, not indexed"),
+           Attr("axis", OPT_INT, None, "the axis to pick along; None: pick from the flattened data"),
+           Attr("mode", STR, "clip", "out-of-range indices: \"clip\" to the ends, \"wrap\" around, "
+                                     "or \"fast\" (assumed in range)")),
+    doc="Pick elements of data along axis at the given indices: the result's shape is "
+        "data.shape[:axis] + indices.shape[batch_dims:] + data.shape[axis+1:].")
+
+_TAKE_MODES = ("clip", "wrap", "fast")
+
+
+def _take_plan(d: TensorType, i: TensorType, attrs) -> tuple[int | None, int]:
+    if attrs.mode not in _TAKE_MODES:
+        raise AttrError(f"take: attribute mode is \"{attrs.mode}\"; expected \"clip\", \"wrap\" or "
+                        "\"fast\"", "mode")
+    if attrs.axis is None:
+        return None, 0
+    axis = axis_index(attrs.axis, d.ndim, "take: axis")
+    batch = attrs.batch_dims + i.ndim if attrs.batch_dims < 0 else attrs.batch_dims
+    if not 0 <= batch <= min(i.ndim, axis):
+        raise OpTypeError(f"take: batch_dims {attrs.batch_dims} must be within the rank of indices "
+                          f"{type_text(i)} and not after axis {attrs.axis}")
+    for k in range(batch):
+        if not same_dim(dims(d)[k], dims(i)[k]):
+            raise OpTypeError(f"take: batch axis {k} has length {dims(d)[k]} in data {type_text(d)} "
+                              f"but {dims(i)[k]} in indices {type_text(i)}", 1)
+    return axis, batch
+
+
+@take.relation
+def _(data, indices, attrs):
+    d = tensor(data, "take: data", 0)
+    i = tensor(indices, "take: indices", 1)
+    _integer_tensor(i, "take: indices", 1)
+    axis, batch = _take_plan(d, i, attrs)
+    if axis is None:
+        return TensorType(i.shape, d.dtype)
+    ds, is_ = dims(d), dims(i)
+    return TensorType(ds[:axis] + is_[batch:] + ds[axis + 1:], d.dtype)
+
+
+def _fix_indices(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
+    idx = idx.astype(np.int64)
+    if mode == "clip":
+        return np.clip(idx, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(idx, n)
+    if np.any((idx < -n) | (idx >= n)):
+        raise IndexError(f"take: an index is out of range for an axis of length {n} (mode \"fast\")")
+    return idx
+
+
+@take.compute
+def _(x, indices, attrs):
+    axis, batch = _take_plan(_as_type(x), _as_type(indices), attrs)
+    if axis is None:
+        flat = x.reshape(-1)
+        return flat[_fix_indices(indices, flat.size, attrs.mode)]
+    idx = _fix_indices(indices, x.shape[axis], attrs.mode)
+    if batch == 0:
+        return np.take(x, idx, axis=axis)
+    out_shape = x.shape[:axis] + indices.shape[batch:] + x.shape[axis + 1:]
+    out = np.empty(out_shape, dtype=x.dtype)
+    for b in np.ndindex(*x.shape[:batch]):
+        out[b] = np.take(x[b], idx[b], axis=axis - batch)
+    return out
+
+
+gather = define("gather", ("data", "indices"), INJECTIVE,
+                attrs=(Attr("axis", OPT_INT, None, "the axis the indices pick along"),),
+                doc="out[i][j][k] = data[indices[i][j][k]][j][k] for axis 0 (and so on): indices "
+                    "has data's rank and the result has the shape of indices.")
+
+
+def _gather_axis(d: TensorType, i: TensorType, attrs) -> int:
+    if d.ndim != i.ndim:
+        raise OpTypeError(f"gather: indices {type_text(i)} must have the rank of data {type_text(d)}", 1)
+    axis = axis_index(_require("gather", attrs, "axis"), d.ndim, "gather: axis")
+    for k, (a, b) in enumerate(zip(dims(d), dims(i))):
+        if k != axis and not same_dim(a, b):
+            raise OpTypeError(f"gather: indices {type_text(i)} and data {type_text(d)} differ on axis "
+                              f"{k}; only axis {axis} may differ", 1)
+    return axis
+
+
+@gather.relation
+def _(data, indices, attrs):
+    d = tensor(data, "gather: data", 0)
+    i = tensor(indices, "gather: indices", 1)
+    _integer_tensor(i, "gather: indices", 1)
+    _gather_axis(d, i, attrs)
+    return TensorType(i.shape, d.dtype)
+
+
+@gather.compute
+def _(x, indices, attrs):
+    axis = _gather_axis(_as_type(x), _as_type(indices), attrs)
+    return np.take_along_axis(x, indices.astype(np.int64), axis=axis)
+
+
+gather_nd = define(
+    "gather_nd", ("data", "indices"), INJECTIVE,
+    attrs=(Attr("batch_dims", INT, 0, "leading axes of data matched with axes 1.. of indices"),
+           Attr("index_rank", OPT_INT, None, "the length of an index tuple when indices.shape[0] is "
+                                             "known only at run time")),
+    doc="Pick slices of data by index tuples along the first axis of indices (M, Y...): "
+        "the result has shape Y + data.shape[batch_dims + M:].")
+
+
+def _gather_nd_m(d: TensorType, i: TensorType, attrs) -> int:
+    if i.ndim == 0:
+        raise OpTypeError(f"gather_nd: indices must have at least one axis, found {type_text(i)}", 1)
+    m = dims(i)[0]
+    if not known(m):
+        if attrs.index_rank is None:
+            raise OpTypeError(f"gather_nd: the first axis of indices {type_text(i)} is known only at "
+                              "run time; give its length with index_rank", 1)
+        m = attrs.index_rank
+    b = attrs.batch_dims
+    if b < 0 or b + 1 > i.ndim or m + b > d.ndim:  # type: ignore[operator]
+        raise OpTypeError(f"gather_nd: index tuples of length {m} after {b} batch axes do not fit "
+                          f"data {type_text(d)} with indices {type_text(i)}", 1)
+    for k in range(b):
+        if not same_dim(dims(d)[k], dims(i)[k + 1]):
+            raise OpTypeError(f"gather_nd: batch axis {k} has length {dims(d)[k]} in data "
+                              f"{type_text(d)} but {dims(i)[k + 1]} in indices {type_text(i)}", 1)
+    return m  # type: ignore[return-value]
+
+
+@gather_nd.relation
+def _(data, indices, attrs):
+    d = tensor(data, "gather_nd: data", 0)
+    i = tensor(indices, "gather_nd: indices", 1)
+    _integer_tensor(i, "gather_nd: indices", 1)
+    m = _gather_nd_m(d, i, attrs)
+    return TensorType(dims(i)[1:] + dims(d)[m + attrs.batch_dims:], d.dtype)
+
+
+@gather_nd.compute
+def _(x, indices, attrs):
+    m = _gather_nd_m(_as_type(x), _as_type(indices), attrs)
+    b = attrs.batch_dims
+    out = np.empty(indices.shape[1:] + x.shape[m + b:], dtype=x.dtype)
+    for pos in np.ndindex(*indices.shape[1:]):
+        where = tuple(pos[:b]) + tuple(int(v) for v in indices[(slice(None),) + pos])
+        out[pos] = x[where]
+    return out
+
+
+# --------------------------------------------------------------------------- tile, repeat, reverse, sliding_window
+
+tile = define("tile", ("data",), BROADCAST,
+              attrs=(Attr("reps", INTS, doc="how many times to repeat along each axis"),),
+              doc="Repeat the whole of data reps[i] times along axis i; the shorter of data's "
+                  "shape and reps is padded with 1s on the left.")
+
+
+@tile.relation
+def _(data, attrs):
+    t = tensor(data, "tile: data", 0)
+    reps = attrs.reps
+    for r in reps:
+        if r <= 0:
+            raise AttrError(f"tile: attribute reps {_ints(reps)} must hold positive counts", "reps")
+    n = max(t.ndim, len(reps))
+    ds = (1,) * (n - t.ndim) + dims(t)
+    rs = (1,) * (n - len(reps)) + tuple(reps)
+    return TensorType(tuple(mul(d, r) for d, r in zip(ds, rs)), t.dtype)
+
+
+@tile.compute
+def _(x, attrs):
+    return np.tile(x, attrs.reps)
+
+
+repeat = define("repeat", ("data",), BROADCAST,
+                attrs=(Attr("repeats", INT, doc="how many times to repeat each element"),
+                       Attr("axis", OPT_INT, None, "the axis to repeat along")),
+                doc="Repeat each element of data repeats times along axis.")
+
+
+def _repeat_axis(t: TensorType, attrs) -> int:
+    if attrs.repeats < 1:
+        raise AttrError(f"repeat: attribute repeats is {attrs.repeats}; it must be 1 or more", "repeats")
+    return axis_index(_require("repeat", attrs, "axis"), t.ndim, "repeat: axis")
+
+
+@repeat.relation
+def _(data, attrs):
+    t = tensor(data, "repeat: data", 0)
+    axis = _repeat_axis(t, attrs)
+    ds = dims(t)
+    return TensorType(ds[:axis] + (mul(ds[axis], attrs.repeats),) + ds[axis + 1:], t.dtype)
+
+
+@repeat.compute
+def _(x, attrs):
+    return np.repeat(x, attrs.repeats, axis=_repeat_axis(_as_type(x), attrs))
+
+
+reverse = define("reverse", ("data",), INJECTIVE,
+                 attrs=(Attr("axis", OPT_INT, None, "the axis to reverse"),),
+                 doc="Reverse the order of the elements along axis.")
+
+
+@reverse.relation
+def _(data, attrs):
+    t = tensor(data, "reverse: data", 0)
+    axis_index(_require("reverse", attrs, "axis"), t.ndim, "reverse: axis")
+    return t
+
+
+@reverse.compute
+def _(x, attrs):
+    return np.flip(x, axis=attrs.axis).copy()
+
+
+sliding_window = define(
+    "sliding_window", ("data",), OPAQUE,
+    attrs=(Attr("axis", INT, doc="the first axis the window slides over (it slides over all later ones too)"),
+           Attr("window_shape", INTS, doc="the window's extent on each axis from axis on"),
+           Attr("strides", INTS, doc="the window's step on each axis from axis on")),
+    doc="Every window of data: axes before axis stay, then one axis per windowed axis counting "
+        "the window positions, then the window itself.")
+
+
+def _window_check(t: TensorType, attrs) -> int:
+    axis = attrs.axis
+    if not 0 <= axis < t.ndim:
+        raise OpTypeError(f"sliding_window: axis {axis} is out of range for data {type_text(t)} "
+                          f"(expected 0 to {t.ndim - 1})")
+    n = t.ndim - axis
+    for name in ("window_shape", "strides"):
+        values = attrs[name]
+        if len(values) != n:
+            raise OpTypeError(f"sliding_window: attribute {name} {_ints(values)} has {len(values)} "
+                              f"values but data {type_text(t)} has {n} axes from axis {axis} on")
+        if any(v <= 0 for v in values):
+            raise AttrError(f"sliding_window: attribute {name} {_ints(values)} must be positive", name)
+    for k, (d, w) in enumerate(zip(dims(t)[axis:], attrs.window_shape)):
+        if known(d) and w > d:
+            raise OpTypeError(f"sliding_window: window length {w} is longer than axis {axis + k} "
+                              f"of data {type_text(t)}")
+    return axis
+
+
+@sliding_window.relation
+def _(data, attrs):
+    t = tensor(data, "sliding_window: data", 0)
+    axis = _window_check(t, attrs)
+    ds = dims(t)
+    positions = tuple((d - w) // s + 1 if known(d) else ANY
+                      for d, w, s in zip(ds[axis:], attrs.window_shape, attrs.strides))
+    return TensorType(ds[:axis] + positions + tuple(attrs.window_shape), t.dtype)
+
+
+@sliding_window.compute
+def _(x, attrs):
+    axis = _window_check(_as_type(x), attrs)
+    view = np.lib.stride_tricks.sliding_window_view(x, attrs.window_shape, axis=tuple(range(axis, x.ndim)))
+    step = (slice(None),) * axis + tuple(slice(None, None, s) for s in attrs.strides)
+    return np.ascontiguousarray(view[step])
+
+
+# --------------------------------------------------------------------------- one_hot
+
+one_hot = define(
+    "one_hot", ("indices", "on_value", "off_value"), OUT_EWISE_FUSABLE,
+    attrs=(Attr("depth", INT, 1, "the length of the new axis"),
+           Attr("axis", INT, -1, "where the new axis goes (-1: last)"),
+           Attr("dtype", STR, "", "the result dtype (empty: that of on_value)")),
+    doc="A new axis of length depth: on_value where its position equals the index, off_value "
+        "elsewhere.")
+
+
+def _one_hot_axis(i: TensorType, attrs) -> int:
+    if attrs.depth <= 0:
+        raise AttrError(f"one_hot: attribute depth is {attrs.depth}; it must be positive", "depth")
+    n = i.ndim
+    if not -n - 1 <= attrs.axis <= n:
+        raise OpTypeError(f"one_hot: axis {attrs.axis} is out of range for indices {type_text(i)} "
+                          f"(expected {-n - 1} to {n})")
+    return attrs.axis + n + 1 if attrs.axis < 0 else attrs.axis
+
+
+@one_hot.relation
+def _(indices, on_value, off_value, attrs):
+    i = tensor(indices, "one_hot: indices", 0)
+    _integer_tensor(i, "one_hot: indices", 0)
+    on = _scalar(on_value, "one_hot: on_value", 1)
+    off = _scalar(off_value, "one_hot: off_value", 2)
+    if on.dtype != off.dtype:
+        raise OpTypeError(f"one_hot: on_value {type_text(on)} and off_value {type_text(off)} have "
+                          "different dtypes", 2)
+    p = _one_hot_axis(i, attrs)
+    ds = dims(i)
+    return TensorType(ds[:p] + (attrs.depth,) + ds[p:], check_dtype(attrs.dtype) if attrs.dtype else on.dtype)
+
+
+@one_hot.compute
+def _(indices, on, off, attrs):
+    p = _one_hot_axis(_as_type(indices), attrs)
+    positions = np.arange(attrs.depth).reshape((attrs.depth,) + (1,) * (indices.ndim - p))
+    hot = np.expand_dims(indices, p) == positions
+    return np.where(hot, on, off).astype(attrs.dtype or on.dtype)
+
+
+# --------------------------------------------------------------------------- full, zeros, ones, arange
+
+_INIT_ATTRS = (Attr("shape", OPT_INTS, None, "the result shape"),
+               Attr("dtype", STR, "", "the result dtype"))
+
+
+def _init_shape(op: str, attrs) -> tuple[int, ...]:
+    shape = tuple(_require(op, attrs, "shape"))
+    if any(d < 0 for d in shape):
+        raise AttrError(f"{op}: attribute shape {_ints(shape)} has a negative dimension", "shape")
+    return shape
+
+
+full = define("full", ("fill_value",), ELEMWISE, attrs=_INIT_ATTRS,
+              doc="A tensor of the given shape with every element fill_value (dtype empty: that "
+                  "of fill_value).")
+
+
+@full.relation
+def _(fill_value, attrs):
+    f = _scalar(fill_value, "full: fill_value", 0)
+    return TensorType(_init_shape("full", attrs), check_dtype(attrs.dtype) if attrs.dtype else f.dtype)
+
+
+@full.compute
+def _(fill, attrs):
+    return np.full(_init_shape("full", attrs), fill, dtype=attrs.dtype or fill.dtype)
+
+
+def _constant(name: str, value: int) -> None:
+    opdef = define(name, (), ELEMWISE, attrs=_INIT_ATTRS,
+                   doc=f"A tensor of the given shape filled with {value}s (dtype empty: float32).")
+
+    @opdef.relation
+    def _(attrs):
+        return TensorType(_init_shape(name, attrs), check_dtype(attrs.dtype or "float32"))
+
+    @opdef.compute
+    def _(attrs):
+        return np.full(_init_shape(name, attrs), value, dtype=attrs.dtype or "float32")
+
+
+_constant("zeros", 0)
+_constant("ones", 1)
+
+
+arange = define(
+    "arange", ("start", "stop", "step"), OPAQUE,
+    attrs=(Attr("start", ANY_VALUE, None, "the start as a constant, when known"),
+           Attr("stop", ANY_VALUE, None, "the stop as a constant, when known"),
+           Attr("step", ANY_VALUE, None, "the step as a constant, when known"),
+           Attr("dtype", STR, doc="the dtype of the arguments and the result")),
+    doc="start, start + step, ... up to (not including) stop: ceil((stop - start) / step) "
+        "elements.  The length is known when the start, stop and step attributes are constants; "
+        "otherwise it is ?.")
+
+
+def _number(value) -> float | None:
+    """A constant attribute's value, or None when it is not written as a number."""
+    if isinstance(value, (IntImm, FloatImm)):
+        return float(value.value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    data = getattr(value, "data", None)  # a Constant expression
+    if isinstance(data, np.ndarray) and data.size == 1:
+        return float(data.reshape(()))
+    return None
+
+
+def _arange_length(start: float, stop: float, step: float) -> int:
+    if step == 0:
+        raise OpTypeError("arange: step is 0")
+    n = math.ceil((stop - start) / step)
+    if n <= 0:
+        raise OpTypeError(f"arange: start {start:g}, stop {stop:g} and step {step:g} give no elements")
+    return n
+
+
+@arange.relation
+def _(start, stop, step, attrs):
+    dtype = check_dtype(attrs.dtype)
+    for k, (ty, name) in enumerate(((start, "start"), (stop, "stop"), (step, "step"))):
+        t = _scalar(ty, f"arange: {name}", k)
+        if t.dtype != dtype:
+            raise OpTypeError(f"arange: {name} has dtype {t.dtype} but attribute dtype is {dtype}", k)
+    values = [_number(attrs[n]) for n in ("start", "stop", "step")]
+    if any(v is None for v in values):
+        return TensorType((ANY,), dtype)
+    return TensorType((_arange_length(*values),), dtype)  # type: ignore[arg-type]
+
+
+@arange.compute
+def _(start, stop, step, attrs):
+    n = _arange_length(float(start), float(stop), float(step))
+    start, step = np.asarray(start, dtype=attrs.dtype), np.asarray(step, dtype=attrs.dtype)
+    return (start + step * np.arange(n, dtype=attrs.dtype)).astype(attrs.dtype)
+
+
+# --------------------------------------------------------------------------- shape_of, ndarray_size
+
+shape_of = define("shape_of", ("data",), OPAQUE,
+                  attrs=(Attr("dtype", STR, "", "the result dtype (empty: int32)"),),
+                  doc="The shape of data as a 1-D tensor.  As in TVM, a scalar data gives a scalar "
+                      "(holding 0 here).")
+
+
+@shape_of.relation
+def _(data, attrs):
+    t = tensor(data, "shape_of: data", 0)
+    return TensorType((t.ndim,) if t.ndim else (), check_dtype(attrs.dtype or "int32"))
+
+
+@shape_of.compute
+def _(x, attrs):
+    if x.ndim == 0:
+        return np.zeros((), dtype=attrs.dtype or "int32")
+    return np.array(x.shape, dtype=attrs.dtype or "int32")
+
+
+ndarray_size = define("ndarray_size", ("data",), INJECTIVE,
+                      attrs=(Attr("dtype", STR, "", "the result dtype (empty: int32)"),),
+                      doc="The number of elements of data, as a scalar.")
+
+
+@ndarray_size.relation
+def _(data, attrs):
+    tensor(data, "ndarray_size: data", 0)
+    return TensorType((), check_dtype(attrs.dtype or "int32"))
+
+
+@ndarray_size.compute
+def _(x, attrs):
+    return np.array(x.size, dtype=attrs.dtype or "int32")
