@@ -2,6 +2,10 @@
 
     relaylens check FILE...                       diagnostics, compiler style
     relaylens print FILE [--spans] [--types] [-o OUT]   the normalised text
+    relaylens run FILE --interp [--input NAME=FILE.npy ...] [--params P.npz] [-o OUT.npz]
+                                                  run @main (the reference interpreter)
+    relaylens build FILE [--passes A,B] [--print-after-all]   the pass pipeline (build_cli.py)
+    relaylens explain FILE:LINE:COL               what the passes made of one expression
     relaylens serve [--tcp --port N]              the language server (stdio, or 127.0.0.1)
 
 Exit status: 0 clean (warnings allowed), 1 errors in the input, 2 usage errors (bad
@@ -9,7 +13,7 @@ arguments, a file that cannot be read or written), 3 an internal error (a bug in
 RelayLens; set RELAYLENS_TRACEBACK=1 to see where).  No input ever produces a Python
 traceback.  `-` names standard input, reported as `<stdin>`.
 
-Diagnostics go to stderr, rendered by `Diagnostic.render()`; only `print` writes to
+Diagnostics go to stderr, rendered by `Diagnostic.render()`; only `print` and `run` write to
 stdout.  Later stages (`build`, `run`, `import`, `serve`) add one subparser each here.
 """
 
@@ -166,6 +170,12 @@ def cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .run import run_command  # imported late: numpy and the op library load here
+
+    return run_command(args, out, err)
+
+
 # --- the parser and the driver --------------------------------------------------------
 
 
@@ -206,6 +216,25 @@ def build_parser() -> argparse.ArgumentParser:
     print_.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     print_.add_argument("--force", action="store_true", help="allow OUT to be the input file")
     print_.set_defaults(run=cmd_print)
+
+    run = commands.add_parser(
+        "run",
+        help="run @main on numpy inputs",
+        description="Run @main of FILE on inputs matched to its parameters by name. With no "
+                    "input at all, random inputs are drawn from --seed.",
+    )
+    run.add_argument("file", metavar="FILE", help="a .relay file, or - for stdin")
+    run.add_argument("--input", dest="inputs", action="append", metavar="NAME=FILE.npy",
+                     help="the value of parameter %%NAME (repeatable)")
+    run.add_argument("--params", metavar="FILE.npz", help="values of parameters, keyed by name")
+    run.add_argument("--interp", action="store_true", help="use the reference interpreter")
+    run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of random inputs (0)")
+    run.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz archive")
+    run.set_defaults(run=cmd_run)
+
+    from .build_cli import add_commands  # build, explain
+
+    add_commands(commands)
 
     serve = commands.add_parser(
         "serve",

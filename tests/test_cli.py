@@ -262,12 +262,12 @@ def test_print_unwritable_output(tmp_path):
 
 
 def test_internal_error_is_reported_briefly(monkeypatch, capsys):
-    from relaylens.compiler import cli, parser
+    from relaylens.compiler import check, cli
 
-    def broken_parse(text, name="<string>"):
+    def broken_check(text, name="<string>"):
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr(parser, "parse", broken_parse)
+    monkeypatch.setattr(check, "check_text", broken_check)
     monkeypatch.delenv("RELAYLENS_TRACEBACK", raising=False)
     assert cli.main(["check", str(EXAMPLE)]) == 3
     err = capsys.readouterr().err

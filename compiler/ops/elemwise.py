@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..ir.types import TensorType
-from .attrs import FLOAT, STR, Attr
+from .attrs import FLOAT, INT, STR, Attr
 from .registry import ELEMWISE, OpTypeError, define
 from .shapes import check_dtype, tensor, type_text
 
@@ -177,3 +177,29 @@ def _(data, fill_value, attrs):
 @full_like.compute
 def _(x, fill, attrs):
     return np.full_like(x, fill)
+
+
+fixed_point_multiply = define(
+    "fixed_point_multiply", ("data",), ELEMWISE,
+    attrs=(Attr("multiplier", INT, doc="the Q31 fixed-point multiplier"),
+           Attr("shift", INT, doc="the power of two applied after the multiplication")),
+    doc="x * (multiplier / 2^31) * 2^shift on integers, rounded to nearest (quantised inference).")
+
+
+@fixed_point_multiply.relation
+def _(data, attrs):
+    t = tensor(data, "fixed_point_multiply: data", 0)
+    if not t.dtype.startswith(("int", "uint")):
+        raise OpTypeError(f"fixed_point_multiply expects an integer tensor, found {type_text(t)}", 0)
+    return t
+
+
+@fixed_point_multiply.compute
+def _(x, attrs):
+    total = 31 - attrs.shift
+    value = x.astype(np.int64) * attrs.multiplier
+    if total > 0:
+        value = (value + (1 << (total - 1))) >> total
+    else:
+        value = value << -total
+    return value.astype(x.dtype)

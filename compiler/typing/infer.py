@@ -277,7 +277,12 @@ class TypeChecker:
     def op_call(self, call: E.Call) -> Type:
         opdef = get_op(call.op.name)  # type: ignore[union-attr]
         if opdef is None:
-            self.error(f"unknown operator {call.op.name}", call)  # type: ignore[union-attr]
+            name = call.op.name  # type: ignore[union-attr]
+            if name[:1].isupper():  # a constructor of a type defined elsewhere (TVM's prelude)
+                self.error(f"constructor {name} is not defined in this file; its type is unknown",
+                           call, Severity.WARNING)
+            else:
+                self.error(f"unknown operator {name}", call)
             return ERROR
         if opdef.inputs is not None and len(call.args) != len(opdef.inputs):
             n = len(opdef.inputs)

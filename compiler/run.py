@@ -1,0 +1,249 @@
+"""`relaylens run`: run @main of a file on numpy inputs.
+
+    relaylens run FILE --interp [--input NAME=FILE.npy ...] [--params FILE.npz]
+                                [--seed N] [-o OUT.npz]
+
+Inputs are matched to @main's parameters by name (`%x` takes `--input x=x.npy`; the
+keys of `--params` name parameters too, and an `--input` wins over a key of the same
+name).  Each must fit the parameter's annotated type (dtype exactly, every known
+dimension).  Given no input at all, every parameter gets a random value drawn from
+`--seed` (normal for floats, integers in [0, 10) for ints, fair coins for bools), and a
+note on stderr says so.
+
+The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` to an
+.npz archive: a tensor result under the key `output`, a tuple's fields under
+`output.0`, `output.1`, ... (nested: `output.1.0`).
+
+Only the reference interpreter exists so far, so `--interp` is required.  Exit status
+as for every command: 1 for errors in the program (syntax, or a run-time error shown at
+its span), 2 for usage errors (a bad or missing input, a file that cannot be read or
+written).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from .cli import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
+from .diagnostics import Diagnostic
+from .interpreter import Interpreter, InterpreterError, Value, value_text
+from .interpreter.values import static_shape, type_mismatch, type_text
+from .ir.expr import Function, Var
+from .ir.types import TensorType, TupleType, Type
+
+INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
+NO_RUNTIME = ("the compiled runtime is not available yet; pass --interp to run FILE with the "
+              "reference interpreter")
+
+
+def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if not args.interp:
+        raise UsageError(NO_RUNTIME)
+    name, text, bad_encoding = read_source(args.file)
+    if bad_encoding is not None:
+        report([bad_encoding], name, err)
+        return EXIT_ERRORS
+    from .parser import parse
+
+    result = parse(text, name)
+    report(result.diagnostics, name, err)
+    if any(d.is_error for d in result.diagnostics):
+        return EXIT_ERRORS
+    module = result.module
+    if "main" not in module:
+        print(render(Diagnostic("there is no @main to run"), name), file=err)
+        return EXIT_ERRORS
+    main = module["main"]
+
+    given = load_inputs(main, args.inputs or [], args.params, err)
+    if not args.inputs and not args.params:
+        arrays, notes = random_inputs(main, args.seed)
+        if notes:  # a @main without parameters needs no inputs
+            print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
+            for line in notes:
+                print(f"  {line}", file=err)
+    else:
+        arrays = match_inputs(main, given)
+
+    try:
+        value = Interpreter(module).call("main", arrays)
+    except InterpreterError as exc:
+        print(render(exc.diagnostic("run"), name), file=err)
+        return EXIT_ERRORS
+    outputs = flatten(value)
+    if args.output is not None:
+        write_outputs(args.output, outputs, value)
+    else:
+        print_outputs(outputs, out)
+    return EXIT_OK
+
+
+# --- inputs -----------------------------------------------------------------------------
+
+
+def _load_npy(path: str, what: str) -> np.ndarray:
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise UsageError(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not isinstance(data, np.ndarray):
+        data.close()
+        raise UsageError(f"{what}: {path} is an .npz archive; --input wants one .npy array "
+                         f"(use --params for archives)")
+    return data
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise UsageError(f"cannot read --params {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if isinstance(data, np.ndarray):
+        raise UsageError(f"--params {path} is a single .npy array; --params wants an .npz archive "
+                         f"(use --input NAME={path} for one array)")
+    try:
+        with data:
+            return {key.lstrip("%"): data[key] for key in data.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise UsageError(f"cannot read --params {path}: {exc}") from None
+
+
+def _param_list(main: Function) -> str:
+    return ", ".join("%" + p.name for p in main.params) or "none"
+
+
+def load_inputs(main: Function, specs: list[str], params: str | None,
+                err: TextIO) -> dict[str, tuple[np.ndarray, str]]:
+    """name → (array, where it came from), from `--params` then each `--input`."""
+    names = {p.name for p in main.params}
+    given: dict[str, tuple[np.ndarray, str]] = {}
+    if params is not None:
+        ignored = []
+        for key, array in _load_npz(params).items():
+            if key in names:
+                given[key] = (array, f"{params}[{key}]")
+            else:
+                ignored.append(key)
+        if ignored:
+            print(f"{PROG}: note: ignoring {len(ignored)} array{'s' if len(ignored) != 1 else ''} of "
+                  f"{params} that name no parameter of @main: {', '.join(sorted(ignored)[:10])}"
+                  f"{', ...' if len(ignored) > 10 else ''}", file=err)
+    for spec in specs:
+        key, sep, path = spec.partition("=")
+        key = key.strip().lstrip("%")
+        if not sep or not key or not path:
+            raise UsageError(f"--input expects NAME=FILE.npy, got {spec!r}")
+        if key not in names:
+            raise UsageError(f"--input {spec}: @main has no parameter %{key} "
+                             f"(its parameters: {_param_list(main)})")
+        given[key] = (_load_npy(path, f"--input {key}={path}"), path)
+    return given
+
+
+def match_inputs(main: Function, given: dict[str, tuple[np.ndarray, str]]) -> list[np.ndarray]:
+    """The arguments of @main, in order; a missing or ill-fitting input is a UsageError."""
+    missing = [p for p in main.params if p.name not in given]
+    if missing:
+        lines = [f"  %{p.name}: {_type_of(p)}" for p in missing]
+        raise UsageError(
+            f"missing input{'s' if len(missing) != 1 else ''} for @main:\n" + "\n".join(lines) + "\n"
+            f"pass --input NAME=FILE.npy (or --params FILE.npz); with no input at all, "
+            f"random inputs are used")
+    arrays = []
+    for param in main.params:
+        array, origin = given[param.name]
+        ty = param.type_annotation
+        if isinstance(ty, TupleType):
+            raise UsageError(f"input %{param.name} has type {type_text(ty)}: only tensor parameters "
+                             f"can be given from .npy files")
+        if type_mismatch(array, ty) is not None:
+            raise UsageError(f"input %{param.name} from {origin} is {value_text(array)}, but @main "
+                             f"expects %{param.name}: {type_text(ty)}")
+        arrays.append(array)
+    return arrays
+
+
+def _type_of(param: Var) -> str:
+    return type_text(param.type_annotation) if param.type_annotation is not None else "(no type annotation)"
+
+
+def random_inputs(main: Function, seed: int) -> tuple[list[Value], list[str]]:
+    """A random value per parameter, drawn in parameter order; and a line per parameter."""
+    rng = np.random.default_rng(seed)
+    values: list[Value] = []
+    notes: list[str] = []
+    for param in main.params:
+        ty = param.type_annotation
+        if ty is None:
+            raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "
+                             f"pass --input {param.name}=FILE.npy")
+        values.append(_random(rng, ty, param))
+        notes.append(f"%{param.name}: {type_text(ty)}")
+    return values, notes
+
+
+def _random(rng: np.random.Generator, ty: Type, param: Var) -> Value:
+    if isinstance(ty, TupleType):
+        return tuple(_random(rng, t, param) for t in ty.fields)
+    if not isinstance(ty, TensorType):
+        raise UsageError(f"cannot make a random input for %{param.name} of type {type_text(ty)}: "
+                         f"only tensors (and tuples of tensors) can be generated")
+    shape = static_shape(ty)
+    if shape is None:
+        raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} has dimensions "
+                         f"known only at run time; pass --input {param.name}=FILE.npy")
+    try:
+        dtype = np.dtype(ty.dtype)
+    except TypeError:
+        raise UsageError(f"cannot make a random input for %{param.name}: numpy has no dtype "
+                         f"{ty.dtype}") from None
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(*INT_RANGE, size=shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    raise UsageError(f"cannot make a random input for %{param.name} of dtype {ty.dtype}")
+
+
+# --- outputs ----------------------------------------------------------------------------
+
+
+def flatten(value: Value, name: str = "output") -> list[tuple[str, Value]]:
+    """(key, value) pairs: a tensor as `output`, tuple fields as `output.0`, `output.1.0`...
+    Anything else stays one entry (it cannot be saved, only shown)."""
+    if isinstance(value, tuple):
+        found: list[tuple[str, Value]] = []
+        for i, field in enumerate(value):
+            found.extend(flatten(field, f"{name}.{i}"))
+        return found
+    return [(name, value)]
+
+
+def write_outputs(path: str, outputs: list[tuple[str, Value]], value: Value) -> None:
+    bad = [(k, v) for k, v in outputs if not isinstance(v, np.ndarray)]
+    if bad:
+        key, v = bad[0]
+        raise UsageError(f"cannot write the result to {path}: {key} is {value_text(v)}; only tensors "
+                         f"and tuples of tensors can be saved (run without -o to see it)")
+    try:
+        with Path(path).open("wb") as f:  # a file object: numpy adds no .npz suffix
+            np.savez(f, **dict(outputs))
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def print_outputs(outputs: list[tuple[str, Value]], out: TextIO) -> None:
+    if not outputs:
+        print("output: ()", file=out)
+    for key, v in outputs:
+        if isinstance(v, np.ndarray):
+            print(f"{key}: {value_text(v)}", file=out)
+            text = str(v[()]) if v.ndim == 0 else np.array2string(v, threshold=1000, edgeitems=4)
+            print(text, file=out)
+        else:
+            print(f"{key}: {value_text(v)}", file=out)
