@@ -1,1 +1,624 @@
-"""Pooling, padding, resizing (reference §7.2)."""
+"""Pooling, padding and resizing (reference §7.2).
+
+Layouts name axes by letters (`NCHW`, `NHWC`, `NCHW16c`).  An op finds its spatial axes
+(D, H, W) by letter, so any layout that keeps them whole works; a split spatial axis
+(`NCHW4w`) or a layout whose length is not the data's rank is an error.  A pooled extent
+follows TVM's rule
+
+    (size + pad_before + pad_after - dilation*(kernel-1) - 1 [+ stride-1 if ceil_mode]) // stride + 1
+
+and a `?` extent stays `?`.  Padding is written as one value (all sides), one per spatial
+axis (both sides), or all befores then all afters (2-D: top, left, bottom, right).
+
+Numerics follow TVM's topi:
+* max pooling pads with the dtype's lowest finite value; average pooling sums in the
+  dtype and divides by the number of window positions inside the data
+  (count_include_pad=False) or inside data plus the declared padding (True); the extra
+  tail ceil_mode adds never counts.  Integer averages truncate toward zero.
+* adaptive pooling: output cell i covers [floor(i*n/o), ceil((i+1)*n/o)).
+* resize computes source coordinates and interpolation in float32 and casts the result
+  (float to integer truncates).  Nearest neighbour rounds with `rounding_method`; "" means
+  round for align_corners and floor otherwise; "round" rounds halves away from zero (the
+  LLVM intrinsic TVM emits); asymmetric nearest with an integer upscale divides indices
+  exactly instead (TVM's integer shortcut, which ignores the rounding method).
+* nn.upsampling is resize2d with asymmetric (or align_corners) coordinates; its output
+  extent rounds size*scale halves to even (TVM folds the constant with nearbyint).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.types import ANY, TensorType
+from .attrs import BOOL, FLOAT, INT, INT_LISTS, INTS, OPT_FLOATS, OPT_INTS, STR, Attr
+from .registry import INJECTIVE, OUT_EWISE_FUSABLE, OpTypeError, define
+from .shapes import check_dtype, conv_out, dims, expand_padding, known, tensor, type_text
+
+# ---- layouts ---------------------------------------------------------------------------
+
+_LAYOUT = re.compile(r"(?:\d*[A-Za-z])+")
+_SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
+_NAMES = {"D": "depth", "H": "height", "W": "width"}
+_DEFAULT_LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def layout_axes(op: str, layout: str) -> list[str]:
+    """`NCHW16c` -> ['N', 'C', 'H', 'W', 'c'] (a split axis by its lowercase letter)."""
+    if not _LAYOUT.fullmatch(layout):
+        raise OpTypeError(f"{op}: '{layout}' is not a layout (expected letters such as NCHW or NHWC)")
+    axes = re.findall(r"\d*([A-Za-z])", layout)
+    if len(set(axes)) != len(axes):
+        raise OpTypeError(f"{op}: layout {layout} names an axis twice")
+    return axes
+
+
+def spatial_axes(op: str, layout: str, letters: str, data: TensorType, attr: str = "layout") -> tuple[int, ...]:
+    """The indices of the spatial axes `letters` (e.g. "HW") of `data` laid out as `layout`."""
+    axes = layout_axes(op, layout)
+    for letter in letters:
+        if letter not in axes:
+            raise OpTypeError(f"{op}: {attr} {layout} has no {letter} ({_NAMES.get(letter, letter)}) axis")
+        if letter.lower() in axes:
+            raise OpTypeError(f"{op}: {attr} {layout} splits the {letter} axis; {op} needs it whole")
+    if len(axes) != data.ndim:
+        raise OpTypeError(f"{op}: {attr} {layout} has {len(axes)} axes but data has rank {data.ndim} "
+                          f"(data {type_text(data)})", 0)
+    return tuple(axes.index(letter) for letter in letters)
+
+
+def _values(op: str, values: tuple[int, ...], n: int, name: str, minimum: int) -> tuple[int, ...]:
+    """An attribute list of n values (one value stands for all), each at least `minimum`."""
+    if len(values) == 1 and n > 1:
+        values = values * n
+    if len(values) != n:
+        raise OpTypeError(f"{op}: attribute {name} expects {n} value{'s' * (n != 1)}, got "
+                          f"{len(values)} ({list(values)})")
+    for v in values:
+        if v < minimum:
+            raise OpTypeError(f"{op}: attribute {name} must be {'positive' if minimum else 'non-negative'}, "
+                              f"got {list(values)}")
+    return tuple(values)
+
+
+def _lowest(dtype: np.dtype):
+    if dtype.kind == "f":
+        return np.finfo(dtype).min
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return False
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero (C and TVM), b > 0."""
+    return np.sign(a) * (np.abs(a) // b)
+
+
+def _mean(total: np.ndarray, count: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """TVM's average: a sum kept in the data dtype (integers wrap) divided by a count."""
+    if dtype.kind == "f":
+        return (total / count.astype(dtype)).astype(dtype)
+    wrapped = total.astype(dtype).astype(np.int64)
+    return _trunc_div(wrapped, count).astype(dtype)
+
+
+# ---- sliding-window pooling -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Window:
+    axes: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilation: tuple[int, ...]
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+    ceil_mode: bool
+
+
+def _window(op: str, nd: int, data: TensorType, attrs) -> _Window:
+    axes = spatial_axes(op, attrs.layout, _SPATIAL[nd], data)
+    kernel = _values(op, attrs.pool_size, nd, "pool_size", 1)
+    strides = _values(op, attrs.strides, nd, "strides", 1)
+    dilation = _values(op, attrs.dilation, nd, "dilation", 1)
+    try:
+        before, after = expand_padding(attrs.padding, nd, f"{op}: attribute padding")
+    except OpTypeError as err:
+        raise OpTypeError(f"{err.message} ({list(attrs.padding)})") from None
+    if min(before + after) < 0:
+        raise OpTypeError(f"{op}: attribute padding must be non-negative, got {list(attrs.padding)}")
+    return _Window(axes, kernel, strides, dilation, before, after, attrs.ceil_mode)
+
+
+def _pooled_shape(op: str, data: TensorType, w: _Window) -> tuple:
+    shape = list(data.shape)
+    sizes = dims(data)
+    for i, ax in enumerate(w.axes):
+        size = sizes[ax]
+        if not known(size):
+            shape[ax] = ANY
+            continue
+        out = conv_out(size, w.kernel[i], w.before[i], w.after[i], w.strides[i], w.dilation[i], w.ceil_mode)
+        if out < 1:
+            letter = _SPATIAL[len(w.axes)][i]
+            extent = w.dilation[i] * (w.kernel[i] - 1) + 1
+            raise OpTypeError(f"{op}: the pooling window spans {extent} along {_NAMES[letter]} but the padded "
+                              f"input has only {size + w.before[i] + w.after[i]} (data {type_text(data)})", 0)
+        shape[ax] = out
+    return tuple(shape)
+
+
+def _pool(x: np.ndarray, w: _Window, kind: str, count_include_pad: bool = False) -> np.ndarray:
+    """Max or average pooling of x along w.axes, as TVM's topi pool_impl_nd."""
+    outs, pad_width = [], [(0, 0)] * x.ndim
+    for i, ax in enumerate(w.axes):
+        outs.append(conv_out(x.shape[ax], w.kernel[i], w.before[i], w.after[i], w.strides[i], w.dilation[i],
+                             w.ceil_mode))
+        extra = w.strides[i] - 1 if w.ceil_mode else 0
+        pad_width[ax] = (w.before[i], w.after[i] + extra)
+    fill = _lowest(x.dtype) if kind == "max" else 0
+    padded = np.pad(x, pad_width, constant_values=fill)
+    acc_dtype = x.dtype if x.dtype.kind == "f" or kind == "max" else np.int64
+    acc = None
+    for offsets in itertools.product(*(range(k) for k in w.kernel)):
+        index = [slice(None)] * x.ndim
+        for i, ax in enumerate(w.axes):
+            start = offsets[i] * w.dilation[i]
+            index[ax] = slice(start, start + w.strides[i] * (outs[i] - 1) + 1, w.strides[i])
+        part = padded[tuple(index)].astype(acc_dtype)
+        if acc is None:
+            acc = part.copy()
+        elif kind == "max":
+            np.maximum(acc, part, out=acc)
+        else:
+            acc += part
+    if kind == "max":
+        return acc.astype(x.dtype)
+    count = np.ones((1,) * x.ndim, dtype=np.int64)
+    for i, ax in enumerate(w.axes):
+        size = x.shape[ax]
+        starts = np.arange(outs[i]) * w.strides[i] - w.before[i]
+        positions = starts[:, None] + np.arange(w.kernel[i]) * w.dilation[i]
+        lo, hi = (-w.before[i], size + w.after[i] - 1) if count_include_pad else (0, size - 1)
+        per_axis = ((positions >= lo) & (positions <= hi)).sum(axis=1)
+        shape = [1] * x.ndim
+        shape[ax] = outs[i]
+        count = count * per_axis.reshape(shape)
+    # a window wholly in padding sums to 0; any positive divisor keeps it 0 (TVM: max(n, 1))
+    return _mean(acc, np.maximum(count, 1), x.dtype)
+
+
+_POOL_DOC = {
+    "max": "{n}-D max pooling over a sliding window (padding never wins: it is the dtype's lowest value).",
+    "avg": "{n}-D average pooling over a sliding window; count_include_pad counts the declared padding "
+           "in the divisor.",
+}
+
+
+def _pool_op(nd: int, kind: str) -> None:
+    name = f"nn.{kind}_pool{nd}d"
+    attrs = [
+        Attr("pool_size", INTS, doc="window extent per spatial axis"),
+        Attr("strides", INTS, (1,) * nd, "step per spatial axis"),
+        Attr("dilation", INTS, (1,) * nd, "spacing of window elements"),
+        Attr("padding", INTS, (0,) * nd, "one value, one per axis, or befores then afters"),
+        Attr("layout", STR, _DEFAULT_LAYOUT[nd], "data layout"),
+        Attr("out_layout", STR, "", "output layout (empty: as layout)"),
+        Attr("ceil_mode", BOOL, False, "round the output extent up"),
+    ]
+    if kind == "avg":
+        attrs.append(Attr("count_include_pad", BOOL, False, "count padding in the divisor"))
+    opdef = define(name, ("data",), OUT_EWISE_FUSABLE, attrs=tuple(attrs), doc=_POOL_DOC[kind].format(n=nd))
+
+    @opdef.relation
+    def _(data, attrs):
+        d = tensor(data, f"{name}: data", 0)
+        return TensorType(_pooled_shape(name, d, _window(name, nd, d, attrs)), d.dtype)
+
+    @opdef.compute
+    def _(x, attrs):
+        t = TensorType(x.shape, str(x.dtype))
+        w = _window(name, nd, t, attrs)
+        _pooled_shape(name, t, w)  # the relation's checks
+        return _pool(x, w, kind, kind == "avg" and attrs.count_include_pad)
+
+
+for _nd in (1, 2, 3):
+    for _kind in ("max", "avg"):
+        _pool_op(_nd, _kind)
+
+
+# ---- global and adaptive pooling -------------------------------------------------------------
+
+def _adaptive_pool(x: np.ndarray, axes: tuple[int, ...], sizes: tuple[int, ...], kind: str) -> np.ndarray:
+    """Output cell i along an axis of extent n covers [floor(i*n/o), ceil((i+1)*n/o))."""
+    spans = [[(i * x.shape[ax] // o, -(-(i + 1) * x.shape[ax] // o)) for i in range(o)]
+             for ax, o in zip(axes, sizes)]
+    shape = list(x.shape)
+    for ax, o in zip(axes, sizes):
+        shape[ax] = o
+    out = np.empty(shape, dtype=x.dtype)
+    for cell in itertools.product(*(range(o) for o in sizes)):
+        src = [slice(None)] * x.ndim
+        dst: list = [slice(None)] * x.ndim
+        count = 1
+        for i, ax in enumerate(axes):
+            lo, hi = spans[i][cell[i]]
+            src[ax], dst[ax] = slice(lo, hi), cell[i]
+            count *= hi - lo
+        window = x[tuple(src)]
+        if kind == "max":
+            out[tuple(dst)] = window.max(axis=axes)
+        else:
+            acc_dtype = x.dtype if x.dtype.kind == "f" else np.int64
+            total = window.sum(axis=axes, dtype=acc_dtype)
+            out[tuple(dst)] = _mean(np.asarray(total), np.asarray(count), x.dtype)
+    return out
+
+
+def _global_op(kind: str) -> None:
+    name = f"nn.global_{kind}_pool2d"
+    opdef = define(name, ("data",), OUT_EWISE_FUSABLE,
+                   attrs=(Attr("layout", STR, "NCHW", "data layout"),
+                          Attr("out_layout", STR, "", "output layout (empty: as layout)")),
+                   doc=f"{'Average' if kind == 'avg' else 'Maximum'} over all of H and W; both become 1.")
+
+    @opdef.relation
+    def _(data, attrs):
+        d = tensor(data, f"{name}: data", 0)
+        shape = list(d.shape)
+        for ax in spatial_axes(name, attrs.layout, "HW", d):
+            shape[ax] = 1
+        return TensorType(tuple(shape), d.dtype)
+
+    @opdef.compute
+    def _(x, attrs):
+        axes = spatial_axes(name, attrs.layout, "HW", TensorType(x.shape, str(x.dtype)))
+        return _adaptive_pool(x, axes, (1, 1), kind)
+
+
+_global_op("avg")
+_global_op("max")
+
+
+def _adaptive_sizes(op: str, nd: int, data: TensorType, attrs) -> tuple[tuple[int, ...], tuple]:
+    axes = spatial_axes(op, attrs.layout, _SPATIAL[nd], data)
+    size = tuple(attrs.output_size)
+    if len(size) not in (0, 1, nd):
+        raise OpTypeError(f"{op}: attribute output_size expects 0, 1 or {nd} values, got {len(size)} ({list(size)})")
+    if any(s < 1 for s in size):
+        raise OpTypeError(f"{op}: attribute output_size must be positive, got {list(size)}")
+    out = tuple(data.shape[ax] for ax in axes) if not size else size * nd if len(size) == 1 else size
+    return axes, out
+
+
+def _adaptive_op(nd: int, kind: str) -> None:
+    name = f"nn.adaptive_{kind}_pool{nd}d"
+    opdef = define(name, ("data",), OUT_EWISE_FUSABLE,
+                   attrs=(Attr("output_size", INTS, (), "output extent per spatial axis (empty: keep)"),
+                          Attr("layout", STR, _DEFAULT_LAYOUT[nd], "data layout"),
+                          Attr("out_layout", STR, "", "output layout (empty: as layout)")),
+                   doc=f"{nd}-D adaptive {'average' if kind == 'avg' else 'max'} pooling to a given output "
+                       "size; cell i covers [floor(i*n/o), ceil((i+1)*n/o)).")
+
+    @opdef.relation
+    def _(data, attrs):
+        d = tensor(data, f"{name}: data", 0)
+        axes, out = _adaptive_sizes(name, nd, d, attrs)
+        shape = list(d.shape)
+        for ax, o in zip(axes, out):
+            shape[ax] = o
+        return TensorType(tuple(shape), d.dtype)
+
+    @opdef.compute
+    def _(x, attrs):
+        axes, out = _adaptive_sizes(name, nd, TensorType(x.shape, str(x.dtype)), attrs)
+        return _adaptive_pool(x, axes, tuple(int(o) for o in out), kind)
+
+
+for _nd in (1, 2, 3):
+    for _kind in ("avg", "max"):
+        _adaptive_op(_nd, _kind)
+
+
+# ---- nn.pad ---------------------------------------------------------------------------------
+
+PAD_MODES = ("constant", "edge", "reflect")
+
+pad = define("nn.pad", ("data", "pad_value"), INJECTIVE,
+             attrs=(Attr("pad_width", INT_LISTS, doc="[before, after] for every axis"),
+                    Attr("pad_mode", STR, "constant", "constant, edge or reflect")),
+             doc="Pad every axis by [before, after]: with pad_value (constant), the edge element (edge), "
+                 "or the mirror image without the edge (reflect).  A negative width crops.")
+
+
+def _pad_widths(data: TensorType, attrs) -> list[tuple[int, int]]:
+    if attrs.pad_mode not in PAD_MODES:
+        raise OpTypeError(f"nn.pad: attribute pad_mode is '{attrs.pad_mode}'; expected one of {', '.join(PAD_MODES)}")
+    widths = attrs.pad_width
+    if len(widths) != data.ndim:
+        raise OpTypeError(f"nn.pad: pad_width has {len(widths)} pairs but data has rank {data.ndim} "
+                          f"(data {type_text(data)})", 0)
+    for i, pair in enumerate(widths):
+        if len(pair) != 2:
+            raise OpTypeError(f"nn.pad: pad_width[{i}] must be a pair [before, after], got {list(pair)}")
+    return [tuple(p) for p in widths]  # type: ignore[misc]
+
+
+@pad.relation
+def _(data, pad_value, attrs):
+    d = tensor(data, "nn.pad: data", 0)
+    v = tensor(pad_value, "nn.pad: pad_value", 1)
+    if not all(x == 1 for x in dims(v)):
+        raise OpTypeError(f"nn.pad: pad_value must be a scalar, found {type_text(v)}", 1)
+    shape = []
+    for axis, (size, (lo, hi)) in enumerate(zip(dims(d), _pad_widths(d, attrs))):
+        if not known(size):
+            shape.append(ANY)
+            continue
+        out = size + lo + hi
+        if out < 0:
+            raise OpTypeError(f"nn.pad: axis {axis} of extent {size} padded by [{lo}, {hi}] would have extent {out}")
+        if attrs.pad_mode == "reflect" and max(lo, hi) > size - 1:
+            raise OpTypeError(f"nn.pad: reflect padding of [{lo}, {hi}] on axis {axis} needs an extent above "
+                              f"{max(lo, hi)}, found {size} (data {type_text(d)})", 0)
+        if attrs.pad_mode == "edge" and size == 0 and (lo > 0 or hi > 0):
+            raise OpTypeError(f"nn.pad: edge padding of an empty axis {axis} (data {type_text(d)})", 0)
+        shape.append(out)
+    return TensorType(tuple(shape), d.dtype)
+
+
+@pad.compute
+def _(x, pad_value, attrs):
+    widths = _pad_widths(TensorType(x.shape, str(x.dtype)), attrs)
+    crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(widths))
+    x = x[crop]
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    if attrs.pad_mode == "constant":
+        fill = np.asarray(pad_value).reshape(-1)[0].astype(x.dtype)
+        return np.pad(x, grow, mode="constant", constant_values=fill)
+    return np.pad(x, grow, mode=attrs.pad_mode)
+
+
+# ---- resize ------------------------------------------------------------------------------
+
+METHODS = ("nearest_neighbor", "linear", "cubic")
+COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
+                    "tf_half_pixel_for_nn", "tf_crop_and_resize")
+ROUNDING_METHODS = ("", "round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_F = np.float32
+
+
+def _source_coords(out_size: int, in_size: int, mode: str, start: float, end: float) -> np.ndarray:
+    """Where each output index samples the input, in float32 (topi's get_inx)."""
+    x = np.arange(out_size, dtype=_F)
+    scale = _F(in_size) / _F(out_size)
+    if mode == "half_pixel":
+        return (x + _F(0.5)) * scale - _F(0.5)
+    if mode == "align_corners":
+        if out_size == 1:  # TVM divides by zero here
+            return np.zeros(1, dtype=_F)
+        return (_F(in_size - 1) / _F(out_size - 1)) * x
+    if mode == "asymmetric":
+        return scale * x
+    if mode == "pytorch_half_pixel":
+        return (x + _F(0.5)) * scale - _F(0.5) if out_size > 1 else np.zeros(1, dtype=_F)
+    if mode == "tf_half_pixel_for_nn":
+        return (x + _F(0.5)) * scale
+    # tf_crop_and_resize: roi gives start and end as fractions of the input
+    if out_size > 1:
+        return _F(start) * _F(in_size - 1) + x * (_F(end) - _F(start)) * _F(in_size - 1) / _F(out_size - 1)
+    return np.full(1, _F(0.5) * (_F(start) + _F(end)) * _F(in_size - 1), dtype=_F)
+
+
+def _int_div_shortcut(in_size: int, out_size: int) -> bool:
+    """TVM replaces coordinate math by index division for an integer upscale."""
+    ratio = _F(out_size) / _F(in_size)
+    if ratio % 1 != 0:
+        return False
+    return bool(ratio <= _F(1) / (_F(1e-5) * _F(in_size) + _F(1e-5)))
+
+
+def _nearest(coords: np.ndarray, rounding: str) -> np.ndarray:
+    if rounding == "round":  # llvm.round: halves away from zero
+        return np.sign(coords) * np.floor(np.abs(coords) + _F(0.5))
+    if rounding == "round_prefer_floor":
+        return np.ceil(coords - _F(0.5))
+    if rounding == "round_prefer_ceil":
+        return np.floor(coords + _F(0.5))
+    if rounding == "floor":
+        return np.floor(coords + _F(1e-5))
+    return np.ceil(coords - _F(1e-5))
+
+
+def _cubic_weights(t: np.ndarray, alpha: float) -> list[np.ndarray]:
+    t2 = t * t
+    t3 = t * t * t
+    a = _F(alpha)
+    return [a * (t3 - _F(2) * t2 + t),
+            _F(alpha + 2) * t3 - _F(3 + alpha) * t2 + _F(1),
+            _F(-(alpha + 2)) * t3 + _F(3 + 2 * alpha) * t2 - a * t,
+            _F(-alpha) * t3 + a * t2]
+
+
+@dataclass(frozen=True)
+class _Resize:
+    method: str
+    mode: str
+    rounding: str = ""
+    alpha: float = -0.5
+    exclude: int = 0
+    extrapolation: float = 0.0
+    roi: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+
+
+def resize2d(x: np.ndarray, h_axis: int, w_axis: int, size: tuple[int, int], r: _Resize,
+             out_dtype: str | None = None) -> np.ndarray:
+    """topi's resize2d on numpy: resample axes h_axis and w_axis to `size`."""
+    data = np.moveaxis(x, (h_axis, w_axis), (-2, -1)).astype(_F)
+    in_h, in_w = data.shape[-2:]
+    out_h, out_w = size
+    cy = _source_coords(out_h, in_h, r.mode, r.roi[0], r.roi[2])
+    cx = _source_coords(out_w, in_w, r.mode, r.roi[1], r.roi[3])
+
+    def pixels(yi: np.ndarray, xi: np.ndarray) -> np.ndarray:
+        yi = np.clip(yi, 0, in_h - 1)
+        xi = np.clip(xi, 0, in_w - 1)
+        return data[..., yi[:, None], xi[None, :]]
+
+    if r.method == "nearest_neighbor":
+        rounding = r.rounding or ("round" if r.mode == "align_corners" else "floor")
+        index = []
+        for coords, n_in, n_out in ((cy, in_h, out_h), (cx, in_w, out_w)):
+            if r.mode == "asymmetric" and _int_div_shortcut(n_in, n_out):
+                index.append(np.arange(n_out) // (n_out // n_in))
+            else:
+                index.append(_nearest(coords, rounding).astype(np.int64))
+        value = pixels(index[0], index[1])
+    elif r.method == "linear":
+        y0 = np.floor(cy).astype(np.int64)
+        x0 = np.floor(cx).astype(np.int64)
+        ty = (cy - y0.astype(_F))[:, None]
+        tx = (cx - x0.astype(_F))[None, :]
+        top = pixels(y0, x0) * (_F(1) - tx) + pixels(y0, x0 + 1) * tx
+        bottom = pixels(y0 + 1, x0) * (_F(1) - tx) + pixels(y0 + 1, x0 + 1) * tx
+        value = top * (_F(1) - ty) + bottom * ty
+    else:  # cubic
+        y0 = np.floor(cy).astype(np.int64)
+        x0 = np.floor(cx).astype(np.int64)
+        wy = _cubic_weights(cy - np.floor(cy), r.alpha)
+        wx = _cubic_weights(cx - np.floor(cx), r.alpha)
+        if r.exclude:
+            for i in range(4):
+                wx[i] = np.where((x0 - 1 + i < 0) | (x0 + i > in_w), _F(0), wx[i])
+                wy[i] = np.where((y0 - 1 + i < 0) | (y0 + i > in_h), _F(0), wy[i])
+            sx = wx[0] + wx[1] + wx[2] + wx[3]
+            sy = wy[0] + wy[1] + wy[2] + wy[3]
+            wx = [w / sx for w in wx]
+            wy = [w / sy for w in wy]
+        value = None
+        for j in range(4):
+            column = None
+            for i in range(4):
+                term = pixels(y0 + j - 1, x0 + i - 1) * wx[i][None, :]
+                column = term if column is None else column + term
+            term = column * wy[j][:, None]
+            value = term if value is None else value + term
+    if r.mode == "tf_crop_and_resize":
+        outside = ((cy < 0) | (cy > in_h - 1))[:, None] | ((cx < 0) | (cx > in_w - 1))[None, :]
+        value = np.where(outside, _F(r.extrapolation), value)
+    value = value.astype(out_dtype or x.dtype)
+    return np.moveaxis(value, (-2, -1), (h_axis, w_axis))
+
+
+resize = define("image.resize2d", ("data",), INJECTIVE,
+                attrs=(Attr("size", OPT_INTS, None, "output [height, width]"),
+                       Attr("roi", OPT_FLOATS, None, "[start_h, start_w, end_h, end_w] for tf_crop_and_resize"),
+                       Attr("layout", STR, "NCHW", "data layout"),
+                       Attr("method", STR, "linear", "nearest_neighbor, linear or cubic"),
+                       Attr("coordinate_transformation_mode", STR, "half_pixel",
+                            "how an output index maps to an input coordinate"),
+                       Attr("rounding_method", STR, "round", "nearest_neighbor rounding: round, floor, ceil, ..."),
+                       Attr("cubic_alpha", FLOAT, -0.5, "cubic spline coefficient"),
+                       Attr("cubic_exclude", INT, 0, "1: give samples outside the image no weight"),
+                       Attr("extrapolation_value", FLOAT, 0.0, "value outside the roi (tf_crop_and_resize)"),
+                       Attr("out_dtype", STR, "", "result dtype (empty: as data)")),
+                doc="Resize H and W to `size` by nearest-neighbour, bilinear or bicubic interpolation "
+                    "(TVM's topi semantics, computed in float32).")
+
+
+def _resize_check(op: str, data: TensorType, layout: str, method: str, mode: str | None = None,
+                  rounding: str | None = None) -> tuple[int, int]:
+    axes = layout_axes(op, layout)
+    for letter in "NC":
+        if letter not in axes:
+            raise OpTypeError(f"{op}: layout {layout} has no {letter} axis; expected a layout convertible to NCHW")
+    h, w = spatial_axes(op, layout, "HW", data)
+    if method.lower() not in METHODS:
+        raise OpTypeError(f"{op}: attribute method is '{method}'; expected one of {', '.join(METHODS)}")
+    if mode is not None and mode not in COORDINATE_MODES:
+        raise OpTypeError(f"{op}: attribute coordinate_transformation_mode is '{mode}'; expected one of "
+                          f"{', '.join(COORDINATE_MODES)}")
+    if rounding is not None and rounding not in ROUNDING_METHODS:
+        raise OpTypeError(f"{op}: attribute rounding_method is '{rounding}'; expected one of "
+                          f"{', '.join(repr(r) for r in ROUNDING_METHODS)}")
+    return h, w
+
+
+def _resize_size(attrs) -> tuple[int, int]:
+    if attrs.size is None or len(attrs.size) != 2:
+        got = "none" if attrs.size is None else f"{list(attrs.size)}"
+        raise OpTypeError(f"image.resize2d: attribute size must be [height, width], got {got}")
+    if min(attrs.size) < 1:
+        raise OpTypeError(f"image.resize2d: attribute size must be positive, got {list(attrs.size)}")
+    if attrs.roi is not None and len(attrs.roi) != 4:
+        raise OpTypeError(f"image.resize2d: attribute roi must have 4 values, got {list(attrs.roi)}")
+    return attrs.size
+
+
+@resize.relation
+def _(data, attrs):
+    d = tensor(data, "image.resize2d: data", 0)
+    h, w = _resize_check("image.resize2d", d, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
+                         attrs.rounding_method)
+    size = _resize_size(attrs)
+    shape = list(d.shape)
+    shape[h], shape[w] = size
+    out_dtype = check_dtype(attrs.out_dtype, "out_dtype") if attrs.out_dtype else d.dtype
+    return TensorType(tuple(shape), out_dtype)
+
+
+@resize.compute
+def _(x, attrs):
+    h, w = _resize_check("image.resize2d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method)
+    r = _Resize(attrs.method.lower(), attrs.coordinate_transformation_mode, attrs.rounding_method,
+                attrs.cubic_alpha, attrs.cubic_exclude, attrs.extrapolation_value,
+                tuple(attrs.roi) if attrs.roi is not None else (0.0,) * 4)
+    return resize2d(x, h, w, _resize_size(attrs), r, attrs.out_dtype or None)
+
+
+UPSAMPLING_METHODS = ("nearest_neighbor", "bilinear", "bicubic", "linear", "cubic")
+
+upsampling = define("nn.upsampling", ("data",), INJECTIVE,
+                    attrs=(Attr("scale_h", FLOAT, doc="height factor"),
+                           Attr("scale_w", FLOAT, doc="width factor"),
+                           Attr("layout", STR, "NCHW", "data layout"),
+                           Attr("method", STR, "nearest_neighbor", "nearest_neighbor, bilinear or bicubic"),
+                           Attr("align_corners", BOOL, False, "align_corners instead of asymmetric coordinates")),
+                    doc="Scale H and W by scale_h and scale_w (extents round half to even): image.resize2d "
+                        "with asymmetric or align_corners coordinates.")
+
+
+def _upsampled(op: str, data: TensorType, attrs) -> tuple[int, int, list]:
+    if attrs.method not in UPSAMPLING_METHODS:
+        raise OpTypeError(f"{op}: attribute method is '{attrs.method}'; expected one of "
+                          f"{', '.join(UPSAMPLING_METHODS[:3])}")
+    h, w = _resize_check(op, data, attrs.layout, attrs.method.removeprefix("bi"))
+    shape = list(data.shape)
+    for ax, scale, name in ((h, attrs.scale_h, "scale_h"), (w, attrs.scale_w, "scale_w")):
+        if scale <= 0:
+            raise OpTypeError(f"{op}: attribute {name} must be positive, got {scale}")
+        size = dims(data)[ax]
+        if known(size):
+            out = round(size * scale)  # halves to even, as TVM's constant folding (nearbyint)
+            if out < 1:
+                raise OpTypeError(f"{op}: {name}={scale} turns extent {size} into {out}")
+            shape[ax] = out
+        else:
+            shape[ax] = ANY
+    return h, w, shape
+
+
+@upsampling.relation
+def _(data, attrs):
+    d = tensor(data, "nn.upsampling: data", 0)
+    return TensorType(tuple(_upsampled("nn.upsampling", d, attrs)[2]), d.dtype)
+
+
+@upsampling.compute
+def _(x, attrs):
+    h, w, shape = _upsampled("nn.upsampling", TensorType(x.shape, str(x.dtype)), attrs)
+    r = _Resize(attrs.method.removeprefix("bi"), "align_corners" if attrs.align_corners else "asymmetric")
+    return resize2d(x, h, w, (shape[h], shape[w]), r)

@@ -125,15 +125,17 @@ class Solver:
                 stack.extend(zip(x.arg_types, y.arg_types))
                 stack.append((x.ret_type, y.ret_type))
             elif isinstance(x, TypeCall) and isinstance(y, TypeCall):
-                if x.func is not y.func:
+                if x.func is not y.func and x.func.name != y.func.name:  # one name per module
                     raise Mismatch(f"{x.func.name} vs {y.func.name}")
                 if x.args and y.args:  # a bare `List` matches any `List[...]`
                     if len(x.args) != len(y.args):
                         raise Mismatch(f"{len(x.args)} type arguments vs {len(y.args)}")
                     stack.extend(zip(x.args, y.args))
-            elif isinstance(x, TypeCall) and isinstance(y, GlobalTypeVar) and x.func is y:
+            elif isinstance(x, TypeCall) and isinstance(y, GlobalTypeVar) and x.func.name == y.name:
                 continue
-            elif isinstance(y, TypeCall) and isinstance(x, GlobalTypeVar) and y.func is x:
+            elif isinstance(y, TypeCall) and isinstance(x, GlobalTypeVar) and y.func.name == x.name:
+                continue
+            elif isinstance(x, GlobalTypeVar) and isinstance(y, GlobalTypeVar) and x.name == y.name:
                 continue
             elif isinstance(x, RefType) and isinstance(y, RefType):
                 stack.append((x.value, y.value))
