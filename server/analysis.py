@@ -4,15 +4,26 @@ The fast path (parse, name resolution) runs when a document opens and, debounced
 it changes; requests never recompute.  While the user types, the last analysis answers:
 its ranges are converted on its own text, so they stay consistent with one another even
 when the editor's text has moved on.  Only a document that was never analysed (a request
-before didOpen finished, say) is analysed on demand.
+before didOpen finished, say) is analysed on demand, and so is the current version for the
+requests whose answer is laid over the editor's text as it is now (rename and formatting
+edits, semantic tokens, folding ranges: `Analyses.current`); the debounced run then finds
+that version done.  Completion reads the latest analysis and the last one without syntax
+errors (`good`), plus the text around the cursor.
+
+Derived, syntax-level facts (tokens, scopes, folds: `syntax.py`) are computed once per
+analysis, on first use, and kept on it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex, parse
+
+if TYPE_CHECKING:
+    from .syntax import Syntax
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +31,7 @@ class Analysis:
     uri: str
     version: int | None
     result: ParseResult
+    _syntax: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def source(self) -> Source:
@@ -28,6 +40,20 @@ class Analysis:
     @property
     def index(self) -> SymbolIndex:
         return self.result.index
+
+    @property
+    def syntax(self) -> "Syntax":
+        """Tokens, scopes and folds of this analysis (server/syntax.py), computed on first
+        use and kept: every later request on this version reads them."""
+        if not self._syntax:
+            from .syntax import Syntax
+
+            self._syntax.append(Syntax(self.result))
+        return self._syntax[0]
+
+    @property
+    def has_syntax_errors(self) -> bool:
+        return any(d.is_error and d.source == "syntax" for d in self.result.diagnostics)
 
 
 def analyse(uri: str, version: int | None, text: str) -> Analysis:
@@ -39,6 +65,7 @@ class Analyses:
 
     def __init__(self) -> None:
         self._latest: dict[str, Analysis] = {}
+        self._good: dict[str, Analysis] = {}  # the latest analysis without syntax errors
 
     def update(self, uri: str, version: int | None, text: str) -> Analysis:
         """Analyse this version unless it already is; keep it as the latest."""
@@ -47,10 +74,21 @@ class Analyses:
             return known
         analysis = analyse(uri, version, text)
         self._latest[uri] = analysis
+        if not analysis.has_syntax_errors:
+            self._good[uri] = analysis
         return analysis
+
+    def current(self, uri: str, version: int | None, text: str) -> Analysis:
+        """The analysis of exactly this text (made now if the latest is older)."""
+        return self.update(uri, version, text)
 
     def latest(self, uri: str) -> Analysis | None:
         return self._latest.get(uri)
+
+    def good(self, uri: str) -> Analysis | None:
+        """The latest analysis that had no syntax error (what completion falls back on
+        while the user is typing an unfinished line)."""
+        return self._good.get(uri)
 
     def for_request(self, uri: str, version: int | None, text: str) -> Analysis:
         """The analysis a request reads: the latest one, or a new one if there is none."""
@@ -59,3 +97,4 @@ class Analyses:
 
     def forget(self, uri: str) -> None:
         self._latest.pop(uri, None)
+        self._good.pop(uri, None)

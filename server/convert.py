@@ -9,6 +9,8 @@ two UTF-16 units.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from lsprotocol import types as lsp
 
 from ..compiler.diagnostics import Diagnostic
@@ -18,6 +20,9 @@ from ..compiler.ir.span import AnySpan, Source, Span, document_span
 def _utf16_len(text: str) -> int:
     """UTF-16 code units in `text`."""
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+utf16_len = _utf16_len  # for labels measured in UTF-16 (signature help offsets)
 
 
 def _line_end(source: Source, line: int) -> int:
@@ -66,6 +71,54 @@ def range_of(span: Span) -> lsp.Range:
 def empty_range(source: Source, at: int = 0) -> lsp.Range:
     pos = position(source, at)
     return lsp.Range(start=pos, end=pos)
+
+
+def offset_range(source: Source, start: int, end: int) -> lsp.Range:
+    return lsp.Range(start=position(source, start), end=position(source, end))
+
+
+def whole_range(source: Source) -> lsp.Range:
+    """The range of the whole text (what a whole-document edit replaces)."""
+    return offset_range(source, 0, len(source.text))
+
+
+def line(source: Source, offset: int) -> int:
+    """The 0-based line of a character offset."""
+    return position(source, offset).line
+
+
+def back(pos: lsp.Position, text: str) -> lsp.Position:
+    """The position `text` (which ends at `pos`, on its line) starts at."""
+    return lsp.Position(line=pos.line, character=max(pos.character - _utf16_len(text), 0))
+
+
+def semantic_tokens(source: Source, tokens) -> list[int]:
+    """`(start, end, type, modifiers)` offset tokens, sorted and not overlapping, as the
+    protocol's relative integer encoding.  A token that crosses a line break is cut into one
+    token per line (clients need not support multi-line tokens); empty pieces are dropped."""
+    data: list[int] = []
+    text, starts = source.text, source.line_starts
+    prev_line = prev_char = 0
+    for start, end, kind, mods in tokens:
+        line0 = bisect_right(starts, start) - 1
+        while start < end:
+            line_end = _line_end(source, line0)
+            stop = min(end, line_end)
+            if stop > start:
+                head = text[starts[line0]:start]
+                char = len(head) if head.isascii() else _utf16_len(head)
+                piece = text[start:stop]
+                length = len(piece) if piece.isascii() else _utf16_len(piece)
+                data += (line0 - prev_line, char - prev_char if line0 == prev_line else char,
+                         length, kind, mods)
+                prev_line, prev_char = line0, char
+            if end <= line_end:
+                break
+            line0 += 1
+            if line0 >= len(starts):
+                break
+            start = max(start, starts[line0])
+    return data
 
 
 def location(uri: str, span: Span) -> lsp.Location:

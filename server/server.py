@@ -15,7 +15,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pygls.lsp.server import LanguageServer
 
 from .analysis import Analyses
-from .features import diagnostics, hover, navigation, symbols
+from .features import (completion, declaration, diagnostics, folding, formatting, hover,
+                       navigation, rename, semantic_tokens, signature_help, symbols)
 
 NAME = "relaylens"
 
@@ -36,7 +37,8 @@ class RelayLensServer(LanguageServer):
 
 def build() -> RelayLensServer:
     server = RelayLensServer()
-    for feature in (diagnostics, navigation, symbols, hover):
+    for feature in (diagnostics, navigation, declaration, symbols, hover, rename, completion,
+                    signature_help, semantic_tokens, folding, formatting):
         feature.register(server)
     return server
 

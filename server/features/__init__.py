@@ -1,7 +1,9 @@
 """One module per LSP method (or family); each registers its handlers on the server.
 
 Every handler does document → analysis → convert, and goes through `guarded`: an
-exception is logged and the client gets an empty answer, never a crash.
+exception is logged and the client gets an empty answer, never a crash.  The one exception
+that reaches the client is `Refused` (a JSON-RPC error, RequestFailed), which a handler
+raises on purpose to say why it will not do what was asked (a rename onto a taken name).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any, Callable
 
+from pygls.exceptions import JsonRpcException
+
 if TYPE_CHECKING:
     from ..analysis import Analysis
     from ..server import RelayLensServer
@@ -17,14 +21,36 @@ if TYPE_CHECKING:
 log = logging.getLogger("relaylens.server")
 
 
+class Refused(JsonRpcException):
+    """A request the server declines, with the reason as the message (LSP RequestFailed)."""
+
+    CODE = -32803
+
+
+def _not_a_refusal(record: logging.LogRecord) -> bool:
+    """pygls logs every error response with its traceback; a refusal is an answer, not a
+    failure, so it is logged as one line at INFO level instead."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, Refused):
+        log.info("refused: %s", exc.message)
+        return False
+    return True
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_not_a_refusal)
+
+
 def guarded(default: Any = None) -> Callable:
-    """Wrap a handler: an exception is logged and `default` is answered."""
+    """Wrap a handler: an exception is logged and `default` is answered (a `Refused` goes
+    to the client as an error response)."""
 
     def wrap(handler: Callable) -> Callable:
         @functools.wraps(handler)
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
                 return handler(*args, **kwargs)
+            except JsonRpcException:
+                raise
             except Exception:  # noqa: BLE001 -- a handler never raises to the client
                 log.exception("%s failed", handler.__name__)
                 return default
@@ -43,3 +69,15 @@ def analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
         log.info("no document for %s", uri)
         return None
     return server.analyses.for_request(uri, doc.version, text)
+
+
+def current_analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
+    """The analysis of the document's text as it is now (made now if the latest is older),
+    for answers laid over that text: edits, semantic tokens, folding ranges."""
+    try:
+        doc = server.workspace.get_text_document(uri)
+        text = doc.source
+    except Exception:  # noqa: BLE001
+        log.info("no document for %s", uri)
+        return None
+    return server.analyses.current(uri, doc.version, text)
