@@ -17,6 +17,7 @@ from .typing import infer_types
 class CheckResult:
     parsed: ParseResult
     type_diagnostics: tuple[Diagnostic, ...]
+    commented: frozenset = frozenset()  # nodes whose type the text wrote (`ty=` comments)
 
     @property
     def module(self):
@@ -30,4 +31,6 @@ class CheckResult:
 
 def check_text(text: str, name: str = "<input>") -> CheckResult:
     parsed = parse(text, name)
-    return CheckResult(parsed, tuple(infer_types(parsed.module, check_annotations=True)))
+    commented: set = set()
+    diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    return CheckResult(parsed, tuple(diagnostics), frozenset(commented))

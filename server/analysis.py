@@ -1,6 +1,6 @@
 """Parse results, cached per (uri, version): what every handler reads.
 
-The fast path (parse, name resolution) runs when a document opens and, debounced, after
+The fast path (parse, name resolution, type inference: `compiler/check.py`) runs when a document opens and, debounced, after
 it changes; requests never recompute.  While the user types, the last analysis answers:
 its ranges are converted on its own text, so they stay consistent with one another even
 when the editor's text has moved on.  Only a document that was never analysed (a request
@@ -19,10 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..compiler.check import check_text
+from ..compiler.diagnostics import Diagnostic
 from ..compiler.ir.span import Source
-from ..compiler.parser import ParseResult, SymbolIndex, parse
+from ..compiler.parser import ParseResult, SymbolIndex
 
 if TYPE_CHECKING:
+    from .exprs import ExprIndex
     from .syntax import Syntax
 
 
@@ -31,7 +34,24 @@ class Analysis:
     uri: str
     version: int | None
     result: ParseResult
+    type_diagnostics: tuple[Diagnostic, ...] = ()
+    commented: frozenset = frozenset()  # nodes with a `ty=` comment in the text
     _syntax: list = field(default_factory=list, repr=False, compare=False)
+    _exprs: list = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Syntax and name diagnostics, then type diagnostics."""
+        return [*self.result.diagnostics, *self.type_diagnostics]
+
+    @property
+    def exprs(self) -> "ExprIndex":
+        """The expressions by source range (for hover on any expression), built on first use."""
+        if not self._exprs:
+            from .exprs import ExprIndex
+
+            self._exprs.append(ExprIndex(self.result))
+        return self._exprs[0]
 
     @property
     def source(self) -> Source:
@@ -57,7 +77,8 @@ class Analysis:
 
 
 def analyse(uri: str, version: int | None, text: str) -> Analysis:
-    return Analysis(uri, version, parse(text, uri))
+    checked = check_text(text, uri)
+    return Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
 
 
 class Analyses:

@@ -279,3 +279,33 @@ async def test_garbage_never_kills_the_server(client: LanguageClient) -> None:
     found = await client.text_document_definition_async(
         lsp.DefinitionParams(lsp.TextDocumentIdentifier(uri), pos(3, 16)))
     assert found == [lsp.Location(uri, rng(1, 7, 1, 9))]
+
+
+@asyncio_module
+async def test_hover_on_an_operator_and_an_expression(client: LanguageClient) -> None:
+    text = HEADER + ("def @g(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n"
+                     "  %0 = nn.conv2d(%x, %w, padding=[1, 1]);\n  (%0, %0)\n}\n")
+    uri, diags = await open_doc(client, "ops.relay", text)
+    assert diags == []
+    doc = lsp.TextDocumentIdentifier(uri)
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc, pos(2, 10)))
+    value = hover.contents.value
+    assert value.startswith("**operator** `nn.conv2d`")
+    assert "strides=[1, 1]" in value and "Fusion pattern: OutEWiseFusable" in value
+    assert "| `padding` | `[1, 1]` | [0, 0] |" in value
+    assert ": Tensor[(1, 4, 8, 8), float32]" in value
+    assert hover.range == rng(2, 7, 2, 16)
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc, pos(3, 2)))
+    assert "(Tensor[(1, 4, 8, 8), float32], Tensor[(1, 4, 8, 8), float32])" in hover.contents.value
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc, pos(2, 4)))
+    assert "Tensor[(1, 4, 8, 8), float32]" in hover.contents.value  # the binding %0
+
+
+@asyncio_module
+async def test_type_errors_are_published(client: LanguageClient) -> None:
+    text = HEADER + "def @g(%x: Tensor[(2, 3), float32], %y: Tensor[(4, 1), float32]) {\n  add(%x, %y)\n}\n"
+    uri, diags = await open_doc(client, "types.relay", text)
+    assert [(d.range.start.line, d.range.start.character, d.severity) for d in diags] == [
+        (2, 2, lsp.DiagnosticSeverity.Error)]
+    assert diags[0].message.startswith("add: shapes cannot be broadcast together")
+    assert diags[0].source == "relaylens types"

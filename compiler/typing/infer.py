@@ -33,13 +33,17 @@ from .solver import ERROR, ErrorType, Mismatch, Solver, substitute
 BOOL_SCALAR = TensorType((), "bool")
 
 
-def infer_types(module: IRModule, *, check_annotations: bool = False) -> list[Diagnostic]:
+def infer_types(module: IRModule, *, check_annotations: bool = False,
+                commented: set | None = None) -> list[Diagnostic]:
     """Infer and set the type of every expression of `module`; return the type errors.
 
     `check_annotations` also compares the `ty=` comments the parser read with the
     inferred types (a difference is a warning: TVM itself ignores those comments).
+    `commented`, if given, receives the nodes that had a type before (their comments).
     """
-    return TypeChecker(module, check_annotations).run()
+    checker = TypeChecker(module, check_annotations)
+    checker.commented = commented
+    return checker.run()
 
 
 class TypeChecker:
@@ -52,7 +56,7 @@ class TypeChecker:
         self.pending: list[E.Call] = []
         self.global_types: dict[E.GlobalVar, Type] = {}
         self.in_progress: set[E.GlobalVar] = set()
-        self.written: dict[E.Expr, Type] = {}  # the `ty=` comments, when checked
+        self.commented: set | None = None  # collects the nodes typed before inference
 
     # driver ----------------------------------------------------------------------
     def run(self) -> list[Diagnostic]:
@@ -384,6 +388,8 @@ class TypeChecker:
         for node, ty in self.types.items():
             resolved = solver.resolve(ty)
             complete = solver.is_complete(resolved)
+            if node.ty is not None and self.commented is not None:
+                self.commented.add(node)
             if self.check_annotations and node.ty is not None and complete and not isinstance(node, E.Function):
                 self.compare_comment(node, node.ty, resolved)
             object.__setattr__(node, "ty", resolved if complete else None)

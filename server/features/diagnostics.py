@@ -50,7 +50,7 @@ class DiagnosticStore:
         current = self.server.workspace.get_text_document(uri).version
         if current != version:  # a newer edit arrived; its own run will publish
             return
-        items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.result.diagnostics]
+        items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.diagnostics]
         self.set(FAST, uri, version, items)
         self.sync(uri, version)
 

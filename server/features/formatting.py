@@ -29,7 +29,7 @@ from .. import convert
 from ...compiler.ir.expr import ANNOTATED
 from ...compiler.ir.span import Span, document_span, sequential
 from ...compiler.ir.structural import first_mismatch
-from ...compiler.parser import parse
+from ...compiler.check import check_text
 from ...compiler.parser.annotations import is_annotation, split_annotation
 from ...compiler.printer.comments import annotation
 from ...compiler.printer.doc import render
@@ -52,14 +52,15 @@ class _Writer(ExprWriter):
     """The printer's expression writer, writing `span=` only for named origins (a node
     parsed without a `span=` comment has only its document range: nothing to write)."""
 
-    def __init__(self, *, types: bool, spans: bool) -> None:
+    def __init__(self, *, types: bool, spans: bool, commented: frozenset = frozenset()) -> None:
         super().__init__(types=types, spans=False)
         self.named_spans = spans
+        self.commented = commented  # only the user's own ty= comments are written back
 
     def _note(self, expr) -> str:
         if type(expr) not in ANNOTATED:
             return ""
-        ty = self._type(expr.ty) if self.types and expr.ty is not None else None
+        ty = self._type(expr.ty) if self.types and expr in self.commented and expr.ty is not None else None
         span = None
         if self.named_spans and expr.span is not None:
             span = sequential(*(o for o in expr.span.origins() if not isinstance(o, Span)))
@@ -114,7 +115,7 @@ def format_text(analysis: "Analysis") -> str:
     types, spans = _check(analysis)
     result, source = analysis.result, analysis.source
     module = result.module
-    writer = _Writer(types=types, spans=spans)
+    writer = _Writer(types=types, spans=spans, commented=analysis.commented)
     items: list[tuple[int, object]] = []
     for data in module.type_definitions.values():
         items.append((_start(data, source), print_type_def(data)))
@@ -143,7 +144,7 @@ def _count(comments, what: str) -> int:
 
 def _verify(analysis: "Analysis", text: str, types: bool, spans: bool) -> None:
     """The printed text must read back as the same module, with every annotation."""
-    again = parse(text, analysis.source.name)
+    again = check_text(text, analysis.source.name).parsed  # typed, as the document's analysis is
     errors = _errors(again)
     if errors:
         raise Refusal(f"the printer's output does not read back ({errors[0].message}); "

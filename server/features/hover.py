@@ -1,8 +1,10 @@
-"""textDocument/hover: what the name under the cursor is, in Markdown.
+"""textDocument/hover: what the name or expression under the cursor is, in Markdown.
 
 For a symbol: its kind and name and, when known, its type (a local's annotation or
 inferred `ty`); for a global, its signature line; for a type, its definition; for a
-constructor, its fields and the type it builds.
+constructor, its fields and the type it builds.  On an operator's name: the op's
+signature with attribute defaults, its doc and fusion pattern, and the call's type.
+Anywhere else in an expression: the innermost expression's type.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from .. import convert
-from ...compiler.ir.expr import Constructor, Function, GlobalVar, Var
+from ...compiler.ir.expr import Call, Constructor, Function, GlobalVar, Var
+from ...compiler.ops import get_op
+from ...compiler.printer.literals import print_attr_value
 from ...compiler.ir.module import TypeData
 from ...compiler.parser import Symbol
 from ...compiler.printer import print_type
 from ...compiler.printer.types import print_type_def, type_params_text
-from . import guarded
+from . import analysis_for, guarded
 from .navigation import symbol_at
 
 if TYPE_CHECKING:
@@ -67,16 +71,66 @@ def describe(symbol: Symbol, module) -> str:
     return title if code is None else f"{title}\n\n```relay\n{code}\n```"
 
 
+def describe_op(call: Call) -> str:
+    """Markdown for an operator call: signature, doc, pattern, the attributes it was given."""
+    opdef = get_op(call.op.name)
+    if opdef is None:
+        return f"**unknown operator** `{call.op.name}`"
+    lines = [f"**operator** `{opdef.name}`", "", f"```relay\n{opdef.signature()}\n```", "", opdef.doc]
+    if opdef.pattern is not None:
+        lines += ["", f"Fusion pattern: {opdef.pattern.label}"]
+    rows = [f"| `{a.name}` | {_attr_given(call, a.name)} | {a.default_text()} | {a.doc} |" for a in opdef.attrs]
+    if rows:
+        lines += ["", "| attribute | here | default | |", "| --- | --- | --- | --- |", *rows]
+    if (ty := _type_text(call.ty)) is not None:
+        lines += ["", f"```relay\n: {ty}\n```"]
+    return "\n".join(lines)
+
+
+def _attr_given(call: Call, name: str) -> str:
+    if name not in call.attrs:
+        return "—"
+    try:
+        return f"`{print_attr_value(call.attrs[name])}`"
+    except Exception:  # an odd value: say nothing rather than fail the hover
+        return "…"
+
+
+def describe_expr(node) -> str | None:
+    ty = _type_text(node.ty)
+    if ty is None:
+        return None
+    kind = type(node).__name__.lower() if not isinstance(node, Call) else "call"
+    return f"**{kind}**\n\n```relay\n: {ty}\n```"
+
+
 def register(server: "RelayLensServer") -> None:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     @guarded()
     def hover(params: lsp.HoverParams) -> lsp.Hover | None:
-        found = symbol_at(server, params.text_document.uri, params.position)
-        if found is None:
+        uri = params.text_document.uri
+        found = symbol_at(server, uri, params.position)
+        if found is not None:
+            analysis, symbol = found
+            span = analysis.index.at(convert.offset(analysis.source, params.position))[1]
+            return _markdown(describe(symbol, analysis.result.module), convert.range_of(span))
+        analysis = analysis_for(server, uri)
+        if analysis is None:
             return None
-        analysis, symbol = found
-        span = analysis.index.at(convert.offset(analysis.source, params.position))[1]
-        return lsp.Hover(
-            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown,
-                                       value=describe(symbol, analysis.result.module)),
-            range=convert.range_of(span))
+        offset = convert.offset(analysis.source, params.position)
+        hit = analysis.exprs.at(offset)
+        if hit is None:
+            return None
+        start, end, node = hit
+        name = analysis.exprs.op_name_range(start, node)
+        if name is not None and name[0] <= offset < name[1]:
+            where = convert.offset_range(analysis.source, *name)
+            return _markdown(describe_op(node), where)
+        text = describe_expr(node)
+        if text is None:
+            return None
+        return _markdown(text, convert.offset_range(analysis.source, start, end))
+
+
+def _markdown(value: str, where: lsp.Range) -> lsp.Hover:
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=value), range=where)
