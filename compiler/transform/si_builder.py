@@ -19,10 +19,15 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..ir.expr import Expr
+from ..ir.expr import Constructor, Expr, GlobalVar, Op
 from ..ir.functor import children
 from ..ir.span import AnySpan, SpanBase, sequential
 from .infra import PassContext
+
+
+# Interned leaves, one object per name for every use (and every module, for ops): never
+# filled, or one rewrite's span would show on every later use of `add`.
+SHARED_LEAVES = (Op, GlobalVar, Constructor)
 
 
 class SIBuilder:
@@ -53,7 +58,7 @@ class SIBuilder:
         stack = [entry]
         while stack:
             node = stack.pop()
-            if node in seen or node in stop:
+            if node in seen or node in stop or isinstance(node, SHARED_LEAVES):
                 continue
             seen.add(node)
             if node.span is not None and node is not entry:

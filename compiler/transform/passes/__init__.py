@@ -1,3 +1,9 @@
 """One file per pass; importing this package registers them all by name."""
 
 from . import fuse_ops, infer_type  # noqa: F401
+from . import simplify_inference  # noqa: F401
+from . import fold_constant  # noqa: F401
+from . import canonicalize_ops  # noqa: F401
+from . import simplify_expr  # noqa: F401
+from . import eliminate_common_subexpr  # noqa: F401
+from . import dead_code_elimination  # noqa: F401

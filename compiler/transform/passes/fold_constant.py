@@ -1,0 +1,282 @@
+"""FoldConstant: evaluate what is already known, as TVM's constant folder does.
+
+Rewrites, bottom-up:
+
+* a call of an operator whose arguments are all constants (a constant, a tuple of such,
+  either possibly wrapped in `on_device`) becomes its value, computed by the reference
+  interpreter with the op library's numpy semantics: a constant, or a tuple of constants
+  for a tuple result.  Left alone, as TVM leaves them: calls with no arguments (folding
+  `zeros(shape=...)` would only grow the module), calls of anything but an operator,
+  stateful ops (`nn.dropout`, `memory.kill`, `vm.invoke_tvm_op`), non-computational ones
+  (`on_device`, `call_lowered`, `memory.*`, `vm.*`), `device_copy`, qnn ops (unless
+  `fold_qnn`), ops the interpreter cannot run (unknown, no compute, or rejected by their
+  type relation), and every call inside a `Primitive=1` function;
+* `shape_of`, `vm.shape_of` and `ndarray_size` of anything whose shape is static (a
+  constant, a typed expression, or a variable annotated with a static tensor type) become
+  constants, whatever the argument's value;
+* `if` on a constant condition becomes the branch taken (TVM reads the condition's first
+  element);
+* a projection `(a, b).0` of a tuple literal becomes the field (`on_device((a, b)).0`
+  becomes `on_device(a)`);
+* `let %x = <constant>; body` becomes `body` with the constant in place of `%x`.
+
+Expects: any module; types (from an earlier InferType) only let shape_of fold more.
+Guarantees: no call above has all-constant arguments any more.  New constants have `ty`
+None until the next InferType.  (TVM deviation: ndarray_size of a scalar folds to 1, the
+op library's value, where TVM wrote 0.)
+
+Spans: a folded constant (or tuple of constants) takes the SequentialSpan of everything
+it replaces: the call and its constant arguments (`SIBuilder` collapse, call first).  The
+branch an `if` keeps takes the SequentialSpan of the branch and the `if` (a variable,
+or a branch also used elsewhere, keeps its own span: it cannot be copied).  A constant
+field taken out of a tuple takes the spans of the projection, the tuple and the field.
+An inlined let-bound constant keeps its own span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ...interpreter import Interpreter, InterpreterError
+from ...ir.expr import (
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ...ir.functor import ExprMutator, children, post_order
+from ...ir.module import IRModule
+from ...ir.types import TensorType
+from ...ops import get_op
+from ..infra import FunctionPass, PassContext, register_pass
+from ..si_builder import SIBuilder, collect_spans
+
+STATEFUL = {"nn.dropout", "memory.kill", "vm.invoke_tvm_op"}
+NON_COMPUTATIONAL = {"on_device", "call_lowered", "memory.alloc_storage", "memory.alloc_tensor",
+                     "memory.kill", "vm.shape_of", "vm.invoke_tvm_op", "vm.reshape_tensor"}
+SHAPE_OPS = {"shape_of", "vm.shape_of", "ndarray_size"}  # folded from the shape alone, or not at all
+NOT_FOLDED = {"device_copy", *SHAPE_OPS}
+
+
+# --- what counts as a constant ---------------------------------------------------------
+
+
+def is_on_device(expr: Expr) -> bool:
+    return isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == "on_device" \
+        and len(expr.args) == 1
+
+
+def ignoring_on_device(expr: Expr) -> Expr:
+    return expr.args[0] if is_on_device(expr) else expr
+
+
+def is_simple_constant(expr: Expr) -> bool:
+    inner = ignoring_on_device(expr)
+    return isinstance(inner, Constant) and inner.data is not None
+
+
+def is_complex_constant(expr: Expr) -> bool:
+    if is_simple_constant(expr):
+        return True
+    inner = ignoring_on_device(expr)
+    return isinstance(inner, Tuple) and all(is_complex_constant(f) for f in inner.fields)
+
+
+def _stripped(expr: Expr) -> Expr:
+    """A constant argument without its on_device wrappers (they do nothing to the value)."""
+    inner = ignoring_on_device(expr)
+    if isinstance(inner, Tuple):
+        return Tuple(tuple(_stripped(f) for f in inner.fields))
+    return inner
+
+
+def _as_expr(value: Any) -> Expr | None:
+    """An interpreter value as constants: a tensor, or a tuple of them (else None)."""
+    if isinstance(value, np.ndarray):
+        return Constant(value)
+    if isinstance(value, tuple):
+        fields = tuple(_as_expr(v) for v in value)
+        return None if any(f is None for f in fields) else Tuple(fields)
+    return None
+
+
+def _static_shape(expr: Expr) -> tuple[tuple[int, ...], str] | None:
+    inner = ignoring_on_device(expr)
+    if isinstance(inner, Constant) and inner.data is not None:
+        return inner.data.shape, str(inner.data.dtype)
+    ty = expr.ty if expr.ty is not None or not isinstance(inner, Var) else inner.type_annotation
+    if isinstance(ty, TensorType) and ty.is_static:
+        return tuple(int(d) for d in ty.shape), ty.dtype
+    return None
+
+
+# --- the rules ---------------------------------------------------------------------------
+
+
+def fold_shape_op(original: Call) -> Expr | None:
+    """shape_of / vm.shape_of / ndarray_size of a statically shaped argument."""
+    if len(original.args) != 1:
+        return None
+    known = _static_shape(original.args[0])
+    if known is None:
+        return None
+    shape, dtype = known
+    try:
+        stand_in = np.broadcast_to(np.zeros((), dtype), shape)  # the shape, no memory
+    except TypeError:
+        return None
+    opdef = get_op(original.op.name)
+    if opdef is None or opdef.numpy_compute is None:
+        return None
+    try:
+        value = opdef.evaluate([stand_in], original.attrs)
+    except Exception:  # noqa: BLE001 -- attributes the op rejects: leave the call
+        return None
+    return _as_expr(np.asarray(value))
+
+
+def fold_call(call: Call, interpreter: Interpreter) -> Expr | None:
+    """The value of an op call whose arguments are all constants."""
+    probe = Call(call.op, tuple(_stripped(a) for a in call.args), call.attrs, call.type_args,
+                 span=call.span)
+    try:
+        return _as_expr(interpreter.evaluate(probe))
+    except InterpreterError:  # no compute, rejected by its relation, failed: not folded
+        return None
+    except Exception:  # noqa: BLE001 -- a bug in an op's relation must not stop the pipeline
+        return None
+
+
+def _keeps_identity(expr: Expr) -> bool:
+    """Expressions that are referred to by identity and so cannot take a new span."""
+    return isinstance(expr, (Var, GlobalVar, Op, Constructor))
+
+
+# --- the walker ------------------------------------------------------------------------------
+
+
+class _Folder(ExprMutator):
+    def __init__(self, module: IRModule, *, fold_qnn: bool = False, fold_calls: bool = True) -> None:
+        super().__init__()
+        self.module = module
+        self.fold_qnn = fold_qnn
+        self.fold_calls = fold_calls  # False inside a primitive function
+        self.interpreter = Interpreter(module)
+        self.let_values: dict[Var, Expr] = {}
+        self.root: Expr | None = None
+        self._uses: dict[Expr, int] | None = None
+
+    def fold(self, expr: Expr) -> Expr:
+        self.root = expr
+        return self.visit(expr)
+
+    def children(self, expr: Expr):
+        if isinstance(expr, Let):  # the value first, so its uses see what it became
+            self.let_values[expr.var] = expr.value
+            return (expr.value, expr.var, expr.body)
+        if self.fold_calls and isinstance(expr, Function) and expr.is_primitive:
+            return ()  # visit_function folds it on its own
+        return children(expr)
+
+    # lets: a constant value replaces its variable everywhere
+    def visit_var(self, var: Var) -> Expr:
+        value = self.let_values.get(var)
+        if value is not None and value in self.memo and is_simple_constant(self.memo[value]):
+            return self.memo[value]
+        return var
+
+    def visit_let(self, let: Let) -> Expr:
+        if is_simple_constant(self.result(let.value)):
+            return self.result(let.body)
+        return self.rebuild(let)
+
+    def visit_function(self, func: Function) -> Expr:
+        if self.fold_calls and func.is_primitive:
+            return _Folder(self.module, fold_qnn=self.fold_qnn, fold_calls=False).fold(func)
+        return self.rebuild(func)
+
+    def visit_call(self, original: Call) -> Expr:
+        new = self.rebuild(original)
+        if not new.args:
+            return original  # as TVM: folding `zeros(shape=...)` would only grow the module
+        if not self.fold_calls:
+            return new  # inside a primitive function (TVM returns the call as it was)
+        if not isinstance(new.op, Op) or new.op.name in STATEFUL:
+            return new
+        name = new.op.name
+        if name in SHAPE_OPS:
+            folded = fold_shape_op(original)
+            if folded is not None:
+                return SIBuilder(original).recursively_fill_span(folded)
+        if name in NON_COMPUTATIONAL or name in NOT_FOLDED:
+            return new
+        if name.startswith("qnn.") and not self.fold_qnn:
+            return new
+        if not all(is_complex_constant(a) for a in new.args):
+            return new
+        folded = fold_call(new, self.interpreter)
+        if folded is None:
+            return new
+        return SIBuilder(collect_spans(new)).recursively_fill_span(folded)
+
+    def visit_if(self, original: If) -> Expr:
+        new = self.rebuild(original)
+        cond = ignoring_on_device(new.cond)
+        if not isinstance(cond, Constant) or cond.data is None or cond.data.size == 0:
+            return new
+        taken, before = (new.true_branch, original.true_branch) if cond.data.flat[0] \
+            else (new.false_branch, original.false_branch)
+        return self._respanned(taken, before, SIBuilder([taken.span, original.span]).create_span())
+
+    def visit_tuple_get_item(self, original: TupleGetItem) -> Expr:
+        new = self.rebuild(original)
+        wrapper = new.tuple_value if is_on_device(new.tuple_value) else None
+        tup = ignoring_on_device(new.tuple_value)
+        if not isinstance(tup, Tuple) or not 0 <= new.index < len(tup.fields):
+            return new
+        field = tup.fields[new.index]
+        if isinstance(field, Constant):  # a value: a copy may carry where it was taken from
+            span = SIBuilder([new.span, new.tuple_value.span, tup.span, field.span]).create_span()
+            field = replace(field, span=span) if span is not None else field
+        return replace(wrapper, args=(field,), ty=None) if wrapper is not None else field
+
+    def _respanned(self, new: Expr, before: Expr, span: Any) -> Expr:
+        """`new` carrying `span`, when it is safe to copy: not a variable, and (unless a
+        constant, which is a value) not used anywhere else."""
+        if span is None or _keeps_identity(new) or new.span == span:
+            return new
+        if not isinstance(new, Constant) and self._use_count(before) > 1:
+            return new
+        return replace(new, span=span)
+
+    def _use_count(self, expr: Expr) -> int:
+        if self._uses is None:
+            uses: dict[Expr, int] = {}
+            for node in post_order(self.root):
+                for child in children(node):
+                    uses[child] = uses.get(child, 0) + 1
+            self._uses = uses
+        return self._uses.get(expr, 0)
+
+
+@register_pass
+class FoldConstant(FunctionPass):
+    name = "FoldConstant"
+    opt_level = 2
+
+    def __init__(self, fold_qnn: bool = False) -> None:
+        self.fold_qnn = fold_qnn
+
+    def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
+        return _Folder(mod, fold_qnn=self.fold_qnn).fold(func)
