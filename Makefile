@@ -23,6 +23,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/parse.py
+	$(PY) bench/passes.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

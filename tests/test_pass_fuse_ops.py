@@ -171,3 +171,10 @@ def test_long_names_are_cut_with_a_hash():
     out = fuse("def @main(%x: Tensor[(4), float32]) {\n  %0 = exp(%x);\n" + ops + "  %19\n}")
     name = groups(out)[0]
     assert len(name) == 80 + 1 + 16 + 1 and name.startswith("fused_exp_exp_negative_exp") and name.endswith("_")
+
+
+def test_fuse_ops_records_no_spans_with_the_si_builder_off():
+    out = fuse("def @main(%x: Tensor[(4), float32]) {\n  %0 = add(%x, %x);\n  exp(%0)\n}",
+               **{"ir.enable_si_builder": False})
+    call = out["main"].body
+    assert call.span is None and call.op.span is None and call.op.params[0].span is None

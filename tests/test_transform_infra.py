@@ -203,3 +203,9 @@ def test_span_checker_finds_a_lost_span():
     broken = mod.with_functions({mod.global_vars["main"]: dataclasses.replace(mod["main"], body=lost)})
     assert [(name, node) for name, node in spanless(broken)] == [("main", lost)]
     assert isinstance(mod["main"], Function)
+
+
+def test_function_pass_skips_external_functions():
+    mod = module('def @ext(%x: float32, Compiler="dnnl") { %x }\ndef @main(%x: float32) { @ext(%x) }')
+    out = NegateBody()(mod, PassContext(opt_level=3))
+    assert out["ext"] is mod["ext"] and out["main"] is not mod["main"]

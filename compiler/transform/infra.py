@@ -146,12 +146,14 @@ class ModulePass(Pass):
 
 
 class FunctionPass(Pass):
-    """A pass applied to each global function on its own (primitive functions skipped)."""
+    """A pass applied to each global function on its own; primitive functions, external
+    (`Compiler=...`) functions and those marked `SkipOptimization` are left alone, as TVM
+    leaves them."""
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         changed: dict[GlobalVar, Function] = {}
         for gv, func in mod.functions.items():
-            if func.is_primitive:
+            if func.is_primitive or "Compiler" in func.attrs or "SkipOptimization" in func.attrs:
                 continue
             new = self.transform_function(func, mod, ctx)
             if new is not func:

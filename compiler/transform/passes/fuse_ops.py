@@ -346,9 +346,10 @@ class _GroupInfo:
 
 
 class _Fuser(ExprMutator):
-    def __init__(self, group_of: dict[Expr, Group]) -> None:
+    def __init__(self, group_of: dict[Expr, Group], spans: bool = True) -> None:
         super().__init__()
         self.group_of = group_of
+        self.spans = spans  # ir.enable_si_builder
         self.info: dict[Group, _GroupInfo] = {}
         for expr, group in group_of.items():
             self.info_for(group.find()).members.append(expr)
@@ -370,7 +371,7 @@ class _Fuser(ExprMutator):
         info = self.info_for(group)
         param = info.param_of.get(new)
         if param is None:
-            param = Var(f"p{len(info.params)}", arg.ty, span=arg.span)
+            param = Var(f"p{len(info.params)}", arg.ty, span=arg.span if self.spans else None)
             info.param_of[new] = param
             info.params.append(param)
             info.arguments.append(new)
@@ -415,7 +416,7 @@ class _Fuser(ExprMutator):
         attrs = {"Primitive": IntImm(1 if calls else 0)}
         if calls and all(c.op.name in RESHAPE_OPS for c in calls):
             attrs["relay.reshape_only"] = IntImm(1)
-        spans = [m.span for m in info.members]
+        spans = [m.span for m in info.members] if self.spans else []
         func = Function(tuple(info.params), body, root.ty, attrs=Attrs(attrs), span=cover(*spans))
         return Call(func, tuple(info.arguments), span=sequential(*spans), ty=root.ty)
 
@@ -438,6 +439,6 @@ class FuseOps(FunctionPass):
         max_args = int(ctx.get(MAX_ARGS_KEY, 0))
         groups = Partitioner(nodes, max_depth, max_args).partition(level)
         group_of = {n.expr: groups[n.index] for n in nodes}
-        out = _Fuser(group_of).visit(func)
+        out = _Fuser(group_of, ctx.si_builder_enabled).visit(func)
         assert isinstance(out, Function)
         return out
