@@ -23,6 +23,7 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/parse.py
+	$(PY) bench/typecheck.py
 	$(PY) bench/passes.py
 
 clean:
