@@ -28,7 +28,7 @@ from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, get_op
 from ..printer.types import print_type
-from .solver import ERROR, ErrorType, Mismatch, Solver, substitute
+from .solver import ERROR, ErrorType, Mismatch, Solver, substitute, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
 
@@ -428,15 +428,7 @@ def _has_hole(ty: Type) -> bool:
         t = stack.pop()
         if isinstance(t, (IncompleteType, MetaType)):
             return True
-        if isinstance(t, TupleType):
-            stack.extend(t.fields)
-        elif isinstance(t, FuncType):
-            stack.extend(t.arg_types)
-            stack.append(t.ret_type)
-        elif isinstance(t, TypeCall):
-            stack.extend(t.args)
-        elif isinstance(t, RefType):
-            stack.append(t.value)
+        stack.extend(subtypes(t))
     return False
 
 

@@ -153,15 +153,7 @@ class Solver:
             t = self.shallow(stack.pop())
             if t is hole:
                 return True
-            if isinstance(t, TupleType):
-                stack.extend(t.fields)
-            elif isinstance(t, FuncType):
-                stack.extend(t.arg_types)
-                stack.append(t.ret_type)
-            elif isinstance(t, TypeCall):
-                stack.extend(t.args)
-            elif isinstance(t, RefType):
-                stack.append(t.value)
+            stack.extend(subtypes(t))
         return False
 
     def instantiate(self, ty: FuncType) -> FuncType:
@@ -179,15 +171,7 @@ class Solver:
             t = self.shallow(stack.pop())
             if isinstance(t, (IncompleteType, ErrorType)):
                 return False
-            if isinstance(t, TupleType):
-                stack.extend(t.fields)
-            elif isinstance(t, FuncType):
-                stack.extend(t.arg_types)
-                stack.append(t.ret_type)
-            elif isinstance(t, TypeCall):
-                stack.extend(t.args)
-            elif isinstance(t, RefType):
-                stack.append(t.value)
+            stack.extend(subtypes(t))
         return True
 
     def has_error(self, ty: Type) -> bool:
@@ -199,6 +183,19 @@ class Solver:
             if isinstance(t, TupleType):
                 stack.extend(t.fields)
         return False
+
+
+def subtypes(ty: Type) -> tuple[Type, ...]:
+    """The types directly inside `ty` (fields, parameters and result, arguments)."""
+    if isinstance(ty, TupleType):
+        return ty.fields
+    if isinstance(ty, FuncType):
+        return (*ty.arg_types, ty.ret_type)
+    if isinstance(ty, TypeCall):
+        return ty.args
+    if isinstance(ty, RefType):
+        return (ty.value,)
+    return ()
 
 
 def substitute(ty: Type, mapping: dict) -> Type:
