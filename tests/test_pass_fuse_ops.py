@@ -3,10 +3,8 @@ names, and what it does to spans."""
 
 from __future__ import annotations
 
-import pytest
-
 from relaylens.compiler.ir import Call, Function, LayerSpan, Op, SequentialSpan
-from relaylens.compiler.ir.functor import post_order
+from relaylens.compiler.ir.functor import children, post_order
 from relaylens.compiler.parser import parse
 from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.fused_names import candidate_name, name_primitive_functions, primitive_functions
@@ -35,9 +33,11 @@ def groups(mod) -> list[str]:
 
 def unfused_ops(mod) -> list[str]:
     """Operator calls left outside primitive functions (there should be none)."""
+    def outside(e):
+        return () if isinstance(e, Function) and e.is_primitive else children(e)
+
     found = []
-    for node in post_order(mod["main"], lambda e: () if isinstance(e, Function) and e.is_primitive else
-                           __import__("relaylens.compiler.ir.functor", fromlist=["children"]).children(e)):
+    for node in post_order(mod["main"], outside):
         if isinstance(node, Call) and isinstance(node.op, Op):
             found.append(node.op.name)
     return found

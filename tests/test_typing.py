@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
-from relaylens.compiler.ir import FuncType, TensorType, TupleType, TypeCall
+from relaylens.compiler.ir import TypeCall
 from relaylens.compiler.parser import parse
 from relaylens.compiler.printer import print_type
 from relaylens.compiler.typing import infer_types

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from lark import Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..diagnostics import Diagnostic, Severity
+from ..diagnostics import Diagnostic
 from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.span import Source, Span

@@ -20,15 +20,14 @@ hide the rest of the module or cascade into its users.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 from ..diagnostics import Diagnostic, Severity
 from ..ir import expr as E
+from ..ir.functor import children
 from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, get_op
 from ..printer.types import print_type
-from .solver import ERROR, ErrorType, Mismatch, Solver, substitute, subtypes
+from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
 
@@ -87,7 +86,7 @@ class TypeChecker:
         else:
             self.unify(declared, inferred, func, lambda a, b: f"@{gv.name} has type {b}, not {a}")
 
-    def global_type(self, gv: E.GlobalVar, use: E.Expr) -> Type:
+    def global_type(self, gv: E.GlobalVar) -> Type:
         if gv not in self.module.functions:
             return ERROR  # the parser reported the undefined global
         if gv not in self.global_types or (gv not in self.in_progress and self.module.functions[gv] not in self.types
@@ -126,7 +125,7 @@ class TypeChecker:
                     stack += [(1, node), (0, node.body), (2, node), (0, node.value)]
                 elif isinstance(node, E.Function):
                     for p in node.params:
-                        self.bind(p)
+                        self.binder_type(p)
                     stack += [(1, node), (0, node.body)]
                 elif isinstance(node, E.Match):
                     stack.append((1, node))
@@ -135,8 +134,6 @@ class TypeChecker:
                     stack.append((0, node.data))
                 elif isinstance(node, (E.Tuple, E.TupleGetItem, E.If, E.RefCreate, E.RefRead, E.RefWrite)):
                     stack.append((1, node))
-                    from ..ir.functor import children
-
                     stack.extend((0, c) for c in reversed(children(node)))
                 else:
                     types[node] = self.leaf(node)
@@ -150,9 +147,9 @@ class TypeChecker:
 
     def leaf(self, node: E.Expr) -> Type:
         if isinstance(node, E.Var):
-            return self.bind(node)
+            return self.binder_type(node)
         if isinstance(node, E.GlobalVar):
-            return self.global_type(node, node)
+            return self.global_type(node)
         if isinstance(node, E.Constant):
             if node.data is None:  # a missing metadata entry (reported by the parser):
                 return node.ty if node.ty is not None else ERROR  # its ty= comment, if any
@@ -218,9 +215,6 @@ class TypeChecker:
         if found is None:
             found = self.types[var] = self.annotation(var.type_annotation)
         return found
-
-    def bind(self, var: E.Var) -> Type:
-        return self.binder_type(var)
 
     def bind_let(self, let: E.Let) -> None:
         value = self.types[let.value]
@@ -449,11 +443,3 @@ def _ref_value(text: str) -> str:
 def _position(d: Diagnostic) -> tuple:
     loc = d.location()
     return (loc[1], loc[2]) if loc else (0, 0)
-
-
-def type_of(expr: E.Expr) -> Type | None:
-    """The type inference gave `expr` (None before inference or where it failed)."""
-    return expr.ty
-
-
-__all__: Iterable[str] = ["infer_types", "TypeChecker", "type_of", "substitute"]
