@@ -1,3 +1,3 @@
 """Imports every file of compute rules (each registers its rules on import)."""
 
-from . import broadcast  # noqa: F401
+from . import activations, broadcast, elemwise, transform, transform_index  # noqa: F401

@@ -1,0 +1,81 @@
+"""The compute rules of the element-wise, broadcast, activation and transform ops,
+evaluated by te_eval against each op's numpy reference (cases in lower_cases_elemwise.py)."""
+
+from __future__ import annotations
+
+import pytest
+from lower_cases import assert_close
+from lower_cases_elemwise import CASES
+
+from relaylens.compiler.ir.types import TensorType, TupleType
+from relaylens.compiler.lower import te, te_eval
+from relaylens.compiler.lower.topi import get_lowering, lowered_ops
+from relaylens.compiler.ops import get_op
+
+FAMILIES = {
+    "elemwise": "abs atan cast ceil clip copy cos erf exp fast_erf fast_exp fast_tanh floor full_like "
+                "isfinite isinf isnan log log10 log2 logical_not negative ones_like round rsqrt sigmoid "
+                "sign sin sqrt tan tanh trunc zeros_like fixed_point_multiply",
+    "broadcast": "add subtract multiply divide floor_divide mod floor_mod power maximum minimum equal "
+                 "not_equal less less_equal greater greater_equal logical_and logical_or logical_xor "
+                 "where nn.bias_add",
+    "activations": "nn.relu nn.leaky_relu nn.prelu nn.softmax nn.log_softmax nn.fast_softmax",
+    "transform": "broadcast_to broadcast_to_like collapse_sum_like collapse_sum_to concatenate "
+                 "expand_dims layout_transform nn.batch_flatten reshape reshape_like split squeeze "
+                 "stack transpose",
+    "transform_index": "arange full gather gather_nd ndarray_size one_hot ones repeat reverse shape_of "
+                       "sliding_window strided_slice take tile zeros",
+}
+OPS = sorted(op for names in FAMILIES.values() for op in names.split())
+
+
+def _placeholders(case) -> list:
+    """One placeholder per argument (a tuple of them for a tuple argument)."""
+    def one(ty, name):
+        return te.placeholder(ty.shape, ty.dtype, name)
+
+    return [tuple(one(f, f"p{k}_{j}") for j, f in enumerate(ty.fields)) if isinstance(ty, TupleType)
+            else one(ty, f"p{k}") for k, ty in enumerate(case.arg_types())]
+
+
+def _flat(items) -> list:
+    return [x for item in items for x in (item if isinstance(item, tuple) else (item,))]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_rule_matches_reference(case):
+    tensors = _placeholders(case)
+    attrs = get_op(case.op).normalize_attrs(case.attrs)
+    out = get_lowering(case.op)(*tensors, attrs, case.out_type())
+    outs = list(out) if isinstance(out, tuple) else [out]
+    for t in te.post_order(outs):
+        assert t.is_placeholder or t.name.startswith("T_"), f"{case.id}: tensor named {t.name}"
+    values = case.inputs()
+    got = te_eval.evaluate(outs, list(zip(_flat(tensors), _flat(values))))
+    assert_close(case, got, case.reference(values))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_every_op_has_a_rule_and_a_case(op):
+    assert get_op(op) is not None, f"{op} is not in the op library"
+    assert get_lowering(op) is not None, f"no compute rule for {op}"
+    assert any(c.op == op for c in CASES), f"no lowering case for {op}"
+
+
+def test_every_rule_of_these_families_is_listed():
+    modules = {f"relaylens.compiler.lower.topi.{family}" for family in FAMILIES}
+    ours = [op for op in lowered_ops() if get_lowering(op).__module__ in modules]
+    assert sorted(ours) == OPS
+
+
+def test_run_time_lengths_are_lowering_errors():
+    scalar = TensorType((), "int32")
+    out_type = get_op("arange").infer([scalar] * 3, {"dtype": "int32"})
+    args = [te.placeholder((), "int32", name) for name in ("start", "stop", "step")]
+    with pytest.raises(te.LoweringError, match="arange: the length is known only at run time"):
+        get_lowering("arange")(*args, get_op("arange").normalize_attrs({"dtype": "int32"}), out_type)
+    data, shape = TensorType((2, 3), "float32"), TensorType((1,), "int64")
+    out_type = get_op("collapse_sum_to").infer([data, shape], {})
+    args = [te.placeholder((2, 3), "float32", "x"), te.placeholder((1,), "int64", "s")]
+    with pytest.raises(te.LoweringError, match="collapse_sum_to: the target shape"):
+        get_lowering("collapse_sum_to")(*args, get_op("collapse_sum_to").normalize_attrs({}), out_type)
