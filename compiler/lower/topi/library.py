@@ -1,3 +1,14 @@
 """Imports every file of compute rules (each registers its rules on import)."""
 
-from . import activations, broadcast, elemwise, transform, transform_index  # noqa: F401
+from . import (  # noqa: F401
+    activations,
+    broadcast,
+    elemwise,
+    nn_conv,
+    nn_norm,
+    plumbing,
+    pooling,
+    reduce,
+    transform,
+    transform_index,
+)

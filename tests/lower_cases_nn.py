@@ -1,0 +1,340 @@
+"""Lowering cases for the neural-network ops: convolutions and matrix products, pooling,
+padding and resizing, reductions, normalisation, and the plumbing ops that compute
+(copies, qnn).  Shapes stay small: te_eval materialises output x reduction elements.
+
+Tolerances: a sum of many float32 products comes out in another order than the
+reference's BLAS matmul (te_eval folds a materialised array pairwise), so convolutions
+and products use atol 1e-5 where single elements cancel to near zero; float16 results
+may round one ulp (2^-10) apart after a float32 sum, hence rtol 1e-3 there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lower_cases import Arr, Case
+
+SUM_ATOL = 1e-5  # see the module doc
+F16 = dict(rtol=1e-3, atol=1e-3)
+
+
+def _scalar(value: float, dtype: str = "float32") -> Arr:
+    return Arr((), dtype, value=value)
+
+
+def _vector(values, dtype: str = "float32") -> Arr:
+    return Arr((len(values),), dtype, value=values)
+
+
+def _conv_cases() -> list[Case]:
+    c = []
+
+    def conv(op, data, weight, name, dtype="float32", wdtype=None, **attrs):
+        tol = F16 if dtype == "float16" else dict(atol=SUM_ATOL)
+        c.append(Case(op, [Arr(data, dtype), Arr(weight, wdtype or dtype)], attrs, name, **tol))
+
+    conv("nn.conv2d", (1, 4, 8, 8), (6, 4, 3, 3), "3x3-pad1", padding=(1, 1))
+    conv("nn.conv2d", (2, 3, 7, 7), (4, 3, 3, 3), "no-pad")
+    conv("nn.conv2d", (1, 4, 8, 8), (6, 2, 3, 3), "groups-strides-dilation-asym-pad",
+         padding=(1, 0, 2, 1), strides=(2, 1), dilation=(1, 2), groups=2)
+    conv("nn.conv2d", (1, 4, 8, 8), (4, 1, 3, 3), "depthwise", padding=(1, 1), groups=4)
+    conv("nn.conv2d", (1, 4, 6, 6), (4, 3, 3, 3), "depthwise-multiplier", padding=(1, 1), groups=4,
+         channels=12, kernel_size=(3, 3))
+    conv("nn.conv2d", (1, 8, 8, 4), (3, 3, 4, 6), "NHWC-HWIO", padding=(1, 1), data_layout="NHWC",
+         kernel_layout="HWIO")
+    conv("nn.conv2d", (1, 8, 8, 4), (3, 3, 4, 1), "NHWC-depthwise-HWOI", padding=(1, 1), groups=4,
+         data_layout="NHWC", kernel_layout="HWOI")
+    conv("nn.conv2d", (1, 7, 7, 4), (6, 3, 3, 4), "NHWC-OHWI-out-NCHW", strides=(2, 2),
+         data_layout="NHWC", kernel_layout="OHWI", out_layout="NCHW")
+    conv("nn.conv2d", (1, 4, 6, 6), (6, 4, 1, 1), "1x1-out-dtype-float64", out_dtype="float64")
+    conv("nn.conv2d", (1, 4, 8, 8), (6, 4, 3, 3), "int8-to-int32", dtype="int8", padding=(1, 1),
+         out_dtype="int32")
+    conv("nn.conv2d", (1, 4, 6, 6), (6, 4, 3, 3), "int32-wrapping-to-int8", dtype="int32", out_dtype="int8")
+    conv("nn.conv2d", (1, 4, 6, 6), (6, 4, 3, 3), "float16", dtype="float16", padding=(1, 1))
+    conv("nn.conv1d", (2, 4, 10), (6, 4, 3), "pad-stride", padding=(2, 1), strides=(2,))
+    conv("nn.conv1d", (1, 12, 4), (3, 2, 4), "groups-dilation-NWC", groups=2, dilation=(2,),
+         data_layout="NWC", kernel_layout="WIO")
+    conv("nn.conv3d", (1, 2, 5, 5, 5), (3, 2, 3, 3, 3), "pad", padding=(1, 1, 1))
+    conv("nn.conv3d", (1, 5, 6, 5, 2), (2, 3, 2, 2, 3), "NDHWC-strides", strides=(2, 1, 2),
+         padding=(0, 1, 1, 1, 0, 0), data_layout="NDHWC", kernel_layout="DHWIO")
+    conv("nn.conv2d_transpose", (1, 4, 5, 5), (4, 3, 3, 3), "stride2-output-padding", padding=(1, 1),
+         strides=(2, 2), output_padding=(1, 1))
+    conv("nn.conv2d_transpose", (1, 4, 5, 5), (4, 3, 3, 3), "groups-dilation-asym-pad",
+         padding=(0, 2, 3, 1), strides=(2, 3), dilation=(2, 1), groups=2)
+    conv("nn.conv2d_transpose", (1, 5, 5, 4), (3, 3, 4, 2), "NHWC-HWIO", strides=(2, 2), padding=(1, 1),
+         data_layout="NHWC", kernel_layout="HWIO")
+    conv("nn.conv1d_transpose", (1, 4, 5), (4, 3, 3), "pad-exceeds-kernel", padding=(4, 1), strides=(2,))
+    conv("nn.conv1d_transpose", (2, 3, 6), (3, 2, 4), "stride3", strides=(3,), output_padding=(2,))
+    conv("nn.contrib_conv2d_NCHWc", (1, 2, 6, 6, 4), (3, 2, 3, 3, 4, 2), "NCHW4c-OIHW4i2o",
+         padding=(1, 1), data_layout="NCHW4c", kernel_layout="OIHW4i2o", out_layout="NCHW2c")
+    conv("nn.contrib_depthwise_conv2d_NCHWc", (1, 2, 6, 6, 4), (2, 1, 3, 3, 1, 4), "NCHW4c-OIHW1i4o",
+         padding=(1, 1), groups=8, data_layout="NCHW4c", kernel_layout="OIHW1i4o")
+    conv("nn.conv2d", (1, 1, 8, 8, 4), (2, 1, 3, 3, 4, 4), "NCHW4c", padding=(1, 1),
+         data_layout="NCHW4c", kernel_layout="OIHW4i4o")
+
+    def mm(op, a, b, name, dtype="float32", **attrs):
+        tol = F16 if dtype == "float16" else dict(atol=SUM_ATOL)
+        c.append(Case(op, [Arr(a, dtype), Arr(b, dtype)], attrs, name, **tol))
+
+    mm("nn.dense", (3, 5), (4, 5), "2d")
+    mm("nn.dense", (2, 3, 5), (4, 5), "3d-units", units=4)
+    mm("nn.dense", (5,), (4, 5), "1d")
+    mm("nn.dense", (3, 5), (4, 5), "int8-to-int32", dtype="int8", out_dtype="int32")
+    mm("nn.dense", (3, 8), (4, 8), "float16", dtype="float16")
+    mm("nn.matmul", (3, 5), (5, 4), "plain")
+    mm("nn.matmul", (5, 3), (4, 5), "transpose-both", transpose_a=True, transpose_b=True)
+    mm("nn.matmul", (2, 5, 3), (5, 4), "batched-transpose-a", transpose_a=True)
+    mm("nn.batch_matmul", (2, 3, 5), (2, 4, 5), "transpose-b", transpose_b=True)
+    mm("nn.batch_matmul", (2, 5, 3), (1, 5, 4), "transpose-a-broadcast-b", transpose_a=True)
+    mm("nn.batch_matmul", (1, 3, 5), (3, 5, 4), "broadcast-a")
+    mm("nn.batch_matmul", (2, 3, 5), (2, 5, 4), "int32", dtype="int32")
+    return c
+
+
+def _pool_cases() -> list[Case]:
+    c = []
+    x2 = Arr((1, 3, 7, 7))
+    for kind in ("max", "avg"):
+        op2 = f"nn.{kind}_pool2d"
+        c += [
+            Case(op2, [x2], {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1)}, "3x3-s2-pad1"),
+            Case(op2, [x2], {"pool_size": (2, 2)}, "2x2"),
+            Case(op2, [x2], {"pool_size": (3, 2), "strides": (2, 2), "padding": (1, 0, 0, 1),
+                             "ceil_mode": True, "dilation": (1, 2)}, "ceil-dilation-asym-pad"),
+            Case(op2, [Arr((1, 7, 7, 3))], {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1),
+                                             "layout": "NHWC"}, "NHWC"),
+            Case(op2, [Arr((1, 1, 6, 6, 4))], {"pool_size": (2, 2), "strides": (2, 2), "layout": "NCHW4c"},
+                 "NCHW4c"),
+            Case(op2, [Arr((1, 2, 7, 7), "int32")], {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1),
+                                                     "ceil_mode": True}, "int32"),
+            Case(f"nn.{kind}_pool1d", [Arr((2, 3, 9))], {"pool_size": (4,), "strides": (3,), "padding": (2,),
+                                                        "ceil_mode": True}, "ceil"),
+            Case(f"nn.{kind}_pool1d", [Arr((1, 9, 2), "int8")], {"pool_size": (3,), "padding": (1, 2),
+                                                                 "layout": "NWC"}, "int8-NWC"),
+            Case(f"nn.{kind}_pool3d", [Arr((1, 2, 5, 5, 5))], {"pool_size": (2, 2, 2), "strides": (2, 2, 2),
+                                                              "ceil_mode": True}, "ceil"),
+            Case(f"nn.{kind}_pool3d", [Arr((1, 5, 4, 5, 2))], {"pool_size": (3, 2, 3), "padding": (1, 0, 1),
+                                                              "layout": "NDHWC"}, "NDHWC-pad"),
+        ]
+    c += [
+        Case("nn.avg_pool2d", [x2], {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 2),
+                                     "ceil_mode": True, "count_include_pad": True, "dilation": (2, 1)},
+             "count-include-pad-ceil-dilation"),
+        Case("nn.avg_pool2d", [Arr((1, 2, 5, 5), "int8")], {"pool_size": (3, 3), "padding": (1, 1),
+                                                            "count_include_pad": True}, "int8-count-include-pad"),
+        Case("nn.avg_pool1d", [Arr((1, 3, 9))], {"pool_size": (4,), "strides": (3,), "padding": (2,),
+                                                  "ceil_mode": True, "count_include_pad": True}, "count-include-pad"),
+        Case("nn.max_pool2d", [Arr((1, 2, 6, 6), "float16")], {"pool_size": (2, 2), "padding": (1, 1)}, "float16"),
+    ]
+    for kind in ("avg", "max"):
+        c += [
+            Case(f"nn.global_{kind}_pool2d", [Arr((2, 3, 5, 6))], {}, "NCHW"),
+            Case(f"nn.global_{kind}_pool2d", [Arr((2, 5, 6, 3), "int32")], {"layout": "NHWC"}, "NHWC-int32"),
+            Case(f"nn.adaptive_{kind}_pool1d", [Arr((1, 3, 7))], {"output_size": (3,)}, "uneven"),
+            Case(f"nn.adaptive_{kind}_pool1d", [Arr((1, 3, 8), "int32")], {"output_size": (4,)}, "even-int32"),
+            Case(f"nn.adaptive_{kind}_pool2d", [Arr((1, 3, 7, 9))], {"output_size": (3, 4)}, "uneven"),
+            Case(f"nn.adaptive_{kind}_pool2d", [Arr((1, 6, 6, 2))], {"output_size": (4,), "layout": "NHWC"},
+                 "NHWC-one-size"),
+            Case(f"nn.adaptive_{kind}_pool2d", [Arr((1, 2, 5, 5))], {}, "keep-size"),
+            Case(f"nn.adaptive_{kind}_pool3d", [Arr((1, 2, 4, 6, 5))], {"output_size": (2, 3, 2)}, "mixed"),
+        ]
+    return c
+
+
+def _pad_resize_cases() -> list[Case]:
+    c = [
+        Case("nn.pad", [Arr((2, 3, 4)), _scalar(1.5)], {"pad_width": ((1, 2), (0, 0), (-1, 3))},
+             "constant-crop"),
+        Case("nn.pad", [Arr((1, 2, 3, 3), "int8"), Arr((1,), "int8", value=[7])],
+             {"pad_width": ((0, 0), (0, 0), (1, 1), (2, 0))}, "int8-vector-value"),
+        Case("nn.pad", [Arr((2, 3, 4)), _scalar(0.0)], {"pad_width": ((1, 1), (2, 0), (-1, 3)),
+                                                        "pad_mode": "edge"}, "edge"),
+        Case("nn.pad", [Arr((3, 4, 5)), _scalar(0.0)], {"pad_width": ((1, 2), (2, 0), (-1, 3)),
+                                                        "pad_mode": "reflect"}, "reflect"),
+        Case("nn.pad", [Arr((3, 4)), _scalar(0.0)], {"pad_width": ((0, 0), (-1, -2))}, "crop-only"),
+    ]
+    for method in ("nearest_neighbor", "linear", "cubic"):
+        for mode in ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                     "tf_crop_and_resize"):
+            for size in ((7, 10), (3, 2), (8, 12)):
+                c.append(Case("image.resize2d", [Arr((1, 2, 4, 6))],
+                              {"size": size, "method": method, "coordinate_transformation_mode": mode,
+                               "roi": (0.1, 0.2, 0.8, 0.9)}, f"{method}-{mode}-{size[0]}x{size[1]}"))
+    for rounding in ("", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"):
+        c.append(Case("image.resize2d", [Arr((1, 2, 5, 4))],
+                      {"size": (7, 9), "method": "nearest_neighbor", "coordinate_transformation_mode": "half_pixel",
+                       "rounding_method": rounding}, f"nearest-{rounding or 'default'}"))
+    c += [
+        Case("image.resize2d", [Arr((1, 4, 6, 2))], {"size": (7, 9), "method": "cubic", "cubic_exclude": 1,
+                                                     "cubic_alpha": -0.75, "layout": "NHWC"}, "cubic-exclude-NHWC"),
+        Case("image.resize2d", [Arr((1, 2, 4, 6), "int32")], {"size": (7, 9), "out_dtype": "float32"},
+             "int32-to-float32"),
+        Case("image.resize2d", [Arr((1, 2, 4, 6))], {"size": (5, 5), "method": "linear", "out_dtype": "int32"},
+             "float-to-int32"),
+        Case("image.resize2d", [Arr((1, 2, 4, 6))], {"size": (6, 8), "method": "linear",
+                                                     "coordinate_transformation_mode": "tf_crop_and_resize",
+                                                     "roi": (-0.2, 0.1, 1.3, 0.7), "extrapolation_value": 3.5},
+             "extrapolation"),
+        Case("nn.upsampling", [Arr((1, 2, 4, 6))], {"scale_h": 2.0, "scale_w": 3.0}, "nearest-integer-scale"),
+        Case("nn.upsampling", [Arr((1, 2, 4, 6))], {"scale_h": 1.5, "scale_w": 2.5}, "nearest-fractional"),
+        Case("nn.upsampling", [Arr((1, 2, 4, 6))], {"scale_h": 2.0, "scale_w": 1.5, "method": "bilinear"},
+             "bilinear"),
+        Case("nn.upsampling", [Arr((1, 4, 6, 2))], {"scale_h": 2.0, "scale_w": 2.0, "method": "bicubic",
+                                                    "align_corners": True, "layout": "NHWC"}, "bicubic-align-NHWC"),
+        Case("nn.upsampling", [Arr((1, 2, 3, 3))], {"scale_h": 2.0, "scale_w": 2.0, "align_corners": True},
+             "nearest-align"),
+    ]
+    return c
+
+
+def _reduce_cases() -> list[Case]:
+    c = []
+    axes_variants = [
+        ("all", {}),
+        ("axis1", {"axis": (1,)}),
+        ("negative-keepdims", {"axis": (-1, 0), "keepdims": True}),
+        ("exclude", {"axis": (1,), "exclude": True}),
+        ("exclude-everything", {"axis": (0, 1, 2), "exclude": True}),
+        ("exclude-keepdims", {"axis": (0, 2), "keepdims": True, "exclude": True}),
+    ]
+    for op in ("sum", "max", "min", "prod", "mean"):
+        fill = "unit" if op == "prod" else "normal"
+        for name, attrs in axes_variants:
+            c.append(Case(op, [Arr((3, 4, 5), fill=fill)], attrs, name, atol=SUM_ATOL))
+        c += [
+            Case(op, [Arr((3, 4, 5), "int32")], {"axis": (0, 2)}, "int32"),
+            Case(op, [Arr((4, 6), "int8")], {"axis": (1,)}, "int8-wrapping"),
+            Case(op, [Arr((3, 4), "float16", fill)], {"axis": (1,), "keepdims": True}, "float16", **F16),
+            Case(op, [Arr((), "float32")], {}, "rank0"),
+        ]
+    for op in ("all", "any"):
+        for name, attrs in axes_variants[:4]:
+            c.append(Case(op, [Arr((3, 4, 5), "bool")], attrs, name))
+        c.append(Case(op, [Arr((2, 3), "bool", value=[[1, 1, 1], [1, 0, 1]])], {"axis": (1,)}, "fixed"))
+    for op in ("argmax", "argmin"):
+        for name, attrs in axes_variants:
+            c.append(Case(op, [Arr((3, 4, 5))], attrs, name))
+        c += [
+            Case(op, [Arr((3, 4, 5), "int8")], {"axis": (1,)}, "ties-first"),
+            Case(op, [Arr((3, 4, 5), "int8")], {"axis": (1,), "select_last_index": True}, "ties-last"),
+            Case(op, [Arr((3, 4, 5), "int8")], {"axis": (0, 2), "select_last_index": True, "keepdims": True},
+                 "ties-last-two-axes"),
+        ]
+    c += [
+        Case("variance", [Arr((3, 4, 5)), Arr((1, 4, 1))], {"axis": (0, 2), "keepdims": False}, "axes-0-2"),
+        Case("variance", [Arr((3, 4, 5)), Arr((1, 1, 1))], {}, "all"),
+        Case("variance", [Arr((3, 4, 5)), Arr((3, 4, 1))], {"axis": (-1,), "keepdims": True, "unbiased": True},
+             "unbiased-keepdims"),
+        Case("variance", [Arr((3, 4, 5)), Arr((3, 1, 5))], {"axis": (1,), "exclude": True}, "exclude"),
+        Case("variance", [Arr((3, 4, 5), "float16"), Arr((3, 1, 1), "float16")], {"axis": (1, 2)}, "float16",
+             **F16),
+    ]
+    return c
+
+
+def _norm_cases() -> list[Case]:
+    c = []
+
+    def vec(n, dtype, fill="normal"):
+        return Arr((n,), dtype, fill)
+
+    for dtype in ("float32", "float16", "float64"):
+        tol = F16 if dtype == "float16" else dict(atol=SUM_ATOL)
+        d = dtype
+        c += [
+            Case("nn.batch_norm", [Arr((2, 3, 4, 5), d), vec(3, d), vec(3, d), vec(3, d), vec(3, d, "positive")],
+                 {}, f"{d}-NCHW", **tol),
+            Case("nn.layer_norm", [Arr((2, 3, 8), d), vec(8, d), vec(8, d)], {}, f"{d}-last", **tol),
+            Case("nn.instance_norm", [Arr((2, 3, 4, 5), d), vec(3, d), vec(3, d)], {}, f"{d}-NCHW", **tol),
+            Case("nn.group_norm", [Arr((2, 6, 4, 5), d), vec(6, d), vec(6, d)], {"num_groups": 3}, f"{d}-NCHW",
+                 **tol),
+            Case("nn.l2_normalize", [Arr((2, 3, 4), d)], {"eps": 1e-3}, f"{d}-all", **tol),
+            Case("nn.lrn", [Arr((2, 7, 3, 3), d)], {"size": 5}, f"{d}-NCHW", **tol),
+        ]
+    tol = dict(atol=SUM_ATOL)
+    c += [
+        Case("nn.batch_norm", [Arr((2, 4, 5, 3)), vec(3, "float32"), vec(3, "float32"), vec(3, "float32"),
+                               vec(3, "float32", "positive")], {"axis": -1, "center": False, "epsilon": 1e-3},
+             "NHWC-no-center", **tol),
+        Case("nn.batch_norm", [Arr((4, 3)), vec(3, "float32"), vec(3, "float32"), vec(3, "float32"),
+                               vec(3, "float32", "positive")], {"scale": False}, "2d-no-scale", **tol),
+        Case("nn.layer_norm", [Arr((2, 3, 8)), vec(3, "float32"), vec(3, "float32")],
+             {"axis": 1, "scale": False}, "axis1-no-scale", **tol),
+        Case("nn.layer_norm", [Arr((4, 6)), vec(6, "float32"), vec(6, "float32")], {"axis": -1, "center": False},
+             "2d-no-center", **tol),
+        Case("nn.instance_norm", [Arr((2, 4, 5, 3)), vec(3, "float32"), vec(3, "float32")], {"axis": 3},
+             "NHWC", **tol),
+        Case("nn.instance_norm", [Arr((2, 3, 6)), vec(3, "float32"), vec(3, "float32")], {"epsilon": 0.1},
+             "NCW-epsilon", **tol),
+        Case("nn.group_norm", [Arr((2, 4, 5, 6)), vec(6, "float32"), vec(6, "float32")],
+             {"num_groups": 2, "axis": -1}, "NHWC", **tol),
+        Case("nn.group_norm", [Arr((2, 4, 3)), vec(4, "float32"), vec(4, "float32")], {"num_groups": 4},
+             "one-channel-per-group", **tol),
+        Case("nn.l2_normalize", [Arr((2, 3, 4))], {"eps": 1e-3, "axis": (1, -1)}, "two-axes", **tol),
+        Case("nn.l2_normalize", [Arr((2, 3), value=[[1e-3, 0, 0], [1, 2, 3]])], {"eps": 0.5, "axis": (1,)},
+             "eps-wins", **tol),
+        Case("nn.lrn", [Arr((2, 3, 3, 6))], {"size": 3, "axis": 3, "alpha": 0.5, "beta": 0.6, "bias": 1.0},
+             "NHWC", **tol),
+        Case("nn.lrn", [Arr((1, 4, 2, 2))], {"size": 9}, "window-wider-than-channels", **tol),
+        Case("nn.dropout", [Arr((2, 3))], {}, "float32"),
+        Case("nn.dropout", [Arr((4,), "float16")], {"rate": 0.1}, "float16"),
+    ]
+    return c
+
+
+def _plumbing_cases() -> list[Case]:
+    s, z = _scalar, (lambda v: _scalar(v, "int32"))
+    wide = Arr((2, 3, 4), "int32", value=np.arange(-1200, 1200, 100))
+    c = [
+        Case("annotation.stop_fusion", [Arr((2, 3))], {}, "tensor"),
+        Case("on_device", [Arr((2, 3), "int8")], {}, "tensor"),
+        Case("device_copy", [Arr((4,))], {}, "tensor"),
+        Case("device_copy", [(Arr((4,)), Arr((2, 3), "int32"))], {}, "tuple"),
+        Case("qnn.quantize", [Arr((2, 3, 4)), s(0.05), z(3)], {"out_dtype": "int8"}, "int8"),
+        Case("qnn.quantize", [Arr((2, 3, 4), value=np.arange(-12, 12) * 0.125), s(0.25), z(0)], {"out_dtype": "int8"},
+             "halves-away-from-zero"),
+        Case("qnn.quantize", [Arr((2, 3, 4)), _vector([0.1, 0.02, 0.5]), _vector([1, 2, 3], "int32")],
+             {"out_dtype": "uint8", "axis": 1}, "per-channel-uint8"),
+        Case("qnn.quantize", [Arr((3,)), s(0.001), z(0)], {"out_dtype": "int16"}, "int16"),
+        Case("qnn.dequantize", [Arr((2, 3, 4), "int8"), s(0.05), z(3)], {}, "int8"),
+        Case("qnn.dequantize", [Arr((2, 3, 4), "uint8"), _vector([0.1, 0.02, 0.5, 3.0]),
+                                _vector([1, 2, 3, 4], "int32")], {"out_dtype": "float16"}, "per-channel-float16",
+             **F16),
+        Case("qnn.dequantize", [Arr((3,), "int32", value=[2 ** 30, -5, 7]), s(1e5), z(0)], {"out_dtype": "float16"},
+             "float16-clipped"),
+        Case("qnn.dense", [Arr((3, 5), "int8"), Arr((4, 5), "int8"), z(2), z(-1), s(0.1), s(0.2)], {}, "int8"),
+        Case("qnn.dense", [Arr((3, 5), "uint8"), Arr((4, 5), "int8"), z(2), _vector([1, 2, 3, 4], "int32"),
+                           s(0.1), _vector([0.1, 0.2, 0.3, 0.4])], {"out_dtype": "int64"}, "per-channel-int64"),
+        Case("qnn.conv2d", [Arr((1, 4, 6, 6), "int8"), Arr((6, 4, 3, 3), "int8"), z(2), z(-1), s(0.1), s(0.2)],
+             {"padding": (1, 1)}, "pad"),
+        Case("qnn.conv2d", [Arr((1, 6, 6, 4), "uint8"), Arr((3, 3, 2, 6), "int8"), z(2),
+                            _vector([1, 2, 3, 4, 5, 6], "int32"), s(0.1), _vector([0.1] * 6)],
+             {"padding": (1, 0, 2, 1), "strides": (2, 1), "groups": 2, "data_layout": "NHWC",
+              "kernel_layout": "HWIO"}, "NHWC-groups-per-channel"),
+        Case("qnn.conv2d", [Arr((1, 2, 5, 5), "int8"), Arr((2, 2, 2, 2), "int8"), z(0), z(0), s(1.0), s(1.0)],
+             {"out_dtype": "int16"}, "no-pad-int16"),
+    ]
+    for rounding in ("UPWARD", "TONEAREST"):
+        for compute in ("None", "float32", "float64"):
+            for out in ("int8", "uint8", "int32"):
+                tag = f"{rounding}-{compute}-{out}"
+                attrs = {"rounding": rounding, "compute_dtype": compute, "out_dtype": out}
+                c += [
+                    Case("qnn.requantize", [wide, s(0.37), z(2), s(0.011), z(-3)], attrs, f"{tag}"),
+                    Case("qnn.requantize", [Arr((2, 3, 4), "int8"), _vector([0.25, 0.02, 1.5]),
+                                            _vector([1, 2, 3], "int32"), s(0.5), z(4)], {**attrs, "axis": 1},
+                         f"{tag}-per-channel"),
+                ]
+        attrs = {"rounding": rounding}
+        c += [
+            Case("qnn.requantize", [wide, s(0.5), z(0), s(0.5), z(0)], attrs, f"{rounding}-same-scale"),
+            Case("qnn.requantize", [wide, s(0.25), z(1), s(1.0), z(0)], {**attrs, "out_dtype": "int32"},
+                 f"{rounding}-power-of-two-ties"),
+            Case("qnn.requantize", [wide, s(3.0), z(0), s(0.75), z(0)], {**attrs, "out_dtype": "int16"},
+                 f"{rounding}-multiplier-4"),
+        ]
+    return c
+
+
+CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
+                     + _plumbing_cases())
