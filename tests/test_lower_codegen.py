@@ -1,0 +1,538 @@
+"""LLVM code generation and the JIT, on hand-built loop nests.
+
+Each test builds PrimFuncs directly from loopnest/te nodes, compiles them (several per
+module to keep the run short) and compares with numpy; the debug-info tests build spans
+from a real Source and read the IR back through llvm_map.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
+from relaylens.compiler.lower import te, te_eval
+from relaylens.compiler.lower import loopnest as ln
+from relaylens.compiler.lower.codegen_llvm import generate, source_location
+from relaylens.compiler.lower.jit import JIT, aligned_empty
+from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+
+N = 37  # not a multiple of any vector width
+
+
+@pytest.fixture(scope="module")
+def jit():
+    return JIT(num_threads=2)
+
+
+def buf(name, shape, dtype):
+    return te.Buffer(name, tuple(shape) if isinstance(shape, (tuple, list)) else (shape,), dtype)
+
+
+def load(b, index):
+    return te.BufferLoad(b, te.as_expr(index), b.dtype)
+
+
+def elementwise(name, inputs, out_dtype, fn, n=N, kind="serial", loc=None):
+    """`out[i] = fn(*inputs[i])` over a flat loop of `n`."""
+    ins = [buf(f"in{k}", n, d) for k, d in enumerate(inputs)]
+    out = buf("out", n, out_dtype)
+    i = te.Var("i")
+    body = ln.For(i, n, ln.Store(out, i, fn(*[load(b, i) for b in ins]), loc=loc), kind)
+    return ln.PrimFunc(name, (*ins, out), body)
+
+
+def values(dtype, n=N, seed=0, nonneg=False):
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(n) < 0.5
+    if te.is_float(dtype):
+        v = rng.uniform(0.1 if nonneg else -4, 4, n)
+        return v.astype(dtype)
+    info = np.iinfo(dtype)
+    lo = 0 if nonneg else max(info.min + 1, -50)
+    return rng.integers(lo, min(info.max, 50), n, endpoint=True).astype(dtype)
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+ALL = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+       "uint8", "uint16", "uint32", "uint64", "bool")
+
+
+def test_add_every_dtype(jit):
+    funcs = [elementwise(f"add_{d}", [d, d], d, lambda a, b: a + b) for d in ALL]
+    kernels = jit.compile(funcs, "t.relay")
+    for d in ALL:
+        x, y = values(d, seed=1), values(d, seed=2)
+        expect = np.logical_or(x, y) if d == "bool" else (x + y).astype(d)
+        got = kernels[f"add_{d}"](x, y)
+        assert got.dtype == np.dtype(d)
+        np.testing.assert_array_equal(got, expect, err_msg=d)
+
+
+def _binary_inputs(op, dtype):
+    x, y = values(dtype, seed=3), values(dtype, seed=4)
+    if op in ("shl", "shr") and dtype != "bool":
+        y = (np.arange(N) % (te.bits(dtype) + 3)).astype(dtype)
+        if op == "shl" and te.is_signed(dtype):
+            x = np.abs(x)
+    if op == "pow":
+        x = values(dtype, seed=3, nonneg=True) if te.is_float(dtype) else (np.arange(N) % 5 - 2).astype(dtype)
+        y = values(dtype, seed=4, nonneg=True) if te.is_float(dtype) else (np.arange(N) % 4).astype(dtype)
+    if op in ("div", "floordiv", "floormod", "truncmod") and not te.is_float(dtype):
+        y[::5] = 0  # division by zero does not trap: divisor 1
+    if te.is_float(dtype) and op in te.COMPARISONS + ("min", "max"):
+        x[::7] = np.nan
+    return x, y
+
+
+BINARY_CASES = [(op, d) for d in ("float32", "float64", "int8", "int32", "int64", "uint8", "uint32")
+                for op in te.BINARY_OPS
+                if not (te.is_float(d) and op in ("and", "or", "xor", "shl", "shr"))]
+BINARY_CASES += [(op, "bool") for op in ("and", "or", "xor", "min", "max") + te.COMPARISONS]
+
+
+def test_binary_ops(jit):
+    funcs = [elementwise(f"{op}_{d}", [d, d], "bool" if op in te.COMPARISONS else d,
+                         lambda a, b, op=op: te.binary(op, a, b)) for op, d in BINARY_CASES]
+    kernels = jit.compile(funcs, "t.relay")
+    for op, d in BINARY_CASES:
+        x, y = _binary_inputs(op, d)
+        expect = te_eval._binary(op, x, y, d)
+        got = kernels[f"{op}_{d}"](x, y)
+        if te.is_float(d):
+            np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-6, err_msg=f"{op} {d}")
+        else:
+            np.testing.assert_array_equal(got, np.asarray(expect).astype(got.dtype), err_msg=f"{op} {d}")
+
+
+def test_integer_edge_cases(jit):
+    """MIN / -1 wraps, floor division rounds down, truncating division toward zero."""
+    f = [elementwise(f"{op}_i32", ["int32", "int32"], "int32", lambda a, b, op=op: te.binary(op, a, b))
+         for op in ("div", "floordiv", "floormod", "truncmod")]
+    kernels = jit.compile(f, "t.relay")
+    x = np.array([-2**31, 7, -7, 7, -7, 5] * 7, np.int32)[:N]
+    y = np.array([-1, 2, 2, -2, -2, 0] * 7, np.int32)[:N]
+    assert list(kernels["div_i32"](x, y)[:6]) == [-2**31, 3, -3, -3, 3, 5]
+    assert list(kernels["floordiv_i32"](x, y)[:6]) == [-2**31, 3, -4, -4, 3, 5]
+    assert list(kernels["floormod_i32"](x, y)[:6]) == [0, 1, 1, -1, -1, 0]
+    assert list(kernels["truncmod_i32"](x, y)[:6]) == [0, 1, -1, 1, -1, 0]
+
+
+FLOAT_INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
+                    "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "neg")
+
+
+def test_float_intrinsics(jit):
+    cases = [(name, d) for d in ("float32", "float64") for name in FLOAT_INTRINSICS]
+    funcs = [elementwise(f"{name}_{d}", [d], d, lambda a, name=name: te.intrinsic(name, a)) for name, d in cases]
+    kernels = jit.compile(funcs, "t.relay")
+    for name, d in cases:
+        x = values(d, seed=5, nonneg=name in ("log", "log2", "log10", "sqrt", "rsqrt"))
+        if name == "round":
+            x[:4] = [2.5, -2.5, 0.5, -1.5]
+        got = kernels[f"{name}_{d}"](x)
+        np.testing.assert_allclose(got, te_eval._call(name, [x]), rtol=2e-6, atol=1e-6, err_msg=f"{name} {d}")
+
+
+def test_predicates_and_integer_intrinsics(jit):
+    special = np.array([0.0, -1.5, np.nan, np.inf, -np.inf, 3.0] * 7, np.float32)[:N]
+    funcs = [elementwise(f"{p}_f32", ["float32"], "bool", lambda a, p=p: te.intrinsic(p, a))
+             for p in ("isnan", "isinf", "isfinite")]
+    funcs += [elementwise("not_bool", ["bool"], "bool", lambda a: te.intrinsic("not", a)),
+              elementwise("abs_i32", ["int32"], "int32", te.abs),
+              elementwise("neg_i8", ["int8"], "int8", lambda a: te.intrinsic("neg", a)),
+              elementwise("floor_i16", ["int16"], "int16", te.floor),
+              elementwise("isnan_i32", ["int32"], "bool", lambda a: te.intrinsic("isnan", a)),
+              elementwise("exp_i32", ["int32"], "int32", te.exp)]
+    k = jit.compile(funcs, "t.relay")
+    for p, ref in (("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite)):
+        np.testing.assert_array_equal(k[f"{p}_f32"](special), ref(special))
+    b = values("bool")
+    np.testing.assert_array_equal(k["not_bool"](b), ~b)
+    i = values("int32")
+    np.testing.assert_array_equal(k["abs_i32"](i), np.abs(i))
+    np.testing.assert_array_equal(k["neg_i8"](values("int8")), -values("int8"))
+    np.testing.assert_array_equal(k["floor_i16"](values("int16")), values("int16"))
+    assert not k["isnan_i32"](i).any()
+    small = (np.arange(N) % 5).astype(np.int32)
+    np.testing.assert_array_equal(k["exp_i32"](small), np.exp(small.astype(np.float64)).astype(np.int32))
+
+
+def test_float16(jit):
+    funcs = [elementwise("mul_f16", ["float16", "float16"], "float16", lambda a, b: a * b),
+             elementwise("exp_f16", ["float16"], "float16", te.exp),
+             elementwise("tanh_f16", ["float16"], "float16", te.tanh)]
+    k = jit.compile(funcs, "t.relay")
+    x, y = values("float16", seed=1), values("float16", seed=2)
+    np.testing.assert_array_equal(k["mul_f16"](x, y), x * y)
+    np.testing.assert_allclose(k["exp_f16"](x), np.exp(x), rtol=2e-3)
+    np.testing.assert_allclose(k["tanh_f16"](x), np.tanh(x), rtol=2e-3, atol=1e-3)
+
+
+CASTS = [("float32", "int32"), ("int32", "float32"), ("float64", "float32"), ("float32", "float64"),
+         ("int8", "int64"), ("uint8", "int32"), ("int32", "int8"), ("int64", "uint16"), ("float32", "bool"),
+         ("int32", "bool"), ("bool", "float32"), ("bool", "int32"), ("uint32", "float64"), ("float32", "uint8"),
+         ("float16", "float32"), ("float32", "float16"), ("int16", "uint16"), ("uint64", "int8")]
+
+
+def test_casts(jit):
+    funcs = [elementwise(f"cast_{s}_{d}", [s], d, lambda a, d=d: te.cast(a, d)) for s, d in CASTS]
+    k = jit.compile(funcs, "t.relay")
+    for s, d in CASTS:
+        x = values(s, seed=6, nonneg=d.startswith("uint") and te.is_float(s))
+        if s == "float32" and d == "bool":
+            x[:3] = [0.0, np.nan, -0.0]
+        expect = (x != 0) if d == "bool" else x.astype(d)
+        np.testing.assert_array_equal(k[f"cast_{s}_{d}"](x), expect, err_msg=f"{s} -> {d}")
+
+
+# --------------------------------------------------------------------------- control flow, memory
+
+
+def _pad_func(name, far):
+    """out[i] = in[i - 1] for 1 <= i <= n, else 0: the load is only valid inside."""
+    n = 16
+    x, out = buf("x", n, "float32"), buf("out", n + 2, "float32")
+    i = te.Var("i")
+    inside = te.logical_and(te.ge(i, 1), te.le(i, n))
+    index = i - 1 if not far else te.select(inside, i - 1, te.const(-(2**40), te.INDEX))
+    value = te.select(inside, load(x, index) * 2.0, te.const(0.0, "float32"))
+    return ln.PrimFunc(name, (x, out), ln.For(i, n + 2, ln.Store(out, i, value)))
+
+
+def test_select_is_lazy(jit):
+    funcs = [_pad_func("pad", far=False), _pad_func("pad_far", far=True)]
+    ir_text = str(generate(funcs, "t.relay"))
+    body = ir_text[ir_text.index('define void @"pad"'):ir_text.index('define void @"pad_far"')]
+    assert re.search(r"select\.then:\n(.*\n)*?.*load float", body)  # the load sits in the taken branch
+    k = jit.compile(funcs, "t.relay")
+    x = np.arange(16, dtype=np.float32)
+    expect = np.concatenate([[0], 2 * x, [0]]).astype(np.float32)
+    np.testing.assert_array_equal(k["pad"](x), expect)
+    np.testing.assert_array_equal(k["pad_far"](x), expect)  # evaluating the far read would fault
+
+
+def test_plain_select_and_if(jit):
+    x, out = buf("x", N, "int32"), buf("out", N, "int32")
+    i = te.Var("i")
+    xi = load(x, i)
+    body = ln.For(i, N, ln.IfThenElse(te.lt(xi, 0), ln.Store(out, i, te.const(-1, "int32")),
+                                      ln.Store(out, i, te.select(te.gt(xi, 10), xi, te.const(10, "int32")))))
+    f = ln.PrimFunc("clip_if", (x, out), body)
+    o2 = buf("out", N, "int32")
+    g = ln.PrimFunc("then_only", (x, o2), ln.For(i, N, ln.IfThenElse(te.ge(xi, 0), ln.Store(o2, i, xi * 3))))
+    k = jit.compile([f, g], "t.relay")
+    v = values("int32")
+    np.testing.assert_array_equal(k["clip_if"](v), np.where(v < 0, -1, np.maximum(v, 10)))
+    o = aligned_empty((N,), "int32")
+    o[...] = 7
+    np.testing.assert_array_equal(k["then_only"](v, out=o), np.where(v >= 0, v * 3, 7))
+
+
+def _row_sum(name, rows, cols):
+    """out[i] = sum_k a[i, k] through a one-element local accumulator."""
+    a, out = buf("a", (rows, cols), "float32"), buf("out", rows, "float32")
+    acc = te.Buffer("acc", (1,), "float32", scope="local")
+    i, k = te.Var("i"), te.Var("k")
+    body = ln.For(i, rows, ln.Allocate(acc, ln.seq(
+        ln.Store(acc, te.const(0, te.INDEX), te.const(0.0, "float32")),
+        ln.For(k, cols, ln.Store(acc, te.const(0, te.INDEX), load(acc, 0) + load(a, i * cols + k))),
+        ln.Store(out, i, load(acc, 0)))))
+    return ln.PrimFunc(name, (a, out), body)
+
+
+def _reverse_through_temp(name, n):
+    """tmp[i] = 2 x[i]; out[i] = tmp[n - 1 - i] + 1 with `tmp` a local buffer of n."""
+    x, out = buf("x", n, "float32"), buf("out", n, "float32")
+    tmp = te.Buffer("tmp", (n,), "float32", scope="local")
+    i, j = te.Var("i"), te.Var("j")
+    body = ln.Allocate(tmp, ln.seq(ln.For(i, n, ln.Store(tmp, i, load(x, i) * 2.0)),
+                                   ln.For(j, n, ln.Store(out, j, load(tmp, n - 1 - j) + 1.0))))
+    return ln.PrimFunc(name, (x, out), body)
+
+
+def test_reduction_and_local_buffers(jit):
+    funcs = [_row_sum("row_sum", 9, 13), _reverse_through_temp("small_tmp", 16),
+             _reverse_through_temp("large_tmp", 4096)]
+    ir_text = str(generate(funcs, "t.relay"))
+    assert 'alloca [16 x float]' in ir_text or 'alloca float, i64 16' in ir_text
+    assert '@"aligned_alloc"' in ir_text and '@"free"' in ir_text
+    k = jit.compile(funcs, "t.relay")
+    a = values("float32", n=9 * 13).reshape(9, 13)
+    np.testing.assert_allclose(k["row_sum"](a), a.sum(axis=1), rtol=1e-5)
+    for name, n in (("small_tmp", 16), ("large_tmp", 4096)):
+        x = values("float32", n=n)
+        np.testing.assert_array_equal(k[name](x), x[::-1] * 2 + 1)
+
+
+def test_parallel_loops(jit):
+    rows, cols = 23, 40
+    a, out = buf("a", (rows, cols), "float32"), buf("out", (rows, cols), "float32")
+    i, j = te.Var("i"), te.Var("j")
+    f = ln.PrimFunc("par_exp", (a, out), ln.For(i, rows, ln.For(
+        j, cols, ln.Store(out, i * cols + j, te.exp(load(a, i * cols + j))), "vectorized"), "parallel"))
+    # a serial outer loop whose variable the parallel loop captures, a nested parallel
+    # loop (run serially), and a local buffer inside the parallel body
+    b, out2 = buf("b", (rows, cols), "int32"), buf("out", (rows, cols), "int32")
+    tmp = te.Buffer("tmp", (1,), "int32", scope="local")
+    i2, j2 = te.Var("i"), te.Var("j")
+    inner = ln.For(j2, cols, ln.Allocate(tmp, ln.seq(
+        ln.Store(tmp, te.const(0, te.INDEX), load(b, i2 * cols + j2) * 3),
+        ln.Store(out2, i2 * cols + j2, load(tmp, 0) + te.cast(i2, "int32")))), "parallel")
+    g = ln.PrimFunc("par_nested", (b, out2), ln.For(i2, rows, inner, "parallel"))
+    c, out3 = buf("c", (rows, cols), "float64"), buf("out", (rows, cols), "float64")
+    i3, j3 = te.Var("i"), te.Var("j")
+    h = ln.PrimFunc("serial_then_par", (c, out3), ln.For(i3, rows, ln.For(
+        j3, cols, ln.Store(out3, i3 * cols + j3, load(c, i3 * cols + j3) + te.cast(i3, "float64")), "parallel")))
+    ir_text = str(generate([f, g, h], "t.relay"))
+    assert ir_text.count('call void @"GOMP_parallel"') == 3
+    assert '@"omp_get_thread_num"' in ir_text
+    k = jit.compile([f, g, h], "t.relay")
+    x = values("float32", n=rows * cols).reshape(rows, cols)
+    np.testing.assert_allclose(k["par_exp"](x), np.exp(x), rtol=1e-6)
+    y = values("int32", n=rows * cols).reshape(rows, cols)
+    np.testing.assert_array_equal(k["par_nested"](y), y * 3 + np.arange(rows, dtype=np.int32)[:, None])
+    z = values("float64", n=rows * cols).reshape(rows, cols)
+    np.testing.assert_array_equal(k["serial_then_par"](z), z + np.arange(rows)[:, None])
+
+
+def _vector_func(name, fn, n=64, width=16):
+    """out[o*width + v] = fn(a, b, index) with the inner loop vectorized."""
+    a, b, out = buf("a", n, "float32"), buf("b", n, "float32"), buf("out", n, "float32")
+    o, v = te.Var("o"), te.Var("v")
+    idx = o * width + v
+    return ln.PrimFunc(name, (a, b, out), ln.For(o, n // width, ln.For(
+        v, width, ln.Store(out, idx, fn(a, b, idx)), "vectorized")))
+
+
+def test_vectorized_loop(jit, capfd):
+    fma = _vector_func("vec_fma", lambda a, b, i: load(a, i) * load(b, i) + 1.0)
+    o, v = te.Var("o"), te.Var("v")
+    acc, src = buf("acc", 64, "float32"), buf("src", 64, "float32")  # acc[i] = acc[i] + src[i]
+    accumulate = ln.PrimFunc("vec_acc", (src, acc), ln.For(o, 4, ln.For(v, 16, ln.Store(
+        acc, o * 16 + v, load(acc, o * 16 + v) + load(src, o * 16 + v)), "vectorized")))
+    assert '!"llvm.loop.vectorize.width", i32 16' in str(generate([accumulate], "t.relay"))
+    shift = _vector_func("vec_shift", lambda a, b, i: te.select(te.ge(i, 1), load(a, i - 1), load(b, i)))
+    ir_text = str(generate([fma, shift], "t.relay"))
+    assert '!"llvm.loop.vectorize.enable", i1 1' in ir_text
+    assert '!"llvm.loop.vectorize.width", i32 16' in ir_text
+    optimized = jit.optimize(ir_text)
+    body = optimized[optimized.index("@vec_fma("):optimized.index("@vec_shift(")]
+    assert re.search(r"fmul <(8|16) x float>", body)
+    assert re.search(r"<(8|16) x float>", optimized[optimized.index("@vec_shift("):])
+    jit.load(optimized)
+    x, y = values("float32", n=64, seed=1), values("float32", n=64, seed=2)
+    np.testing.assert_allclose(jit.kernel(fma)(x, y), x * y + 1, rtol=1e-6)
+    np.testing.assert_array_equal(jit.kernel(shift)(x, y), np.concatenate([y[:1], x[:-1]]))
+    # bodies the vectoriser cannot take (a libm call, reading where another iteration
+    # writes) are not forced, so LLVM stays quiet
+    erf = _vector_func("vec_erf", lambda a, b, i: te.erf(load(a, i)))
+    o, v = te.Var("o"), te.Var("v")
+    out = buf("out", 65, "float32")
+    recurrence = ln.PrimFunc("vec_recurrence", (out,), ln.For(o, 4, ln.For(v, 16, ln.Store(
+        out, o * 16 + v + 1, load(out, o * 16 + v) * 0.5), "vectorized")))
+    for f in (erf, recurrence):
+        text = str(generate([f], "t.relay"))
+        assert "llvm.loop.vectorize" not in text
+        capfd.readouterr()
+        jit.optimize(text)
+        assert "not vectorized" not in capfd.readouterr().err
+
+
+def test_unrolled_loop_and_multiple_outputs(jit):
+    n = 4
+    a, s, d = buf("a", (3, n), "int64"), buf("sum", 3, "int64"), buf("diff", (3, n), "int64")
+    i, j = te.Var("i"), te.Var("j")
+    body = ln.For(i, 3, ln.seq(
+        ln.Store(s, i, te.const(0, "int64")),
+        ln.For(j, n, ln.seq(ln.Store(s, i, load(s, i) + load(a, i * n + j)),
+                            ln.Store(d, i * n + j, load(a, i * n + j) - load(a, i * n))), "unrolled")))
+    f = ln.PrimFunc("two_outputs", (a, s, d), body, num_outputs=2)
+    ir_text = str(generate([f], "t.relay"))
+    assert '%"j" = phi' not in ir_text and '%"i" = phi' in ir_text
+    k = jit.compile([f], "t.relay")["two_outputs"]
+    x = values("int64", n=3 * n).reshape(3, n)
+    total, diff = k(x)
+    np.testing.assert_array_equal(total, x.sum(axis=1))
+    np.testing.assert_array_equal(diff, x - x[:, :1])
+
+
+# --------------------------------------------------------------------------- the kernel wrapper, errors
+
+
+def test_kernel_checks_arguments(jit):
+    k = jit.compile([elementwise("copy_f32", ["float32"], "float32", lambda a: a)], "t.relay")["copy_f32"]
+    x = values("float32")
+    with pytest.raises(ValueError, match="must be float32"):
+        k(x.astype(np.float64))
+    with pytest.raises(ValueError, match="shape"):
+        k(x[:-1])
+    with pytest.raises(ValueError, match="takes 1 inputs"):
+        k(x, x)
+    misaligned = np.empty(N + 1, np.float32)[1:]
+    misaligned[...] = x
+    np.testing.assert_array_equal(k(misaligned), x)  # copied to an aligned buffer
+    with pytest.raises(ValueError, match="aligned"):
+        k(x, out=misaligned)
+    assert aligned_empty((3, 5), "float64").ctypes.data % 64 == 0
+
+
+def test_errors(jit):
+    from relaylens.compiler.lower.te import LoweringError
+
+    out = buf("out", 4, "float32")
+    stray = te.Var("stray")
+    with pytest.raises(LoweringError, match="unbound variable stray"):
+        generate([ln.PrimFunc("f", (out,), ln.Store(out, stray, te.const(1.0, "float32")))], "t.relay")
+    with pytest.raises(LoweringError, match="storing int32"):
+        generate([ln.PrimFunc("g", (out,), ln.Store(out, te.const(0, te.INDEX), te.const(1, "int32")))], "t.relay")
+    with pytest.raises(LoweringError, match="LLVM rejected the generated IR"):
+        jit.optimize("define void @f() {\n  ret i32 0\n}\n")
+
+
+# --------------------------------------------------------------------------- debug info
+
+
+RELAY = """\
+def @main(%x: Tensor[(37), float32], %y: Tensor[(37), float32]) {
+  %0 = add(%x, %y);
+  %1 = exp(%0);
+  multiply(%1, 2f)
+}
+"""
+
+
+def _span(source, needle):
+    start = source.text.index(needle)
+    return Span(source, start, start + len(needle))
+
+
+def _debug_func():
+    """out[i] = exp(x[i] + y[i]) * 2, each node at its Relay call."""
+    src = Source("models/demo.relay", RELAY)
+    add_at, exp_at, mul_at = _span(src, "add(%x, %y)"), _span(src, "exp(%0)"), _span(src, "multiply(%1, 2f)")
+    x, y, out = buf("x", N, "float32"), buf("y", N, "float32"), buf("out", N, "float32")
+    i = te.Var("i")
+    s = te.Binary("add", load(x, i), load(y, i), "float32", loc=add_at)
+    e = te.Call("exp", (s,), "float32", loc=sequential(LayerSpan("conv1/Exp"), exp_at))
+    m = te.Binary("mul", e, te.const(2.0, "float32"), "float32", loc=mul_at)
+    body = ln.For(i, N, ln.Store(out, i, m, loc=mul_at), loc=mul_at)
+    return ln.PrimFunc("fused_add_exp_multiply", (x, y, out), body, span=_span(src, "def @main")), src
+
+
+def test_source_location():
+    src = Source("a.relay", "x\n  add(%a, %b)\n")
+    at = _span(src, "add")
+    assert source_location(at) == (2, 3)
+    assert source_location(sequential(LayerSpan("conv1"), at)) == (2, 3)
+    assert source_location(LayerSpan("conv1", 4, 5)) is None
+    assert source_location(None) is None
+
+
+def _instruction_lines(text, name):
+    first, last = function_ranges(text)[name]
+    lines = text.splitlines()[first:last - 1]
+    return [(first + 1 + k, line) for k, line in enumerate(lines)
+            if line.startswith("  ") and not line.strip().startswith(";")]
+
+
+def test_debug_info_unoptimized(jit):
+    f, _ = _debug_func()
+    text = str(generate([f], "models/demo.relay"))
+    jit.parse(text)  # verifies
+    instructions = _instruction_lines(text, "fused_add_exp_multiply")
+    assert instructions and all("!dbg !" in line for _, line in instructions)
+    where = line_locations(text)
+    assert {where[n] for n, line in instructions if "fadd float" in line} == {(2, 8)}
+    assert {where[n] for n, line in instructions if "llvm.exp.f32" in line} == {(3, 8)}
+    assert {where[n] for n, line in instructions if "fmul float" in line} == {(4, 3)}
+    assert {where[n] for n, line in instructions if "store float" in line} == {(4, 3)}
+
+
+def test_debug_info_survives_optimization(jit):
+    f, _ = _debug_func()
+    optimized = jit.optimize(generate([f], "models/demo.relay"))
+    where = line_locations(optimized)
+    lines = optimized.splitlines()
+    fadds = [where[n] for n, line in enumerate(lines, 1) if re.search(r"= fadd (<\d+ x )?float", line)]
+    assert fadds and set(fadds) == {(2, 8)}
+    assert {(2, 8), (3, 8), (4, 3)} <= set(where.values())
+
+
+def test_debug_info_in_outlined_parallel_functions(jit):
+    src = Source("p.relay", "a\nb\n  c = negative(%x)\n")
+    at, loop_at = _span(src, "negative"), _span(src, "c =")
+    x, out = buf("x", (8, 8), "float32"), buf("out", (8, 8), "float32")
+    i, j = te.Var("i"), te.Var("j")
+    neg = te.Call("neg", (load(x, i * 8 + j),), "float32", loc=at)
+    f = ln.PrimFunc("par_neg", (x, out), ln.For(i, 8, ln.For(j, 8, ln.Store(out, i * 8 + j, neg)), "parallel", loc=loop_at))
+    text = str(generate([f], "p.relay"))
+    ranges = function_ranges(text)
+    assert set(ranges) == {"par_neg", "par_neg.par0", "par_neg.par0.body"}
+    for name in ranges:
+        assert all("!dbg !" in line for _, line in _instruction_lines(text, name)), name
+    optimized = jit.optimize(text)  # the body is inlined into the trampoline
+    assert "inlinedAt:" in optimized
+    where = line_locations(optimized)
+    lines = optimized.splitlines()
+    fneg = [where[n] for n, line in enumerate(lines, 1) if "fneg" in line]
+    assert (3, 7) in fneg  # the instruction's own location, not the call site's (3, 3)
+    gomp = [where[n] for n, line in enumerate(lines, 1) if "call void @GOMP_parallel" in line]
+    assert gomp == [(3, 3)]
+
+
+def test_thread_count(monkeypatch):
+    from relaylens.compiler.lower.jit import default_num_threads
+
+    monkeypatch.setenv("RELAYLENS_NUM_THREADS", "3")
+    assert default_num_threads() == 3
+    monkeypatch.setenv("RELAYLENS_NUM_THREADS", "zero")
+    with pytest.raises(ValueError, match="RELAYLENS_NUM_THREADS"):
+        default_num_threads()
+    monkeypatch.delenv("RELAYLENS_NUM_THREADS")
+    assert default_num_threads() >= 1
+
+
+def test_entry_debug(jit):
+    import llvmlite.ir as ir
+
+    from relaylens.compiler.lower.codegen_llvm import entry_debug
+
+    src = Source("m.relay", "def @main() {\n  %0 = f(%x);\n  g(%0)\n}\n")
+    module = ir.Module("entry")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "entry")
+    callee = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "kernel")
+    location = entry_debug(module, fn, "m.relay")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    b.debug_metadata = location(_span(src, "f(%x)"))
+    b.call(callee, [])
+    b.debug_metadata = location(None)
+    b.ret_void()
+    text = str(module)
+    jit.parse(text)
+    call_line = next(n for n, line in enumerate(text.splitlines(), 1) if "call void" in line)
+    assert line_locations(text) == {call_line: (2, 8)}
+
+
+def test_golden_snippet():
+    f, _ = _debug_func()
+    text = str(generate([f], "models/demo.relay"))
+    assert ('define void @"fused_add_exp_multiply"(ptr noalias align 64 %"x", ptr noalias align 64 %"y", '
+            'ptr noalias align 64 %"out") nounwind !dbg !') in text
+    for snippet in ('!DIFile(directory: "models", filename: "demo.relay")',
+                    'distinct !DICompileUnit(emissionKind: FullDebug',
+                    '!{ i32 2, !"Debug Info Version", i32 3 }',
+                    '!{ i32 7, !"Dwarf Version", i32 4 }',
+                    'line: 1, name: "fused_add_exp_multiply"',
+                    '%"i" = phi  i64 [0, %"body"], [%"i.next", %"i.loop"]',
+                    'getelementptr inbounds float, ptr %"x", i64 %"i"',
+                    'call float @"llvm.exp.f32"(',
+                    'icmp slt i64 %"i.next", 37',
+                    'ret void, !dbg !'):
+        assert snippet in text, snippet
+    assert re.search(r'!\d+ = !DILocation\(column: 8, line: 2, scope: !\d+\)', text)
