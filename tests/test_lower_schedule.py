@@ -1,0 +1,616 @@
+"""Schedules (compiler/lower/schedule.py) and default schedules (default_schedules.py): each
+primitive alone and combined, lowered and run by the loop-nest interpreter against te_eval,
+the step record, clear errors, and the defaults on odd, tiny and large shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from loopnest_interp import run
+
+from relaylens.compiler.lower import loopnest as ln
+from relaylens.compiler.lower import te, te_eval
+from relaylens.compiler.lower.default_schedules import default_schedule
+from relaylens.compiler.lower.schedule import Schedule, ScheduleError
+
+# ---------------------------------------------------------------------- computes
+
+
+def elementwise(shape=(5, 7)):
+    x = te.placeholder(shape, "float32", "x")
+    y = te.compute(shape, lambda *i: x[i] * 2.0 + 1.0, "T_mul")
+    z = te.compute(shape, lambda *i: te.maximum(y[i], 0.0), "T_relu")
+    return [x], z, y
+
+
+def broadcast():
+    a = te.placeholder((5, 7), "float32", "a")
+    b = te.placeholder((7,), "float32", "b")
+    return [a, b], te.compute((5, 7), lambda i, j: a[i, j] + b[j], "T_add")
+
+
+def matmul(m=5, k=7, n=6):
+    a = te.placeholder((m, k), "float32", "a")
+    b = te.placeholder((k, n), "float32", "b")
+    r = te.reduce_axis(k, "k")
+    mm = te.compute((m, n), lambda i, j: te.sum(a[i, r] * b[r, j], axis=[r]), "T_matmul", tag="nn.matmul")
+    relu = te.compute((m, n), lambda i, j: te.maximum(mm[i, j], 0.0), "T_relu")
+    return [a, b], relu, mm
+
+
+def conv(n=1, c=2, h=5, w=6, k=3, bias=True):
+    """A 3x3 convolution with padding 1 (NCHW), optionally with bias and relu."""
+    x = te.placeholder((n, c, h, w), "float32", "x")
+    wt = te.placeholder((k, c, 3, 3), "float32", "w")
+    pad = te.compute((n, c, h + 2, w + 2), lambda a, b, y, z: te.select(
+        te.all_of(te.ge(y, 1), te.lt(y, h + 1), te.ge(z, 1), te.lt(z, w + 1)), x[a, b, y - 1, z - 1], 0.0),
+        "T_pad")
+    rc, ry, rx = te.reduce_axis(c, "rc"), te.reduce_axis(3, "ry"), te.reduce_axis(3, "rx")
+    out = te.compute((n, k, h, w), lambda a, o, y, z: te.sum(pad[a, rc, y + ry, z + rx] * wt[o, rc, ry, rx],
+                                                             axis=[rc, ry, rx]), "T_conv2d", tag="nn.conv2d")
+    if not bias:
+        return [x, wt], out, pad, out
+    b = te.placeholder((k,), "float32", "bias")
+    add = te.compute(out.shape, lambda a, o, y, z: out[a, o, y, z] + b[o], "T_add")
+    relu = te.compute(out.shape, lambda *i: te.maximum(add[i], 0.0), "T_relu")
+    return [x, wt, b], relu, pad, out
+
+
+def argmax(rows=4, cols=6, dtype="float32"):
+    x = te.placeholder((rows, cols), dtype, "x")
+    r = te.reduce_axis(cols, "k")
+    return [x], te.compute((rows,), lambda i: te.argmax(x[i, r], r, r), "T_argmax")
+
+
+def values(inputs, seed=0, ints=False):
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in inputs:
+        if ints or not te.is_float(t.dtype):
+            out.append(rng.integers(-3, 4, size=t.shape).astype(t.dtype))
+        else:
+            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+    return out
+
+
+def check(sch: Schedule, arrays=None, rtol=1e-5, atol=1e-5):
+    """The lowered schedule, run by the interpreter, equals te_eval on every output."""
+    arrays = values(sch.inputs) if arrays is None else arrays
+    got = run(sch.lower(), arrays)
+    want = te_eval.evaluate(sch.outputs, list(zip(sch.inputs, arrays)))
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return got
+
+
+def lines(sch: Schedule, step: int = -1) -> list[str]:
+    return [line.strip() for line in sch.record[step].snapshot.splitlines()]
+
+
+# ---------------------------------------------------------------------- initial schedule and record
+
+
+def test_initial_schedule_is_one_nest_per_stage_and_step_zero():
+    ins, out, mid = elementwise()
+    sch = Schedule([out], ins, "fused")
+    assert len(sch.record) == 1 and sch.record[0].primitive == "create_schedule"
+    assert sch.record[0].args == "fused: outputs T_relu; inputs x"
+    text = sch.record[0].snapshot
+    assert text.startswith("def fused(x: float32[5, 7], T_relu: float32[5, 7]):")
+    assert "T_mul = allocate(float32, [5, 7])" in text
+    assert "T_relu[ax0 * 7 + ax1] = max(T_mul[ax0 * 7 + ax1], float32(0.0))" in text
+    assert [a.name for a in sch[out].axes] == ["ax0", "ax1"]
+    assert [a.name for a in sch[mid].axes] == ["ax0_1", "ax1_1"]  # names are unique in the function
+    check(sch)
+    assert sch.record_text().startswith("# step 0: create_schedule(fused: outputs T_relu; inputs x)\ndef fused(")
+
+
+def test_lowered_function_is_clean_ir_with_locations():
+    ins, out, pad, conv_t = conv()
+    for t in te.post_order([out]):
+        if t.op is not None:
+            t.op.span = f"span:{t.name}"
+    sch = Schedule([out], ins, "f")
+    with pytest.raises(ScheduleError, match="cannot compute T_conv2d at T_relu: T_relu does not read T_conv2d"):
+        sch.compute_at(conv_t, out, sch[out].axes[1])
+    sch.compute_inline(sch.stages[-2].tensor)  # T_add
+    sch.compute_at(conv_t, out, sch[out].axes[1])
+    f = sch.lower()
+    assert [b.name for b in f.params] == ["x", "w", "bias", "T_relu"] and f.num_outputs == 1
+    names = []
+    for s in ln.walk(f.body):
+        if isinstance(s, (ln.For, ln.Store)):
+            assert s.loc is not None and s.loc.startswith("span:")
+        if isinstance(s, ln.For):
+            assert isinstance(s.var, te.Var) and s.var.dtype == "int64"
+            names.append(s.var.name)
+        if isinstance(s, ln.Store):
+            stack = [s.index, s.value]
+            while stack:
+                e = stack.pop()
+                assert not isinstance(e, (te.Load, te.Reduce, te.IterVar))
+                stack.extend(te.children(e))
+    assert len(names) == len(set(names))
+    stores = {s.buffer.name: s.loc for s in ln.walk(f.body) if isinstance(s, ln.Store)}
+    assert stores == {"T_pad": "span:T_pad", "T_conv2d": "span:T_conv2d", "T_relu": "span:T_relu"}
+
+
+# ---------------------------------------------------------------------- loop primitives
+
+
+def test_split_with_and_without_guard():
+    ins, out = broadcast()
+    sch = Schedule([out], ins, "f")
+    o, i = sch.split(out, sch[out].axes[1], 3)
+    assert (o.name, o.extent, i.name, i.extent) == ("ax1.outer", 3, "ax1.inner", 3)
+    assert sch.record[1].args == "T_add: ax1 by 3 -> ax1.outer, ax1.inner"
+    text = lines(sch)
+    assert "for ax1.outer in range(3):" in text and "for ax1.inner in range(3):" in text
+    assert "if ax1.outer * 3 + ax1.inner < 7:" in text
+    check(sch)
+    sch.split(out, sch[out].axes[0], 5)  # divides: no guard
+    assert sum(line.startswith("if ") for line in lines(sch)) == 1
+    check(sch)
+
+
+def test_split_by_more_than_the_extent_keeps_one_loop():
+    ins, out = broadcast()
+    sch = Schedule([out], ins, "f")
+    sch.split(out, sch[out].axes[1], 16)
+    text = lines(sch)
+    assert "for ax1.inner in range(7):" in text and not any("ax1.outer in" in t or "if" in t for t in text)
+    check(sch)
+
+
+def test_tile_reorders_outer_then_inner():
+    ins, out, mm = matmul(7, 5, 9)
+    sch = Schedule([out], ins, "f")
+    i, j = sch[mm].axes
+    xo, yo, xi, yi = sch.tile(mm, i, j, 2, 4)
+    assert [a.name for a in sch[mm].leaf_axes] == [n.name for n in (xo, yo, xi, yi)] + ["k"]
+    assert sch.record[-1].args == ("T_matmul: ax0_1, ax1_1 by 2, 4 -> ax0_1.outer, ax1_1.outer, "
+                                   "ax0_1.inner, ax1_1.inner")
+    assert len(sch.record) == 2
+    check(sch)
+
+
+def test_reorder_reduce_outside_data_initialises_before_the_reduction():
+    ins, out, mm = matmul()
+    sch = Schedule([out], ins, "f")
+    i, j = sch[mm].axes
+    (k,) = sch[mm].reduce_axes
+    sch.reorder(mm, k, i)
+    assert [a.name for a in sch[mm].leaf_axes] == ["k", "ax1_1", "ax0_1"]
+    assert sch.record[-1].args == "T_matmul: k, ax0_1 (loops now k, ax1_1, ax0_1)"
+    text = lines(sch)
+    assert text[2:6] == ["for ax1_1.init in range(6):", "for ax0_1.init in range(5):",
+                         "T_matmul[ax0_1.init * 6 + ax1_1.init] = float32(0.0)", "for k in range(7):"]
+    check(sch)
+
+
+def test_split_and_reorder_reduce_loops():
+    a = te.placeholder((3, 4, 5), "float32", "a")
+    r1, r2 = te.reduce_axis(4, "r1"), te.reduce_axis(5, "r2")
+    s = te.compute((3,), lambda i: te.sum(a[i, r1, r2], axis=[r1, r2]), "T_sum")
+    sch = Schedule([s], [a], "f")
+    r1a, r2a = sch[s].reduce_axes
+    o, i = sch.split(s, r2a, 2)
+    sch.reorder(s, i, r1a, o)
+    sch.reorder(s, i, sch[s].axes[0])  # a data loop inside a reduction loop
+    assert [a.name for a in sch[s].leaf_axes] == ["r2.inner", "ax0", "r1", "r2.outer"]
+    assert "if r2.outer * 2 + r2.inner < 5:" in lines(sch)
+    check(sch)
+
+
+def test_fuse_and_annotations():
+    ins, out = broadcast()
+    sch = Schedule([out], ins, "f")
+    fused = sch.fuse(out, *sch[out].axes)
+    assert (fused.name, fused.extent) == ("ax0.ax1.fused", 35)
+    o, i = sch.split(out, fused, 8)
+    sch.vectorize(out, i)
+    sch.parallel(out, o)
+    text = lines(sch)
+    assert text[1:4] == ["for ax0.ax1.fused.outer in parallel(5):", "for ax0.ax1.fused.inner in vectorized(8):",
+                         "if ax0.ax1.fused.outer * 8 + ax0.ax1.fused.inner < 35:"]
+    assert "T_add[ax0.ax1.fused.outer * 8 + ax0.ax1.fused.inner] = " in text[4]
+    check(sch)
+    sch2 = Schedule([out], ins, "g")
+    o2, i2 = sch2.split(out, sch2[out].axes[1], 4)
+    sch2.reorder(out, o2, sch2[out].axes[0], i2)
+    f2 = sch2.fuse(out, sch2[out].axes[0], i2)
+    sch2.unroll(out, o2)
+    assert "for ax1.outer in unrolled(2):" in lines(sch2)
+    assert "ax0.ax1.inner.fused" in sch2.record[-1].snapshot
+    check(sch2)
+    assert f2.extent == 20
+
+
+def test_fuse_of_reduction_axes_and_unroll_of_a_reduction():
+    a = te.placeholder((3, 4, 5), "int32", "a")
+    r1, r2 = te.reduce_axis(4, "r1"), te.reduce_axis(5, "r2")
+    s = te.compute((3,), lambda i: te.max(a[i, r1, r2], axis=[r1, r2]), "T_max")
+    sch = Schedule([s], [a], "f")
+    f = sch.fuse(s, *sch[s].reduce_axes)
+    sch.unroll(s, f)
+    assert "T_max[ax0] = int32(-2147483648)" in lines(sch)
+    check(sch)
+
+
+# ---------------------------------------------------------------------- inline and compute_at
+
+
+def test_compute_inline_substitutes_bodies():
+    ins, out, mid = elementwise()
+    sch = Schedule([out], ins, "f")
+    sch.compute_inline(mid)
+    assert sch.record[-1].args == "T_mul"
+    assert lines(sch)[-1] == "T_relu[ax0 * 7 + ax1] = max(x[ax0 * 7 + ax1] * float32(2.0) + float32(1.0), float32(0.0))"
+    assert "allocate" not in sch.record[-1].snapshot
+    check(sch)
+
+
+def test_inlined_padding_in_a_convolution_reads_only_where_selected():
+    ins, out, pad, c = conv()
+    sch = Schedule([out], ins, "f")
+    sch.compute_inline(pad)
+    assert "select(" in sch.record[-1].snapshot
+    check(sch)  # the interpreter fails on any out-of-bounds read
+
+
+def test_compute_at_a_matmul_inside_its_epilogue():
+    ins, out, mm = matmul()
+    sch = Schedule([out], ins, "f")
+    sch.compute_at(mm, out, sch[out].axes[0])
+    assert sch.record[-1].args == "T_matmul at T_relu.ax0"
+    text = lines(sch)
+    assert text[1:3] == ["for ax0 in range(5):", "T_matmul = allocate(float32, [1, 6])"]
+    assert "T_relu[ax0 * 6 + ax1] = max(T_matmul[ax1], float32(0.0))" in text
+    check(sch)
+    sch.compute_at(mm, out, sch[out].axes[1])  # innermost: one element per iteration
+    assert "T_matmul = allocate(float32, [1, 1])" in lines(sch)
+    check(sch)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_compute_at_padding_region_with_split_consumer(level):
+    ins, out, pad, c = conv(1, 2, 5, 7, 3)
+    sch = Schedule([out], ins, "f")
+    sch.compute_inline(sch.stages[-2].tensor)  # T_add
+    sch.compute_at(c, out, sch[out].axes[1])
+    n, k, y, x = sch[c].axes
+    xo, xi = sch.split(c, x, 3)  # 7 by 3: a guard
+    sch.reorder(c, n, k, y, xo, *sch[c].reduce_axes, xi)
+    sch.compute_at(pad, c, sch[c].leaf_axes[level + 1])
+    check(sch)
+    if level == 2:  # the window of x.outer: 3 columns + 2 of halo, clamped into the padded input
+        assert "T_pad = allocate(float32, [1, 2, 3, 5])" in lines(sch)
+        assert "min(ax3_2.outer * 3, 4)" in sch.record[-1].snapshot
+
+
+def test_chained_compute_at_and_reduction_at_a_reduction_axis():
+    a = te.placeholder((4, 6), "float32", "a")
+    b = te.placeholder((6, 5), "float32", "b")
+    a2 = te.compute((4, 6), lambda i, j: a[i, j] * a[i, j], "T_sq")
+    r = te.reduce_axis(6, "k")
+    mm = te.compute((4, 5), lambda i, j: te.sum(a2[i, r] * b[r, j], axis=[r]), "T_mm")
+    out = te.compute((4, 5), lambda i, j: mm[i, j] + 1.0, "T_out")
+    sch = Schedule([out], [a, b], "f")
+    sch.compute_at(mm, out, sch[out].axes[0])
+    sch.compute_at(a2, mm, sch[mm].reduce_axes[0])
+    assert "T_sq = allocate(float32, [1, 1])" in lines(sch)
+    check(sch)
+
+
+# ---------------------------------------------------------------------- reductions
+
+
+def test_argmax_first_position_on_ties_and_nan():
+    ins, out = argmax(4, 6)
+    x = np.array([[1, 3, 3, 0, 2, 3], [5, 5, 5, 5, 5, 5], [0, np.nan, 9, np.nan, 1, 1], [-np.inf] * 6],
+                 dtype="float32")
+    sch = Schedule([out], ins, "f")
+    np.testing.assert_array_equal(check(sch, [x])[0], [1, 0, 1, 0])
+    text = sch.record[-1].snapshot
+    assert "T_argmax.value = allocate(float32, [1])" in text and "isnan(" in text
+    o, i = sch.split(out, sch[out].reduce_axes[0], 4)
+    check(sch, [x])
+
+
+def test_argmin_over_reordered_reduction_axes_compares_indices():
+    x = te.placeholder((3, 4, 5), "int32", "x")
+    r1, r2 = te.reduce_axis(4, "r1"), te.reduce_axis(5, "r2")
+    am = te.compute((3,), lambda i: te.argmin(x[i, r1, r2], [r1, r2], r1 * 5 + r2), "T_argmin")
+    sch = Schedule([am], [x], "f")
+    data = values([x], ints=True)
+    data[0][1] = 2  # all tied: the first position wins
+    check(sch, data)
+    sch.reorder(am, sch[am].reduce_axes[1], sch[am].reduce_axes[0])
+    assert "r1 * 5 + r2 < T_argmin[ax0]" in sch.record[-1].snapshot
+    assert check(sch, data)[0][1] == 0
+    sch.reorder(am, sch[am].reduce_axes[1], sch[am].axes[0])  # data loop inside: the value is per element
+    assert "T_argmin.value = allocate(int32, [3])" in lines(sch)
+    check(sch, data)
+
+
+def test_zero_dim_reduction_and_zero_dim_output():
+    a = te.placeholder((3, 4), "float32", "a")
+    r1, r2 = te.reduce_axis(3, "i"), te.reduce_axis(4, "j")
+    total = te.compute((), lambda: te.sum(a[r1, r2], axis=[r1, r2]), "T_sum")
+    scaled = te.compute((), lambda: total[()] * 0.5, "T_scale")
+    sch = Schedule([scaled, total], [a], "f")
+    assert lines(sch)[-1] == "T_scale[0] = T_sum[0] * float32(0.5)"
+    check(sch)
+    ds = default_schedule([scaled, total], [a], "g")
+    check(ds)
+
+
+# ---------------------------------------------------------------------- cache_write
+
+
+def test_cache_write_accumulates_in_a_local_tile():
+    ins, out, mm = matmul(6, 5, 8)
+    sch = Schedule([mm], ins, "f")
+    cache = sch.cache_write(mm)
+    assert sch.record[-1].args == "T_matmul -> T_matmul.local"
+    i, j = sch[mm].axes
+    jo, ji = sch.split(mm, j, 4)
+    sch.compute_at(cache, mm, jo)
+    text = lines(sch)
+    assert "T_matmul.local = allocate(float32, [1, 4])" in text
+    assert text[-1] == "T_matmul[ax0 * 8 + ax1.outer * 4 + ax1.inner] = T_matmul.local[ax1.inner]"
+    check(sch)
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def test_invalid_uses_name_what_is_wrong():
+    ins, out, mm = matmul()
+    sch = Schedule([out], ins, "f")
+    with pytest.raises(ScheduleError, match="cannot inline T_matmul: it is a reduction"):
+        sch.compute_inline(mm)
+    with pytest.raises(ScheduleError, match="cannot inline T_relu: it is an output"):
+        sch.compute_inline(out)
+    with pytest.raises(ScheduleError, match="axis k belongs to stage T_matmul, not T_relu"):
+        sch.split(out, sch[mm].reduce_axes[0], 2)
+    with pytest.raises(ScheduleError, match="is a te.IterVar; use the schedule's axes"):
+        sch.split(mm, mm.op.axes[0], 2)
+    with pytest.raises(ScheduleError, match="a is an input \\(placeholder\\)"):
+        sch[ins[0]]
+    with pytest.raises(ScheduleError, match="positive integer"):
+        sch.split(mm, sch[mm].axes[0], 0)
+    with pytest.raises(ScheduleError, match="parallel: T_matmul.k is a reduction axis"):
+        sch.parallel(mm, sch[mm].reduce_axes[0])
+    with pytest.raises(ScheduleError, match="cannot fuse data and reduction axes"):
+        sch.fuse(mm, sch[mm].axes[1], sch[mm].reduce_axes[0])
+    with pytest.raises(ScheduleError, match="not consecutive loops"):
+        sch.fuse(mm, sch[mm].axes[0], sch[mm].reduce_axes[0])
+    with pytest.raises(ScheduleError, match="T_relu does not read T_relu|computed at itself"):
+        sch.compute_at(out, out, sch[out].axes[0])
+    with pytest.raises(ScheduleError, match="split: axis ax0_1 belongs to another schedule, not T_matmul"):
+        sch.split(mm, Schedule([out], ins, "g")[mm].axes[0], 2)
+    with pytest.raises(ScheduleError, match="expected an axis of T_matmul, got 'ax0'"):
+        sch.split(mm, "ax0", 2)
+    old = sch[mm].axes[0]
+    sch.split(mm, old, 2)
+    with pytest.raises(ScheduleError, match="axis ax0_1 of T_matmul is no longer a loop .*current loops: "
+                                            "ax0_1.outer, ax0_1.inner, ax1_1, k"):
+        sch.vectorize(mm, old)
+
+
+def test_compute_at_errors_and_failed_primitives_change_nothing():
+    a = te.placeholder((4,), "float32", "a")
+    p = te.compute((4,), lambda i: a[i] + 1.0, "T_p")
+    q = te.compute((4,), lambda i: p[i] * 2.0, "T_q")
+    r = te.compute((4,), lambda i: p[i] + q[i], "T_r")
+    sch = Schedule([r], [a], "f")
+    with pytest.raises(ScheduleError, match="cannot compute T_p at T_q: T_p is also read by T_r"):
+        sch.compute_at(p, q, sch[q].axes[0])
+    with pytest.raises(ScheduleError, match="cannot compute T_r at T_q: T_r is an output"):
+        sch.compute_at(r, q, sch[q].axes[0])
+    sch.compute_at(q, r, sch[r].axes[0])
+    with pytest.raises(ScheduleError, match="T_q is computed at T_r.ax0"):
+        sch.split(r, sch[r].axes[0], 2)
+    with pytest.raises(ScheduleError, match="cannot inline T_r: it is an output"):
+        sch.compute_inline(r)
+    assert len(sch.record) == 2 and sch.record[-1].snapshot == ln.print_func(sch.lower())
+    assert "T_q = allocate(float32, [1])" in lines(sch)
+    check(sch)
+    s = te.compute((4,), lambda i: q[i] - 1.0, "T_s")
+    sch = Schedule([s], [a], "g")
+    sch.compute_at(p, q, sch[q].axes[0])
+    with pytest.raises(ScheduleError, match="cannot inline T_q: T_p is computed at T_q.ax0_1"):
+        sch.compute_inline(q)
+    check(sch)
+
+
+def test_a_body_with_a_foreign_axis_is_refused():
+    a = te.placeholder((4,), "float32", "a")
+    p = te.compute((4,), lambda i: a[i] + 1.0, "T_p")
+    q = te.compute((4,), lambda i: a[i] + te.cast(p.op.axes[0], "float32"), "T_q")
+    with pytest.raises(ScheduleError, match="T_q: its body uses ax0, which is not one of its axes"):
+        Schedule([q], [a], "f")
+    with pytest.raises(ScheduleError, match="placeholder a is read but not among the inputs"):
+        Schedule([p], [], "f")
+    with pytest.raises(ScheduleError, match="T_p is output twice"):
+        Schedule([p, p], [a], "f")
+
+
+# ---------------------------------------------------------------------- default schedules
+
+
+def softmax(rows=3, cols=5):
+    x = te.placeholder((rows, cols), "float32", "x")
+    k1, k2 = te.reduce_axis(cols, "k"), te.reduce_axis(cols, "k")
+    mx = te.compute((rows,), lambda i: te.max(x[i, k1], axis=[k1]), "T_max")
+    ex = te.compute((rows, cols), lambda i, j: te.exp(x[i, j] - mx[i]), "T_exp")
+    sm = te.compute((rows,), lambda i: te.sum(ex[i, k2], axis=[k2]), "T_sum")
+    return [x], te.compute((rows, cols), lambda i, j: ex[i, j] / sm[i], "T_div")
+
+
+def dense(m, n, k, tag="nn.dense"):
+    a = te.placeholder((m, k), "float32", "a")
+    w = te.placeholder((n, k), "float32", "w")
+    r = te.reduce_axis(k, "k")
+    return [a, w], te.compute((m, n), lambda i, j: te.sum(a[i, r] * w[j, r], axis=[r]), "T_dense", tag=tag)
+
+
+def batch_matmul(b, m, n, k):
+    x = te.placeholder((b, m, k), "float32", "x")
+    y = te.placeholder((b, n, k), "float32", "y")
+    r = te.reduce_axis(k, "k")
+    return [x, y], te.compute((b, m, n), lambda s, i, j: te.sum(x[s, i, r] * y[s, j, r], axis=[r]),
+                              "T_batch_matmul", tag="nn.batch_matmul")
+
+
+def _default(ins, outs):
+    sch = default_schedule(outs, ins, "fused")
+    check(sch)
+    return sch, sch.record[-1].snapshot
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (1,), (1, 1), (2, 1, 3), (4, 33)])
+def test_default_injective_inlines_and_vectorizes(shape):
+    ins, out, _ = elementwise(shape)
+    sch, text = _default(ins, [out])
+    assert "allocate" not in text and "parallel" not in text
+    if np.prod(shape) > 1:
+        assert "vectorized(" in text
+
+
+def test_default_injective_inner_loop_and_parallel_outer():
+    ins, out = broadcast()
+    sch, text = _default(ins, [out])
+    assert [line.split(" in ")[1] for line in lines(sch) if line.startswith("for")] == ["vectorized(35):"]
+    x = te.placeholder((128, 131), "float32", "x")
+    b = te.placeholder((131,), "float32", "b")
+    y = te.compute((128, 131), lambda i, j: x[i, j] - b[j], "T_sub")
+    sch, text = _default([x, b], [y])
+    assert lines(sch)[1:3] == ["for ax0 in parallel(128):", "for ax1 in vectorized(131):"]
+
+
+@pytest.mark.parametrize("n, loops", [(20000, ["parallel(4):", "vectorized(5000):"]),
+                                      (16411, ["parallel(5):", "vectorized(4096):"])])
+def test_default_injective_long_loop_in_parallel_chunks(n, loops):
+    x = te.placeholder((n,), "int8", "x")
+    y = te.compute((n,), lambda i: x[i] * te.const(3, "int8"), "T_mul")
+    sch, text = _default([x], [y])
+    assert [line.split(" in ")[1] for line in lines(sch) if line.startswith("for")] == loops
+    assert ("if " in text) == (n == 16411)  # 16411 is prime: the last chunk is guarded
+
+
+def test_default_zero_dim_and_multiple_outputs():
+    x = te.placeholder((2, 3), "float32", "x")
+    c = te.compute((), lambda: te.const(2.0, "float32"), "T_const")
+    e = te.compute((2, 3), lambda i, j: te.exp(x[i, j]), "T_exp")
+    y = te.compute((2, 3), lambda i, j: e[i, j] * c[()], "T_mul")
+    z = te.compute((), lambda: x[1, 2] + c[()], "T_add")
+    sch, text = _default([x], [y, z, e])
+    assert "T_add[0] = x[5] + float32(2.0)" in lines(sch) and "T_const" not in text
+
+
+def test_default_reduction_and_argmax():
+    a = te.placeholder((3, 5, 4), "float32", "a")
+    sq = te.compute((3, 5, 4), lambda i, j, k: a[i, j, k] * a[i, j, k], "T_sq")
+    r = te.reduce_axis(5, "r")
+    s = te.compute((3, 1, 4), lambda i, o, k: te.sum(sq[i, r, k], axis=[r]), "T_sum")
+    mean = te.compute((3, 1, 4), lambda *i: s[i] / 5.0, "T_mean")
+    sch, text = _default([a], [mean])
+    assert "for ax0_1.ax1_1.ax2_1.fused in range(12):" in lines(sch)
+    ins, am = argmax(5, 9)
+    _default(ins, [am])
+    big = te.placeholder((64, 300), "float32", "big")
+    r2 = te.reduce_axis(300, "r")
+    tot = te.compute((64,), lambda i: te.sum(big[i, r2], axis=[r2]), "T_sum")
+    sch = default_schedule([tot], [big], "f")
+    assert lines(sch)[1] == "for ax0 in parallel(64):"
+
+
+def test_default_softmax_keeps_the_exponential_once():
+    ins, out = softmax()
+    sch, text = _default(ins, [out])
+    assert "T_exp = allocate(float32, [3, 5])" in lines(sch)
+    assert text.count("exp(") == 1
+
+
+@pytest.mark.parametrize("n, c, h, w, k", [(1, 3, 7, 9, 5), (2, 2, 1, 1, 1), (1, 1, 5, 20, 2)])
+def test_default_convolution_with_epilogue(n, c, h, w, k):
+    ins, out, pad, cv = conv(n, c, h, w, k)
+    sch, text = _default(ins, [out])
+    assert "T_pad = allocate(" in text  # kept: the padded input read by the tile
+    assert "T_conv2d = allocate(float32, [1, 1, " in text  # a tile, computed at the epilogue's loop
+    if (h, w) == (7, 9):
+        assert [s.primitive for s in sch.record] == [
+            "create_schedule", "compute_inline", "fuse", "fuse", "vectorize",  # T_add inlined; T_pad
+            "split", "split", "reorder", "unroll", "vectorize",  # the convolution's tile
+            "split", "split", "reorder", "unroll", "vectorize", "fuse", "compute_at"]  # the epilogue's
+        assert sch.record[-1].args == "T_conv2d at T_relu.ax0.ax1.ax2.outer.ax3.outer.fused"
+        assert sch.record[7].args == ("T_conv2d: ax0_2, ax1_2, ax2_2.outer, ax3_2.outer, rc, ry, rx, "
+                                      "ax2_2.inner, ax3_2.inner")
+        assert "for ax2_2.inner in unrolled(4):" in lines(sch) and "for ax3_2.inner in vectorized(9):" in lines(sch)
+
+
+def test_default_anchor_without_epilogue_uses_a_cache():
+    ins, out, pad, cv = conv(1, 1, 5, 17, 2, bias=False)
+    sch, text = _default(ins, [out])
+    assert "T_conv2d.local = allocate(float32, [1, 1, 4, 16])" in lines(sch)
+    relu = te.compute(cv.shape, lambda *i: te.maximum(cv[i], 0.0), "T_relu")
+    _default(ins, [cv, relu])  # the convolution is an output and read by the other one
+
+
+@pytest.mark.parametrize("m, n, k", [(5, 6, 7), (1, 1, 3), (9, 33, 2)])
+def test_default_dense_and_batch_matmul(m, n, k):
+    ins, out = dense(m, n, k)
+    _default(ins, [out])
+    ins, out = batch_matmul(2, m, n, k)
+    _default(ins, [out])
+
+
+def test_default_dense_tile_is_parallel_when_large():
+    ins, out = dense(64, 64, 32)
+    sch = default_schedule([out], ins, "f")
+    text = lines(sch)
+    assert text[1] == "for ax0.outer.ax1.outer.fused in parallel(64):"
+    assert "T_dense.local = allocate(float32, [4, 16])" in text
+    assert "for k in range(32):" in text
+
+
+# ---------------------------------------------------------------------- record and index tidying
+
+
+def test_failed_primitive_is_undone_and_old_snapshots_stay():
+    ins, out, mm = matmul()
+    sch = Schedule([out], ins, "f")
+    i, j = sch[mm].axes
+    first = sch.record[0].snapshot
+    with pytest.raises(ScheduleError, match="axis ax0_1 of T_matmul is no longer a loop"):
+        sch.tile(mm, i, i, 2, 2)  # the first split happens, then the second fails
+    assert sch[mm].leaf_axes == (i, j, sch[mm].reduce_axes[0]) and len(sch.record) == 1
+    sch.split(mm, j, 4)
+    sch.compute_at(mm, out, sch[out].axes[0])
+    assert sch.record[0].snapshot == first and "allocate(float32, [5, 6])" in first
+    assert "T_matmul = allocate(float32, [1, 6])" in sch.record[2].snapshot
+    assert "ax1_1.outer" in sch.record[1].snapshot and "[1, 6]" not in sch.record[1].snapshot
+    assert sch.record_text().count("# step ") == 3
+
+
+def test_indices_are_tidied_with_loop_bounds():
+    a = te.placeholder((5,), "float32", "a")
+    y = te.compute((5,), lambda i: a[te.minimum(i, 2)] + a[te.maximum(i, 0)] + a[te.minimum(i, 9) // 5]
+                   + a[te.maximum(i, 4) - 4] + a[te.maximum(i, 2) - 2], "T_y")
+    sch = Schedule([y], [a], "f")
+    assert lines(sch)[-1] == "T_y[ax0] = a[min(ax0, 2)] + a[ax0] + a[0] + a[0] + a[max(ax0, 2) - 2]"
+    check(sch)
+
+
+def test_default_empty_and_bool_tensors():
+    ins, out, _ = elementwise((0, 3))
+    _default(ins, [out])
+    x = te.placeholder((3, 70), "int32", "x")
+    r = te.reduce_axis(70, "k")
+    pos = te.compute((3, 70), lambda i, j: te.gt(x[i, j], 0), "T_greater")
+    anyp = te.compute((3,), lambda i: te.max(pos[i, r], axis=[r]), "T_any")
+    sch, text = _default([x], [pos, anyp])
+    assert "T_any[ax0] = False" in lines(sch)
