@@ -1,12 +1,15 @@
 """`relaylens build` and `relaylens explain`: the pass pipeline and provenance on the
 command line (registered by cli.py, which owns reading files and reporting).
 
-    relaylens build FILE --emit relay [--passes A,B,C] [--print-after-all] [--opt-level N]
+    relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--passes A,B,C]
+                         [--print-after-all] [--opt-level N]
     relaylens explain FILE:LINE:COL
 
 `build` prints the final module (with types and spans); `--print-after-all` prints every
-snapshot, each under a `// after PASS` banner.  On a terminal, progress goes to stderr
-pass by pass; piped, the command is quiet.
+snapshot, each under a `// after PASS` banner.  `--emit llvm` (or `llvm-opt`, `schedule`)
+lowers every fused function and prints its LLVM IR (after O3; schedule records); `-o DIR`
+writes every artefact of the build (lower/artifacts.py).  On a terminal, progress goes to
+stderr pass by pass, then fused function by fused function; piped, the command is quiet.
 """
 
 from __future__ import annotations
@@ -23,20 +26,23 @@ def _progress(err: TextIO):
         return None
     count = [0]
 
-    def show(pass_name: str) -> None:
+    def show(step: str) -> None:
         count[0] += 1
-        err.write(f"\r\033[K[{count[0]}] {pass_name}")
+        err.write(f"\r\033[K[{count[0]}] {step}")
         err.flush()
 
     return show
+
+
+EMIT = ("relay", "llvm", "llvm-opt", "schedule")
 
 
 def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .build import build_text
     from .printer import print_module
 
-    if args.emit != "relay":
-        raise UsageError(f"--emit {args.emit}: only 'relay' is available (LLVM comes with lowering)")
+    if args.emit not in EMIT:
+        raise UsageError(f"--emit {args.emit}: expected one of {', '.join(EMIT)}")
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
@@ -44,11 +50,32 @@ def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERRORS
     progress = _progress(err)
     result = build_text(text, name, passes=passes, opt_level=args.opt_level, progress=progress)
+    lowered = None
+    if result.ok and result.snapshots and (args.output or args.emit != "relay"):
+        from .lower.pipeline import lower_build
+
+        lowered = lower_build(result, progress=progress)
+        result.diagnostics.extend(lowered.diagnostics)
     if progress is not None:
         err.write("\r\033[K")
     report(result.diagnostics, name, err)
     if not result.snapshots:
         return EXIT_ERRORS
+    if args.output and lowered is not None and lowered.ok:
+        from .lower.artifacts import write_build
+
+        try:
+            written = write_build(result, lowered, args.output)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        err.write(f"wrote {', '.join(str(p) for p in written)}\n")
+    if args.emit != "relay":
+        if lowered is None or not lowered.ok:
+            return EXIT_ERRORS
+        out.write(_emitted(lowered, args.emit))
+        return EXIT_OK if result.ok else EXIT_ERRORS
+    if args.output:
+        return EXIT_OK if result.ok else EXIT_ERRORS
     shown = result.snapshots if args.print_after_all else result.snapshots[-1:]
     for i, snap in enumerate(shown):
         if args.print_after_all:
@@ -57,6 +84,14 @@ def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(print_module(snap.module, spans=True, types=True))
         out.write("\n")
     return EXIT_OK if result.ok else EXIT_ERRORS
+
+
+def _emitted(lowered, emit: str) -> str:
+    if emit == "llvm":
+        return lowered.llvm_ir
+    if emit == "llvm-opt":
+        return lowered.optimized_ir
+    return "\n".join(f.schedule.record_text() for f in lowered.functions.values())
 
 
 _WHERE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
@@ -130,7 +165,11 @@ def add_commands(commands) -> None:
         description="Check FILE, run the pass pipeline and print the result.",
     )
     build.add_argument("file", metavar="FILE", help="a .relay file, or - for stdin")
-    build.add_argument("--emit", default="relay", metavar="KIND", help="what to print: relay")
+    build.add_argument("--emit", default="relay", metavar="KIND",
+                       help="what to print: relay (default), llvm, llvm-opt (after O3), schedule")
+    build.add_argument("-o", "--output", metavar="DIR",
+                       help="write module.relay, module.ll, module.opt.ll, graph.json, params.npz, "
+                            "schedules.txt and map.json into DIR")
     build.add_argument("--passes", metavar="A,B,C", help="run these passes instead of relay.build's")
     build.add_argument("--print-after-all", action="store_true", help="print the module after every pass")
     build.add_argument("--opt-level", type=int, default=3, metavar="N", help="the PassContext opt_level (3)")

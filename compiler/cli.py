@@ -2,8 +2,8 @@
 
     relaylens check FILE...                       diagnostics, compiler style
     relaylens print FILE [--spans] [--types] [-o OUT]   the normalised text
-    relaylens run FILE --interp [--input NAME=FILE.npy ...] [--params P.npz] [-o OUT.npz]
-                                                  run @main (the reference interpreter)
+    relaylens run FILE [--interp|--check] [--input NAME=FILE.npy ...] [--params P.npz] [-o OUT.npz]
+                                                  run @main compiled (or the reference interpreter)
     relaylens build FILE [--passes A,B] [--print-after-all]   the pass pipeline (build_cli.py)
     relaylens explain FILE:LINE:COL               what the passes made of one expression
     relaylens serve [--tcp --port N]              the language server (stdio, or 127.0.0.1)
@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the value of parameter %%NAME (repeatable)")
     run.add_argument("--params", metavar="FILE.npz", help="values of parameters, keyed by name")
     run.add_argument("--interp", action="store_true", help="use the reference interpreter")
+    run.add_argument("--check", action="store_true",
+                     help="run compiled code and the interpreter, report the largest error per output")
     run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of random inputs (0)")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz archive")
     run.set_defaults(run=cmd_run)

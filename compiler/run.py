@@ -1,7 +1,12 @@
 """`relaylens run`: run @main of a file on numpy inputs.
 
-    relaylens run FILE --interp [--input NAME=FILE.npy ...] [--params FILE.npz]
-                                [--seed N] [-o OUT.npz]
+    relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params FILE.npz]
+                       [--seed N] [-o OUT.npz]
+
+By default the file is built (relay.build's passes), lowered and run as compiled code
+(compiler/lower); `--interp` runs the reference interpreter instead, and `--check` runs
+both and reports, per output, the largest absolute and relative difference (exit 1 when
+one exceeds rtol 1e-4 / atol 1e-5).
 
 Inputs are matched to @main's parameters by name (`%x` takes `--input x=x.npy`; the
 keys of `--params` name parameters too, and an `--input` wins over a key of the same
@@ -14,10 +19,9 @@ The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` 
 .npz archive: a tensor result under the key `output`, a tuple's fields under
 `output.0`, `output.1`, ... (nested: `output.1.0`).
 
-Only the reference interpreter exists so far, so `--interp` is required.  Exit status
-as for every command: 1 for errors in the program (syntax, or a run-time error shown at
-its span), 2 for usage errors (a bad or missing input, a file that cannot be read or
-written).
+Exit status as for every command: 1 for errors in the program (syntax, types, an op
+without a lowering, or a run-time error shown at its span), 2 for usage errors (a bad or
+missing input, a file that cannot be read or written).
 """
 
 from __future__ import annotations
@@ -36,13 +40,12 @@ from .ir.expr import Function, Var
 from .ir.types import TensorType, TupleType, Type
 
 INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
-NO_RUNTIME = ("the compiled runtime is not available yet; pass --interp to run FILE with the "
-              "reference interpreter")
+CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 
 
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if not args.interp:
-        raise UsageError(NO_RUNTIME)
+    if args.interp and args.check:
+        raise UsageError("--interp and --check exclude each other (--check runs both)")
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)
@@ -70,7 +73,14 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         arrays = match_inputs(main, given)
 
     try:
-        value = Interpreter(module).call("main", arrays)
+        if args.interp:
+            value = Interpreter(module).call("main", arrays)
+        else:
+            value = run_compiled(text, name, arrays, err)
+            if value is None:
+                return EXIT_ERRORS
+            if args.check and not check_against_interpreter(module, arrays, value, err):
+                return EXIT_ERRORS
     except InterpreterError as exc:
         print(render(exc.diagnostic("run"), name), file=err)
         return EXIT_ERRORS
@@ -80,6 +90,43 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         print_outputs(outputs, out)
     return EXIT_OK
+
+
+def run_compiled(text: str, name: str, arrays: list[Value], err: TextIO) -> Value | None:
+    """Build, lower and run; None after reporting what stopped it."""
+    from .build import build_text
+    from .lower.pipeline import lower_build
+
+    built = build_text(text, name)
+    report([d for d in built.diagnostics if d.is_error], name, err)
+    if not built.ok:
+        return None
+    lowered = lower_build(built)
+    report(lowered.diagnostics, name, err)
+    if not lowered.ok or lowered.executable is None:
+        return None
+    return lowered.executable.run(*arrays)
+
+
+def check_against_interpreter(module, arrays: list[Value], value: Value, err: TextIO) -> bool:
+    """Print the largest error of each compiled output against the interpreter's."""
+    want = flatten(Interpreter(module).call("main", arrays))
+    ok = True
+    for (label, got), (_, ref) in zip(flatten(value), want):
+        got, ref = np.asarray(got), np.asarray(ref)
+        if got.shape != ref.shape or got.dtype != ref.dtype:
+            print(f"check {label}: Tensor[{got.shape}, {got.dtype}] but the interpreter gives "
+                  f"Tensor[{ref.shape}, {ref.dtype}]", file=err)
+            ok = False
+            continue
+        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+        abs_err = float(diff.max()) if diff.size else 0.0
+        rel_err = float((diff / np.maximum(np.abs(ref.astype(np.float64)), 1e-30)).max()) if diff.size else 0.0
+        bad = not np.allclose(got, ref, rtol=CHECK_RTOL, atol=CHECK_ATOL, equal_nan=True)
+        ok = ok and not bad
+        print(f"check {label}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g}"
+              f"{'  DIFFERS' if bad else ''}", file=err)
+    return ok
 
 
 # --- inputs -----------------------------------------------------------------------------

@@ -242,13 +242,6 @@ def test_random_tuple_parameter(capsys, tmp_path):
 # --- the program's own errors: exit 1, rendered at the span --------------------------------
 
 
-def test_without_interp_says_what_to_do(capsys, model):
-    status, stdout, stderr = relaylens(capsys, "run", model)
-    assert (status, stdout) == (2, "")
-    assert stderr == ("relaylens: the compiled runtime is not available yet; pass --interp to run FILE "
-                      "with the reference interpreter\n")
-
-
 def test_parse_errors_reported_like_check(capsys, tmp_path):
     path = tmp_path / "broken.relay"
     path.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n  %0 = add(%x, %x));\n'

@@ -109,9 +109,11 @@ EVAL, FINISH, BIND, BRANCH, MATCH, STORE, RETURN = range(7)
 
 
 class Interpreter:
-    def __init__(self, module: IRModule | None = None, *, check_types: bool = True) -> None:
+    def __init__(self, module: IRModule | None = None, *, check_types: bool = True,
+                 kernels: Mapping[Function, Any] | None = None) -> None:
         self.module = module if module is not None else IRModule()
         self.check_types = check_types  # run type relations and `-> T` checks at run time
+        self.kernels = kernels or {}  # primitive function -> compiled kernel(*args) -> value
         self._globals: dict[GlobalVar, Closure] = {}
         self._ops: dict[str, Any] = {}
         self._attrs: dict[Call, Any] = {}
@@ -239,10 +241,14 @@ class Interpreter:
                 args = tuple(values[len(values) - n:]) if n else ()
                 del values[len(values) - n:]
                 callee = values.pop()
-                if isinstance(callee, Closure):
+                kernel = self.kernels.get(callee.func) if isinstance(callee, Closure) else None
+                if kernel is not None:
+                    result = kernel(*args)
+                elif isinstance(callee, Closure):
                     self._apply(callee, args, node, frame, work, values)
                     return
-                result = self._call_value(node, callee, args)
+                else:
+                    result = self._call_value(node, callee, args)
             frame.vals[node] = result
             values.append(result)
             return

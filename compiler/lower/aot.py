@@ -1,0 +1,66 @@
+"""The AOT entry function: @main as straight-line LLVM code calling the fused kernels.
+
+    void tvmgen_default___tvm_main__(ptr inputs, ptr outputs, ptr constants, ptr workspace,
+                                     ptr kernels)
+
+`inputs`, `outputs` and `constants` are arrays of buffer pointers (in plan order);
+`workspace` is one block of `Plan.workspace` bytes holding every temporary at its planned
+offset; `kernels` the addresses of the fused functions (in `kernel_order(plan)`).  Each
+step of the plan becomes one call `kernel(args..., outs...)`, with a debug location at the
+call of the fused function in the Relay source, so the entry's lines too map back to
+@main.  Kernels are called through their addresses, so each kernel's machine code lives
+in its own engine and survives a rebuild that did not change it (the compile cache).  This is TVM's AOT executor in miniature: no graph interpreted at run
+time, no allocation per inference.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .plan import Buffer, Plan
+
+ENTRY = "tvmgen_default___tvm_main__"
+
+_I8P = ir.IntType(8).as_pointer()
+_I64 = ir.IntType(64)
+
+
+def entry_module(plan: Plan, name: str = ENTRY, debug=None) -> ir.Module:
+    """The LLVM module holding the entry function and declarations of the kernels.
+    `debug(module, function, span) -> callable(span) -> DILocation | None`, when given,
+    attaches debug information (the code generator provides it)."""
+    module = ir.Module(name="relaylens_main")
+    fnty = ir.FunctionType(ir.VoidType(), [_I8P.as_pointer()] * 3 + [_I8P, _I8P.as_pointer()])
+    fn = ir.Function(module, fnty, name)
+    inputs, outputs, constants, workspace, table = fn.args
+    for arg, label in zip(fn.args, ("inputs", "outputs", "constants", "workspace", "kernels")):
+        arg.name = label
+        arg.add_attribute("noalias")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    location = debug(module, fn, None) if debug is not None else None
+
+    tables = {"input": inputs, "output": outputs, "const": constants}
+    order = {name: k for k, name in enumerate(kernel_order(plan))}
+    for step in plan.steps:
+        if location is not None:
+            builder.debug_metadata = location(step.span)
+        ptrs = [_pointer(builder, b, tables, workspace) for b in step.args + step.outs]
+        kernel_type = ir.FunctionType(ir.VoidType(), [_I8P] * len(ptrs))
+        slot = builder.gep(table, [ir.Constant(_I64, order[step.kernel])], inbounds=True)
+        kernel = builder.bitcast(builder.load(slot), kernel_type.as_pointer(), name=step.kernel)
+        builder.call(kernel, ptrs)
+    builder.ret_void()
+    return module
+
+
+def kernel_order(plan: Plan) -> list[str]:
+    """The kernels the entry calls, each once, in first-call order: the `kernels` table."""
+    return list(dict.fromkeys(step.kernel for step in plan.steps))
+
+
+def _pointer(builder: ir.IRBuilder, buf: Buffer, tables: dict, workspace) -> ir.Value:
+    ref = buf.ref
+    if ref.kind == "temp":
+        return builder.gep(workspace, [ir.Constant(_I64, ref.index)], inbounds=True)
+    slot = builder.gep(tables[ref.kind], [ir.Constant(_I64, ref.index)], inbounds=True)
+    return builder.load(slot)

@@ -1,0 +1,169 @@
+"""From a built module to machine code: lower every fused function, then @main.
+
+    lowered = lower_build(build_result, cache=cache, progress=print)
+    lowered.functions["tvmgen_default_fused_nn_conv2d_add_nn_relu"].schedule.record
+    lowered.llvm_ir, lowered.optimized_ir            # the whole module, as text
+    lowered.executable.run(x, w, b)                  # see executable.py
+
+Per fused function (each name once): `compose` (compute rules) → `default_schedule`
+(recorded) → loop nest → LLVM IR with debug locations → O3 → machine code in its own
+engine.  A function that cannot be lowered becomes a diagnostic at the Relay expression
+at fault (an op without a compute rule, a `?` shape, a dtype), and the rest still lowers;
+there is then no executable.
+
+The cache (`LoweringCache`) holds lowered functions keyed by their fused name and the
+structural hash of the primitive function with its spans (a kernel's debug locations are
+its spans): rebuilding after an edit re-lowers only the functions whose structure, name or
+source positions changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..diagnostics import Diagnostic, Severity
+from ..ir.expr import Function
+from ..ir.structural import structural_equal, structural_hash
+from . import te
+from .compose import Composed, compose
+from .default_schedules import default_schedule
+from .loopnest import PrimFunc
+from .schedule import Schedule
+
+SOURCE = "lower"
+
+
+@dataclass
+class LoweredFunction:
+    """One fused function, lowered: every stage kept for the editor and `build -o`."""
+
+    name: str
+    func: Function  # the primitive Relay function
+    composed: Composed
+    schedule: Schedule
+    prim: PrimFunc
+    llvm_ir: str  # its own module, unoptimised
+    optimized_ir: str
+    address: int = 0  # of its machine code
+    engine: Any = field(default=None, repr=False)  # keeps the machine code alive
+
+    @property
+    def constants(self) -> list[np.ndarray]:
+        return [data for _, data in self.composed.constants]
+
+
+class LoweringCache:
+    """Lowered functions by (name, structural hash with spans); verified by structural
+    equality, so a hash collision never reuses the wrong kernel."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, int], list[LoweredFunction]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, name: str, func: Function) -> LoweredFunction | None:
+        for entry in self._entries.get((name, structural_hash(func, spans=True)), ()):
+            if structural_equal(entry.func, func, spans=True, types=True):
+                self.hits += 1
+                return entry
+        self.misses += 1
+        return None
+
+    def put(self, lowered: LoweredFunction) -> None:
+        key = (lowered.name, structural_hash(lowered.func, spans=True))
+        self._entries.setdefault(key, []).append(lowered)
+
+
+@dataclass
+class Lowered:
+    functions: dict[str, LoweredFunction]
+    diagnostics: list[Diagnostic]
+    executable: Any = None  # executable.Executable when everything lowered
+    source_name: str = "<input>"
+    jit: Any = field(default=None, repr=False)  # owns the machine code of the entry
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The whole module (every kernel, then the entry), unoptimised."""
+        return _link([f.llvm_ir for f in self.functions.values()] + self._entry_texts(optimized=False))
+
+    @property
+    def optimized_ir(self) -> str:
+        return _link([f.optimized_ir for f in self.functions.values()] + self._entry_texts(optimized=True))
+
+    def _entry_texts(self, optimized: bool) -> list[str]:
+        exe = self.executable
+        if exe is None or exe.entry_ir is None:
+            return []
+        return [exe.entry_optimized_ir if optimized else exe.entry_ir]
+
+    def function_of(self, func: Function) -> LoweredFunction | None:
+        return next((f for f in self.functions.values() if f.func is func), None)
+
+
+def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
+                progress: Callable[[str], None] | None = None) -> Lowered:
+    """Lower every fused function of a successful build, then plan and compile @main."""
+    from .executable import make_executable
+    from .jit import JIT
+
+    jit = jit or JIT()
+    source_name = result.name
+    lowered = Lowered({}, [], source_name=source_name, jit=jit)
+    seen: set[str] = set()
+    for func, name in result.fused_names.items():
+        if name in seen:
+            continue
+        seen.add(name)
+        if progress is not None:
+            progress(name)
+        try:
+            entry = cache.get(name, func) if cache is not None else None
+            if entry is None:
+                entry = lower_function(func, name, source_name, jit)
+                if cache is not None:
+                    cache.put(entry)
+            lowered.functions[name] = entry
+        except te.LoweringError as err:
+            lowered.diagnostics.append(Diagnostic(f"{name}: {err.message}", err.span or func.span,
+                                                  Severity.ERROR, source=SOURCE))
+    if lowered.ok and result.module is not None:
+        try:
+            lowered.executable = make_executable(result, lowered, jit)
+        except te.LoweringError as err:
+            lowered.diagnostics.append(Diagnostic(err.message, err.span, Severity.ERROR, source=SOURCE))
+    return lowered
+
+
+def lower_function(func: Function, name: str, source_name: str, jit) -> LoweredFunction:
+    """One primitive function through every stage to machine code."""
+    from .codegen_llvm import generate
+
+    composed = compose(func)
+    schedule = default_schedule(composed.outputs, composed.placeholders, name)
+    prim = schedule.lower()
+    prim.span = prim.span or func.span
+    text = str(generate([prim], source_name))
+    optimized = jit.optimize(text)
+    engine = jit.load(optimized)
+    return LoweredFunction(name, func, composed, schedule, prim, text, optimized,
+                           jit.address(name), engine)
+
+
+def _link(texts: list[str]) -> str:
+    """Several module texts as one module (LLVM's linker: declarations meet definitions)."""
+    import llvmlite.binding as llvm
+
+    if not texts:
+        return ""
+    first = llvm.parse_assembly(texts[0])
+    for text in texts[1:]:
+        first.link_in(llvm.parse_assembly(text))
+    return str(first)

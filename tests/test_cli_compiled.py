@@ -1,0 +1,114 @@
+"""`relaylens run` on compiled code (with `--check`) and `relaylens build --emit llvm / -o DIR`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.cli import main
+
+MODEL = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2])
+}
+"""
+
+DYNAMIC = """#[version = "0.0.5"]
+def @main(%x: Tensor[(?, 4), float32]) {
+  nn.relu(%x)
+}
+"""
+
+
+def relaylens(capsys, *args) -> tuple[int, str, str]:
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "model.relay"
+    path.write_text(MODEL)
+    return path
+
+
+def test_compiled_run_writes_what_the_interpreter_writes(capsys, model, tmp_path):
+    compiled, interpreted = tmp_path / "c.npz", tmp_path / "i.npz"
+    assert relaylens(capsys, "run", model, "--seed", "3", "-o", compiled)[0] == 0
+    assert relaylens(capsys, "run", model, "--seed", "3", "--interp", "-o", interpreted)[0] == 0
+    with np.load(compiled) as c, np.load(interpreted) as i:
+        assert c.files == i.files == ["output"]
+        assert c["output"].shape == (1, 4, 4, 4)
+        np.testing.assert_allclose(c["output"], i["output"], rtol=1e-5, atol=1e-6)
+
+
+def test_check_reports_the_largest_error_per_output(capsys, model):
+    status, _, err = relaylens(capsys, "run", model, "--check")
+    assert status == 0
+    line = next(ln for ln in err.splitlines() if ln.startswith("check output:"))
+    abs_err = float(line.split("max abs error ")[1].split(",")[0])
+    assert abs_err < 1e-5 and "DIFFERS" not in line
+
+
+def test_interp_and_check_exclude_each_other(capsys, model):
+    status, _, err = relaylens(capsys, "run", model, "--interp", "--check")
+    assert status == 2 and "exclude each other" in err
+
+
+def test_what_cannot_be_lowered_is_an_error_at_its_span(capsys, tmp_path):
+    path = tmp_path / "dyn.relay"
+    path.write_text(DYNAMIC)
+    status, out, err = relaylens(capsys, "run", path, "--input", f"x={_npy(tmp_path, np.ones((2, 4), 'float32'))}")
+    assert (status, out) == (1, "")
+    assert f"{path}:2:11: error: tvmgen_default_fused_nn_relu: parameter p0:" in err and "unknown (?) dimensions" in err and "Traceback" not in err
+
+
+def _npy(tmp_path: Path, array: np.ndarray) -> Path:
+    path = tmp_path / "x.npy"
+    np.save(path, array)
+    return path
+
+
+def test_emit_llvm_prints_the_kernels_and_the_entry(capsys, model):
+    status, out, _ = relaylens(capsys, "build", model, "--emit", "llvm")
+    assert status == 0
+    assert "define void @tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu(" in out
+    assert "define void @tvmgen_default___tvm_main__(" in out
+    assert "!DICompileUnit" in out and 'filename: "model.relay"' in out
+    status, out, _ = relaylens(capsys, "build", model, "--emit", "schedule")
+    assert status == 0 and "# step 0: create_schedule(tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu" in out
+
+
+def test_build_output_directory_has_every_artefact(capsys, model, tmp_path):
+    out = tmp_path / "out"
+    status, stdout, err = relaylens(capsys, "build", model, "-o", out)
+    assert status == 0 and stdout == ""
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["graph.json", "map.json", "module.ll", "module.opt.ll", "module.relay", "params.npz",
+                     "schedules.txt"]
+    graph = json.loads((out / "graph.json").read_text())
+    assert [n["name"] for n in graph["nodes"] if n["op"] == "tvm_op"] == [
+        "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d"]
+    assert [graph["nodes"][i]["name"] for i in graph["arg_nodes"]] == ["x", "w", "b"]
+    mapping = json.loads((out / "map.json").read_text())
+    conv = mapping["functions"][0]
+    assert conv["name"] == "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu"
+    assert conv["relay"][0]["line"] == 3 and conv["relay"][0]["end_line"] == 5
+    ll = (out / "module.ll").read_text().splitlines()
+    first, last = conv["llvm"]["first_line"], conv["llvm"]["last_line"]
+    assert ll[first - 1].startswith("define void @tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu(")
+    relay_lines = {tuple(v)[0] for v in conv["llvm"]["lines"].values()}
+    assert relay_lines == {3, 4, 5}  # conv2d, bias_add and relu each own some instructions
+    assert all(first <= int(n) <= last for n in conv["llvm"]["lines"])
+
+
+def test_build_bad_emit_is_a_usage_error(capsys, model):
+    status, _, err = relaylens(capsys, "build", model, "--emit", "asm")
+    assert status == 2 and "expected one of relay, llvm, llvm-opt, schedule" in err
