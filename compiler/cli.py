@@ -6,6 +6,7 @@
                                                   run @main compiled (or the reference interpreter)
     relaylens build FILE [--passes A,B] [--print-after-all]   the pass pipeline (build_cli.py)
     relaylens explain FILE:LINE:COL               what the passes made of one expression
+    relaylens import MODEL.onnx [-o OUT.relay]    an ONNX model as Relay text + params (frontend/onnx)
     relaylens serve [--tcp --port N]              the language server (stdio, or 127.0.0.1)
 
 Exit status: 0 clean (warnings allowed), 1 errors in the input, 2 usage errors (bad
@@ -237,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .build_cli import add_commands  # build, explain
 
     add_commands(commands)
+
+    from .frontend.onnx.command import add_command as add_import  # import
+
+    add_import(commands)
 
     serve = commands.add_parser(
         "serve",

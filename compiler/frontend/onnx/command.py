@@ -1,0 +1,115 @@
+"""`relaylens import`: an ONNX model in, Relay text and its params out.
+
+    relaylens import MODEL.onnx [-o OUT.relay] [--params OUT.npz] [--shape NAME=D1,D2,...]
+                                [--allow-unsupported] [--types]
+
+The text carries a `span=` comment on every expression naming its ONNX node; the
+initializers go to an .npz archive keyed by parameter name (default: beside OUT, with
+the suffix .npz), ready for `relaylens run OUT.relay --params OUT.npz --interp`.  Without
+`-o` the text goes to stdout and `--params` is needed if the model has initializers.
+
+Exit status as for every command: 1 when the model cannot be imported (the message names
+the node, its op and the opset), 2 for usage errors (a file that cannot be read or
+written, a bad `--shape`, no onnx package).  This module imports nothing heavy until the
+command runs, so `relaylens --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from ...cli import EXIT_ERRORS, EXIT_OK, UsageError
+
+
+def add_command(commands) -> None:
+    parser = commands.add_parser(
+        "import",
+        help="import an ONNX model as Relay text (with its params)",
+        description="Convert MODEL (ONNX) to Relay text whose every expression names the ONNX node "
+                    "it came from (span= comments), and write its initializers to an .npz archive.",
+    )
+    parser.add_argument("model", metavar="MODEL", help="an .onnx file")
+    parser.add_argument("-o", "--output", metavar="OUT.relay", help="write the text here instead of stdout")
+    parser.add_argument("--params", metavar="OUT.npz",
+                        help="where to write the initializers (default: OUT with the suffix .npz)")
+    parser.add_argument("--shape", dest="shapes", action="append", metavar="NAME=D1,D2,...",
+                        help="the shape of graph input NAME (repeatable); ? keeps a dimension unknown")
+    parser.add_argument("--allow-unsupported", action="store_true",
+                        help="import nodes that cannot be converted as calls of opaque parameters")
+    parser.add_argument("--types", action="store_true", help="add ty= comments as well")
+    parser.set_defaults(run=import_command)
+
+
+def parse_shape(spec: str) -> tuple[str, tuple[int | None, ...]]:
+    """`x=1,3,224,224` → ("x", (1, 3, 224, 224)); `?` is an unknown dimension (None)."""
+    name, sep, dims = spec.rpartition("=")
+    if not sep or not name:
+        raise UsageError(f"--shape expects NAME=D1,D2,..., got {spec!r}")
+    found: list[int | None] = []
+    for text in (d.strip() for d in dims.split(",")) if dims.strip() else ():
+        if text == "?":
+            found.append(None)
+        elif text.isdigit():
+            found.append(int(text))
+        else:
+            raise UsageError(f"--shape {spec}: {text!r} is not a dimension (a number or ?)")
+    return name, tuple(found)
+
+
+def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    shapes = dict(parse_shape(s) for s in args.shapes or [])
+    to_file = args.output not in (None, "-")
+    params_path = args.params or (str(Path(args.output).with_suffix(".npz")) if to_file else None)
+    try:
+        from . import OnnxImportError, import_onnx, load_model
+    except ImportError as exc:
+        raise UsageError(f"relaylens import needs the onnx package ({exc}); install it with "
+                         f"pip install 'relaylens[onnx]'") from None
+    from ...printer import print_module
+
+    try:
+        imported = import_onnx(load_model(args.model), shapes, allow_unsupported=args.allow_unsupported)
+    except OnnxImportError as exc:
+        print(f"{args.model}: error: {exc.message}", file=err)
+        return EXIT_ERRORS
+    if imported.params and params_path is None:
+        raise UsageError(f"{args.model} has {len(imported.params)} initializers: give --params OUT.npz "
+                         f"(or -o OUT.relay to write them beside it)")
+    for node in imported.stand_ins:
+        print(f"{args.model}: warning: node '{node}' is imported as an opaque call (--allow-unsupported)",
+              file=err)
+    text = print_module(imported.module, spans=True, types=args.types)
+    if not text.endswith("\n"):
+        text += "\n"
+    _write(args.output, text, out)
+    if imported.params:
+        _write_params(params_path, imported.params)
+    return EXIT_OK
+
+
+def _write(path: str | None, text: str, out: TextIO) -> None:
+    if path in (None, "-"):
+        out.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write_params(path: str, params: dict) -> None:
+    """An .npz archive as `np.savez` writes one; written member by member because a
+    parameter may be called `file` or `allow_pickle`, which `np.savez(**params)` takes."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with zipfile.ZipFile(path, "w") as archive:
+            for name, array in params.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asarray(array), allow_pickle=False)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None

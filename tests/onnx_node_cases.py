@@ -1,0 +1,280 @@
+"""The ONNX backend node test cases, regenerated offline, and one way to run a case.
+
+The onnx wheel ships the generators of its ~1,900 node tests (`onnx.backend.test.case.node`)
+but not their data, so we write the data once per onnx version into a cache:
+
+    $XDG_CACHE_HOME/relaylens/onnx-node-cases-<onnx version>-<format>/   (default ~/.cache/...)
+        index.json                          one entry per case (below), written last
+        <case>/model.onnx
+        <case>/test_data_set_0/input_<k>.npy, output_<k>.npy
+
+An index entry is `{"name", "ops", "atol", "data"}`: `ops` are the op types of the graph
+(and of functions it defines), `atol` the case's absolute tolerance, `data` is false for the cases whose inputs
+or outputs are not numpy tensors (sequences, optionals, maps, strings, bfloat16, float8,
+4-bit integers), which get no data files.
+Generation takes about ten seconds; the cache is built in a temporary directory beside
+its final place and renamed into it, so concurrent runs never see half a cache.
+`RELAYLENS_ONNX_CASES` names another directory to use.
+
+`run_case(case)` imports one case with the ONNX frontend, runs it with the reference
+interpreter and compares every output; it returns `None` when they match, else a line
+saying what went wrong.  `EXPECTED_FAILURES` says why the cases known to fail do.
+tests/test_onnx_node.py and tests/onnx_coverage.py share all of this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+NUMPY_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64", "complex64", "complex128"}
+CACHE_FORMAT = 3  # bumped when the layout below changes
+FLOAT_RTOL = 1e-5  # float32 and wider; LOOSER lists the cases that need more, and why
+FLOAT16_RTOL = 2e-3  # two units in the last place (see test_onnx_node.py)
+
+
+@dataclass(frozen=True)
+class NodeCase:
+    name: str
+    ops: tuple[str, ...]
+    atol: float
+    data: bool
+    path: Path
+
+    def arrays(self, kind: str) -> list[np.ndarray]:
+        folder = self.path / "test_data_set_0"
+        count = len(list(folder.glob(f"{kind}_*.npy")))
+        return [np.load(folder / f"{kind}_{k}.npy", allow_pickle=False) for k in range(count)]
+
+
+def cache_dir() -> Path:
+    import onnx
+
+    override = os.environ.get("RELAYLENS_ONNX_CASES")
+    if override:
+        return Path(override)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "relaylens" / f"onnx-node-cases-{onnx.__version__}-{CACHE_FORMAT}"
+
+
+def load_cases() -> list[NodeCase]:
+    """Every node case, generating the cache first if needed."""
+    root = cache_dir()
+    if not (root / "index.json").is_file():
+        _generate(root)
+    entries = json.loads((root / "index.json").read_text())
+    return [NodeCase(e["name"], tuple(e["ops"]), e["atol"], e["data"], root / e["name"]) for e in entries]
+
+
+def supported_cases() -> list[NodeCase]:
+    """The cases with data whose every op the frontend supports."""
+    from relaylens.compiler.frontend.onnx import supported_ops
+
+    supported = set(supported_ops())
+    return [c for c in load_cases() if c.data and set(c.ops) <= supported]
+
+
+def _generate(root: Path) -> None:
+    import onnx.backend.test.case.node as node_cases
+
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():  # the generators overflow casts and divide by zero on purpose
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            cases = node_cases.collect_testcases()
+    work = Path(tempfile.mkdtemp(prefix=root.name + ".", dir=root.parent))
+    try:
+        index = [_write_case(work, case) for case in cases if case.kind == "node"]
+        (work / "index.json").write_text(json.dumps(index, indent=0))
+        try:
+            os.replace(work, root)
+        except OSError:  # another run finished first: use its cache
+            if not (root / "index.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_case(work: Path, case) -> dict:
+    model = case.model
+    folder = work / case.name
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(model.SerializeToString())
+    tensors = all(v.type.HasField("tensor_type") for v in (*model.graph.input, *model.graph.output))
+    if tensors:
+        inputs, outputs = case.data_sets[0]
+        arrays = {f"{kind}_{k}.npy": _as_array(value)
+                  for kind, values in (("input", inputs), ("output", outputs)) for k, value in enumerate(values)}
+        tensors = all(a.dtype.name in NUMPY_DTYPES for a in arrays.values())
+    if tensors:
+        data = folder / "test_data_set_0"
+        data.mkdir()
+        for file, array in arrays.items():
+            np.save(data / file, array, allow_pickle=False)
+    ops = {n.op_type for n in model.graph.node}
+    for function in model.functions:
+        ops |= {n.op_type for n in function.node}
+    return {"name": case.name, "ops": sorted(ops), "atol": case.atol, "data": tensors}
+
+
+def _as_array(value) -> np.ndarray:
+    from onnx import TensorProto, numpy_helper
+
+    if isinstance(value, TensorProto):
+        return numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
+# --- what is known to fail -------------------------------------------------------------
+
+EXPECTED_FAILURES = {
+    r"test_(batchnorm_.*_training_mode|training_dropout.*)":
+        "training mode: the frontend imports inference graphs",
+    r"test_bitshift_(left|right)_int(8|32)_negative_shift|test_bitshift_right_int(8|32)_shift_ge_width":
+        "signed shifts by amounts outside [0, bit width) are not modelled (x * 2^y, x // 2^y)",
+    r"test_convtranspose_3d": "the op library has no 3-D transposed convolution",
+    r"test_maxpool_with_argmax_.*": "MaxPool's Indices output has no Relay op",
+    r"test_reduce_(max|min|log_sum_exp)_empty_set(_bool)?":
+        "the op library's max/min fail on an empty reduction (ONNX wants -inf/+inf, False/True)",
+    r"test_resize_downsample_scales_(cubic|linear)(_A_n0p5_exclude_outside|_align_corners)?":
+        "image.resize2d maps coordinates by output/input extent, ONNX by the given scale; they differ "
+        "when extent x scale is fractional",
+    r"test_resize_.*_antialias": "antialiased resizing has no Relay op",
+    r"test_resize_.*_half_pixel_symmetric": "image.resize2d has no half_pixel_symmetric mode",
+    r"test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric":
+        "image.resize2d takes TVM's index-division shortcut for whole upscale factors, which floors",
+    r"test_wrap_pad": "nn.pad has no wrap mode",
+}
+
+LOOSER = {  # case → (rtol, why)
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": (1e-3, "its outputs are written with 4 digits"),
+}
+
+
+def expected_failure(name: str) -> str | None:
+    """Why a case with supported ops is known to fail, or None."""
+    for pattern, reason in EXPECTED_FAILURES.items():
+        if re.fullmatch(pattern, name):
+            return reason
+    return None
+
+
+def looser_rtol(name: str) -> float | None:
+    found = LOOSER.get(name)
+    return found[0] if found else None
+
+
+# --- running one case ------------------------------------------------------------------------
+
+
+def run_case(case: NodeCase, rtol: float | None = None) -> str | None:
+    """None if our import + interpreter reproduce the case's outputs, else what went wrong.
+
+    Many cases feed what Relay takes as an attribute (Reshape's shape, Slice's starts,
+    Resize's scales...) as a graph input; a real exporter writes those as constants.  When
+    the import says such a value must be known before run time, that input (or the integer
+    graph inputs it is computed from) are bound to the case's values as initializers and the import is
+    tried again."""
+    import onnx
+
+    from relaylens.compiler.frontend.onnx import OnnxImportError, import_onnx
+    from relaylens.compiler.interpreter import InterpreterError, interpret
+    from relaylens.compiler.typing import infer_types
+
+    model = onnx.load(case.path / "model.onnx")
+    values = dict(zip((i.name for i in model.graph.input), case.arrays("input")))
+    while True:
+        try:
+            imported = import_onnx(model)
+            break
+        except OnnxImportError as exc:
+            names = [n for n in feeding_inputs(model, exc.needs_value)
+                     if n == exc.needs_value or values[n].dtype.kind in "iu"]
+            if not names:
+                return f"import: {exc}"
+            for name in names:
+                model = bind_input(model, name, values[name])
+    errors = [d for d in infer_types(imported.module) if d.is_error]
+    if errors:
+        return f"types: {errors[0].message}"
+    given = {imported.inputs[name]: value for name, value in values.items() if name in imported.inputs}
+    main = imported.module["main"]
+    args = [given[p.name] if p.name in given else imported.params[p.name] for p in main.params]
+    try:
+        with np.errstate(all="ignore"):
+            result = interpret(imported.module, *args)
+    except InterpreterError as exc:
+        return f"run: {exc.message}"
+    got = list(result) if isinstance(result, tuple) else [result]
+    expected = case.arrays("output")
+    if len(got) != len(expected):
+        return f"compare: {len(got)} outputs, expected {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected)):
+        problem = compare(g, e, rtol, case.atol)
+        if problem:
+            return f"compare: output {k}: {problem}"
+    return None
+
+
+def feeding_inputs(model, tensor: str | None) -> list[str]:
+    """The graph inputs `tensor` is computed from (itself, if it is one)."""
+    inputs = {i.name for i in model.graph.input} - {t.name for t in model.graph.initializer}
+    producers = {out: node for node in model.graph.node for out in node.output}
+    found, stack, seen = [], [tensor] if tensor else [], set()
+    while stack:
+        name = stack.pop()
+        if name in seen or not name:
+            continue
+        seen.add(name)
+        if name in inputs:
+            found.append(name)
+        elif name in producers:
+            stack.extend(producers[name].input)
+    return found
+
+
+def bind_input(model, name: str, value: np.ndarray):
+    """A copy of `model` in which graph input `name` is an initializer holding `value`."""
+    from onnx import numpy_helper
+
+    bound = type(model)()
+    bound.CopyFrom(model)
+    kept = [i for i in bound.graph.input if i.name != name]
+    del bound.graph.input[:]
+    bound.graph.input.extend(kept)
+    bound.graph.initializer.append(numpy_helper.from_array(value, name))
+    return bound
+
+
+def compare(got: np.ndarray, expected: np.ndarray, rtol: float | None, atol: float) -> str | None:
+    if got.shape != expected.shape:
+        return f"shape {got.shape}, expected {expected.shape}"
+    if got.dtype != expected.dtype:
+        return f"dtype {got.dtype}, expected {expected.dtype}"
+    if expected.dtype.kind not in "fc":
+        return None if np.array_equal(got, expected) else f"values differ ({_first_difference(got, expected)})"
+    tolerance = rtol if rtol is not None else (FLOAT16_RTOL if expected.dtype == np.float16 else FLOAT_RTOL)
+    if np.allclose(got, expected, rtol=tolerance, atol=atol, equal_nan=True):
+        return None
+    return f"values differ beyond rtol={tolerance} ({_first_difference(got, expected)})"
+
+
+def _first_difference(got: np.ndarray, expected: np.ndarray) -> str:
+    with np.errstate(all="ignore"):
+        diff = got != expected
+        if expected.dtype.kind == "f":
+            diff &= ~(np.isnan(got) & np.isnan(expected))
+    where = np.argwhere(diff)
+    if not len(where):
+        return "no difference found"
+    index = tuple(int(i) for i in where[0])
+    return f"at {index}: {got[index]!r} vs {expected[index]!r}"
