@@ -11,14 +11,18 @@ engine.  A function that cannot be lowered becomes a diagnostic at the Relay exp
 at fault (an op without a compute rule, a `?` shape, a dtype), and the rest still lowers;
 there is then no executable.
 
-The cache (`LoweringCache`) holds lowered functions keyed by their fused name and the
-structural hash of the primitive function with its spans (a kernel's debug locations are
-its spans): rebuilding after an edit re-lowers only the functions whose structure, name or
-source positions changed.
+The cache (`LoweringCache`) holds lowered functions keyed by the structural hash of the
+primitive function (TVM's compile-engine cache): rebuilding after an edit re-lowers only
+the functions whose structure changed.  A hit whose name or source position differs (a
+line inserted above it, a layer before it renamed) is re-pointed, not re-lowered: its
+LLVM texts get the new name and debug locations (`_relocated`), its machine code is the
+same and is called by address.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -26,6 +30,7 @@ import numpy as np
 
 from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
+from ..ir.functor import post_order
 from ..ir.structural import structural_equal, structural_hash
 from . import te
 from .compose import Composed, compose
@@ -56,25 +61,24 @@ class LoweredFunction:
 
 
 class LoweringCache:
-    """Lowered functions by (name, structural hash with spans); verified by structural
-    equality, so a hash collision never reuses the wrong kernel."""
+    """Lowered functions by structural hash, verified by structural equality (with types),
+    so a hash collision never reuses the wrong kernel."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, int], list[LoweredFunction]] = {}
+        self._entries: dict[int, list[LoweredFunction]] = {}
         self.hits = 0
         self.misses = 0
 
     def get(self, name: str, func: Function) -> LoweredFunction | None:
-        for entry in self._entries.get((name, structural_hash(func, spans=True)), ()):
-            if structural_equal(entry.func, func, spans=True, types=True):
+        for entry in self._entries.get(structural_hash(func), ()):
+            if structural_equal(entry.func, func, types=True):
                 self.hits += 1
-                return entry
+                return entry if entry.func is func and entry.name == name else _relocated(entry, func, name)
         self.misses += 1
         return None
 
     def put(self, lowered: LoweredFunction) -> None:
-        key = (lowered.name, structural_hash(lowered.func, spans=True))
-        self._entries.setdefault(key, []).append(lowered)
+        self._entries.setdefault(structural_hash(lowered.func), []).append(lowered)
 
 
 @dataclass
@@ -155,6 +159,47 @@ def lower_function(func: Function, name: str, source_name: str, jit) -> LoweredF
     engine = jit.load(optimized)
     return LoweredFunction(name, func, composed, schedule, prim, text, optimized,
                            jit.address(name), engine)
+
+
+_LOCATION = re.compile(r"!DILocation\(([^)]*)\)")
+_FIELD = re.compile(r"\b(line|column): (\d+)")
+_SUBPROGRAM_LINES = re.compile(r"\b(line|scopeLine): (\d+)")
+
+
+def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunction:
+    """`entry` for a structurally equal `func` elsewhere in the source, under `name`: the
+    same machine code; LLVM texts renamed and their debug locations moved to `func`'s
+    expressions (paired in evaluation order, as structural equality pairs them)."""
+    from .codegen_llvm import source_location
+
+    moved: dict[tuple[int, int], tuple[int, int]] = {}
+    for old, new in zip(post_order(entry.func), post_order(func)):
+        a, b = source_location(old.span), source_location(new.span)
+        if a is not None and b is not None:
+            moved.setdefault(a, b)
+    old_line = (source_location(entry.func.span) or (0, 0))[0]
+    new_line = (source_location(func.span) or (0, 0))[0]
+
+    def relocate(text: str) -> str:
+        text = text.replace(f'@{entry.name}', f'@{name}').replace(f'"{entry.name}', f'"{name}')
+        text = _LOCATION.sub(lambda m: f"!DILocation({_move(m[1], moved)})", text)
+        return "\n".join(_SUBPROGRAM_LINES.sub(
+            lambda m: f"{m[1]}: {new_line if int(m[2]) == old_line else m[2]}", line)
+            if "DISubprogram" in line else line for line in text.split("\n"))
+
+    return dataclasses.replace(entry, name=name, func=func, llvm_ir=relocate(entry.llvm_ir),
+                               optimized_ir=relocate(entry.optimized_ir))
+
+
+def _move(fields: str, moved: dict[tuple[int, int], tuple[int, int]]) -> str:
+    """The fields of a DILocation (in whichever order the printer wrote them) with its
+    line and column moved."""
+    found = dict((k, int(v)) for k, v in _FIELD.findall(fields))
+    target = moved.get((found.get("line", 0), found.get("column", 0)))
+    if target is None:
+        return fields
+    new = {"line": target[0], "column": target[1]}
+    return _FIELD.sub(lambda m: f"{m[1]}: {new[m[1]]}", fields)
 
 
 def _link(texts: list[str]) -> str:

@@ -1,0 +1,82 @@
+"""The lowering driver: the compile cache (an edit re-lowers only what changed, a moved
+function keeps its kernel under its new lines and name), and errors that leave the rest
+built."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.build import build_text
+from relaylens.compiler.interpreter import interpret
+from relaylens.compiler.lower.jit import JIT
+from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.pipeline import LoweringCache, lower_build
+
+MLP = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16), float32], %w1: Tensor[(32, 16), float32], %w2: Tensor[(24, 32), float32],
+          %w3: Tensor[(8, 24), float32]) {
+  %0 = nn.dense(%x, %w1, units=32);
+  %1 = nn.relu(%0);
+  %2 = nn.dense(%1, %w2, units=24);
+  %3 = nn.leaky_relu(%2, alpha=0.1f);
+  %4 = nn.dense(%3, %w3, units=8);
+  tanh(%4)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def jit():
+    return JIT()
+
+
+def inputs():
+    rng = np.random.default_rng(1)
+    return [rng.standard_normal(s).astype("float32") for s in ((1, 16), (32, 16), (24, 32), (8, 24))]
+
+
+def lower(text: str, cache: LoweringCache, jit):
+    built = build_text(text, "mlp.relay")
+    assert built.ok, built.diagnostics
+    lowered = lower_build(built, cache=cache, jit=jit)
+    assert lowered.ok, lowered.diagnostics
+    np.testing.assert_allclose(lowered.executable.run(*inputs()), interpret(built.checked.module, *inputs()),
+                               rtol=1e-5, atol=1e-6)
+    return lowered
+
+
+def test_editing_one_layer_relowers_only_that_layer(jit):
+    cache = LoweringCache()
+    first = lower(MLP, cache, jit)
+    assert (cache.hits, cache.misses) == (0, 3)
+    second = lower(MLP.replace("alpha=0.1f", "alpha=0.2f"), cache, jit)
+    assert (cache.hits, cache.misses) == (2, 4)
+    changed = [n for n in first.functions if first.functions[n].address != second.functions[n].address]
+    assert changed == ["tvmgen_default_fused_nn_dense_nn_leaky_relu"]
+
+
+def test_a_moved_function_keeps_its_kernel_with_new_debug_lines(jit):
+    cache = LoweringCache()
+    before = lower(MLP, cache, jit)
+    moved_text = MLP.replace('#[version = "0.0.5"]\n', '#[version = "0.0.5"]\n// a comment line\n')
+    after = lower(moved_text, cache, jit)
+    assert cache.misses == 3 and cache.hits == 3
+    name = "tvmgen_default_fused_nn_dense_tanh"
+    assert after.functions[name].address == before.functions[name].address
+    text = after.functions[name].llvm_ir
+    first, last = function_ranges(text)[name]
+    relay_lines = {loc[0] for n, loc in line_locations(text).items() if first <= n <= last}
+    assert relay_lines == {9, 10}  # dense and tanh, one line lower than in MLP
+    assert "line: 9," in next(ln for ln in text.splitlines() if "DISubprogram" in ln and name + '"' in ln)
+
+
+def test_an_op_without_lowering_is_reported_and_the_rest_builds(jit):
+    text = MLP.replace("%1 = nn.relu(%0);", "%1 = nn.relu(%0);\n  %9 = memory.kill(%1);")
+    built = build_text(text.replace("tanh(%4)", "(tanh(%4), %9)"), "kill.relay")
+    assert built.ok, built.diagnostics
+    lowered = lower_build(built, jit=jit)
+    assert not lowered.ok and lowered.executable is None
+    (diag,) = lowered.diagnostics
+    assert "no lowering for operator memory.kill" in diag.message and diag.span.line == 6
+    assert "tvmgen_default_fused_nn_dense_tanh" in lowered.functions
