@@ -9,13 +9,22 @@ ONNX node it came from (RFC 0092's span filling).
     supported_ops() -> sorted ONNX op types
     OnnxImportError                          the message names the node, op and opset
 
-Needs the `onnx` package (`pip install relaylens[onnx]`).  docs/onnx.md is the user's
-guide; graph.py describes the walk.
+Needs the `onnx` package (`pip install relaylens[onnx]`); the names above are imported
+on first use, so `relaylens` itself (which registers the `import` command from
+command.py) works without it.  docs/onnx.md is the user's guide; graph.py describes the
+walk.
 """
 
-from .errors import OnnxImportError
-from .graph import OnnxImport, import_onnx, model_opset
-from .load import load_model
-from .registry import supported_ops
+from importlib import import_module
+from typing import Any
 
-__all__ = ["OnnxImport", "OnnxImportError", "import_onnx", "load_model", "model_opset", "supported_ops"]
+_HOME = {"OnnxImport": "graph", "import_onnx": "graph", "model_opset": "graph", "load_model": "load",
+         "supported_ops": "registry", "OnnxImportError": "errors"}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_HOME[name]}", __name__), name)
