@@ -16,9 +16,12 @@ keeps its JIT alive.  Parallel loops run on libgomp's thread team, `num_threads`
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import sys
+import tempfile
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -46,6 +49,31 @@ def _initialize() -> None:
         raise LoweringError(f"the OpenMP runtime libgomp ({path}) cannot be loaded: {err}; "
                             "install libgomp1 to run parallel loops") from None
     _ready = True
+
+
+@contextlib.contextmanager
+def _quiet_missed_vectorization():
+    """LLVM writes "loop not vectorized" to the process's stderr for a loop our schedule
+    asked to vectorise that O3 could not (tiny or guarded tiles): expected, and not the
+    user's concern.  Capture file descriptor 2 while the optimiser runs and pass every
+    other line through."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (embedded): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            for line in captured.read().decode(errors="replace").splitlines(keepends=True):
+                if "loop not vectorized" not in line:
+                    sys.stderr.write(line)
 
 
 def default_num_threads() -> int:
@@ -109,7 +137,8 @@ class JIT:
         options.slp_vectorization = True
         options.loop_unrolling = True
         builder = llvm.create_pass_builder(self.target_machine, options)
-        builder.getModulePassManager().run(mod, builder)
+        with _quiet_missed_vectorization():
+            builder.getModulePassManager().run(mod, builder)
         return str(mod)
 
     def load(self, text: str | ir.Module) -> llvm.ExecutionEngine:
