@@ -80,3 +80,35 @@ def test_an_op_without_lowering_is_reported_and_the_rest_builds(jit):
     (diag,) = lowered.diagnostics
     assert "no lowering for operator memory.kill" in diag.message and diag.span.line == 6
     assert "tvmgen_default_fused_nn_dense_tanh" in lowered.functions
+
+
+ADD_RELU = """#[version = "0.0.5"]
+def @main(%x: Tensor[(4, 16), float32], %y: Tensor[(16), float32]) {
+  %0 = add(%x, %y);
+  nn.relu(%0)
+}
+"""
+
+
+def test_golden_llvm_of_a_fused_add_relu(jit):
+    """The unoptimised LLVM IR of `relu(add(x, y))`: one function with aligned noalias
+    buffers, its subprogram at the fused function's first line, the fadd at the add's
+    line and the maximum at the relu's, and the entry calling it through the kernel table
+    at the call of the fused group (its first expression)."""
+    built = build_text(ADD_RELU, "add_relu.relay")
+    text = lower_build(built, jit=jit).llvm_ir
+    lines = text.splitlines()
+    locations = line_locations(text)
+    assert ("define void @tvmgen_default_fused_add_nn_relu(ptr noalias align 64 %p0, "
+            "ptr noalias align 64 %p1, ptr noalias align 64 %T_relu)") in text
+    fadd = next(n for n, ln in enumerate(lines, 1) if "= fadd float %p0.1, %p1.1" in ln)
+    maximum = next(n for n, ln in enumerate(lines, 1) if "call float @llvm.maximum.f32(float" in ln)
+    store = next(n for n, ln in enumerate(lines, 1) if ln.strip().startswith("store float"))
+    call = next(n for n, ln in enumerate(lines, 1) if "call void %tvmgen_default_fused_add_nn_relu(" in ln)
+    assert (locations[fadd], locations[maximum], locations[store], locations[call]) == ((3, 8), (4, 3), (4, 3), (3, 8))
+    assert ('!DISubprogram(name: "tvmgen_default_fused_add_nn_relu", scope: !1, file: !1, line: 3,'
+            in text)
+    assert '!DIFile(filename: "add_relu.relay"' in text
+    assert '!{!"llvm.loop.vectorize.enable", i1 true}' in text
+    ranges = function_ranges(text)
+    assert set(ranges) == {"tvmgen_default_fused_add_nn_relu", "tvmgen_default___tvm_main__"}
