@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv test demo bench clean
+.PHONY: venv test demo bench clean vsix
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ bench: $(STAMP)
 	$(PY) bench/parse.py
 	$(PY) bench/typecheck.py
 	$(PY) bench/passes.py
+
+# The VS Code extension, packaged offline: vscode-client/dist/relaylens.vsix (npm ci first
+# when vscode-client/node_modules is missing or older than its package-lock.json).
+vsix:
+	vscode-client/scripts/vsix.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

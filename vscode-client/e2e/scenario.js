@@ -1,0 +1,232 @@
+#!/usr/bin/env node
+/**
+ * The extension end to end in a real VS Code: code-server + Debian's chromium driven by
+ * playwright-core.  Run by tests/test_vscode_e2e.py; every input comes from the environment:
+ *
+ *   NODE24, CODE_SERVER, CHROMIUM   from scripts/setup-e2e.sh
+ *   VSIX                            the packaged extension
+ *   PYTHON                          an interpreter with relaylens installed
+ *   MODEL                           the .relay file to open (inside WORKSPACE)
+ *   WORKSPACE, ARTIFACTS            folder opened in VS Code; where screenshots and result.json go
+ *   HOVER_LINE, HOVER_COLUMN        1-based position of an operator to hover
+ *   BROKEN_LINE                     1-based line to break with a stray `)`
+ *   LLVM_LINE                       1-based line of module.ll that has a Relay location
+ *
+ * Scenario: open the model; wait for the build (status bar); hover shows the type and the
+ * provenance; the `ƒ <fused function>` code lens opens module.ll; definition (F12) on
+ * LLVM_LINE returns to the Relay file; breaking a line shows an error squiggle.
+ *
+ * Writes ARTIFACTS/result.json: {steps: {name: {ok, detail}}, relayLineAfterDefinition}, one
+ * screenshot per step, and code-server's log; exits 1 when a step failed.
+ */
+'use strict';
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const { spawn, execFileSync } = require('child_process');
+const { chromium } = require('playwright-core');
+
+const env = (name) => {
+    const value = process.env[name];
+    if (!value) {
+        throw new Error(`scenario.js: ${name} is not set`);
+    }
+    return value;
+};
+const STEP_TIMEOUT = 90_000;
+const CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+const artifacts = env('ARTIFACTS');
+const result = { steps: {} };
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'relaylens-e2e-'));
+
+function freePort() {
+    return new Promise((resolve, reject) => {
+        const server = net.createServer();
+        server.on('error', reject);
+        server.listen(0, '127.0.0.1', () => {
+            const { port } = server.address();
+            server.close(() => resolve(port));
+        });
+    });
+}
+
+function codeServerArgs(...rest) {
+    return [env('CODE_SERVER'), '--user-data-dir', path.join(scratch, 'user-data'),
+        '--extensions-dir', path.join(scratch, 'extensions'), ...rest];
+}
+
+function writeSettings() {
+    const dir = path.join(scratch, 'user-data', 'User');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
+        'relaylens.server.pythonPath': env('PYTHON'),
+        'workbench.startupEditor': 'none',
+        'security.workspace.trust.enabled': false,
+        'telemetry.telemetryLevel': 'off',
+        'chat.disableAIFeatures': true,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'editor.hover.delay': 300,
+        'editor.codeLens': true,
+        'extensions.autoCheckUpdates': false,
+        'update.mode': 'none',
+    }, null, 2));
+    fs.writeFileSync(path.join(scratch, 'config.yaml'), 'auth: none\ncert: false\n');
+}
+
+/** Start code-server and resolve with its URL once it says it listens. */
+function startCodeServer(port) {
+    const log = fs.openSync(path.join(artifacts, 'code-server.log'), 'w');
+    const child = spawn(path.join(env('NODE24'), 'node'), codeServerArgs(
+        '--config', path.join(scratch, 'config.yaml'), '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none',
+        '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', env('WORKSPACE'),
+    ), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HOME: path.join(scratch, 'home') } });
+    return new Promise((resolve, reject) => {
+        const onData = (chunk) => {
+            fs.writeSync(log, chunk);
+            if (/HTTP server listening on/.test(chunk.toString())) {
+                resolve(child);
+            }
+        };
+        child.stdout.on('data', onData);
+        child.stderr.on('data', onData);
+        child.on('exit', (code) => reject(new Error(`code-server exited with ${code} (see code-server.log)`)));
+    });
+}
+
+async function step(page, name, action) {
+    try {
+        const detail = await action();
+        result.steps[name] = { ok: true, detail: detail ?? '' };
+    } catch (error) {
+        result.steps[name] = { ok: false, detail: String(error && error.message ? error.message : error).slice(0, 2000) };
+    }
+    await page.screenshot({ path: path.join(artifacts, `${String(Object.keys(result.steps).length).padStart(2, '0')}-${name}.png`) })
+        .catch(() => undefined);
+    return result.steps[name].ok;
+}
+
+async function goToLine(page, line, column) {
+    await page.keyboard.press('Control+P'); // quick open; `:L:C` goes to a line
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(column ? `:${line}:${column}` : `:${line}`);
+    await page.keyboard.press('Enter');
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 10_000 });
+}
+
+/** The active tab of the focused editor group. */
+function activeTab(page, name) {
+    return page.locator('.editor-group-container.active .tab.active', { hasText: name });
+}
+
+async function scenario(page, url) {
+    const model = path.basename(env('MODEL'));
+    await page.goto(url);
+    await page.locator('.monaco-workbench').waitFor({ timeout: STEP_TIMEOUT });
+
+    const opened = await step(page, 'open-and-build', async () => {
+        await page.keyboard.press('Control+P');
+        const input = page.locator('.quick-input-widget input');
+        await input.waitFor({ state: 'visible' });
+        await input.fill(model);
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: model }).first().waitFor();
+        await page.keyboard.press('Enter');
+        await activeTab(page, model).waitFor();
+        const built = page.locator('.statusbar-item', { hasText: 'Relay: built in' });
+        await built.waitFor({ timeout: STEP_TIMEOUT });
+        return (await built.innerText()).trim();
+    });
+    if (!opened) {
+        return;
+    }
+
+    await step(page, 'hover', async () => {
+        await page.locator('.monaco-editor .view-lines').first().click();
+        await goToLine(page, Number(env('HOVER_LINE')), Number(env('HOVER_COLUMN')));
+        await page.keyboard.press('Control+K');
+        await page.keyboard.press('Control+I');
+        const hover = page.locator('.monaco-hover:not(.hidden)').first();
+        await hover.waitFor({ timeout: 20_000 });
+        await page.waitForFunction(() => /tvmgen_default_fused/.test(document.querySelector('.monaco-hover:not(.hidden)')?.textContent ?? ''),
+            undefined, { timeout: 30_000 }).catch(() => undefined);
+        const text = (await hover.innerText()).replace(/\s+/g, ' ');
+        result.hover = text;
+        if (!/Tensor\[/.test(text)) {
+            throw new Error(`hover has no type: ${text}`);
+        }
+        if (!/tvmgen_default_fused|FuseOps|fused/.test(text)) {
+            throw new Error(`hover has no provenance (fused function or pass): ${text}`);
+        }
+        await page.keyboard.press('Escape');
+        return text.slice(0, 300);
+    });
+
+    const lensOpened = await step(page, 'code-lens-opens-llvm-ir', async () => {
+        const lens = page.locator('.codelens-decoration a', { hasText: 'ƒ ' }).first();
+        await lens.waitFor({ timeout: STEP_TIMEOUT });
+        await lens.click();
+        await activeTab(page, 'module.ll').waitFor({ timeout: STEP_TIMEOUT });
+        await page.locator('.editor-group-container.active .view-lines', { hasText: 'define' }).waitFor();
+        return 'module.ll';
+    });
+
+    if (lensOpened) {
+        await step(page, 'definition-in-llvm-ir', async () => {
+            await goToLine(page, Number(env('LLVM_LINE')));
+            await page.keyboard.press('F12');
+            await activeTab(page, model).waitFor({ timeout: 30_000 });
+            const position = await page.locator('.statusbar-item', { hasText: /Ln \d+, Col \d+/ }).first().innerText();
+            result.relayLineAfterDefinition = Number(/Ln (\d+)/.exec(position)[1]);
+            return position.trim();
+        });
+    }
+
+    await step(page, 'broken-line-diagnostic', async () => {
+        await page.locator('.tab', { hasText: model }).first().click();
+        await activeTab(page, model).waitFor();
+        await goToLine(page, Number(env('BROKEN_LINE')));
+        await page.keyboard.press('End');
+        await page.keyboard.type(' )');
+        await page.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
+        const status = page.locator('.statusbar-item', { hasText: /Relay: \d+ error/ });
+        await status.waitFor({ timeout: 30_000 });
+        return (await status.innerText()).trim();
+    });
+}
+
+async function main() {
+    fs.mkdirSync(artifacts, { recursive: true });
+    writeSettings();
+    execFileSync(path.join(env('NODE24'), 'node'), codeServerArgs('--install-extension', env('VSIX')), {
+        stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HOME: path.join(scratch, 'home') },
+    });
+    const port = await freePort();
+    const server = await startCodeServer(port);
+    const context = await chromium.launchPersistentContext(path.join(scratch, 'chromium'), {
+        executablePath: env('CHROMIUM'), headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1600, height: 1000 },
+    });
+    try {
+        const page = context.pages()[0] ?? (await context.newPage());
+        page.setDefaultTimeout(STEP_TIMEOUT);
+        await scenario(page, `http://127.0.0.1:${port}/?folder=${encodeURIComponent(env('WORKSPACE'))}`);
+    } finally {
+        await context.close().catch(() => undefined);
+        server.kill('SIGTERM');
+        fs.writeFileSync(path.join(artifacts, 'result.json'), JSON.stringify(result, null, 2));
+        fs.rmSync(scratch, { recursive: true, force: true });
+    }
+    const failed = Object.entries(result.steps).filter(([, s]) => !s.ok).map(([name]) => name);
+    if (failed.length > 0 || Object.keys(result.steps).length === 0) {
+        console.error(`failed steps: ${failed.join(', ') || 'none ran'}`);
+        process.exit(1);
+    }
+}
+
+main().catch((error) => {
+    console.error(error);
+    fs.writeFileSync(path.join(artifacts, 'result.json'), JSON.stringify({ ...result, error: String(error) }, null, 2));
+    process.exit(1);
+});

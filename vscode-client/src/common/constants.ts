@@ -1,0 +1,32 @@
+/** Names shared by the extension's modules: ids, settings, commands, the virtual-document scheme. */
+
+export const EXTENSION_ID = 'relaylens.relaylens';
+export const CLIENT_ID = 'relaylens'; // also the prefix of the `relaylens.trace.server` setting
+export const CLIENT_NAME = 'RelayLens';
+export const LANGUAGE_ID = 'relay';
+export const LLVM_LANGUAGE_ID = 'llvm';
+
+/** URI scheme of the documents the server serves (pass snapshots, LLVM IR, schedules). */
+export const VIRTUAL_SCHEME = 'relaylens';
+
+/** The Python module that runs the language server on stdio. */
+export const SERVER_MODULE = 'relaylens.server';
+
+export const SETTINGS = {
+    section: 'relaylens',
+    pythonPath: 'server.pythonPath',
+} as const;
+
+export const COMMANDS = {
+    restart: 'relaylens.restartServer',
+    showLlvmIr: 'relaylens.showLlvmIr',
+    showPassPipeline: 'relaylens.showPassPipeline',
+    showSchedule: 'relaylens.showSchedule',
+    explain: 'relaylens.explain',
+    showOutput: 'relaylens.showOutput',
+    open: 'relaylens.open', // invoked by the server's code lenses (docs/lsp.md)
+} as const;
+
+/** The Python extension, asked for its active interpreter when installed. */
+export const PYTHON_EXTENSION_ID = 'ms-python.python';
+export const FALLBACK_PYTHON = 'python3';

@@ -1,0 +1,90 @@
+/**
+ * The server's extensions to LSP, as docs/lsp.md fixes them: the `relaylens:` URIs, the
+ * custom requests and the build notification.  Only types and URI spelling live here; the
+ * client never interprets Relay.
+ */
+
+import * as vscode from 'vscode';
+import { NotificationType, RequestType } from 'vscode-languageclient/node';
+import { VIRTUAL_SCHEME } from './constants';
+
+export type LineRange = [number, number]; // 0-based, inclusive
+
+export interface VirtualDocument {
+    uri: string;
+    text: string;
+    languageId: string;
+    version: number;
+}
+
+export interface LineMapFunction {
+    name: string;
+    relay: LineRange[];
+    llvm: LineRange[];
+}
+
+export interface LineMap {
+    uri: string;
+    version: number;
+    module: string;
+    functions: LineMapFunction[];
+    lines: [number, number][]; // [module.ll line, Relay line]
+}
+
+export interface Snapshot {
+    index: number;
+    name: string;
+    changed: boolean;
+    uri: string;
+}
+
+export interface Snapshots {
+    uri: string;
+    version: number;
+    passes: Snapshot[];
+}
+
+export interface BuildFinished {
+    uri: string;
+    version: number;
+    state: 'done' | 'cancelled' | 'crashed';
+    current: boolean;
+    seconds: number;
+    functions: number;
+}
+
+export const VirtualDocumentRequest = new RequestType<{ uri: string }, VirtualDocument, void>('relaylens/virtualDocument');
+export const LineMapRequest = new RequestType<{ uri: string }, LineMap | null, void>('relaylens/lineMap');
+export const SnapshotsRequest = new RequestType<{ uri: string }, Snapshots | null, void>('relaylens/snapshots');
+export const BuildFinishedNotification = new NotificationType<BuildFinished>('relaylens/buildFinished');
+
+/**
+ * A `relaylens:` URI, spelt as docs/lsp.md shows it
+ * (`relaylens:/<kind>/<name>?uri=<encodeURIComponent(doc)>&version=<N>`).
+ */
+export function virtualUri(kind: 'llvm' | 'schedule' | 'pass', name: string, document: vscode.Uri, version?: number): vscode.Uri {
+    const query = `uri=${encodeURIComponent(document.toString())}` + (version === undefined ? '' : `&version=${version}`);
+    return vscode.Uri.parse(`${VIRTUAL_SCHEME}:/${kind}/${name}?${query}`);
+}
+
+/** Which document and version a `relaylens:` URI shows, and what (kind and name). */
+export interface VirtualUriParts {
+    kind: string;
+    name: string;
+    document: vscode.Uri;
+    version?: number;
+}
+
+export function parseVirtualUri(uri: vscode.Uri): VirtualUriParts | undefined {
+    if (uri.scheme !== VIRTUAL_SCHEME) {
+        return undefined;
+    }
+    const [, kind, ...rest] = uri.path.split('/');
+    const params = new URLSearchParams(uri.query);
+    const document = params.get('uri');
+    if (!kind || !document) {
+        return undefined;
+    }
+    const version = params.get('version');
+    return { kind, name: rest.join('/'), document: vscode.Uri.parse(document), version: version === null ? undefined : Number(version) };
+}

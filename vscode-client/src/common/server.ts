@@ -1,0 +1,116 @@
+/**
+ * Starting, stopping and restarting the language server (`<python> -m relaylens.server`).
+ *
+ * One `ServerManager` owns the current `LanguageClient`.  A start resolves the interpreter
+ * (python.ts), checks it can import the server, and only then spawns it; any failure is an
+ * error message with what to set, plus a line in the output channel.  Features that talk to
+ * the server subscribe to `onDidStart` and read `client`, so they survive restarts.
+ */
+
+import * as vscode from 'vscode';
+import { LanguageClient, LanguageClientOptions, RevealOutputChannelOn, ServerOptions, State } from 'vscode-languageclient/node';
+import { CLIENT_ID, CLIENT_NAME, COMMANDS, LANGUAGE_ID, SERVER_MODULE, VIRTUAL_SCHEME } from './constants';
+import { checkPython, resolvePython } from './python';
+
+export class ServerManager implements vscode.Disposable {
+    private current: LanguageClient | undefined;
+    private starting: Promise<void> | undefined;
+    private readonly started = new vscode.EventEmitter<LanguageClient>();
+    private readonly stopped = new vscode.EventEmitter<void>();
+
+    /** Fires with the new client once it is running. */
+    readonly onDidStart = this.started.event;
+    /** Fires when the client stops (restart, failure, shutdown). */
+    readonly onDidStop = this.stopped.event;
+
+    constructor(private readonly output: vscode.LogOutputChannel) {}
+
+    /** The running client, if any. */
+    get client(): LanguageClient | undefined {
+        return this.current?.state === State.Running ? this.current : undefined;
+    }
+
+    /** Start the server unless it is running or starting. */
+    start(): Promise<void> {
+        if (!this.starting) {
+            this.starting = this.doStart().finally(() => (this.starting = undefined));
+        }
+        return this.starting;
+    }
+
+    async restart(): Promise<void> {
+        await this.starting;
+        await this.stop();
+        await this.start();
+    }
+
+    async stop(): Promise<void> {
+        const client = this.current;
+        this.current = undefined;
+        if (client) {
+            try {
+                await client.stop();
+            } catch (error) {
+                this.output.warn(`stopping the server: ${error}`);
+            }
+            await client.dispose();
+            this.stopped.fire();
+        }
+    }
+
+    async dispose(): Promise<void> {
+        await this.stop();
+        this.started.dispose();
+        this.stopped.dispose();
+    }
+
+    private async doStart(): Promise<void> {
+        const python = await resolvePython(vscode.window.activeTextEditor?.document.uri);
+        this.output.info(`Python: ${python.command} (${python.source})`);
+        const problem = await checkPython(python);
+        if (problem) {
+            this.output.error(problem);
+            void showProblem(problem);
+            return;
+        }
+        const serverOptions: ServerOptions = {
+            command: python.command,
+            args: ['-m', SERVER_MODULE],
+            options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+        };
+        const clientOptions: LanguageClientOptions = {
+            documentSelector: [
+                { scheme: 'file', language: LANGUAGE_ID },
+                { scheme: 'untitled', language: LANGUAGE_ID },
+                { scheme: VIRTUAL_SCHEME },
+            ],
+            outputChannel: this.output,
+            traceOutputChannel: this.output,
+            revealOutputChannelOn: RevealOutputChannelOn.Never,
+        };
+        const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+        this.current = client;
+        try {
+            await client.start();
+        } catch (error) {
+            this.current = undefined;
+            const message = `RelayLens: the language server did not start (${error}). See the RelayLens output for its log.`;
+            this.output.error(message);
+            void showProblem(message);
+            return;
+        }
+        this.output.info(`server started: ${python.command} -m ${SERVER_MODULE}`);
+        this.started.fire(client);
+    }
+}
+
+async function showProblem(message: string): Promise<void> {
+    const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Output', 'Restart');
+    if (choice === 'Open Settings') {
+        await vscode.commands.executeCommand('workbench.action.openSettings', 'relaylens.server.pythonPath');
+    } else if (choice === 'Show Output') {
+        await vscode.commands.executeCommand(COMMANDS.showOutput);
+    } else if (choice === 'Restart') {
+        await vscode.commands.executeCommand(COMMANDS.restart);
+    }
+}

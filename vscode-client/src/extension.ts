@@ -1,0 +1,44 @@
+/**
+ * The RelayLens extension: wires VS Code to the RelayLens language server.
+ *
+ * Everything about Relay lives in the server (docs/lsp.md); the modules here start it
+ * (common/python.ts, common/server.ts) and present what it answers: virtual documents,
+ * compiler views, the build status and the line colours (features/).
+ */
+
+import * as vscode from 'vscode';
+import { BuildEvents } from './common/builds';
+import { CLIENT_NAME, COMMANDS, SETTINGS } from './common/constants';
+import { onDidChangePython } from './common/python';
+import { ServerManager } from './common/server';
+import { BuildStatus } from './features/buildStatus';
+import { registerCompilerViews } from './features/compilerViews';
+import { LineColours } from './features/lineColours';
+import { registerVirtualDocuments } from './features/virtualDocuments';
+
+let server: ServerManager | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+    const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
+    server = new ServerManager(output);
+    const builds = new BuildEvents(server);
+    const provider = registerVirtualDocuments(context, server, builds);
+    registerCompilerViews(context, server, provider);
+    const restart = () => server?.restart();
+    context.subscriptions.push(
+        output,
+        builds,
+        new BuildStatus(builds),
+        new LineColours(server, builds),
+        vscode.commands.registerCommand(COMMANDS.restart, restart),
+        vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show()),
+        vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration(`${SETTINGS.section}.${SETTINGS.pythonPath}`) && restart()),
+        await onDidChangePython(restart),
+    );
+    await server.start();
+}
+
+export async function deactivate(): Promise<void> {
+    await server?.dispose();
+    server = undefined;
+}
