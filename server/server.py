@@ -4,7 +4,9 @@
     relaylens serve [--tcp --port N]      stdio, or TCP on 127.0.0.1 only
 
 Features live in `features/` (one module per LSP method family); analyses are cached in
-`analysis.py`; offsets become LSP positions only in `convert.py`.
+`analysis.py`; offsets become LSP positions only in `convert.py`.  The slow path (passes,
+lowering, LLVM) runs in a worker process managed by `slow/builds.py`; docs/lsp.md is the
+protocol reference, custom requests included.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from __future__ import annotations
 import logging
 from importlib.metadata import PackageNotFoundError, version
 
+from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
 from .analysis import Analyses
-from .features import (completion, declaration, diagnostics, folding, formatting, hover,
-                       navigation, rename, semantic_tokens, signature_help, symbols)
+from .features import (build_status, code_lens, completion, declaration, diagnostics, folding,
+                       formatting, hover, line_map, navigation, rename, semantic_tokens,
+                       signature_help, snapshots, symbols, virtual_documents)
+from .slow.builds import Builds
 
 NAME = "relaylens"
 
@@ -33,12 +38,32 @@ class RelayLensServer(LanguageServer):
         super().__init__(NAME, _version())
         self.analyses = Analyses()
         self.diagnostics = diagnostics.DiagnosticStore(self)
+        self.builds = Builds(self)
+
+
+def _lifecycle(server: RelayLensServer) -> None:
+    """initializationOptions configure the builds; the worker starts once the client is
+    ready (so the first build does not wait for its imports) and stops at shutdown."""
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(params: lsp.InitializeParams) -> None:
+        server.builds.configure(params.initialization_options)
+
+    @server.feature(lsp.INITIALIZED)
+    def initialized(params: lsp.InitializedParams) -> None:
+        server.builds.start_worker()
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(params: None) -> None:
+        server.builds.shutdown()
 
 
 def build() -> RelayLensServer:
     server = RelayLensServer()
+    _lifecycle(server)
     for feature in (diagnostics, navigation, declaration, symbols, hover, rename, completion,
-                    signature_help, semantic_tokens, folding, formatting):
+                    signature_help, semantic_tokens, folding, formatting, code_lens,
+                    virtual_documents, line_map, snapshots, build_status):
         feature.register(server)
     return server
 

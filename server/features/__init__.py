@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pygls.exceptions import JsonRpcException
 
+from ..slow.uris import is_virtual
+
 if TYPE_CHECKING:
     from ..analysis import Analysis
     from ..server import RelayLensServer
@@ -62,6 +64,8 @@ def guarded(default: Any = None) -> Callable:
 
 def analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
     """The analysis a request reads, or None for a document we cannot read."""
+    if is_virtual(uri):  # LLVM IR or a snapshot (a `relaylens:` document): not analysed
+        return None
     try:
         doc = server.workspace.get_text_document(uri)
         text = doc.source
@@ -74,6 +78,8 @@ def analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
 def current_analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
     """The analysis of the document's text as it is now (made now if the latest is older),
     for answers laid over that text: edits, semantic tokens, folding ranges."""
+    if is_virtual(uri):  # LLVM IR or a snapshot (a `relaylens:` document): not analysed
+        return None
     try:
         doc = server.workspace.get_text_document(uri)
         text = doc.source

@@ -1,9 +1,14 @@
-"""textDocument/didOpen, didChange, didClose → textDocument/publishDiagnostics.
+"""textDocument/didOpen, didChange, didSave, didClose → textDocument/publishDiagnostics,
+and the slow path's builds (`server.builds`, server/slow/builds.py) started from them.
 
 Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
 version they were computed on.  didOpen analyses at once; didChange is debounced per URI
 (a newer edit cancels the pending run); didClose clears the document's diagnostics.  A
-result is published only if its version is still the document's version.
+result is published only if its version is still the document's version.  The fast
+stage is published only for the version it was computed on; the slow path's stage
+(`build`) stays, whatever its version, until the next build replaces it, so neither
+path clears the other.  Documents of our `relaylens:` scheme (virtual documents a client
+may open) are not analysed.
 """
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from .. import convert
+from ..slow.builds import STAGE as BUILD
+from ..slow.uris import is_virtual
 from . import guarded, log
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
 
 DEBOUNCE_SECONDS = 0.15
-FAST = "fast"  # parse + names (+ types, when that stage lands)
+FAST = "fast"  # parse + names + types
+STICKY = frozenset({BUILD})  # stages published whatever their version (the slow path's)
 
 
 class DiagnosticStore:
@@ -32,14 +40,18 @@ class DiagnosticStore:
     def set(self, stage: str, uri: str, version: int | None, items: list[lsp.Diagnostic]) -> None:
         self._by_stage[(stage, uri)] = (version, items)
 
+    def get(self, stage: str, uri: str) -> list[lsp.Diagnostic]:
+        return self._by_stage.get((stage, uri), (None, []))[1]
+
     def clear(self, uri: str) -> None:
         for key in [k for k in self._by_stage if k[1] == uri]:
             del self._by_stage[key]
 
     def sync(self, uri: str, version: int | None) -> None:
-        """Publish every stage's diagnostics of this version for `uri` (maybe none)."""
-        items = [d for (_, u), (v, ds) in self._by_stage.items() if u == uri and v == version
-                 for d in ds]
+        """Publish `uri`'s diagnostics: the fast stage's of this version (maybe none) and
+        the sticky stages' whatever their version."""
+        items = [d for (stage, u), (v, ds) in self._by_stage.items()
+                 if u == uri and (v == version or stage in STICKY) for d in ds]
         self.server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
 
@@ -83,20 +95,37 @@ def register(server: "RelayLensServer") -> None:
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     @guarded()
     def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
-        store.cancel(params.text_document.uri)
-        store.analyse_now(params.text_document.uri)
+        uri = params.text_document.uri
+        if is_virtual(uri):
+            return
+        store.cancel(uri)
+        store.analyse_now(uri)
+        server.builds.opened(uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     @guarded()
     def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
-        store.schedule(params.text_document.uri)
+        uri = params.text_document.uri
+        if is_virtual(uri):
+            return
+        store.schedule(uri)
+        server.builds.changed(uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    @guarded()
+    def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
+        if not is_virtual(params.text_document.uri):
+            server.builds.saved(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     @guarded()
     def did_close(params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
+        if is_virtual(uri):
+            return
         store.cancel(uri)
         store.clear(uri)
         server.analyses.forget(uri)
+        server.builds.closed(uri)
         server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

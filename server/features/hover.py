@@ -4,7 +4,11 @@ For a symbol: its kind and name and, when known, its type (a local's annotation 
 inferred `ty`); for a global, its signature line; for a type, its definition; for a
 constructor, its fields and the type it builds.  On an operator's name: the op's
 signature with attribute defaults, its doc and fusion pattern, and the call's type.
-Anywhere else in an expression: the innermost expression's type.
+Anywhere else in an expression: the innermost expression's type.  After either of the
+last two, what the slow path knows of the expression (provenance_hover.py): its frontend
+layers, what each pass made of it, its fused function and LLVM IR.
+
+Inside a virtual document (`relaylens:` URIs) the hover is virtual_documents.py's.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from ...compiler.ir.module import TypeData
 from ...compiler.parser import Symbol
 from ...compiler.printer import print_type
 from ...compiler.printer.types import print_type_def, type_params_text
-from . import analysis_for, guarded
+from ..slow.uris import is_virtual
+from . import analysis_for, guarded, virtual_documents
 from .navigation import symbol_at
+from .provenance_hover import provenance_markdown
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -109,6 +115,8 @@ def register(server: "RelayLensServer") -> None:
     @guarded()
     def hover(params: lsp.HoverParams) -> lsp.Hover | None:
         uri = params.text_document.uri
+        if is_virtual(uri):
+            return virtual_documents.hover(server, params)
         found = symbol_at(server, uri, params.position)
         if found is not None:
             analysis, symbol = found
@@ -122,14 +130,19 @@ def register(server: "RelayLensServer") -> None:
         if hit is None:
             return None
         start, end, node = hit
+        slow = provenance_markdown(server, uri, (start, end), analysis.source.text, params.position)
         name = analysis.exprs.op_name_range(start, node)
         if name is not None and name[0] <= offset < name[1]:
             where = convert.offset_range(analysis.source, *name)
-            return _markdown(describe_op(node), where)
+            return _markdown(_joined(describe_op(node), slow), where)
         text = describe_expr(node)
         if text is None:
             return None
-        return _markdown(text, convert.offset_range(analysis.source, start, end))
+        return _markdown(_joined(text, slow), convert.offset_range(analysis.source, start, end))
+
+
+def _joined(fast: str, slow: str | None) -> str:
+    return fast if slow is None else f"{fast}\n\n---\n\n{slow}"
 
 
 def _markdown(value: str, where: lsp.Range) -> lsp.Hover:

@@ -2,7 +2,8 @@
 
 Lookups in the parser's `SymbolIndex`: the symbol under the cursor, then its binder, its
 uses, or both.  Works for `%` locals and graph bindings, `@` globals, type names, type
-variables and constructors.
+variables and constructors.  Definition inside a virtual document (`relaylens:` URIs)
+leads back to the source (virtual_documents.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from lsprotocol import types as lsp
 
 from .. import convert
 from ...compiler.parser import Symbol
-from . import analysis_for, guarded
+from ..slow.uris import is_virtual
+from . import analysis_for, guarded, virtual_documents
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -34,6 +36,8 @@ def register(server: "RelayLensServer") -> None:
     @guarded()
     def definition(params: lsp.DefinitionParams) -> list[lsp.Location] | None:
         uri = params.text_document.uri
+        if is_virtual(uri):
+            return virtual_documents.definition(server, params)
         found = symbol_at(server, uri, params.position)
         if found is None or found[1].definition is None:
             return None

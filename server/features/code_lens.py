@@ -1,0 +1,71 @@
+"""textDocument/codeLens: above the first line of each group of source expressions that
+became one fused function, its name and "LLVM IR", "schedule (N steps)", "passes (N)".
+
+Every lens runs the client command `relaylens.open` with a virtual document's URI and,
+where it helps, the range to select in it (docs/lsp.md).  Lenses come only from the
+build of the document's current version: while a newer version is being built there
+are none, rather than lenses on lines that have moved.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from .. import convert
+from ..slow import uris
+from ..slow.builds import Built
+from ..slow.report import FusedReport
+from . import guarded
+
+if TYPE_CHECKING:
+    from ..server import RelayLensServer
+
+OPEN = "relaylens.open"
+
+
+def _lines_range(first: int, last: int) -> lsp.Range:
+    """1-based inclusive lines as the LSP range from the start of the first to the start
+    of the line after the last."""
+    return lsp.Range(start=lsp.Position(line=first - 1, character=0),
+                     end=lsp.Position(line=last, character=0))
+
+
+def lenses_for(built: Built, fn: FusedReport) -> list[lsp.CodeLens]:
+    report = built.report
+    doc, version = report.uri, report.version
+    line = convert.position(built.source, fn.anchor[0]).line
+    where = lsp.Range(start=lsp.Position(line=line, character=0), end=lsp.Position(line=line, character=0))
+
+    def lens(title: str, *arguments) -> lsp.CodeLens:
+        return lsp.CodeLens(range=where, command=lsp.Command(title=title, command=OPEN, arguments=list(arguments)))
+
+    snapshot = report.snapshots[fn.snapshot]
+    snap_uri = uris.make("pass", snapshot.file_name, doc, version)
+    in_snapshot = [snap_uri]
+    if fn.printed is not None:
+        in_snapshot.append(convert.offset_range(built.text_source(snap_uri, snapshot.text), *fn.printed))
+    if report.lowered and fn.module_lines:
+        first, last = fn.module_lines[0]
+        found = [lens(f"ƒ {fn.name}", uris.make("llvm", "module.ll", doc, version), _lines_range(first, last))]
+    else:  # not lowered: the name shows where the function is in the snapshot
+        found = [lens(f"ƒ {fn.name}", *in_snapshot)]
+    if fn.llvm_ir:
+        found.append(lens("LLVM IR", uris.make("llvm", f"{fn.name}.ll", doc, version)))
+    if fn.schedule_text:
+        steps = fn.schedule_steps
+        found.append(lens(f"schedule ({steps} step{'s' * (steps != 1)})",
+                          uris.make("schedule", f"{fn.name}.txt", doc, version)))
+    found.append(lens(f"passes ({fn.passes})", *in_snapshot))
+    return found
+
+
+def register(server: "RelayLensServer") -> None:
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+    @guarded(default=[])
+    def code_lens(params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+        built = server.builds.current(params.text_document.uri)
+        if built is None:
+            return []
+        return [lens for fn in built.report.functions for lens in lenses_for(built, fn)]

@@ -1,0 +1,216 @@
+"""relaylens/virtualDocument {uri} -> {uri, text, languageId, version}, and hover and
+definition inside the documents of our `relaylens:` scheme (docs/lsp.md).
+
+The texts come from a build report (`server.builds`), never from the client: an LLVM IR
+line leads back, through its debug location, to the Relay expression and its frontend
+layers; a node of a pass snapshot leads to every source range it came from.  A URI that
+does not follow the scheme's grammar is an InvalidParams error; one that names nothing
+the report has is a RequestFailed error saying why.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+
+from .. import convert
+from ..slow import uris
+from ..slow.builds import Built, NotBuilt
+from ..slow.uris import BadUri, VirtualUri
+from . import Refused, log
+
+if TYPE_CHECKING:
+    from ..server import RelayLensServer
+
+METHOD = "relaylens/virtualDocument"
+
+
+class InvalidUri(Refused):
+    """A malformed `relaylens:` URI (JSON-RPC InvalidParams)."""
+
+    CODE = -32602
+
+
+def uri_param(params: Any) -> str:
+    """The `uri` of a custom request's params (a JSON object)."""
+    uri = params.get("uri") if isinstance(params, dict) else getattr(params, "uri", None)
+    if not isinstance(uri, str):
+        raise InvalidUri("expected params {\"uri\": string}")
+    return uri
+
+
+def text_of(built: Built, vuri: VirtualUri) -> str:
+    """The text a virtual URI names in this report (NotBuilt when there is none)."""
+    report = built.report
+    if vuri.kind == "pass":
+        index = vuri.pass_index
+        if index is None or not 0 <= index < len(report.snapshots):
+            raise NotBuilt(f"there is no snapshot {index} (the build has {len(report.snapshots)})")
+        snapshot = report.snapshots[index]
+        if snapshot.file_name != vuri.name:
+            raise NotBuilt(f"snapshot {index} is {snapshot.file_name}, not {vuri.name}")
+        return snapshot.text
+    if vuri.kind == "llvm" and not report.lowered:
+        raise NotBuilt(f"version {report.version} of {report.uri} was not lowered to LLVM IR "
+                       "(see its diagnostics)")
+    name = vuri.function
+    if name is None:
+        return report.optimized_ir if vuri.optimized else report.llvm_ir
+    fn = report.function(name)
+    if fn is None:
+        raise NotBuilt(f"there is no fused function {name} in version {report.version} of {report.uri}")
+    if vuri.kind == "schedule":
+        return fn.schedule_text
+    if not fn.llvm_ir:
+        raise NotBuilt(f"{name} was not lowered (see the build diagnostics)")
+    return fn.optimized_ir if vuri.optimized else fn.llvm_ir
+
+
+def parse(uri: str) -> VirtualUri:
+    try:
+        return uris.parse(uri)
+    except BadUri as err:
+        raise InvalidUri(str(err)) from None
+
+
+def resolve(server: "RelayLensServer", uri: str) -> tuple[Built, VirtualUri, str, Any] | None:
+    """For hover and definition: the report, the parsed URI, its text and a `Source` over
+    it; None when any of them is missing (the answer is then null)."""
+    try:
+        vuri = uris.parse(uri)
+        built = server.builds.find(vuri.document, vuri.version)
+        if built is None:
+            return None
+        text = text_of(built, vuri)
+    except (BadUri, NotBuilt):
+        return None
+    key = uris.make(vuri.kind, vuri.name, vuri.document, built.report.version)
+    return built, vuri, text, built.text_source(key, text)
+
+
+def _llvm_target(server, uri: str, position: lsp.Position):
+    found = resolve(server, uri)
+    if found is None or found[1].kind != "llvm":
+        return None
+    built, vuri, text, source = found
+    where = built.line_map(source.name, text).get(position.line + 1)
+    if where is None:
+        return None
+    line = min(where[0], len(built.source.line_starts))  # a location past the end: the last line
+    return built, vuri, source, position.line + 1, (line, where[1])
+
+
+def llvm_definition(server, uri: str, position: lsp.Position) -> list[lsp.Location] | None:
+    found = _llvm_target(server, uri, position)
+    if found is None:
+        return None
+    built, _, _, _, (line, col) = found
+    return [lsp.Location(built.report.uri, _relay_range(built, line, col))]
+
+
+def _relay_range(built: Built, line: int, col: int) -> lsp.Range:
+    """The expression that starts at Relay (line, col), or that whole line."""
+    source = built.source
+    offset = source.offset(line, col)
+    expr = built.report.expr_starting(offset)
+    if expr is not None:
+        return convert.offset_range(source, *expr.range)
+    start = source.line_starts[line - 1]
+    return convert.offset_range(source, start, start + len(source.line_text(line)))
+
+
+def llvm_hover(server, uri: str, position: lsp.Position) -> lsp.Hover | None:
+    found = _llvm_target(server, uri, position)
+    if found is None:
+        return None
+    built, vuri, source, ir_line, (line, col) = found
+    report = built.report
+    offset = built.source.offset(line, col)
+    expr = report.expr_starting(offset) or report.expr_at(offset)
+    name = report.uri.rsplit("/", 1)[-1]
+    parts = [f"**Relay** `{name}:{line}:{col}`", "",
+             f"```relay\n{built.source.line_text(line).strip()}\n```"]
+    if expr is not None and expr.layers:
+        parts += ["", "frontend layer" + "s" * (len(expr.layers) > 1) + ": "
+                  + ", ".join(f"`{layer}`" for layer in expr.layers)]
+    fused = vuri.function or _function_of(report, ir_line, vuri)
+    if fused:
+        parts += ["", f"in fused function `{fused}`"]
+    start = source.line_starts[ir_line - 1]
+    where = convert.offset_range(source, start, start + len(source.line_text(ir_line)))
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n".join(parts)),
+                     range=where)
+
+
+def _function_of(report, ir_line: int, vuri: VirtualUri) -> str | None:
+    fn = report.function_of_line(ir_line, optimized=vuri.optimized)
+    return fn.name if fn is not None else None
+
+
+def _snapshot_node(server, uri: str, position: lsp.Position):
+    found = resolve(server, uri)
+    if found is None or found[1].kind != "pass":
+        return None
+    built, vuri, _, source = found
+    snapshot = built.report.snapshots[vuri.pass_index]
+    node = snapshot.node_at(convert.offset(source, position))
+    return (built, snapshot, source, node) if node is not None else None
+
+
+def snapshot_definition(server, uri: str, position: lsp.Position) -> list[lsp.Location] | None:
+    found = _snapshot_node(server, uri, position)
+    if found is None:
+        return None
+    built, _, _, (_, _, keys) = found
+    return [lsp.Location(built.report.uri, convert.offset_range(built.source, *key)) for key in keys]
+
+
+def snapshot_hover(server, uri: str, position: lsp.Position) -> lsp.Hover | None:
+    found = _snapshot_node(server, uri, position)
+    if found is None:
+        return None
+    built, snapshot, source, (start, end, keys) = found
+    name = built.report.uri.rsplit("/", 1)[-1]
+    parts = [f"**after {snapshot.pass_name}** (snapshot {snapshot.index}), from:"]
+    for key in keys[:4]:
+        line, col = built.source.location(key[0])
+        first = built.source.text[key[0]:key[1]].split("\n", 1)[0]
+        parts += ["", f"`{name}:{line}:{col}`", f"```relay\n{first}\n```"]
+        expr = built.report.expr(key)
+        if expr is not None and expr.layers:
+            parts.append("frontend layers: " + ", ".join(f"`{layer}`" for layer in expr.layers))
+    if len(keys) > 4:
+        parts += ["", f"… and {len(keys) - 4} more"]
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n".join(parts)),
+                     range=convert.offset_range(source, start, end))
+
+
+def hover(server: "RelayLensServer", params: lsp.HoverParams) -> lsp.Hover | None:
+    uri = params.text_document.uri
+    return llvm_hover(server, uri, params.position) or snapshot_hover(server, uri, params.position)
+
+
+def definition(server: "RelayLensServer", params: lsp.DefinitionParams) -> list[lsp.Location] | None:
+    uri = params.text_document.uri
+    return (llvm_definition(server, uri, params.position)
+            or snapshot_definition(server, uri, params.position))
+
+
+def register(server: "RelayLensServer") -> None:
+    @server.feature(METHOD)
+    async def virtual_document(params: Any) -> dict:
+        uri = uri_param(params)
+        vuri = parse(uri)
+        try:
+            built = await server.builds.wait(vuri.document, vuri.version)
+            text = text_of(built, vuri)
+        except NotBuilt as err:
+            raise Refused(str(err)) from None
+        except JsonRpcException:
+            raise
+        except Exception as err:  # noqa: BLE001 -- an error answer, never a dead request
+            log.exception("%s failed", METHOD)
+            raise Refused(f"internal error: {type(err).__name__}: {err}") from None
+        return {"uri": uri, "text": text, "languageId": vuri.language_id, "version": built.report.version}

@@ -1,0 +1,455 @@
+"""The slow path as the server runs it: which version of which document to build and
+when, the reports that came back, and what the client is told (docs/lsp.md).
+
+    builds.opened(uri) / saved(uri)   build the current version now (after the fast path)
+    builds.changed(uri)               ... once edits have settled (500 ms idle)
+    builds.closed(uri)                cancel, forget
+    builds.current(uri)               the `Built` of the document's current version, or None
+    builds.find(uri, version)         a kept report (the last two versions), None = latest
+    await builds.wait(uri, version)   the same, waiting for a build under way
+
+A version whose fast analysis has errors is not built.  A newer version supersedes the
+older build (the worker stops it).  A report is published (diagnostics, lens refresh)
+only while its version is the document's; older ones are kept for virtual documents
+that name their version.  A dead worker is reported on the document it was building
+and started again; the build that killed it is not retried.  So is a build that made no
+progress for 5 minutes (a pass in an endless loop): the worker is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types as lsp
+
+from ...compiler.ir.span import Source
+from .. import convert
+from .process import WorkerProcess
+from .report import BuildReport, ReportDiagnostic
+
+if TYPE_CHECKING:
+    from ..server import RelayLensServer
+
+STAGE = "build"  # the DiagnosticStore stage of the slow path
+SOURCE = "relaylens-build"
+FINISHED = "relaylens/buildFinished"
+KEEP = 2  # reports kept per document
+WAIT_SECONDS = 120.0
+PROGRESS_CREATE_SECONDS = 5.0
+STALL_SECONDS = 300.0  # a running build silent this long is killed (reported as a crash)
+log = logging.getLogger("relaylens.server")
+
+
+class NotBuilt(LookupError):
+    """There is no report to answer with; the message says why."""
+
+
+@dataclass
+class Job:
+    id: int
+    uri: str
+    version: int | None
+    text: str
+    state: str = "queued"  # queued | running
+    void: bool = False  # superseded or closed: its result is not wanted
+    token: str | None = None
+    progress: asyncio.Task | None = None  # creating the client's progress bar
+    begun: float = field(default_factory=time.monotonic)
+
+
+class Built:
+    """A finished report, with what requests derive from its texts, derived once."""
+
+    def __init__(self, report: BuildReport) -> None:
+        self.report = report
+        self.source = Source(report.uri, report.text)
+        self._sources: dict[str, Source] = {}
+        self._lines: dict[str, dict[int, tuple[int, int]]] = {}
+
+    def text_source(self, key: str, text: str) -> Source:
+        """A `Source` over one of the report's texts (a virtual document's), kept."""
+        if key not in self._sources:
+            self._sources[key] = Source(key, text)
+        return self._sources[key]
+
+    def line_map(self, key: str, text: str) -> dict[int, tuple[int, int]]:
+        """LLVM IR line (1-based) -> Relay (line, col) for one of the report's IR texts."""
+        if key not in self._lines:
+            from ...compiler.lower.llvm_map import line_locations
+
+            report = self.report
+            known = {report.llvm_ir: report.llvm_lines, report.optimized_ir: report.optimized_line_map}
+            self._lines[key] = known.get(text) or line_locations(text)
+        return self._lines[key]
+
+
+class Builds:
+    def __init__(self, server: "RelayLensServer") -> None:
+        self.server = server
+        self.enabled = True
+        self.debounce = 0.5
+        self.worker = WorkerProcess(self._on_message, self._on_exit)
+        self.jobs: dict[int, Job] = {}
+        self.reports: dict[str, list[Built]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._waiters: dict[tuple[str, int | None], list[asyncio.Future]] = {}
+        self._ids = itertools.count(1)
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._stalled = False
+        self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
+
+    def configure(self, options: Any) -> None:
+        """Read `{"build": {"enabled": bool, "debounceMs": int}}` (initializationOptions)."""
+        build = options.get("build") if isinstance(options, dict) else None
+        if isinstance(build, dict):
+            if isinstance(build.get("enabled"), bool):
+                self.enabled = build["enabled"]
+            if isinstance(build.get("debounceMs"), (int, float)) and build["debounceMs"] >= 0:
+                self.debounce = build["debounceMs"] / 1000
+
+    # ---- triggers ---------------------------------------------------------------------
+    def opened(self, uri: str) -> None:
+        self._build_now(uri)
+
+    saved = opened
+
+    def changed(self, uri: str) -> None:
+        self._cancel_timer(uri)
+        if self.enabled:
+            self._timers[uri] = asyncio.get_running_loop().call_later(self.debounce, self._build_later, uri)
+
+    def _build_later(self, uri: str) -> None:
+        try:
+            self._build_now(uri)
+        except Exception:  # noqa: BLE001 -- a timer callback has nobody to raise to
+            log.exception("starting the build of %s failed", uri)
+
+    def closed(self, uri: str) -> None:
+        self._cancel_timer(uri)
+        self._unbuilt.pop(uri, None)
+        self._void_jobs(uri)
+        self.reports.pop(uri, None)
+        self._fail_waiters(uri, None, "the document was closed")
+        if self.worker.state == "ready":
+            self.worker.send(("forget", uri))
+
+    def start_worker(self) -> None:
+        if self.enabled:
+            self.worker.start()
+
+    def shutdown(self) -> None:
+        for uri in list(self._timers):
+            self._cancel_timer(uri)
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self.worker.close()
+
+    # ---- queries ----------------------------------------------------------------------
+    def current(self, uri: str) -> Built | None:
+        try:
+            doc = self.server.workspace.get_text_document(uri)
+            version, text = doc.version, doc.source
+        except Exception:  # noqa: BLE001 -- not a document we can read
+            return None
+        return next((b for b in reversed(self.reports.get(uri, ()))
+                     if b.report.version == version and b.report.text == text), None)
+
+    def find(self, uri: str, version: int | None) -> Built | None:
+        kept = self.reports.get(uri, ())
+        if version is None:
+            return kept[-1] if kept else None
+        return next((b for b in kept if b.report.version == version), None)
+
+    def building(self, uri: str) -> bool:
+        """A build of the document's current version is due or under way."""
+        version = self._version(uri)
+        return uri in self._timers or any(j.uri == uri and j.version == version and not j.void
+                                          for j in self.jobs.values())
+
+    async def wait(self, uri: str, version: int | None) -> Built:
+        """The report of that version (None: the latest), waiting for a build under way."""
+        found = self.find(uri, version)
+        if found is not None and (version is not None or not self.building(uri)):
+            return found
+        if not self._due(uri, version):
+            if found is not None:
+                return found
+            raise NotBuilt(self._why_not(uri, version))
+        target = version if version is not None else self._version(uri)
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault((uri, target), []).append(future)
+        try:
+            return await asyncio.wait_for(future, WAIT_SECONDS)
+        except asyncio.TimeoutError:
+            raise NotBuilt(f"the build of {uri} (version {target}) did not finish within "
+                           f"{WAIT_SECONDS:.0f} s") from None
+
+    def status(self) -> dict:
+        return {"worker": {"pid": self.worker.pid, "state": self.worker.state,
+                           "restarts": self.worker.restarts},
+                "builds": [{"uri": j.uri, "version": j.version, "state": j.state}
+                           for j in self.jobs.values() if not j.void],
+                "reports": [{"uri": uri, "version": b.report.version}
+                            for uri, kept in self.reports.items() for b in kept]}
+
+    # ---- starting builds --------------------------------------------------------------
+    def _build_now(self, uri: str) -> None:
+        self._cancel_timer(uri)
+        if not self.enabled:
+            return
+        try:
+            doc = self.server.workspace.get_text_document(uri)
+            text = doc.source
+        except Exception:  # noqa: BLE001 -- gone or unreadable: nothing to build
+            return
+        version = doc.version
+        analysis = self.server.analyses.latest(uri)
+        if analysis is None or analysis.version != version or analysis.source.text != text:
+            self.server.diagnostics.cancel(uri)  # the fast path comes first
+            self.server.diagnostics.analyse_now(uri)
+            analysis = self.server.analyses.latest(uri)
+        if analysis is None or any(d.is_error for d in analysis.diagnostics):
+            self._void_jobs(uri)
+            self._publish(uri, version, [])
+            self._unbuilt[uri] = version
+            self._fail_waiters(uri, version, self._why_not(uri, version))
+            return
+        if self.find(uri, version) is not None or any(
+                j.uri == uri and j.version == version and not j.void for j in self.jobs.values()):
+            return  # built or being built
+        self._void_jobs(uri)
+        job = Job(next(self._ids), uri, version, text)
+        if not self.worker.send(("build", job.id, uri, version, text)):
+            self._fail_waiters(uri, version, "the build worker cannot start")
+            return
+        self.jobs[job.id] = job
+        self._begin_progress(job)
+
+    def _void_jobs(self, uri: str) -> None:
+        for job in self.jobs.values():
+            if job.uri == uri and not job.void:
+                job.void = True
+                self.worker.send(("cancel", job.id))
+
+    def _cancel_timer(self, uri: str) -> None:
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+
+    # ---- what the worker says ---------------------------------------------------------
+    def _on_message(self, message: tuple) -> None:
+        kind = message[0]
+        job = self.jobs.get(message[1]) if kind != "ready" and len(message) > 1 else None
+        if job is not None:
+            self._handle(kind, job, message)
+        self._watch()
+
+    def _watch(self) -> None:
+        """(Re)arm the stall timer while a build runs."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        if any(j.state == "running" for j in self.jobs.values()):
+            self._watchdog = asyncio.get_running_loop().call_later(STALL_SECONDS, self._stall)
+
+    def _stall(self) -> None:
+        log.error("the build worker made no progress for %.0f s; killing it", STALL_SECONDS)
+        self._stalled = True
+        self.worker.kill()
+
+    def _handle(self, kind: str, job: Job, message: tuple) -> None:
+        if kind == "started":
+            job.state = "running"
+        elif kind == "progress":
+            self._report_progress(job, message[2], message[3])
+        elif kind == "done" and not job.void:
+            del self.jobs[job.id]
+            self._done(job, message[2])
+        elif kind in ("done", "cancelled"):  # a void job's report is not wanted either
+            del self.jobs[job.id]
+            self._cancelled(job)
+
+    def _cancelled(self, job: Job) -> None:
+        newer = next((j.version for j in self.jobs.values() if j.uri == job.uri and not j.void), None)
+        why = f"cancelled: superseded by version {newer}" if newer is not None else "cancelled"
+        self._fail_waiters(job.uri, job.version, f"the build of version {job.version} was {why}")
+        self._finish(job, "cancelled", why, time.monotonic() - job.begun, 0)
+
+    def _done(self, job: Job, report: BuildReport) -> None:
+        built = Built(report)
+        kept = [b for b in self.reports.get(job.uri, ()) if b.report.version != report.version]
+        self.reports[job.uri] = (kept + [built])[-KEEP:]
+        current = report.version == self._version(job.uri)
+        if current:
+            self._publish(job.uri, report.version,
+                          [_diagnostic(d, built.source, job.uri) for d in report.diagnostics])
+        for future in self._waiters.pop((job.uri, job.version), ()):
+            if not future.done():
+                future.set_result(built)
+        n = len(report.functions)
+        self._finish(job, "done", f"built in {report.seconds:.1f} s: {n} fused function{'s' * (n != 1)}",
+                     report.seconds, n, refresh=current)
+
+    def _on_exit(self, code: int | None, was_ready: bool) -> None:
+        why = f"it made no progress for {STALL_SECONDS:.0f} s" if self._stalled else _exit_reason(code)
+        self._stalled = False
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        broken = self.worker.state == "broken"
+        for job in sorted(self.jobs.values(), key=lambda j: j.id):
+            if job.void:
+                del self.jobs[job.id]
+                self._cancelled(job)
+                continue
+            if job.state != "running" and not broken:
+                continue  # queued: goes to the next worker
+            del self.jobs[job.id]
+            if job.state == "running":
+                message = (f"the build worker stopped ({why}) while building version {job.version}; "
+                           "it was restarted. Edit or save to build again.")
+            else:
+                message = f"the build worker cannot start ({why}); builds are off until the server restarts"
+            if job.version == self._version(job.uri):
+                self._publish(job.uri, job.version, [_crash_diagnostic(message)])
+            self.server.window_log_message(lsp.LogMessageParams(lsp.MessageType.Error, f"{job.uri}: {message}"))
+            self._fail_waiters(job.uri, job.version, message)
+            self._finish(job, "crashed", message, time.monotonic() - job.begun, 0)
+        if broken:
+            self.server.window_show_message(lsp.ShowMessageParams(
+                lsp.MessageType.Error, f"RelayLens: the build worker cannot start ({why}); "
+                                       "code lenses and LLVM views are off."))
+            return
+        queued = sorted(self.jobs.values(), key=lambda j: j.id)
+        for job in queued:  # what was waiting goes to the next worker
+            job.state = "queued"
+            self.worker.send(("build", job.id, job.uri, job.version, job.text))
+        if not queued and was_ready:
+            self.worker.start()
+
+    # ---- telling the client -----------------------------------------------------------
+    def _publish(self, uri: str, version: int | None, items: list[lsp.Diagnostic]) -> None:
+        store = self.server.diagnostics
+        if store.get(STAGE, uri) == items:
+            store.set(STAGE, uri, version, items)
+            return
+        store.set(STAGE, uri, version, items)
+        store.sync(uri, self._version(uri))
+
+    def _progress_supported(self) -> bool:
+        caps = self.server.client_capabilities
+        return bool(caps is not None and caps.window is not None and caps.window.work_done_progress)
+
+    def _begin_progress(self, job: Job) -> None:
+        if not self._progress_supported():
+            return
+        job.token = f"relaylens-build-{job.id}"
+        name = job.uri.rsplit("/", 1)[-1]
+
+        async def create() -> bool:
+            try:
+                await asyncio.wait_for(self.server.work_done_progress.create_async(job.token),
+                                       PROGRESS_CREATE_SECONDS)
+            except Exception:  # noqa: BLE001 -- the client refused or did not answer
+                return False
+            self.server.work_done_progress.begin(job.token, lsp.WorkDoneProgressBegin(
+                title="RelayLens build", message=f"{name} (version {job.version})", percentage=0))
+            return True
+
+        job.progress = asyncio.get_running_loop().create_task(create())
+
+    def _report_progress(self, job: Job, message: str, fraction: float) -> None:
+        task = job.progress
+        if task is not None and task.done() and not task.cancelled() and task.result():
+            self.server.work_done_progress.report(job.token, lsp.WorkDoneProgressReport(
+                message=message, percentage=max(0, min(100, int(fraction * 100)))))
+
+    def _finish(self, job: Job, state: str, message: str, seconds: float, functions: int,
+                refresh: bool = False) -> None:
+        """End the job's progress, then say `relaylens/buildFinished` (in that order)."""
+
+        async def finish() -> None:
+            if job.progress is not None and await job.progress:
+                self.server.work_done_progress.end(job.token, lsp.WorkDoneProgressEnd(message=message))
+            if refresh and self._lens_refresh_supported():
+                self.server.workspace_code_lens_refresh(None)
+            self.server.protocol.notify(FINISHED, {
+                "uri": job.uri, "version": job.version, "state": state,
+                "current": job.version == self._version(job.uri),
+                "seconds": round(seconds, 3), "functions": functions})
+
+        asyncio.get_running_loop().create_task(finish())
+
+    def _lens_refresh_supported(self) -> bool:
+        caps = self.server.client_capabilities
+        ws = caps.workspace if caps is not None else None
+        return bool(ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support)
+
+    # ---- helpers ----------------------------------------------------------------------
+    def _version(self, uri: str) -> int | None:
+        try:
+            return self.server.workspace.get_text_document(uri).version
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _due(self, uri: str, version: int | None) -> bool:
+        """A build of that version (None: any) is due or under way."""
+        if version is None or version == self._version(uri):
+            if uri in self._timers:
+                return True
+        return any(j.uri == uri and not j.void and (version is None or j.version == version)
+                   for j in self.jobs.values())
+
+    def _why_not(self, uri: str, version: int | None) -> str:
+        if not self.enabled:
+            return "builds are turned off (initializationOptions build.enabled)"
+        if uri in self._unbuilt and self._unbuilt[uri] == (version if version is not None else self._version(uri)):
+            return f"version {self._unbuilt[uri]} of {uri} has errors; it is not built"
+        kept = [b.report.version for b in self.reports.get(uri, ())]
+        if version is not None and kept:
+            return (f"version {version} of {uri} is not kept (kept: "
+                    f"{', '.join(str(v) for v in kept)})")
+        return f"{uri} has no build (it is not open, or it has errors)"
+
+    def _fail_waiters(self, uri: str, version: int | None, message: str) -> None:
+        for key in [k for k in self._waiters if k[0] == uri and (version is None or k[1] == version)]:
+            for future in self._waiters.pop(key):
+                if not future.done():
+                    future.set_exception(NotBuilt(message))
+
+
+def _diagnostic(d: ReportDiagnostic, source: Source, uri: str) -> lsp.Diagnostic:
+    rng = convert.offset_range(source, *d.range) if d.range is not None else convert.empty_range(source)
+    message = d.message
+    related = []
+    for where, text in d.notes:
+        if where is not None:
+            related.append(lsp.DiagnosticRelatedInformation(
+                lsp.Location(uri, convert.offset_range(source, *where)), text))
+        else:
+            message += f"\nnote: {text}"
+    return lsp.Diagnostic(range=rng, message=message, severity=lsp.DiagnosticSeverity(d.severity),
+                          source=SOURCE, code=d.stage, related_information=related or None)
+
+
+def _crash_diagnostic(message: str) -> lsp.Diagnostic:
+    at = lsp.Position(line=0, character=0)
+    return lsp.Diagnostic(range=lsp.Range(start=at, end=at), message=message,
+                          severity=lsp.DiagnosticSeverity.Error, source=SOURCE, code="worker")
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "it could not be started"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"

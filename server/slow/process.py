@@ -1,0 +1,125 @@
+"""The worker process as the server sees it: start it, send it messages, read its
+answers on the event loop, notice when it dies.
+
+    worker = WorkerProcess(on_message, on_exit)
+    worker.send(("build", job, uri, version, text))   # starts the process if needed
+    worker.pid, worker.state                          # "stopped" | "starting" | "ready" | "broken"
+
+`on_message(message)` gets every message of `frames.py`; `on_exit(code, was_ready)` is
+called once per process that ended, with its exit status (negative: killed by that
+signal).  Messages sent while the process is starting wait in a backlog; when a process
+ends, what it had not been sent is dropped (the caller resends what it still wants).
+Starting fails three times in a row (the process dies before saying "ready") →
+"broken": nothing more is started, and `on_exit` is told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import Callable
+
+from . import frames
+
+log = logging.getLogger("relaylens.server")
+COMMAND = (sys.executable, "-m", "relaylens.server.slow.worker")
+MAX_FAILED_STARTS = 3
+
+
+class WorkerProcess:
+    def __init__(self, on_message: Callable[[tuple], None],
+                 on_exit: Callable[[int | None, bool], None]) -> None:
+        self.on_message = on_message
+        self.on_exit = on_exit
+        self.state = "stopped"
+        self.pid: int | None = None
+        self.restarts = 0
+        self.failed_starts = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._backlog: list[bytes] = []
+        self._closing = False
+
+    def send(self, message: tuple) -> bool:
+        """Queue a message for the worker (starting it if needed); False when broken."""
+        if self.state == "broken" or self._closing:
+            return False
+        data = frames.encode(message)
+        if self.state == "ready" and self._proc is not None and self._proc.stdin is not None:
+            try:
+                self._proc.stdin.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # it died: the reader notices and reports
+            return True
+        self._backlog.append(data)
+        self.start()
+        return True
+
+    def start(self) -> None:
+        """Start the process unless it runs (or is starting)."""
+        if self.state in ("starting", "ready", "broken") or self._closing:
+            return
+        self.state = "starting"
+        asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *COMMAND, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        except OSError as err:
+            log.error("cannot start the build worker: %s", err)
+            self._ended(None, False)
+            return
+        self._proc, self.pid = proc, proc.pid
+        ready = False
+        try:
+            while True:
+                header = await proc.stdout.readexactly(frames.HEADER)
+                message = frames.decode(await proc.stdout.readexactly(frames.decode_length(header)))
+                if message[0] == "ready":
+                    ready = True
+                    self._ready(proc)
+                try:
+                    self.on_message(message)
+                except Exception:  # noqa: BLE001 -- the server's bug: log it, keep reading
+                    log.exception("handling %s from the build worker failed", message[0])
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the process ended
+        except Exception:  # noqa: BLE001 -- a garbled stream: stop this worker, start afresh
+            log.exception("bad message from the build worker; stopping it")
+            proc.kill()
+        code = await proc.wait()
+        self._ended(code, ready)
+
+    def _ready(self, proc: asyncio.subprocess.Process) -> None:
+        self.state = "ready"
+        self.failed_starts = 0
+        backlog, self._backlog = self._backlog, []
+        for data in backlog:
+            proc.stdin.write(data)
+
+    def _ended(self, code: int | None, was_ready: bool) -> None:
+        self._proc, self.pid = None, None
+        self._backlog.clear()
+        if self._closing:
+            self.state = "stopped"
+            return
+        if was_ready:
+            self.state = "stopped"
+            self.restarts += 1
+        else:
+            self.failed_starts += 1
+            self.state = "broken" if self.failed_starts >= MAX_FAILED_STARTS else "stopped"
+        self.on_exit(code, was_ready)
+
+    def kill(self) -> None:
+        """Kill the running process (a stalled build); `on_exit` follows as for a crash."""
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()
+
+    def close(self) -> None:
+        """Stop the worker for good (server shutdown)."""
+        self._closing = True
+        self._backlog.clear()
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.kill()

@@ -1,0 +1,153 @@
+"""`BuildReport`: what one build of one document version produced, as plain data.
+
+The worker makes it (`reporting.py`) and pickles it to the server; nothing in it refers to
+IR objects, so it is cheap to send and safe to keep.  Offsets are character offsets into
+the text that was built (`BuildReport.text`); lines are 1-based where they come from LLVM
+debug locations or printed snapshots, as noted per field.  The lookups at the bottom are
+what the features read (sorted lists and bisection, no recomputation).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from functools import cached_property
+
+Range = tuple[int, int]  # [start, end) character offsets
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDiagnostic:
+    message: str
+    severity: int  # compiler.diagnostics.Severity value (1 error .. 4 hint), as LSP's
+    range: Range | None  # in the built text; None: no document position
+    stage: str  # "build", "lower", "worker"
+    notes: tuple[tuple[Range | None, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The module after one pass, printed with types."""
+
+    index: int
+    pass_name: str
+    changed: bool
+    text: str  # the same str object as the snapshot before when unchanged
+    # printed range -> the source ranges of that node, sorted by (start, -end)
+    nodes: tuple[tuple[int, int, tuple[Range, ...]], ...] = ()
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.index}-{self.pass_name}.relay"
+
+    def node_at(self, offset: int) -> tuple[int, int, tuple[Range, ...]] | None:
+        """The innermost printed node holding `offset` that has a source range."""
+        return _innermost(self.nodes, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one pass made of a source expression."""
+
+    index: int  # snapshot index
+    pass_name: str
+    # (1-based line in the snapshot, first line of its text), line 0 when not printed
+    # (a node the printer does not locate); () = gone: folded or removed
+    became: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExprReport:
+    range: Range
+    layers: tuple[str, ...]
+    changes: tuple[Change, ...]
+    fused: str | None  # the fused function it ended in
+
+
+@dataclass(frozen=True, slots=True)
+class FusedReport:
+    """One fused function of the final module.  Structurally identical functions share
+    `name` and the kernel fields (schedule, LLVM IR, lines), each has its own sources."""
+
+    name: str
+    anchor: Range  # where its lens goes: its first source expression (or its own `fn`)
+    ranges: tuple[Range, ...]  # the source expressions it contains, sorted
+    layers: tuple[str, ...]
+    schedule_text: str
+    schedule_steps: int
+    llvm_ir: str  # its own LLVM module, unoptimised
+    optimized_ir: str
+    module_lines: tuple[tuple[int, int], ...]  # 1-based inclusive ranges in the module text
+    optimized_lines: tuple[tuple[int, int], ...]
+    snapshot: int  # index of the snapshot where the function was made
+    printed: Range | None  # its range in that snapshot's text
+    passes: int  # passes that changed at least one of its expressions
+
+
+@dataclass
+class BuildReport:
+    uri: str
+    version: int | None
+    text: str
+    diagnostics: list[ReportDiagnostic] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    functions: list[FusedReport] = field(default_factory=list)
+    llvm_ir: str = ""
+    optimized_ir: str = ""
+    llvm_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # 1-based IR line -> Relay (line, col)
+    optimized_line_map: dict[int, tuple[int, int]] = field(default_factory=dict)
+    exprs: list[ExprReport] = field(default_factory=list)  # sorted by (start, -end)
+    seconds: float = 0.0
+
+    @property
+    def lowered(self) -> bool:
+        return bool(self.llvm_ir)
+
+    def function(self, name: str) -> FusedReport | None:
+        """The first fused function of that name (its kernel is every one's)."""
+        return next((f for f in self.functions if f.name == name), None)
+
+    def expr(self, key: Range) -> ExprReport | None:
+        """The source expression with exactly this range."""
+        return self._by_range.get(tuple(key))
+
+    @cached_property
+    def _by_range(self) -> dict[Range, ExprReport]:
+        return {e.range: e for e in self.exprs}
+
+    @cached_property
+    def _expr_entries(self) -> list[tuple[int, int, ExprReport]]:
+        return [(e.range[0], e.range[1], e) for e in self.exprs]
+
+    def expr_at(self, offset: int) -> ExprReport | None:
+        """The innermost source expression whose range holds `offset`."""
+        found = _innermost(self._expr_entries, offset)
+        return found[2] if found is not None else None
+
+    def expr_starting(self, offset: int) -> ExprReport | None:
+        """The innermost expression that starts exactly at `offset` (a debug location)."""
+        entries = self._expr_entries
+        i = bisect.bisect_left(entries, (offset,))
+        best = None
+        while i < len(entries) and entries[i][0] == offset:
+            best = entries[i][2]  # sorted (start, -end): the last one is the shortest
+            i += 1
+        return best
+
+    def function_of_line(self, line: int, optimized: bool = False) -> FusedReport | None:
+        """The fused function whose module text holds 1-based `line`."""
+        for f in self.functions:
+            for first, last in (f.optimized_lines if optimized else f.module_lines):
+                if first <= line <= last:
+                    return f
+        return None
+
+
+def _innermost(entries, offset: int):
+    """Of `(start, end, value)` entries sorted by (start, -end) and nested, the innermost
+    one holding `offset` (the first holder met walking back from the last start <= offset)."""
+    i = bisect.bisect_right(entries, (offset, float("inf")))
+    for j in range(i - 1, -1, -1):
+        if offset < entries[j][1]:
+            return entries[j]
+    return None

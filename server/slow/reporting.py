@@ -1,0 +1,236 @@
+"""One build, from text to `BuildReport` (runs in the worker process).
+
+    report = build_report(uri, version, text, cache=cache, progress=callback)
+
+Runs `build_text` (the `relay.build` passes), then, when the build has no errors,
+`lower_build` (schedules, LLVM IR, O3, machine code), then reads the provenance index and
+the LLVM texts into plain data.  `progress(message, fraction)` is called before every
+pass and every fused function; it may raise to stop the build (cancellation).
+
+Diagnostics of the check that precedes the passes are left out: the server's fast path
+already publishes them.  A bug in lowering (an exception, not a lowering diagnostic)
+becomes one diagnostic and the report keeps the passes' results; anything else that
+raises reaches the worker, which reports it the same way (`internal_error`).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Callable
+
+from ...compiler.build import RELAY_BUILD_PIPELINE, BuildResult, build_text
+from ...compiler.diagnostics import Diagnostic, Severity
+from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
+from ...compiler.ir.functor import post_order
+from ...compiler.ir.span import LayerSpan, Source, Span
+from ...compiler.lower.llvm_map import function_ranges, line_locations
+from ...compiler.provenance import Provenance
+from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
+
+Progress = Callable[[str, float], None]
+CONTAINED = (Call, Tuple, TupleGetItem, Constant)  # what a fused function "contains"
+SNIPPETS = 4  # printed appearances kept per change
+
+
+class Cancelled(BaseException):
+    """Raised by a progress callback to stop the build.  A BaseException, so that the pass
+    driver's "a failing pass is a diagnostic" handler lets it through."""
+
+
+def build_report(uri: str, version: int | None, text: str, *, cache=None,
+                 progress: Progress | None = None) -> BuildReport:
+    started = time.monotonic()
+    report = BuildReport(uri, version, text)
+    steps = len(RELAY_BUILD_PIPELINE)
+    count = [0]
+
+    def on_pass(name: str) -> None:  # InferType runs between the passes: about 2 per step
+        count[0] += 1
+        if progress is not None:
+            progress(f"pass {name}", min(0.5, 0.25 * count[0] / steps))
+
+    result = build_text(text, uri, progress=on_pass)
+    source = result.checked.parsed.source if result.checked is not None else None
+    report.diagnostics += _new_diagnostics(result, source)
+    if not result.snapshots:
+        return _finish(report, started)
+    prov = Provenance(result)
+    report.snapshots = _snapshots(prov)
+    report.exprs = _exprs(prov)
+    lowered = None
+    if result.ok:
+        try:
+            lowered = _lower(result, cache, progress, report)
+        except Exception as err:  # noqa: BLE001 -- a lowering bug: say so, keep the passes
+            traceback.print_exc()
+            report.diagnostics.append(_internal(err, "lower"))
+    report.functions = _functions(result, prov, lowered, report)
+    return _finish(report, started)
+
+
+def _finish(report: BuildReport, started: float) -> BuildReport:
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _lower(result: BuildResult, cache, progress: Progress | None, report: BuildReport):
+    from ...compiler.lower.pipeline import lower_build
+
+    total = max(len(set(result.fused_names.values())), 1)
+    count = [0]
+
+    def on_function(name: str) -> None:
+        count[0] += 1
+        if progress is not None:
+            progress(f"lowering {name}", 0.5 + 0.5 * count[0] / total)
+
+    lowered = lower_build(result, cache=cache, progress=on_function)
+    source = result.checked.parsed.source if result.checked is not None else None
+    report.diagnostics += [_diagnostic(d, "lower", source) for d in lowered.diagnostics]
+    report.llvm_ir, report.optimized_ir = lowered.llvm_ir, lowered.optimized_ir
+    report.llvm_lines = line_locations(report.llvm_ir)
+    report.optimized_line_map = line_locations(report.optimized_ir)
+    return lowered
+
+
+def _snapshots(prov: Provenance) -> list[Snapshot]:
+    out: list[Snapshot] = []
+    printed: dict[int, tuple[str, tuple]] = {}  # by module identity: unchanged passes share
+    for stage in prov.stages:
+        if id(stage.module) not in printed:
+            text, locations = stage.printed()
+            nodes = []
+            for node, (start, end) in locations.items():
+                keys = prov.keys_of(node)
+                if keys:
+                    nodes.append((start, end, tuple(keys)))
+            nodes.sort(key=lambda n: (n[0], -n[1]))
+            printed[id(stage.module)] = (text, tuple(nodes))
+        text, nodes = printed[id(stage.module)]
+        out.append(Snapshot(stage.index, stage.pass_name, stage.changed, text, nodes))
+    return out
+
+
+def _exprs(prov: Provenance) -> list[ExprReport]:
+    """Every traced source expression (parameters left out: they are not "what became of"),
+    with what each pass that changed it made of it."""
+    out = []
+    for key in sorted(prov.stages[0].by_key, key=lambda k: (k[0], -k[1])):
+        if isinstance(prov.source_node(key), Var):
+            continue
+        changes = []
+        for stage, nodes in prov.changes(key):
+            became = tuple(stage.snippet(n) for n in nodes[:SNIPPETS])
+            changes.append(Change(stage.index, stage.pass_name, became))
+        fused = prov.fused_function(key)
+        out.append(ExprReport(key, tuple(prov.layers(key)), tuple(changes),
+                              fused[0] if fused is not None else None))
+    return out
+
+
+def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildReport) -> list[FusedReport]:
+    """One entry per fused function of the final module, in source order.  Structurally
+    identical functions share a name and a kernel (its schedule and LLVM IR), but each
+    has its own source expressions and so its own entry (its own lenses)."""
+    ranges = function_ranges(report.llvm_ir) if report.llvm_ir else {}
+    opt_ranges = function_ranges(report.optimized_ir) if report.optimized_ir else {}
+    made_at = _made_at(prov)
+    located = prov.stages[made_at].printed()[1] if prov.stages else {}
+    changed_by: dict = {}
+    for e in report.exprs:
+        for c in e.changes:
+            changed_by.setdefault(e.range, set()).add(c.index)
+    out = []
+    for func, name in result.fused_names.items():
+        keys = sorted({k for node in post_order(func.body) if isinstance(node, CONTAINED)
+                       for k in prov.keys_of(node)})
+        anchors = keys + prov.keys_of(func)
+        if not anchors:
+            continue
+        fn = lowered.functions.get(name) if lowered is not None else None
+        passes = set().union(*(changed_by.get(k, set()) for k in keys))
+        out.append(FusedReport(
+            name=name,
+            anchor=min(anchors),
+            ranges=tuple(keys),
+            layers=_layers(func),
+            schedule_text=fn.schedule.record_text() if fn is not None else "",
+            schedule_steps=len(fn.schedule.record) if fn is not None else 0,
+            llvm_ir=fn.llvm_ir if fn is not None else "",
+            optimized_ir=fn.optimized_ir if fn is not None else "",
+            module_lines=_lines_of(name, ranges),
+            optimized_lines=_lines_of(name, opt_ranges),
+            snapshot=made_at,
+            printed=located.get(func),
+            passes=len(passes),
+        ))
+    return sorted(out, key=lambda f: f.anchor)
+
+
+def _made_at(prov: Provenance) -> int:
+    """The index of the snapshot where the final module first appeared (FuseOps's)."""
+    i = len(prov.stages) - 1
+    while i > 0 and prov.stages[i - 1].module is prov.stages[i].module:
+        i -= 1
+    return max(i, 0)
+
+
+def _lines_of(name: str, ranges: dict[str, tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """The line ranges of a kernel and the bodies outlined from it (`name.par0`, ...)."""
+    return tuple(sorted(r for fn, r in ranges.items() if fn == name or fn.startswith(name + ".")))
+
+
+def _layers(func: Function) -> tuple[str, ...]:
+    """The frontend layers of the expressions the function computes (not of its inputs)."""
+    seen: dict[str, None] = {}
+    for node in post_order(func.body):
+        if isinstance(node, CONTAINED) and node.span is not None:
+            for o in node.span.origins():
+                if isinstance(o, LayerSpan):
+                    seen.setdefault(o.name)
+    return tuple(seen)
+
+
+def _new_diagnostics(result: BuildResult, source: Source | None) -> list[ReportDiagnostic]:
+    """The build's diagnostics that the check before it did not already give (the fast
+    path publishes those), each once: InferType runs after every pass and says the same
+    things again."""
+    checked = result.checked.diagnostics if result.checked is not None else []
+    seen = {(d.message, _range(d.span, source)) for d in checked}
+    out = []
+    for d in result.diagnostics[len(checked):]:
+        made = _diagnostic(d, "build", source)
+        if (d.message, made.range) not in seen:
+            seen.add((d.message, made.range))
+            out.append(made)
+    return out
+
+
+def _diagnostic(d: Diagnostic, stage: str, source: Source | None) -> ReportDiagnostic:
+    where = _range(d.span, source)
+    message = d.message if where is not None or d.span is None else f"{d.message} (at {d.span})"
+    return ReportDiagnostic(message, int(d.severity), where, stage,
+                            tuple((_range(s, source), text) for s, text in d.notes))
+
+
+def _range(span, source: Source | None) -> tuple[int, int] | None:
+    """The span's first range in the built text (None when it has none there)."""
+    if span is None or source is None:
+        return None
+    for o in span.origins():
+        if isinstance(o, Span) and (o.source is source or o.source.name == source.name):
+            return o.start, o.end
+    return None
+
+
+def _internal(err: BaseException, stage: str) -> ReportDiagnostic:
+    return ReportDiagnostic(f"internal error in {stage}: {type(err).__name__}: {err}",
+                            int(Severity.ERROR), None, stage)
+
+
+def internal_error(uri: str, version: int | None, text: str, err: BaseException) -> BuildReport:
+    """The report of a build that raised: one diagnostic saying so."""
+    report = BuildReport(uri, version, text)
+    report.diagnostics.append(_internal(err, "build"))
+    return report

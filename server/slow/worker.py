@@ -1,0 +1,142 @@
+"""The build worker process: `python -m relaylens.server.slow.worker`.
+
+Reads framed messages (`frames.py`) on stdin and answers on the stdout it was started
+with; its own fd 1 is pointed at stderr first, so that nothing printed by a library can
+corrupt the stream.  One job runs at a time, in the main thread; a reader thread takes
+messages as they come, so a "cancel" (or a newer "build" of the same URI) reaches a
+running build, which stops at its next pass or fused function (`reporting.Cancelled`).
+
+Per document, the worker keeps the lowering cache of its last build: a rebuild re-lowers
+only the fused functions whose structure changed.  A build that is cancelled hands what
+it lowered to the next one.  stdin closing ends the process.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import traceback
+from typing import BinaryIO
+
+from . import frames
+
+
+class Jobs:
+    """What the reader thread tells the main thread: the queue and which jobs are void."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()
+        self.latest: dict[str, int] = {}  # uri -> its newest job
+        self.cancelled: set[int] = set()
+        self.forgotten: queue.Queue = queue.Queue()
+
+    def take(self, message: tuple) -> None:
+        """Note one message from the server."""
+        kind = message[0]
+        with self.lock:
+            if kind == "build":
+                _, job, uri, _version, _text = message
+                older = self.latest.get(uri)
+                if older is not None:
+                    self.cancelled.add(older)
+                self.latest[uri] = job
+                self.queue.put(message)
+            elif kind == "cancel":
+                self.cancelled.add(message[1])
+            elif kind == "forget":
+                self.forgotten.put(message[1])
+
+    def is_void(self, job: int) -> bool:
+        with self.lock:
+            return job in self.cancelled
+
+
+class GenerationalCache:
+    """A `LoweringCache` front for one build: hits come from this build or the previous
+    one, and everything used is kept in `current`, so the next build starts from exactly
+    what this one used (the cache never grows past one build's kernels)."""
+
+    def __init__(self, previous) -> None:
+        from ...compiler.lower.pipeline import LoweringCache
+
+        self.previous = previous
+        self.current = LoweringCache()
+        self.added: list = []
+
+    def get(self, name, func):
+        hit = self.current.get(name, func) or self.previous.get(name, func)
+        if hit is not None:
+            self.put(hit)
+        return hit
+
+    def put(self, lowered) -> None:
+        self.current.put(lowered)
+        self.added.append(lowered)
+
+    def salvage(self):
+        """After a cancelled build: the previous cache, plus what this build lowered."""
+        for entry in self.added:
+            self.previous.put(entry)
+        return self.previous
+
+
+def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    from ...compiler.lower.pipeline import LoweringCache
+    from .reporting import Cancelled, build_report, internal_error
+
+    jobs = Jobs()
+
+    def read_all() -> None:
+        while (message := frames.read(inp)) is not None:
+            jobs.take(message)
+        jobs.queue.put(None)
+
+    threading.Thread(target=read_all, name="relaylens-worker-reader", daemon=True).start()
+    caches: dict[str, object] = {}
+    frames.write(out, ("ready", os.getpid()))
+    while (message := jobs.queue.get()) is not None:
+        while not jobs.forgotten.empty():
+            caches.pop(jobs.forgotten.get(), None)
+        _, job, uri, version, text = message
+        if jobs.is_void(job):
+            frames.write(out, ("cancelled", job))
+            continue
+        frames.write(out, ("started", job))
+        cache = GenerationalCache(caches.get(uri) or LoweringCache())
+
+        def progress(step: str, fraction: float, job=job) -> None:
+            if jobs.is_void(job):
+                raise Cancelled(step)
+            frames.write(out, ("progress", job, step, fraction))
+
+        try:
+            report = build_report(uri, version, text, cache=cache, progress=progress)
+        except Cancelled:
+            caches[uri] = cache.salvage()
+            frames.write(out, ("cancelled", job))
+            continue
+        except Exception as err:  # noqa: BLE001 -- a bug in a stage: a diagnostic, not a dead worker
+            traceback.print_exc()  # to stderr: the server's log
+            report = internal_error(uri, version, text, err)
+        caches[uri] = cache.current
+        if jobs.is_void(job):
+            frames.write(out, ("cancelled", job))
+        else:
+            frames.write(out, ("done", job, report))
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray output goes to stderr, never into the protocol stream
+    sys.stdout = sys.stderr
+    try:
+        serve(sys.stdin.buffer, out)
+    except BrokenPipeError:  # the server went away
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,437 @@
+"""The language server's slow path, end to end over stdio with pytest-lsp: builds in the
+worker process with work-done progress, code lenses on fused functions, the `relaylens:`
+virtual documents (LLVM IR, schedules, pass snapshots) with definition and hover leading
+back to the Relay source, provenance in hovers, the line map, stale versions, a worker
+killed mid-build, and malformed virtual URIs.  One server for the module; every wait is
+for a notification or a response, never a sleep.  Pure tests of the URI grammar first."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from relaylens.server.slow import frames, uris
+from relaylens.server.slow.reporting import build_report
+from relaylens.server.slow.uris import BadUri
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "relay"
+MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
+FINISHED = "relaylens/buildFinished"
+asyncio_module = pytest.mark.asyncio(loop_scope="module")
+MNIST_FUSED = ["tvmgen_default_fused_nn_conv2d_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d",
+               "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", "tvmgen_default_fused_nn_max_pool2d_1",
+               "tvmgen_default_fused_reshape", "tvmgen_default_fused_nn_dense_add_nn_relu",
+               "tvmgen_default_fused_nn_dense_add_nn_relu_1", "tvmgen_default_fused_nn_dense_add"]
+
+
+def corpus(name: str) -> str:
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip(f"corpus file {path} not available")
+    return path.read_text(encoding="utf-8")
+
+
+def line_of(text: str, needle: str) -> int:
+    """The 0-based line of the first occurrence of `needle`."""
+    return text.count("\n", 0, text.index(needle))
+
+
+# --- the URI grammar: pure ------------------------------------------------------------------
+
+
+def test_virtual_uris_round_trip_and_accept_vscode_encoding() -> None:
+    doc = "file:///tmp/a b/m.relay"
+    made = uris.make("llvm", "tvmgen_default_fused_add.opt.ll", doc, 7)
+    assert made == ("relaylens:/llvm/tvmgen_default_fused_add.opt.ll"
+                    "?uri=file%3A%2F%2F%2Ftmp%2Fa%20b%2Fm.relay&version=7")
+    parsed = uris.parse(made + "#L12")
+    assert (parsed.kind, parsed.document, parsed.version, parsed.function, parsed.optimized) == (
+        "llvm", doc, 7, "tvmgen_default_fused_add", True)
+    # VS Code's Uri.toString() percent-encodes `=` and `&` and encodes the inner URI again
+    vscode = made.replace("%", "%25").replace("=", "%3D").replace("&", "%26")
+    assert uris.parse(vscode) == uris.parse(made)
+    snap = uris.parse(uris.make("pass", "15-FuseOps.relay", doc, None))
+    assert (snap.pass_index, snap.version, snap.language_id) == (15, None, "relay")
+    assert uris.parse(uris.make("llvm", "module.ll", doc, 1)).function is None
+
+
+@pytest.mark.parametrize("bad", ["file:///x.relay", "relaylens:/nope/x.ll?uri=file%3A%2F%2F%2Fx",
+                                 "relaylens:/llvm/x.ll", "relaylens:/pass/FuseOps.relay?uri=f",
+                                 "relaylens:/llvm/x.txt?uri=f", "relaylens:/llvm/x.ll?uri=f&version=two",
+                                 "relaylens:/llvm?uri=f"])
+def test_malformed_virtual_uris_are_refused(bad: str) -> None:
+    with pytest.raises(BadUri):
+        uris.parse(bad)
+
+
+# --- the report and the worker, without a client ------------------------------------------
+
+
+def test_the_report_of_mnist_is_plain_data_with_every_fused_function() -> None:
+    report = build_report("file:///m.relay", 3, MNIST)
+    assert pickle.loads(pickle.dumps(report)).functions == report.functions
+    assert [f.name for f in report.functions] == MNIST_FUSED and not report.diagnostics
+    conv = report.functions[0]
+    assert conv.anchor[0] == MNIST.index("nn.conv2d(%input")
+    assert conv.layers == ("conv1/Conv", "conv1/Add", "relu1/Relu") and conv.passes == 1
+    assert report.snapshots[conv.snapshot].pass_name == "FuseOps"
+    assert conv.llvm_ir.startswith("; ModuleID") and conv.schedule_steps == conv.schedule_text.count("# step ") > 1
+    first, last = conv.module_lines[0]
+    assert report.llvm_ir.split("\n")[first - 1].startswith("define")
+    assert report.function_of_line(first + 1).name == conv.name
+    expr = report.expr_at(MNIST.index("nn.relu(%1)") + 2)
+    assert (expr.layers, expr.fused, [c.pass_name for c in expr.changes]) == (
+        ("relu1/Relu",), conv.name, ["FuseOps"])
+    assert report.snapshots[1].text is report.snapshots[0].text  # unchanged passes share
+
+
+def test_the_worker_supersedes_an_older_build_of_the_same_document() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert frames.read(proc.stdout) == ("ready", proc.pid)
+        frames.write(proc.stdin, ("build", 1, "file:///m.relay", 1, MNIST))
+        frames.write(proc.stdin, ("build", 2, "file:///m.relay", 2, MNIST + "\n"))
+        seen = []
+        while not seen or seen[-1][0] != "done":
+            message = frames.read(proc.stdout)
+            seen.append(message[:2])
+        assert ("cancelled", 1) in seen and seen[-1] == ("done", 2)
+        assert ("done", 1) not in seen
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+
+
+# --- end to end ----------------------------------------------------------------------------
+
+FINISHES: list[dict] = []
+WAKE: list[asyncio.Future] = []
+
+
+def _as_dict(params) -> dict:
+    return params if isinstance(params, dict) else dict(params._asdict())
+
+
+def on_finished(params) -> None:
+    FINISHES.append(_as_dict(params))
+    while WAKE:
+        future = WAKE.pop()
+        if not future.done():
+            future.set_result(None)
+
+
+async def finished(uri: str, version: int, state: str | None = None, timeout: float = 60) -> dict:
+    """Wait for `relaylens/buildFinished` of (uri, version) (in `state`, if given)."""
+
+    async def wait() -> dict:
+        while True:
+            for params in FINISHES:
+                if params["uri"] == uri and params["version"] == version and state in (None, params["state"]):
+                    return params
+            future = asyncio.get_running_loop().create_future()
+            WAKE.append(future)
+            await future
+
+    return await asyncio.wait_for(wait(), timeout)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]),
+    scope="module",
+)
+async def client(lsp_client: LanguageClient):
+    lsp_client.feature(FINISHED)(on_finished)
+    lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
+    capabilities = lsp.ClientCapabilities(
+        window=lsp.WindowClientCapabilities(work_done_progress=True),
+        workspace=lsp.WorkspaceClientCapabilities(
+            code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True)))
+    await lsp_client.initialize_session(lsp.InitializeParams(capabilities=capabilities))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def open_doc(client: LanguageClient, name: str, text: str) -> str:
+    uri = f"file:///tmp/relaylens-build/{name}"
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=text)))
+    return uri
+
+
+async def built(client: LanguageClient, name: str, text: str) -> str:
+    uri = open_doc(client, name, text)
+    assert (await finished(uri, 1))["state"] == "done"
+    return uri
+
+
+async def lenses(client: LanguageClient, uri: str) -> list[lsp.CodeLens]:
+    return await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+
+
+def rows(found: list[lsp.CodeLens]) -> dict[int, list[str]]:
+    """Lens titles by line, the schedule's step count written N (it is the scheduler's)."""
+    out: dict[int, list[str]] = {}
+    for lens in found:
+        assert lens.range.start == lens.range.end and lens.range.start.character == 0
+        title = re.sub(r"^schedule \(\d+ steps\)$", "schedule (N steps)", lens.command.title)
+        out.setdefault(lens.range.start.line, []).append(title)
+    return out
+
+
+async def virtual(client: LanguageClient, uri: str) -> dict:
+    return await client.protocol.send_request_async("relaylens/virtualDocument", {"uri": uri})
+
+
+def _field(result, name: str):
+    return result[name] if isinstance(result, dict) else getattr(result, name)
+
+
+@asyncio_module
+async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: LanguageClient) -> None:
+    text = corpus("073.relay")
+    uri = await built(client, "073.relay", text)
+    found = await lenses(client, uri)
+    conv_add, conv = line_of(text, "%0 = nn.conv2d"), line_of(text, "%1 = nn.conv2d")
+    assert rows(found) == {
+        conv_add: ["ƒ tvmgen_default_fused_nn_conv2d_add", "LLVM IR", "schedule (N steps)", "passes (1)"],
+        conv: ["ƒ tvmgen_default_fused_nn_conv2d", "LLVM IR", "schedule (N steps)", "passes (1)"]}
+    assert {lens.command.command for lens in found} == {"relaylens.open"}
+    schedule = next(lens.command for lens in found if lens.command.title.startswith("schedule"))
+    doc = await virtual(client, schedule.arguments[0])
+    assert _field(doc, "languageId") == "plaintext"
+    assert schedule.title == f"schedule ({_field(doc, 'text').count('# step ')} steps)"
+    llvm = [lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR"]
+    assert [uris.parse(u).function for u in llvm] == ["tvmgen_default_fused_nn_conv2d_add",
+                                                      "tvmgen_default_fused_nn_conv2d"]
+    assert all(uris.parse(u).document == uri and uris.parse(u).version == 1 for u in llvm)
+    # the build reported work-done progress: begin, reports, end
+    ends = [r for reports in client.progress_reports.values() for r in reports
+            if isinstance(r, lsp.WorkDoneProgressEnd)]
+    assert any(e.message.startswith("built in") and e.message.endswith("2 fused functions") for e in ends)
+    progress = next(reports for reports in client.progress_reports.values()
+                    if isinstance(reports[-1], lsp.WorkDoneProgressEnd) and "2 fused" in reports[-1].message)
+    assert isinstance(progress[0], lsp.WorkDoneProgressBegin) and progress[0].title == "RelayLens build"
+    assert any(isinstance(r, lsp.WorkDoneProgressReport) and r.message == "pass FuseOps" for r in progress)
+    # the line map: the conv2d+add group spans the first conv2d and the final add
+    line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
+    functions = {_field(f, "name"): f for f in _field(line_map, "functions")}
+    add = line_of(text, "add(%0, %1)")
+    assert _field(functions["tvmgen_default_fused_nn_conv2d_add"], "relay") == [[conv_add, conv_add + 3], [add, add]]
+    assert _field(line_map, "lines") and all(relay in range(conv_add, add + 1)
+                                             for _, relay in _field(line_map, "lines"))
+
+
+@asyncio_module
+async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageClient) -> None:
+    uri = await built(client, "mnist.relay", MNIST)
+    found = await lenses(client, uri)
+    names = [lens.command.title[2:] for lens in found if lens.command.title.startswith("ƒ ")]
+    assert names == MNIST_FUSED
+    conv1 = line_of(MNIST, "%0 = nn.conv2d")
+    assert rows(found)[conv1] == ["ƒ tvmgen_default_fused_nn_conv2d_add_nn_relu", "LLVM IR",
+                                  "schedule (N steps)", "passes (1)"]
+    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ tvmgen_default_fused_reshape"
+    # open the first kernel's LLVM IR; definition on a multiply-add line leads to the conv2d
+    llvm_uri = next(lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR")
+    doc = await virtual(client, llvm_uri)
+    assert _field(doc, "languageId") == "llvm" and _field(doc, "version") == 1
+    lines = _field(doc, "text").split("\n")
+    assert lines[0].startswith("; ModuleID")
+    fmul = next(i for i, line in enumerate(lines) if " fmul " in line and "!dbg" in line)
+    llvm_doc = lsp.TextDocumentIdentifier(llvm_uri)
+    target = await client.text_document_definition_async(lsp.DefinitionParams(llvm_doc, lsp.Position(fmul, 4)))
+    assert [(t.uri, t.range.start.line) for t in target] == [(uri, conv1)]
+    start = MNIST.split("\n")[conv1].index("nn.conv2d")
+    assert target[0].range.start.character == start
+    hover = await client.text_document_hover_async(lsp.HoverParams(llvm_doc, lsp.Position(fmul, 4)))
+    assert f"mnist.relay:{conv1 + 1}:{start + 1}" in hover.contents.value
+    assert "`conv1/Conv`" in hover.contents.value and "nn.conv2d(%input, %conv1_weight" in hover.contents.value
+    assert hover.range.start.line == fmul
+    # a line without a debug location has no way back
+    assert not await client.text_document_definition_async(lsp.DefinitionParams(llvm_doc, lsp.Position(0, 0)))
+    # the whole module: every kernel is there, and relu's lines lead to the relu
+    module = _field(await virtual(client, uris.make("llvm", "module.ll", uri, 1)), "text").split("\n")
+    assert all(any(line.startswith("define") and f"@{name}(" in line for line in module) for name in MNIST_FUSED)
+    # the pass snapshot the "passes" lens opens: definition on the fused function's conv2d
+    passes = next(lens for lens in found if lens.command.title.startswith("passes"))
+    snap_uri, selection = passes.command.arguments
+    assert uris.parse(snap_uri).name.endswith("-FuseOps.relay")
+    snapshot = _field(await virtual(client, snap_uri), "text").split("\n")
+    first = selection["start"]["line"] if isinstance(selection, dict) else selection.start.line
+    assert "Primitive=1" in snapshot[first]
+    conv_line = next(i for i in range(first, len(snapshot)) if "nn.conv2d(" in snapshot[i])
+    column = snapshot[conv_line].index("nn.conv2d(")
+    snap_doc = lsp.TextDocumentIdentifier(snap_uri)
+    target = await client.text_document_definition_async(
+        lsp.DefinitionParams(snap_doc, lsp.Position(conv_line, column + 3)))
+    assert [(t.uri, t.range.start.line, t.range.start.character) for t in target] == [(uri, conv1, start)]
+    hover = await client.text_document_hover_async(lsp.HoverParams(snap_doc, lsp.Position(conv_line, column + 3)))
+    assert "after FuseOps" in hover.contents.value and "`conv1/Conv`" in hover.contents.value
+
+
+@asyncio_module
+async def test_hover_shows_provenance_and_the_fused_function(client: LanguageClient) -> None:
+    uri = await built(client, "mnist-hover.relay", MNIST)
+    conv1 = line_of(MNIST, "%0 = nn.conv2d")
+    column = MNIST.split("\n")[conv1].index("nn.conv2d")
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(conv1, column + 2)))
+    value = hover.contents.value
+    assert value.startswith("**operator** `nn.conv2d`")  # the fast path's part comes first
+    fast, slow = value.split("\n\n---\n\n")
+    assert "**frontend layer**: `conv1/Conv`" in slow
+    passes = _field(await client.protocol.send_request_async("relaylens/snapshots", {"uri": uri}), "passes")
+    assert _field(passes[0], "name") == "input" and _field(passes[0], "changed")
+    fuse = next(p for p in passes if _field(p, "name") == "FuseOps")
+    index, snapshot = _field(fuse, "index"), _field(fuse, "uri")
+    assert snapshot == uris.make("pass", f"{index}-FuseOps.relay", uri, 1)
+    assert f"- [#{index} FuseOps]({snapshot}#L4): `nn.conv2d(%p0, %p1, padding=[2, 2, 2, 2]" in slow
+    assert "**fused into** `tvmgen_default_fused_nn_conv2d_add_nn_relu`" in slow
+    assert uris.make("llvm", "tvmgen_default_fused_nn_conv2d_add_nn_relu.ll", uri, 1) in slow
+    # on the relu, a different layer, the same fused function
+    relu = line_of(MNIST, "%2 = nn.relu")
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(relu, 8)))
+    assert "`relu1/Relu`" in hover.contents.value
+    assert "**fused into** `tvmgen_default_fused_nn_conv2d_add_nn_relu`" in hover.contents.value
+
+
+@asyncio_module
+async def test_an_edit_during_a_build_never_shows_the_old_report(client: LanguageClient) -> None:
+    text = corpus("073.relay")
+    uri = open_doc(client, "stale.relay", text)
+    doc = lsp.TextDocumentIdentifier(uri)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+                                              text="// moved down a line\n")]))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(doc))  # build version 2 now
+    assert not await lenses(client, uri)  # version 1's build is not version 2's
+    conv = line_of(text, "%1 = nn.conv2d") + 1
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
+    assert "**operator** `nn.conv2d`" in hover.contents.value
+    assert "_building…_" in hover.contents.value and "fused into" not in hover.contents.value
+    assert (await finished(uri, 2))["state"] == "done"
+    old = [f for f in FINISHES if f["uri"] == uri and f["version"] == 1]
+    assert [f["state"] for f in old] == ["cancelled"]  # superseded, never published
+    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "%0 = nn.conv2d") + 1, conv]
+    hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
+    assert "**fused into** `tvmgen_default_fused_nn_conv2d`" in hover.contents.value
+
+
+@asyncio_module
+async def test_builds_wait_for_edits_to_settle(client: LanguageClient) -> None:
+    text = corpus("080.relay")
+    uri = await built(client, "typing.relay", text)
+    for version in (2, 3, 4):  # three quick edits: one build, of the last
+        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [lsp.TextDocumentContentChangeWholeDocument(text="\n" * version + text)]))
+    assert (await finished(uri, 4))["state"] == "done"
+    assert [f["version"] for f in FINISHES if f["uri"] == uri] == [1, 4]
+    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "nn.conv2d") + 4]
+    # an edit that breaks the text is not built; its build diagnostics are cleared
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=5),
+        [lsp.TextDocumentContentChangeWholeDocument(text=text.replace("nn.conv2d(", "nn.conv2d(("))]))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert not await lenses(client, uri)
+    with pytest.raises(JsonRpcException) as err:
+        await virtual(client, uris.make("llvm", "module.ll", uri, 5))
+    assert "has errors" in err.value.message
+
+
+@asyncio_module
+async def test_a_killed_worker_is_reported_and_replaced(client: LanguageClient) -> None:
+    uri = open_doc(client, "killed.relay", MNIST)
+    while True:  # wait until the build runs (the worker reports a step)
+        params = await asyncio.wait_for(client.wait_for_notification(lsp.PROGRESS), 30)
+        if isinstance(params.value, dict) and params.value.get("kind") == "report":
+            break
+    status = await client.protocol.send_request_async("relaylens/status", {})
+    pid = _field(_field(status, "worker"), "pid")
+    os.kill(pid, signal.SIGKILL)
+    assert (await finished(uri, 1, "crashed"))["current"]
+    diags = client.diagnostics[uri]
+    crash = [d for d in diags if d.source == "relaylens-build"]
+    assert len(crash) == 1 and "the build worker stopped (killed by SIGKILL) while building version 1" in crash[0].message
+    assert any(m.type == lsp.MessageType.Error and "killed by SIGKILL" in m.message for m in client.log_messages)
+    # the server still answers, and saving builds again in a new worker
+    assert not await lenses(client, uri)
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert (await finished(uri, 1, "done"))["functions"] == 8
+    assert not [d for d in client.diagnostics[uri] if d.source == "relaylens-build"]
+    assert len(await lenses(client, uri)) == 4 * 8
+    status = await client.protocol.send_request_async("relaylens/status", {})
+    assert _field(_field(status, "worker"), "pid") not in (None, pid)
+    assert _field(_field(status, "worker"), "restarts") >= 1
+
+
+@asyncio_module
+async def test_identical_groups_share_a_kernel_and_each_get_lenses(client: LanguageClient) -> None:
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(1, 8), float32], %w: Tensor[(8, 8), float32]) {\n"
+            "  %0 = nn.dense(%x, %w, units=8);\n  %1 = nn.relu(%0);\n"
+            "  %2 = nn.dense(%1, %w, units=8);\n  nn.relu(%2)\n}\n")
+    uri = await built(client, "twins.relay", text)
+    found = rows(await lenses(client, uri))
+    assert sorted(found) == [2, 4]
+    assert found[2] == found[4] and found[2][0] == "ƒ tvmgen_default_fused_nn_dense_nn_relu"
+    line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
+    functions = _field(line_map, "functions")
+    assert [(_field(f, "name"), _field(f, "relay")) for f in functions] == [
+        ("tvmgen_default_fused_nn_dense_nn_relu", [[2, 5]])]
+
+
+@asyncio_module
+async def test_lenses_sit_on_the_primitive_functions_of_a_file_already_fused(client: LanguageClient) -> None:
+    text = corpus("023.relay")
+    uri = await built(client, "prefused.relay", text)
+    found = rows(await lenses(client, uri))
+    assert {line: titles[0] for line, titles in found.items()} == {
+        line_of(text, "def @collage_example_target_hook("): "ƒ tvmgen_default_fused_add_nn_relu",
+        line_of(text, "def @collage_example_target_hook_nn_relu("): "ƒ tvmgen_default_fused_nn_relu",
+        line_of(text, "abs(%4)"): "ƒ tvmgen_default_fused_abs"}
+
+
+@asyncio_module
+async def test_unknown_virtual_uris_are_lsp_errors(client: LanguageClient) -> None:
+    text = corpus("080.relay")
+    uri = await built(client, "errors.relay", text)
+    for bad in ("relaylens:/nope/x.ll?uri=x", "file:///x.relay", "relaylens:/pass/x.relay?uri=y"):
+        with pytest.raises(JsonRpcException) as err:
+            await virtual(client, bad)
+        assert err.value.code == -32602, bad
+    for missing, message in (
+            (uris.make("llvm", "tvmgen_default_fused_nothing.ll", uri, 1), "no fused function"),
+            (uris.make("pass", "99-FuseOps.relay", uri, 1), "no snapshot 99"),
+            (uris.make("llvm", "module.ll", uri, 7), "version 7"),
+            (uris.make("llvm", "module.ll", "file:///never/opened.relay", None), "has no build")):
+        with pytest.raises(JsonRpcException) as err:
+            await virtual(client, missing)
+        assert err.value.code == -32803 and message in err.value.message, (missing, err.value.message)
+    with pytest.raises(JsonRpcException) as err:
+        await client.protocol.send_request_async("relaylens/virtualDocument", {"url": 3})
+    assert err.value.code == -32602
+    # hover and definition on a URI that names nothing answer null
+    nothing = lsp.TextDocumentIdentifier(uris.make("llvm", "module.ll", "file:///never/opened.relay", None))
+    assert await client.text_document_hover_async(lsp.HoverParams(nothing, lsp.Position(3, 3))) is None
+    assert not await client.text_document_definition_async(lsp.DefinitionParams(nothing, lsp.Position(3, 3)))
+    assert await client.protocol.send_request_async("relaylens/lineMap", {"uri": "file:///never/opened.relay"}) is None
+    # and the real document still answers
+    assert rows(await lenses(client, uri)) == {line_of(text, "nn.conv2d"): ["ƒ tvmgen_default_fused_nn_conv2d", "LLVM IR",
+                                                   "schedule (N steps)", "passes (1)"]}

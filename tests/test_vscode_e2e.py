@@ -1,0 +1,101 @@
+"""The VS Code extension end to end, in a real VS Code (code-server) driven in Debian's
+chromium by playwright-core (vscode-client/e2e/scenario.js).
+
+Scenario, on a corpus model: it opens and builds (status bar); hover on an operator shows
+its type and its provenance; the `ƒ <fused function>` code lens opens the module's LLVM IR;
+go to definition on an LLVM IR line returns to the Relay line its debug location names;
+breaking a line shows an error squiggle and the status bar counts the error.
+
+vscode-client/scripts/setup-e2e.sh installs chromium (apt), Node 24 and code-server (npm,
+cached in ~/.cache/relaylens); the test skips only when chromium cannot be installed.
+Screenshots, result.json and code-server's log go to vscode-client/test-results/e2e/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CORPUS
+from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIENT = ROOT / "vscode-client"
+ARTIFACTS = CLIENT / "test-results" / "e2e"
+MODEL = "084.relay"  # depthwise conv + pointwise conv + relus: two fused functions
+CHROMIUM_MISSING = 3  # setup-e2e.sh's exit status when chromium cannot be installed
+
+pytestmark = pytest.mark.slow
+
+
+def unlimited_address_space() -> None:
+    """Lift conftest's address-space cap in children: V8 and chromium reserve far more than
+    they use."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
+def run(*command: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=CLIENT, capture_output=True, text=True,
+                          preexec_fn=unlimited_address_space, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, str]:
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed: code-server and playwright-core cannot be installed")
+    setup = run("scripts/setup-e2e.sh", timeout=1800)
+    if setup.returncode == CHROMIUM_MISSING:
+        pytest.skip(f"chromium cannot be installed here: {setup.stderr.strip()}")
+    assert setup.returncode == 0, f"setup-e2e.sh failed:\n{setup.stderr[-4000:]}"
+    found = dict(line.split("=", 1) for line in setup.stdout.splitlines() if "=" in line)
+    vsix = run("scripts/vsix.sh", timeout=900)
+    assert vsix.returncode == 0, f"vsix.sh failed:\n{vsix.stdout[-2000:]}\n{vsix.stderr[-2000:]}"
+    found["VSIX"] = vsix.stdout.strip().splitlines()[-1]
+    return found
+
+
+def first_located_line(model: Path) -> tuple[int, int]:
+    """(module.ll line, Relay line), both 1-based: the first line of the first fused function
+    whose debug location names a Relay line, in the IR that `relaylens build` emits."""
+    ir = subprocess.run([str(Path(sys.executable).with_name("relaylens")), "build", str(model), "--emit", "llvm"],
+                        capture_output=True, text=True, check=True).stdout
+    first, last = next(r for name, r in function_ranges(ir).items() if "fused" in name)
+    located = line_locations(ir)
+    line = next(n for n in range(first, last + 1) if n in located)
+    return line, located[line][0]
+
+
+def test_the_extension_in_code_server(tools, tmp_path):
+    if not (CORPUS / MODEL).is_file():
+        pytest.skip(f"no corpus at {CORPUS}")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    model = workspace / MODEL
+    text = (CORPUS / MODEL).read_text()
+    model.write_text(text)
+    lines = text.splitlines()
+    hover_line = next(i for i, line in enumerate(lines, 1) if "nn.conv2d(" in line)
+    llvm_line, relay_line = first_located_line(model)
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    env = {**os.environ, **tools, "PYTHON": sys.executable, "WORKSPACE": str(workspace), "MODEL": str(model),
+           "ARTIFACTS": str(ARTIFACTS), "HOVER_LINE": str(hover_line),
+           "HOVER_COLUMN": str(lines[hover_line - 1].index("nn.conv2d(") + len("nn.con")),
+           "BROKEN_LINE": str(hover_line), "LLVM_LINE": str(llvm_line)}
+    scenario = run("node", "e2e/scenario.js", env=env, timeout=600)
+    result = json.loads((ARTIFACTS / "result.json").read_text())
+    report = json.dumps(result, indent=2)[:6000] + "\n" + scenario.stderr[-3000:]
+    steps = result["steps"]
+    assert list(steps) == ["open-and-build", "hover", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
+                           "broken-line-diagnostic"], report
+    assert all(step["ok"] for step in steps.values()), report
+    assert result["relayLineAfterDefinition"] == relay_line, report
+    assert scenario.returncode == 0, report
+    assert sorted(p.name for p in ARTIFACTS.glob("*.png"))[:1] == ["01-open-and-build.png"]
