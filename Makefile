@@ -17,9 +17,20 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# The demo: a small CNN (examples/small_cnn.onnx, written by examples/make_model.py) is
+# imported with every expression naming its ONNX node, built (artefacts in $(DEMO)), run
+# compiled and checked against the interpreter and onnxruntime, and one layer is followed
+# from its ONNX node to its LLVM function in $(DEMO)/module.ll.
+DEMO ?= build/demo
+
 demo: $(STAMP)
-	$(VENV)/bin/relaylens check examples/mnist.relay
-	$(VENV)/bin/relaylens print --spans --types examples/mnist.relay
+	@mkdir -p $(DEMO)
+	$(VENV)/bin/relaylens import examples/small_cnn.onnx --shape input=1,1,28,28 -o $(DEMO)/small_cnn.relay
+	$(VENV)/bin/relaylens build $(DEMO)/small_cnn.relay -o $(DEMO)
+	$(VENV)/bin/relaylens run $(DEMO)/small_cnn.relay --params $(DEMO)/small_cnn.npz \
+	    --input input=examples/digit.npy --check -o $(DEMO)/logits.npz
+	$(PY) examples/demo.py compare examples/small_cnn.onnx examples/digit.npy $(DEMO)/logits.npz
+	$(VENV)/bin/relaylens explain $$($(PY) examples/demo.py where $(DEMO)/small_cnn.relay /conv2/Conv)
 
 bench: $(STAMP)
 	$(PY) bench/parse.py

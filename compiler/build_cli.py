@@ -10,6 +10,11 @@ snapshot, each under a `// after PASS` banner.  `--emit llvm` (or `llvm-opt`, `s
 lowers every fused function and prints its LLVM IR (after O3; schedule records); `-o DIR`
 writes every artefact of the build (lower/artifacts.py).  On a terminal, progress goes to
 stderr pass by pass, then fused function by fused function; piped, the command is quiet.
+
+`explain` prints what became of one expression: its frontend layers and type, each pass
+that changed it, the fused function it ended in and, when the build lowers, that
+function's LLVM function, its lines in module.ll (as `build -o` writes it), the
+instruction lines that compute the expression and the frontend layers compiled into it.
 """
 
 from __future__ import annotations
@@ -109,20 +114,32 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
     line, col = int(m["line"]), int(m["col"])
-    result = build_text(text, name)
+    progress = _progress(err)
+    result = build_text(text, name, progress=progress)
+    prov = key = lowered = None
+    if result.snapshots:
+        prov = Provenance(result)
+        offset = prov.source.offset(line, col) if prov.source is not None else None
+        key = prov.key_at(offset) if offset is not None else None
+    if key is not None and result.ok and prov.fused_function(key) is not None:
+        from .lower.pipeline import lower_build
+
+        lowered = lower_build(result, progress=progress)
+    if progress is not None:
+        err.write("\r\033[K")
     report([d for d in result.diagnostics if d.is_error], name, err)
     if not result.snapshots:
         return EXIT_ERRORS
-    prov = Provenance(result)
-    offset = prov.source.offset(line, col) if prov.source is not None else None
-    key = prov.key_at(offset) if offset is not None else None
     if key is None:
         raise UsageError(f"no expression at {name}:{line}:{col}")
-    out.write(explain_text(prov, key, name))
+    out.write(explain_text(prov, key, name, lowered))
     return EXIT_OK
 
 
-def explain_text(prov, key, name: str) -> str:
+def explain_text(prov, key, name: str, lowered=None) -> str:
+    """What became of the source expression `key`: its layers and type, every pass that
+    changed it, its fused function and, given the build `lowered` (pipeline.Lowered), that
+    function in LLVM IR (see `_llvm_lines`)."""
     source = prov.source
     start_line, start_col = source.location(key[0])
     node = prov.source_node(key)
@@ -150,7 +167,34 @@ def explain_text(prov, key, name: str) -> str:
     fused = prov.fused_function(key)
     if fused is not None:
         lines.append(f"  fused into: {fused[0]}")
+        if lowered is not None:
+            lines += _llvm_lines(lowered, fused[0], (start_line, start_col))
     return "\n".join(lines) + "\n"
+
+
+def _llvm_lines(lowered, fused_name: str, where: tuple[int, int]) -> list[str]:
+    """The fused function's LLVM function and its lines in module.ll (the file `relaylens
+    build FILE -o DIR` writes: the same lowering, so the same lines), how many of its
+    instruction lines carry the expression's location `where` (Relay line, column), and
+    the frontend layers compiled into it; or why it was not lowered."""
+    from .lower.artifacts import source_map
+
+    errors = [d for d in lowered.diagnostics if d.is_error]
+    if errors:
+        return [f"  not lowered: {errors[0].message}"]
+    entry = next((f for f in source_map(lowered, lowered.llvm_ir, lowered.optimized_ir)["functions"]
+                  if f["name"] == fused_name), None)
+    if entry is None:
+        return []
+    llvm = entry["llvm"]
+    lines = [f"  LLVM function: @{fused_name}, module.ll lines {llvm['first_line']}-{llvm['last_line']}"]
+    own = sorted(int(n) for n, loc in llvm["lines"].items() if tuple(loc) == where)
+    if own:
+        counted = f"{len(own)} instruction lines compute" if len(own) > 1 else "1 instruction line computes"
+        lines.append(f"    {counted} this expression (the first at line {own[0]})")
+    if entry["layers"]:
+        lines.append(f"    frontend layers compiled into it: {', '.join(entry['layers'])}")
+    return lines
 
 
 def _first_line(text: str, width: int = 90) -> str:
@@ -179,7 +223,9 @@ def add_commands(commands) -> None:
         "explain",
         help="what the passes made of the expression at FILE:LINE:COL",
         description="Build FILE and print, for the expression at LINE:COL, each pass that changed it, "
-                    "what it became, the fused function it ended in and its frontend layers.",
+                    "what it became, the fused function it ended in and its frontend layers; then lower "
+                    "the build and print that function's LLVM function and its lines in module.ll "
+                    "(as build -o DIR writes it).",
     )
     explain.add_argument("where", metavar="FILE:LINE:COL")
     explain.set_defaults(run=cmd_explain)

@@ -1,8 +1,10 @@
-"""`relaylens run` on compiled code (with `--check`) and `relaylens build --emit llvm / -o DIR`."""
+"""`relaylens run` on compiled code (with `--check`), `relaylens build --emit llvm / -o DIR`, and
+`relaylens explain` down to the LLVM function."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +114,43 @@ def test_build_output_directory_has_every_artefact(capsys, model, tmp_path):
 def test_build_bad_emit_is_a_usage_error(capsys, model):
     status, _, err = relaylens(capsys, "build", model, "--emit", "asm")
     assert status == 2 and "expected one of relay, llvm, llvm-opt, schedule" in err
+
+
+LAYERED = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]) /* span=/conv1/Conv:0:0 */;
+  %1 = nn.bias_add(%0, %b) /* span=/conv1/Conv:0:0 */;
+  %2 = nn.relu(%1) /* span=/relu1/Relu:0:0 */;
+  nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2]) /* span=/pool1/MaxPool:0:0 */
+}
+"""
+
+
+def test_explain_follows_an_expression_to_its_llvm_function_and_layers(capsys, tmp_path):
+    from relaylens.compiler.lower.llvm_map import line_locations
+
+    path = tmp_path / "layered.relay"
+    path.write_text(LAYERED)
+    assert relaylens(capsys, "build", path, "-o", tmp_path / "out")[0] == 0
+    module_ll = (tmp_path / "out" / "module.ll").read_text()
+    conv = json.loads((tmp_path / "out" / "map.json").read_text())["functions"][0]
+    first, last = conv["llvm"]["first_line"], conv["llvm"]["last_line"]
+
+    status, out, _ = relaylens(capsys, "explain", f"{path}:5:8")  # the relu
+    assert status == 0
+    lines = out.splitlines()
+    name = "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu"
+    at = lines.index(f"  fused into: {name}")
+    assert lines[at + 1] == f"  LLVM function: @{name}, module.ll lines {first}-{last}"  # as build -o wrote it
+    assert module_ll.splitlines()[first - 1].startswith(f"define void @{name}(")
+    count, first_own = re.fullmatch(r"    (\d+) instruction lines? compute this expression \(the first at line (\d+)\)",
+                                    lines[at + 2]).groups()
+    own = [n for n, loc in line_locations(module_ll).items() if loc == (5, 8)]
+    assert int(count) == len(own) > 0 and int(first_own) == min(own) and first <= min(own) <= last
+    assert lines[at + 3] == "    frontend layers compiled into it: /conv1/Conv, /relu1/Relu"
+
+    dynamic = tmp_path / "dyn.relay"
+    dynamic.write_text(DYNAMIC)
+    status, out, _ = relaylens(capsys, "explain", f"{dynamic}:3:3")
+    assert status == 0 and "  fused into: tvmgen_default_fused_nn_relu\n  not lowered: " in out
+    assert "unknown (?) dimensions" in out and "LLVM function" not in out

@@ -1,6 +1,7 @@
-"""The ONNX frontend on small real networks (built with onnx.helper, checked against
-onnxruntime), its span filling, its errors, `relaylens import` end to end, and the light
-ResNet-50 of the onnx package with seeded random weights."""
+"""The ONNX frontend on small real networks (built with onnx.helper, run with the
+interpreter and as compiled code, both checked against onnxruntime), its span filling, its
+errors, `relaylens import` then `relaylens run` end to end, and the light ResNet-50 of the
+onnx package with seeded random weights (interpreted and compiled)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from relaylens.compiler.build import build_module  # noqa: E402
 from relaylens.compiler.cli import main  # noqa: E402
 from relaylens.compiler.frontend.onnx import OnnxImportError, import_onnx  # noqa: E402
 from relaylens.compiler.interpreter import interpret  # noqa: E402
 from relaylens.compiler.ir import ANY, Call, Constant, LayerSpan  # noqa: E402
 from relaylens.compiler.ir.functor import post_order  # noqa: E402
 from relaylens.compiler.ir.structural import structural_equal  # noqa: E402
+from relaylens.compiler.lower.jit import JIT  # noqa: E402
+from relaylens.compiler.lower.pipeline import lower_build  # noqa: E402
 from relaylens.compiler.parser import parse  # noqa: E402
 from relaylens.compiler.printer import print_module  # noqa: E402
 from relaylens.compiler.transform.span_check import spanless  # noqa: E402
@@ -83,11 +87,36 @@ def run_relay(imported, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return list(result) if isinstance(result, tuple) else [result]
 
 
-def check_against_ort(model, feeds, rtol=1e-5, atol=1e-5):
+def run_compiled(model, feeds: dict[str, np.ndarray], jit=None) -> list[np.ndarray]:
+    """Import with the feeds' shapes (compiled code needs static shapes), then build,
+    lower and run the executable."""
+    imported = import_onnx(model, shapes={k: v.shape for k, v in feeds.items()})
+    assert not [d for d in infer_types(imported.module) if d.is_error]
+    built = build_module(imported.module, name=model.graph.name)
+    assert built.ok, [d.message for d in built.diagnostics]
+    lowered = lower_build(built, jit=jit)
+    assert lowered.ok, [d.message for d in lowered.diagnostics]
+    assert lowered.executable.mode == "aot"
+    given = {imported.inputs[k]: v for k, v in feeds.items()}
+    args = [given[p.name] if p.name in given else imported.params[p.name] for p in imported.module["main"].params]
+    result = lowered.executable.run(*args)
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+@pytest.fixture(scope="module")
+def jit():
+    return JIT()
+
+
+def check_against_ort(model, feeds, jit, rtol=1e-5, atol=1e-5):
+    """Interpreted and compiled, both against onnxruntime; the interpreter's import."""
     imported = import_onnx(model)
     assert not [d for d in infer_types(imported.module) if d.is_error]
-    for got, want in zip(run_relay(imported, feeds), run_ort(model, feeds), strict=True):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    want = run_ort(model, feeds)
+    for got, expected in zip(run_relay(imported, feeds), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+    for got, expected in zip(run_compiled(model, feeds, jit), want, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
     return imported
 
 
@@ -170,23 +199,23 @@ def attention(hidden=16, heads=2):
     return g.model({"x": [2, 5, hidden]}, g.node("Add", ["x", out], name="/attn/residual/Add"))
 
 
-def test_resnet_basic_blocks_match_onnxruntime():
+def test_resnet_basic_blocks_match_onnxruntime(jit):
     x = np.random.default_rng(0).standard_normal((2, 8, 16, 16)).astype(np.float32)
-    imported = check_against_ort(resnet_blocks(), {"x": x}, rtol=1e-4)
+    imported = check_against_ort(resnet_blocks(), {"x": x}, jit, rtol=1e-4)
     assert imported.module["main"].params[0].type_annotation.shape[0] is ANY  # the symbolic N
     ops = {c.op.name for c in calls(imported.module)}
     assert {"nn.conv2d", "nn.batch_norm", "nn.relu", "add", "nn.global_avg_pool2d", "reshape"} <= ops
 
 
-def test_mlp_with_gemm_matches_onnxruntime():
+def test_mlp_with_gemm_matches_onnxruntime(jit):
     x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
-    imported = check_against_ort(mlp(), {"x": x})
+    imported = check_against_ort(mlp(), {"x": x}, jit)
     assert [c.op.name for c in calls(imported.module)].count("nn.dense") == 2
 
 
-def test_attention_matches_onnxruntime_and_folds_the_shape_chain():
+def test_attention_matches_onnxruntime_and_folds_the_shape_chain(jit):
     x = np.random.default_rng(0).standard_normal((2, 5, 16)).astype(np.float32)
-    imported = check_against_ort(attention(), {"x": x}, rtol=1e-4)
+    imported = check_against_ort(attention(), {"x": x}, jit, rtol=1e-4)
     reshapes = [c for c in calls(imported.module) if layers(c)[0].endswith("/Reshape")]
     assert sorted(tuple(int(d) for d in c.attrs["newshape"]) for c in reshapes) == [(2, 5, 2, 8)] * 3 + [(2, 5, 16)]
     names = {c.op.name for c in calls(imported.module)}
@@ -340,6 +369,22 @@ def test_cli_import_then_run(tmp_path, capsys):
         np.testing.assert_allclose(result["output"], run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
 
 
+def test_cli_import_then_run_compiled_with_check(tmp_path, capsys):
+    model = resnet_blocks()
+    onnx.save(model, tmp_path / "net.onnx")
+    x = np.random.default_rng(6).standard_normal((2, 8, 16, 16)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    status, _, err = relaylens(capsys, "import", tmp_path / "net.onnx", "--shape", "x=2,8,16,16",
+                               "-o", tmp_path / "net.relay")
+    assert status == 0, err
+    status, out, err = relaylens(capsys, "run", tmp_path / "net.relay", "--params", tmp_path / "net.npz",
+                                 "--input", f"x={tmp_path / 'x.npy'}", "--check", "-o", tmp_path / "out.npz")
+    assert (status, out) == (0, ""), err
+    assert re.fullmatch(r"check output: max abs error \S+, max rel error \S+\n", err)  # within tolerance
+    with np.load(tmp_path / "out.npz") as result:
+        np.testing.assert_allclose(result["output"], run_ort(model, {"x": x})[0], rtol=1e-4, atol=1e-5)
+
+
 def test_cli_import_shape_and_stdout(tmp_path, capsys):
     onnx.save(resnet_blocks(), tmp_path / "net.onnx")
     status, out, err = relaylens(capsys, "import", tmp_path / "net.onnx", "--shape", "x=3,8,16,16",
@@ -412,7 +457,7 @@ def randomized_light_resnet50(seed: int = 0):
     return helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=10)
 
 
-def test_light_resnet50_with_random_weights_matches_onnxruntime():
+def test_light_resnet50_with_random_weights_matches_onnxruntime(jit):
     model = randomized_light_resnet50()
     x = (np.arange(3 * 224 * 224, dtype=np.float32) / (3 * 224 * 224)).reshape(1, 3, 224, 224)
     imported = import_onnx(model)
@@ -424,6 +469,8 @@ def test_light_resnet50_with_random_weights_matches_onnxruntime():
     assert len(np.unique(want)) > 900  # random weights: a meaningful reference
     got = run_relay(imported, {"gpu_0/data_0": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+    compiled = run_compiled(model, {"gpu_0/data_0": x}, jit)[0]
+    np.testing.assert_allclose(compiled, want, rtol=1e-4, atol=1e-7)
     assert all(layers(c) for c in calls(imported.module))
     parsed = parse(print_module(imported.module, spans=True), "resnet50.relay")
     assert not [d for d in parsed.diagnostics if d.is_error]

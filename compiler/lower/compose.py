@@ -96,7 +96,8 @@ def _static(ty: Type, span, what: str) -> tuple[tuple[int, ...], str]:
     if not isinstance(ty, TensorType):
         raise te.LoweringError(f"{what}: expected a tensor, found {type(ty).__name__}", span)
     if not ty.is_static:
-        raise te.LoweringError(f"{what}: the shape {tuple(ty.shape)} has unknown (?) dimensions; "
+        dims = ", ".join(str(d) if isinstance(d, int) else "?" for d in ty.shape)
+        raise te.LoweringError(f"{what}: the shape ({dims}) has unknown (?) dimensions; "
                                "lowering needs static shapes", span)
     if ty.dtype not in te.DTYPES:
         raise te.LoweringError(f"{what}: no lowering for dtype {ty.dtype}", span)
