@@ -559,14 +559,44 @@ def _interval(e: te.PrimExpr, inner: dict[int, int]) -> Interval | None:
     if bb is not None or lb != hb or lb <= 0:
         return None
     c = lb
+    quotient, rest = (None, ba) if ba is None else _divide_terms(ba, c)
     if e.op == "floordiv":
-        if ba is None:
-            return None, la // c, ha // c
+        if rest is None:  # floor((c*q + v) / c) = q + floor(v / c)
+            return quotient, la // c, ha // c
         # floor((x + d) / c) - floor(x / c) <= d // c + 1 for any x
         return (ba + la if la else ba) // c, 0, (ha - la) // c + 1
     if e.op == "floormod":
-        return (None, la, ha) if ba is None and 0 <= la and ha < c else (None, 0, c - 1)
+        return (None, la, ha) if rest is None and 0 <= la and ha < c else (None, 0, c - 1)
     return None
+
+
+def _divide_terms(e: te.PrimExpr, c: int) -> tuple[te.PrimExpr | None, te.PrimExpr | None]:
+    """`e` as `c * quotient + rest`, taking out of the sum `e` the terms that are multiples
+    of `c` (a constant, or a product with a constant factor that c divides); None stands
+    for no quotient (0) or no rest (0)."""
+    terms, stack = [], [e]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, te.Binary) and t.op == "add" and t.dtype == te.INDEX:
+            stack += [t.b, t.a]
+        else:
+            terms.append(t)
+    quotient: te.PrimExpr | None = None
+    rest: te.PrimExpr | None = None
+    for t in terms:
+        q = None
+        if isinstance(t, te.Const) and t.value % c == 0:
+            q = te.const(t.value // c, te.INDEX)
+        elif isinstance(t, te.Binary) and t.op == "mul":
+            for k, x in ((t.b, t.a), (t.a, t.b)):
+                if isinstance(k, te.Const) and k.value % c == 0:
+                    q = simplify(x * (k.value // c))
+                    break
+        if q is None:
+            rest = t if rest is None else rest + t
+        else:
+            quotient = q if quotient is None else quotient + q
+    return quotient, rest
 
 
 def _plus(a: te.PrimExpr | None, b: te.PrimExpr | None) -> te.PrimExpr | None:
@@ -630,7 +660,7 @@ class _Lowering:
         def convert(n: te.PrimExpr) -> te.PrimExpr | None:
             if isinstance(n, te.Load):
                 buf, starts = self.buffers[id(n.tensor)]
-                idx = tuple(i if s is None else _minus(i, s) for i, s in zip(n.indices, starts))
+                idx = tuple(i if s is None else _minus(self.tidy(i), self.tidy(s)) for i, s in zip(n.indices, starts))
                 return te.BufferLoad(buf, self.tidy(flat_index(buf.shape, idx)), n.dtype, loc=n.loc)
             return None
 
@@ -639,7 +669,8 @@ class _Lowering:
     def tidy(self, e: te.PrimExpr) -> te.PrimExpr:
         """`e` simplified with what the loop extents tell: `x // c` is 0 and `x % c` is x
         for x in [0, c), a min or max whose sides' ranges do not overlap is one side; and
-        `x // c * c + x % c` (a fused loop flattened again) is x."""
+        `x // c * c + x % c` (a fused loop flattened again) is x; terms that are multiples
+        of c come out of `// c` and `% c` (a split loop read through a blocked layout)."""
         def fold(n: te.PrimExpr) -> te.PrimExpr | None:
             if not isinstance(n, te.Binary) or n.dtype != te.INDEX:
                 return None
@@ -647,6 +678,16 @@ class _Lowering:
                 return _undivide(n)
             if n.op not in ("floordiv", "floormod", "min", "max"):
                 return None
+            if n.op in ("floordiv", "floormod") and isinstance(n.b, te.Const) and n.b.value > 0:
+                quotient, rest = _divide_terms(n.a, n.b.value)
+                if quotient is not None:  # (c*q + r) // c = q + r // c; (c*q + r) % c = r % c
+                    part = None if rest is None else te.binary(n.op, rest, n.b)
+                    if part is not None:
+                        folded = fold(part)
+                        part = part if folded is None else folded
+                    if n.op == "floormod":
+                        return part if part is not None else te.const(0, te.INDEX)
+                    return quotient if part is None else simplify(quotient + part)
             a, b = _bounds(n.a, self.extents), _bounds(n.b, self.extents)
             if a is None or b is None:
                 return None

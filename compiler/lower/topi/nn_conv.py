@@ -9,6 +9,9 @@ read and written through an index map, channel-blocked ones (NCHW8c, OIHW8i8o) i
 so the result comes out directly in `out_layout`.  A split spatial axis (NCHW4w) is a
 LoweringError.
 
+A float32 conv2d in NCHW/OIHW without groups, or depthwise, with at least 16 channels
+is computed channel-blocked instead (conv_blocked.py).
+
 A transposed convolution is a convolution with the flipped kernel over `T_pad`, the input
 dilated by the strides (zeros between elements) and padded by dilation*(K-1) - padding.
 
@@ -26,6 +29,7 @@ from ...ops.nn_conv import (CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, CO
                             DW_CONV2D_NCHWC, ConvSpec, Layout, _is_depthwise, _out_dtype, _plan,
                             forward_shape)
 from .. import te
+from .conv_blocked import blocked_conv2d, blocked_depthwise2d, blocked_kind
 from .registry import lowering
 
 Indices = dict[str, te.PrimExpr]
@@ -183,10 +187,17 @@ def _conv_rule(spec: ConvSpec):
         if spec.transpose:
             result = _conv_transpose(op, spec, plan, data, weight, out_type.shape, acc)
         else:
-            padded = pad_spatial(data, plan.data_layout, spec.spatial, plan.pad_before, plan.pad_after)
-            result = conv_forward(op, padded, plan.data_layout, weight, plan.kernel_layout,
-                                  out_type.shape, plan.out_layout, spec.spatial, plan.strides,
-                                  plan.dilation, plan.groups, _cast_term(acc), _cast_term(acc))
+            kind = blocked_kind(op, plan, data, weight, acc)
+            if kind == "depthwise":
+                result = blocked_depthwise2d(data, weight, out_type.shape, plan, acc)
+            else:
+                padded = pad_spatial(data, plan.data_layout, spec.spatial, plan.pad_before, plan.pad_after)
+                if kind == "conv":
+                    result = blocked_conv2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
+                else:
+                    result = conv_forward(op, padded, plan.data_layout, weight, plan.kernel_layout,
+                                          out_type.shape, plan.out_layout, spec.spatial, plan.strides,
+                                          plan.dilation, plan.groups, _cast_term(acc), _cast_term(acc))
         return finish(result, out_dtype)
 
     return rule
