@@ -323,7 +323,7 @@ def test_vectorized_loop(jit, capfd):
     assert '!"llvm.loop.vectorize.width", i32 16' in ir_text
     optimized = jit.optimize(ir_text)
     body = optimized[optimized.index("@vec_fma("):optimized.index("@vec_shift(")]
-    assert re.search(r"fmul <(8|16) x float>", body)
+    assert re.search(r"fmul (contract )?<(8|16) x float>", body)
     assert re.search(r"<(8|16) x float>", optimized[optimized.index("@vec_shift("):])
     jit.load(optimized)
     x, y = values("float32", n=64, seed=1), values("float32", n=64, seed=2)
@@ -536,3 +536,18 @@ def test_golden_snippet():
                     'ret void, !dbg !'):
         assert snippet in text, snippet
     assert re.search(r'!\d+ = !DILocation\(column: 8, line: 2, scope: !\d+\)', text)
+
+
+def test_only_accumulations_may_contract_into_fma(jit):
+    """`acc[i] = acc[i] + a[i] * b[i]` carries `contract` (LLVM may fuse an FMA); an
+    ordinary `out[i] = a[i] * b[i] + 1` keeps exact IEEE steps."""
+    a, b, acc, out = (buf(n, (16,), "float32") for n in ("a", "b", "acc", "out"))
+    i = te.Var("i")
+    product = te.BufferLoad(a, i, "float32") * te.BufferLoad(b, i, "float32")
+    body = ln.seq(ln.For(i, 16, ln.Store(acc, i, te.BufferLoad(acc, i, "float32") + product)),
+                  ln.For(i, 16, ln.Store(out, i, product + 1.0)))
+    text = str(generate([ln.PrimFunc("fma_or_not", (a, b, acc, out), body, num_outputs=2)], "f.relay"))
+    arithmetic = [line.split("=", 1)[1].split()[0:2] for line in text.splitlines()
+                  if re.search(r"= f(add|mul) ", line)]
+    assert sorted(map(tuple, arithmetic)) == [("fadd", "contract"), ("fadd", "float"),
+                                              ("fmul", "contract"), ("fmul", "float")]

@@ -239,6 +239,7 @@ class _Emitter:
         self.vars: dict[int, ir.Value] = {}
         self.memo: dict[int, ir.Value] = {}
         self._reads: dict[int, bool] = {}
+        self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self.at(where)
 
     def at(self, where: tuple[int, int]) -> None:
@@ -280,7 +281,11 @@ class _Emitter:
             raise LoweringError(f"LLVM code generation: storing {s.value.dtype} into {s.buffer.name} "
                                 f"of {s.buffer.dtype}")
         index = self.expr(s.index, where)
-        value = self.expr(s.value, where)
+        self.contract = _accumulates(s)
+        try:
+            value = self.expr(s.value, where)
+        finally:
+            self.contract = False
         self.at(where)
         if s.buffer.dtype == "bool":
             value = self.builder.zext(value, I8)
@@ -632,9 +637,24 @@ def _binary(em: _Emitter, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.V
     raise LoweringError(f"LLVM code generation: binary op {op} on {dtype}")
 
 
+CONTRACTED = {"add": lambda b: b.fadd, "sub": lambda b: b.fsub, "mul": lambda b: b.fmul}
+
+
+def _accumulates(s: Store) -> bool:
+    """`buf[i] = buf[i] + ...` on floats: a reduction's update.  Its float arithmetic is
+    marked `contract`, so LLVM fuses a*b+c into one FMA (TVM allows FP contraction too);
+    other stores keep exact IEEE steps, which index arithmetic in floats (resize
+    coordinates) relies on."""
+    v = s.value
+    return (te.is_float(s.buffer.dtype) and isinstance(v, te.Binary) and v.op == "add"
+            and any(isinstance(x, te.BufferLoad) and x.buffer is s.buffer for x in (v.a, v.b)))
+
+
 def _float_binary(em: _Emitter, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
     b = em.builder
-    simple = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "truncmod": b.frem}
+    if op in CONTRACTED:
+        return CONTRACTED[op](b)(x, y, flags=("contract",) if em.contract else ())
+    simple = {"div": b.fdiv, "truncmod": b.frem}
     if op in simple:
         return simple[op](x, y)
     if op in te.COMPARISONS:
