@@ -9,7 +9,10 @@
      about 3x slower inlined than reading a padded copy).
    Those are computed once into a buffer and scheduled as injective stages.
 2. Each remaining stage, producers first:
-   * a convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
+   * a channel-blocked float32 conv2d (topi/conv_blocked.py: NCHW with at least 16
+     channels, groups 1 or depthwise): schedules_conv.py (16-channel vectors, a 2 x 16
+     channels by 10 columns register tile, the epilogue applied at write-back);
+   * another convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
      "nn.batch_matmul", ...): a register tile.  With data axes d0..dn-1, the last one
      (the output's contiguous axis) is split by the vector width and its inner part
      vectorized, the one before it split by 4 and its inner part unrolled; the loops are
