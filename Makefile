@@ -36,6 +36,8 @@ bench: $(STAMP)
 	$(PY) bench/parse.py
 	$(PY) bench/typecheck.py
 	$(PY) bench/passes.py
+	$(PY) bench/build.py
+	$(PY) bench/run.py
 
 # The VS Code extension, packaged offline: vscode-client/dist/relaylens.vsix (npm ci first
 # when vscode-client/node_modules is missing or older than its package-lock.json).

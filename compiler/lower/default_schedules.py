@@ -40,11 +40,12 @@
      parallel when the work is large, and T.rf is computed at that loop: ko outside, the
      4 x 4 tile unrolled, kl vectorized, so each step loads 4 rows of a and 4 of w as
      whole vectors for 16 FMAs into 16 registers; then T adds each vector's 16 lanes
-     (scalar adds, 15 per output).  Measured (1 thread, dense with bias, best of 15):
-     64x512 by 512 from 7 to 50-70 GFLOP/s, 128x768 by 3072 from 8-11 to 34-39, 1x2048
-     by 1000 from 5-8 to 11-13 (memory-bound), 128x64 by 128 (K = 64) from 9-12 to 15-16,
-     512x64 by 512 from 7 to 17-19.  At K = 32 it still gained a little (7 to 8-10), at
-     K = 16 it lost (6-8 to 5-6): RFACTOR_MIN is 64, which leaves K = 32 to the tile.
+     (scalar adds, 15 per output).  Measured (1 thread, dense with bias, best of 15, the
+     tile above against this, idle machine): 64x512 by 512 from 8-14 to 105-109 GFLOP/s,
+     128x768 by 3072 from 11-14 to 48-51, 1x2048 by 1000 from 5-9 to 13 (memory-bound),
+     128x64 by 128 (K = 64) from 12-14 to 24.  Before FMA contraction: 512x64 by 512 from
+     7 to 17-19; at K = 32 it still gained a little (7 to 8-10), at K = 16 it lost (6-8 to
+     5-6): RFACTOR_MIN is 64, which leaves K = 32 to the tile.
    * another reduction: its data axes fused into one loop (parallel when the work is
      large), the reduction loops inside.
    * an injective stage: two loops, the inner one the trailing axes fused until it has at

@@ -1,0 +1,484 @@
+"""How fast RelayLens's compiled code runs, beside numpy, our interpreter and onnxruntime.
+
+    python bench/run.py [--runs N] [--interp-runs N] [--models resnet50,mobilenet,gpt2]
+                        [--skip-models] [--skip-micro] [--json out.json]
+
+Threads: RelayLens's parallel loops run on RELAYLENS_NUM_THREADS threads (default: the
+CPUs), and onnxruntime gets the same number (intra_op_num_threads; inter_op 1, sequential).
+numpy's element-wise functions use one thread; its BLAS (the dense reference) its own pool.
+
+1. Models (bench/build.py's networks: the ONNX model and the Relay text our frontend
+   makes of it, so all sides run one graph), median of N runs after 2 warm-ups:
+   * compiled: `lowered.executable.run(input, *weights)`, the AOT entry (the weights are
+     @main parameters, so each run also copies them to aligned buffers: that copy, timed
+     on its own, is the "copy-in" column);
+   * interpreter: the reference interpreter (numpy, one op at a time) on the checked
+     module, `--interp-runs` times (default 1: it is slow);
+   * onnxruntime: an InferenceSession of the ONNX model (all graph optimisations on), the
+     weights initializers.  The largest difference between its output and ours is shown;
+   * the `--top` slowest fused kernels, each timed alone on random inputs, times its calls.
+2. A fused element-wise chain over 1,000,000 floats, add -> multiply -> relu (-> tanh),
+   one fused kernel, against numpy written plainly (temporaries) and in place (`out=`).
+   The kernel is called on aligned inputs with its output given; `run()` adds the copy-in
+   and the output allocation of the executable.  Also with 1 thread, as numpy has.
+3. Kernels in GFLOP/s (2 x multiply-adds / time, bias and relu not counted): conv2d 3x3 of
+   ResNet-50 (layer1 and layer3) with bias and relu, dense with bias (ResNet-50's fc, a
+   64x512x512 and GPT-2's 128x768 -> 3072), each a single fused function called on aligned
+   buffers; beside onnxruntime's Conv / Gemm node and numpy's BLAS (`x @ w.T + b`).  The
+   peak is cores x clock x FMA units x lanes x 2 (see `peak()`).
+Goals (issue 5): fused element-wise chains faster than numpy; ResNet-50 within 3x of
+onnxruntime at the same thread count.  The lines under the tables say whether this run
+meets them.  Run on an idle machine: with two cores shared, every parallel kernel waits
+for a descheduled thread at its barrier, and the figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+WARM_UPS = 2
+GOAL_RESNET_RATIO = 3.0
+ELEMENTS = 1_000_000
+
+
+def _build_bench():
+    spec = importlib.util.spec_from_file_location("bench_build", HERE / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_build"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+B = _build_bench()
+
+
+# --- timing ---------------------------------------------------------------------------------
+
+
+def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sample_s: float = 0.0) -> float:
+    """Median seconds of one call over `runs` samples, after `warm_ups` calls; a sample
+    repeats the call until it lasts `min_sample_s` (for kernels of microseconds)."""
+    for _ in range(warm_ups):
+        fn()
+    start = time.perf_counter()
+    fn()
+    once = time.perf_counter() - start
+    repeat = max(1, int(min_sample_s / once)) if once > 0 else 1
+    samples = []
+    for _ in range(runs):
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        samples.append((time.perf_counter() - start) / repeat)
+    return statistics.median(samples)
+
+
+def ort_session(model, threads: int):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def compile_text(text: str, name: str, threads: int | None = None):
+    """Build and lower Relay text (raises SystemExit with the first diagnostic)."""
+    from relaylens.compiler.build import build_text
+    from relaylens.compiler.lower.jit import JIT
+    from relaylens.compiler.lower.pipeline import lower_build
+
+    result = build_text(text, name)
+    if not result.ok:
+        raise SystemExit(f"error: {name} does not build: {result.diagnostics[0].render()}")
+    lowering = lower_build(result, jit=JIT(num_threads=threads))
+    if not lowering.ok or lowering.executable is None:
+        raise SystemExit(f"error: {name} does not lower: {lowering.diagnostics[0].message}")
+    return result, lowering
+
+
+# --- 1. models ------------------------------------------------------------------------------
+
+
+def model_inputs(model) -> dict[str, np.ndarray]:
+    """Seeded random values for the ONNX graph's inputs."""
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for value in model.onnx.graph.input:
+        shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        feeds[value.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) -> dict:
+    from relaylens.compiler.interpreter import Interpreter
+    from relaylens.compiler.lower.jit import aligned_empty
+
+    result, lowering = compile_text(model.text, f"{model.key}.relay", threads)
+    feeds = model_inputs(model)
+    by_param = {model.inputs[name]: value for name, value in feeds.items()}
+    args = [by_param[p] if p in by_param else model.params[p] for p in model.param_order]
+    exe = lowering.executable
+    ours = exe.run(*args)
+
+    def copy_in() -> None:
+        for a in args:
+            aligned_empty(a.shape, a.dtype)[...] = a
+
+    session = ort_session(model.onnx, threads)
+    reference = session.run(None, feeds)[0]
+    figures = {
+        "compiled_s": median_s(lambda: exe.run(*args), runs),
+        "copy_in_s": median_s(copy_in, runs),
+        "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs),
+        "max_abs_diff": float(np.abs(ours - reference).max()),
+        "max_abs_output": float(np.abs(reference).max()),
+        "weights_mib": sum(a.nbytes for a in model.params.values()) / 2**20,
+    }
+    if top:
+        figures["kernels"] = kernel_profile(lowering, runs)[:top]
+    if interp_runs:
+        module = result.snapshots[0].module  # the checked input, as `relaylens run --interp`
+        figures["interpreter_s"] = median_s(lambda: Interpreter(module).call("main", args), interp_runs,
+                                            warm_ups=0)
+    figures["ratio_to_onnxruntime"] = figures["compiled_s"] / figures["onnxruntime_s"]
+    return figures
+
+
+def kernel_profile(lowering, runs: int) -> list[dict]:
+    """Each fused kernel of the plan timed alone on random inputs (integers 0, which are
+    safe indices), times its calls per inference, slowest first."""
+    from collections import Counter
+
+    from relaylens.compiler.lower.jit import aligned_empty
+
+    calls = Counter(step.kernel for step in lowering.executable.plan.steps)
+    rng = np.random.default_rng(3)
+    rows = []
+    for name, count in calls.items():
+        kernel = lowering.jit.kernel(lowering.functions[name].prim)
+        inputs = []
+        for buf in kernel.func.inputs:
+            a = aligned_empty(tuple(buf.shape), buf.dtype)
+            a[...] = rng.standard_normal(a.shape) if a.dtype.kind == "f" else 0
+            inputs.append(a)
+        outs = [aligned_empty(tuple(b.shape), b.dtype) for b in kernel.func.outputs]
+        seconds = median_s(lambda: kernel(*inputs, out=outs), runs, warm_ups=1, min_sample_s=0.005)
+        rows.append({"function": name, "calls": count, "seconds": seconds * count,
+                     "inputs": [list(b.shape) for b in kernel.func.inputs]})
+    return sorted(rows, key=lambda r: -r["seconds"])
+
+
+# --- 2. element-wise chains -----------------------------------------------------------------
+
+CHAINS = {
+    "add → multiply → relu": ("nn.relu(multiply(add(%x, %y), 0.5f))",
+                              lambda x, y: np.maximum((x + y) * np.float32(0.5), np.float32(0))),
+    "add → multiply → relu → tanh": ("tanh(nn.relu(multiply(add(%x, %y), 0.5f)))",
+                                     lambda x, y: np.tanh(np.maximum((x + y) * np.float32(0.5), np.float32(0)))),
+}
+
+
+def chain_text(body: str, n: int) -> str:
+    t = f"Tensor[({n}), float32]"
+    return f'#[version = "0.0.5"]\ndef @main(%x: {t}, %y: {t}) {{\n  {body}\n}}\n'
+
+
+def numpy_in_place(x: np.ndarray, y: np.ndarray, out: np.ndarray, tanh: bool) -> None:
+    np.add(x, y, out=out)
+    np.multiply(out, np.float32(0.5), out=out)
+    np.maximum(out, np.float32(0), out=out)
+    if tanh:
+        np.tanh(out, out=out)
+
+
+def single_kernel(lowering):
+    """The one fused kernel of a lowered module, callable on numpy arrays."""
+    if len(lowering.functions) != 1:
+        raise SystemExit(f"error: expected one fused function, got {', '.join(lowering.functions)}")
+    fn = next(iter(lowering.functions.values()))
+    return lowering.jit.kernel(fn.prim), fn.name
+
+
+def measure_chain(label: str, threads: int, runs: int) -> dict:
+    from relaylens.compiler.lower.jit import aligned_empty
+
+    body, reference = CHAINS[label]
+    text = chain_text(body, ELEMENTS)
+    rng = np.random.default_rng(1)
+    x, y = (rng.standard_normal(ELEMENTS).astype(np.float32) for _ in range(2))
+    ax, ay, out = aligned_empty(x.shape, x.dtype), aligned_empty(y.shape, y.dtype), aligned_empty(x.shape, x.dtype)
+    ax[...], ay[...] = x, y
+    figures: dict[str, Any] = {"elements": ELEMENTS}
+    for key, n in (("kernel_s", threads), ("kernel_1thread_s", 1))[:1 if threads == 1 else 2]:
+        _, lowering = compile_text(text, "chain.relay", n)
+        kernel, figures["function"] = single_kernel(lowering)
+        got = kernel(ax, ay, out=out)
+        np.testing.assert_allclose(got, reference(x, y), rtol=1e-5, atol=1e-6)
+        figures[key] = median_s(lambda: kernel(ax, ay, out=out), runs, min_sample_s=0.02)
+        if n == threads:
+            exe = lowering.executable
+            figures["run_s"] = median_s(lambda: exe.run(x, y), runs, min_sample_s=0.02)
+    figures.setdefault("kernel_1thread_s", figures["kernel_s"])
+    scratch = np.empty_like(x)
+    figures["numpy_s"] = median_s(lambda: reference(x, y), runs, min_sample_s=0.02)
+    figures["numpy_in_place_s"] = median_s(lambda: numpy_in_place(x, y, scratch, "tanh" in label), runs,
+                                           min_sample_s=0.02)
+    figures["speedup_vs_numpy"] = figures["numpy_s"] / figures["kernel_s"]
+    return figures
+
+
+# --- 3. kernels -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    label: str
+    kind: str  # conv | dense
+    shape: tuple[int, ...]  # conv: (C, H, W, K, R, stride); dense: (M, K, N)
+
+    @property
+    def flops(self) -> float:
+        if self.kind == "conv":
+            c, h, w, k, r, stride = self.shape
+            return 2.0 * c * k * r * r * (h // stride) * (w // stride)
+        m, k, n = self.shape
+        return 2.0 * m * k * n
+
+    def relay(self) -> str:
+        if self.kind == "conv":
+            c, h, w, k, r, stride = self.shape
+            params = (f"%x: Tensor[(1, {c}, {h}, {w}), float32], %w: Tensor[({k}, {c}, {r}, {r}), float32], "
+                      f"%b: Tensor[({k}), float32]")
+            pad = r // 2
+            body = (f"nn.relu(nn.bias_add(nn.conv2d(%x, %w, strides=[{stride}, {stride}], "
+                    f"padding=[{pad}, {pad}, {pad}, {pad}], channels={k}, kernel_size=[{r}, {r}]), %b))")
+        else:
+            m, k, n = self.shape
+            params = f"%x: Tensor[({m}, {k}), float32], %w: Tensor[({n}, {k}), float32], %b: Tensor[({n}), float32]"
+            body = f"nn.bias_add(nn.dense(%x, %w, units={n}), %b)"
+        return f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {body}\n}}\n'
+
+    def arrays(self) -> list[np.ndarray]:
+        rng = np.random.default_rng(2)
+        if self.kind == "conv":
+            c, h, w, k, r, _ = self.shape
+            shapes = [(1, c, h, w), (k, c, r, r), (k,)]
+        else:
+            m, k, n = self.shape
+            shapes = [(m, k), (n, k), (n,)]
+        return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def onnx(self):
+        from onnx import TensorProto, helper
+
+        x, w, b = self.arrays()
+        if self.kind == "conv":
+            _, _, _, k, r, stride = self.shape
+            conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[r, r], pads=[r // 2] * 4,
+                                    strides=[stride, stride])
+            nodes = [conv, helper.make_node("Relu", ["c"], ["out"])]
+        else:
+            nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["out"], transB=1)]
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in zip("xwb", (x, w, b))]
+        graph = helper.make_graph(nodes, self.kind, inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT,
+                                                                                           None)])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+KERNELS = (
+    KernelCase("conv2d 3x3, ResNet-50 layer1 (1x64x56x56, 64 filters)", "conv", (64, 56, 56, 64, 3, 1)),
+    KernelCase("conv2d 3x3, ResNet-50 layer3 (1x256x14x14, 256 filters)", "conv", (256, 14, 14, 256, 3, 1)),
+    KernelCase("dense 1x2048 -> 1000 (ResNet-50 fc)", "dense", (1, 2048, 1000)),
+    KernelCase("dense 64x512 -> 512", "dense", (64, 512, 512)),
+    KernelCase("dense 128x768 -> 3072 (GPT-2 mlp.c_fc)", "dense", (128, 768, 3072)),
+)
+
+
+def peak(threads: int) -> tuple[float, str]:
+    """(GFLOP/s, the formula): cores used x clock x FMA units x float32 lanes x 2.  The
+    clock is /proc/cpuinfo's "cpu MHz" (the nominal clock under KVM; turbo not counted);
+    lanes 16 with AVX-512F, 8 with AVX2, else 4; two FMA units per core (Intel Xeon
+    Scalable Gold/Platinum since Skylake-SP: ports 0 and 5 for 512-bit FMA)."""
+    mhz, flags = 0.0, set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz") and not mhz:
+                mhz = float(line.split(":", 1)[1])
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
+    cores = min(threads, len(os.sched_getaffinity(0)))
+    gflops = cores * mhz / 1000 * 2 * lanes * 2
+    return gflops, f"{cores} cores x {mhz / 1000:.2f} GHz x 2 FMA units x {lanes} lanes x 2 = {gflops:,.1f} GFLOP/s"
+
+
+def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
+    from relaylens.compiler.lower.jit import aligned_empty
+
+    _, lowering = compile_text(case.relay(), "kernel.relay", threads)
+    kernel, name = single_kernel(lowering)
+    arrays = case.arrays()
+    aligned = []
+    for a in arrays:
+        copy = aligned_empty(a.shape, a.dtype)
+        copy[...] = a
+        aligned.append(copy)
+    out = aligned_empty(tuple(kernel.func.outputs[0].shape), kernel.func.outputs[0].dtype)
+    session = ort_session(case.onnx(), threads)
+    feeds = dict(zip("xwb", arrays))
+    reference = session.run(None, feeds)[0]
+    np.testing.assert_allclose(kernel(*aligned, out=out), reference, rtol=1e-4, atol=1e-3)
+    figures = {"function": name, "gflop": case.flops / 1e9,
+               "ours_s": median_s(lambda: kernel(*aligned, out=out), runs, min_sample_s=0.05),
+               "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
+    if case.kind == "dense":
+        x, w, b = arrays
+        figures["numpy_s"] = median_s(lambda: x @ w.T + b, runs, min_sample_s=0.05)
+    for key in ("ours", "onnxruntime", "numpy"):
+        if f"{key}_s" in figures:
+            figures[f"{key}_gflops"] = case.flops / figures[f"{key}_s"] / 1e9
+    return figures
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def threads_text(n: int) -> str:
+    return f"{n} thread" + ("s" if n != 1 else "")
+
+
+def ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1000:,.1f}" if seconds >= 0.01 else f"{seconds * 1000:,.2f}"
+
+
+def model_table(models: dict[str, dict], threads: int, runs: int, interp_runs: int) -> list[str]:
+    out = [f"Inference latency, ms (median of {runs} after {WARM_UPS} warm-ups; interpreter: "
+           f"{interp_runs or 'not run'}), {threads_text(threads)}:", "",
+           "| model | RelayLens compiled | of which copy-in of weights | interpreter | onnxruntime "
+           "| compiled ÷ onnxruntime | max abs diff (output max) |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for key, f in models.items():
+        out.append(f"| {B.LABELS[key]} | {ms(f['compiled_s'])} | {ms(f['copy_in_s'])} ({f['weights_mib']:,.0f} MiB)"
+                   f" | {ms(f.get('interpreter_s'))} | {ms(f['onnxruntime_s'])} | {f['ratio_to_onnxruntime']:.1f}x"
+                   f" | {f['max_abs_diff']:.1e} ({f['max_abs_output']:.1f}) |")
+    for key, f in models.items():
+        if f.get("kernels"):
+            out += ["", f"Slowest kernels of {B.LABELS[key]}, each timed alone (ms per inference, calls):"]
+            for r in f["kernels"]:
+                shapes = ", ".join("x".join(map(str, s)) for s in r["inputs"])
+                out.append(f"- {ms(r['seconds'])} ({r['calls']}x) {r['function']} ({shapes})")
+    if "resnet50" in models:
+        ratio = models["resnet50"]["ratio_to_onnxruntime"]
+        met = "met" if ratio <= GOAL_RESNET_RATIO else "NOT met"
+        out += ["", f"Goal: ResNet-50 within {GOAL_RESNET_RATIO:g}x of onnxruntime at {threads_text(threads)}: {met} "
+                f"({ratio:.1f}x)."]
+    return out
+
+
+def chain_table(chains: dict[str, dict], threads: int, runs: int) -> list[str]:
+    out = [f"Fused element-wise chains over {ELEMENTS:,} float32, ms (median of {runs}):", "",
+           f"| chain | kernel, {threads_text(threads)} | kernel, 1 thread | run() | numpy | numpy in place "
+           "| numpy ÷ kernel |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for label, f in chains.items():
+        out.append(f"| {label} | {ms(f['kernel_s'])} | {ms(f['kernel_1thread_s'])} | {ms(f['run_s'])}"
+                   f" | {ms(f['numpy_s'])} | {ms(f['numpy_in_place_s'])} | {f['speedup_vs_numpy']:.1f}x |")
+    if chains:
+        slowest = min(f["speedup_vs_numpy"] for f in chains.values())
+        single = min(f["numpy_s"] / f["kernel_1thread_s"] for f in chains.values())
+        met = "met" if slowest > 1 else "NOT met"
+        out += ["", f"Goal: fused element-wise chains faster than numpy: {met} (at least {slowest:.1f}x at "
+                f"{threads_text(threads)}, {single:.1f}x on 1 thread)."]
+    return out
+
+
+def kernel_table(kernels: dict[str, dict], threads: int, runs: int) -> list[str]:
+    top, formula = peak(threads)
+    out = [f"Kernels, GFLOP/s (median of {runs}), {threads_text(threads)}; peak {formula}:", "",
+           "| kernel | GFLOP | RelayLens ms | RelayLens GFLOP/s | % of peak | onnxruntime GFLOP/s "
+           "| numpy BLAS GFLOP/s |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for label, f in kernels.items():
+        numpy_g = f"{f['numpy_gflops']:,.1f}" if "numpy_gflops" in f else "-"
+        out.append(f"| {label} | {f['gflop']:.3f} | {ms(f['ours_s'])} | {f['ours_gflops']:,.1f}"
+                   f" | {f['ours_gflops'] / top:.1%} | {f['onnxruntime_gflops']:,.1f} | {numpy_g} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from relaylens.compiler.lower.jit import default_num_threads
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=10, help="timed runs (median) of compiled code and onnxruntime")
+    ap.add_argument("--interp-runs", type=int, default=1, help="timed interpreter runs per model (0: skip)")
+    ap.add_argument("--models", default=",".join(B.MODELS), help=f"comma-separated, from {', '.join(B.MODELS)}")
+    ap.add_argument("--top", type=int, default=5, help="list each model's N slowest fused kernels (0: skip)")
+    ap.add_argument("--skip-models", action="store_true", help="only the element-wise chains and kernels")
+    ap.add_argument("--skip-micro", action="store_true", help="only the models")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args(argv)
+    keys = [] if args.skip_models else [k.strip() for k in args.models.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in B.MODELS]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(B.MODELS)}")
+    if args.runs < 1 or args.interp_runs < 0 or args.top < 0:
+        ap.error("--runs must be at least 1, --interp-runs and --top at least 0")
+    try:
+        threads = default_num_threads()
+    except ValueError as err:
+        ap.error(str(err))
+    B.require("onnxruntime")
+    load = B.load_note()
+
+    models = {}
+    for key in keys:
+        models[key] = measure_model(B.load_model(key), threads, args.runs, args.interp_runs, args.top)
+        print(f"  measured {B.LABELS[key]}", file=sys.stderr, flush=True)
+    chains, kernels = {}, {}
+    if not args.skip_micro:
+        for label in CHAINS:
+            chains[label] = measure_chain(label, threads, args.runs)
+        print("  measured the element-wise chains", file=sys.stderr, flush=True)
+        for case in KERNELS:
+            kernels[case.label] = measure_kernel(case, threads, args.runs)
+        print("  measured the kernels", file=sys.stderr, flush=True)
+
+    sections = []
+    if models:
+        sections.append(model_table(models, threads, args.runs, args.interp_runs))
+    if chains:
+        sections.append(chain_table(chains, threads, args.runs))
+    if kernels:
+        sections.append(kernel_table(kernels, threads, args.runs))
+    info = B.machine(threads)
+    print("\n\n".join("\n".join(s) for s in sections))
+    print(f"\nMachine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
+    if args.json:
+        payload = {"bench": "run", "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
+                   "load": load, "machine": info, "peak_gflops": peak(threads)[0], "peak_formula": peak(threads)[1],
+                   "models": models, "chains": chains, "kernels": kernels}
+        args.json.write_text(json.dumps(payload, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
