@@ -112,3 +112,29 @@ def test_golden_llvm_of_a_fused_add_relu(jit):
     assert '!{!"llvm.loop.vectorize.enable", i1 true}' in text
     ranges = function_ranges(text)
     assert set(ranges) == {"tvmgen_default_fused_add_nn_relu", "tvmgen_default___tvm_main__"}
+
+
+DENSE_K128 = """#[version = "0.0.5"]
+def @main(%x: Tensor[(5, 128), float32], %w: Tensor[(7, 128), float32], %b: Tensor[(7), float32]) {
+  %0 = nn.dense(%x, %w, units=7);
+  %1 = nn.bias_add(%0, %b);
+  nn.relu(%1)
+}
+"""
+
+
+@pytest.mark.parametrize("epilogue", [True, False])
+def test_dense_along_a_long_reduction_is_split_across_lanes(jit, epilogue):
+    """K = 128: the product becomes lane sums `T_dense.rf` and their total (rfactor), at
+    odd row and column counts, with and without an epilogue reading it."""
+    text = DENSE_K128 if epilogue else DENSE_K128.replace(
+        "  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n", "  %0\n").replace(", %b: Tensor[(7), float32]", "")
+    built = build_text(text, "dense.relay")
+    lowered = lower_build(built, jit=jit)
+    assert lowered.ok, lowered.diagnostics
+    (fn,) = lowered.functions.values()
+    assert ".rf" in fn.schedule.record_text()
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(p.type_annotation.shape).astype("float32") for p in built.module["main"].params]
+    np.testing.assert_allclose(lowered.executable.run(*args), interpret(built.checked.module, *args),
+                               rtol=1e-5, atol=1e-5)
