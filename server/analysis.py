@@ -11,7 +11,11 @@ that version done.  Completion reads the latest analysis and the last one withou
 errors (`good`), plus the text around the cursor.
 
 Derived, syntax-level facts (tokens, scopes, folds: `syntax.py`) are computed once per
-analysis, on first use, and kept on it.
+analysis, on first use, and kept on it.  The two tables that hover and definition read
+(the symbols by position, the expressions by range) are built by `prepare()`, which the
+fast path calls once it has published the diagnostics: a request only looks them up
+(sorting 60,000 symbol positions of a 20,000-line file takes 0.1 s, which the first
+hover after every edit used to pay).
 """
 
 from __future__ import annotations
@@ -70,6 +74,11 @@ class Analysis:
 
             self._syntax.append(Syntax(self.result))
         return self._syntax[0]
+
+    def prepare(self) -> None:
+        """Build the lookup tables of hover and definition now (each is built once)."""
+        self.index.at(0)  # the first lookup sorts the symbol index by position
+        self.exprs  # noqa: B018 -- built on first use
 
     @property
     def has_syntax_errors(self) -> bool:

@@ -2,9 +2,15 @@
 and the slow path's builds (`server.builds`, server/slow/builds.py) started from them.
 
 Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
-version they were computed on.  didOpen analyses at once; didChange is debounced per URI
-(a newer edit cancels the pending run); didClose clears the document's diagnostics.  A
-result is published only if its version is still the document's version.  The fast
+version they were computed on.  didOpen analyses at once.  didChange is debounced per
+URI, and a newer edit cancels the pending run: a change to a document that was quiet
+(no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
+take edits sent together as one; a change while the document is busy (being typed in,
+or just analysed: edits that queued up meanwhile) waits for 150 ms without changes.  So
+one edit shows its diagnostics after one analysis, and a burst of typing costs one
+analysis, not one per keystroke.  didClose clears the document's diagnostics.  A
+result is published only if its version is still the document's version; once it is,
+the analysis builds the lookup tables of hover and definition (`Analysis.prepare`).  The fast
 stage is published only for the version it was computed on; the slow path's stage
 (`build`) stays, whatever its version, until the next build replaces it, so neither
 path clears the other.  Documents of our `relaylens:` scheme (virtual documents a client
@@ -14,6 +20,7 @@ may open) are not analysed.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
@@ -26,7 +33,8 @@ from . import guarded, log
 if TYPE_CHECKING:
     from ..server import RelayLensServer
 
-DEBOUNCE_SECONDS = 0.15
+DEBOUNCE_SECONDS = 0.15  # a busy document's changes wait for a pause this long
+COALESCE_SECONDS = 0.01  # a quiet document's change waits this long for the edits sent with it
 FAST = "fast"  # parse + names + types
 STICKY = frozenset({BUILD})  # stages published whatever their version (the slow path's)
 
@@ -36,6 +44,7 @@ class DiagnosticStore:
         self.server = server
         self._by_stage: dict[tuple[str, str], tuple[int | None, list[lsp.Diagnostic]]] = {}
         self._pending: dict[str, asyncio.Task] = {}
+        self._active: dict[str, float] = {}  # uri -> time of its last change or analysis
 
     def set(self, stage: str, uri: str, version: int | None, items: list[lsp.Diagnostic]) -> None:
         self._by_stage[(stage, uri)] = (version, items)
@@ -65,21 +74,42 @@ class DiagnosticStore:
         items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.diagnostics]
         self.set(FAST, uri, version, items)
         self.sync(uri, version)
+        self._active[uri] = time.monotonic()
+        asyncio.get_running_loop().call_soon(self._prepare, analysis)
+
+    def _prepare(self, analysis) -> None:
+        if self.server.analyses.latest(analysis.uri) is not analysis:
+            return  # a newer version was analysed meanwhile: its own call prepares it
+        try:
+            analysis.prepare()
+        except Exception:  # noqa: BLE001 -- the request that needs the table will say why
+            log.exception("indexing %s failed", analysis.uri)
 
     def schedule(self, uri: str) -> None:
+        """Analyse `uri` soon if it was quiet, after a pause in its changes if busy."""
+        now = time.monotonic()
         pending = self._pending.pop(uri, None)
+        busy = pending is not None or now - self._active.get(uri, float("-inf")) < DEBOUNCE_SECONDS
+        self._active[uri] = now
         if pending is not None:
             pending.cancel()
-        self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri))
+        delay = DEBOUNCE_SECONDS if busy else COALESCE_SECONDS
+        self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri, delay))
 
     def cancel(self, uri: str) -> None:
         pending = self._pending.pop(uri, None)
         if pending is not None:
             pending.cancel()
 
-    async def _later(self, uri: str) -> None:
+    def forget(self, uri: str) -> None:
+        """A closed document: nothing pending, nothing stored."""
+        self.cancel(uri)
+        self.clear(uri)
+        self._active.pop(uri, None)
+
+    async def _later(self, uri: str, delay: float) -> None:
         try:
-            await asyncio.sleep(DEBOUNCE_SECONDS)
+            await asyncio.sleep(delay)
         except asyncio.CancelledError:
             return
         self._pending.pop(uri, None)
@@ -123,8 +153,7 @@ def register(server: "RelayLensServer") -> None:
         uri = params.text_document.uri
         if is_virtual(uri):
             return
-        store.cancel(uri)
-        store.clear(uri)
+        store.forget(uri)
         server.analyses.forget(uri)
         server.builds.closed(uri)
         server.text_document_publish_diagnostics(
