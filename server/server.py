@@ -1,6 +1,6 @@
 """The RelayLens language server: builds the pygls `LanguageServer` and registers features.
 
-    python -m relaylens.server            stdio
+    python -m relaylens.server            stdio (read on the event loop: stdio.py)
     relaylens serve [--tcp --port N]      stdio, or TCP on 127.0.0.1 only
 
 Features live in `features/` (one module per LSP method family); analyses are cached in
@@ -22,6 +22,7 @@ from .features import (build_status, code_lens, completion, declaration, diagnos
                        formatting, hover, line_map, navigation, rename, semantic_tokens,
                        signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
+from .stdio import start_stdio
 
 NAME = "relaylens"
 
@@ -75,4 +76,4 @@ def serve(tcp: bool = False, port: int = 2087) -> None:
     if tcp:
         server.start_tcp("127.0.0.1", port)
     else:
-        server.start_io()
+        start_stdio(server)

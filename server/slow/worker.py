@@ -6,6 +6,10 @@ corrupt the stream.  One job runs at a time, in the main thread; a reader thread
 messages as they come, so a "cancel" (or a newer "build" of the same URI) reaches a
 running build, which stops at its next pass or fused function (`reporting.Cancelled`).
 
+The worker runs at a lower CPU priority (`NICENESS`): on a machine with few cores, the
+server's fast path (what the user waits for after each keystroke) gets the CPU first,
+and a build only slows down.
+
 Per document, the worker keeps the lowering cache of its last build: a rebuild re-lowers
 only the fused functions whose structure changed.  A build that is cancelled hands what
 it lowered to the next one.  stdin closing ends the process.
@@ -21,6 +25,8 @@ import traceback
 from typing import BinaryIO
 
 from . import frames
+
+NICENESS = 10  # added to the worker's nice value: the server's fast path comes first
 
 
 class Jobs:
@@ -128,7 +134,15 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("done", job, report))
 
 
+def _lower_priority() -> None:
+    try:
+        os.nice(NICENESS)
+    except (AttributeError, OSError):  # no os.nice (Windows), or not allowed: run as is
+        pass
+
+
 def main() -> None:
+    _lower_priority()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray output goes to stderr, never into the protocol stream
     sys.stdout = sys.stderr

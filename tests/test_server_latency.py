@@ -1,11 +1,18 @@
-"""When the fast path runs after didChange, and what it leaves ready for requests
-(server/features/diagnostics.py `DiagnosticStore`), on a stand-in server: which delay a
+"""What keeps the language server quick (bench/lsp_latency.py measures it): when the
+fast path runs after didChange and what it leaves ready for requests
+(server/features/diagnostics.py `DiagnosticStore`, on a stand-in server: the delay a
 change gets is decided from the document's recent activity, so these tests look at the
-decision, never at a clock."""
+decision, never at a clock); the build worker's lower CPU priority; stdin read on the
+event loop, with pygls's threaded reader when stdin is a file."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -13,8 +20,8 @@ import pytest
 from relaylens.server.analysis import Analyses
 from relaylens.server.features import diagnostics
 from relaylens.server.features.diagnostics import COALESCE_SECONDS, DEBOUNCE_SECONDS, DiagnosticStore
+from relaylens.server.slow import worker
 
-pytestmark = pytest.mark.asyncio
 URI = "file:///d.relay"
 TEXT = '#[version = "0.0.5"]\ndef @f(%x: float32) -> float32 {\n  %0 = add(%x, %x);\n  add(%0, %x)\n}\n'
 
@@ -55,6 +62,7 @@ def store(monkeypatch) -> tuple[DiagnosticStore, list[float]]:
     return DiagnosticStore(StandIn()), delays
 
 
+@pytest.mark.asyncio
 async def test_a_change_to_a_quiet_document_runs_at_once(store, clock) -> None:
     store, delays = store
     clock([100.0, 200.0])
@@ -65,6 +73,7 @@ async def test_a_change_to_a_quiet_document_runs_at_once(store, clock) -> None:
     assert delays == [COALESCE_SECONDS, COALESCE_SECONDS]
 
 
+@pytest.mark.asyncio
 async def test_changes_while_busy_wait_for_a_pause(store, clock) -> None:
     store, delays = store
     clock([100.0, 100.05, 100.1])
@@ -76,6 +85,7 @@ async def test_changes_while_busy_wait_for_a_pause(store, clock) -> None:
     assert delays == [COALESCE_SECONDS, DEBOUNCE_SECONDS, DEBOUNCE_SECONDS]
 
 
+@pytest.mark.asyncio
 async def test_edits_queued_behind_an_analysis_wait_for_a_pause(store, clock) -> None:
     store, delays = store
     clock([100.0, 100.001])
@@ -85,6 +95,7 @@ async def test_edits_queued_behind_an_analysis_wait_for_a_pause(store, clock) ->
     assert delays == [DEBOUNCE_SECONDS]
 
 
+@pytest.mark.asyncio
 async def test_the_published_analysis_is_indexed_before_any_request(store) -> None:
     store, _ = store
     store.analyse_now(URI)
@@ -96,6 +107,7 @@ async def test_the_published_analysis_is_indexed_before_any_request(store) -> No
     assert analysis._exprs
 
 
+@pytest.mark.asyncio
 async def test_closing_forgets_the_activity(store, clock) -> None:
     store, delays = store
     clock([100.0, 100.001])
@@ -104,3 +116,60 @@ async def test_closing_forgets_the_activity(store, clock) -> None:
     store.schedule(URI)  # reopened and changed at once: nothing remembered
     await asyncio.sleep(0)
     assert delays == [COALESCE_SECONDS]
+
+
+# --- the worker's priority and the stdio transport (subprocesses) ---------------------------
+
+
+def test_the_build_worker_lowers_its_priority() -> None:
+    code = ("import os; from relaylens.server.slow import worker; "
+            "before = os.nice(0); worker._lower_priority(); print(os.nice(0) - before)")
+    if os.nice(0) >= 19:  # 19: the lowest priority there is
+        pytest.skip("this process already runs at the lowest priority")
+    expected = min(worker.NICENESS, 19 - os.nice(0))
+    assert expected > 0
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert int(out.stdout) == expected
+
+
+def _session() -> bytes:
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": None, "capabilities": {},
+                    "initializationOptions": {"build": {"enabled": False}}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit", "params": None},
+    ]
+    bodies = [json.dumps(m).encode() for m in messages]
+    return b"".join(b"Content-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies)
+
+
+def _answers(stdout: bytes) -> list[dict]:
+    parts = stdout.split(b"\r\n\r\n")[1:]
+    return [json.loads(p[: p.rfind(b"}") + 1]) for p in parts]
+
+
+@pytest.mark.parametrize("stdin_is", ["pipe", "file"])
+def test_a_session_over_stdio(stdin_is: str, tmp_path: Path) -> None:
+    """A pipe is read on the event loop; a regular file (which the loop cannot watch)
+    falls back to pygls's threaded reader.  Either way: answers, then exit status 0."""
+    command = [sys.executable, "-m", "relaylens.server"]
+    if stdin_is == "pipe":
+        done = subprocess.run(command, input=_session(), capture_output=True, timeout=60)
+    else:
+        path = tmp_path / "session.bin"
+        path.write_bytes(_session())
+        with path.open("rb") as stdin:
+            done = subprocess.run(command, stdin=stdin, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    answers = _answers(done.stdout)
+    assert [a["id"] for a in answers] == [1, 2]
+    assert answers[0]["result"]["capabilities"]["textDocumentSync"]["change"] == 2
+
+
+def test_a_client_that_hangs_up_mid_message_ends_the_server() -> None:
+    done = subprocess.run([sys.executable, "-m", "relaylens.server"], input=_session()[:200],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0
+    assert b"Traceback" not in done.stderr
