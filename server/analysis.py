@@ -10,6 +10,11 @@ edits, semantic tokens, folding ranges: `Analyses.current`); the debounced run t
 that version done.  Completion reads the latest analysis and the last one without syntax
 errors (`good`), plus the text around the cursor.
 
+An edit inside one statement of a long body is analysed incrementally (`recheck`:
+only that statement is read and typed again, compiler/parser/incremental.py): the new
+analysis takes over the previous one's module, index and expression table, updated in
+place, and the previous analysis is spent (`spent`; requests never read a spent one).
+
 Derived, syntax-level facts (tokens, scopes, folds: `syntax.py`) are computed once per
 analysis, on first use, and kept on it.  The two tables that hover and definition read
 (the symbols by position, the expressions by range) are built by `prepare()`, which the
@@ -20,13 +25,16 @@ hover after every edit used to pay).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..compiler.check import check_text
+from ..compiler.check import CheckResult, check_text, recheck
 from ..compiler.diagnostics import Diagnostic
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex
+
+log = logging.getLogger("relaylens.server")
 
 if TYPE_CHECKING:
     from .exprs import ExprIndex
@@ -75,6 +83,9 @@ class Analysis:
             self._syntax.append(Syntax(self.result))
         return self._syntax[0]
 
+    def checked(self) -> CheckResult:
+        return CheckResult(self.result, self.type_diagnostics, self.commented)
+
     def prepare(self) -> None:
         """Build the lookup tables of hover and definition now (each is built once)."""
         self.index.at(0)  # the first lookup sorts the symbol index by position
@@ -85,8 +96,23 @@ class Analysis:
         return any(d.is_error and d.source == "syntax" for d in self.result.diagnostics)
 
 
-def analyse(uri: str, version: int | None, text: str) -> Analysis:
-    checked = check_text(text, uri)
+def analyse(uri: str, version: int | None, text: str, previous: Analysis | None = None) -> Analysis:
+    """Analyse `text`: incrementally from `previous` (an analysis of the same document,
+    spent if that succeeds) when the edit allows it, else from scratch."""
+    if previous is not None and previous.result.incremental is not None:
+        try:
+            done = recheck(previous.checked(), text)
+        except Exception:  # noqa: BLE001 -- a bug in the shortcut must not cost the analysis
+            log.exception("incremental analysis of %s failed; analysing it whole", uri)
+            done = None
+        if done is not None:
+            checked, change = done
+            analysis = Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
+            if previous._exprs:
+                previous._exprs[0].splice(change, checked.parsed.source)
+                analysis._exprs.append(previous._exprs[0])
+            return analysis
+    checked = check_text(text, uri, incremental=True)
     return Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
 
 
@@ -102,10 +128,12 @@ class Analyses:
         known = self._latest.get(uri)
         if known is not None and known.version == version and known.source.text == text:
             return known
-        analysis = analyse(uri, version, text)
+        analysis = analyse(uri, version, text, known)
         self._latest[uri] = analysis
         if not analysis.has_syntax_errors:
             self._good[uri] = analysis
+        elif known is not None and self._good.get(uri) is known and analysis.result.module is known.result.module:
+            self._good.pop(uri, None)  # spent on this analysis
         return analysis
 
     def current(self, uri: str, version: int | None, text: str) -> Analysis:

@@ -2,48 +2,57 @@
 than a name (hover on a call shows its type and its operator).
 
 Built once per analysis: every expression of the module with a document range in this
-source, sorted so that `at(offset)` finds the innermost one by bisection.
+source, sorted so that `at(offset)` finds the innermost one by bisection.  An
+incremental analysis takes the table over and swaps the entries of the one statement it
+re-read (`splice`); the spans of the others moved with their text.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 
 from ..compiler.ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
 from ..compiler.ir.functor import post_order
-from ..compiler.ir.span import Span
+from ..compiler.ir.span import Source, Span
 from ..compiler.parser import ParseResult
+from ..compiler.parser.incremental import Change
 
 SHOWN = (Call, Tuple, TupleGetItem, Constant)
 
 
 class ExprIndex:
     def __init__(self, result: ParseResult) -> None:
-        entries: list[tuple[int, int, Expr]] = []
         done: set = set()
+        nodes = []
         for func in result.module.functions.values():
             for node in post_order(func, done=done):
                 done.add(node)
-                if not isinstance(node, SHOWN) or node.span is None:
-                    continue
-                for origin in node.span.origins():
-                    if isinstance(origin, Span) and origin.source is result.source:
-                        entries.append((origin.start, origin.end, node))
-                        break
-        entries.sort(key=lambda e: (e[0], -e[1]))
-        self.entries = entries
-        self.starts = [e[0] for e in entries]
+                nodes.append(node)
+        self.entries = _entries(nodes, result.source)
 
     def at(self, offset: int) -> tuple[int, int, Expr] | None:
         """The innermost expression whose range holds `offset`."""
         # Ranges nest, so the innermost holder is the first one met walking back from
         # the last range that starts at or before offset (equal starts: longest first).
-        i = bisect.bisect_right(self.starts, offset)
+        entries = self.entries
+        i = bisect.bisect_right(entries, offset, key=_start)
         for j in range(i - 1, -1, -1):
-            start, end, node = self.entries[j]
-            if offset < end:
-                return start, end, node
+            span, node = entries[j]
+            if offset < span.end:
+                return span.start, span.end, node
         return None
+
+    def splice(self, change: Change, source: Source) -> None:
+        """Replace the entries of a re-read statement by those of its new nodes, once
+        committed: the old nodes' spans still say where the statement was."""
+        entries = self.entries
+        lo = bisect.bisect_left(entries, change.start, key=_start)
+        hi = lo
+        old = {id(n) for n in change.old_nodes}
+        while hi < len(entries) and id(entries[hi][1]) in old:
+            hi += 1
+        entries[lo:hi] = _entries(change.nodes, source)
 
     @staticmethod
     def op_name_range(start: int, node: Expr) -> tuple[int, int] | None:
@@ -51,3 +60,20 @@ class ExprIndex:
         if isinstance(node, Call) and isinstance(node.op, Op):
             return start, start + len(node.op.name)
         return None
+
+
+def _entries(nodes: Iterable[Expr], source: Source) -> list[tuple[Span, Expr]]:
+    entries = []
+    for node in nodes:
+        if not isinstance(node, SHOWN) or node.span is None:
+            continue
+        for origin in node.span.origins():
+            if isinstance(origin, Span) and origin.source is source:
+                entries.append((origin, node))
+                break
+    entries.sort(key=lambda e: (e[0].start, -e[0].end))
+    return entries
+
+
+def _start(entry: tuple[Span, Expr]) -> int:
+    return entry[0].start

@@ -19,6 +19,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from .anchors import ORIGIN, Anchors
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Source:
@@ -27,6 +29,9 @@ class Source:
     name: str
     text: str = field(repr=False)
     line_starts: tuple[int, ...] = field(init=False, repr=False)
+    # Set on the sources of an incremental analysis (compiler/ir/anchors.py): spans made
+    # on this source then keep their place when an edit elsewhere moves the text.
+    anchors: Anchors | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         starts = [0]
@@ -36,6 +41,9 @@ class Source:
             starts.append(i + 1)
             i = find("\n", i + 1)
         object.__setattr__(self, "line_starts", tuple(starts))
+
+    def __reduce__(self):  # a copy is a plain source: anchors belong to one editor session
+        return Source, (self.name, self.text)
 
     def location(self, offset: int) -> tuple[int, int]:
         """1-based (line, column) of a character offset; columns count code points."""
@@ -60,13 +68,55 @@ class SpanBase:
         return (self,)  # type: ignore[return-value]
 
 
-@dataclass(frozen=True, slots=True)
 class Span(SpanBase):
-    """A range [start, end) of character offsets in a source we hold."""
+    """A range [start, end) of character offsets in a source we hold.
 
-    source: Source
-    start: int
-    end: int
+    On a plain source the offsets are stored as given.  On a source with anchors (an
+    analysis the language server updates in place), each end is stored relative to the
+    region of the text it falls in: an edit in one statement moves the regions after it,
+    and every span there moves along (`anchors.py`).  `start`, `end` and `source` read the
+    same either way.
+    """
+
+    __slots__ = ("_src", "_a", "_s", "_b", "_e")
+
+    def __init__(self, source: Source, start: int, end: int) -> None:
+        anchors = source.anchors
+        if anchors is None:
+            self._src, self._a, self._b = source, ORIGIN, ORIGIN
+            self._s, self._e = start, end
+            return
+        a = anchors.piece_at(start)
+        b = a if end <= start or end <= a.limit else anchors.piece_at(end - 1)
+        self._src, self._a, self._b = anchors, a, b
+        self._s, self._e = start - a.base, end - b.base
+
+    @property
+    def start(self) -> int:
+        return self._a.base + self._s
+
+    @property
+    def end(self) -> int:
+        return self._b.base + self._e
+
+    @property
+    def source(self) -> Source:
+        src = self._src
+        return src if type(src) is Source else src.current
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Span:
+            return NotImplemented
+        return (self.source, self.start, self.end) == (other.source, other.start, other.end)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.start, self.end))
+
+    def __repr__(self) -> str:
+        return f"Span(source={self.source!r}, start={self.start}, end={self.end})"
+
+    def __reduce__(self):
+        return Span, (self.source, self.start, self.end)
 
     @property
     def name(self) -> str:

@@ -24,7 +24,7 @@ def grammar() -> Lark:
         text,
         parser="lalr",
         lexer="contextual",
-        start=["item", "expr_file", "type"],
+        start=["item", "expr_file", "type", "stmt"],
         keep_all_tokens=True,
         maybe_placeholders=False,
     )

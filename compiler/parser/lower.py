@@ -15,6 +15,7 @@ other).  Names in the IR are objects; the SymbolIndex records where each was wri
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -37,6 +38,19 @@ _DTYPE = re.compile(r"(?:bool|(?:u?int|float|bfloat)\d*|handle|e[45]m[23]_float\
 _DEFAULT_WIDTH = {"int": "int32", "uint": "uint32", "float": "float32", "bfloat": "bfloat16"}
 _META = re.compile(r"meta\[([^\]]+)\]\[(\d+)\]")
 _PROJECTION = re.compile(r"(.+)\.(\d+)")
+
+
+@dataclass(slots=True)
+class Statement:
+    """A `%N = value` statement of a definition's body, as the lowering left it: what an
+    incremental re-read of the statement needs (its name, the node others refer to, the
+    scopes it was read in)."""
+
+    name: str
+    value: E.Expr
+    symbol: Symbol
+    scopes: tuple[dict, ...]
+    type_scopes: tuple[dict, ...]
 
 
 class Lowerer:
@@ -64,6 +78,7 @@ class Lowerer:
         self.globals: dict[str, Symbol] = {}
         self.types: dict[str, Symbol] = {}
         self._dispatch = {}
+        self.top_block = False  # the next block is a definition's body (its statements are recorded)
 
     # ---- spans and diagnostics -------------------------------------------------------
     def span(self, node: Tree | Token) -> Span:
@@ -152,6 +167,7 @@ class Lowerer:
         else:
             symbol.definition = span
         span, _ = self.annotated(tree, self.span(tree))
+        self.top_block = True
         func = self.function(kids(tree)[1:], span)
         self.module.add(gv, func)
 
@@ -227,6 +243,7 @@ class Lowerer:
         return var
 
     def block(self, tree: Tree) -> E.Expr:
+        top, self.top_block = self.top_block, False
         if not (isinstance(tree, Tree) and tree.data == "block"):
             return self.expr(tree)
         self.scopes.append({})
@@ -240,10 +257,9 @@ class Lowerer:
                     var = self.bind(tok, type_tree)
                     lets.append((var, self.expr(rest[-1]), self.base + first_token(stmt).start_pos))
                 elif kind == "graph_stmt":
-                    tok, value_tree = kids(stmt)
-                    value = self.expr(value_tree)
-                    symbol = self.index.define("graph", str(tok)[1:], self.span(tok), value)
-                    self.graph[str(tok)[1:]] = (value, symbol)
+                    name, value, symbol = self.graph_statement(stmt)
+                    if top:
+                        self.record(stmt, Statement(name, value, symbol, tuple(self.scopes), tuple(self.type_scopes)))
                 elif kind == "free_var_stmt":
                     tok = kids(stmt)[0]
                     var = self.bind(tok, kids(stmt)[1] if len(kids(stmt)) > 1 else None)
@@ -258,6 +274,23 @@ class Lowerer:
             return result
         finally:
             self.scopes.pop()
+
+    def graph_statement(self, stmt: Tree) -> tuple[str, E.Expr, Symbol]:
+        """`%N = value`: the value, named by its number from here on."""
+        tok, value_tree = kids(stmt)
+        value = self.expr(value_tree)
+        symbol = self.index.define("graph", str(tok)[1:], self.span(tok), value)
+        self.graph[str(tok)[1:]] = (value, symbol)
+        return str(tok)[1:], value, symbol
+
+    def record(self, stmt: Tree, statement: "Statement") -> None:
+        """Keep what a body statement bound on its region of the text, when the source is
+        read for incremental analysis (compiler/parser/incremental.py)."""
+        anchors = self.source.anchors
+        if anchors is not None:
+            piece = anchors.piece_at(self.base + first_token(stmt).start_pos)
+            if piece.base == self.base + first_token(stmt).start_pos:
+                piece.info = statement
 
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, tree: Tree) -> E.Expr:

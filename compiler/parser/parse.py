@@ -23,6 +23,7 @@ from ..support import gc_paused
 from .annotations import is_annotation
 from .errors import HOLE, describe
 from .grammar import grammar, kids, parse_type_text
+from .incremental import Incremental, anchor
 from .lower import Lowerer
 from .scan import Scan, scan
 from .symbols import SymbolIndex
@@ -39,19 +40,24 @@ class ParseResult:
     source: Source
     index: SymbolIndex
     scan: Scan = field(repr=False)
+    # what an incremental re-read needs (`parse(..., incremental=True)`; incremental.py)
+    incremental: "Incremental | None" = field(default=None, repr=False)
 
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
 
 
-def parse(text: str, name: str = "<string>") -> ParseResult:
-    """Parse a whole file.  Never raises on any input: problems become diagnostics."""
+def parse(text: str, name: str = "<string>", incremental: bool = False) -> ParseResult:
+    """Parse a whole file.  Never raises on any input: problems become diagnostics.
+
+    `incremental` keeps what `incremental.reparse` needs to re-read one statement after an
+    edit (the language server's case): spans anchored to the statements they lie in."""
     with gc_paused():
-        return _parse(text, name)
+        return _parse(text, name, incremental)
 
 
-def _parse(text: str, name: str) -> ParseResult:
+def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
     source = Source(name, text)
     scanned = scan(source)
     diagnostics = list(scanned.diagnostics)
@@ -73,6 +79,8 @@ def _parse(text: str, name: str) -> ParseResult:
         for item in scanned.items:
             tree = _parse_with_recovery(code, item.start, item.end, "item", item.keyword == "def", source, diagnostics)
             parsed.append((item, tree))
+        if incremental:
+            anchor(source, parsed, diagnostics)
         for item, tree in parsed:  # types first: constructors must be known in bodies
             if tree is not None and tree.data in ("type_item", "extern_item"):
                 lowerer.base = item.start
@@ -87,7 +95,8 @@ def _parse(text: str, name: str) -> ParseResult:
                     lowerer.declare_broken_global(m.group(1), Span(source, m.start(1) - 1, m.end(1)))
     lowerer.check_undefined()
     diagnostics.sort(key=lambda d: _order(d))
-    return ParseResult(module, diagnostics, source, index, scanned)
+    state = Incremental(lowerer, source.anchors) if source.anchors is not None else None
+    return ParseResult(module, diagnostics, source, index, scanned, state)
 
 
 def _parse_expression_file(lowerer: Lowerer, source: Source, code: str, diagnostics: list[Diagnostic]) -> None:

@@ -8,7 +8,7 @@ highlight and rename are lookups in this index.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from ..ir.span import Span
@@ -30,7 +30,9 @@ class Symbol:
 @dataclass(slots=True)
 class SymbolIndex:
     symbols: list[Symbol] = field(default_factory=list)
-    _sorted: list[tuple[int, int, Symbol, Span]] | None = None
+    # every definition and reference as (span, symbol), by start (longest first): built
+    # by the first lookup, then kept up to date by an incremental re-read (`splice`)
+    _sorted: list[tuple[Span, Symbol]] | None = None
 
     def define(self, kind: str, name: str, span: Span | None, node: object) -> Symbol:
         symbol = Symbol(kind, name, span, node)
@@ -42,24 +44,39 @@ class SymbolIndex:
         symbol.references.append(span)
         self._sorted = None
 
-    def at(self, offset: int) -> tuple[Symbol, Span] | None:
-        """The symbol whose definition or reference covers `offset` (innermost)."""
+    def entries(self) -> list[tuple[Span, Symbol]]:
         if self._sorted is None:
             entries = []
             for s in self.symbols:
                 if s.definition is not None:
-                    entries.append((s.definition.start, s.definition.end, s, s.definition))
-                for r in s.references:
-                    entries.append((r.start, r.end, s, r))
-            entries.sort(key=lambda e: (e[0], -e[1]))
+                    entries.append((s.definition, s))
+                entries += [(r, s) for r in s.references]
+            entries.sort(key=_order)
             self._sorted = entries
-        entries = self._sorted
-        i = bisect_right(entries, offset, key=lambda e: e[0])
+        return self._sorted
+
+    def at(self, offset: int) -> tuple[Symbol, Span] | None:
+        """The symbol whose definition or reference covers `offset` (innermost)."""
+        entries = self.entries()
+        i = bisect_right(entries, offset, key=_start)
         best = None
-        for start, end, symbol, span in reversed(entries[max(0, i - 64) : i]):
-            if start <= offset <= end and (best is None or end - start < best[1].end - best[1].start):
+        for span, symbol in reversed(entries[max(0, i - 64) : i]):
+            if span.start <= offset <= span.end and (best is None or span.end - span.start < best[1].end - best[1].start):
                 best = (symbol, span)
         return best
 
+    def between(self, start: int, end: int) -> tuple[int, int]:
+        """The slice of `entries()` whose spans start in [start, end)."""
+        entries = self.entries()
+        return bisect_left(entries, start, key=_start), bisect_left(entries, end, key=_start)
+
     def by_kind(self, kind: str) -> list[Symbol]:
         return [s for s in self.symbols if s.kind == kind]
+
+
+def _start(entry: tuple[Span, Symbol]) -> int:
+    return entry[0].start
+
+
+def _order(entry: tuple[Span, Symbol]) -> tuple[int, int]:
+    return entry[0].start, -entry[0].end

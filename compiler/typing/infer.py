@@ -45,6 +45,44 @@ def infer_types(module: IRModule, *, check_annotations: bool = False,
     return checker.run()
 
 
+def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotations: bool = False,
+                     commented: set | None = None) -> tuple[Type | None, list[Diagnostic]] | None:
+    """Type the new nodes under `root` (those `is_new` holds for) in a module whose other
+    nodes are typed already: the incremental re-check of one statement
+    (compiler/check.py).  The nodes it refers to keep their types; the global functions
+    keep their signatures.  Returns (root's type, the errors in the new nodes), or None
+    when a node it refers to has no complete type (then check the whole module)."""
+    checker = TypeChecker(module, check_annotations)
+    checker.commented = commented
+    for gv, func in module.functions.items():
+        if gv.ty is not None:
+            checker.global_types[gv] = gv.ty
+        if func.ty is not None:
+            checker.types[func] = func.ty
+            checker.seeded.add(func)
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node is root or is_new(node):
+            stack.extend(c for c in children(node) if isinstance(c, E.Expr))
+            if isinstance(node, E.Call) and not isinstance(node.op, E.Op):
+                stack.append(node.op)
+        elif isinstance(node, (E.Var, E.GlobalVar, E.Op)) and node.ty is None:
+            continue  # a binder or global typed from its annotation or signature
+        elif node.ty is None:
+            return None
+        else:
+            checker.types[node] = node.ty
+            checker.seeded.add(node)
+    checker.walk(root)
+    checker.retry_pending(final=True)
+    checker.finish()
+    return root.ty, checker.diagnostics
+
+
 class TypeChecker:
     def __init__(self, module: IRModule, check_annotations: bool) -> None:
         self.module = module
@@ -56,6 +94,7 @@ class TypeChecker:
         self.global_types: dict[E.GlobalVar, Type] = {}
         self.in_progress: set[E.GlobalVar] = set()
         self.commented: set | None = None  # collects the nodes typed before inference
+        self.seeded: set[E.Expr] = set()  # typed by an earlier inference: left as they are
 
     # driver ----------------------------------------------------------------------
     def run(self) -> list[Diagnostic]:
@@ -379,7 +418,10 @@ class TypeChecker:
     def finish(self) -> None:
         """Write every complete type into its node; check the `ty=` comments if asked."""
         solver = self.solver
+        seeded = self.seeded
         for node, ty in self.types.items():
+            if node in seeded:
+                continue
             resolved = solver.resolve(ty)
             complete = solver.is_complete(resolved)
             if node.ty is not None and self.commented is not None:

@@ -1,0 +1,408 @@
+"""Re-reading one statement after an edit, instead of the whole file.
+
+The language server analyses a document after every edit, and a printed model is one
+@main of thousands of `%N = ...;` statements: a full parse of 20,000 lines takes seconds
+in Python.  An edit inside one statement of a definition's body changes that statement
+only, so only it is read again; everything else is kept, its spans moved by the anchors
+(compiler/ir/anchors.py).
+
+How.  A parse made with `incremental=True` cuts the text into regions: each `%N = ...`
+statement of a body made only of such statements, and the text between.  The lowering
+records on each statement's region its name, the node it bound and the scopes it was
+read in (`Statement`).  After an edit:
+
+1. `prepare(previous, text)` finds the changed range (common prefix and suffix of the
+   two texts).  It must lie inside one recorded statement, and the file must scan as
+   before (same definitions and comments, no new scanner error).  The statement's new
+   text is parsed alone (the grammar's `stmt` start) and lowered in the scopes it was
+   read in, its spans anchored to a new region.  Nothing shared is touched yet: names it
+   uses are recorded aside, and any name the file does not define sends the edit to a
+   full parse.  The result is a `Pending` re-read.
+2. The caller types the new value (compiler/check.py): if its type is the old one,
+   nothing after it can change, and
+3. `Pending.commit()` copies the new value into the old node object (so every statement
+   that refers to `%N` sees it), swaps the statement's index entries and diagnostics,
+   and moves the regions after it.  The previous `ParseResult` is spent: its module,
+   index and spans now describe the new text.
+
+Anything else (an edit across statements, in a header or a comment, a statement that
+no longer parses, a changed type) returns None: the caller parses the whole file, which
+is what recovers from syntax errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+from lark import Tree
+from lark.exceptions import LarkError
+
+from ..diagnostics import Diagnostic
+from ..ir import expr as E
+from ..ir.anchors import Anchors, Piece
+from ..ir.functor import children
+from ..ir.span import Source, Span, document_span
+from .grammar import first_token, grammar, kids
+from .lower import Lowerer, Statement
+from .scan import scan
+from .symbols import Symbol, SymbolIndex
+
+if TYPE_CHECKING:
+    from .parse import ParseResult
+
+# characters whose insertion or removal may change what the scanner sees (comments,
+# strings, metadata, the `#[version]` header)
+_SCANNED = frozenset('/*"#')
+
+
+@dataclass
+class Incremental:
+    """What a parse keeps for incremental re-reading: its lowering (name tables) and the
+    anchors of its source."""
+
+    lowerer: Lowerer
+    anchors: Anchors
+    _graph: dict[str, list[Symbol]] | None = field(default=None, repr=False)
+
+    def graph_symbols(self, index: SymbolIndex) -> dict[str, list[Symbol]]:
+        """Every `%N` definition of the file by number, nested ones included."""
+        if self._graph is None:
+            table: dict[str, list[Symbol]] = {}
+            for symbol in index.symbols:
+                if symbol.kind == "graph" and symbol.definition is not None:
+                    table.setdefault(symbol.name, []).append(symbol)
+            self._graph = table
+        return self._graph
+
+
+def anchor(source: Source, parsed: list, diagnostics: list[Diagnostic]) -> None:
+    """Cut `source` into regions (each statement of the bodies made only of `%N = ...`
+    statements, and the text between) and anchor the spans made from now on to them;
+    the diagnostics made so far are re-made anchored."""
+    bounds = {0}
+    for item, tree in parsed:
+        if tree is None or tree.data != "def_item":
+            continue
+        body = kids(tree)[-1]
+        if not (isinstance(body, Tree) and body.data == "block"):
+            continue
+        statements = kids(body)[:-1]
+        if not statements or any(s.data != "graph_stmt" for s in statements):
+            continue
+        parts = body.children
+        for stmt, semicolon in zip(parts[:-1], parts[1:]):  # a statement runs up to its `;`
+            if isinstance(stmt, Tree) and stmt.data == "graph_stmt":
+                bounds.add(item.start + first_token(stmt).start_pos)  # (comments after it included)
+                bounds.add(item.start + semicolon.start_pos)
+    anchors = Anchors(sorted(bounds), len(source.text), source)
+    object.__setattr__(source, "anchors", anchors)
+    diagnostics[:] = [_anchored(d, source) for d in diagnostics]
+
+
+def _anchored(d: Diagnostic, source: Source) -> Diagnostic:
+    from dataclasses import replace
+
+    if isinstance(d.span, Span) and d.span.source is source:
+        return replace(d, span=Span(source, d.span.start, d.span.end))
+    return d
+
+
+@dataclass
+class Change:
+    """Where the re-read statement was and is: [start, old_end) became [start, new_end)."""
+
+    start: int
+    old_end: int
+    new_end: int
+    nodes: list[E.Expr]  # the statement's nodes after the commit (its value first)
+    old_nodes: list[E.Expr]  # the nodes the statement had before
+
+    @property
+    def delta(self) -> int:
+        return self.new_end - self.old_end
+
+
+class _Recorder(SymbolIndex):
+    """The symbol index a re-read statement is lowered into: new symbols are its own,
+    uses of existing ones are only noted, so nothing shared changes before the commit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses: list[tuple[Symbol, Span]] = []
+
+    def refer(self, symbol: Symbol, span: Span) -> None:
+        if any(symbol is s for s in self.symbols):
+            symbol.references.append(span)
+        else:
+            self.uses.append((symbol, span))
+
+
+class _GraphBefore:
+    """The `%N` names a statement starting at `start` sees: the latest definition before
+    it of each number (what the full parse's running table holds there)."""
+
+    def __init__(self, table: dict[str, list[Symbol]], start: int, own: SymbolIndex) -> None:
+        self.table, self.start, self.own = table, start, own
+        self.local: dict[str, tuple[E.Expr, Symbol]] = {}
+
+    def get(self, name: str):
+        if name in self.local:
+            return self.local[name]
+        best = None
+        for symbol in self.table.get(name, ()):
+            at = symbol.definition.start  # type: ignore[union-attr]
+            if at < self.start and (best is None or at > best.definition.start):
+                best = symbol
+        return None if best is None else (best.node, best)
+
+    def __setitem__(self, name: str, value: tuple[E.Expr, Symbol]) -> None:
+        self.local[name] = value
+
+
+@dataclass
+class Pending:
+    """A statement read again, not yet committed (see the module's docstring)."""
+
+    previous: "ParseResult"
+    source: Source
+    scanned: object
+    index: int  # of the statement's region
+    piece: Piece  # its new region
+    statement: Statement
+    value: E.Expr  # the new value, a fresh node
+    symbol: Symbol  # the new definition of `%N` (its span replaces the old one)
+    recorder: _Recorder
+    diagnostics: list[Diagnostic]
+    start: int
+    old_end: int
+    new_end: int
+
+    def is_new(self, node: E.Expr) -> bool:
+        """Whether `node` was made by this re-read (not a node it refers to)."""
+        span = document_span(node.span)
+        return span is not None and span._a is self.piece  # noqa: SLF001 -- anchors are span.py's
+
+    def owned(self, node: E.Expr) -> bool:
+        """Whether `node` was made by the statement before the edit."""
+        span = document_span(node.span)
+        return span is not None and span._a is self.previous.incremental.anchors.pieces[self.index]  # type: ignore[union-attr]  # noqa: SLF001
+
+    def old_nodes(self) -> list[E.Expr]:
+        """The nodes the statement made before the edit (its value first)."""
+        return _walk(self.statement.value, self.owned)
+
+    def old_uses(self) -> list[E.Expr]:
+        """The nodes outside the old statement that it used."""
+        nodes = self.old_nodes()
+        mine = {id(n) for n in nodes}
+        return [c for n in nodes for c in children(n) if id(c) not in mine and isinstance(c, E.Expr)] + \
+            [n.op for n in nodes if isinstance(n, E.Call) and id(n.op) not in mine]
+
+    def commit(self) -> tuple["ParseResult", Change]:
+        from .parse import ParseResult
+
+        prev = self.previous
+        state = prev.incremental
+        assert state is not None
+        old_nodes = self.old_nodes()
+        old, new = self.statement.value, self.value
+        for f in fields(new):  # the node others refer to takes the new content
+            object.__setattr__(old, f.name, getattr(new, f.name))
+        nodes = [old, *_walk(old, self.is_new)[1:]]
+
+        index = prev.index
+        entries = index.entries()
+        lo, hi = index.between(self.start, self.old_end)
+        gone = entries[lo:hi]
+        self._forget(gone, index)
+        graph = state.graph_symbols(index)
+        self.statement.symbol.definition = self.symbol.definition
+        added: list[tuple[Span, Symbol]] = [(self.symbol.definition, self.statement.symbol)]  # type: ignore[list-item]
+        for symbol in self.recorder.symbols:
+            if symbol is self.symbol:
+                continue
+            if symbol.node is new:
+                symbol.node = old
+            index.symbols.append(symbol)
+            if symbol.kind == "graph" and symbol.definition is not None:
+                graph.setdefault(symbol.name, []).append(symbol)
+            if symbol.definition is not None:
+                added.append((symbol.definition, symbol))
+            added += [(r, symbol) for r in symbol.references]
+        for symbol, span in self.recorder.uses:
+            symbol.references.append(span)
+            added.append((span, symbol))
+        added.sort(key=lambda e: (e[0].start, -e[0].end))
+
+        diagnostics = [d for d in prev.diagnostics if not _inside(d, self.start, self.old_end)]
+        state.anchors.replace(self.index, self.piece, self.new_end - self.old_end)
+        self.piece.info = self.statement
+        state.anchors.current = self.source
+        entries[lo:hi] = added
+        diagnostics += self.diagnostics
+        diagnostics.sort(key=_position)
+        result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
+        return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes)
+
+    def _forget(self, gone: list[tuple[Span, Symbol]], index: SymbolIndex) -> None:
+        """Take the old statement's uses and nested definitions out of the index."""
+        dropped: set[int] = set()
+        for span, symbol in gone:
+            if span is symbol.definition:
+                if symbol is not self.statement.symbol:
+                    dropped.add(id(symbol))
+            else:
+                refs = symbol.references
+                for i in range(len(refs) - 1, -1, -1):
+                    if refs[i] is span:
+                        del refs[i]
+                        break
+        if dropped:
+            index.symbols[:] = [s for s in index.symbols if id(s) not in dropped]
+            graph = self.previous.incremental.graph_symbols(index)  # type: ignore[union-attr]
+            for name, symbols in graph.items():
+                symbols[:] = [s for s in symbols if id(s) not in dropped]
+
+
+def prepare(previous: "ParseResult", text: str) -> Pending | None:
+    """Read again the one statement an edit changed, or None (then parse the whole file)."""
+    state = previous.incremental
+    if state is None:
+        return None
+    old = previous.source.text
+    if old == text:
+        return None
+    start, old_stop, new_stop = changed_range(old, text)
+    if _SCANNED.intersection(old[start:old_stop]) or _SCANNED.intersection(text[start:new_stop]):
+        return None
+    anchors = state.anchors
+    k = anchors.index_of(start)
+    piece = anchors.pieces[k]
+    if piece.info is None and k > 0 and start == piece.base and anchors.pieces[k - 1].info is not None:
+        k, piece = k - 1, anchors.pieces[k - 1]  # typed at the very end of a statement
+    statement = piece.info
+    if not isinstance(statement, Statement) or old_stop > piece.limit:
+        return None
+    delta = len(text) - len(old)
+    stmt_start, old_end, new_end = piece.base, piece.limit, piece.limit + delta
+    if _noted_from_outside(previous.diagnostics, stmt_start, old_end):
+        return None
+
+    source = Source(previous.source.name, text)
+    scanned = scan(source)
+    if scanned.diagnostics or not _same_layout(previous.scan, scanned, old_end, delta):
+        return None
+    try:
+        tree = grammar().parse(scanned.code[stmt_start:new_end], start="stmt")
+    except LarkError:
+        return None
+    if tree.data != "graph_stmt" or str(kids(tree)[0])[1:] != statement.name:
+        return None
+    if first_token(tree).start_pos != 0:
+        return None  # blanks before a statement belong to the text between statements
+
+    new_piece = Piece(stmt_start, new_end)
+    lowerer = state.lowerer
+    recorder = _Recorder()
+    diagnostics: list[Diagnostic] = []
+    saved = (lowerer.source, lowerer.index, lowerer.diagnostics, lowerer.annotations, lowerer.graph,
+             lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base)
+    known = (len(lowerer.globals), len(lowerer.types), len(lowerer.module.global_vars))
+    object.__setattr__(source, "anchors", anchors)
+    anchors.forced = new_piece
+    try:
+        from .parse import _annotation_ends
+
+        lowerer.source, lowerer.index, lowerer.diagnostics = source, recorder, diagnostics
+        lowerer.annotations = _annotation_ends(scanned)
+        lowerer.graph = _GraphBefore(state.graph_symbols(previous.index), stmt_start, recorder)  # type: ignore[assignment]
+        lowerer.scopes = list(statement.scopes)
+        lowerer.type_scopes = list(statement.type_scopes)
+        lowerer.globals, lowerer.types = dict(lowerer.globals), dict(lowerer.types)
+        lowerer.base = stmt_start
+        _, value, symbol = lowerer.graph_statement(tree)
+        grew = (len(lowerer.globals), len(lowerer.types), len(lowerer.module.global_vars)) != known
+    except Exception:  # noqa: BLE001 -- the full parse reports whatever this was
+        return None
+    finally:
+        anchors.forced = None
+        (lowerer.source, lowerer.index, lowerer.diagnostics, lowerer.annotations, lowerer.graph,
+         lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base) = saved
+    if grew or any(s.definition is None for s, _ in recorder.uses):
+        return None  # a name the file does not define: the full parse warns about it
+    pending = Pending(previous, source, scanned, k, new_piece, statement, value, symbol, recorder,
+                      diagnostics, stmt_start, old_end, new_end)
+    old_value = statement.value
+    if type(value) is not type(old_value) or not pending.is_new(value):
+        return None
+    span = document_span(old_value.span)
+    if span is None or span._a is not piece:  # noqa: SLF001 -- the value is not this statement's own node
+        return None
+    return pending
+
+
+def changed_range(old: str, new: str) -> tuple[int, int, int]:
+    """(start, old_stop, new_stop): old[start:old_stop] became new[start:new_stop]."""
+    n = min(len(old), len(new))
+    lo, hi = 0, n  # the common prefix is at least lo and less than hi + 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[lo:mid] == new[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    start = lo
+    lo, hi = 0, n - start
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid : len(old) - lo] == new[len(new) - mid : len(new) - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return start, len(old) - lo, len(new) - lo
+
+
+def _same_layout(old, new, after: int, delta: int) -> bool:
+    """The same definitions and comments, those after the edit moved by `delta`."""
+    if len(old.items) != len(new.items) or len(old.comments) != len(new.comments):
+        return False
+    for a, b in zip(old.items, new.items):
+        if (a.start + delta if a.start >= after else a.start) != b.start or a.keyword != b.keyword:
+            return False
+    return True
+
+
+def _inside(d: Diagnostic, start: int, end: int) -> bool:
+    span = document_span(d.span)
+    return span is not None and start <= span.start and span.end <= end and span.start < end
+
+
+def _noted_from_outside(diagnostics: list[Diagnostic], start: int, end: int) -> bool:
+    """Whether a diagnostic outside the statement points into it (a note would go stale)."""
+    for d in diagnostics:
+        if not d.notes or _inside(d, start, end):
+            continue
+        for note_span, _ in d.notes:
+            span = document_span(note_span)
+            if span is not None and start <= span.start < end:
+                return True
+    return False
+
+
+def _walk(root: E.Expr, keep) -> list[E.Expr]:
+    """`root` and the nodes under it for which `keep` holds (not below the others)."""
+    out, seen, stack = [root], {id(root)}, list(children(root))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not isinstance(node, E.Expr) or not keep(node):
+            continue
+        seen.add(id(node))
+        out.append(node)
+        stack.extend(children(node))
+    return out
+
+
+def _position(d: Diagnostic) -> tuple[int, int]:
+    loc = d.location()
+    return (loc[1], loc[2]) if loc else (0, 0)

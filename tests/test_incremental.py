@@ -1,0 +1,224 @@
+"""Incremental re-checking (compiler/parser/incremental.py, compiler/check.py `recheck`)
+gives what checking the whole text gives: the same diagnostics at the same places, the
+same module (types and spans printed), the same names and expressions at every offset.
+
+Edits are chains of random small edits inside statements of corpus files and of a
+generated chain, each checked against a fresh full check; the spans of the statements
+the edits did not touch must have moved with the text.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from relaylens.compiler.check import CheckResult, check_text, recheck
+from relaylens.compiler.ir.anchors import Piece
+from relaylens.compiler.ir.functor import post_order
+from relaylens.compiler.ir.span import document_span
+from relaylens.compiler.parser.incremental import changed_range
+from relaylens.compiler.printer import print_module, print_type
+from relaylens.server.analysis import Analyses
+from relaylens.server.exprs import ExprIndex
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+FILES = ["020.relay", "023.relay", "026.relay", "096.relay", "131.relay", "132.relay", "146.relay"]
+NAME = "file:///doc.relay"
+
+
+def chain(n: int) -> str:
+    lines = ['#[version = "0.0.5"]', "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {",
+             "  %0 = add(%x, %x);"]
+    lines += [f"  %{k} = add(%{k - 1}, %{k - 1});" for k in range(1, n)]
+    return "\n".join([*lines, f"  %{n - 1}", "}"]) + "\n"
+
+
+def summary(checked: CheckResult) -> dict:
+    """Everything a client can see of a check, in plain values."""
+    parsed = checked.parsed
+    text = parsed.source.text
+
+    def where(span) -> tuple | None:
+        return None if span is None else (span.start, span.end)
+
+    symbols = []
+    for offset in range(0, len(text), 3):
+        hit = parsed.index.at(offset)
+        symbols.append(None if hit is None else (hit[0].kind, hit[0].name, where(hit[0].definition), where(hit[1]),
+                                                 sorted(where(r) for r in hit[0].references)))
+    exprs = ExprIndex(parsed)
+    expressions = []
+    for offset in range(0, len(text), 3):
+        hit = exprs.at(offset)
+        expressions.append(None if hit is None else (hit[0], hit[1], hit[2].ty and print_type(hit[2].ty)))
+    return {
+        "diagnostics": [(d.message, d.severity, d.source, where(d.span) if hasattr(d.span, "start") else str(d.span))
+                        for d in checked.diagnostics],
+        "module": print_module(parsed.module, spans=True, types=True),
+        "symbols": symbols,
+        "expressions": expressions,
+        "commented": sorted(where(document_span(n.span)) for n in reachable(parsed.module) if n in checked.commented),
+    }
+
+
+def reachable(module) -> list:
+    done: set = set()
+    for func in module.functions.values():
+        for node in post_order(func, done=done):
+            done.add(node)
+    return list(done)
+
+
+def statements(checked: CheckResult) -> list[Piece]:
+    return [p for p in checked.parsed.incremental.anchors.pieces if p.info is not None]
+
+
+def edit(rng: random.Random, text: str, piece: Piece) -> str:
+    """A small edit inside the statement of `piece`: spaces after a comma (the type stays,
+    the text after moves), another elementwise operator, or a digit changed or dropped
+    (a shape, an attribute, another operand: the type may change)."""
+    start, end = piece.base, piece.limit
+    body = text[start:end]
+    choices = []
+    comma = body.find(", ")
+    if comma >= 0:
+        choices += [text[: start + comma + 1] + " " * rng.randint(1, 4) + text[start + comma + 1 :]] * 3
+    for a, b in (("add(", "subtract("), ("subtract(", "multiply("), ("multiply(", "add(")):
+        at = body.find(a)
+        if at >= 0:
+            choices += [text[: start + at] + b + text[start + at + len(a) :]] * 2
+    digits = [i for i, c in enumerate(body) if c.isdigit() and i > body.find("=")]
+    if digits:
+        i = start + rng.choice(digits)
+        choices.append(text[:i] + rng.choice("0123456789") + text[i + 1 :])
+        choices.append(text[:i] + text[i + 1 :])
+    return rng.choice(choices) if choices else text
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_random_edits_agree_with_a_full_check(name: str) -> None:
+    text = (CORPUS / name).read_text()
+    rng = random.Random(name)
+    checked = check_text(text, NAME, incremental=True)
+    incremental = 0
+    for _ in range(20):
+        pieces = statements(checked)
+        if not pieces:
+            break
+        new = edit(rng, text, rng.choice(pieces))
+        checked.parsed.index.entries()  # as the server has it: the index built
+        done = recheck(checked, new)
+        if done is None:
+            checked = check_text(new, NAME, incremental=True)
+        else:
+            checked = done[0]
+            incremental += 1
+            assert summary(checked) == summary(check_text(new, NAME)), f"after {incremental} incremental edits"
+        text = new
+    assert incremental >= 3, "the edits should mostly be re-checked incrementally"
+
+
+def test_a_chain_of_edits_moves_the_spans_after_them() -> None:
+    text = chain(300)
+    checked = check_text(text, NAME, incremental=True)
+    rng = random.Random(7)
+    for _ in range(25):
+        k = rng.randrange(2, 299)
+        line = next(l for l in text.splitlines() if l.startswith(f"  %{k} = "))
+        operand = rng.randrange(0, k)
+        new_line = f"  %{k} = add(%{operand}, %{k - 1});"
+        new = text.replace(line + "\n", new_line + "\n", 1)
+        done = recheck(checked, new)
+        assert done is not None, new_line
+        checked, change = done
+        assert change.delta == len(new_line) - len(line)
+        text = new
+    assert summary(checked) == summary(check_text(text, NAME))
+
+
+def test_what_cannot_be_re_read_alone_falls_back() -> None:
+    text = chain(20)
+    checked = check_text(text, NAME, incremental=True)
+    line = "  %10 = add(%9, %9);"
+    cases = {
+        "a type change": "  %10 = sum(%9, %9);",
+        "a syntax error": "  %10 = add(%9, %9;",
+        "two statements": "  %10 = add(%9, %9); %99 = add(%9, %9)",
+        "another name": "  %11 = add(%9, %9);",
+        "a later value": "  %10 = add(%12, %9);",
+        "a comment": "  %10 = add(%9, %9) /* x */;",
+        "an undefined global": "  %10 = @nowhere(%9);",
+    }
+    for why, new_line in cases.items():
+        assert recheck(checked, text.replace(line, new_line)) is None, why
+    header = text.replace("%x: Tensor[(4), float32]) ->", "%x: Tensor[(4), float32] ) ->")
+    assert recheck(checked, header) is None, "an edit outside the statements"
+    assert summary(checked) == summary(check_text(text, NAME)), "a refused edit changes nothing"
+
+
+def test_errors_elsewhere_move_with_the_text() -> None:
+    broken = chain(20) + (
+        "def @g(%y: Tensor[(3), float32], %z: Tensor[(4), float32]) {\n  %0 = add(%y, %z);\n  %0\n}\n"
+        "def @h(%y: Tensor[(3), float32]) {\n  %0 = negative(%y);\n  %1 = add(%0 %0);\n  %1\n}\n")
+    checked = check_text(broken, NAME, incremental=True)
+    assert sorted(d.source for d in checked.diagnostics) == ["syntax", "types"]
+    edited = broken.replace("  %5 = add(%4, %4);", "  %5 = add(%3,    %4);")
+    done = recheck(checked, edited)
+    assert done is not None
+    assert summary(done[0]) == summary(check_text(edited, NAME))
+
+
+def test_an_error_in_the_statement_is_checked_whole() -> None:
+    """An error's ERROR type flows back into what the statement uses, as a whole check
+    would have it: such edits are not re-checked alone (and mending one neither)."""
+    text = chain(20).replace("def @main(%x: Tensor[(4), float32])",
+                             "def @main(%x: Tensor[(4), float32], %y: Tensor[(3), float32])")
+    checked = check_text(text, NAME, incremental=True)
+    wrong = text.replace("  %10 = add(%9, %9);", "  %10 = add(%9, %y);")
+    assert recheck(checked, wrong) is None
+    undefined = text.replace("  %10 = add(%9, %9);", "  %10 = add(%9, %z);")
+    assert recheck(checked, undefined) is None
+    checked = check_text(wrong, NAME, incremental=True)
+    assert [d.source for d in checked.diagnostics] == ["types"]
+    assert recheck(checked, text) is None
+
+
+def test_a_use_that_fixed_a_parameter_type_is_checked_whole() -> None:
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {\n"
+            "  %0 = fn (%a) { negative(%a) };\n"
+            "  %1 = %0(%x);\n"
+            "  %2 = add(%y, %y);\n"
+            "  %2\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    edited = text.replace("%1 = %0(%x);", "%1 = %2(%x);".replace("%2(%x)", "add(%x, %x)"))
+    assert recheck(checked, edited) is None  # %0's parameter loses the use that typed it
+    assert check_text(edited, NAME).module.functions  # (a whole check says what it is now)
+
+
+def test_changed_range() -> None:
+    assert changed_range("abcdef", "abXdef") == (2, 3, 3)
+    assert changed_range("abcdef", "abcdef!") == (6, 6, 7)
+    assert changed_range("aaaa", "aaa") == (3, 4, 3)
+    assert changed_range("", "x") == (0, 0, 1)
+
+
+def test_the_server_analyses_a_statement_edit_incrementally() -> None:
+    analyses = Analyses()
+    text = chain(50)
+    first = analyses.update(NAME, 1, text)
+    first.prepare()
+    edited = text.replace("  %25 = add(%24, %24);", "  %25 = add(%3, %24);")
+    second = analyses.update(NAME, 2, edited)
+    assert second.result.module is first.result.module  # taken over, not re-read
+    assert second._exprs and second._exprs[0] is first._exprs[0]
+    offset = edited.index("%3, %24")
+    symbol, span = second.index.at(offset + 1)
+    assert symbol.name == "3" and edited[span.start : span.end] == "%3"
+    assert analyses.good(NAME) is second
+    whole = Analyses().update(NAME, 2, edited)
+    assert [(e[0].start, e[0].end, str(e[1].ty)) for e in second.exprs.entries] == \
+        [(e[0].start, e[0].end, str(e[1].ty)) for e in whole.exprs.entries]
