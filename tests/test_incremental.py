@@ -59,6 +59,9 @@ def summary(checked: CheckResult) -> dict:
         "module": print_module(parsed.module, spans=True, types=True),
         "symbols": symbols,
         "expressions": expressions,
+        "lines": parsed.source.line_starts,
+        "scan": (parsed.scan.code, [(c.start, c.end, c.body) for c in parsed.scan.comments],
+                 [(i.keyword, i.start, i.end) for i in parsed.scan.items], parsed.scan.metadata),
         "commented": sorted(where(document_span(n.span)) for n in reachable(parsed.module) if n in checked.commented),
     }
 
@@ -80,7 +83,7 @@ def edit(rng: random.Random, text: str, piece: Piece) -> str:
     the text after moves), another elementwise operator, or a digit changed or dropped
     (a shape, an attribute, another operand: the type may change)."""
     start, end = piece.base, piece.limit
-    body = text[start:end]
+    body = text[start:end].split("/*")[0]  # the code, not its ty= comment
     choices = []
     comma = body.find(", ")
     if comma >= 0:
@@ -197,6 +200,18 @@ def test_a_use_that_fixed_a_parameter_type_is_checked_whole() -> None:
     edited = text.replace("%1 = %0(%x);", "%1 = %2(%x);".replace("%2(%x)", "add(%x, %x)"))
     assert recheck(checked, edited) is None  # %0's parameter loses the use that typed it
     assert check_text(edited, NAME).module.functions  # (a whole check says what it is now)
+
+
+def test_an_edit_with_new_lines_keeps_the_line_table_right() -> None:
+    text = chain(30)
+    checked = check_text(text, NAME, incremental=True)
+    edited = text.replace("  %12 = add(%11, %11);", "  %12 = add(%11,\n\n     %11);")
+    done = recheck(checked, edited)
+    assert done is not None
+    assert summary(done[0]) == summary(check_text(edited, NAME))
+    back = recheck(done[0], text)
+    assert back is not None
+    assert summary(back[0]) == summary(check_text(text, NAME))
 
 
 def test_changed_range() -> None:

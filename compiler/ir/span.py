@@ -45,6 +45,26 @@ class Source:
     def __reduce__(self):  # a copy is a plain source: anchors belong to one editor session
         return Source, (self.name, self.text)
 
+    def edited(self, text: str, start: int, old_stop: int, new_stop: int) -> Source:
+        """This document after an edit: `text` has [start, new_stop) where this one had
+        [start, old_stop).  The line table is this one's, spliced (no rescan of the text)."""
+        edited = object.__new__(Source)
+        object.__setattr__(edited, "name", self.name)
+        object.__setattr__(edited, "text", text)
+        object.__setattr__(edited, "anchors", None)
+        starts = self.line_starts
+        first = bisect_right(starts, start)  # lines starting at or before the edit stay
+        last = bisect_right(starts, old_stop)  # lines starting after it move
+        delta = new_stop - old_stop
+        inside = []
+        i = text.find("\n", start, new_stop)
+        while i >= 0:
+            inside.append(i + 1)
+            i = text.find("\n", i + 1, new_stop)
+        moved = [s + delta for s in starts[last:]] if delta else list(starts[last:])
+        object.__setattr__(edited, "line_starts", (*starts[:first], *inside, *moved))
+        return edited
+
     def location(self, offset: int) -> tuple[int, int]:
         """1-based (line, column) of a character offset; columns count code points."""
         line = bisect_right(self.line_starts, offset)

@@ -12,8 +12,9 @@ records on each statement's region its name, the node it bound and the scopes it
 read in (`Statement`).  After an edit:
 
 1. `prepare(previous, text)` finds the changed range (common prefix and suffix of the
-   two texts).  It must lie inside one recorded statement, and the file must scan as
-   before (same definitions and comments, no new scanner error).  The statement's new
+   two texts).  It must lie inside one recorded statement and leave what the scanner
+   sees alone (no comment, string or keyword in it): the scan and the line table are
+   then the old ones with the edit spliced in (`scan.rescan`, `Source.edited`).  The statement's new
    text is parsed alone (the grammar's `stmt` start) and lowered in the scopes it was
    read in, its spans anchored to a new region.  Nothing shared is touched yet: names it
    uses are recorded aside, and any name the file does not define sends the edit to a
@@ -45,7 +46,7 @@ from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from .grammar import first_token, grammar, kids
 from .lower import Lowerer, Statement
-from .scan import scan
+from .scan import rescan
 from .symbols import Symbol, SymbolIndex
 
 if TYPE_CHECKING:
@@ -289,10 +290,10 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     if _noted_from_outside(previous.diagnostics, stmt_start, old_end):
         return None
 
-    source = Source(previous.source.name, text)
-    scanned = scan(source)
-    if scanned.diagnostics or not _same_layout(previous.scan, scanned, old_end, delta):
+    scanned = rescan(previous.scan, text, start, old_stop, new_stop)
+    if scanned is None:
         return None
+    source = previous.source.edited(text, start, old_stop, new_stop)
     try:
         tree = grammar().parse(scanned.code[stmt_start:new_end], start="stmt")
     except LarkError:
@@ -361,16 +362,6 @@ def changed_range(old: str, new: str) -> tuple[int, int, int]:
         else:
             hi = mid - 1
     return start, len(old) - lo, len(new) - lo
-
-
-def _same_layout(old, new, after: int, delta: int) -> bool:
-    """The same definitions and comments, those after the edit moved by `delta`."""
-    if len(old.items) != len(new.items) or len(old.comments) != len(new.comments):
-        return False
-    for a, b in zip(old.items, new.items):
-        if (a.start + delta if a.start >= after else a.start) != b.start or a.keyword != b.keyword:
-            return False
-    return True
 
 
 def _inside(d: Diagnostic, start: int, end: int) -> bool:

@@ -204,3 +204,45 @@ def _blank(text: str, ranges: list[tuple[int, int]]) -> str:
 
 def _error(source: Source, start: int, end: int, message: str) -> Diagnostic:
     return Diagnostic(message, Span(source, start, end), Severity.ERROR, source="syntax")
+
+
+_KEYWORD = re.compile(r"(?<![%@.\w/])(?:def|type|extern)(?![\w/])")
+
+
+def rescan(old: Scan, text: str, start: int, old_stop: int, new_stop: int) -> Scan | None:
+    """The scan of `text`, where `old`'s text had [start, old_stop) and `text` has
+    [start, new_stop): made from `old` when the edit cannot change what the scanner sees
+    (no comment, string, `#` or definition keyword in or around it, not inside a comment),
+    else None (then scan the whole text)."""
+    if old.diagnostics or start < len(old.code) < old_stop:
+        return None
+    if old.metadata is not None and old_stop > len(old.code):
+        return None  # an edit of the metadata section
+    changed = text[start:new_stop]
+    if any(c in changed for c in '/*"#') or _KEYWORD.search(text, max(start - 8, 0), min(new_stop + 8, len(text))):
+        return None
+    comments = old.comments
+    i = _first_ending_after(comments, start)
+    if i < len(comments) and comments[i].start < max(old_stop, start + 1):
+        return None  # inside a comment
+    delta = new_stop - old_stop
+    moved = [c if c.end <= start else Comment(c.start + delta, c.end + delta, c.body, c.block) for c in comments[i:]]
+    items = [Item(it.keyword, it.start + delta if it.start >= old_stop else it.start,
+                  it.end + delta if it.end >= old_stop else it.end) for it in old.items]
+    metadata = old.metadata
+    if metadata is not None:
+        metadata = (metadata[0] + delta, metadata[1])
+    code = old.code[:start] + changed + old.code[old_stop:]
+    return Scan(code, comments[:i] + moved, items, metadata, old.has_header, [])
+
+
+def _first_ending_after(comments: list[Comment], offset: int) -> int:
+    """The index of the first comment that ends after `offset` (comments are in order)."""
+    lo, hi = 0, len(comments)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if comments[mid].end <= offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
