@@ -9,10 +9,13 @@ same result as `check_text` would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
-from .ir.expr import Function, GlobalVar
+from .ir.expr import Expr, Function, GlobalVar, Op
+from .ir.functor import post_order
+from .ir.types import Type
 from .ir.span import document_span
 from .parser import ParseResult, parse
 from .parser.incremental import Change, prepare
@@ -24,7 +27,8 @@ from .typing.infer import infer_expr_types
 class CheckResult:
     parsed: ParseResult
     type_diagnostics: tuple[Diagnostic, ...]
-    commented: frozenset = frozenset()  # nodes whose type the text wrote (`ty=` comments)
+    # the nodes whose type the text wrote (`ty=` comments), with that type
+    commented: Mapping[Expr, Type] = field(default_factory=dict)
 
     @property
     def module(self):
@@ -39,46 +43,65 @@ class CheckResult:
 def check_text(text: str, name: str = "<input>", incremental: bool = False) -> CheckResult:
     """`incremental`: keep what `recheck` needs to re-check the next version of the text."""
     parsed = parse(text, name, incremental)
-    commented: set = set()
+    commented: dict = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
-    return CheckResult(parsed, tuple(diagnostics), frozenset(commented))
+    return CheckResult(parsed, tuple(diagnostics), commented)
 
 
 def recheck(previous: CheckResult, text: str) -> tuple[CheckResult, Change] | None:
-    """Check `text`, an edit of `previous`'s text, by re-reading the one statement the
-    edit changed; None when that is not possible (then `check_text` the whole of it).
+    """Check `text`, an edit of `previous`'s text, re-reading only the statement the edit
+    changed; None when that cannot be done (then `check_text` the whole of it).  The
+    result is what `check_text` gives; `previous` is spent (its nodes, index and spans
+    now describe `text`).
 
-    When it succeeds, `previous` is spent: its nodes, index and spans now describe `text`.
-    The statement's value is typed against the types of what it uses.  The whole text
-    is checked instead when the answer could differ from a whole check: the value's type
-    changed (statements after it might change too); the statement has an error (an
-    ERROR type also flows back into what it uses); or the old statement used a function
-    with an unannotated parameter (that use may have been what fixed its type); or
-    nothing uses the statement (a whole check types only what its function reaches).
+    The new statement is typed against the types of what it uses.  That is the answer
+    of a whole check when its type is the old one, it has no error, it is used, and the
+    old statement used no `fn` with an unannotated parameter.  Otherwise the type of
+    something else may change (a statement after it; what an ERROR flows back into; a
+    parameter typed by the old use; nothing, for an unused statement a whole check does
+    not type): then the module, with the statement in it, is typed again from scratch,
+    which costs a fifth of a whole check.
     """
     pending = prepare(previous.parsed, text)
     if pending is None:
         return None
-    commented: set = set()
+    commented: dict = {}
     typed = infer_expr_types(previous.module, pending.value, pending.is_new, check_annotations=True,
                              commented=commented)
-    if typed is None or typed[0] is None or typed[0] != pending.statement.value.ty:
-        return None
-    if pending.diagnostics or typed[1] or not _uses_are_fixed(previous.module, pending.old_uses()):
-        return None
-    if not pending.statement.symbol.references:
-        return None  # an unused statement: a whole check does not type it
+    alone = (typed is not None and typed[0] is not None and typed[0] == pending.statement.value.ty
+             and not pending.diagnostics and not typed[1] and pending.statement.symbol.references
+             and _uses_are_fixed(previous.module, pending.old_uses()))
     kept = [d for d in previous.type_diagnostics if not _within(d, pending.start, pending.old_end)]
     parsed, change = pending.commit()
     old = set(change.old_nodes)
-    diagnostics = sorted([*kept, *typed[1]], key=_line_col)
-    still = {n for n in previous.commented if n not in old}
-    if pending.value in commented:
-        commented.discard(pending.value)
-        commented.add(change.nodes[0])
-    return CheckResult(parsed, tuple(diagnostics), frozenset(still | commented)), change
+    written = {n: t for n, t in previous.commented.items() if n not in old}
+    value = change.nodes[0]
+    if alone:
+        if pending.value in commented:
+            commented[value] = commented.pop(pending.value)
+        written.update(commented)
+        diagnostics = sorted([*kept, *typed[1]], key=_line_col)  # type: ignore[index]
+        return CheckResult(parsed, tuple(diagnostics), written), change
+    for node, ty in pending.written.items():
+        written[value if node is pending.value else node] = ty
+    _forget_types(parsed, written)
+    change.retyped = True
+    commented = {}
+    diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    return CheckResult(parsed, tuple(diagnostics), commented), change
 
 
+def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:
+    """Put every node's type back to what the text wrote (None where it wrote none), as
+    the parser left them: what `infer_types` starts from."""
+    roots: list[Expr] = [*parsed.module.global_vars.values(), *parsed.module.functions.values()]
+    roots += [p.info.value for p in parsed.incremental.anchors.pieces if p.info is not None]  # type: ignore[union-attr]
+    done: set = set()
+    for root in roots:
+        for node in post_order(root, done=done):
+            done.add(node)
+            if not isinstance(node, Op):
+                object.__setattr__(node, "ty", written.get(node))
 def _uses_are_fixed(module, uses) -> bool:
     """Whether the types of `uses` come from their own definitions, not from their uses."""
     for node in uses:

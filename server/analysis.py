@@ -26,6 +26,7 @@ hover after every edit used to pay).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,7 +48,7 @@ class Analysis:
     version: int | None
     result: ParseResult
     type_diagnostics: tuple[Diagnostic, ...] = ()
-    commented: frozenset = frozenset()  # nodes with a `ty=` comment in the text
+    commented: Mapping = field(default_factory=dict)  # nodes with a `ty=` comment in the text → its type
     _syntax: list = field(default_factory=list, repr=False, compare=False)
     _exprs: list = field(default_factory=list, repr=False, compare=False)
 

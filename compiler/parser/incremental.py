@@ -118,6 +118,7 @@ class Change:
     new_end: int
     nodes: list[E.Expr]  # the statement's nodes after the commit (its value first)
     old_nodes: list[E.Expr]  # the nodes the statement had before
+    retyped: bool = False  # the whole module was typed again (compiler/check.py)
 
     @property
     def delta(self) -> int:
@@ -178,6 +179,7 @@ class Pending:
     start: int
     old_end: int
     new_end: int
+    written: dict = field(default_factory=dict)  # the new nodes' types from `ty=` comments
 
     def is_new(self, node: E.Expr) -> bool:
         """Whether `node` was made by this re-read (not a node it refers to)."""
@@ -340,6 +342,7 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     span = document_span(old_value.span)
     if span is None or span._a is not piece:  # noqa: SLF001 -- the value is not this statement's own node
         return None
+    pending.written = {n: n.ty for n in _walk(value, pending.is_new) if n.ty is not None}
     return pending
 
 

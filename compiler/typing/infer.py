@@ -33,12 +33,13 @@ BOOL_SCALAR = TensorType((), "bool")
 
 
 def infer_types(module: IRModule, *, check_annotations: bool = False,
-                commented: set | None = None) -> list[Diagnostic]:
+                commented: dict | None = None) -> list[Diagnostic]:
     """Infer and set the type of every expression of `module`; return the type errors.
 
     `check_annotations` also compares the `ty=` comments the parser read with the
     inferred types (a difference is a warning: TVM itself ignores those comments).
-    `commented`, if given, receives the nodes that had a type before (their comments).
+    `commented`, if given, receives the nodes that had a type before (their comments),
+    with that type.
     """
     checker = TypeChecker(module, check_annotations)
     checker.commented = commented
@@ -46,7 +47,7 @@ def infer_types(module: IRModule, *, check_annotations: bool = False,
 
 
 def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotations: bool = False,
-                     commented: set | None = None) -> tuple[Type | None, list[Diagnostic]] | None:
+                     commented: dict | None = None) -> tuple[Type | None, list[Diagnostic]] | None:
     """Type the new nodes under `root` (those `is_new` holds for) in a module whose other
     nodes are typed already: the incremental re-check of one statement
     (compiler/check.py).  The nodes it refers to keep their types; the global functions
@@ -93,7 +94,7 @@ class TypeChecker:
         self.pending: list[E.Call] = []
         self.global_types: dict[E.GlobalVar, Type] = {}
         self.in_progress: set[E.GlobalVar] = set()
-        self.commented: set | None = None  # collects the nodes typed before inference
+        self.commented: dict | None = None  # collects the nodes typed before inference, with that type
         self.seeded: set[E.Expr] = set()  # typed by an earlier inference: left as they are
 
     # driver ----------------------------------------------------------------------
@@ -425,7 +426,7 @@ class TypeChecker:
             resolved = solver.resolve(ty)
             complete = solver.is_complete(resolved)
             if node.ty is not None and self.commented is not None:
-                self.commented.add(node)
+                self.commented[node] = node.ty
             if self.check_annotations and node.ty is not None and complete and not isinstance(node, E.Function):
                 self.compare_comment(node, node.ty, resolved)
             object.__setattr__(node, "ty", resolved if complete else None)

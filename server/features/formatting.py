@@ -21,6 +21,8 @@ with the section rewritten to match.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
@@ -52,7 +54,7 @@ class _Writer(ExprWriter):
     """The printer's expression writer, writing `span=` only for named origins (a node
     parsed without a `span=` comment has only its document range: nothing to write)."""
 
-    def __init__(self, *, types: bool, spans: bool, commented: frozenset = frozenset()) -> None:
+    def __init__(self, *, types: bool, spans: bool, commented: Mapping = MappingProxyType({})) -> None:
         super().__init__(types=types, spans=False)
         self.named_spans = spans
         self.commented = commented  # only the user's own ty= comments are written back
