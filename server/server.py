@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import logging
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NamedTuple
 
+from cattrs import transform_error
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
 from .features import (build_status, code_lens, completion, declaration, diagnostics, folding,
@@ -25,6 +29,7 @@ from .slow.builds import Builds
 from .stdio import start_stdio
 
 NAME = "relaylens"
+log = logging.getLogger("relaylens.server")
 
 
 def _version() -> str:
@@ -34,9 +39,46 @@ def _version() -> str:
         return "unknown"
 
 
+class _Unreadable(NamedTuple):
+    """A request whose params do not fit its method's types."""
+
+    id: Any
+    method: str
+    error: JsonRpcException
+
+
+class RelayLensProtocol(LanguageServerProtocol):
+    """pygls's protocol, except that a request whose params cannot be read (a negative
+    line, a missing field) gets its InvalidParams error as an answer.  pygls raises while
+    decoding it, before it is a request; its message loop then only logs, and the client
+    would wait for the answer forever."""
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as err:
+            if isinstance(data, dict) and data.get("id") is not None and isinstance(data.get("method"), str):
+                return _Unreadable(data["id"], data["method"], err)
+            raise
+
+    def handle_message(self, message) -> None:
+        if not isinstance(message, _Unreadable):
+            super().handle_message(message)
+            return
+        cause = message.error.__cause__
+        try:
+            detail = ": " + "; ".join(transform_error(cause)) if cause is not None else ""
+        except Exception:  # noqa: BLE001 -- not a cattrs error: say what it is
+            detail = f": {cause}"
+        log.warning("request %s (%s) has params that cannot be read%s", message.id, message.method, detail)
+        err = message.error
+        self._send_response(message.id, None, lsp.ResponseError(
+            code=err.code, message=f"{err.message} for {message.method}{detail}", data=err.data))
+
+
 class RelayLensServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(NAME, _version())
+        super().__init__(NAME, _version(), protocol_cls=RelayLensProtocol)
         self.analyses = Analyses()
         self.diagnostics = diagnostics.DiagnosticStore(self)
         self.builds = Builds(self)

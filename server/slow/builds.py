@@ -121,6 +121,7 @@ class Builds:
 
     def changed(self, uri: str) -> None:
         self._cancel_timer(uri)
+        self._fail_superseded_waiters(uri)
         if self.enabled:
             self._timers[uri] = asyncio.get_running_loop().call_later(self.debounce, self._build_later, uri)
 
@@ -416,6 +417,16 @@ class Builds:
             return (f"version {version} of {uri} is not kept (kept: "
                     f"{', '.join(str(v) for v in kept)})")
         return f"{uri} has no build (it is not open, or it has errors)"
+
+    def _fail_superseded_waiters(self, uri: str) -> None:
+        """The document has a new version: requests waiting for an older one whose build was
+        only due (no job runs for it, so none will end) are answered now, not after
+        WAIT_SECONDS."""
+        version = self._version(uri)
+        for key in [k for k in self._waiters if k[0] == uri and k[1] != version]:
+            if not any(j.uri == uri and j.version == key[1] and not j.void for j in self.jobs.values()):
+                self._fail_waiters(uri, key[1], f"version {key[1]} of {uri} was superseded by version "
+                                                f"{version} before it was built")
 
     def _fail_waiters(self, uri: str, version: int | None, message: str) -> None:
         for key in [k for k in self._waiters if k[0] == uri and (version is None or k[1] == version)]:
