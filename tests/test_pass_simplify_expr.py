@@ -17,6 +17,7 @@ import pytest
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir import LayerSpan, sequential
+from relaylens.compiler.ir.span import MAX_ORIGINS
 from relaylens.compiler.ir.functor import ExprMutator
 from relaylens.compiler.ir.module import IRModule
 from relaylens.compiler.ir.structural import first_mismatch
@@ -349,6 +350,22 @@ def test_adjacent_constant_multiplies_fold():
            f"def @main(%x: {T} /* span=x:0:0 */) {{\n"
            "  multiply(%x, 10f /* span=[c1:0:0, c2:0:0] */) /* span=[m2:0:0, m1:0:0, c1:0:0, c2:0:0] */\n}",
            "SimplifyAdjacentMultiplyOrAdd")
+
+
+def test_a_long_chain_folds_into_one_node_with_a_bounded_span():
+    """x + x + ... (n times) becomes x * 2^n: the node names its first MAX_ORIGINS
+    origins (the latest statements), and the fold stays linear in n."""
+    n = MAX_ORIGINS + 300
+    lines = [f"  %{k} = add(%{k - 1}, %{k - 1}) /* span=s{k}:0:0 */;" for k in range(1, n)]
+    before = module(f"def @main(%x: Tensor[(4), float64]) {{\n  %0 = add(%x, %x) /* span=s0:0:0 */;\n"
+                    + "\n".join(lines) + f"\n  %{n - 1}\n}}")
+    after, _ = simplify(before)
+    body = after.functions[after.get_global_var("main")].body
+    assert body.op.name == "multiply" and body.args[0] is after.functions[after.get_global_var("main")].params[0]
+    names = [o.name for o in body.span.origins() if isinstance(o, LayerSpan)]
+    assert len(body.span.origins()) == MAX_ORIGINS
+    assert names[0] == f"s{n - 1}" and f"s{n - 2}" in names
+    assert_same_values(before, after)
 
 
 def test_rules_apply_again_to_what_a_rule_built():

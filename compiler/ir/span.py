@@ -129,8 +129,8 @@ class Span(SpanBase):
             return NotImplemented
         return (self.source, self.start, self.end) == (other.source, other.start, other.end)  # type: ignore[attr-defined]
 
-    def __hash__(self) -> int:
-        return hash((self.source, self.start, self.end))
+    def __hash__(self) -> int:  # equal spans have equal offsets (`source` would cost a call)
+        return hash((self._a.base + self._s, self._b.base + self._e))
 
     def __repr__(self) -> str:
         return f"Span(source={self.source!r}, start={self.start}, end={self.end})"
@@ -213,8 +213,16 @@ class SequentialSpan(SpanBase):
 AnySpan = Span | LayerSpan | SequentialSpan
 
 
+MAX_ORIGINS = 256  # a span names at most this many origins (see `sequential`)
+
+
 def sequential(*spans: AnySpan | None) -> AnySpan | None:
-    """Join spans into one: flattened, in order, without duplicates; None when empty."""
+    """Join spans into one: flattened, in order, without duplicates; None when empty.
+
+    At most MAX_ORIGINS origins are kept, the first ones.  A rewrite that folds a long
+    chain into one node (`x * 2 * 2 * ... * 2` becomes `x * 2^k`) joins the span it made
+    one step before with one more: without a bound, k steps cost k^2 and the node would
+    name thousands of lines no one reads."""
     flat: list[Span | LayerSpan] = []
     seen: set = set()
     for span in spans:
@@ -224,6 +232,8 @@ def sequential(*spans: AnySpan | None) -> AnySpan | None:
             if one not in seen:
                 seen.add(one)
                 flat.append(one)
+                if len(flat) == MAX_ORIGINS:
+                    return SequentialSpan(tuple(flat))
     if not flat:
         return None
     if len(flat) == 1:
