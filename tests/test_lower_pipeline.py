@@ -56,6 +56,22 @@ def test_editing_one_layer_relowers_only_that_layer(jit):
     assert changed == ["tvmgen_default_fused_nn_dense_nn_leaky_relu"]
 
 
+def test_a_build_without_machine_code_has_the_same_llvm_ir_and_cannot_run(jit):
+    from relaylens.compiler.lower import te
+
+    built = build_text(MLP, "mlp.relay")
+    cache = LoweringCache()
+    text_only = lower_build(built, cache=cache, jit=jit, machine_code=False)
+    assert text_only.ok and all(f.address == 0 and f.engine is None for f in text_only.functions.values())
+    with pytest.raises(te.LoweringError, match="cannot run"):
+        text_only.executable.run(*inputs())
+    full = lower_build(built, cache=cache, jit=jit)  # the cache's text-only entries are not reused
+    assert all(f.address != 0 for f in full.functions.values())
+    assert (text_only.llvm_ir, text_only.optimized_ir) == (full.llvm_ir, full.optimized_ir)
+    np.testing.assert_allclose(full.executable.run(*inputs()), interpret(built.checked.module, *inputs()),
+                               rtol=1e-5, atol=1e-6)
+
+
 def test_a_moved_function_keeps_its_kernel_with_new_debug_lines(jit):
     cache = LoweringCache()
     before = lower(MLP, cache, jit)

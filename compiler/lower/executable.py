@@ -28,8 +28,9 @@ _VOIDP = ctypes.c_void_p
 
 
 class Executable:
-    def __init__(self, module, lowered, jit) -> None:
+    def __init__(self, module, lowered, jit, machine_code: bool = True) -> None:
         self.module = module
+        self.machine_code = machine_code  # False: planned and written as LLVM IR, not runnable
         self.lowered = lowered
         self.plan: Plan | None = None
         self.why_interpreted: str | None = None
@@ -53,6 +54,8 @@ class Executable:
         plan = self.plan
         self.entry_ir = str(entry_module(plan, debug=_entry_debug(self.lowered.source_name)))
         self.entry_optimized_ir = jit.optimize(self.entry_ir)
+        if not self.machine_code:
+            return
         self._entry_engine = jit.load(self.entry_optimized_ir)
         address = jit.address(ENTRY)
         self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
@@ -63,6 +66,8 @@ class Executable:
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
 
     def run(self, *args: Any) -> Any:
+        if not self.machine_code:
+            raise te.LoweringError("this build stopped at LLVM IR (machine_code=False): it cannot run")
         if self.plan is None:
             return self._interpret(args)
         plan = self.plan
@@ -114,9 +119,9 @@ class _KernelCall:
         return outputs[0] if len(outputs) == 1 and not _returns_tuple(self.fn.func) else tuple(outputs)
 
 
-def make_executable(result, lowered, jit) -> Executable | None:
+def make_executable(result, lowered, jit, machine_code: bool = True) -> Executable | None:
     """The executable of a lowered module; None for a module without @main."""
-    return Executable(result.module, lowered, jit) if "main" in result.module else None
+    return Executable(result.module, lowered, jit, machine_code) if "main" in result.module else None
 
 
 def _all_fused(module, lowered) -> dict[Function, str]:

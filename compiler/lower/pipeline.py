@@ -113,8 +113,12 @@ class Lowered:
 
 
 def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
-                progress: Callable[[str], None] | None = None) -> Lowered:
-    """Lower every fused function of a successful build, then plan and compile @main."""
+                progress: Callable[[str], None] | None = None, machine_code: bool = True) -> Lowered:
+    """Lower every fused function of a successful build, then plan and compile @main.
+
+    `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
+    language server's build worker), without the memory and time of machine code.  Such
+    a build cannot run; its kernels and cache entries have no address."""
     from .executable import make_executable
     from .jit import JIT
 
@@ -130,8 +134,10 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
             progress(name)
         try:
             entry = cache.get(name, func) if cache is not None else None
+            if entry is not None and machine_code and entry.engine is None:
+                entry = None  # cached by a build that stopped at LLVM IR
             if entry is None:
-                entry = lower_function(func, name, source_name, jit)
+                entry = lower_function(func, name, source_name, jit, machine_code)
                 if cache is not None:
                     cache.put(entry)
             lowered.functions[name] = entry
@@ -140,14 +146,14 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                                                   Severity.ERROR, source=SOURCE))
     if lowered.ok and result.module is not None:
         try:
-            lowered.executable = make_executable(result, lowered, jit)
+            lowered.executable = make_executable(result, lowered, jit, machine_code)
         except te.LoweringError as err:
             lowered.diagnostics.append(Diagnostic(err.message, err.span, Severity.ERROR, source=SOURCE))
     return lowered
 
 
-def lower_function(func: Function, name: str, source_name: str, jit) -> LoweredFunction:
-    """One primitive function through every stage to machine code."""
+def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
+    """One primitive function through every stage to machine code (or to optimised LLVM IR)."""
     from .codegen_llvm import generate
 
     composed = compose(func)
@@ -156,6 +162,8 @@ def lower_function(func: Function, name: str, source_name: str, jit) -> LoweredF
     prim.span = prim.span or func.span
     text = str(generate([prim], source_name))
     optimized = jit.optimize(text)
+    if not machine_code:
+        return LoweredFunction(name, func, composed, schedule, prim, text, optimized)
     engine = jit.load(optimized)
     return LoweredFunction(name, func, composed, schedule, prim, text, optimized,
                            jit.address(name), engine)

@@ -85,7 +85,7 @@ def _lower(result: BuildResult, cache, progress: Progress | None, report: BuildR
         if progress is not None:
             progress(f"lowering {name}", 0.5 + 0.5 * count[0] / total)
 
-    lowered = lower_build(result, cache=cache, progress=on_function)
+    lowered = lower_build(result, cache=cache, progress=on_function, machine_code=False)  # shown, never run
     source = result.checked.parsed.source if result.checked is not None else None
     report.diagnostics += [_diagnostic(d, "lower", source) for d in lowered.diagnostics]
     report.llvm_ir, report.optimized_ir = lowered.llvm_ir, lowered.optimized_ir
