@@ -124,6 +124,11 @@ class Span(SpanBase):
         src = self._src
         return src if type(src) is Source else src.current
 
+    def starts_in(self, piece: object) -> bool:
+        """Whether the span's start is anchored to `piece` (an incremental re-read tells
+        its own nodes from the ones it refers to this way)."""
+        return self._a is piece
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Span:
             return NotImplemented

@@ -33,7 +33,7 @@ is what recovers from syntax errors.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from lark import Tree
@@ -102,8 +102,6 @@ def anchor(source: Source, parsed: list, diagnostics: list[Diagnostic]) -> None:
 
 
 def _anchored(d: Diagnostic, source: Source) -> Diagnostic:
-    from dataclasses import replace
-
     if isinstance(d.span, Span) and d.span.source is source:
         return replace(d, span=Span(source, d.span.start, d.span.end))
     return d
@@ -144,8 +142,8 @@ class _GraphBefore:
     """The `%N` names a statement starting at `start` sees: the latest definition before
     it of each number (what the full parse's running table holds there)."""
 
-    def __init__(self, table: dict[str, list[Symbol]], start: int, own: SymbolIndex) -> None:
-        self.table, self.start, self.own = table, start, own
+    def __init__(self, table: dict[str, list[Symbol]], start: int) -> None:
+        self.table, self.start = table, start
         self.local: dict[str, tuple[E.Expr, Symbol]] = {}
 
     def get(self, name: str):
@@ -184,12 +182,12 @@ class Pending:
     def is_new(self, node: E.Expr) -> bool:
         """Whether `node` was made by this re-read (not a node it refers to)."""
         span = document_span(node.span)
-        return span is not None and span._a is self.piece  # noqa: SLF001 -- anchors are span.py's
+        return span is not None and span.starts_in(self.piece)
 
     def owned(self, node: E.Expr) -> bool:
         """Whether `node` was made by the statement before the edit."""
         span = document_span(node.span)
-        return span is not None and span._a is self.previous.incremental.anchors.pieces[self.index]  # type: ignore[union-attr]  # noqa: SLF001
+        return span is not None and span.starts_in(self.previous.incremental.anchors.pieces[self.index])  # type: ignore[union-attr]
 
     def old_nodes(self) -> list[E.Expr]:
         """The nodes the statement made before the edit (its value first)."""
@@ -203,7 +201,7 @@ class Pending:
             [n.op for n in nodes if isinstance(n, E.Call) and id(n.op) not in mine]
 
     def commit(self) -> tuple["ParseResult", Change]:
-        from .parse import ParseResult
+        from .parse import ParseResult, _order
 
         prev = self.previous
         state = prev.incremental
@@ -244,7 +242,7 @@ class Pending:
         state.anchors.current = self.source
         entries[lo:hi] = added
         diagnostics += self.diagnostics
-        diagnostics.sort(key=_position)
+        diagnostics.sort(key=_order)
         result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
         return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes)
 
@@ -319,7 +317,7 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
 
         lowerer.source, lowerer.index, lowerer.diagnostics = source, recorder, diagnostics
         lowerer.annotations = _annotation_ends(scanned)
-        lowerer.graph = _GraphBefore(state.graph_symbols(previous.index), stmt_start, recorder)  # type: ignore[assignment]
+        lowerer.graph = _GraphBefore(state.graph_symbols(previous.index), stmt_start)  # type: ignore[assignment]
         lowerer.scopes = list(statement.scopes)
         lowerer.type_scopes = list(statement.type_scopes)
         lowerer.globals, lowerer.types = dict(lowerer.globals), dict(lowerer.types)
@@ -340,7 +338,7 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     if type(value) is not type(old_value) or not pending.is_new(value):
         return None
     span = document_span(old_value.span)
-    if span is None or span._a is not piece:  # noqa: SLF001 -- the value is not this statement's own node
+    if span is None or not span.starts_in(piece):  # the value is not this statement's own node
         return None
     pending.written = {n: n.ty for n in _walk(value, pending.is_new) if n.ty is not None}
     return pending
@@ -395,8 +393,3 @@ def _walk(root: E.Expr, keep) -> list[E.Expr]:
         out.append(node)
         stack.extend(children(node))
     return out
-
-
-def _position(d: Diagnostic) -> tuple[int, int]:
-    loc = d.location()
-    return (loc[1], loc[2]) if loc else (0, 0)
