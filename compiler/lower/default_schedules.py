@@ -119,7 +119,7 @@ def _inline_injective(sch: Schedule) -> None:
     for stage in reversed(sch.stages):
         n, anchor = 0, False
         for reader in sch.stages:
-            count = sum(1 for e in _nodes(reader.body)
+            count = sum(1 for e in te.nodes(reader.body)
                         if isinstance(e, te.Load) and e.tensor is stage.tensor)
             if count:
                 n += count * (sites[id(reader)] if reader.inlined else 1)
@@ -128,21 +128,10 @@ def _inline_injective(sch: Schedule) -> None:
         if stage.is_reduction or sch.is_output(stage):
             continue
         costly = any(isinstance(e, te.Call) and e.name in COSTLY or isinstance(e, te.Binary) and e.op == "pow"
-                     for e in _nodes(stage.body))
+                     for e in te.nodes(stage.body))
         if (anchor and stage.axes) or (costly and n > 1):
             continue
         sch.compute_inline(stage.tensor)
-
-
-def _nodes(e: te.PrimExpr) -> list[te.PrimExpr]:
-    seen: dict[int, te.PrimExpr] = {}
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        if id(n) not in seen:
-            seen[id(n)] = n
-            stack.extend(te.children(n))
-    return list(seen.values())
 
 
 # ---------------------------------------------------------------------- per kind
@@ -207,14 +196,14 @@ def _epilogue(sch: Schedule, anchor: Stage) -> Stage | None:
         return None
     t = anchor.tensor
     readers = [s for s in sch.stages if not s.inlined and any(
-        isinstance(e, te.Load) and e.tensor is t for e in _nodes(sch.effective_body(s)))]
+        isinstance(e, te.Load) and e.tensor is t for e in te.nodes(sch.effective_body(s)))]
     if len(readers) != 1:
         return None
     reader = readers[0]
     if reader.is_reduction or reader.tensor.shape != t.shape:
         return None
     axes = reader.tensor.op.axes
-    for e in _nodes(sch.effective_body(reader)):
+    for e in te.nodes(sch.effective_body(reader)):
         if isinstance(e, te.Load) and e.tensor is t and not all(i is a for i, a in zip(e.indices, axes)):
             return None
     return reader
@@ -301,8 +290,8 @@ def _wants_rfactor(t: te.Tensor, body: te.PrimExpr) -> bool:
     k = body.axes[0]
     if k.extent < RFACTOR_MIN or k.extent % vector_width(t.dtype):
         return False
-    loads = [e for e in _nodes(body.source) if isinstance(e, te.Load)]
-    return bool(loads) and all(e.indices[-1] is k and not any(n is k for i in e.indices[:-1] for n in _nodes(i))
+    loads = [e for e in te.nodes(body.source) if isinstance(e, te.Load)]
+    return bool(loads) and all(e.indices[-1] is k and not any(n is k for i in e.indices[:-1] for n in te.nodes(i))
                                for e in loads)
 
 

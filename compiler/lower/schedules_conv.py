@@ -84,19 +84,8 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False) -> tuple[int, in
 # ---------------------------------------------------------------------- recognising
 
 
-def _nodes(e: te.PrimExpr) -> list[te.PrimExpr]:
-    seen: dict[int, te.PrimExpr] = {}
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        if id(n) not in seen:
-            seen[id(n)] = n
-            stack.extend(te.children(n))
-    return list(seen.values())
-
-
 def _loads(e: te.PrimExpr) -> list[te.Load]:
-    return [n for n in _nodes(e) if isinstance(n, te.Load)]
+    return [n for n in te.nodes(e) if isinstance(n, te.Load)]
 
 
 def _lane_operands(sch: Schedule, stage: Stage) -> list[Stage] | None:
@@ -110,7 +99,7 @@ def _lane_operands(sch: Schedule, stage: Stage) -> list[Stage] | None:
     lane = stage.tensor.op.axes[-1]
     found: list[Stage] = []
     for ld in _loads(body.source):
-        uses = [k for k, i in enumerate(ld.indices) if any(n is lane for n in _nodes(i))]
+        uses = [k for k, i in enumerate(ld.indices) if any(n is lane for n in te.nodes(i))]
         if not uses:
             continue
         if uses != [len(ld.indices) - 1] or ld.indices[-1] is not lane or ld.tensor.op is None:

@@ -420,6 +420,18 @@ def children(e: PrimExpr) -> tuple[PrimExpr, ...]:
     return ()
 
 
+def nodes(e: PrimExpr) -> list[PrimExpr]:
+    """`e` and every expression under it, each once."""
+    seen: dict[int, PrimExpr] = {}
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if id(n) not in seen:
+            seen[id(n)] = n
+            stack.extend(children(n))
+    return list(seen.values())
+
+
 def rebuild(e: PrimExpr, kids: Sequence[PrimExpr]) -> PrimExpr:
     """`e` with new children (the same object when none changed)."""
     old = children(e)
