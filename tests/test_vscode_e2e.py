@@ -4,7 +4,10 @@ chromium by playwright-core (vscode-client/e2e/scenario.js).
 Scenario, on a corpus model: it opens and builds (status bar); hover on an operator shows
 its type and its provenance; the `ƒ <fused function>` code lens opens the module's LLVM IR;
 go to definition on an LLVM IR line returns to the Relay line its debug location names;
-breaking a line shows an error squiggle and the status bar counts the error.
+more virtual documents (a schedule, Show LLVM IR, lenses, F12 back and forth) leave exactly
+one language server and one build worker under code-server and no duplicated lens; breaking
+a line shows an error squiggle and the status bar counts as many errors as `relaylens check`
+finds in the same text (a second server would double them).
 
 vscode-client/scripts/setup-e2e.sh installs chromium (apt), Node 24 and code-server (npm,
 cached in ~/.cache/relaylens); the test skips only when chromium cannot be installed.
@@ -73,6 +76,15 @@ def first_located_line(model: Path) -> tuple[int, int]:
     return line, located[line][0]
 
 
+def error_count(text: str, tmp_path: Path) -> int:
+    """How many errors `relaylens check` reports in `text`."""
+    broken = tmp_path / "broken.relay"
+    broken.write_text(text)
+    check = subprocess.run([str(Path(sys.executable).with_name("relaylens")), "check", str(broken)],
+                           capture_output=True, text=True)
+    return sum(1 for line in check.stderr.splitlines() if ": error: " in line)
+
+
 def test_the_extension_in_code_server(tools, tmp_path):
     if not (CORPUS / MODEL).is_file():
         pytest.skip(f"no corpus at {CORPUS}")
@@ -94,8 +106,11 @@ def test_the_extension_in_code_server(tools, tmp_path):
     report = json.dumps(result, indent=2)[:6000] + "\n" + scenario.stderr[-3000:]
     steps = result["steps"]
     assert list(steps) == ["open-and-build", "hover", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
-                           "broken-line-diagnostic"], report
+                           "one-server-many-documents", "broken-line-diagnostic"], report
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
+    assert result["servers"] == {"server": 1, "worker": 1}, report
+    broken = lines[:hover_line - 1] + [lines[hover_line - 1] + " )"] + lines[hover_line:]
+    assert result["errorsInStatus"] == error_count("\n".join(broken) + "\n", tmp_path), report
     assert scenario.returncode == 0, report
     assert sorted(p.name for p in ARTIFACTS.glob("*.png"))[:1] == ["01-open-and-build.png"]

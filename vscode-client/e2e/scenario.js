@@ -14,9 +14,14 @@
  *
  * Scenario: open the model; wait for the build (status bar); hover shows the type and the
  * provenance; the `ƒ <fused function>` code lens opens module.ll; definition (F12) on
- * LLVM_LINE returns to the Relay file; breaking a line shows an error squiggle.
+ * LLVM_LINE returns to the Relay file; several more virtual documents (Show Schedule, Show
+ * LLVM IR, lenses, F12 back and forth) still leave one language server and one build
+ * worker under code-server, with no duplicated lens, and one tab each for the Relay file and
+ * module.ll (F12 and lenses reuse the open pair); breaking a line shows an error
+ * squiggle and the status bar counts the errors.
  *
- * Writes ARTIFACTS/result.json: {steps: {name: {ok, detail}}, relayLineAfterDefinition}, one
+ * Writes ARTIFACTS/result.json: {steps: {name: {ok, detail}}, relayLineAfterDefinition,
+ * servers: {server, worker} (processes under code-server), errorsInStatus}, one
  * screenshot per step, and code-server's log; exits 1 when a step failed.
  */
 'use strict';
@@ -41,6 +46,7 @@ const CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--di
 const artifacts = env('ARTIFACTS');
 const result = { steps: {} };
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'relaylens-e2e-'));
+let codeServerPid; // the root of the process tree the language servers run in
 
 function freePort() {
     return new Promise((resolve, reject) => {
@@ -117,6 +123,43 @@ async function goToLine(page, line, column) {
     await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 10_000 });
 }
 
+/** Run a command by its title through the command palette (F1). */
+async function runCommand(page, title) {
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(`>${title}`);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
+    await page.keyboard.press('Enter');
+}
+
+/** The language servers and build workers running under the process `root`, by command line. */
+function relaylensProcesses(root) {
+    const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).split('\n')
+        .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line)).filter(Boolean)
+        .map(([, pid, ppid, args]) => ({ pid: Number(pid), ppid: Number(ppid), args }));
+    const below = new Set([root]);
+    for (let grew = true; grew;) {
+        grew = false;
+        for (const row of rows) {
+            if (!below.has(row.pid) && below.has(row.ppid)) {
+                below.add(row.pid);
+                grew = true;
+            }
+        }
+    }
+    const mine = rows.filter((row) => below.has(row.pid));
+    return {
+        server: mine.filter((row) => /-m relaylens\.server(\s|$)/.test(row.args)).length,
+        worker: mine.filter((row) => /-m relaylens\.server\.slow\.worker/.test(row.args)).length,
+    };
+}
+
+/** The texts of the code lenses in the focused editor group. */
+async function lensTexts(page) {
+    return (await page.locator('.editor-group-container.active .codelens-decoration a').allInnerTexts()).map((t) => t.trim());
+}
+
 /** The active tab of the focused editor group. */
 function activeTab(page, name) {
     return page.locator('.editor-group-container.active .tab.active', { hasText: name });
@@ -184,6 +227,48 @@ async function scenario(page, url) {
         });
     }
 
+    await step(page, 'one-server-many-documents', async () => {
+        const focusModel = async () => {
+            await page.locator('.tab', { hasText: model }).first().click();
+            await activeTab(page, model).waitFor();
+        };
+        const backToModel = async () => {
+            await goToLine(page, Number(env('LLVM_LINE')));
+            await page.keyboard.press('F12');
+            await activeTab(page, model).waitFor({ timeout: 30_000 });
+        };
+        await focusModel();
+        await goToLine(page, Number(env('HOVER_LINE')));
+        await runCommand(page, 'RelayLens: Show Schedule');
+        await page.locator('.editor-group-container.active .tab.active', { hasText: '.txt' }).waitFor({ timeout: STEP_TIMEOUT });
+        await focusModel();
+        await runCommand(page, 'RelayLens: Show LLVM IR');
+        await activeTab(page, 'module.ll').waitFor({ timeout: STEP_TIMEOUT });
+        await backToModel();
+        const lenses = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'ƒ ' });
+        await lenses.last().click();
+        await activeTab(page, 'module.ll').waitFor({ timeout: STEP_TIMEOUT });
+        await backToModel();
+        await lenses.first().waitFor({ timeout: STEP_TIMEOUT });
+        await page.waitForTimeout(3000); // a duplicate server would be starting by now
+        result.servers = relaylensProcesses(codeServerPid);
+        const texts = await lensTexts(page);
+        result.lenses = texts;
+        if (result.servers.server !== 1 || result.servers.worker !== 1) {
+            throw new Error(`expected one server and one worker under code-server: ${JSON.stringify(result.servers)}`);
+        }
+        const tabs = { relay: await page.locator('.tab', { hasText: model }).count(), llvm: await page.locator('.tab', { hasText: 'module.ll' }).count() };
+        result.tabs = tabs;
+        if (tabs.relay !== 1 || tabs.llvm !== 1) {
+            throw new Error(`F12 and lenses should reuse the open Relay editor and module.ll: tabs ${JSON.stringify(tabs)}`);
+        }
+        const fused = texts.filter((t) => t.startsWith('ƒ '));
+        if (fused.length === 0 || new Set(fused).size !== fused.length) {
+            throw new Error(`fused-function lenses missing or duplicated: ${JSON.stringify(texts)}`);
+        }
+        return `${JSON.stringify(result.servers)}; lenses: ${texts.join(' | ').slice(0, 300)}`;
+    });
+
     await step(page, 'broken-line-diagnostic', async () => {
         await page.locator('.tab', { hasText: model }).first().click();
         await activeTab(page, model).waitFor();
@@ -193,7 +278,10 @@ async function scenario(page, url) {
         await page.locator('.squiggly-error').first().waitFor({ timeout: 30_000 });
         const status = page.locator('.statusbar-item', { hasText: /Relay: \d+ error/ });
         await status.waitFor({ timeout: 30_000 });
-        return (await status.innerText()).trim();
+        await page.waitForTimeout(1500); // let every server that would publish have published
+        const text = (await status.innerText()).trim();
+        result.errorsInStatus = Number(/(\d+) error/.exec(text)[1]);
+        return text;
     });
 }
 
@@ -205,6 +293,7 @@ async function main() {
     });
     const port = await freePort();
     const server = await startCodeServer(port);
+    codeServerPid = server.pid;
     const context = await chromium.launchPersistentContext(path.join(scratch, 'chromium'), {
         executablePath: env('CHROMIUM'), headless: true, args: CHROMIUM_FLAGS, viewport: { width: 1600, height: 1000 },
     });

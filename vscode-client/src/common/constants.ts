@@ -25,6 +25,7 @@ export const COMMANDS = {
     explain: 'relaylens.explain',
     showOutput: 'relaylens.showOutput',
     open: 'relaylens.open', // invoked by the server's code lenses (docs/lsp.md)
+    goToSource: 'relaylens.goToSource', // F12 in a virtual document
 } as const;
 
 /** The Python extension, asked for its active interpreter when installed. */

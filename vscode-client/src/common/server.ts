@@ -15,6 +15,7 @@ import { checkPython, resolvePython } from './python';
 export class ServerManager implements vscode.Disposable {
     private current: LanguageClient | undefined;
     private starting: Promise<void> | undefined;
+    private failed = false;
     private readonly started = new vscode.EventEmitter<LanguageClient>();
     private readonly stopped = new vscode.EventEmitter<void>();
 
@@ -30,17 +31,29 @@ export class ServerManager implements vscode.Disposable {
         return this.current?.state === State.Running ? this.current : undefined;
     }
 
-    /** Start the server unless it is running or starting. */
+    /**
+     * Start the server unless it is running or starting: every caller (activation, each
+     * virtual document, each command) shares the one client of this window.  A client that
+     * stopped for good is replaced; after a start that failed (no usable Python), nothing
+     * is retried until `restart()`, so opening documents does not repeat the error.
+     */
     start(): Promise<void> {
-        if (!this.starting) {
-            this.starting = this.doStart().finally(() => (this.starting = undefined));
+        if (this.starting) {
+            return this.starting;
         }
+        if (this.failed || (this.current && this.current.state !== State.Stopped)) {
+            return Promise.resolve();
+        }
+        this.starting = this.replaceStopped()
+            .then(() => this.doStart())
+            .finally(() => (this.starting = undefined));
         return this.starting;
     }
 
     async restart(): Promise<void> {
         await this.starting;
         await this.stop();
+        this.failed = false;
         await this.start();
     }
 
@@ -64,11 +77,19 @@ export class ServerManager implements vscode.Disposable {
         this.stopped.dispose();
     }
 
+    /** Dispose of a client that stopped by itself (it crashed past its restarts). */
+    private async replaceStopped(): Promise<void> {
+        if (this.current?.state === State.Stopped) {
+            await this.stop();
+        }
+    }
+
     private async doStart(): Promise<void> {
         const python = await resolvePython(vscode.window.activeTextEditor?.document.uri);
         this.output.info(`Python: ${python.command} (${python.source})`);
         const problem = await checkPython(python);
         if (problem) {
+            this.failed = true;
             this.output.error(problem);
             void showProblem(problem);
             return;
@@ -94,6 +115,8 @@ export class ServerManager implements vscode.Disposable {
             await client.start();
         } catch (error) {
             this.current = undefined;
+            this.failed = true;
+            await client.dispose().catch(() => undefined);
             const message = `RelayLens: the language server did not start (${error}). See the RelayLens output for its log.`;
             this.output.error(message);
             void showProblem(message);

@@ -1,6 +1,7 @@
 /**
  * The server's virtual documents (`relaylens:` URIs: LLVM IR, schedules, pass snapshots)
- * and the client command `relaylens.open(uri, selection?)` that code lenses invoke.
+ * the client command `relaylens.open(uri, selection?)` that code lenses invoke, and
+ * `relaylens.goToSource` (F12 inside them; placement.ts).
  *
  * The content provider asks `relaylens/virtualDocument` for the text and sets the language
  * the server names.  A URI without `version=` means "the latest build": such documents are
@@ -14,6 +15,7 @@ import { BuildEvents } from '../common/builds';
 import { COMMANDS, VIRTUAL_SCHEME } from '../common/constants';
 import { parseVirtualUri, VirtualDocumentRequest } from '../common/protocol';
 import { ServerManager } from '../common/server';
+import { goToSource, LspRange, showPlaced, toRange } from './placement';
 
 class VirtualDocumentProvider implements vscode.TextDocumentContentProvider {
     private readonly changed = new vscode.EventEmitter<vscode.Uri>();
@@ -57,7 +59,7 @@ class VirtualDocumentProvider implements vscode.TextDocumentContentProvider {
     }
 }
 
-/** Open a virtual document read-only, beside a Relay editor, selecting `selection`. */
+/** Open a virtual document read-only in the compiler views' group (placement.ts), at `selection`. */
 export async function openVirtual(
     provider: { languageOf(uri: vscode.Uri): string | undefined },
     uri: vscode.Uri,
@@ -68,25 +70,7 @@ export async function openVirtual(
     if (languageId && languageId !== document.languageId) {
         document = await vscode.languages.setTextDocumentLanguage(document, languageId);
     }
-    const beside = vscode.window.activeTextEditor?.document.uri.scheme !== VIRTUAL_SCHEME;
-    const editor = await vscode.window.showTextDocument(document, {
-        viewColumn: beside ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
-        preview: false,
-        selection,
-    });
-    if (selection) {
-        editor.revealRange(selection, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
-    }
-    return editor;
-}
-
-interface LspRange {
-    start: { line: number; character: number };
-    end: { line: number; character: number };
-}
-
-function toRange(range: LspRange | undefined): vscode.Range | undefined {
-    return range && new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
+    return showPlaced(document, selection);
 }
 
 /** Register the provider and `relaylens.open`; returns the provider for the other features. */
@@ -99,6 +83,7 @@ export function registerVirtualDocuments(context: vscode.ExtensionContext, serve
         vscode.commands.registerCommand(COMMANDS.open, (uri: string | vscode.Uri, selection?: LspRange) =>
             openVirtual(provider, typeof uri === 'string' ? vscode.Uri.parse(uri) : uri, toRange(selection)),
         ),
+        vscode.commands.registerCommand(COMMANDS.goToSource, () => goToSource(server)),
     );
     return provider;
 }
