@@ -1,6 +1,13 @@
 """Shared fixtures for the parser tests.
 
-    corpus_dir        the real-world corpus (/work/shared/corpus/relay); skips when absent
+    CORPUS            the real-world corpus: ../shared/corpus/relay beside the checkout, or
+                      $RELAYLENS_CORPUS
+    corpus_dir        fixture: CORPUS, or a skip saying where it was looked for
+    corpus_file(n)    CORPUS / n, or a skip; `needs_corpus` marks a test that reads CORPUS
+    corpus_names()    parameters for the corpus's .relay files (one skipped param when absent)
+
+Without the corpus, tests that need it skip with the reason (a plain clone passes); with
+CI=true a missing corpus stops the run instead, since CI always has it beside the clone.
     parse_ok(text)    the IRModule of a text that must parse with no error diagnostics
     parse_expr_ok(t)  @main's body, for a file holding one bare expression
     errors(text)      [(line, col, message)] of the error diagnostics, in source order
@@ -12,13 +19,36 @@ the file does not define are warnings by design.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from relaylens.compiler.parser import parse
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+CORPUS = Path(os.environ.get("RELAYLENS_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay")
+NO_CORPUS = f"the shared corpus is not at {CORPUS} (put shared/ beside the checkout or set RELAYLENS_CORPUS)"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=NO_CORPUS)
+
+
+def corpus_file(name: str) -> Path:
+    """The corpus file `name`; skips the calling test when the corpus is absent."""
+    if not CORPUS.is_dir():
+        pytest.skip(NO_CORPUS)
+    return CORPUS / name
+
+
+def corpus_names(pattern: str = "*.relay") -> list:
+    """Names of the corpus files matching `pattern`, as parameters; one skipped parameter
+    saying why when the corpus is absent (rather than pytest's bare "empty parameter set")."""
+    if not CORPUS.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=NO_CORPUS))]
+    return sorted(p.name for p in CORPUS.glob(pattern))
+
+
+def pytest_sessionstart(session) -> None:
+    if os.environ.get("CI") == "true" and not CORPUS.is_dir():
+        raise pytest.UsageError(f"CI=true and {NO_CORPUS}")
 MEMORY_LIMIT = 8 << 30
 
 
@@ -65,7 +95,7 @@ def _errors(text: str, name: str = "test.relay") -> list[tuple[int, int, str]]:
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip(f"corpus not found at {CORPUS}")
+        pytest.skip(NO_CORPUS)
     return CORPUS
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 EXAMPLE = REPO / "examples" / "mnist.relay"
 RELAYLENS = Path(sys.executable).parent / "relaylens"
 

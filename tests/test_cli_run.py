@@ -14,7 +14,7 @@ import pytest
 
 from relaylens.compiler.cli import main
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 RELAYLENS = Path(sys.executable).parent / "relaylens"
 
 MODEL = """#[version = "0.0.5"]

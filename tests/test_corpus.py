@@ -20,7 +20,7 @@ import pytest
 
 from relaylens.compiler.parser import parse
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="shared/corpus is not beside the checkout")
 
 

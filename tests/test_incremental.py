@@ -23,7 +23,7 @@ from relaylens.compiler.printer import print_module, print_type
 from relaylens.server.analysis import Analyses
 from relaylens.server.exprs import ExprIndex
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS, corpus_file
 FILES = ["002.relay", "005.relay", "009.relay", "020.relay", "021.relay", "023.relay", "026.relay", "065.relay",
          "096.relay", "131.relay", "132.relay", "146.relay"]
 NAME = "file:///doc.relay"
@@ -106,7 +106,7 @@ def edit(rng: random.Random, text: str, piece: Piece) -> str:
 
 @pytest.mark.parametrize("name", FILES)
 def test_random_edits_agree_with_a_full_check(name: str) -> None:
-    text = (CORPUS / name).read_text()
+    text = corpus_file(name).read_text()
     rng = random.Random(name)
     checked = check_text(text, NAME, incremental=True)
     incremental = 0

@@ -744,7 +744,7 @@ def test_batch_matmul_float16_out_dtype():
 # ---------------------------------------------------------------------------------------
 # The corpus: every call with written types agrees with the relation
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 MY_OPS = ("nn.conv1d", "nn.conv2d", "nn.conv3d", "nn.conv2d_transpose", "nn.conv1d_transpose",
           "nn.contrib_conv2d_NCHWc", "nn.dense", "nn.matmul", "nn.batch_matmul")
 

@@ -710,7 +710,7 @@ def test_qnn_dense():
 
 # ---- the corpus: every call to these ops whose arguments are known typechecks ------------------------
 
-CORPUS = Path("/work/shared/corpus/relay")
+from conftest import CORPUS
 
 
 @pytest.mark.parametrize("name,op,expected", [

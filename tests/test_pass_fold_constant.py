@@ -19,7 +19,7 @@ from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.passes.fold_constant import FoldConstant
 from relaylens.compiler.transform.span_check import spanless
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 HEADER = '#[version = "0.0.5"]\n'
 DEVICES = "virtual_device=meta[VirtualDevice][0]"
 

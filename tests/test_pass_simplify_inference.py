@@ -17,7 +17,7 @@ from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.span_check import spanless
 from relaylens.compiler.typing import infer_types
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 HEADER = '#[version = "0.0.5"]\n'
 
 

@@ -38,7 +38,7 @@ from relaylens.compiler.ir.types import FuncType, TensorType, TupleType
 from relaylens.compiler.printer import print_expr
 from relaylens.compiler.transform.span_check import spanless
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 FILES = sorted(p.name for p in CORPUS.glob("*.relay")) if CORPUS.is_dir() else []
 pytestmark = pytest.mark.skipif(not FILES, reason="shared/corpus is not beside the checkout")
 

@@ -63,7 +63,7 @@ from relaylens.compiler.printer import (
     print_type,
 )
 
-CORPUS = Path("/work/shared/corpus/relay")
+from conftest import CORPUS
 HEADER = '#[version = "0.0.5"]\n'
 F32 = scalar_type("float32")
 T2 = TensorType((2,), "float32")

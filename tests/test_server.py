@@ -21,7 +21,7 @@ from relaylens.compiler.parser import parse
 from relaylens.server import convert
 from relaylens.server.analysis import Analyses
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 HEADER = '#[version = "0.0.5"]\n'
 BAD = HEADER + "def @f(%x: float32) -> float32 {\n  add(%x, %x))\n}\n"
 GOOD = HEADER + "def @f(%x: float32) -> float32 {\n  add(%x, %x)\n}\n"

@@ -27,7 +27,7 @@ from relaylens.server.slow.reporting import build_report
 from relaylens.server.slow.uris import BadUri
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
 FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")

@@ -20,7 +20,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from relaylens.compiler.parser import parse
 from relaylens.server.syntax import TOKEN_MODIFIERS, TOKEN_TYPES, cursor_context, map_offset
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 GPT2 = CORPUS / "002.relay"
 HEADER = '#[version = "0.0.5"]\n'
 PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS

@@ -41,7 +41,7 @@ from pytest_lsp.protocol import LanguageClientProtocol
 
 from relaylens.server.slow import uris
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "relay"
+from conftest import CORPUS
 PUBLISH = lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
 FINISHED = "relaylens/buildFinished"
 STATUS = "relaylens/status"
