@@ -1,24 +1,29 @@
 """The build driver: text or module in, one `BuildResult` out (DESIGN.md, "The flow").
 
-    result = build_text(text, "model.relay")            # check, then the relay.build passes
+    result = build_module(module, name="model.relay")   # the relay.build passes on a typed module
     result.snapshots                                    # the module after every pass
     result.fused_names                                  # primitive function -> global name
 
+`BuildResult` is what one build produces, whatever stage it stopped at; driver.py's
+`compile()` is the entry point that checks, runs these passes and lowers.
+
 The default pipeline is the opt_level-3 pipeline of TVM's `relay.build` (the pass prefix
 of src/relay/backend/utils.cc, then FuseOps), in TVM's order, with the passes RelayLens
-does not have left out (listed in NOT_IMPLEMENTED).  The CLI and the language server both
-build through here.
+does not have left out (listed in NOT_IMPLEMENTED).  `build_text` is
+`compile(..., stop_after="passes")` for callers that want the passes alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .check import CheckResult, check_text
 from .diagnostics import Diagnostic, Severity
 from .ir.expr import Function
 from .ir.module import IRModule
+from .provenance import Provenance
 from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
 from .transform.infra import Pass, PassInstrument, Snapshot
 
@@ -48,10 +53,24 @@ class BuildResult:
     snapshots: list[Snapshot] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     fused_names: dict[Function, str] = field(default_factory=dict)
+    lowered: Any = None  # lower.pipeline.Lowered, when the build went that far
+    stage: str = "passes"  # the last stage that ran (driver.STAGES)
 
     @property
     def module(self) -> IRModule | None:
         return self.snapshots[-1].module if self.snapshots else None
+
+    @cached_property
+    def provenance(self) -> Provenance:
+        """What each source expression became in every pass (built on first use)."""
+        return Provenance(self)
+
+    @property
+    def executable(self):
+        """What runs @main, when the build went as far as machine code without errors."""
+        if self.stage != "machine_code" or self.lowered is None or not self.ok:
+            return None
+        return self.lowered.executable
 
     @property
     def ok(self) -> bool:

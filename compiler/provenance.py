@@ -14,13 +14,16 @@ range.  One index answers hover, `relaylens explain`, the pass view and the code
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .build import BuildResult
 from .ir.expr import Call, Constant, Expr, Function, Node, Tuple, TupleGetItem, Var
 from .ir.functor import post_order
 from .ir.module import IRModule
 from .ir.span import LayerSpan, Source, Span
 from .printer import Printer
+
+if TYPE_CHECKING:  # build.py holds BuildResult and imports this module
+    from .build import BuildResult
 
 Key = tuple[int, int]  # [start, end) of a document range in the input source
 

@@ -1,0 +1,105 @@
+"""The one way to build anything: `compile(text, name, ...) -> BuildResult` (DESIGN.md, "One
+build produces one BuildResult").  The CLI, the language server's build worker, `explain`
+and the benchmarks all call it; none of them stitches the stages together itself.
+
+    result = compile(text, "model.relay")                  # check, passes, lowering, machine code
+    result = compile(text, uri, stop_after="llvm", cache=c)   # what the editor shows: no machine code
+    result.snapshots, result.fused_names                  # the module after every pass; kernel names
+    result.provenance                                     # what each expression became (lazy)
+    result.lowered, result.executable                     # LLVM IR, schedules; what runs
+    result.diagnostics                                    # every stage's, in the order they ran
+
+The stages, in order, and `stop_after`'s values:
+
+    check          parse, names and types (check.py)
+    passes         relay.build's pipeline (build.py), a snapshot after every pass
+    llvm           each fused function lowered to optimised LLVM IR (lower/pipeline.py)
+    machine_code   compiled by the JIT, with an executable for @main
+
+A stage runs only when the ones before it had no errors.  `progress(step)` hears of every
+pass and every kernel as a `Step`, with its place in the stage ("lowering 37/104").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .build import RELAY_BUILD_PIPELINE, BuildResult, build_module
+from .check import check_text
+from .lower.pipeline import LoweringCache, lower_build
+
+STAGES = ("check", "passes", "llvm", "machine_code")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of work that is about to start: a pass or a fused function to lower."""
+
+    stage: str  # "passes" or "llvm"
+    name: str  # the pass's name, or the fused function's
+    index: int  # 1-based, within the stage
+    total: int  # the stage's length as known when it started (passes: the pipeline's)
+
+    def __str__(self) -> str:
+        return f"pass {self.name}" if self.stage == "passes" else f"lowering {self.index}/{self.total} {self.name}"
+
+
+Progress = Callable[[Step], None]
+
+
+def compile(text: str, name: str = "<input>", *, passes: list[str] | None = None, opt_level: int = 3,
+            config: dict[str, Any] | None = None, stop_after: str = "machine_code",
+            cache: LoweringCache | None = None, jit=None, progress: Progress | None = None,
+            strict: bool = False) -> BuildResult:
+    """Build `text` (named `name` in diagnostics and spans) up to the stage `stop_after`.
+
+    `passes` replaces relay.build's pipeline by passes named as TVM names them; `config`
+    is the PassContext's (`--config KEY=JSON`); `cache` keeps lowered kernels between
+    builds (the editor's rebuild after an edit re-lowers only what changed); `strict`
+    re-raises a failing pass instead of reporting it (for tests).
+    """
+    if stop_after not in STAGES:
+        raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
+    checked = check_text(text, name)
+    result = BuildResult(name, checked, stage="check")
+    if any(d.is_error for d in checked.diagnostics) or stop_after == "check":
+        result.diagnostics = list(checked.diagnostics)
+        return result
+    built = build_module(checked.module, name=name, checked=checked, passes=passes, opt_level=opt_level,
+                         config=config, strict=strict, progress=_pass_steps(progress, passes))
+    built.diagnostics[:0] = checked.diagnostics  # the check's warnings come first
+    if not built.ok or not built.snapshots or stop_after == "passes":
+        return built
+    built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
+                                progress=_kernel_steps(progress, built))
+    built.stage = stop_after
+    built.diagnostics.extend(built.lowered.diagnostics)
+    return built
+
+
+def _pass_steps(progress: Progress | None, passes: list[str] | None):
+    if progress is None:
+        return None
+    pipeline = list(passes or RELAY_BUILD_PIPELINE)
+    done = [0]
+
+    def on_pass(pass_name: str) -> None:  # passes run InferType inside too: not a step of their own
+        if done[0] < len(pipeline) and pipeline[done[0]] == pass_name:
+            done[0] += 1
+        progress(Step("passes", pass_name, max(done[0], 1), len(pipeline)))
+
+    return on_pass
+
+
+def _kernel_steps(progress: Progress | None, built: BuildResult):
+    if progress is None:
+        return None
+    total = len(set(built.fused_names.values()))
+    count = [0]
+
+    def on_kernel(kernel: str) -> None:
+        count[0] += 1
+        progress(Step("llvm", kernel, count[0], total))
+
+    return on_kernel

@@ -1,0 +1,81 @@
+"""`compile()`, the one build driver: its stages, where it stops, what it reports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.build import RELAY_BUILD_PIPELINE
+from relaylens.compiler.driver import STAGES, Step, compile
+from relaylens.compiler.interpreter import Interpreter
+from relaylens.compiler.lower.pipeline import LoweringCache
+
+TEXT = """#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 8), float32], %w: Tensor[(4, 8), float32], %b: Tensor[(4), float32],
+          %w2: Tensor[(3, 4), float32]) {
+  %0 = nn.dense(%x, %w, units=4);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  %3 = nn.dense(%2, %w2, units=3);
+  tanh(%3)
+}
+"""
+BROKEN = TEXT.replace("nn.relu(%1)", "nn.relu(%9)")
+
+
+def test_every_stage_runs_and_the_executable_agrees_with_the_interpreter():
+    steps: list[Step] = []
+    result = compile(TEXT, "m.relay", progress=steps.append)
+    assert result.ok and result.stage == "machine_code", [d.message for d in result.diagnostics]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype("float32") for s in ((2, 8), (4, 8), (4,), (3, 4))]
+    got = result.executable.run(*args)
+    want = Interpreter(result.checked.module).call("main", args)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+    passes = [s for s in steps if s.stage == "passes"]
+    kernels = [s for s in steps if s.stage == "llvm"]
+    assert [s.name for s in passes if s.name != "InferType"] == [n for n in RELAY_BUILD_PIPELINE if n != "InferType"]
+    assert passes[-1].index == passes[-1].total == len(RELAY_BUILD_PIPELINE)
+    assert [(s.index, s.total) for s in kernels] == [(i + 1, len(kernels)) for i in range(len(kernels))]
+    assert kernels and str(kernels[0]).startswith(f"lowering 1/{len(kernels)} tvmgen_default_fused_")
+
+
+@pytest.mark.parametrize("stop_after", STAGES)
+def test_stop_after(stop_after):
+    result = compile(TEXT, "m.relay", stop_after=stop_after)
+    assert result.ok and result.stage == stop_after
+    assert bool(result.snapshots) == (stop_after != "check")
+    assert (result.lowered is not None) == (stop_after in ("llvm", "machine_code"))
+    assert (result.executable is not None) == (stop_after == "machine_code")
+    if result.lowered is not None:
+        assert "!dbg" in result.lowered.optimized_ir
+
+
+def test_errors_stop_the_later_stages_and_are_reported_once():
+    result = compile(BROKEN, "m.relay")
+    assert not result.ok and result.stage == "check"
+    assert result.snapshots == [] and result.lowered is None and result.executable is None
+    errors = [d.message for d in result.diagnostics if d.is_error]
+    assert len(errors) == len(set(errors)) >= 1
+
+
+def test_provenance_is_built_once_on_demand():
+    result = compile(TEXT, "m.relay", stop_after="passes")
+    assert "provenance" not in vars(result)
+    prov = result.provenance
+    assert prov is result.provenance and prov.fused  # every call ended in a fused function
+
+
+def test_a_cache_relowers_only_what_changed():
+    cache = LoweringCache()
+    compile(TEXT, "m.relay", stop_after="llvm", cache=cache)
+    misses = cache.misses
+    compile(TEXT.replace("tanh(%3)", "sigmoid(%3)"), "m.relay", stop_after="llvm", cache=cache)
+    assert (cache.hits, cache.misses) == (1, misses + 1)  # the first kernel reused, the second new
+
+
+def test_unknown_stage_and_unknown_pass():
+    with pytest.raises(ValueError, match="stop_after"):
+        compile(TEXT, stop_after="assembly")
+    result = compile(TEXT, "m.relay", passes=["NoSuchPass"])
+    assert not result.ok and "NoSuchPass" in result.diagnostics[-1].message
