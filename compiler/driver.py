@@ -8,10 +8,12 @@ and the benchmarks all call it; none of them stitches the stages together itself
     result.provenance                                     # what each expression became (lazy)
     result.lowered, result.executable                     # LLVM IR, schedules; what runs
     result.diagnostics                                    # every stage's, in the order they ran
+    compile(text, name, params={"w": array}, params_origin="model.npz")   # weights bound first
 
 The stages, in order, and `stop_after`'s values:
 
-    check          parse, names and types (check.py)
+    check          parse, names and types (check.py); then `params` bound as constants of
+                   @main (transform/bind_params.py), as relay.build(mod, params) does
     passes         relay.build's pipeline (build.py), a snapshot after every pass
     llvm           each fused function lowered to optimised LLVM IR (lower/pipeline.py)
     machine_code   compiled by the JIT, with an executable for @main
@@ -23,11 +25,14 @@ pass and every kernel as a `Step`, with its place in the stage ("lowering 37/104
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
+
+import numpy as np
 
 from .build import RELAY_BUILD_PIPELINE, BuildResult, build_module
 from .check import check_text
 from .lower.pipeline import LoweringCache, lower_build
+from .transform.bind_params import bind_params_by_name
 
 STAGES = ("check", "passes", "llvm", "machine_code")
 
@@ -48,13 +53,15 @@ class Step:
 Progress = Callable[[Step], None]
 
 
-def compile(text: str, name: str = "<input>", *, passes: list[str] | None = None, opt_level: int = 3,
+def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray] | None = None,
+            params_origin: str = "params", passes: list[str] | None = None, opt_level: int = 3,
             config: dict[str, Any] | None = None, stop_after: str = "machine_code",
             cache: LoweringCache | None = None, jit=None, progress: Progress | None = None,
             strict: bool = False) -> BuildResult:
     """Build `text` (named `name` in diagnostics and spans) up to the stage `stop_after`.
 
-    `passes` replaces relay.build's pipeline by passes named as TVM names them; `config`
+    `params` are weights by parameter name (`params_origin`, the file they came from, names
+    them in errors); `passes` replaces relay.build's pipeline by passes named as TVM names them; `config`
     is the PassContext's (`--config KEY=JSON`); `cache` keeps lowered kernels between
     builds (the editor's rebuild after an edit re-lowers only what changed); `strict`
     re-raises a failing pass instead of reporting it (for tests).
@@ -66,7 +73,11 @@ def compile(text: str, name: str = "<input>", *, passes: list[str] | None = None
     if any(d.is_error for d in checked.diagnostics) or stop_after == "check":
         result.diagnostics = list(checked.diagnostics)
         return result
-    built = build_module(checked.module, name=name, checked=checked, passes=passes, opt_level=opt_level,
+    module, errors = bind_params_by_name(checked.module, params or {}, origin=params_origin)
+    if errors:
+        result.diagnostics = [*checked.diagnostics, *errors]
+        return result
+    built = build_module(module, name=name, checked=checked, passes=passes, opt_level=opt_level,
                          config=config, strict=strict, progress=_pass_steps(progress, passes))
     built.diagnostics[:0] = checked.diagnostics  # the check's warnings come first
     if not built.ok or not built.snapshots or stop_after == "passes":

@@ -8,6 +8,8 @@ import pytest
 from relaylens.compiler.build import RELAY_BUILD_PIPELINE
 from relaylens.compiler.driver import STAGES, Step, compile
 from relaylens.compiler.interpreter import Interpreter
+from relaylens.compiler.ir.expr import Constant
+from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.lower.pipeline import LoweringCache
 
 TEXT = """#[version = "0.0.5"]
@@ -79,3 +81,39 @@ def test_unknown_stage_and_unknown_pass():
         compile(TEXT, stop_after="assembly")
     result = compile(TEXT, "m.relay", passes=["NoSuchPass"])
     assert not result.ok and "NoSuchPass" in result.diagnostics[-1].message
+
+
+def weights(seed: int = 1) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"w": rng.standard_normal((4, 8)).astype("float32"), "b": rng.standard_normal(4).astype("float32"),
+            "w2": rng.standard_normal((3, 4)).astype("float32")}
+
+
+def test_bound_weights_leave_only_the_inputs_and_fold_into_constants():
+    params = weights()
+    result = compile(TEXT, "m.relay", params=params, params_origin="m.npz")
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert [p.name for p in result.module["main"].params] == ["x"]
+    x = np.random.default_rng(2).standard_normal((2, 8)).astype("float32")
+    unbound = compile(TEXT, "m.relay")
+    want = unbound.executable.run(x, params["w"], params["b"], params["w2"])
+    np.testing.assert_allclose(np.asarray(result.executable.run(x)), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_a_bound_constant_keeps_the_parameters_span():
+    result = compile(TEXT, "m.relay", params=weights(), stop_after="passes")
+    bound = [n for n in post_order(result.snapshots[1].module["main"]) if isinstance(n, Constant)]
+    assert bound and all(n.span is not None and n.span.start > 0 for n in bound)
+    assert {TEXT[n.span.start:n.span.end].split(":")[0] for n in bound} == {"%w", "%b", "%w2"}
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"w": np.zeros((8, 4), "float32")},
+     "parameter %w is Tensor[(4, 8), float32] but m.npz gives Tensor[(8, 4), float32]"),
+    ({"b": np.zeros(4, "float64")}, "parameter %b is Tensor[(4), float32] but m.npz gives Tensor[(4), float64]"),
+    ({"bias": np.zeros(4, "float32")}, "m.npz: 'bias' is not a parameter of @main (its parameters: %x, %w, %b, %w2)"),
+])
+def test_weights_that_do_not_fit_are_errors_naming_parameter_types_and_file(params, message):
+    result = compile(TEXT, "m.relay", params=params, params_origin="m.npz")
+    assert not result.ok and result.snapshots == []
+    assert [d.message for d in result.diagnostics if d.is_error] == [message]
