@@ -7,8 +7,11 @@ the language server converts them to LSP diagnostics in its own conversion modul
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Iterable
 
 from .ir.span import AnySpan, LayerSpan, Span, document_span
 
@@ -27,6 +30,16 @@ class Severity(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Fix:
+    """An edit that would resolve a diagnostic: `text` in place of `span`'s range (the
+    language server offers it as a quick fix)."""
+
+    title: str
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     message: str
     span: AnySpan | None = None
@@ -34,6 +47,7 @@ class Diagnostic:
     notes: tuple[tuple[AnySpan | None, str], ...] = ()
     source: str = "relaylens"  # which stage: "syntax", "names", "types", ...
     code: str | None = None
+    fixes: tuple[Fix, ...] = ()
 
     @property
     def is_error(self) -> bool:
@@ -106,8 +120,30 @@ class CompileError(Exception):
         return Diagnostic(self.message, self.span, Severity.ERROR, tuple(self.notes), source)
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to a misspelt `word`, if one is close enough to suggest."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def replacement(span: AnySpan | None, old: str, new: str, pattern: str | None = None) -> tuple[Fix, ...]:
+    """A fix changing the first `old` in the document range of `span` to `new` (`pattern`,
+    a regular expression with one group around the word, narrows where it is looked for:
+    `r"[(,]\\s*(axsi)\\s*="` finds an attribute's name, not an argument of that name); none when
+    `old` is not there."""
+    doc = document_span(span)
+    if doc is None:
+        return ()
+    text = doc.source.text[doc.start:doc.end]
+    found = re.search(pattern or re.escape(old), text)
+    if found is None:
+        return ()
+    at = doc.start + found.start(1 if found.re.groups else 0)
+    return (Fix(f"Change to {new}", Span(doc.source, at, at + len(old)), new),)
+
+
 def has_errors(diagnostics: list[Diagnostic]) -> bool:
     return any(d.is_error for d in diagnostics)
 
 
-__all__ = ["Diagnostic", "Severity", "CompileError", "has_errors", "Span"]
+__all__ = ["Diagnostic", "Fix", "Severity", "CompileError", "did_you_mean", "has_errors", "replacement", "Span"]

@@ -73,7 +73,9 @@ def test_one_error_does_not_hide_the_next():
 
 def test_unknown_operator_is_a_diagnostic_at_the_call():
     _, found = check("def @main(%x: Tensor[(1, 3, 8, 8), float32]) {\n  nn.conv4d(%x)\n}")
-    assert found == [(2, 3, "error", "unknown operator nn.conv4d")]
+    assert found == [(2, 3, "error", "unknown operator nn.conv4d (did you mean nn.conv3d?)")]
+    _, found = check("def @main(%x: Tensor[(1, 3, 8, 8), float32]) {\n  zzyzx(%x)\n}")
+    assert found == [(2, 3, "error", "unknown operator zzyzx")]  # nothing close: no guess
 
 
 def test_attribute_errors_name_the_attribute():

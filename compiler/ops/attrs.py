@@ -23,10 +23,11 @@ from ..ir.attrs import Attrs, FloatImm, IntImm, MetaRef, Opaque
 class AttrError(Exception):
     """A bad attribute: `name` is the attribute (None when the problem is the set)."""
 
-    def __init__(self, message: str, name: str | None = None) -> None:
+    def __init__(self, message: str, name: str | None = None, suggestion: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.name = name
+        self.suggestion = suggestion  # the known attribute a misspelt `name` is closest to
 
 
 REQUIRED = object()  # no default: the attribute must be written
@@ -207,7 +208,8 @@ def normalize(op_name: str, schema: tuple[Attr, ...], attrs: Attrs | Mapping[str
             close = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             listed = ", ".join(known) if known else "none"
-            raise AttrError(f"{op_name} has no attribute '{name}'{hint}; it takes: {listed}", name)
+            raise AttrError(f"{op_name} has no attribute '{name}'{hint}; it takes: {listed}", name,
+                            close[0] if close else None)
     values: dict[str, Any] = {}
     for attr in schema:
         if attr.name in attrs:

@@ -9,11 +9,12 @@ still holds): a missing `;` between two statements, and a `;` after a block's va
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Fix
 from ..ir.span import Source, Span
 from .scan import HOLE
 
@@ -91,6 +92,19 @@ def describe(
                 message = "a block ends with its value, not ';': remove this ';' (or add the value after it)"
             return _diag(message, source, base + semi, base + semi + 1), mended
 
+    # A `;` that ends a statement while a call is still open: the `)` belongs right after
+    # the last token of the statement (a `/* ty=... */` comment may stand between).
+    if token is not None and token.type == "SEMICOLON" and {"COMMA", "RPAR"} <= expected:
+        opened = _unclosed_paren(text, pos)
+        line_end = text.find("\n", pos)
+        rest_of_line = text[pos + 1:line_end if line_end >= 0 else len(text)]
+        if opened is not None and (_BINDING.match(text, pos + 1) or not rest_of_line.strip()):
+            at = len(text[:pos].rstrip())
+            diag = _diag("expected ')' to close this call", source, base + at, base + at)
+            notes = ((Span(source, base + opened, base + opened + 1), "the '(' opened here"),)
+            fix = Fix("Insert ')'", Span(source, base + at, base + at), ")")
+            return replace(diag, notes=notes, fixes=(fix,)), None
+
     wanted = _phrase(expected, parser)
     where = f" after {after}" if after else ""
     message = f"expected {wanted}{where}, found {found}" if wanted else f"unexpected {found}{where}"
@@ -162,6 +176,23 @@ def _previous(text: str, pos: int) -> str:
         return ""
     value = m.group(1)
     return "this value" if value == "\u2047" else f"'{value}'"
+
+
+def _unclosed_paren(text: str, pos: int) -> int | None:
+    """The offset of the innermost '(' still open at `pos`, looking back no further than
+    the start of the statement (a ';', '{' or '}' outside parentheses)."""
+    depth = 0
+    for i in range(pos - 1, -1, -1):
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif ch in ";{}" and depth == 0:
+            return None
+    return None
 
 
 def _diag(message: str, source: Source, start: int, end: int) -> Diagnostic:

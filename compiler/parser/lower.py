@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 from lark import Token, Tree
 
-from ..diagnostics import Diagnostic, Severity
+from ..diagnostics import Diagnostic, Severity, did_you_mean, replacement
 from ..ir import attrs as A
 from ..ir import expr as E
 from ..ir import types as T
@@ -342,7 +342,12 @@ class Lowerer:
             inner_len = len(m.group(1)) + 1
             inner = self.lookup_local(m.group(1), Span(self.source, span.start, span.start + inner_len))
             return E.TupleGetItem(inner, int(m.group(2)), span=span)
-        self.error(f"undefined variable %{name}", span)
+        visible = {n for scope in self.scopes for n in scope} | set(self.free_vars)
+        close = did_you_mean(name, visible)
+        hint = f" (did you mean %{close}?)" if close else ""
+        fixes = replacement(span, f"%{name}", f"%{close}") if close else ()
+        self.diagnostics.append(Diagnostic(f"undefined variable %{name}{hint}", span, Severity.ERROR,
+                                           source="names", fixes=fixes))
         return E.ErrorExpr(f"undefined variable %{name}", span=span)
 
     def _find_local(self, name: str):
@@ -358,7 +363,8 @@ class Lowerer:
         span = self.span(tok)
         found = self.graph.get(number)
         if found is None:
-            self.error(f"%{number} is used before it is defined", span)
+            later = re.search(rf"%{number}\s*=(?!=)", self.source.text[span.end:])
+            self.error(f"%{number} is used before it is defined" if later else f"%{number} is not defined", span)
             return E.ErrorExpr(f"%{number} is undefined", span=span)
         self.index.refer(found[1], span)
         return found[0]

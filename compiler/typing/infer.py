@@ -20,12 +20,14 @@ hide the rest of the module or cascade into its users.
 
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, Severity
+import re
+
+from ..diagnostics import Diagnostic, Severity, did_you_mean, replacement
 from ..ir import expr as E
 from ..ir.functor import children
 from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
-from ..ops import AttrError, OpTypeError, get_op
+from ..ops import AttrError, OpTypeError, all_ops, get_op
 from ..printer.types import print_type
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
@@ -320,7 +322,10 @@ class TypeChecker:
                 self.error(f"constructor {name} is not defined in this file; its type is unknown",
                            call, Severity.WARNING)
             else:
-                self.error(f"unknown operator {name}", call)
+                close = did_you_mean(name, (d.name for d in all_ops()))
+                hint = f" (did you mean {close}?)" if close else ""
+                self.error(f"unknown operator {name}{hint}", call,
+                           fixes=replacement(call.span, name, close) if close else ())
             return ERROR
         if opdef.inputs is not None and len(call.args) != len(opdef.inputs):
             n = len(opdef.inputs)
@@ -350,7 +355,7 @@ class TypeChecker:
                 return ERROR
             return opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
         except AttrError as err:
-            self.error(err.message, call)
+            self.error(err.message, call, fixes=_attribute_fix(call, err))
         except OpTypeError as err:
             message = err.message if err.message.startswith(opdef.name) else f"{opdef.name}: {err.message}"
             self.error(message, call)
@@ -412,8 +417,8 @@ class TypeChecker:
         except TypeError:
             return repr(ty)
 
-    def error(self, message: str, where: E.Node, severity: Severity = Severity.ERROR) -> None:
-        self.diagnostics.append(Diagnostic(message, where.span, severity, source="types"))
+    def error(self, message: str, where: E.Node, severity: Severity = Severity.ERROR, fixes=()) -> None:
+        self.diagnostics.append(Diagnostic(message, where.span, severity, source="types", fixes=fixes))
 
     # results --------------------------------------------------------------------------
     def finish(self) -> None:
@@ -486,3 +491,11 @@ def _ref_value(text: str) -> str:
 def _position(d: Diagnostic) -> tuple:
     loc = d.location()
     return (loc[1], loc[2]) if loc else (0, 0)
+
+
+def _attribute_fix(call: E.Call, err: AttrError) -> tuple:
+    """The quick fix of a misspelt attribute: its name, where the call writes `name=`,
+    changed to the suggestion the message makes."""
+    if err.suggestion is None or err.name is None:
+        return ()
+    return replacement(call.span, err.name, err.suggestion, rf"[(,]\s*({re.escape(err.name)})\s*=")
