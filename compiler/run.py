@@ -32,12 +32,14 @@ from typing import TextIO
 
 import numpy as np
 
+from .array_files import load_archive, load_array
 from .cli import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .diagnostics import Diagnostic
 from .interpreter import Interpreter, InterpreterError, Value, value_text
 from .interpreter.values import static_shape, type_mismatch, type_text
 from .ir.expr import Function, Var
 from .ir.types import TensorType, TupleType, Type
+from .outputs import OutputPlan, write_files
 
 INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
@@ -46,6 +48,11 @@ CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.interp and args.check:
         raise UsageError("--interp and --check exclude each other (--check runs both)")
+    if args.output is not None:
+        specs = [spec.partition("=")[2] or None for spec in args.inputs or []]
+        plan = OutputPlan.of([args.file, args.params, *specs], force=args.force)
+        plan.add(args.output, f"-o {args.output}")
+        plan.check()
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)
@@ -132,33 +139,6 @@ def check_against_interpreter(module, arrays: list[Value], value: Value, err: Te
 # --- inputs -----------------------------------------------------------------------------
 
 
-def _load_npy(path: str, what: str) -> np.ndarray:
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not isinstance(data, np.ndarray):
-        data.close()
-        raise UsageError(f"{what}: {path} is an .npz archive; --input wants one .npy array "
-                         f"(use --params for archives)")
-    return data
-
-
-def _load_npz(path: str) -> dict[str, np.ndarray]:
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read --params {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if isinstance(data, np.ndarray):
-        raise UsageError(f"--params {path} is a single .npy array; --params wants an .npz archive "
-                         f"(use --input NAME={path} for one array)")
-    try:
-        with data:
-            return {key.lstrip("%"): data[key] for key in data.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read --params {path}: {exc}") from None
-
-
 def _param_list(main: Function) -> str:
     return ", ".join("%" + p.name for p in main.params) or "none"
 
@@ -170,7 +150,8 @@ def load_inputs(main: Function, specs: list[str], params: str | None,
     given: dict[str, tuple[np.ndarray, str]] = {}
     if params is not None:
         ignored = []
-        for key, array in _load_npz(params).items():
+        for key, array in load_archive(params, f"--params {params}").items():
+            key = key.lstrip("%")
             if key in names:
                 given[key] = (array, f"{params}[{key}]")
             else:
@@ -187,7 +168,7 @@ def load_inputs(main: Function, specs: list[str], params: str | None,
         if key not in names:
             raise UsageError(f"--input {spec}: @main has no parameter %{key} "
                              f"(its parameters: {_param_list(main)})")
-        given[key] = (_load_npy(path, f"--input {key}={path}"), path)
+        given[key] = (load_array(path, f"--input {key}={path}"), path)
     return given
 
 
@@ -277,11 +258,8 @@ def write_outputs(path: str, outputs: list[tuple[str, Value]], value: Value) -> 
         key, v = bad[0]
         raise UsageError(f"cannot write the result to {path}: {key} is {value_text(v)}; only tensors "
                          f"and tuples of tensors can be saved (run without -o to see it)")
-    try:
-        with Path(path).open("wb") as f:  # a file object: numpy adds no .npz suffix
-            np.savez(f, **dict(outputs))
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    arrays = dict(outputs)
+    write_files({Path(path): lambda f: np.savez(f, **arrays)})  # a file object: numpy adds no .npz suffix
 
 
 def print_outputs(outputs: list[tuple[str, Value]], out: TextIO) -> None:
