@@ -12,7 +12,8 @@ the flag, and before anything is written:
    directory, the files that a previous `relaylens build` wrote there and that nobody has
    changed since (the directory's manifest, `BUILD_MANIFEST`, lists each with the SHA-256
    of what was written) are the build's own, and are refreshed without `--force`;
-4. an output whose folder does not exist, or that is a directory: never.
+4. an output that is a directory, or whose folder does not exist: never (a build
+   directory is the exception: it is created with its parents).
 
 `write_files` then writes every output to a temporary file beside it and moves them into
 place only when all were written, so a failure leaves no half-written result.
@@ -129,6 +130,8 @@ class OutputPlan:
             parent = path.parent
             if parent.exists() and not parent.is_dir():
                 raise UsageError(f"cannot write {path} ({out.flag}): {parent} is not a directory")
+            if not parent.exists() and not out.in_build_dir:  # a build creates its directory
+                raise UsageError(f"cannot write {path} ({out.flag}): there is no directory {parent}")
             if path.is_dir():
                 raise UsageError(f"cannot write {path} ({out.flag}): it is a directory")
             if (path.exists() or path.is_symlink()) and not (out.owned or self.force):
@@ -150,7 +153,6 @@ def write_files(writers: dict[Path, Callable[[BinaryIO], None]]) -> None:
     staged: dict[Path, Path] = {}
     try:
         for path, write in writers.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
             temp = _temporary(path)
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
             staged[path] = temp

@@ -10,10 +10,12 @@ stays inside the model's folder once every `..` and symbolic link is resolved, a
 name a regular file holding `offset + length` bytes.  Anything else (a missing file,
 `../../etc/passwd`, `/etc/passwd`, a link out of the folder, a file too short) is an
 `OnnxImportError` naming the tensor and the location, whatever the onnx version.
+So is a tensor whose data does not match its shape (checked before numpy allocates it).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Iterator
 
@@ -48,7 +50,36 @@ def load_model_with_files(path: str | Path) -> tuple[onnx.ModelProto, list[Path]
     for tensor in _tensors(model.graph):
         if tensor.data_location == TensorProto.EXTERNAL:
             files.append(_load_external(tensor, folder))
+        _check_size(tensor)
     return model, sorted(set(files))
+
+
+# Types stored several values to a byte (or of no fixed width): their sizes are not checked here.
+_PACKED = {getattr(TensorProto, n, None) for n in ("INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1",
+                                                   "FLOAT6E2M3", "FLOAT6E3M2", "STRING")}
+
+
+def _check_size(tensor: TensorProto) -> None:
+    """A tensor whose data does not hold the values its shape declares is an error here,
+    before anything is allocated from the shape."""
+    if any(d < 0 for d in tensor.dims):
+        raise OnnxImportError(f"tensor '{tensor.name}' has a negative dimension: {list(tensor.dims)}")
+    if tensor.data_type in _PACKED or tensor.HasField("segment"):
+        return
+    try:
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        field = onnx.helper.tensor_dtype_to_field(tensor.data_type)
+    except (KeyError, ValueError, TypeError):
+        return  # an unknown type: the conversion names it
+    count = math.prod(tensor.dims)
+    if tensor.HasField("raw_data"):
+        held, needed, unit = len(tensor.raw_data), count * itemsize, "bytes"
+    else:
+        per_value = 2 if tensor.data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128) else 1
+        held, needed, unit = len(getattr(tensor, field)), count * per_value, "values"
+    if held != needed:
+        raise OnnxImportError(f"tensor '{tensor.name}' of shape {list(tensor.dims)} needs {needed} {unit} "
+                              f"of data but holds {held}")
 
 
 def _tensors(graph: GraphProto) -> Iterator[TensorProto]:
