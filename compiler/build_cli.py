@@ -1,14 +1,16 @@
 """`relaylens build` and `relaylens explain`: the pass pipeline and provenance on the
 command line (registered by cli.py, which owns reading files and reporting).
 
-    relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--passes A,B,C]
-                         [--print-after-all] [--opt-level N]
+    relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--force] [--passes A,B,C]
+                         [--print-after-all] [--opt-level 0..4]
     relaylens explain FILE:LINE:COL
 
 `build` prints the final module (with types and spans); `--print-after-all` prints every
 snapshot, each under a `// after PASS` banner.  `--emit llvm` (or `llvm-opt`, `schedule`)
 lowers every fused function and prints its LLVM IR (after O3; schedule records); `-o DIR`
-writes every artefact of the build (lower/artifacts.py).  On a terminal, progress goes to
+writes every artefact of the build (lower/artifacts.py), staged and then moved into DIR
+under the rule of outputs.py (a previous build's own unchanged files are refreshed,
+anything else in DIR needs `--force`).  On a terminal, progress goes to
 stderr pass by pass, then fused function by fused function; piped, the command is quiet.
 
 `explain` prints what became of one expression: its frontend layers and type, each pass

@@ -15,7 +15,8 @@ RelayLens; set RELAYLENS_TRACEBACK=1 to see where).  No input ever produces a Py
 traceback.  `-` names standard input, reported as `<stdin>`.
 
 Diagnostics go to stderr, rendered by `Diagnostic.render()`; only `print` and `run` write to
-stdout.  Later stages (`build`, `run`, `import`, `serve`) add one subparser each here.
+stdout.  Every file a command writes is checked and written by outputs.py (never an
+input, never two outputs on one path, an existing file only with `--force`).  Later stages (`build`, `run`, `import`, `serve`) add one subparser each here.
 """
 
 from __future__ import annotations

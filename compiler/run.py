@@ -1,7 +1,7 @@
 """`relaylens run`: run @main of a file on numpy inputs.
 
     relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params FILE.npz]
-                       [--seed N] [-o OUT.npz]
+                       [--seed N] [-o OUT.npz] [--force]
 
 By default the file is built (relay.build's passes), lowered and run as compiled code
 (compiler/lower); `--interp` runs the reference interpreter instead, and `--check` runs
@@ -17,7 +17,9 @@ note on stderr says so.
 
 The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` to an
 .npz archive: a tensor result under the key `output`, a tuple's fields under
-`output.0`, `output.1`, ... (nested: `output.1.0`).
+`output.0`, `output.1`, ... (nested: `output.1.0`).  OUT.npz is checked by outputs.py before
+anything runs: never an input, an existing file only with `--force`.  Arrays are read by
+array_files.py (headers checked before allocating, native byte order).
 
 Exit status as for every command: 1 for errors in the program (syntax, types, an op
 without a lowering, or a run-time error shown at its span), 2 for usage errors (a bad or

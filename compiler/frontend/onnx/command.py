@@ -1,16 +1,19 @@
 """`relaylens import`: an ONNX model in, Relay text and its params out.
 
     relaylens import MODEL.onnx [-o OUT.relay] [--params OUT.npz] [--shape NAME=D1,D2,...]
-                                [--allow-unsupported] [--types]
+                                [--allow-unsupported] [--types] [--force]
 
 The text carries a `span=` comment on every expression naming its ONNX node; the
 initializers go to an .npz archive keyed by parameter name (default: beside OUT, with
 the suffix .npz), ready for `relaylens run OUT.relay --params OUT.npz --interp`.  Without
 `-o` the text goes to stdout and `--params` is needed if the model has initializers.
+Both outputs are checked together by outputs.py before either is written: never the
+model or its external data, never one path for both, an existing file only with `--force`.
 
 Exit status as for every command: 1 when the model cannot be imported (the message names
-the node, its op and the opset), 2 for usage errors (a file that cannot be read or
-written, a bad `--shape`, no onnx package).  This module imports nothing heavy until the
+the node, its op and the opset, or the tensor whose data is bad or missing), 2 for usage
+errors (a model file that cannot be read, an output refused or unwritable, a bad
+`--shape`, no onnx package).  This module imports nothing heavy until the
 command runs, so `relaylens --help` stays fast.
 """
 
