@@ -93,6 +93,9 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except InterpreterError as exc:
         print(render(exc.diagnostic("run"), name), file=err)
         return EXIT_ERRORS
+    except MemoryError as exc:  # a program whose buffers do not fit: an error in the input
+        print(render(Diagnostic(f"not enough memory to run @main ({exc})"), name), file=err)
+        return EXIT_ERRORS
     outputs = flatten(value)
     if args.output is not None:
         write_outputs(args.output, outputs, value)

@@ -197,3 +197,10 @@ def test_initializer_whose_data_does_not_fill_its_shape(capsys, tmp_path, fields
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), tmp_path / "m.onnx")
     fails(capsys, 1, "import", tmp_path / "m.onnx", "-o", tmp_path / "m.relay", says=says)
+
+
+def test_a_program_too_big_for_memory_is_an_error_in_it(capsys, tmp_path):
+    path = tmp_path / "big.relay"
+    # 4 EB: more than any address space, so the allocation fails even where memory is overcommitted
+    path.write_text('#[version = "0.0.5"]\ndef @main() {\n  zeros(shape=[1000000000, 1000000000], dtype="float32")\n}\n')
+    fails(capsys, 1, "run", path, says=f"{path}: error: not enough memory to run @main")

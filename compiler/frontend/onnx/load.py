@@ -56,7 +56,7 @@ def load_model_with_files(path: str | Path) -> tuple[onnx.ModelProto, list[Path]
 
 # Types stored several values to a byte (or of no fixed width): their sizes are not checked here.
 _PACKED = {getattr(TensorProto, n, None) for n in ("INT4", "UINT4", "INT2", "UINT2", "FLOAT4E2M1",
-                                                   "FLOAT6E2M3", "FLOAT6E3M2", "STRING")}
+                                                   "FLOAT6E2M3", "FLOAT6E3M2")}
 
 
 def _check_size(tensor: TensorProto) -> None:
