@@ -77,7 +77,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not result.snapshots:
         return EXIT_ERRORS
     if args.output and lowered is not None and lowered.ok:
-        from .lower.artifacts import write_build
+        from .lower.artifacts import FILES, write_build
         from .outputs import commit_build_dir, staging_dir
 
         staged = staging_dir(args.output)
@@ -86,7 +86,7 @@ def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except OSError as exc:
             shutil.rmtree(staged, ignore_errors=True)
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-        written = commit_build_dir(staged, args.output, names)
+        written = commit_build_dir(staged, args.output, names, FILES)
         err.write(f"wrote {', '.join(str(p) for p in written)}\n")
     if args.emit != "relay":
         if lowered is None or not lowered.ok:

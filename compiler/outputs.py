@@ -78,7 +78,7 @@ def _build_owns(directory: Path, name: str, manifest: dict[str, str]) -> bool:
 @dataclass
 class _Output:
     path: Path
-    flag: str  # how the command line named it: "-o out.npz", "--params (the default: OUT.npz)"
+    flag: str  # how the command line named it: "-o out.npz", "the default --params out.npz"
     in_build_dir: bool = False
     owned: bool = False  # a previous build's own artefact: refreshed without --force
 
@@ -101,9 +101,6 @@ class OutputPlan:
     def add(self, path: str | Path, flag: str) -> Path:
         self.outputs.append(_Output(Path(path), flag))
         return Path(path)
-
-    def add_inputs(self, paths: Iterable[str | Path]) -> None:
-        self.inputs.extend(Path(p) for p in paths)
 
     def add_build_dir(self, directory: str | Path, names: Iterable[str], flag: str) -> None:
         """The files `names` and the manifest in `directory`; those a previous build wrote
@@ -184,10 +181,13 @@ def staging_dir(directory: str | Path) -> Path:
     return staged
 
 
-def commit_build_dir(staged: Path, directory: str | Path, names: list[str]) -> list[Path]:
-    """Move the files `names` of `staged` into `directory` (in that order), remove the build's own files of a
-    previous build that this one did not write (so no artefact of an older build is left
-    beside the new ones), record the manifest, and remove `staged`.  The paths written."""
+def commit_build_dir(staged: Path, directory: str | Path, names: list[str],
+                     artefacts: Iterable[str] = ()) -> list[Path]:
+    """Move the files `names` of `staged` into `directory` (in that order); remove those of
+    `artefacts` (every name a build may write, which the plan checked are no inputs) that
+    a previous build wrote, this one did not, and nobody changed since, so that no file of
+    an older build is left beside the new ones; record the manifest; remove `staged`.
+    The paths written."""
     directory = Path(directory)
     try:
         old = read_manifest(directory)
@@ -196,7 +196,7 @@ def commit_build_dir(staged: Path, directory: str | Path, names: list[str]) -> l
         for name in names:
             os.replace(staged / name, directory / name)
             written.append(directory / name)
-        for name in set(old) - set(names):
+        for name in (set(old) & set(artefacts)) - set(names):
             if _build_owns(directory, name, old):
                 (directory / name).unlink()
         manifest = {"written by": _MANIFEST_KIND, "files": files}

@@ -205,12 +205,14 @@ def test_a_build_removes_what_an_older_build_wrote_and_this_one_does_not(tmp_pat
         staged = staging_dir(build)
         for name in names:
             (staged / name).write_text(name)
-        commit_build_dir(staged, build, names)
+        commit_build_dir(staged, build, names, ["a.txt", "b.txt"])
         assert not staged.exists()
     assert sorted(p.name for p in build.iterdir()) == [BUILD_MANIFEST, "a.txt"]
     (build / "c.txt").write_text("mine")  # not the build's: kept
-    commit_build_dir(staging_dir(build), build, [])
-    assert sorted(p.name for p in build.iterdir()) == [BUILD_MANIFEST, "c.txt"]
+    commit_build_dir(staging_dir(build), build, [], ["b.txt"])  # a.txt is no artefact of this build: kept
+    assert sorted(p.name for p in build.iterdir()) == [BUILD_MANIFEST, "a.txt", "c.txt"]
+    commit_build_dir(staging_dir(build), build, [], ["a.txt"])  # the manifest no longer lists a.txt: kept
+    assert sorted(p.name for p in build.iterdir()) == [BUILD_MANIFEST, "a.txt", "c.txt"]
 
 
 # --- the rule and the writer, directly --------------------------------------------------------
@@ -237,3 +239,13 @@ def test_write_files_is_all_or_nothing(tmp_path):
     assert snapshot(tmp_path) == {"a.txt": b"old"}  # no temporary file left either
     write_files({tmp_path / "a.txt": lambda f: f.write(b"new"), tmp_path / "b.txt": lambda f: f.write(b"b")})
     assert snapshot(tmp_path) == {"a.txt": b"new", "b.txt": b"b"}
+
+
+def test_a_build_keeps_an_older_artefact_that_was_edited(tmp_path):
+    build = tmp_path / "D"
+    staged = staging_dir(build)
+    (staged / "b.txt").write_text("built")
+    commit_build_dir(staged, build, ["b.txt"], ["b.txt"])
+    (build / "b.txt").write_text("edited")
+    commit_build_dir(staging_dir(build), build, [], ["b.txt"])
+    assert (build / "b.txt").read_text() == "edited"
