@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.cli import UsageError, main
+from relaylens.compiler.lower.artifacts import FILES
 from relaylens.compiler.outputs import BUILD_MANIFEST, OutputPlan, commit_build_dir, staging_dir, write_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,6 +175,7 @@ def test_build_refreshes_its_own_artefacts_and_nothing_else(capsys, tmp_path, so
     assert status == 0, err
     manifest = json.loads((build / BUILD_MANIFEST).read_text())
     assert sorted(manifest["files"]) == sorted(p.name for p in build.iterdir() if p.name != BUILD_MANIFEST)
+    assert set(manifest["files"]) <= set(FILES)  # the plan checked every name the build wrote
     status, _, err = relaylens(capsys, "build", source, "-o", build)  # its own files: refreshed
     assert status == 0, err
     with (build / "module.ll").open("a") as f:
