@@ -214,7 +214,11 @@ def random_inputs(main: Function, seed: int) -> tuple[list[Value], list[str]]:
         if ty is None:
             raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "
                              f"pass --input {param.name}=FILE.npy")
-        values.append(_random(rng, ty, param))
+        try:
+            values.append(_random(rng, ty, param))
+        except MemoryError:
+            raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} does not fit "
+                             f"in memory") from None
         notes.append(f"%{param.name}: {type_text(ty)}")
     return values, notes
 

@@ -204,3 +204,12 @@ def test_a_program_too_big_for_memory_is_an_error_in_it(capsys, tmp_path):
     # 4 EB: more than any address space, so the allocation fails even where memory is overcommitted
     path.write_text('#[version = "0.0.5"]\ndef @main() {\n  zeros(shape=[1000000000, 1000000000], dtype="float32")\n}\n')
     fails(capsys, 1, "run", path, says=f"{path}: error: not enough memory to run @main")
+
+
+def test_a_random_input_too_big_for_memory_is_a_usage_error(capsys, tmp_path):
+    path = tmp_path / "big.relay"
+    path.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(1000000000, 1000000000), float32]) {\n'
+                    '  add(%x, 1f)\n}\n')
+    fails(capsys, 2, "run", path, "--interp",
+          says="relaylens: cannot make a random input for %x: Tensor[(1000000000, 1000000000), float32] does not "
+               "fit in memory")
