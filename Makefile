@@ -25,10 +25,10 @@ DEMO ?= build/demo
 
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
-	$(VENV)/bin/relaylens import examples/small_cnn.onnx --shape input=1,1,28,28 -o $(DEMO)/small_cnn.relay
+	$(VENV)/bin/relaylens import examples/small_cnn.onnx --shape input=1,1,28,28 -o $(DEMO)/small_cnn.relay --force
 	$(VENV)/bin/relaylens build $(DEMO)/small_cnn.relay -o $(DEMO)
 	$(VENV)/bin/relaylens run $(DEMO)/small_cnn.relay --params $(DEMO)/small_cnn.npz \
-	    --input input=examples/digit.npy --check -o $(DEMO)/logits.npz
+	    --input input=examples/digit.npy --check -o $(DEMO)/logits.npz --force
 	$(PY) examples/demo.py compare examples/small_cnn.onnx examples/digit.npy $(DEMO)/logits.npz
 	$(VENV)/bin/relaylens explain $$($(PY) examples/demo.py where $(DEMO)/small_cnn.relay /conv2/Conv)
 

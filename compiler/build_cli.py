@@ -1,14 +1,16 @@
 """`relaylens build` and `relaylens explain`: the pass pipeline and provenance on the
 command line (registered by cli.py, which owns reading files and reporting).
 
-    relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--passes A,B,C]
-                         [--print-after-all] [--opt-level N]
+    relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--force] [--passes A,B,C]
+                         [--print-after-all] [--opt-level 0..4]
     relaylens explain FILE:LINE:COL
 
 `build` prints the final module (with types and spans); `--print-after-all` prints every
 snapshot, each under a `// after PASS` banner.  `--emit llvm` (or `llvm-opt`, `schedule`)
 lowers every fused function and prints its LLVM IR (after O3; schedule records); `-o DIR`
-writes every artefact of the build (lower/artifacts.py).  On a terminal, progress goes to
+writes every artefact of the build (lower/artifacts.py), staged and then moved into DIR
+under the rule of outputs.py (a previous build's own unchanged files are refreshed,
+anything else in DIR needs `--force`).  On a terminal, progress goes to
 stderr pass by pass, then fused function by fused function; piped, the command is quiet.
 
 `explain` prints what became of one expression: its frontend layers and type, each pass
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 from typing import TextIO
 
 from .cli import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
@@ -49,6 +52,13 @@ def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.emit not in EMIT:
         raise UsageError(f"--emit {args.emit}: expected one of {', '.join(EMIT)}")
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    if args.output:
+        from .lower.artifacts import FILES
+        from .outputs import OutputPlan
+
+        plan = OutputPlan.of([args.file], force=args.force)
+        plan.add_build_dir(args.output, FILES, f"-o {args.output}")
+        plan.check()
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)
@@ -67,12 +77,16 @@ def cmd_build(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not result.snapshots:
         return EXIT_ERRORS
     if args.output and lowered is not None and lowered.ok:
-        from .lower.artifacts import write_build
+        from .lower.artifacts import FILES, write_build
+        from .outputs import commit_build_dir, staging_dir
 
+        staged = staging_dir(args.output)
         try:
-            written = write_build(result, lowered, args.output)
+            names = [p.name for p in write_build(result, lowered, staged)]
         except OSError as exc:
+            shutil.rmtree(staged, ignore_errors=True)
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        written = commit_build_dir(staged, args.output, names, FILES)
         err.write(f"wrote {', '.join(str(p) for p in written)}\n")
     if args.emit != "relay":
         if lowered is None or not lowered.ok:
@@ -202,6 +216,13 @@ def _first_line(text: str, width: int = 90) -> str:
     return first if len(first) <= width else first[: width - 1] + "…"
 
 
+def _opt_level(text: str) -> int:
+    """An argparse type: TVM's opt_level, 0 to 4."""
+    if text.strip() not in ("0", "1", "2", "3", "4"):
+        raise argparse.ArgumentTypeError(f"expected 0, 1, 2, 3 or 4 (as TVM), got {text!r}")
+    return int(text)
+
+
 def add_commands(commands) -> None:
     build = commands.add_parser(
         "build",
@@ -216,7 +237,10 @@ def add_commands(commands) -> None:
                             "schedules.txt and map.json into DIR")
     build.add_argument("--passes", metavar="A,B,C", help="run these passes instead of relay.build's")
     build.add_argument("--print-after-all", action="store_true", help="print the module after every pass")
-    build.add_argument("--opt-level", type=int, default=3, metavar="N", help="the PassContext opt_level (3)")
+    build.add_argument("--opt-level", type=_opt_level, default=3, metavar="N",
+                       help="the PassContext opt_level, 0 to 4 as in TVM (3)")
+    build.add_argument("--force", action="store_true",
+                       help="allow DIR's files to be replaced even when relaylens build did not write them")
     build.set_defaults(run=cmd_build)
 
     explain = commands.add_parser(

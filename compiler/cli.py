@@ -15,7 +15,8 @@ RelayLens; set RELAYLENS_TRACEBACK=1 to see where).  No input ever produces a Py
 traceback.  `-` names standard input, reported as `<stdin>`.
 
 Diagnostics go to stderr, rendered by `Diagnostic.render()`; only `print` and `run` write to
-stdout.  Later stages (`build`, `run`, `import`, `serve`) add one subparser each here.
+stdout.  Every file a command writes is checked and written by outputs.py (never an
+input, never two outputs on one path, an existing file only with `--force`).  Later stages (`build`, `run`, `import`, `serve`) add one subparser each here.
 """
 
 from __future__ import annotations
@@ -126,19 +127,14 @@ def cmd_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return status
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # the output does not exist yet
-        return Path(a).resolve() == Path(b).resolve()
-
-
 def cmd_print(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .outputs import OutputPlan, write_text
     from .printer import print_module
 
-    if args.output not in (None, STDIN) and args.file != STDIN and not args.force:
-        if _same_file(args.file, args.output):
-            raise UsageError(f"refusing to overwrite the input {args.file} (add --force)")
+    if args.output not in (None, STDIN):
+        plan = OutputPlan.of([args.file], force=args.force, replace_inputs=True)
+        plan.add(args.output, f"-o {args.output}")
+        plan.check()
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)
@@ -153,10 +149,7 @@ def cmd_print(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output in (None, STDIN):
         out.write(printed)
     else:
-        try:
-            Path(args.output).write_text(printed, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        write_text(args.output, printed)
     return EXIT_OK
 
 
@@ -189,6 +182,17 @@ def _version() -> str:
         return "unknown"
 
 
+def _natural(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -215,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     print_.add_argument("--spans", action="store_true", help="add span= comments (source origins)")
     print_.add_argument("--types", action="store_true", help="infer types and add ty= comments")
     print_.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
-    print_.add_argument("--force", action="store_true", help="allow OUT to be the input file")
+    print_.add_argument("--force", action="store_true", help="allow OUT to replace an existing file, even FILE itself")
     print_.set_defaults(run=cmd_print)
 
     run = commands.add_parser(
@@ -231,8 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--interp", action="store_true", help="use the reference interpreter")
     run.add_argument("--check", action="store_true",
                      help="run compiled code and the interpreter, report the largest error per output")
-    run.add_argument("--seed", type=int, default=0, metavar="N", help="seed of random inputs (0)")
+    run.add_argument("--seed", type=_natural, default=0, metavar="N", help="seed of random inputs (0)")
     run.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz archive")
+    run.add_argument("--force", action="store_true", help="allow OUT.npz to replace an existing file")
     run.set_defaults(run=cmd_run)
 
     from .build_cli import add_commands  # build, explain

@@ -1,7 +1,7 @@
 """`relaylens run`: run @main of a file on numpy inputs.
 
     relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params FILE.npz]
-                       [--seed N] [-o OUT.npz]
+                       [--seed N] [-o OUT.npz] [--force]
 
 By default the file is built (relay.build's passes), lowered and run as compiled code
 (compiler/lower); `--interp` runs the reference interpreter instead, and `--check` runs
@@ -17,7 +17,9 @@ note on stderr says so.
 
 The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` to an
 .npz archive: a tensor result under the key `output`, a tuple's fields under
-`output.0`, `output.1`, ... (nested: `output.1.0`).
+`output.0`, `output.1`, ... (nested: `output.1.0`).  OUT.npz is checked by outputs.py before
+anything runs: never an input, an existing file only with `--force`.  Arrays are read by
+array_files.py (headers checked before allocating, native byte order).
 
 Exit status as for every command: 1 for errors in the program (syntax, types, an op
 without a lowering, or a run-time error shown at its span), 2 for usage errors (a bad or
@@ -32,12 +34,14 @@ from typing import TextIO
 
 import numpy as np
 
+from .array_files import load_archive, load_array
 from .cli import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .diagnostics import Diagnostic
 from .interpreter import Interpreter, InterpreterError, Value, value_text
 from .interpreter.values import static_shape, type_mismatch, type_text
 from .ir.expr import Function, Var
 from .ir.types import TensorType, TupleType, Type
+from .outputs import OutputPlan, write_files
 
 INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
@@ -46,6 +50,11 @@ CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.interp and args.check:
         raise UsageError("--interp and --check exclude each other (--check runs both)")
+    if args.output is not None:
+        specs = [spec.partition("=")[2] or None for spec in args.inputs or []]
+        plan = OutputPlan.of([args.file, args.params, *specs], force=args.force)
+        plan.add(args.output, f"-o {args.output}")
+        plan.check()
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)
@@ -83,6 +92,9 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 return EXIT_ERRORS
     except InterpreterError as exc:
         print(render(exc.diagnostic("run"), name), file=err)
+        return EXIT_ERRORS
+    except MemoryError as exc:  # a program whose buffers do not fit: an error in the input
+        print(render(Diagnostic(f"not enough memory to run @main ({exc})"), name), file=err)
         return EXIT_ERRORS
     outputs = flatten(value)
     if args.output is not None:
@@ -132,33 +144,6 @@ def check_against_interpreter(module, arrays: list[Value], value: Value, err: Te
 # --- inputs -----------------------------------------------------------------------------
 
 
-def _load_npy(path: str, what: str) -> np.ndarray:
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
-    if not isinstance(data, np.ndarray):
-        data.close()
-        raise UsageError(f"{what}: {path} is an .npz archive; --input wants one .npy array "
-                         f"(use --params for archives)")
-    return data
-
-
-def _load_npz(path: str) -> dict[str, np.ndarray]:
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read --params {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if isinstance(data, np.ndarray):
-        raise UsageError(f"--params {path} is a single .npy array; --params wants an .npz archive "
-                         f"(use --input NAME={path} for one array)")
-    try:
-        with data:
-            return {key.lstrip("%"): data[key] for key in data.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise UsageError(f"cannot read --params {path}: {exc}") from None
-
-
 def _param_list(main: Function) -> str:
     return ", ".join("%" + p.name for p in main.params) or "none"
 
@@ -170,7 +155,8 @@ def load_inputs(main: Function, specs: list[str], params: str | None,
     given: dict[str, tuple[np.ndarray, str]] = {}
     if params is not None:
         ignored = []
-        for key, array in _load_npz(params).items():
+        for key, array in load_archive(params, f"--params {params}").items():
+            key = key.lstrip("%")
             if key in names:
                 given[key] = (array, f"{params}[{key}]")
             else:
@@ -187,7 +173,7 @@ def load_inputs(main: Function, specs: list[str], params: str | None,
         if key not in names:
             raise UsageError(f"--input {spec}: @main has no parameter %{key} "
                              f"(its parameters: {_param_list(main)})")
-        given[key] = (_load_npy(path, f"--input {key}={path}"), path)
+        given[key] = (load_array(path, f"--input {key}={path}"), path)
     return given
 
 
@@ -228,7 +214,11 @@ def random_inputs(main: Function, seed: int) -> tuple[list[Value], list[str]]:
         if ty is None:
             raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "
                              f"pass --input {param.name}=FILE.npy")
-        values.append(_random(rng, ty, param))
+        try:
+            values.append(_random(rng, ty, param))
+        except MemoryError:
+            raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} does not fit "
+                             f"in memory") from None
         notes.append(f"%{param.name}: {type_text(ty)}")
     return values, notes
 
@@ -277,11 +267,8 @@ def write_outputs(path: str, outputs: list[tuple[str, Value]], value: Value) -> 
         key, v = bad[0]
         raise UsageError(f"cannot write the result to {path}: {key} is {value_text(v)}; only tensors "
                          f"and tuples of tensors can be saved (run without -o to see it)")
-    try:
-        with Path(path).open("wb") as f:  # a file object: numpy adds no .npz suffix
-            np.savez(f, **dict(outputs))
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    arrays = dict(outputs)
+    write_files({Path(path): lambda f: np.savez(f, **arrays)})  # a file object: numpy adds no .npz suffix
 
 
 def print_outputs(outputs: list[tuple[str, Value]], out: TextIO) -> None:

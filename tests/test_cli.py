@@ -245,7 +245,7 @@ def test_print_refuses_to_overwrite_input(tmp_path):
     path.write_text(EXAMPLE.read_text())
     code, out, err = run("print", "model.relay", "-o", str(path), cwd=tmp_path)
     assert (code, out) == (2, "")
-    assert err == "relaylens: refusing to overwrite the input model.relay (add --force)\n"
+    assert err == f"relaylens: refusing to overwrite the input model.relay: -o {path} names it (add --force to replace it)\n"
     assert path.read_text() == EXAMPLE.read_text()
     code, _, _ = run("print", "model.relay", "-o", str(path), "--force", cwd=tmp_path)
     assert code == 0

@@ -93,8 +93,8 @@ def test_build_output_directory_has_every_artefact(capsys, model, tmp_path):
     status, stdout, err = relaylens(capsys, "build", model, "-o", out)
     assert status == 0 and stdout == ""
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["graph.json", "map.json", "module.ll", "module.opt.ll", "module.relay", "params.npz",
-                     "schedules.txt"]
+    assert names == [".relaylens-build.json", "graph.json", "map.json", "module.ll", "module.opt.ll",
+                     "module.relay", "params.npz", "schedules.txt"]
     graph = json.loads((out / "graph.json").read_text())
     assert [n["name"] for n in graph["nodes"] if n["op"] == "tvm_op"] == [
         "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d"]

@@ -407,7 +407,7 @@ def test_cli_import_usage_errors(tmp_path, capsys, args, message):
 
 def test_cli_import_bad_files(tmp_path, capsys):
     status, _, err = relaylens(capsys, "import", tmp_path / "missing.onnx", "-o", tmp_path / "m.relay")
-    assert status == 1 and "missing.onnx: no such file" in err
+    assert status == 2 and f"cannot read {tmp_path / 'missing.onnx'}: No such file" in err
     (tmp_path / "junk.onnx").write_bytes(b"\x01not a protobuf at all\xff" * 3)
     status, _, err = relaylens(capsys, "import", tmp_path / "junk.onnx", "-o", tmp_path / "m.relay")
     assert status == 1 and "not an ONNX model" in err and "Traceback" not in err

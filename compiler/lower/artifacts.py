@@ -21,6 +21,9 @@ from ..ir.span import Span
 from ..printer import print_module
 from .llvm_map import function_ranges, line_locations
 
+# Every file `write_build` may write (graph.json and params.npz only for a planned @main).
+FILES = ("module.relay", "module.ll", "module.opt.ll", "graph.json", "params.npz", "schedules.txt", "map.json")
+
 
 def write_build(build, lowered, directory: str | Path) -> list[Path]:
     """Write the files above; returns their paths."""
