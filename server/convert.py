@@ -140,7 +140,8 @@ def diagnostic(diag: Diagnostic, source: Source, uri: str) -> lsp.Diagnostic:
 
     The range is its first document range (the start of the file when it has none);
     notes with a range in this document become related information, other notes are
-    appended to the message so that nothing is lost.
+    appended to the message so that nothing is lost.  Its fixes travel in `data`
+    (`{"fixes": [{title, range, newText}]}`), where code_actions.py finds them again.
     """
     doc = _in_document(diag.span, source)
     rng = range_of(doc) if doc is not None else empty_range(source)
@@ -155,6 +156,8 @@ def diagnostic(diag: Diagnostic, source: Source, uri: str) -> lsp.Diagnostic:
         else:
             where = f" ({note_span})" if note_span is not None else ""
             message += f"\nnote: {text}{where}"
+    fixes = [{"title": fix.title, "range": range_of(fix_doc), "newText": fix.text}
+             for fix in diag.fixes if (fix_doc := _in_document(fix.span, source)) is not None]
     return lsp.Diagnostic(
         range=rng,
         message=message,
@@ -162,4 +165,5 @@ def diagnostic(diag: Diagnostic, source: Source, uri: str) -> lsp.Diagnostic:
         source="relaylens" if diag.source == "relaylens" else f"relaylens {diag.source}",
         code=diag.code,
         related_information=related or None,
+        data={"fixes": fixes} if fixes else None,
     )

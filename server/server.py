@@ -22,7 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
-from .features import (build_status, code_lens, completion, declaration, diagnostics, folding,
+from .features import (build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
                        formatting, hover, line_map, navigation, rename, semantic_tokens,
                        signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
@@ -104,7 +104,7 @@ def _lifecycle(server: RelayLensServer) -> None:
 def build() -> RelayLensServer:
     server = RelayLensServer()
     _lifecycle(server)
-    for feature in (diagnostics, navigation, declaration, symbols, hover, rename, completion,
+    for feature in (diagnostics, code_actions, navigation, declaration, symbols, hover, rename, completion,
                     signature_help, semantic_tokens, folding, formatting, code_lens,
                     virtual_documents, line_map, snapshots, build_status):
         feature.register(server)
