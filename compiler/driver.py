@@ -18,7 +18,10 @@ The stages, in order, and `stop_after`'s values:
     llvm           each fused function lowered to optimised LLVM IR (lower/pipeline.py)
     machine_code   compiled by the JIT, with an executable for @main
 
-A stage runs only when the ones before it had no errors.  `progress(step)` hears of every
+A stage runs only when the ones before it had no errors.  A bug in a pass or in lowering
+(an exception) is an internal-error diagnostic, and the result keeps what the stages
+before it made (`strict=True` re-raises instead); an exception that is not an `Exception`
+(a progress callback cancelling the build) goes through.  `progress(step)` hears of every
 pass and every kernel as a `Step`, with its place in the stage ("lowering 37/104").
 """
 
@@ -31,6 +34,7 @@ import numpy as np
 
 from .build import RELAY_BUILD_PIPELINE, BuildResult, build_module
 from .check import check_text
+from .diagnostics import Diagnostic, Severity
 from .lower.pipeline import LoweringCache, lower_build
 from .transform.bind_params import bind_params_by_name
 
@@ -82,8 +86,15 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     built.diagnostics[:0] = checked.diagnostics  # the check's warnings come first
     if not built.ok or not built.snapshots or stop_after == "passes":
         return built
-    built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
-                                progress=_kernel_steps(progress, built))
+    try:
+        built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
+                                    progress=_kernel_steps(progress, built))
+    except Exception as err:  # a bug in lowering: say so, keep what the passes made
+        if strict:
+            raise
+        built.diagnostics.append(Diagnostic(f"internal error in lowering: {type(err).__name__}: {err}",
+                                            None, Severity.ERROR, source="lower"))
+        return built
     built.stage = stop_after
     built.diagnostics.extend(built.lowered.diagnostics)
     return built

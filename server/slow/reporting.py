@@ -2,25 +2,26 @@
 
     report = build_report(uri, version, text, cache=cache, progress=callback)
 
-Runs `build_text` (the `relay.build` passes), then, when the build has no errors,
-`lower_build` (schedules, LLVM IR, O3, machine code), then reads the provenance index and
-the LLVM texts into plain data.  `progress(message, fraction)` is called before every
-pass and every fused function; it may raise to stop the build (cancellation).
+Builds with the driver up to optimised LLVM IR (`compile(..., stop_after="llvm")`: the
+passes, then schedules, LLVM IR and O3 for every fused function, no machine code: the
+editor shows code, never runs it), then reads the provenance index and the LLVM texts into
+plain data.  `progress(message, fraction)` is called before every pass and every fused
+function ("lowering 37/104 tvmgen_..."); it may raise to stop the build (cancellation).
 
 Diagnostics of the check that precedes the passes are left out: the server's fast path
-already publishes them.  A bug in lowering (an exception, not a lowering diagnostic)
-becomes one diagnostic and the report keeps the passes' results; anything else that
-raises reaches the worker, which reports it the same way (`internal_error`).
+already publishes them.  A bug in a pass or in lowering is one diagnostic from the driver,
+and the report keeps what was made before it; anything else that raises reaches the
+worker, which reports it the same way (`internal_error`).
 """
 
 from __future__ import annotations
 
 import time
-import traceback
 from typing import Callable
 
-from ...compiler.build import RELAY_BUILD_PIPELINE, BuildResult, build_text
+from ...compiler.build import BuildResult
 from ...compiler.diagnostics import Diagnostic, Severity
+from ...compiler.driver import Step, compile
 from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span
@@ -42,29 +43,24 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
                  progress: Progress | None = None) -> BuildReport:
     started = time.monotonic()
     report = BuildReport(uri, version, text)
-    steps = len(RELAY_BUILD_PIPELINE)
-    count = [0]
 
-    def on_pass(name: str) -> None:  # InferType runs between the passes: about 2 per step
-        count[0] += 1
+    def on_step(step: Step) -> None:  # the passes fill the first half of the bar, kernels the rest
         if progress is not None:
-            progress(f"pass {name}", min(0.5, 0.25 * count[0] / steps))
+            progress(str(step), 0.5 * (step.index / step.total + (step.stage == "llvm")))
 
-    result = build_text(text, uri, progress=on_pass)
+    result = compile(text, uri, stop_after="llvm", cache=cache, progress=on_step)  # shown, never run
     source = result.checked.parsed.source if result.checked is not None else None
     report.diagnostics += _new_diagnostics(result, source)
     if not result.snapshots:
         return _finish(report, started)
-    prov = Provenance(result)
+    prov = result.provenance
     report.snapshots = _snapshots(prov)
     report.exprs = _exprs(prov)
-    lowered = None
-    if result.ok:
-        try:
-            lowered = _lower(result, cache, progress, report)
-        except Exception as err:  # noqa: BLE001 -- a lowering bug: say so, keep the passes
-            traceback.print_exc()
-            report.diagnostics.append(_internal(err, "lower"))
+    lowered = result.lowered
+    if lowered is not None:
+        report.llvm_ir, report.optimized_ir = lowered.llvm_ir, lowered.optimized_ir
+        report.llvm_lines = line_locations(report.llvm_ir)
+        report.optimized_line_map = line_locations(report.optimized_ir)
     report.functions = _functions(result, prov, lowered, report)
     return _finish(report, started)
 
@@ -72,26 +68,6 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
 def _finish(report: BuildReport, started: float) -> BuildReport:
     report.seconds = time.monotonic() - started
     return report
-
-
-def _lower(result: BuildResult, cache, progress: Progress | None, report: BuildReport):
-    from ...compiler.lower.pipeline import lower_build
-
-    total = max(len(set(result.fused_names.values())), 1)
-    count = [0]
-
-    def on_function(name: str) -> None:
-        count[0] += 1
-        if progress is not None:
-            progress(f"lowering {name}", 0.5 + 0.5 * count[0] / total)
-
-    lowered = lower_build(result, cache=cache, progress=on_function, machine_code=False)  # shown, never run
-    source = result.checked.parsed.source if result.checked is not None else None
-    report.diagnostics += [_diagnostic(d, "lower", source) for d in lowered.diagnostics]
-    report.llvm_ir, report.optimized_ir = lowered.llvm_ir, lowered.optimized_ir
-    report.llvm_lines = line_locations(report.llvm_ir)
-    report.optimized_line_map = line_locations(report.optimized_ir)
-    return lowered
 
 
 def _snapshots(prov: Provenance) -> list[Snapshot]:
@@ -195,12 +171,12 @@ def _layers(func: Function) -> tuple[str, ...]:
 def _new_diagnostics(result: BuildResult, source: Source | None) -> list[ReportDiagnostic]:
     """The build's diagnostics that the check before it did not already give (the fast
     path publishes those), each once: InferType runs after every pass and says the same
-    things again."""
+    things again.  Lowering's keep their stage."""
     checked = result.checked.diagnostics if result.checked is not None else []
     seen = {(d.message, _range(d.span, source)) for d in checked}
     out = []
     for d in result.diagnostics[len(checked):]:
-        made = _diagnostic(d, "build", source)
+        made = _diagnostic(d, "lower" if d.source == "lower" else "build", source)
         if (d.message, made.range) not in seen:
             seen.add((d.message, made.range))
             out.append(made)
