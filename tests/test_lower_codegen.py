@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
-from relaylens.compiler.lower import te, te_eval
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.lower import loopnest as ln
 from relaylens.compiler.lower.codegen_llvm import generate, source_location
 from relaylens.compiler.lower.jit import JIT, aligned_empty
@@ -383,7 +384,7 @@ def test_kernel_checks_arguments(jit):
 
 
 def test_errors(jit):
-    from relaylens.compiler.lower.te import LoweringError
+    from relaylens.compiler.lower.errors import LoweringError
 
     out = buf("out", 4, "float32")
     stray = te.Var("stray")

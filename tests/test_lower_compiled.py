@@ -60,7 +60,7 @@ def test_compiled_op_matches_numpy(case, jit):
 
 
 def test_every_compute_rule_is_compiled_by_some_case():
-    from relaylens.compiler.lower.topi import lowered_ops
+    from relaylens.compiler.lower.te.topi import lowered_ops
 
     assert set(lowered_ops()) - {c.op for c in CASES} == set()
     assert all(get_op(name) is not None for name in lowered_ops())

@@ -23,8 +23,9 @@ from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.ir.expr import Call, Function, Tuple, Var, op
 from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower import loopnest as ln
-from relaylens.compiler.lower import te, te_eval
-from relaylens.compiler.lower.compose import compose
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
+from relaylens.compiler.lower.te.compose import compose
 from relaylens.compiler.lower.default_schedules import default_schedule
 from relaylens.compiler.lower.executable import _KernelCall
 from relaylens.compiler.lower.jit import JIT

@@ -57,7 +57,7 @@ def test_editing_one_layer_relowers_only_that_layer(jit):
 
 
 def test_a_build_without_machine_code_has_the_same_llvm_ir_and_cannot_run(jit):
-    from relaylens.compiler.lower import te
+    from relaylens.compiler.lower.te import expr as te
 
     built = build_text(MLP, "mlp.relay")
     cache = LoweringCache()

@@ -39,9 +39,9 @@ from typing import Any, Callable, Iterator
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from . import te
+from .te import expr as te
 from .loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
-from .te import LoweringError
+from .errors import LoweringError
 from ..ir.span import Span
 
 SMALL_ALLOCA_BYTES = 4096

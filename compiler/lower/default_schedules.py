@@ -66,7 +66,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import te
+from .te import expr as te
 from .schedule import Schedule, Stage
 from .schedules_conv import schedule_blocked_convs
 

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ir.expr import Function
-from . import te
+from .errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
 from .plan import NotDataflow, Plan, plan_main
@@ -67,18 +67,18 @@ class Executable:
 
     def run(self, *args: Any) -> Any:
         if not self.machine_code:
-            raise te.LoweringError("this build stopped at LLVM IR (machine_code=False): it cannot run")
+            raise LoweringError("this build stopped at LLVM IR (machine_code=False): it cannot run")
         if self.plan is None:
             return self._interpret(args)
         plan = self.plan
         flat = _flatten_args(args)
         if len(flat) != len(plan.inputs):
-            raise te.LoweringError(f"@main takes {len(plan.inputs)} tensors, given {len(flat)}")
+            raise LoweringError(f"@main takes {len(plan.inputs)} tensors, given {len(flat)}")
         inputs = []
         for value, (name, shape, dtype) in zip(flat, plan.inputs):
             a = np.asarray(value)
             if a.shape != shape or str(a.dtype) != dtype:
-                raise te.LoweringError(f"input %{name}: expected Tensor[{shape}, {dtype}], "
+                raise LoweringError(f"input %{name}: expected Tensor[{shape}, {dtype}], "
                                        f"given Tensor[{a.shape}, {a.dtype}]")
             inputs.append(_as_buffer(a))
         outputs = [aligned_empty(b.shape, b.dtype) for b in plan.outputs]
@@ -132,7 +132,7 @@ def _all_fused(module, lowered) -> dict[Function, str]:
     names = name_primitive_functions(module)
     missing = sorted({n for n in names.values() if n not in lowered.functions})
     if missing:
-        raise te.LoweringError(f"no kernel for {', '.join(missing)}")
+        raise LoweringError(f"no kernel for {', '.join(missing)}")
     return names
 
 

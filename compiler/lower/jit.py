@@ -30,7 +30,7 @@ import numpy as np
 
 from .codegen_llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from .loopnest import PrimFunc
-from .te import LoweringError
+from .errors import LoweringError
 
 _ready = False
 

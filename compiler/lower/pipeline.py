@@ -32,8 +32,8 @@ from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural import structural_equal, structural_hash
-from . import te
-from .compose import Composed, compose
+from .errors import LoweringError
+from .te.compose import Composed, compose
 from .default_schedules import default_schedule
 from .loopnest import PrimFunc
 from .schedule import Schedule
@@ -141,13 +141,13 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 if cache is not None:
                     cache.put(entry)
             lowered.functions[name] = entry
-        except te.LoweringError as err:
+        except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(f"{name}: {err.message}", err.span or func.span,
                                                   Severity.ERROR, source=SOURCE))
     if lowered.ok and result.module is not None:
         try:
             lowered.executable = make_executable(result, lowered, jit, machine_code)
-        except te.LoweringError as err:
+        except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(err.message, err.span, Severity.ERROR, source=SOURCE))
     return lowered
 

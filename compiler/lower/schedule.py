@@ -48,11 +48,13 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-from . import loopnest, te
+from . import loopnest
+from .errors import LoweringError
+from .te import expr as te
 from .loopnest import Allocate, For, IfThenElse, PrimFunc, Stmt, Store, flat_index, seq, simplify
 
 
-class ScheduleError(te.LoweringError):
+class ScheduleError(LoweringError):
     """A primitive used where it does not apply; the message names the stage and axis."""
 
 

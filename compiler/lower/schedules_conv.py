@@ -36,7 +36,7 @@ machine).
 
 from __future__ import annotations
 
-from . import te
+from .te import expr as te
 from .schedule import Schedule, Stage
 
 ACCUMULATORS = 20  # of the 32 vector registers: the rest hold weights and broadcasts

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
-from ..ir.functor import children, post_order
-from ..ir.types import TensorType, TupleType, Type
-from ..ops import get_op
-from ..ops.attrs import AttrError
-from . import te
+from ...ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ...ir.functor import children, post_order
+from ...ir.types import TensorType, TupleType, Type
+from ...ops import get_op
+from ...ops.attrs import AttrError
+from ..errors import LoweringError
+from . import expr as te
 from .topi import get_lowering
 
 
@@ -60,7 +61,7 @@ def _evaluate(body, values: dict[Any, Any], result: Composed) -> Any:
         if node in values or isinstance(node, (Op, Function)):
             continue
         if isinstance(node, Var):
-            raise te.LoweringError(f"%{node.name} is not a parameter of the primitive function", node.span)
+            raise LoweringError(f"%{node.name} is not a parameter of the primitive function", node.span)
         if isinstance(node, Constant):
             values[node] = _constant(node, result)
         elif isinstance(node, Tuple):
@@ -73,7 +74,7 @@ def _evaluate(body, values: dict[Any, Any], result: Composed) -> Any:
             inner = dict(zip(node.op.params, (values[a] for a in node.args)))
             values[node] = _evaluate(node.op.body, inner, result)
         else:
-            raise te.LoweringError(f"a primitive function cannot contain {type(node).__name__}", node.span)
+            raise LoweringError(f"a primitive function cannot contain {type(node).__name__}", node.span)
     return values[body]
 
 
@@ -88,19 +89,19 @@ def _not_into_functions(node) -> tuple:
 def _type_of(expr) -> Type:
     ty = expr.ty if getattr(expr, "ty", None) is not None else getattr(expr, "type_annotation", None)
     if ty is None:
-        raise te.LoweringError("its type is unknown (type inference did not reach it)", expr.span)
+        raise LoweringError("its type is unknown (type inference did not reach it)", expr.span)
     return ty
 
 
 def _static(ty: Type, span, what: str) -> tuple[tuple[int, ...], str]:
     if not isinstance(ty, TensorType):
-        raise te.LoweringError(f"{what}: expected a tensor, found {type(ty).__name__}", span)
+        raise LoweringError(f"{what}: expected a tensor, found {type(ty).__name__}", span)
     if not ty.is_static:
         dims = ", ".join(str(d) if isinstance(d, int) else "?" for d in ty.shape)
-        raise te.LoweringError(f"{what}: the shape ({dims}) has unknown (?) dimensions; "
+        raise LoweringError(f"{what}: the shape ({dims}) has unknown (?) dimensions; "
                                "lowering needs static shapes", span)
     if ty.dtype not in te.DTYPES:
-        raise te.LoweringError(f"{what}: no lowering for dtype {ty.dtype}", span)
+        raise LoweringError(f"{what}: no lowering for dtype {ty.dtype}", span)
     return tuple(int(d) for d in ty.shape), ty.dtype
 
 
@@ -115,11 +116,11 @@ def _placeholders(ty: Type, name: str, into: list[te.Tensor], span) -> Any:
 
 def _constant(node: Constant, result: Composed) -> te.Tensor:
     if node.data is None:
-        raise te.LoweringError(f"the constant {node.meta} has no value (its metadata entry is missing)", node.span)
+        raise LoweringError(f"the constant {node.meta} has no value (its metadata entry is missing)", node.span)
     data = np.asarray(node.data)
     dtype = str(data.dtype)
     if dtype not in te.DTYPES:
-        raise te.LoweringError(f"no lowering for a constant of dtype {dtype}", node.span)
+        raise LoweringError(f"no lowering for a constant of dtype {dtype}", node.span)
     if data.ndim == 0:
         value = te.const(data.item(), dtype)
         t = te.compute((), lambda: value, "T_const", dtype=dtype)
@@ -135,12 +136,12 @@ def _lower_call(call: Call, values: dict) -> Any:
     name = call.op.name
     rule = get_lowering(name)
     if rule is None:
-        raise te.LoweringError(f"no lowering for operator {name}", call.span)
+        raise LoweringError(f"no lowering for operator {name}", call.span)
     opdef = get_op(name)
     try:
         attrs = opdef.normalize_attrs(call.attrs)
     except AttrError as err:
-        raise te.LoweringError(str(err), call.span) from None
+        raise LoweringError(str(err), call.span) from None
     out_type = _type_of(call)
     for field_ty in (out_type.fields if isinstance(out_type, TupleType) else (out_type,)):
         _static(field_ty, call.span, name)
@@ -148,8 +149,8 @@ def _lower_call(call: Call, values: dict) -> Any:
     before = _known_computes(args)
     try:
         out = rule(*args, attrs, out_type) if opdef.inputs is not None else rule(args, attrs, out_type)
-    except te.LoweringError as err:
-        raise te.LoweringError(f"{name}: {err.message}", err.span or call.span) from None
+    except LoweringError as err:
+        raise LoweringError(f"{name}: {err.message}", err.span or call.span) from None
     outs = out if isinstance(out, tuple) else (out,)
     for t in te.post_order(list(outs)):
         if t.op is not None and id(t) not in before and t.op.span is None:
@@ -173,7 +174,7 @@ def _distinct_outputs(outs: tuple, func: Function) -> list[te.Tensor]:
     seen: set[int] = set()
     for t in outs:
         if isinstance(t, tuple):
-            raise te.LoweringError("a primitive function returning a nested tuple", func.span)
+            raise LoweringError("a primitive function returning a nested tuple", func.span)
         if t.op is None or id(t) in seen:
             src = t
             t = te.compute(src.shape, lambda *i: src[i] if i else src[()], f"T_copy{len(result)}")

@@ -13,8 +13,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...ops.reduce import reduce_axes
-from .. import te
+from ....ops.reduce import reduce_axes
+from .. import expr as te
 from .registry import lowering
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...ir.types import TensorType
-from ...ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
-from .. import loopnest, te
+from ....ir.types import TensorType
+from ....ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
+from ... import loopnest
+from ...errors import LoweringError
+from .. import expr as te
 from .common import broadcast_read
 from .registry import lowering
 
@@ -202,6 +204,6 @@ def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
 def _(x: te.Tensor, shape: te.Tensor, attrs, out_type) -> te.Tensor:
     """The target shape comes from the result type (the shape argument is its value)."""
     if not out_type.is_static:
-        raise te.LoweringError("collapse_sum_to: the target shape is known only at run time; "
+        raise LoweringError("collapse_sum_to: the target shape is known only at run time; "
                                "give it as the shape attribute")
     return _collapse_sum(x, out_type.shape, "T_collapse_sum_to")

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ...ops.nn_conv import _is_depthwise
-from .. import te
+from ....ops.nn_conv import _is_depthwise
+from .. import expr as te
 
 BLOCK = 16
 

@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from ...ops.reduce import reduce_axes
-from .. import te
+from ....ops.reduce import reduce_axes
+from .. import expr as te
 from .registry import lowering
 
 

@@ -8,7 +8,7 @@ away from zero, the `fast_*` ops are exact).
 
 from __future__ import annotations
 
-from .. import te
+from .. import expr as te
 from .registry import lowering
 
 # op -> intrinsic, for the float-only math functions

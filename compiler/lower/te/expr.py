@@ -21,9 +21,12 @@ at the scalar level), so each LLVM instruction can point at its Relay expression
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
+
+from ..errors import LoweringError  # noqa: F401 (te.LoweringError: what a compute rule raises)
 
 INDEX = "int64"
 
@@ -43,16 +46,6 @@ def is_signed(dtype: str) -> bool:
 
 def bits(dtype: str) -> int:
     return 1 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()))
-
-
-class LoweringError(Exception):
-    """Something a lowering cannot do (an op without a rule, a dtype, a dynamic shape).
-    `span` is the Relay expression at fault when known."""
-
-    def __init__(self, message: str, span: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.span = span
 
 
 # --------------------------------------------------------------------------- expressions
@@ -480,8 +473,6 @@ def substitute(e: PrimExpr, mapping: dict[Var | IterVar, PrimExpr]) -> PrimExpr:
 def with_loc(e: PrimExpr, loc: Any) -> PrimExpr:
     """`e` with `loc` stamped on every node that has none (the nodes of other ops keep
     theirs)."""
-    import dataclasses
-
     def stamp(n: PrimExpr) -> PrimExpr | None:
         if n.loc is None and not isinstance(n, (Var, IterVar)):
             return dataclasses.replace(n, loc=loc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import te
+from .. import expr as te
 
 
 def broadcast_read(t: te.Tensor, out_indices: Sequence[te.PrimExpr]) -> te.PrimExpr:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ...ops.transform_index import (
+from ....ops.transform_index import (
     _gather_axis,
     _gather_nd_m,
     _one_hot_axis,
@@ -21,7 +21,8 @@ from ...ops.transform_index import (
     _take_plan,
     _window_check,
 )
-from .. import te
+from ...errors import LoweringError
+from .. import expr as te
 from .registry import lowering
 from .transform import type_of, unravel
 
@@ -167,7 +168,7 @@ _constant("ones", 1)
 def _(start: te.Tensor, stop: te.Tensor, step: te.Tensor, attrs, out_type) -> te.Tensor:
     """start + step * i; the length must be known (start, stop and step given as attributes)."""
     if not out_type.is_static:
-        raise te.LoweringError("arange: the length is known only at run time; give start, stop "
+        raise LoweringError("arange: the length is known only at run time; give start, stop "
                                "and step as constant attributes")
     return te.compute(out_type.shape, lambda i: start[()] + step[()] * te.cast(i, out_type.dtype), "T_arange")
 

@@ -8,7 +8,7 @@ takes the sign of the divisor (`floormod`).
 
 from __future__ import annotations
 
-from .. import te
+from .. import expr as te
 from .common import broadcast_read
 from .registry import lowering
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import te
+from .. import expr as te
 from .registry import lowering
 
 

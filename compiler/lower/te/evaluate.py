@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import te
+from . import expr as te
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ...ops.nn_conv import (CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, CONV3D,
+from ....ops.nn_conv import (CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, CONV3D,
                             DW_CONV2D_NCHWC, ConvSpec, Layout, _is_depthwise, _out_dtype, _plan,
                             forward_shape)
-from .. import te
+from ...errors import LoweringError
+from .. import expr as te
 from .conv_blocked import blocked_conv2d, blocked_depthwise2d, blocked_kind
 from .registry import lowering
 
@@ -62,7 +63,7 @@ def canonical_indices(layout: Layout, axes: Sequence[te.PrimExpr]) -> Indices:
 def whole_spatial(op: str, spatial: str, layout: Layout, attr: str) -> None:
     for letter in spatial:
         if layout.factor(letter) is not None:
-            raise te.LoweringError(f"{op}: {attr} {layout.name} splits the spatial axis {letter}; "
+            raise LoweringError(f"{op}: {attr} {layout.name} splits the spatial axis {letter}; "
                                    f"lowering needs it whole")
 
 

@@ -18,10 +18,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ...ir.types import TensorType
-from ...ops.pooling import (_adaptive_sizes, _int_div_shortcut, _pad_widths, _resize_check,
+from ....ir.types import TensorType
+from ....ops.pooling import (_adaptive_sizes, _int_div_shortcut, _pad_widths, _resize_check,
                             _resize_size, _upsampled, _window, spatial_axes)
-from .. import te
+from ...errors import LoweringError
+from .. import expr as te
 from .registry import lowering
 
 _F = np.float32
@@ -265,7 +266,7 @@ def _source_coord(x: te.PrimExpr, out_size: int, in_size: int, mode: str, start:
             return (_f32(_F(start) * _F(in_size - 1))
                     + x * _f32(_F(end) - _F(start)) * _f32(in_size - 1) / _f32(out_size - 1))
         return _f32(_F(0.5) * (_F(start) + _F(end)) * _F(in_size - 1))
-    raise te.LoweringError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
+    raise LoweringError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
 
 
 def _nearest(c: te.PrimExpr, rounding: str) -> te.PrimExpr:
@@ -332,7 +333,7 @@ def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], 
     """Resample axes h_axis and w_axis of data to out_shape's extents (the reference's
     resize2d: float32 coordinates and interpolation, then a cast)."""
     if method not in ("nearest_neighbor", "linear", "cubic"):
-        raise te.LoweringError(f"image.resize2d: method {method} is not supported")
+        raise LoweringError(f"image.resize2d: method {method} is not supported")
     in_h, in_w = data.shape[h_axis], data.shape[w_axis]
     out_h, out_w = out_shape[h_axis], out_shape[w_axis]
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.types import TensorType
-from ...ops.nn_conv import parse_layout
-from ...ops.plumbing import _QMIN_QMAX, _channel_axis, _conv_geometry, _requantize_modes
-from .. import te
+from ....ir.types import TensorType
+from ....ops.nn_conv import parse_layout
+from ....ops.plumbing import _QMIN_QMAX, _channel_axis, _conv_geometry, _requantize_modes
+from ...errors import LoweringError
+from .. import expr as te
 from .nn_conv import conv_forward, pad_spatial
 from .registry import lowering
 
@@ -29,7 +30,7 @@ def _pass_through(op: str) -> None:
         """A copy of the tensor, or of each tensor of a tuple."""
         tensors = data if isinstance(data, tuple) else (data,)
         if not all(isinstance(t, te.Tensor) for t in tensors):
-            raise te.LoweringError(f"{op}: only a tensor or a tuple of tensors can be lowered")
+            raise LoweringError(f"{op}: only a tensor or a tuple of tensors can be lowered")
         copies = tuple(te.compute(t.shape, lambda *i, t=t: t[i], "T_copy") for t in tensors)
         return copies if isinstance(data, tuple) else copies[0]
 

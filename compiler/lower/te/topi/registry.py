@@ -50,4 +50,5 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
+        # lazy: the rule files import this module to register themselves
         from . import library  # noqa: F401
