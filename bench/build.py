@@ -283,7 +283,8 @@ class StageClock:
 
     @contextlib.contextmanager
     def measure(self) -> Iterator[None]:
-        from relaylens.compiler.lower import codegen_llvm, pipeline, schedule
+        from relaylens.compiler.lower import codegen_llvm, pipeline
+        from relaylens.compiler.lower.schedule import primitives as schedule
 
         generate = codegen_llvm.generate
         patched = [(pipeline, "compose", self.timed("compose", pipeline.compose)),

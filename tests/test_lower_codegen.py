@@ -15,7 +15,7 @@ import pytest
 from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
-from relaylens.compiler.lower import loopnest as ln
+from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.codegen_llvm import generate, source_location
 from relaylens.compiler.lower.jit import JIT, aligned_empty
 from relaylens.compiler.lower.llvm_map import function_ranges, line_locations

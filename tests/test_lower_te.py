@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from relaylens.compiler.lower import loopnest as ln
+from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 

@@ -40,7 +40,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from .te import expr as te
-from .loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
+from .schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
 from .errors import LoweringError
 from ..ir.span import Span
 

@@ -29,7 +29,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from .codegen_llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
-from .loopnest import PrimFunc
+from .schedule.loopnest import PrimFunc
 from .errors import LoweringError
 
 _ready = False

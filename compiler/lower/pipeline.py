@@ -34,9 +34,9 @@ from ..ir.functor import post_order
 from ..ir.structural import structural_equal, structural_hash
 from .errors import LoweringError
 from .te.compose import Composed, compose
-from .default_schedules import default_schedule
-from .loopnest import PrimFunc
-from .schedule import Schedule
+from .schedule.defaults import default_schedule
+from .schedule.loopnest import PrimFunc
+from .schedule.primitives import Schedule
 
 SOURCE = "lower"
 

@@ -12,7 +12,7 @@ float32 sums in NCHW/OIHW/NCHW with at least BLOCK output channels:
 16 channels sit side by side (one 64-byte vector of float32), zero-filled past the last
 channel when 16 does not divide the count; `T_conv2d` reads the result back in NCHW and
 default schedules inline it into the epilogue.  With the channels contiguous a schedule
-vectorises over them whatever the output width or the stride (schedules_conv.py).
+vectorises over them whatever the output width or the stride (schedule/conv.py).
 Packing runs on every call (weights are parameters of the model).
 """
 

@@ -12,8 +12,8 @@ from typing import Sequence
 
 from ....ir.types import TensorType
 from ....ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
-from ... import loopnest
 from ...errors import LoweringError
+from ...schedule import loopnest
 from .. import expr as te
 from .common import broadcast_read
 from .registry import lowering

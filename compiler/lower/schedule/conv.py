@@ -1,4 +1,4 @@
-"""Default schedules of channel-blocked 2-D convolutions (topi/conv_blocked.py).
+"""Default schedules of channel-blocked 2-D convolutions (te/topi/conv_blocked.py).
 
 The blocked reduction `T_conv2d_NCHW16c` (N, B, OH, OW, 16), B blocks of 16 output
 channels, gets a register tile of `vectors` blocks x `cols` output columns of one output
@@ -36,11 +36,11 @@ machine).
 
 from __future__ import annotations
 
-from .te import expr as te
-from .schedule import Schedule, Stage
+from ..te import expr as te
+from .primitives import Schedule, Stage
 
 ACCUMULATORS = 20  # of the 32 vector registers: the rest hold weights and broadcasts
-PARALLEL_MIN = 16384  # elements times reduction length, as default_schedules
+PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
 CACHE_BYTES = 2 << 20  # per core (L2)
 COPY_PARALLEL_BYTES = 1 << 20
 

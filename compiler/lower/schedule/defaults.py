@@ -9,8 +9,8 @@
      about 3x slower inlined than reading a padded copy).
    Those are computed once into a buffer and scheduled as injective stages.
 2. Each remaining stage, producers first:
-   * a channel-blocked float32 conv2d (topi/conv_blocked.py: NCHW with at least 16
-     channels, groups 1 or depthwise): schedules_conv.py (16-channel vectors, a 2 x 16
+   * a channel-blocked float32 conv2d (te/topi/conv_blocked.py: NCHW with at least 16
+     channels, groups 1 or depthwise): conv.py (16-channel vectors, a 2 x 16
      channels by 10 columns register tile, the epilogue applied at write-back);
    * another convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
      "nn.batch_matmul", ...): a register tile.  With data axes d0..dn-1, the last one
@@ -66,9 +66,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .te import expr as te
-from .schedule import Schedule, Stage
-from .schedules_conv import schedule_blocked_convs
+from ..te import expr as te
+from .conv import schedule_blocked_convs
+from .primitives import Schedule, Stage
 
 VECTOR_BYTES = 64
 UNROLL = 4
@@ -84,7 +84,7 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
     outputs, totals = _rfactor_products(outputs)
     sch = Schedule(outputs, inputs, name)
     _inline_injective(sch)
-    done = schedule_blocked_convs(sch)  # schedules_conv.py
+    done = schedule_blocked_convs(sch)  # conv.py
     for stage in list(sch.stages):
         if stage.inlined or id(stage) in done:
             continue

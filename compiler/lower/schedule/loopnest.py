@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .te import expr as te
-from .te.expr import Buffer, BufferLoad, PrimExpr, Var
+from ..te import expr as te
+from ..te.expr import Buffer, BufferLoad, PrimExpr, Var
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 

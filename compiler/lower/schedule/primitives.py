@@ -48,9 +48,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from ..errors import LoweringError
+from ..te import expr as te
 from . import loopnest
-from .errors import LoweringError
-from .te import expr as te
 from .loopnest import Allocate, For, IfThenElse, PrimFunc, Stmt, Store, flat_index, seq, simplify
 
 
