@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..te import expr as te
+from ..te.arith import flat_index, simplify  # noqa: F401 (the index arithmetic of stores and loads; ln.simplify in tests)
 from ..te.expr import Buffer, BufferLoad, PrimExpr, Var
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled")
@@ -96,16 +97,6 @@ def seq(*stmts: Stmt | None) -> Stmt:
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
-def flat_index(shape: tuple[int, ...], indices: tuple[PrimExpr, ...]) -> PrimExpr:
-    """The row-major offset of `indices` in a buffer of `shape` (folded where constant)."""
-    if not indices:
-        return te.const(0, te.INDEX)
-    result = indices[0]
-    for dim, idx in zip(shape[1:], indices[1:]):
-        result = simplify(result * dim + idx)
-    return simplify(result)
-
-
 def walk(stmt: Stmt) -> Iterator[Stmt]:
     """Every statement, pre-order."""
     stack = [stmt]
@@ -120,48 +111,6 @@ def walk(stmt: Stmt) -> Iterator[Stmt]:
             if s.else_case is not None:
                 stack.append(s.else_case)
             stack.append(s.then_case)
-
-
-# --------------------------------------------------------------------------- simplification
-
-
-def simplify(e: PrimExpr) -> PrimExpr:
-    """Constant folding and the identities that index arithmetic produces (x*1, x+0,
-    0*x, (x*c)//c for loop vars), so printed and generated indices stay readable."""
-    return te.transform(e, _fold)
-
-
-def _fold(n: PrimExpr) -> PrimExpr | None:
-    if not isinstance(n, te.Binary) or n.dtype != te.INDEX:
-        return None
-    a, b = n.a, n.b
-    ca = a.value if isinstance(a, te.Const) else None
-    cb = b.value if isinstance(b, te.Const) else None
-    if ca is not None and cb is not None:
-        fold = {"add": lambda: ca + cb, "sub": lambda: ca - cb, "mul": lambda: ca * cb,
-                "floordiv": lambda: ca // cb if cb else None, "floormod": lambda: ca % cb if cb else None,
-                "min": lambda: min(ca, cb), "max": lambda: max(ca, cb)}.get(n.op)
-        value = fold() if fold else None
-        return None if value is None else te.const(value, te.INDEX)
-    if n.op == "add":
-        if ca == 0:
-            return b
-        if cb == 0:
-            return a
-    if n.op == "sub" and cb == 0:
-        return a
-    if n.op == "mul":
-        if ca == 1:
-            return b
-        if cb == 1:
-            return a
-        if ca == 0 or cb == 0:
-            return te.const(0, te.INDEX)
-    if n.op in ("floordiv", "div") and cb == 1:
-        return a
-    if n.op == "floormod" and cb == 1:
-        return te.const(0, te.INDEX)
-    return None
 
 
 # --------------------------------------------------------------------------- printing

@@ -13,8 +13,8 @@ from typing import Sequence
 from ....ir.types import TensorType
 from ....ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
 from ...errors import LoweringError
-from ...schedule import loopnest
 from .. import expr as te
+from ..arith import flat_index
 from .common import broadcast_read
 from .registry import lowering
 
@@ -36,7 +36,7 @@ def unravel(flat: te.PrimExpr, shape: Sequence[int]) -> tuple[te.PrimExpr, ...]:
 
 
 def _reshape(x: te.Tensor, shape: Sequence[int], name: str) -> te.Tensor:
-    return te.compute(shape, lambda *i: x[unravel(loopnest.flat_index(tuple(shape), i), x.shape)], name)
+    return te.compute(shape, lambda *i: x[unravel(flat_index(tuple(shape), i), x.shape)], name)
 
 
 @lowering("reshape")
