@@ -283,7 +283,8 @@ class StageClock:
 
     @contextlib.contextmanager
     def measure(self) -> Iterator[None]:
-        from relaylens.compiler.lower import codegen_llvm, pipeline
+        from relaylens.compiler.lower import pipeline
+        from relaylens.compiler.lower.codegen import llvm as codegen_llvm
         from relaylens.compiler.lower.schedule import primitives as schedule
 
         generate = codegen_llvm.generate

@@ -10,7 +10,7 @@ import pytest
 from relaylens.compiler.build import build_text
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.lower.jit import JIT
-from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from relaylens.compiler.lower.pipeline import LoweringCache, lower_build
 
 MLP = """#[version = "0.0.5"]

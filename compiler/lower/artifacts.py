@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ir.span import Span
 from ..printer import print_module
-from .llvm_map import function_ranges, line_locations
+from .codegen.llvm_map import function_ranges, line_locations
 
 
 def write_build(build, lowered, directory: str | Path) -> list[Path]:

@@ -143,7 +143,7 @@ def _returns_tuple(func: Function) -> bool:
 
 
 def _entry_debug(source_name: str):
-    from .codegen_llvm import entry_debug
+    from .codegen.llvm import entry_debug
 
     return lambda module, fn, span: entry_debug(module, fn, source_name)
 

@@ -28,7 +28,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
-from .codegen_llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
+from .codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from .schedule.loopnest import PrimFunc
 from .errors import LoweringError
 

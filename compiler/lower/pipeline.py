@@ -154,7 +154,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 
 def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
     """One primitive function through every stage to machine code (or to optimised LLVM IR)."""
-    from .codegen_llvm import generate
+    from .codegen.llvm import generate
 
     composed = compose(func)
     schedule = default_schedule(composed.outputs, composed.placeholders, name)
@@ -178,7 +178,7 @@ def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunc
     """`entry` for a structurally equal `func` elsewhere in the source, under `name`: the
     same machine code; LLVM texts renamed and their debug locations moved to `func`'s
     expressions (paired in evaluation order, as structural equality pairs them)."""
-    from .codegen_llvm import source_location
+    from .codegen.llvm import source_location
 
     moved: dict[tuple[int, int], tuple[int, int]] = {}
     for old, new in zip(post_order(entry.func), post_order(func)):

@@ -39,10 +39,10 @@ from typing import Any, Callable, Iterator
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from .te import expr as te
-from .schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
-from .errors import LoweringError
-from ..ir.span import Span
+from ...ir.span import Span
+from ..errors import LoweringError
+from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
+from ..te import expr as te
 
 SMALL_ALLOCA_BYTES = 4096
 BUFFER_ALIGN = 64
