@@ -305,7 +305,7 @@ class StageClock:
 
 def timed_jit():
     """A JIT whose optimize (O3) and load (machine code) add to `jit.clock`."""
-    from relaylens.compiler.lower.jit import JIT
+    from relaylens.compiler.lower.runtime.jit import JIT
 
     class TimedJIT(JIT):
         clock = StageClock()

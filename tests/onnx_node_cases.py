@@ -261,7 +261,7 @@ class SharedCompiler:
 
     def take(self):
         """(jit, cache) for the next case."""
-        from relaylens.compiler.lower.jit import JIT
+        from relaylens.compiler.lower.runtime.jit import JIT
         from relaylens.compiler.lower.pipeline import LoweringCache
 
         if self.used >= self.batch:

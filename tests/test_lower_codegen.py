@@ -17,7 +17,7 @@ from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.codegen.llvm import generate, source_location
-from relaylens.compiler.lower.jit import JIT, aligned_empty
+from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 
 N = 37  # not a multiple of any vector width
@@ -488,7 +488,7 @@ def test_debug_info_in_outlined_parallel_functions(jit):
 
 
 def test_thread_count(monkeypatch):
-    from relaylens.compiler.lower.jit import default_num_threads
+    from relaylens.compiler.lower.runtime.jit import default_num_threads
 
     monkeypatch.setenv("RELAYLENS_NUM_THREADS", "3")
     assert default_num_threads() == 3

@@ -27,8 +27,8 @@ from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.lower.te.compose import compose
 from relaylens.compiler.lower.schedule.defaults import default_schedule
-from relaylens.compiler.lower.executable import _KernelCall
-from relaylens.compiler.lower.jit import JIT
+from relaylens.compiler.lower.runtime.executable import _KernelCall
+from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.pipeline import lower_build, lower_function
 from relaylens.compiler.lower.schedule.primitives import Schedule
 from relaylens.compiler.lower.schedule.conv import ACCUMULATORS, conv_tile

@@ -9,7 +9,7 @@ import pytest
 
 from relaylens.compiler.build import build_text
 from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.lower.jit import JIT
+from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from relaylens.compiler.lower.pipeline import LoweringCache, lower_build
 

@@ -119,8 +119,8 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
     language server's build worker), without the memory and time of machine code.  Such
     a build cannot run; its kernels and cache entries have no address."""
-    from .executable import make_executable
-    from .jit import JIT
+    from .runtime.executable import make_executable
+    from .runtime.jit import JIT
 
     jit = jit or JIT()
     source_name = result.name

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Function, Let, Op, Tuple, TupleGetItem, Var
-from ..ir.functor import children, post_order
-from ..ir.types import TensorType, TupleType, Type
+from ...ir.expr import Call, Constant, Function, Let, Op, Tuple, TupleGetItem, Var
+from ...ir.functor import children, post_order
+from ...ir.types import TensorType, TupleType, Type
 
 ALIGN = 64
 

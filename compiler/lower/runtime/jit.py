@@ -1,7 +1,7 @@
 """The JIT: optimise generated LLVM IR for the host and run it on numpy arrays.
 
     jit = JIT()
-    optimized = jit.optimize(str(codegen_llvm.generate(funcs, "model.relay")))
+    optimized = jit.optimize(str(codegen.llvm.generate(funcs, "model.relay")))
     jit.load(optimized)
     add = jit.kernel(funcs[0])          # a Kernel: add(x, y) -> output array
     out = add(x, y)
@@ -28,9 +28,9 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
-from .codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
-from .schedule.loopnest import PrimFunc
-from .errors import LoweringError
+from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
+from ..errors import LoweringError
+from ..schedule.loopnest import PrimFunc
 
 _ready = False
 

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..ir.expr import Function
-from .errors import LoweringError
+from ...ir.expr import Function
+from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
 from .plan import NotDataflow, Plan, plan_main
@@ -97,7 +97,7 @@ class Executable:
 
     # --- interpreter with compiled kernels ------------------------------------------
     def _interpret(self, args: Sequence[Any]) -> Any:
-        from ..interpreter import Interpreter
+        from ...interpreter import Interpreter
 
         kernels = {func: _KernelCall(self.lowered.functions[name]) for func, name in self._kernel_names.items()}
         return Interpreter(self.module, kernels=kernels).call("main", list(args))
@@ -127,7 +127,7 @@ def make_executable(result, lowered, jit, machine_code: bool = True) -> Executab
 def _all_fused(module, lowered) -> dict[Function, str]:
     """Every primitive function of the module (structurally equal ones share a kernel)
     with the name of its lowered kernel."""
-    from ..transform.fused_names import name_primitive_functions
+    from ...transform.fused_names import name_primitive_functions
 
     names = name_primitive_functions(module)
     missing = sorted({n for n in names.values() if n not in lowered.functions})
@@ -137,13 +137,13 @@ def _all_fused(module, lowered) -> dict[Function, str]:
 
 
 def _returns_tuple(func: Function) -> bool:
-    from ..ir.types import TupleType
+    from ...ir.types import TupleType
 
     return isinstance(getattr(func.body, "ty", None), TupleType)
 
 
 def _entry_debug(source_name: str):
-    from .codegen.llvm import entry_debug
+    from ..codegen.llvm import entry_debug
 
     return lambda module, fn, span: entry_debug(module, fn, source_name)
 
@@ -175,7 +175,7 @@ def _flatten_args(args: Sequence[Any]) -> list[Any]:
 
 
 def _unflatten(values: list[np.ndarray], ty) -> Any:
-    from ..ir.types import TupleType
+    from ...ir.types import TupleType
 
     it = iter(values)
 
