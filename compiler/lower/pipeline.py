@@ -26,17 +26,22 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import llvmlite.binding as llvm
 import numpy as np
 
 from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural import structural_equal, structural_hash
+from .codegen import llvm as codegen
+from .codegen.llvm import source_location
 from .errors import LoweringError
-from .te.compose import Composed, compose
+from .runtime.executable import make_executable
+from .runtime.jit import JIT
 from .schedule.defaults import default_schedule
 from .schedule.loopnest import PrimFunc
 from .schedule.primitives import Schedule
+from .te.compose import Composed, compose
 
 SOURCE = "lower"
 
@@ -119,9 +124,6 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
     language server's build worker), without the memory and time of machine code.  Such
     a build cannot run; its kernels and cache entries have no address."""
-    from .runtime.executable import make_executable
-    from .runtime.jit import JIT
-
     jit = jit or JIT()
     source_name = result.name
     lowered = Lowered({}, [], source_name=source_name, jit=jit)
@@ -154,13 +156,11 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 
 def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
     """One primitive function through every stage to machine code (or to optimised LLVM IR)."""
-    from .codegen.llvm import generate
-
     composed = compose(func)
     schedule = default_schedule(composed.outputs, composed.placeholders, name)
     prim = schedule.lower()
     prim.span = prim.span or func.span
-    text = str(generate([prim], source_name))
+    text = str(codegen.generate([prim], source_name))
     optimized = jit.optimize(text)
     if not machine_code:
         return LoweredFunction(name, func, composed, schedule, prim, text, optimized)
@@ -178,8 +178,6 @@ def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunc
     """`entry` for a structurally equal `func` elsewhere in the source, under `name`: the
     same machine code; LLVM texts renamed and their debug locations moved to `func`'s
     expressions (paired in evaluation order, as structural equality pairs them)."""
-    from .codegen.llvm import source_location
-
     moved: dict[tuple[int, int], tuple[int, int]] = {}
     for old, new in zip(post_order(entry.func), post_order(func)):
         a, b = source_location(old.span), source_location(new.span)
@@ -212,8 +210,6 @@ def _move(fields: str, moved: dict[tuple[int, int], tuple[int, int]]) -> str:
 
 def _link(texts: list[str]) -> str:
     """Several module texts as one module (LLVM's linker: declarations meet definitions)."""
-    import llvmlite.binding as llvm
-
     if not texts:
         return ""
     first = llvm.parse_assembly(texts[0])

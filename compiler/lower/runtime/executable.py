@@ -18,7 +18,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...interpreter import Interpreter
 from ...ir.expr import Function
+from ...ir.types import TupleType
+from ...transform.fused_names import name_primitive_functions
+from ..codegen.llvm import entry_debug
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
@@ -97,8 +101,6 @@ class Executable:
 
     # --- interpreter with compiled kernels ------------------------------------------
     def _interpret(self, args: Sequence[Any]) -> Any:
-        from ...interpreter import Interpreter
-
         kernels = {func: _KernelCall(self.lowered.functions[name]) for func, name in self._kernel_names.items()}
         return Interpreter(self.module, kernels=kernels).call("main", list(args))
 
@@ -127,8 +129,6 @@ def make_executable(result, lowered, jit, machine_code: bool = True) -> Executab
 def _all_fused(module, lowered) -> dict[Function, str]:
     """Every primitive function of the module (structurally equal ones share a kernel)
     with the name of its lowered kernel."""
-    from ...transform.fused_names import name_primitive_functions
-
     names = name_primitive_functions(module)
     missing = sorted({n for n in names.values() if n not in lowered.functions})
     if missing:
@@ -137,14 +137,10 @@ def _all_fused(module, lowered) -> dict[Function, str]:
 
 
 def _returns_tuple(func: Function) -> bool:
-    from ...ir.types import TupleType
-
     return isinstance(getattr(func.body, "ty", None), TupleType)
 
 
 def _entry_debug(source_name: str):
-    from ..codegen.llvm import entry_debug
-
     return lambda module, fn, span: entry_debug(module, fn, source_name)
 
 
@@ -175,8 +171,6 @@ def _flatten_args(args: Sequence[Any]) -> list[Any]:
 
 
 def _unflatten(values: list[np.ndarray], ty) -> Any:
-    from ...ir.types import TupleType
-
     it = iter(values)
 
     def build(t):
