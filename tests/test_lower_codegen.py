@@ -16,7 +16,8 @@ from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.lower.schedule import loopnest as ln
-from relaylens.compiler.lower.codegen.llvm import generate, source_location
+from relaylens.compiler.lower.codegen.debuginfo import source_location
+from relaylens.compiler.lower.codegen.llvm import generate
 from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 
@@ -502,7 +503,7 @@ def test_thread_count(monkeypatch):
 def test_entry_debug(jit):
     import llvmlite.ir as ir
 
-    from relaylens.compiler.lower.codegen.llvm import entry_debug
+    from relaylens.compiler.lower.codegen.debuginfo import entry_debug
 
     src = Source("m.relay", "def @main() {\n  %0 = f(%x);\n  g(%0)\n}\n")
     module = ir.Module("entry")

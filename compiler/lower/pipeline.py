@@ -34,7 +34,7 @@ from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural import structural_equal, structural_hash
 from .codegen import llvm as codegen
-from .codegen.llvm import source_location
+from .codegen.debuginfo import source_location
 from .errors import LoweringError
 from .runtime.executable import make_executable
 from .runtime.jit import JIT

@@ -22,7 +22,7 @@ from ...interpreter import Interpreter
 from ...ir.expr import Function
 from ...ir.types import TupleType
 from ...transform.fused_names import name_primitive_functions
-from ..codegen.llvm import entry_debug
+from ..codegen.debuginfo import entry_debug
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
