@@ -31,8 +31,9 @@ that produced it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -96,23 +97,28 @@ def _buffer_function(module: ir.Module, name: str, buffers: list[te.Buffer], ext
 
 def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> None:
     if module.globals.get(func.name) is not None:
-        raise LoweringError(f"LLVM code generation: two functions named {func.name}")
+        raise LoweringError(f"LLVM code generation: two functions named {func.name}", func.span)
     fn = _buffer_function(module, func.name, list(func.params), [], internal=False)
     where = source_location(func.span) or (0, 0)
-    em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where,
+    em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where, func.span,
                   func.name, itertools.count(), in_parallel=False)
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
-    em.stmt(func.body, where)
+    em.stmt(func.body)
     em.finish()
 
 
 class _Emitter:
-    """Emits statements and expressions into one LLVM function."""
+    """Emits statements and expressions into one LLVM function.
+
+    Each node is emitted inside `with self.at(node.loc):`, which makes it the current
+    node: its instructions get its Relay line and column (the enclosing node's when it
+    has none), and a `LoweringError` raised meanwhile without a span gets its span."""
 
     def __init__(self, module: ir.Module, debug: DebugInfo, fn: ir.Function, scope: ir.DIValue,
-                 where: tuple[int, int], root: str, counter: Iterator[int], in_parallel: bool) -> None:
+                 where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool) -> None:
         self.module, self.debug, self.fn, self.scope = module, debug, fn, scope
-        self.where = where  # the function's own location, for code without a loc
+        self.where = where  # the current node's Relay (line, column); first the function's own
+        self.span = span  # the current node's span (the innermost one that has a span)
         self.root, self.counter, self.in_parallel = root, counter, in_parallel
         self.entry = fn.append_basic_block("entry")  # allocas only; branches to `body` at finish
         self.allocas = ir.IRBuilder(self.entry)
@@ -123,13 +129,28 @@ class _Emitter:
         self.memo: dict[int, ir.Value] = {}
         self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
-        self.at(where)
+        self.builder.debug_metadata = debug.location(where, scope)
 
-    def at(self, where: tuple[int, int]) -> None:
-        self.builder.debug_metadata = self.debug.location(where, self.scope)
+    @contextlib.contextmanager
+    def at(self, loc: Any) -> Iterator[None]:
+        """Make the node whose span is `loc` the current one for the block: the builder
+        stamps its location on every instruction, a `LoweringError` without a span gets
+        `loc`; the enclosing node's location and span come back after it."""
+        saved = self.where, self.span, self.builder.debug_metadata
+        if loc is not None:
+            self.where = source_location(loc) or self.where
+            self.span = loc
+            self.builder.debug_metadata = self.debug.location(self.where, self.scope)
+        try:
+            yield
+        except LoweringError as err:
+            if err.span is None:
+                err.span = self.span
+            raise
+        finally:
+            self.where, self.span, self.builder.debug_metadata = saved
 
     def finish(self) -> None:
-        self.at(self.where)
         self.builder.ret_void()
         self.allocas.branch(self.fn.blocks[1])
 
@@ -142,34 +163,33 @@ class _Emitter:
 
     # ------------------------------------------------------------------ statements
 
-    def stmt(self, s: Stmt, where: tuple[int, int]) -> None:
-        where = source_location(s.loc) or where
+    def stmt(self, s: Stmt) -> None:
         self.memo = {}
-        if isinstance(s, Seq):
-            for one in s.stmts:
-                self.stmt(one, where)
-        elif isinstance(s, Store):
-            self.store(s, where)
-        elif isinstance(s, For):
-            self.for_(s, where)
-        elif isinstance(s, IfThenElse):
-            self.if_(s, where)
-        elif isinstance(s, Allocate):
-            self.allocate(s, where)
-        else:
-            raise LoweringError(f"LLVM code generation: unknown statement {type(s).__name__}")
+        with self.at(getattr(s, "loc", None)):
+            if isinstance(s, Seq):
+                for one in s.stmts:
+                    self.stmt(one)
+            elif isinstance(s, Store):
+                self.store(s)
+            elif isinstance(s, For):
+                self.for_(s)
+            elif isinstance(s, IfThenElse):
+                self.if_(s)
+            elif isinstance(s, Allocate):
+                self.allocate(s)
+            else:
+                raise LoweringError(f"LLVM code generation: unknown statement {type(s).__name__}")
 
-    def store(self, s: Store, where: tuple[int, int]) -> None:
+    def store(self, s: Store) -> None:
         if s.value.dtype != s.buffer.dtype:
             raise LoweringError(f"LLVM code generation: storing {s.value.dtype} into {s.buffer.name} "
                                 f"of {s.buffer.dtype}")
-        index = self.expr(s.index, where)
+        index = self.expr(s.index)
         self.contract = _accumulates(s)
         try:
-            value = self.expr(s.value, where)
+            value = self.expr(s.value)
         finally:
             self.contract = False
-        self.at(where)
         if s.buffer.dtype == "bool":
             value = self.builder.zext(value, I8)
         self.builder.store(value, self.address(s.buffer, index), align=elem_bytes(s.buffer.dtype))
@@ -182,57 +202,52 @@ class _Emitter:
             index = self.builder.sext(index, I64)
         return self.builder.gep(ptr, [index], inbounds=True, source_etype=mem_type(buffer.dtype))
 
-    def if_(self, s: IfThenElse, where: tuple[int, int]) -> None:
-        cond = self.expr(s.cond, where)
-        self.at(where)
+    def if_(self, s: IfThenElse) -> None:
+        cond = self.expr(s.cond)
         if s.else_case is None:
             with self.builder.if_then(cond):
-                self.stmt(s.then_case, where)
+                self.stmt(s.then_case)
         else:
             with self.builder.if_else(cond) as (then, otherwise):
                 with then:
-                    self.stmt(s.then_case, where)
+                    self.stmt(s.then_case)
                 with otherwise:
-                    self.stmt(s.else_case, where)
-        self.at(where)
+                    self.stmt(s.else_case)
 
-    def allocate(self, s: Allocate, where: tuple[int, int]) -> None:
+    def allocate(self, s: Allocate) -> None:
         buf = s.buffer
         nbytes = buf.size * elem_bytes(buf.dtype)
         if nbytes <= SMALL_ALLOCA_BYTES:
             self.buffers[id(buf)] = self.entry_alloca(mem_type(buf.dtype), max(buf.size, 1), buf.name)
-            self.stmt(s.body, where)
+            self.stmt(s.body)
             return
-        self.at(where)
         alloc = declare(self.module, "aligned_alloc", PTR, [I64, I64])
         size = -(-nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
         self.buffers[id(buf)] = ptr = self.builder.call(alloc, [ir.Constant(I64, BUFFER_ALIGN), ir.Constant(I64, size)],
                                                         name=buf.name)
-        self.stmt(s.body, where)
-        self.at(where)
+        self.stmt(s.body)
         self.builder.call(declare(self.module, "free", VOID, [PTR]), [ptr])
 
-    def for_(self, s: For, where: tuple[int, int]) -> None:
+    def for_(self, s: For) -> None:
         if s.extent <= 0:
             return
         if s.kind == "parallel" and not self.in_parallel and s.extent > 1:
-            self.parallel(s, where)
+            self.parallel(s)
         elif s.kind == "unrolled" or s.extent == 1:
             for k in range(s.extent):
                 self.vars[id(s.var)] = ir.Constant(I64, k)
-                self.stmt(s.body, where)
+                self.stmt(s.body)
         else:
             width = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
-            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body, where),
-                      where, vectorize=width)
+            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
+                      vectorize=width)
         self.vars.pop(id(s.var), None)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
-             where: tuple[int, int], vectorize: int | None = None) -> None:
+             vectorize: int | None = None) -> None:
         """`for var in [begin, end): body()` as a bottom-tested loop; the range may be empty
         unless both bounds are constants."""
         b = self.builder
-        self.at(where)
         header = self.fn.append_basic_block(f"{var.name}.loop")
         exit_ = self.fn.append_basic_block(f"{var.name}.exit")
         pre = b.block
@@ -244,7 +259,6 @@ class _Emitter:
         counter = b.phi(I64, name=var.name)
         self.vars[id(var)] = counter
         body()
-        self.at(where)
         latch = b.block
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
         back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
@@ -260,7 +274,7 @@ class _Emitter:
         counter.add_incoming(following, latch)
         b.position_at_end(exit_)
 
-    def parallel(self, s: For, where: tuple[int, int]) -> None:
+    def parallel(self, s: For) -> None:
         """Outline `s` and run it on the OpenMP team through GOMP_parallel."""
         buffers, free_vars = _free_refs(s)
         for buf in buffers:
@@ -273,11 +287,12 @@ class _Emitter:
         body_fn = _buffer_function(self.module, f"{name}.body", buffers,
                                    [(v.name, reg_type(v.dtype)) for v in free_vars] + [("begin", I64), ("end", I64)],
                                    internal=True)
+        where = self.where
         inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
-                         where, self.root, self.counter, in_parallel=True)
+                         where, self.span, self.root, self.counter, in_parallel=True)
         inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
-        inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body, where), where)
+        inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body))
         inner.finish()
 
         fields = [PTR] * len(buffers) + [reg_type(v.dtype) for v in free_vars]
@@ -287,7 +302,7 @@ class _Emitter:
         trampoline.attributes.add("nounwind")
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
-                      where, self.root, self.counter, in_parallel=True)
+                      where, self.span, self.root, self.counter, in_parallel=True)
         tb = tr.builder
         captured = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
                                    source_etype=struct), typ=t) for k, t in enumerate(fields)]
@@ -301,7 +316,6 @@ class _Emitter:
         tr.finish()
 
         b = self.builder
-        self.at(where)
         data = self.entry_alloca(struct, 1, f"{name}.data")
         values = [self.buffers[id(x)] for x in buffers] + [self.vars[id(v)] for v in free_vars]
         for k, value in enumerate(values):
@@ -314,14 +328,15 @@ class _Emitter:
 
     # ------------------------------------------------------------------ expressions
 
-    def expr(self, e: te.PrimExpr, where: tuple[int, int]) -> ir.Value:
+    def expr(self, e: te.PrimExpr) -> ir.Value:
         key = id(e)
         value = self.memo.get(key)
         if value is None:
-            value = self.memo[key] = self._expr(e, source_location(e.loc) or where)
+            with self.at(e.loc):
+                value = self.memo[key] = self._expr(e)
         return value
 
-    def _expr(self, e: te.PrimExpr, where: tuple[int, int]) -> ir.Value:
+    def _expr(self, e: te.PrimExpr) -> ir.Value:
         b = self.builder
         if isinstance(e, te.Const):
             return constant(e.value, e.dtype)
@@ -331,35 +346,29 @@ class _Emitter:
                 raise LoweringError(f"LLVM code generation: unbound variable {e.name}")
             return value
         if isinstance(e, te.BufferLoad):
-            index = self.expr(e.index, where)
-            self.at(where)
+            index = self.expr(e.index)
             value = b.load(self.address(e.buffer, index), typ=mem_type(e.dtype), align=elem_bytes(e.dtype),
                            name=e.buffer.name)
             return b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) if e.dtype == "bool" else value
         if isinstance(e, te.Select):
-            return self.select(e, where)
+            return self.select(e)
         if isinstance(e, te.Binary):
-            x, y = self.expr(e.a, where), self.expr(e.b, where)
-            self.at(where)
+            x, y = self.expr(e.a), self.expr(e.b)
             return binary(self, e.op, x, y, e.a.dtype)
         if isinstance(e, te.Cast):
-            x = self.expr(e.value, where)
-            self.at(where)
+            x = self.expr(e.value)
             return cast(b, x, e.value.dtype, e.dtype)
         if isinstance(e, te.Call):
-            args = [self.expr(a, where) for a in e.args]
-            self.at(where)
+            args = [self.expr(a) for a in e.args]
             return call(self, e.name, args, e.args[0].dtype, e.dtype)
         raise LoweringError(f"LLVM code generation: {type(e).__name__} must be lowered before code generation")
 
-    def select(self, e: te.Select, where: tuple[int, int]) -> ir.Value:
-        cond = self.expr(e.cond, where)
+    def select(self, e: te.Select) -> ir.Value:
+        cond = self.expr(e.cond)
         if not (self.reads_memory(e.a) or self.reads_memory(e.b)):
-            x, y = self.expr(e.a, where), self.expr(e.b, where)
-            self.at(where)
+            x, y = self.expr(e.a), self.expr(e.b)
             return self.builder.select(cond, x, y)
         b = self.builder
-        self.at(where)
         then_bb = self.fn.append_basic_block("select.then")
         else_bb = self.fn.append_basic_block("select.else")
         merge_bb = self.fn.append_basic_block("select.end")
@@ -369,9 +378,8 @@ class _Emitter:
         for block, side in ((then_bb, e.a), (else_bb, e.b)):
             self.memo = dict(saved)
             b.position_at_end(block)
-            value = self.expr(side, where)
+            value = self.expr(side)
             arms.append((value, b.block))
-            self.at(where)
             b.branch(merge_bb)
         self.memo = saved
         b.position_at_end(merge_bb)
