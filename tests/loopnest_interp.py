@@ -18,9 +18,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from relaylens.compiler.lower.schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
-from relaylens.compiler.lower.schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 
 Env = list  # slot per loop variable, then the memory table
 

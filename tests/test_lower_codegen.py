@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
-from relaylens.compiler.lower.te import evaluate as te_eval
-from relaylens.compiler.lower.te import expr as te
-from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.codegen.debuginfo import source_location
 from relaylens.compiler.lower.codegen.llvm import generate
-from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
+from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
 
 N = 37  # not a multiple of any vector width
 

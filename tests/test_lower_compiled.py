@@ -13,9 +13,9 @@ from lower_cases_nn import CASES as NN
 
 from relaylens.compiler.ir.expr import Call, Function, Tuple, Var, op
 from relaylens.compiler.ir.types import TupleType
+from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.ops.registry import _as_ir_attrs
 
