@@ -23,16 +23,19 @@ stage's loads, stores and loops carry `loc`, the span of its compute.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..te import expr as te
 from ..te.arith import Interval, bounds, expr_key, flat_index, interval, minus, simplify, tidy
 from .loopnest import Allocate, For, IfThenElse, PrimFunc, Stmt, Store, seq
 from .stage import Axis, ScheduleError, Split, Stage, readers, split_extents, unique
 
+if TYPE_CHECKING:  # for annotations only: primitives.py imports this module
+    from .primitives import Schedule
 
-def build_loop_nest(sch) -> PrimFunc:
-    """The loop nest of `sch` (a primitives.Schedule) as it stands."""
+
+def build_loop_nest(sch: Schedule) -> PrimFunc:
+    """The loop nest of `sch` as it stands."""
     return _Lowering(sch).run()
 
 
@@ -41,7 +44,9 @@ _Attached = list[tuple[te.Buffer, Stmt, Any]]  # buffer, its nest, its span
 
 
 class _Lowering:
-    def __init__(self, sch) -> None:
+    """One build of a schedule's loop nest: the names, buffers and loop extents made so far."""
+
+    def __init__(self, sch: Schedule) -> None:
         self.sch = sch
         self.bodies = sch.bodies()
         self.readers = readers(sch.stages, self.bodies)
