@@ -283,7 +283,9 @@ class StageClock:
 
     @contextlib.contextmanager
     def measure(self) -> Iterator[None]:
-        from relaylens.compiler.lower import codegen_llvm, pipeline, schedule
+        from relaylens.compiler.lower import pipeline
+        from relaylens.compiler.lower.codegen import llvm as codegen_llvm
+        from relaylens.compiler.lower.schedule import primitives as schedule
 
         generate = codegen_llvm.generate
         patched = [(pipeline, "compose", self.timed("compose", pipeline.compose)),
@@ -303,7 +305,7 @@ class StageClock:
 
 def timed_jit():
     """A JIT whose optimize (O3) and load (machine code) add to `jit.clock`."""
-    from relaylens.compiler.lower.jit import JIT
+    from relaylens.compiler.lower.runtime.jit import JIT
 
     class TimedJIT(JIT):
         clock = StageClock()

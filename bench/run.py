@@ -100,7 +100,7 @@ def ort_session(model, threads: int):
 def compile_text(text: str, name: str, threads: int | None = None):
     """Build and lower Relay text (raises SystemExit with the first diagnostic)."""
     from relaylens.compiler.build import build_text
-    from relaylens.compiler.lower.jit import JIT
+    from relaylens.compiler.lower.runtime.jit import JIT
     from relaylens.compiler.lower.pipeline import lower_build
 
     result = build_text(text, name)
@@ -127,7 +127,7 @@ def model_inputs(model) -> dict[str, np.ndarray]:
 
 def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) -> dict:
     from relaylens.compiler.interpreter import Interpreter
-    from relaylens.compiler.lower.jit import aligned_empty
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
 
     result, lowering = compile_text(model.text, f"{model.key}.relay", threads)
     feeds = model_inputs(model)
@@ -165,7 +165,7 @@ def kernel_profile(lowering, runs: int) -> list[dict]:
     safe indices), times its calls per inference, slowest first."""
     from collections import Counter
 
-    from relaylens.compiler.lower.jit import aligned_empty
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
 
     calls = Counter(step.kernel for step in lowering.executable.plan.steps)
     rng = np.random.default_rng(3)
@@ -216,7 +216,7 @@ def single_kernel(lowering):
 
 
 def measure_chain(label: str, threads: int, runs: int) -> dict:
-    from relaylens.compiler.lower.jit import aligned_empty
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
 
     body, reference = CHAINS[label]
     text = chain_text(body, ELEMENTS)
@@ -331,7 +331,7 @@ def peak(threads: int) -> tuple[float, str]:
 
 
 def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
-    from relaylens.compiler.lower.jit import aligned_empty
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
 
     _, lowering = compile_text(case.relay(), "kernel.relay", threads)
     kernel, name = single_kernel(lowering)
@@ -425,7 +425,7 @@ def kernel_table(kernels: dict[str, dict], threads: int, runs: int) -> list[str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from relaylens.compiler.lower.jit import default_num_threads
+    from relaylens.compiler.lower.runtime.jit import default_num_threads
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10, help="timed runs (median) of compiled code and onnxruntime")

@@ -18,8 +18,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from relaylens.compiler.lower import te, te_eval
-from relaylens.compiler.lower.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store
+from relaylens.compiler.lower.schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
 
 Env = list  # slot per loop variable, then the memory table
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from relaylens.compiler.ir.types import TensorType, TupleType
-from relaylens.compiler.lower import te
+from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.ops import get_op
 
 

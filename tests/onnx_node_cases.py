@@ -221,7 +221,7 @@ def run_case(case: NodeCase, *, compiled: bool = False, jit=None, cache=None) ->
     `cache` (a LoweringCache) may be shared between cases to save compile time.  The
     tolerances come from `tolerance(case.name, compiled)`."""
     from relaylens.compiler.interpreter import InterpreterError, interpret
-    from relaylens.compiler.lower.te import LoweringError
+    from relaylens.compiler.lower.errors import LoweringError
 
     try:
         module, args = import_case(case)
@@ -261,7 +261,7 @@ class SharedCompiler:
 
     def take(self):
         """(jit, cache) for the next case."""
-        from relaylens.compiler.lower.jit import JIT
+        from relaylens.compiler.lower.runtime.jit import JIT
         from relaylens.compiler.lower.pipeline import LoweringCache
 
         if self.used >= self.batch:

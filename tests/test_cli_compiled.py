@@ -127,7 +127,7 @@ def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], 
 
 
 def test_explain_follows_an_expression_to_its_llvm_function_and_layers(capsys, tmp_path):
-    from relaylens.compiler.lower.llvm_map import line_locations
+    from relaylens.compiler.lower.codegen.llvm_map import line_locations
 
     path = tmp_path / "layered.relay"
     path.write_text(LAYERED)

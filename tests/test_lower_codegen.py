@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
-from relaylens.compiler.lower import te, te_eval
-from relaylens.compiler.lower import loopnest as ln
-from relaylens.compiler.lower.codegen_llvm import generate, source_location
-from relaylens.compiler.lower.jit import JIT, aligned_empty
-from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.codegen.debuginfo import source_location
+from relaylens.compiler.lower.codegen.llvm import generate
+from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
+from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
 
 N = 37  # not a multiple of any vector width
 
@@ -383,7 +385,7 @@ def test_kernel_checks_arguments(jit):
 
 
 def test_errors(jit):
-    from relaylens.compiler.lower.te import LoweringError
+    from relaylens.compiler.lower.errors import LoweringError
 
     out = buf("out", 4, "float32")
     stray = te.Var("stray")
@@ -487,7 +489,7 @@ def test_debug_info_in_outlined_parallel_functions(jit):
 
 
 def test_thread_count(monkeypatch):
-    from relaylens.compiler.lower.jit import default_num_threads
+    from relaylens.compiler.lower.runtime.jit import default_num_threads
 
     monkeypatch.setenv("RELAYLENS_NUM_THREADS", "3")
     assert default_num_threads() == 3
@@ -501,7 +503,7 @@ def test_thread_count(monkeypatch):
 def test_entry_debug(jit):
     import llvmlite.ir as ir
 
-    from relaylens.compiler.lower.codegen_llvm import entry_debug
+    from relaylens.compiler.lower.codegen.debuginfo import entry_debug
 
     src = Source("m.relay", "def @main() {\n  %0 = f(%x);\n  g(%0)\n}\n")
     module = ir.Module("entry")

@@ -13,9 +13,9 @@ from lower_cases_nn import CASES as NN
 
 from relaylens.compiler.ir.expr import Call, Function, Tuple, Var, op
 from relaylens.compiler.ir.types import TupleType
-from relaylens.compiler.lower.executable import _KernelCall
-from relaylens.compiler.lower.jit import JIT
 from relaylens.compiler.lower.pipeline import lower_function
+from relaylens.compiler.lower.runtime.executable import _KernelCall
+from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.ops.registry import _as_ir_attrs
 
@@ -60,7 +60,7 @@ def test_compiled_op_matches_numpy(case, jit):
 
 
 def test_every_compute_rule_is_compiled_by_some_case():
-    from relaylens.compiler.lower.topi import lowered_ops
+    from relaylens.compiler.lower.te.topi import lowered_ops
 
     assert set(lowered_ops()) - {c.op for c in CASES} == set()
     assert all(get_op(name) is not None for name in lowered_ops())

@@ -9,8 +9,9 @@ from lower_cases import assert_close
 from lower_cases_nn import CASES
 
 from relaylens.compiler.ir.types import TupleType
-from relaylens.compiler.lower import te, te_eval
-from relaylens.compiler.lower.topi import get_lowering
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
+from relaylens.compiler.lower.te.topi import get_lowering
 from relaylens.compiler.ops import all_ops, get_op
 
 FAMILIES = ("nn_conv", "pooling", "reduce", "nn_norm", "plumbing")

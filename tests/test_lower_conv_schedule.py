@@ -22,15 +22,16 @@ from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.ir.expr import Call, Function, Tuple, Var, op
 from relaylens.compiler.ir.types import TensorType, TupleType
-from relaylens.compiler.lower import loopnest as ln
-from relaylens.compiler.lower import te, te_eval
-from relaylens.compiler.lower.compose import compose
-from relaylens.compiler.lower.default_schedules import default_schedule
-from relaylens.compiler.lower.executable import _KernelCall
-from relaylens.compiler.lower.jit import JIT
 from relaylens.compiler.lower.pipeline import lower_build, lower_function
-from relaylens.compiler.lower.schedule import Schedule
-from relaylens.compiler.lower.schedules_conv import ACCUMULATORS, conv_tile
+from relaylens.compiler.lower.runtime.executable import _KernelCall
+from relaylens.compiler.lower.runtime.jit import JIT
+from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.schedule.conv import ACCUMULATORS, conv_tile
+from relaylens.compiler.lower.schedule.defaults import default_schedule
+from relaylens.compiler.lower.schedule.primitives import Schedule
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
+from relaylens.compiler.lower.te.compose import compose
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.ops.registry import _as_ir_attrs
 

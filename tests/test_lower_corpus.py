@@ -10,8 +10,8 @@ import pytest
 from test_pipeline_corpus import FILES, assert_same, build_ok, checked, random_inputs, runnable_reason
 
 from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.lower.jit import JIT
 from relaylens.compiler.lower.pipeline import lower_build
+from relaylens.compiler.lower.runtime.jit import JIT
 
 # Files whose fused functions cannot be lowered, by design, and the message that says so.
 NOT_LOWERED = {

@@ -9,9 +9,9 @@ import pytest
 
 from relaylens.compiler.build import build_text
 from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.lower.jit import JIT
-from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from relaylens.compiler.lower.pipeline import LoweringCache, lower_build
+from relaylens.compiler.lower.runtime.jit import JIT
 
 MLP = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 16), float32], %w1: Tensor[(32, 16), float32], %w2: Tensor[(24, 32), float32],
@@ -57,7 +57,7 @@ def test_editing_one_layer_relowers_only_that_layer(jit):
 
 
 def test_a_build_without_machine_code_has_the_same_llvm_ir_and_cannot_run(jit):
-    from relaylens.compiler.lower import te
+    from relaylens.compiler.lower.te import expr as te
 
     built = build_text(MLP, "mlp.relay")
     cache = LoweringCache()

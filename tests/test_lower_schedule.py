@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from loopnest_interp import run
 
-from relaylens.compiler.lower import loopnest as ln
-from relaylens.compiler.lower import te, te_eval
-from relaylens.compiler.lower.default_schedules import default_schedule
-from relaylens.compiler.lower.schedule import Schedule, ScheduleError
+from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.schedule.defaults import default_schedule
+from relaylens.compiler.lower.schedule.primitives import Schedule, ScheduleError
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
 
 # ---------------------------------------------------------------------- computes
 

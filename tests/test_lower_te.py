@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from relaylens.compiler.lower import loopnest as ln
-from relaylens.compiler.lower import te, te_eval
+from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
 
 
 def test_arithmetic_takes_the_dtype_of_the_expression_side():

@@ -23,8 +23,8 @@ from relaylens.compiler.interpreter import interpret  # noqa: E402
 from relaylens.compiler.ir import ANY, Call, Constant, LayerSpan  # noqa: E402
 from relaylens.compiler.ir.functor import post_order  # noqa: E402
 from relaylens.compiler.ir.structural import structural_equal  # noqa: E402
-from relaylens.compiler.lower.jit import JIT  # noqa: E402
 from relaylens.compiler.lower.pipeline import lower_build  # noqa: E402
+from relaylens.compiler.lower.runtime.jit import JIT  # noqa: E402
 from relaylens.compiler.parser import parse  # noqa: E402
 from relaylens.compiler.printer import print_module  # noqa: E402
 from relaylens.compiler.transform.span_check import spanless  # noqa: E402

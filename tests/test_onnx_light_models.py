@@ -18,7 +18,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 from test_onnx_import import calls, layers, run_compiled, run_ort  # noqa: E402
 
 from relaylens.compiler.frontend.onnx import import_onnx  # noqa: E402
-from relaylens.compiler.lower.jit import JIT  # noqa: E402
+from relaylens.compiler.lower.runtime.jit import JIT  # noqa: E402
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = sorted(p.stem for p in LIGHT.glob("light_*.onnx") if p.stem != "light_resnet50")

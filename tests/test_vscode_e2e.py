@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS
-from relaylens.compiler.lower.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT = ROOT / "vscode-client"

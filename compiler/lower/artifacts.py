@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ir.span import Span
 from ..printer import print_module
-from .llvm_map import function_ranges, line_locations
+from .codegen.llvm_map import function_ranges, line_locations
 
 # Every file `write_build` may write (graph.json and params.npz only for a planned @main).
 FILES = ("module.relay", "module.ll", "module.opt.ll", "graph.json", "params.npz", "schedules.txt", "map.json")

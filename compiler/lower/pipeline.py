@@ -22,21 +22,26 @@ same and is called by address.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import llvmlite.binding as llvm
 import numpy as np
 
 from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural import structural_equal, structural_hash
-from . import te
-from .compose import Composed, compose
-from .default_schedules import default_schedule
-from .loopnest import PrimFunc
-from .schedule import Schedule
+from .codegen import llvm as codegen
+from .codegen.debuginfo import source_location
+from .codegen.llvm_map import relocate
+from .errors import LoweringError
+from .runtime.executable import make_executable
+from .runtime.jit import JIT
+from .schedule.defaults import default_schedule
+from .schedule.loopnest import PrimFunc
+from .schedule.primitives import Schedule
+from .te.compose import Composed, compose
 
 SOURCE = "lower"
 
@@ -119,9 +124,6 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
     language server's build worker), without the memory and time of machine code.  Such
     a build cannot run; its kernels and cache entries have no address."""
-    from .executable import make_executable
-    from .jit import JIT
-
     jit = jit or JIT()
     source_name = result.name
     lowered = Lowered({}, [], source_name=source_name, jit=jit)
@@ -141,26 +143,24 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 if cache is not None:
                     cache.put(entry)
             lowered.functions[name] = entry
-        except te.LoweringError as err:
+        except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(f"{name}: {err.message}", err.span or func.span,
                                                   Severity.ERROR, source=SOURCE))
     if lowered.ok and result.module is not None:
         try:
             lowered.executable = make_executable(result, lowered, jit, machine_code)
-        except te.LoweringError as err:
+        except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(err.message, err.span, Severity.ERROR, source=SOURCE))
     return lowered
 
 
 def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
     """One primitive function through every stage to machine code (or to optimised LLVM IR)."""
-    from .codegen_llvm import generate
-
     composed = compose(func)
     schedule = default_schedule(composed.outputs, composed.placeholders, name)
     prim = schedule.lower()
     prim.span = prim.span or func.span
-    text = str(generate([prim], source_name))
+    text = str(codegen.generate([prim], source_name))
     optimized = jit.optimize(text)
     if not machine_code:
         return LoweredFunction(name, func, composed, schedule, prim, text, optimized)
@@ -169,51 +169,23 @@ def lower_function(func: Function, name: str, source_name: str, jit, machine_cod
                            jit.address(name), engine)
 
 
-_LOCATION = re.compile(r"!DILocation\(([^)]*)\)")
-_FIELD = re.compile(r"\b(line|column): (\d+)")
-_SUBPROGRAM_LINES = re.compile(r"\b(line|scopeLine): (\d+)")
-
-
 def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunction:
     """`entry` for a structurally equal `func` elsewhere in the source, under `name`: the
-    same machine code; LLVM texts renamed and their debug locations moved to `func`'s
+    same machine code; LLVM texts renamed and their debug information moved to `func`'s
     expressions (paired in evaluation order, as structural equality pairs them)."""
-    from .codegen_llvm import source_location
-
     moved: dict[tuple[int, int], tuple[int, int]] = {}
     for old, new in zip(post_order(entry.func), post_order(func)):
         a, b = source_location(old.span), source_location(new.span)
         if a is not None and b is not None:
             moved.setdefault(a, b)
-    old_line = (source_location(entry.func.span) or (0, 0))[0]
-    new_line = (source_location(func.span) or (0, 0))[0]
-
-    def relocate(text: str) -> str:
-        text = text.replace(f'@{entry.name}', f'@{name}').replace(f'"{entry.name}', f'"{name}')
-        text = _LOCATION.sub(lambda m: f"!DILocation({_move(m[1], moved)})", text)
-        return "\n".join(_SUBPROGRAM_LINES.sub(
-            lambda m: f"{m[1]}: {new_line if int(m[2]) == old_line else m[2]}", line)
-            if "DISubprogram" in line else line for line in text.split("\n"))
-
-    return dataclasses.replace(entry, name=name, func=func, llvm_ir=relocate(entry.llvm_ir),
-                               optimized_ir=relocate(entry.optimized_ir))
-
-
-def _move(fields: str, moved: dict[tuple[int, int], tuple[int, int]]) -> str:
-    """The fields of a DILocation (in whichever order the printer wrote them) with its
-    line and column moved."""
-    found = dict((k, int(v)) for k, v in _FIELD.findall(fields))
-    target = moved.get((found.get("line", 0), found.get("column", 0)))
-    if target is None:
-        return fields
-    new = {"line": target[0], "column": target[1]}
-    return _FIELD.sub(lambda m: f"{m[1]}: {new[m[1]]}", fields)
+    renamed = [text.replace(f'@{entry.name}', f'@{name}').replace(f'"{entry.name}', f'"{name}')
+               for text in (entry.llvm_ir, entry.optimized_ir)]
+    llvm_ir, optimized_ir = relocate(renamed, moved)
+    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir)
 
 
 def _link(texts: list[str]) -> str:
     """Several module texts as one module (LLVM's linker: declarations meet definitions)."""
-    import llvmlite.binding as llvm
-
     if not texts:
         return ""
     first = llvm.parse_assembly(texts[0])

@@ -25,7 +25,7 @@ from ...compiler.driver import Step, compile
 from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span
-from ...compiler.lower.llvm_map import function_ranges, line_locations
+from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from ...compiler.provenance import Provenance
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
 

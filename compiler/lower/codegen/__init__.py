@@ -1,0 +1,7 @@
+"""LLVM code generation: loop nests → LLVM IR with debug locations at the Relay source.
+
+`llvm.py` emits an `llvmlite.ir.Module` from loop-nest `PrimFunc`s (statements, loops,
+parallel regions), with the scalar operations of `scalar.py` and the debug information
+of `debuginfo.py`; `llvm_map.py` reads LLVM IR text (as generated or optimised) back to
+Relay lines.
+"""

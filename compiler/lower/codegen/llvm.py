@@ -1,0 +1,498 @@
+"""LLVM code generation: loop-nest `PrimFunc`s → an `llvmlite.ir.Module` with debug info.
+
+Each PrimFunc becomes `void name(ptr noalias align 64 p0, ..., ptr noalias align 64 out0)`
+with external linkage; the runtime passes 64-byte aligned, row-major, contiguous buffers.
+Loop kinds:
+
+* serial: a bottom-tested loop with a phi counter;
+* vectorized: the same loop carrying `llvm.loop.vectorize.enable`/`width` (and
+  `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body the
+  vectoriser cannot handle (inner loops, libm calls, a buffer read where another
+  iteration writes it)
+  gets no metadata, because a forced vectorisation that fails prints LLVM warnings;
+* unrolled: the body once per iteration, with the loop variable a constant;
+* parallel: the loop is outlined into an internal body function (buffers as `noalias`
+  parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and
+  a trampoline `void (ptr data)` that unpacks a struct of captured values, splits the
+  range among the OpenMP team (`omp_get_thread_num`/`omp_get_num_threads`) and calls the
+  body; the caller runs the trampoline through libgomp's `GOMP_parallel`.  The team size
+  comes from the module global `relaylens_num_threads` (0: the OpenMP default), which
+  the JIT sets.  A parallel loop inside a parallel region runs serially.
+
+Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
+`SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
+`select` evaluates only the side taken when a side reads memory (branches and a phi).
+Scalar operations and the LLVM types of dtypes are in scalar.py.
+
+Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
+DILocation on every instruction at the Relay line/column of the statement or expression
+that produced it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any, Callable, Iterator
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ..errors import LoweringError
+from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
+from ..te import expr as te
+from .debuginfo import DebugInfo, source_location
+from .scalar import (I1, I32, I64, I8, LIBM, PTR, VOID, binary, call, cast, constant, declare, elem_bytes, mem_type,
+                     reg_type)
+
+SMALL_ALLOCA_BYTES = 4096
+BUFFER_ALIGN = 64
+NUM_THREADS_GLOBAL = "relaylens_num_threads"
+
+
+def generate(funcs: list[PrimFunc], source_name: str, module_name: str = "relaylens") -> ir.Module:
+    """One LLVM module holding a function per PrimFunc (named as the PrimFunc), with debug
+    info pointing into the Relay file `source_name`."""
+    module = ir.Module(module_name)
+    module.triple = llvm.get_process_triple()
+    debug = DebugInfo(module, source_name)
+    for func in funcs:
+        _generate_function(module, debug, func)
+    return module
+
+
+class _LoopID(ir.MDValue):
+    """A distinct, self-referential `llvm.loop` node: `distinct !{!self, props...}`."""
+
+    def __init__(self, module: ir.Module, props: list[ir.MDValue]) -> None:
+        super().__init__(module, [], name=str(len(module.metadata)))
+        self.operands = (self, *props)
+
+    def descr(self, buf: list[str]) -> None:
+        buf.append("distinct ")
+        super().descr(buf)
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def _buffer_function(module: ir.Module, name: str, buffers: list[te.Buffer], extra: list[tuple[str, ir.Type]],
+                     internal: bool) -> ir.Function:
+    """A void function taking `noalias align 64` pointers to `buffers`, then `extra`."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * len(buffers) + [t for _, t in extra]), name)
+    for arg, buf in zip(fn.args, buffers):
+        arg.name = buf.name
+        arg.attributes.add("noalias")
+        arg.attributes.align = BUFFER_ALIGN
+    for arg, (argname, _) in zip(fn.args[len(buffers):], extra):
+        arg.name = argname
+    fn.attributes.add("nounwind")
+    if internal:
+        fn.linkage = "internal"
+    return fn
+
+
+def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> None:
+    if module.globals.get(func.name) is not None:
+        raise LoweringError(f"LLVM code generation: two functions named {func.name}", func.span)
+    fn = _buffer_function(module, func.name, list(func.params), [], internal=False)
+    where = source_location(func.span) or (0, 0)
+    em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where, func.span,
+                  func.name, itertools.count(), in_parallel=False)
+    em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
+    em.stmt(func.body)
+    em.finish()
+
+
+class _Emitter:
+    """Emits statements and expressions into one LLVM function.
+
+    Each node is emitted inside `with self.at(node.loc):`, which makes it the current
+    node: its instructions get its Relay line and column (the enclosing node's when it
+    has none), and a `LoweringError` raised meanwhile without a span gets its span."""
+
+    def __init__(self, module: ir.Module, debug: DebugInfo, fn: ir.Function, scope: ir.DIValue,
+                 where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool) -> None:
+        self.module, self.debug, self.fn, self.scope = module, debug, fn, scope
+        self.where = where  # the current node's Relay (line, column); first the function's own
+        self.span = span  # the current node's span (the innermost one that has a span)
+        self.root, self.counter, self.in_parallel = root, counter, in_parallel
+        self.entry = fn.append_basic_block("entry")  # allocas only; branches to `body` at finish
+        self.allocas = ir.IRBuilder(self.entry)
+        self.allocas.debug_metadata = debug.location(where, scope)
+        self.builder = ir.IRBuilder(fn.append_basic_block("body"))
+        self.buffers: dict[int, ir.Value] = {}
+        self.vars: dict[int, ir.Value] = {}
+        self.memo: dict[int, ir.Value] = {}
+        self._reads: dict[int, bool] = {}
+        self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
+        self.builder.debug_metadata = debug.location(where, scope)
+
+    @contextlib.contextmanager
+    def at(self, loc: Any) -> Iterator[None]:
+        """Make the node whose span is `loc` the current one for the block: the builder
+        stamps its location on every instruction, a `LoweringError` without a span gets
+        `loc`; the enclosing node's location and span come back after it."""
+        saved = self.where, self.span, self.builder.debug_metadata
+        if loc is not None:
+            self.where = source_location(loc) or self.where
+            self.span = loc
+            self.builder.debug_metadata = self.debug.location(self.where, self.scope)
+        try:
+            yield
+        except LoweringError as err:
+            if err.span is None:
+                err.span = self.span
+            raise
+        finally:
+            self.where, self.span, self.builder.debug_metadata = saved
+
+    def finish(self) -> None:
+        self.builder.ret_void()
+        self.allocas.branch(self.fn.blocks[1])
+
+    def entry_alloca(self, typ: ir.Type, count: int, name: str) -> ir.Value:
+        """An alloca in the entry block (not inside any loop)."""
+        slot = self.allocas.alloca(typ, size=ir.Constant(I64, count) if count != 1 else None, name=name)
+        slot.align = BUFFER_ALIGN
+        slot.type = PTR  # opaque, like every pointer here
+        return slot
+
+    # ------------------------------------------------------------------ statements
+
+    def stmt(self, s: Stmt) -> None:
+        self.memo = {}
+        with self.at(getattr(s, "loc", None)):
+            if isinstance(s, Seq):
+                for one in s.stmts:
+                    self.stmt(one)
+            elif isinstance(s, Store):
+                self.store(s)
+            elif isinstance(s, For):
+                self.for_(s)
+            elif isinstance(s, IfThenElse):
+                self.if_(s)
+            elif isinstance(s, Allocate):
+                self.allocate(s)
+            else:
+                raise LoweringError(f"LLVM code generation: unknown statement {type(s).__name__}")
+
+    def store(self, s: Store) -> None:
+        if s.value.dtype != s.buffer.dtype:
+            raise LoweringError(f"LLVM code generation: storing {s.value.dtype} into {s.buffer.name} "
+                                f"of {s.buffer.dtype}")
+        index = self.expr(s.index)
+        self.contract = _accumulates(s)
+        try:
+            value = self.expr(s.value)
+        finally:
+            self.contract = False
+        if s.buffer.dtype == "bool":
+            value = self.builder.zext(value, I8)
+        self.builder.store(value, self.address(s.buffer, index), align=elem_bytes(s.buffer.dtype))
+
+    def address(self, buffer: te.Buffer, index: ir.Value) -> ir.Value:
+        ptr = self.buffers.get(id(buffer))
+        if ptr is None:
+            raise LoweringError(f"LLVM code generation: buffer {buffer.name} is not a parameter or allocated")
+        if index.type != I64:
+            index = self.builder.sext(index, I64)
+        return self.builder.gep(ptr, [index], inbounds=True, source_etype=mem_type(buffer.dtype))
+
+    def if_(self, s: IfThenElse) -> None:
+        cond = self.expr(s.cond)
+        if s.else_case is None:
+            with self.builder.if_then(cond):
+                self.stmt(s.then_case)
+        else:
+            with self.builder.if_else(cond) as (then, otherwise):
+                with then:
+                    self.stmt(s.then_case)
+                with otherwise:
+                    self.stmt(s.else_case)
+
+    def allocate(self, s: Allocate) -> None:
+        buf = s.buffer
+        nbytes = buf.size * elem_bytes(buf.dtype)
+        if nbytes <= SMALL_ALLOCA_BYTES:
+            self.buffers[id(buf)] = self.entry_alloca(mem_type(buf.dtype), max(buf.size, 1), buf.name)
+            self.stmt(s.body)
+            return
+        alloc = declare(self.module, "aligned_alloc", PTR, [I64, I64])
+        size = -(-nbytes // BUFFER_ALIGN) * BUFFER_ALIGN
+        self.buffers[id(buf)] = ptr = self.builder.call(alloc, [ir.Constant(I64, BUFFER_ALIGN), ir.Constant(I64, size)],
+                                                        name=buf.name)
+        self.stmt(s.body)
+        self.builder.call(declare(self.module, "free", VOID, [PTR]), [ptr])
+
+    def for_(self, s: For) -> None:
+        if s.extent <= 0:
+            return
+        if s.kind == "parallel" and not self.in_parallel and s.extent > 1:
+            self.parallel(s)
+        elif s.kind == "unrolled" or s.extent == 1:
+            for k in range(s.extent):
+                self.vars[id(s.var)] = ir.Constant(I64, k)
+                self.stmt(s.body)
+        else:
+            width = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
+            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
+                      vectorize=width)
+        self.vars.pop(id(s.var), None)
+
+    def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
+             vectorize: int | None = None) -> None:
+        """`for var in [begin, end): body()` as a bottom-tested loop; the range may be empty
+        unless both bounds are constants."""
+        b = self.builder
+        header = self.fn.append_basic_block(f"{var.name}.loop")
+        exit_ = self.fn.append_basic_block(f"{var.name}.exit")
+        pre = b.block
+        if isinstance(begin, ir.Constant) and isinstance(end, ir.Constant):
+            b.branch(header)
+        else:
+            b.cbranch(b.icmp_signed("<", begin, end), header, exit_)
+        b.position_at_end(header)
+        counter = b.phi(I64, name=var.name)
+        self.vars[id(var)] = counter
+        body()
+        latch = b.block
+        following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
+        back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
+        if vectorize is not None:
+            # no unrolling first: the full unroller would otherwise scalarise the loop
+            # before the vectoriser sees it
+            props = [self.module.add_metadata(["llvm.loop.vectorize.enable", ir.Constant(I1, 1)]),
+                     self.module.add_metadata(["llvm.loop.unroll.disable"])]
+            if vectorize & (vectorize - 1) == 0 and vectorize <= 64:
+                props.append(self.module.add_metadata(["llvm.loop.vectorize.width", ir.Constant(I32, vectorize)]))
+            back.set_metadata("llvm.loop", _LoopID(self.module, props))
+        counter.add_incoming(begin, pre)
+        counter.add_incoming(following, latch)
+        b.position_at_end(exit_)
+
+    def parallel(self, s: For) -> None:
+        """Outline `s` and run it on the OpenMP team through GOMP_parallel."""
+        buffers, free_vars = _free_refs(s)
+        for buf in buffers:
+            if id(buf) not in self.buffers:
+                raise LoweringError(f"LLVM code generation: buffer {buf.name} is not a parameter or allocated")
+        for v in free_vars:
+            if id(v) not in self.vars:
+                raise LoweringError(f"LLVM code generation: unbound variable {v.name}")
+        name = f"{self.root}.par{next(self.counter)}"
+        body_fn = _buffer_function(self.module, f"{name}.body", buffers,
+                                   [(v.name, reg_type(v.dtype)) for v in free_vars] + [("begin", I64), ("end", I64)],
+                                   internal=True)
+        where = self.where
+        inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
+                         where, self.span, self.root, self.counter, in_parallel=True)
+        inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
+        inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
+        inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body))
+        inner.finish()
+
+        fields = [PTR] * len(buffers) + [reg_type(v.dtype) for v in free_vars]
+        struct = ir.LiteralStructType(fields)
+        trampoline = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name)
+        trampoline.linkage = "internal"
+        trampoline.attributes.add("nounwind")
+        trampoline.args[0].name = "data"
+        tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
+                      where, self.span, self.root, self.counter, in_parallel=True)
+        tb = tr.builder
+        captured = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
+                                   source_etype=struct), typ=t) for k, t in enumerate(fields)]
+        tid = tb.sext(tb.call(declare(self.module, "omp_get_thread_num", I32, []), []), I64)
+        team = tb.sext(tb.call(declare(self.module, "omp_get_num_threads", I32, []), []), I64)
+        extent = ir.Constant(I64, s.extent)
+        chunk = tb.sdiv(tb.add(extent, tb.sub(team, ir.Constant(I64, 1))), team, name="chunk")
+        begin = _umin(tb, tb.mul(tid, chunk), extent)
+        end = _umin(tb, tb.add(begin, chunk), extent)
+        tb.call(body_fn, [*captured, begin, end])
+        tr.finish()
+
+        b = self.builder
+        data = self.entry_alloca(struct, 1, f"{name}.data")
+        values = [self.buffers[id(x)] for x in buffers] + [self.vars[id(v)] for v in free_vars]
+        for k, value in enumerate(values):
+            b.store(value, b.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True, source_etype=struct))
+        wanted = b.load(_num_threads_global(self.module), typ=I32)
+        limit = ir.Constant(I32, min(s.extent, 2**31 - 1))
+        team_size = b.select(b.icmp_signed(">", wanted, limit), limit, wanted)
+        gomp = declare(self.module, "GOMP_parallel", VOID, [PTR, PTR, I32, I32])
+        b.call(gomp, [trampoline, data, team_size, ir.Constant(I32, 0)])
+
+    # ------------------------------------------------------------------ expressions
+
+    def expr(self, e: te.PrimExpr) -> ir.Value:
+        key = id(e)
+        value = self.memo.get(key)
+        if value is None:
+            with self.at(e.loc):
+                value = self.memo[key] = self._expr(e)
+        return value
+
+    def _expr(self, e: te.PrimExpr) -> ir.Value:
+        b = self.builder
+        if isinstance(e, te.Const):
+            return constant(e.value, e.dtype)
+        if isinstance(e, (te.Var, te.IterVar)):
+            value = self.vars.get(id(e))
+            if value is None:
+                raise LoweringError(f"LLVM code generation: unbound variable {e.name}")
+            return value
+        if isinstance(e, te.BufferLoad):
+            index = self.expr(e.index)
+            value = b.load(self.address(e.buffer, index), typ=mem_type(e.dtype), align=elem_bytes(e.dtype),
+                           name=e.buffer.name)
+            return b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) if e.dtype == "bool" else value
+        if isinstance(e, te.Select):
+            return self.select(e)
+        if isinstance(e, te.Binary):
+            x, y = self.expr(e.a), self.expr(e.b)
+            return binary(self, e.op, x, y, e.a.dtype)
+        if isinstance(e, te.Cast):
+            x = self.expr(e.value)
+            return cast(b, x, e.value.dtype, e.dtype)
+        if isinstance(e, te.Call):
+            args = [self.expr(a) for a in e.args]
+            return call(self, e.name, args, e.args[0].dtype, e.dtype)
+        raise LoweringError(f"LLVM code generation: {type(e).__name__} must be lowered before code generation")
+
+    def select(self, e: te.Select) -> ir.Value:
+        cond = self.expr(e.cond)
+        if not (self.reads_memory(e.a) or self.reads_memory(e.b)):
+            x, y = self.expr(e.a), self.expr(e.b)
+            return self.builder.select(cond, x, y)
+        b = self.builder
+        then_bb = self.fn.append_basic_block("select.then")
+        else_bb = self.fn.append_basic_block("select.else")
+        merge_bb = self.fn.append_basic_block("select.end")
+        b.cbranch(cond, then_bb, else_bb)
+        saved = self.memo
+        arms = []
+        for block, side in ((then_bb, e.a), (else_bb, e.b)):
+            self.memo = dict(saved)
+            b.position_at_end(block)
+            value = self.expr(side)
+            arms.append((value, b.block))
+            b.branch(merge_bb)
+        self.memo = saved
+        b.position_at_end(merge_bb)
+        phi = b.phi(reg_type(e.dtype))
+        for value, block in arms:
+            phi.add_incoming(value, block)
+        return phi
+
+    def reads_memory(self, e: te.PrimExpr) -> bool:
+        key = id(e)
+        if key not in self._reads:
+            self._reads[key] = isinstance(e, te.BufferLoad) or any(self.reads_memory(k) for k in te.children(e))
+        return self._reads[key]
+
+
+def _umin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_unsigned("<", x, y), x, y)
+
+
+def _num_threads_global(module: ir.Module) -> ir.GlobalVariable:
+    g = module.globals.get(NUM_THREADS_GLOBAL)
+    if g is None:
+        g = ir.GlobalVariable(module, I32, NUM_THREADS_GLOBAL)
+        g.linkage = "linkonce_odr"  # modules linked together share one
+        g.initializer = ir.Constant(I32, 0)
+        g.align = 4
+        g.type = PTR
+    return g
+
+
+def _vectorizable(s: For) -> bool:
+    """Whether the loop vectoriser can be asked to vectorise `s` without failing:
+    straight-line stores at indices that move with the loop variable, a written buffer
+    read only at an index written in the same iteration, no libm call or integer power
+    loop."""
+    stmts = list(walk(s.body))
+    if any(isinstance(st, (For, Allocate)) for st in stmts):
+        return False
+    stores = [st for st in stmts if isinstance(st, Store)]
+    if not all(any(v is s.var for v in _walk_exprs([st.index])) for st in stores):
+        return False
+    written: dict[int, list[te.PrimExpr]] = {}
+    for st in stores:
+        written.setdefault(id(st.buffer), []).append(st.index)
+    for e in _walk_exprs([e for st in stmts for e in _stmt_exprs(st)]):
+        if isinstance(e, te.Call) and e.name in LIBM:
+            return False
+        if isinstance(e, te.Binary) and e.op == "pow" and not te.is_float(e.dtype):
+            return False
+        # reading a written buffer only where this iteration writes (acc[i] = acc[i] + x)
+        if isinstance(e, te.BufferLoad) and id(e.buffer) in written and \
+                not any(_same_expr(e.index, index) for index in written[id(e.buffer)]):
+            return False
+    return True
+
+
+def _same_expr(a: te.PrimExpr, b: te.PrimExpr) -> bool:
+    """Structural equality of two expressions (variables by identity)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.dtype != b.dtype or isinstance(a, (te.Var, te.IterVar)):
+        return False
+    if isinstance(a, te.Const):
+        return a.value == b.value
+    if isinstance(a, te.Binary) and a.op != b.op or isinstance(a, te.Call) and a.name != b.name \
+            or isinstance(a, te.BufferLoad) and a.buffer is not b.buffer:
+        return False
+    kids_a, kids_b = te.children(a), te.children(b)
+    return len(kids_a) == len(kids_b) and all(_same_expr(x, y) for x, y in zip(kids_a, kids_b))
+
+
+def _stmt_exprs(s: Stmt) -> tuple[te.PrimExpr, ...]:
+    if isinstance(s, Store):
+        return (s.index, s.value)
+    if isinstance(s, IfThenElse):
+        return (s.cond,)
+    return ()
+
+
+def _walk_exprs(roots: list[te.PrimExpr]) -> Iterator[te.PrimExpr]:
+    """Every node under `roots`, each once."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        stack.extend(te.children(e))
+
+
+def _free_refs(s: Stmt) -> tuple[list[te.Buffer], list[te.Var]]:
+    """The buffers and variables `s` uses but does not bind."""
+    stmts = list(walk(s))
+    bound = {id(st.var) for st in stmts if isinstance(st, For)}
+    bound |= {id(st.buffer) for st in stmts if isinstance(st, Allocate)}
+    buffers: dict[int, te.Buffer] = {id(st.buffer): st.buffer for st in stmts if isinstance(st, Store)}
+    variables: dict[int, te.Var] = {}
+    for e in _walk_exprs([e for st in stmts for e in _stmt_exprs(st)]):
+        if isinstance(e, te.BufferLoad):
+            buffers.setdefault(id(e.buffer), e.buffer)
+        elif isinstance(e, (te.Var, te.IterVar)):
+            variables.setdefault(id(e), e)
+    return ([b for k, b in buffers.items() if k not in bound],
+            [v for k, v in variables.items() if k not in bound])
+
+
+def _accumulates(s: Store) -> bool:
+    """`buf[i] = buf[i] + ...` on floats: a reduction's update.  Its float arithmetic is
+    marked `contract`, so LLVM fuses a*b+c into one FMA (TVM allows FP contraction too);
+    other stores keep exact IEEE steps, which index arithmetic in floats (resize
+    coordinates) relies on."""
+    v = s.value
+    return (te.is_float(s.buffer.dtype) and isinstance(v, te.Binary) and v.op == "add"
+            and any(isinstance(x, te.BufferLoad) and x.buffer is s.buffer for x in (v.a, v.b)))

@@ -1,0 +1,257 @@
+"""LLVM types and scalar operations of tensor-expression dtypes.
+
+`reg_type` is a dtype's type in registers (bool is i1), `mem_type` in memory (bool is
+i8).  `binary`, `cast` and `call` emit one scalar operation with the emitter's builder.
+Integer division and remainder never trap: a zero divisor acts as 1 and `MIN / -1` wraps,
+as the numpy reference does.  Float arithmetic is exact IEEE steps except in an
+accumulation (`em.contract`), where a*b+c may fuse into an FMA.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import llvmlite.ir as ir
+
+from ..errors import LoweringError
+from ..te import expr as te
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+# float intrinsics that LLVM has (lowered to libm calls or instructions where needed)
+# (the loop vectoriser widens these; the backend calls libm per lane where needed)
+_LLVM_MATH = {"exp": "exp", "log": "log", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
+              "sin": "sin", "cos": "cos", "tan": "tan", "atan": "atan", "tanh": "tanh",
+              "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc", "abs": "fabs"}
+# float functions called in libm (single precision: name + "f"); loops calling them
+# do not vectorise
+LIBM = ("erf",)
+
+
+# --------------------------------------------------------------------------- types
+
+
+def reg_type(dtype: str) -> ir.Type:
+    """The LLVM type of a value of `dtype` in registers (bool is i1)."""
+    if dtype == "float16":
+        return ir.HalfType()
+    if dtype == "float32":
+        return ir.FloatType()
+    if dtype == "float64":
+        return ir.DoubleType()
+    if dtype in te.INTS or dtype in te.UINTS:
+        return ir.IntType(te.bits(dtype))
+    raise LoweringError(f"LLVM code generation: unsupported dtype {dtype}")
+
+
+def mem_type(dtype: str) -> ir.Type:
+    """The LLVM type of an element of `dtype` in memory (bool is i8)."""
+    return I8 if dtype == "bool" else reg_type(dtype)
+
+
+def elem_bytes(dtype: str) -> int:
+    return 1 if dtype == "bool" else te.bits(dtype) // 8
+
+
+def constant(value: Any, dtype: str) -> ir.Constant:
+    typ = reg_type(dtype)
+    if te.is_float(dtype):
+        return ir.Constant(typ, float(value))
+    if dtype == "bool":
+        return ir.Constant(I1, 1 if value else 0)
+    n = te.bits(dtype)
+    v = int(value) & ((1 << n) - 1)
+    return ir.Constant(typ, v - (1 << n) if v >= 1 << (n - 1) else v)
+
+
+def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ret, args), name)
+    return fn
+
+
+# --------------------------------------------------------------------------- scalar operations
+
+
+def _intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int = 1) -> ir.Function:
+    suffix = {"half": "f16", "float": "f32", "double": "f64"}.get(str(typ)) or str(typ)
+    return declare(module, f"llvm.{name}.{suffix}", typ, [typ] * arity)
+
+
+def binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    """`x op y` for operands of `dtype` (comparisons give i1)."""
+    b = em.builder
+    if te.is_float(dtype):
+        return _float_binary(em, op, x, y, dtype)
+    signed = te.is_signed(dtype)
+    if dtype == "bool":
+        op = {"add": "or", "mul": "and", "sub": "xor"}.get(op, op)
+    simple = {"add": b.add, "sub": b.sub, "mul": b.mul, "and": b.and_, "or": b.or_, "xor": b.xor}
+    if op in simple:
+        return simple[op](x, y)
+    if op in te.COMPARISONS:
+        symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[op]
+        return (b.icmp_signed if signed else b.icmp_unsigned)(symbol, x, y)
+    if op in ("min", "max"):
+        cmp = (b.icmp_signed if signed else b.icmp_unsigned)("<" if op == "min" else ">", x, y)
+        return b.select(cmp, x, y)
+    if op in ("div", "floordiv", "floormod", "truncmod"):
+        return _int_division(b, op, x, y, signed)
+    if op in ("shl", "shr"):
+        width = ir.Constant(x.type, x.type.width)
+        too_far = b.icmp_unsigned(">=", y, width)
+        if op == "shl":
+            return b.select(too_far, ir.Constant(x.type, 0), b.shl(x, y))
+        if signed:
+            return b.ashr(x, b.select(too_far, ir.Constant(x.type, x.type.width - 1), y))
+        return b.select(too_far, ir.Constant(x.type, 0), b.lshr(x, y))
+    if op == "pow":
+        return _int_pow(em, x, y, signed)
+    raise LoweringError(f"LLVM code generation: binary op {op} on {dtype}")
+
+
+CONTRACTED = {"add": lambda b: b.fadd, "sub": lambda b: b.fsub, "mul": lambda b: b.fmul}
+
+
+def _float_binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
+    b = em.builder
+    if op in CONTRACTED:
+        return CONTRACTED[op](b)(x, y, flags=("contract",) if em.contract else ())
+    simple = {"div": b.fdiv, "truncmod": b.frem}
+    if op in simple:
+        return simple[op](x, y)
+    if op in te.COMPARISONS:
+        if op == "ne":
+            return b.fcmp_unordered("!=", x, y)
+        symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "=="}[op]
+        return b.fcmp_ordered(symbol, x, y)
+    if op in ("min", "max"):
+        return b.call(_intrinsic(em.module, "minimum" if op == "min" else "maximum", x.type, 2), [x, y])
+    if op == "pow":
+        return b.call(_intrinsic(em.module, "pow", x.type, 2), [x, y])
+    if op == "floordiv":
+        return b.call(_intrinsic(em.module, "floor", x.type), [b.fdiv(x, y)])
+    if op == "floormod":
+        r = b.frem(x, y)
+        zero = ir.Constant(x.type, 0.0)
+        wrong_sign = b.and_(b.fcmp_ordered("!=", r, zero),
+                            b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", y, zero)))
+        return b.select(wrong_sign, b.fadd(r, y), r)
+    raise LoweringError(f"LLVM code generation: binary op {op} on {dtype}")
+
+
+def _int_division(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    """Truncating/floor division and remainders that never trap: divisor 0 acts as 1
+    (quotient x, remainder 0); signed `x / -1` is the wrapped negation."""
+    typ = x.type
+    zero, one = ir.Constant(typ, 0), ir.Constant(typ, 1)
+    if not signed:
+        safe = b.select(b.icmp_unsigned("==", y, zero), one, y)
+        return b.udiv(x, safe) if op in ("div", "floordiv") else b.urem(x, safe)
+    minus_one = b.icmp_signed("==", y, ir.Constant(typ, -1))
+    safe = b.select(b.or_(b.icmp_signed("==", y, zero), minus_one), one, y)
+    q, r = b.sdiv(x, safe), b.srem(x, safe)
+    if op in ("floordiv", "floormod"):
+        adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, safe), zero))
+        if op == "floordiv":
+            q = b.select(adjust, b.sub(q, one), q)
+        else:
+            r = b.select(adjust, b.add(r, safe), r)
+    if op in ("div", "floordiv"):
+        return b.select(minus_one, b.sub(zero, x), q)
+    return b.select(minus_one, zero, r)
+
+
+def _int_pow(em, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    """x ** y by repeated squaring (wrapping); a negative exponent gives the truncated
+    reciprocal (1 for x = 1, ±1 for x = -1, else 0)."""
+    b, typ = em.builder, x.type
+    zero, one = ir.Constant(typ, 0), ir.Constant(typ, 1)
+    exponent = b.select(b.icmp_signed("<", y, zero), zero, y) if signed else y
+    pre = b.block
+    header = em.fn.append_basic_block("pow.loop")
+    done = em.fn.append_basic_block("pow.end")
+    b.branch(header)
+    b.position_at_end(header)
+    result, base, e = b.phi(typ), b.phi(typ), b.phi(typ)
+    odd = b.icmp_unsigned("!=", b.and_(e, one), zero)
+    result2 = b.select(odd, b.mul(result, base), result)
+    base2 = b.mul(base, base)
+    e2 = b.lshr(e, one)
+    b.cbranch(b.icmp_unsigned("!=", e2, zero), header, done)
+    for phi, start, step in ((result, one, result2), (base, x, base2), (e, exponent, e2)):
+        phi.add_incoming(start, pre)
+        phi.add_incoming(step, header)
+    b.position_at_end(done)
+    # e = 0 runs the loop once with an even exponent: result stays 1
+    value = result2
+    if signed:
+        is_one = b.icmp_signed("==", x, one)
+        is_minus_one = b.icmp_signed("==", x, ir.Constant(typ, -1))
+        odd_y = b.icmp_unsigned("!=", b.and_(y, one), zero)
+        reciprocal = b.select(is_one, one, b.select(is_minus_one, b.select(odd_y, ir.Constant(typ, -1), one), zero))
+        value = b.select(b.icmp_signed("<", y, zero), reciprocal, value)
+    return value
+
+
+def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
+    if src == dst:
+        return x
+    to = reg_type(dst)
+    if dst == "bool":
+        if te.is_float(src):
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+    if te.is_float(src) and te.is_float(dst):
+        return b.fpext(x, to) if te.bits(dst) > te.bits(src) else b.fptrunc(x, to)
+    if te.is_float(src):
+        return b.fptosi(x, to) if te.is_signed(dst) else b.fptoui(x, to)
+    if te.is_float(dst):
+        return b.sitofp(x, to) if te.is_signed(src) else b.uitofp(x, to)
+    if to.width < x.type.width:
+        return b.trunc(x, to)
+    if to.width > x.type.width:
+        return b.sext(x, to) if te.is_signed(src) else b.zext(x, to)
+    return x
+
+
+def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
+    """A math intrinsic on an argument of dtype `src`, giving `dtype`."""
+    b, x = em.builder, args[0]
+    if name == "not":
+        return b.not_(x)
+    if name == "neg":
+        return b.fneg(x) if te.is_float(src) else b.sub(ir.Constant(x.type, 0), x)
+    if name in ("isnan", "isinf", "isfinite"):
+        if not te.is_float(src):
+            return ir.Constant(I1, 1 if name == "isfinite" else 0)
+        if name == "isnan":
+            return b.fcmp_unordered("uno", x, x)
+        magnitude = b.call(_intrinsic(em.module, "fabs", x.type), [x])
+        inf = ir.Constant(x.type, float("inf"))
+        return b.fcmp_ordered("==" if name == "isinf" else "!=", magnitude, inf)
+    if not te.is_float(src):
+        if name in ("floor", "ceil", "round", "trunc") or (name == "abs" and not te.is_signed(src)):
+            return x
+        if name == "abs":
+            return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
+        # a float function of an integer: computed in float64
+        return cast(b, call(em, name, [cast(b, x, src, "float64")], "float64", "float64"), "float64", dtype)
+    if name in _LLVM_MATH:
+        return b.call(_intrinsic(em.module, _LLVM_MATH[name], x.type), [x])
+    if name == "rsqrt":
+        return b.fdiv(ir.Constant(x.type, 1.0), b.call(_intrinsic(em.module, "sqrt", x.type), [x]))
+    if name == "sigmoid":
+        e = b.call(_intrinsic(em.module, "exp", x.type), [b.fneg(x)])
+        return b.fdiv(ir.Constant(x.type, 1.0), b.fadd(ir.Constant(x.type, 1.0), e))
+    if name in LIBM:
+        if src == "float64":
+            return b.call(declare(em.module, name, x.type, [x.type]), [x])
+        f32 = ir.FloatType()
+        wide = x if src == "float32" else b.fpext(x, f32)
+        y = b.call(declare(em.module, name + "f", f32, [f32]), [wide])
+        return y if src == "float32" else b.fptrunc(y, x.type)
+    raise LoweringError(f"LLVM code generation: intrinsic {name} on {src}")

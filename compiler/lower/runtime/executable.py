@@ -1,0 +1,181 @@
+"""Running compiled code: @main through the AOT entry, or through the interpreter.
+
+A @main that is a dataflow graph (every model a frontend produces) gets a static plan
+(plan.py) and an LLVM entry function (aot.py): one native call per inference, the fused
+kernels called on planned buffers in one workspace, their parallel loops on OpenMP
+threads.  A @main with control flow runs in the reference interpreter with every call of
+a fused function dispatched to its compiled kernel (`mode == "interpreter"`), so the
+compiled kernels run for every program, and the reason no plan exists is kept.
+
+    exe.run(x, w)        # numpy arrays, one per @main parameter (tuples for tuple params)
+    -> a numpy array, or a tuple for a tuple result (the interpreter's value shapes)
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...interpreter import Interpreter
+from ...ir.expr import Function
+from ...ir.types import TupleType
+from ...transform.fused_names import name_primitive_functions
+from ..codegen.debuginfo import entry_debug
+from ..errors import LoweringError
+from .aot import ENTRY, entry_module, kernel_order
+from .jit import aligned_empty
+from .plan import NotDataflow, Plan, plan_main
+
+_VOIDP = ctypes.c_void_p
+
+
+class Executable:
+    def __init__(self, module, lowered, jit, machine_code: bool = True) -> None:
+        self.module = module
+        self.machine_code = machine_code  # False: planned and written as LLVM IR, not runnable
+        self.lowered = lowered
+        self.plan: Plan | None = None
+        self.why_interpreted: str | None = None
+        self.entry_ir: str | None = None
+        self.entry_optimized_ir: str | None = None
+        self._kernel_names = _all_fused(module, lowered)
+        constants = {func: lowered.functions[name].constants for func, name in self._kernel_names.items()}
+        try:
+            self.plan = plan_main(module["main"], self._kernel_names, constants)
+        except NotDataflow as why:
+            self.why_interpreted = str(why)
+        if self.plan is not None:
+            self._prepare_entry(jit)
+
+    @property
+    def mode(self) -> str:
+        return "aot" if self.plan is not None else "interpreter"
+
+    # --- AOT --------------------------------------------------------------------------
+    def _prepare_entry(self, jit) -> None:
+        plan = self.plan
+        self.entry_ir = str(entry_module(plan, debug=_entry_debug(self.lowered.source_name)))
+        self.entry_optimized_ir = jit.optimize(self.entry_ir)
+        if not self.machine_code:
+            return
+        self._entry_engine = jit.load(self.entry_optimized_ir)
+        address = jit.address(ENTRY)
+        self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
+        self._constants = [_aligned_copy(c) for c in plan.constants]
+        self._const_table = _pointers(self._constants)
+        order = kernel_order(plan)
+        self._kernel_table = (_VOIDP * max(len(order), 1))(*[self.lowered.functions[n].address for n in order])
+        self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
+
+    def run(self, *args: Any) -> Any:
+        if not self.machine_code:
+            raise LoweringError("this build stopped at LLVM IR (machine_code=False): it cannot run")
+        if self.plan is None:
+            return self._interpret(args)
+        plan = self.plan
+        flat = _flatten_args(args)
+        if len(flat) != len(plan.inputs):
+            raise LoweringError(f"@main takes {len(plan.inputs)} tensors, given {len(flat)}")
+        inputs = []
+        for value, (name, shape, dtype) in zip(flat, plan.inputs):
+            a = np.asarray(value)
+            if a.shape != shape or str(a.dtype) != dtype:
+                raise LoweringError(f"input %{name}: expected Tensor[{shape}, {dtype}], "
+                                       f"given Tensor[{a.shape}, {a.dtype}]")
+            inputs.append(_as_buffer(a))
+        outputs = [aligned_empty(b.shape, b.dtype) for b in plan.outputs]
+        input_table, output_table = _pointers(inputs), _pointers(outputs)  # alive for the call
+        self._entry(ctypes.addressof(input_table), ctypes.addressof(output_table),
+                    ctypes.addressof(self._const_table), self._workspace.ctypes.data,
+                    ctypes.addressof(self._kernel_table))
+        for k, b in enumerate(plan.outputs):  # outputs that are inputs, constants or repeated
+            if b.ref.kind == "input":
+                outputs[k][...] = inputs[b.ref.index]
+            elif b.ref.kind == "const":
+                outputs[k][...] = self._constants[b.ref.index]
+            elif b.ref.kind == "output" and b.ref.index != k:
+                outputs[k][...] = outputs[b.ref.index]
+        return _unflatten(outputs, plan.result_type)
+
+    # --- interpreter with compiled kernels ------------------------------------------
+    def _interpret(self, args: Sequence[Any]) -> Any:
+        kernels = {func: _KernelCall(self.lowered.functions[name]) for func, name in self._kernel_names.items()}
+        return Interpreter(self.module, kernels=kernels).call("main", list(args))
+
+
+class _KernelCall:
+    """A fused kernel called from the interpreter with its Relay values."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.call = ctypes.CFUNCTYPE(None, *[_VOIDP] * len(fn.prim.params))(fn.address)
+        self.constants = [_aligned_copy(c) for c in fn.constants]
+
+    def __call__(self, *args: Any) -> Any:
+        prim = self.fn.prim
+        inputs = [_as_buffer(np.asarray(a)) for a in _flatten_args(args)] + self.constants
+        outputs = [aligned_empty(b.shape, b.dtype) for b in prim.outputs]
+        self.call(*[a.ctypes.data for a in inputs + outputs])
+        return outputs[0] if len(outputs) == 1 and not _returns_tuple(self.fn.func) else tuple(outputs)
+
+
+def make_executable(result, lowered, jit, machine_code: bool = True) -> Executable | None:
+    """The executable of a lowered module; None for a module without @main."""
+    return Executable(result.module, lowered, jit, machine_code) if "main" in result.module else None
+
+
+def _all_fused(module, lowered) -> dict[Function, str]:
+    """Every primitive function of the module (structurally equal ones share a kernel)
+    with the name of its lowered kernel."""
+    names = name_primitive_functions(module)
+    missing = sorted({n for n in names.values() if n not in lowered.functions})
+    if missing:
+        raise LoweringError(f"no kernel for {', '.join(missing)}")
+    return names
+
+
+def _returns_tuple(func: Function) -> bool:
+    return isinstance(getattr(func.body, "ty", None), TupleType)
+
+
+def _entry_debug(source_name: str):
+    return lambda module, fn, span: entry_debug(module, fn, source_name)
+
+
+def _as_buffer(a: np.ndarray) -> np.ndarray:
+    """`a` itself when the kernels can read it in place (C-contiguous, 64-byte aligned, as
+    their `align 64` parameters promise), else an aligned copy: large weights usually
+    qualify and are not copied on every call."""
+    if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
+        return a
+    return _aligned_copy(a)
+
+
+def _aligned_copy(a: np.ndarray) -> np.ndarray:
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+def _pointers(arrays: list[np.ndarray]):
+    return (_VOIDP * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+
+
+def _flatten_args(args: Sequence[Any]) -> list[Any]:
+    flat: list[Any] = []
+    for a in args:
+        flat.extend(_flatten_args(a) if isinstance(a, tuple) else (a,))
+    return flat
+
+
+def _unflatten(values: list[np.ndarray], ty) -> Any:
+    it = iter(values)
+
+    def build(t):
+        if isinstance(t, TupleType):
+            return tuple(build(f) for f in t.fields)
+        return next(it)
+
+    return build(ty)

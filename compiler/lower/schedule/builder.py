@@ -1,0 +1,349 @@
+"""The loop-nest builder: a schedule as it stands → a `loopnest.PrimFunc`.
+
+Parameters are the input buffers, then one buffer per output, named after the tensors
+(made unique).  A stage at the root is one loop nest over its whole domain, in dependency
+order; an intermediate one writes a local buffer allocated around the function body.
+Loops of extent 1 disappear (their variable is 0).  A split whose factor does not divide
+the extent guards the body with `if parent < extent` just inside the innermost loop the
+condition uses.  A reduction stores its initial value before its first reduction loop
+(inside the data loops that enclose it, repeated over the data loops inside it, named
+`<axis>.init`), then accumulates; argmax/argmin keep the best value in a local buffer next
+to the index in the output and take the first position on ties (and the first NaN, as
+numpy), comparing indices as well when the reduction loops were reordered.
+
+A stage computed at a consumer's loop over `axis` (`compute_at`) is computed inside that
+loop, for the region the consumer's inner loops read, into a local buffer of that region's
+size allocated there (so a parallel consumer loop gets one per iteration).  The region
+comes from interval arithmetic on the consumer's indices (te/arith.py): an index that is
+affine in the inner loop variables (plus anything of the outer ones, a division or
+remainder by a constant) gives a window of constant extent, clamped into the producer's
+shape so that no guard is needed; any other index makes that dimension whole.  Every
+stage's loads, stores and loops carry `loc`, the span of its compute.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..te import expr as te
+from ..te.arith import Interval, bounds, expr_key, flat_index, interval, minus, simplify, tidy
+from .loopnest import Allocate, For, IfThenElse, PrimFunc, Stmt, Store, seq
+from .stage import Axis, ScheduleError, Split, Stage, readers, split_extents, unique
+
+if TYPE_CHECKING:  # for annotations only: primitives.py imports this module
+    from .primitives import Schedule
+
+
+def build_loop_nest(sch: Schedule) -> PrimFunc:
+    """The loop nest of `sch` as it stands."""
+    return _Lowering(sch).run()
+
+
+_Loop = tuple[te.Var, int, str]  # variable, extent, kind
+_Attached = list[tuple[te.Buffer, Stmt, Any]]  # buffer, its nest, its span
+
+
+class _Lowering:
+    """One build of a schedule's loop nest: the names, buffers and loop extents made so far."""
+
+    def __init__(self, sch: Schedule) -> None:
+        self.sch = sch
+        self.bodies = sch.bodies()
+        self.readers = readers(sch.stages, self.bodies)
+        self.var_names: set[str] = set()
+        self.buf_names: set[str] = set()
+        # tensor id -> (buffer, per-dimension start of the region it holds or None: whole)
+        self.buffers: dict[int, tuple[te.Buffer, tuple[te.PrimExpr | None, ...]]] = {}
+        self.attached: dict[int, list[Stage]] = {}
+        self.extents: dict[int, int] = {}  # loop variable id -> extent
+
+    def run(self) -> PrimFunc:
+        sch = self.sch
+        for stage in sch.stages:
+            if stage.inlined or stage.attach is None:
+                continue
+            target, axis = stage.attach
+            reading = self.readers.get(id(stage.tensor), [])
+            if reading != [target]:
+                names = ", ".join(r.name for r in reading) or "nothing"
+                raise ScheduleError(f"{stage.name} is computed at {target.name} but read by {names}; "
+                                    f"compute_at needs its consumer to be the only reader")
+            self.attached.setdefault(id(axis), []).append(stage)
+        params = [self._buffer(t, "param") for t in sch.inputs + sch.outputs]
+        roots = [s for s in sch.stages if not s.inlined and s.attach is None]
+        temps = [(self._buffer(s.tensor, "local"), s) for s in roots if not sch.is_output(s)]
+        body = seq(*(self.nest(s, None) for s in roots))
+        for buf, stage in reversed(temps):
+            body = Allocate(buf, body, loc=stage.tensor.op.span)
+        return PrimFunc(sch.name, tuple(params), body, num_outputs=len(sch.outputs))
+
+    # ---- names and buffers
+
+    def _buffer(self, t: te.Tensor, scope: str) -> te.Buffer:
+        buf = te.Buffer(unique(t.name, self.buf_names), t.shape, t.dtype, scope)
+        self.buffers[id(t)] = (buf, (None,) * t.ndim)
+        return buf
+
+    def load(self, e: te.PrimExpr) -> te.PrimExpr:
+        """`e` with every tensor read turned into a buffer read."""
+        def convert(n: te.PrimExpr) -> te.PrimExpr | None:
+            if isinstance(n, te.Load):
+                buf, starts = self.buffers[id(n.tensor)]
+                idx = tuple(i if s is None else minus(self.tidy(i), self.tidy(s)) for i, s in zip(n.indices, starts))
+                return te.BufferLoad(buf, self.tidy(flat_index(buf.shape, idx)), n.dtype, loc=n.loc)
+            return None
+
+        return te.transform(simplify(e), convert)
+
+    def tidy(self, e: te.PrimExpr) -> te.PrimExpr:
+        """`e` simplified with what the extents of the loops made so far tell."""
+        return tidy(e, self.extents)
+
+    # ---- one stage
+
+    def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None) -> Stmt:
+        """The loops of `stage` over `domain` (per data axis: start or None, extent; None:
+        the whole tensor), with the stages computed at its loops inside them."""
+        t, loc = stage.tensor, stage.tensor.op.span
+        body = self.bodies[id(t)]
+        red = body if isinstance(body, te.Reduce) else None
+        ext: dict[Axis, int] = {}
+        starts: list[te.PrimExpr | None] = []
+        for k, ax in enumerate(stage.axes):
+            start, n = domain[k] if domain is not None else (None, ax.extent)
+            ext[ax] = n
+            starts.append(start)
+        for ax in stage.reduce_axes:
+            ext[ax] = ax.extent
+        inexact: list[Axis] = []
+        for rel in stage.relations:
+            if isinstance(rel, Split):
+                ext[rel.outer], ext[rel.inner] = split_extents(ext[rel.parent], rel.factor)
+                if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
+                    inexact.append(rel.parent)
+            else:
+                n = 1
+                for a in rel.axes:
+                    n *= ext[a]
+                ext[rel.fused] = n
+
+        leaves = stage.leaves
+        value: dict[Axis, te.PrimExpr] = {}
+        loops: list[_Loop | None] = []
+        for ax in leaves:
+            if ext[ax] == 1:
+                value[ax] = te.const(0, te.INDEX)
+                loops.append(None)
+            else:
+                v = te.Var(unique(ax.name, self.var_names))
+                self.extents[id(v)] = ext[ax]
+                value[ax] = v
+                loops.append((v, ext[ax], stage.kind(ax)))
+        _pass_up(stage.relations, value, ext)
+
+        iv_map: dict[te.IterVar, te.PrimExpr] = {}
+        for iv, ax, start in zip(t.op.axes, stage.axes, starts):
+            iv_map[iv] = value[ax] if start is None else simplify(start + value[ax])
+        for iv, ax in zip(red.axes if red is not None else (), stage.reduce_axes):
+            iv_map[iv] = value[ax]
+        bound = te.substitute(body, iv_map)
+
+        position = {id(lp[0]): p for p, lp in enumerate(loops) if lp is not None}
+
+        def depth(e: te.PrimExpr) -> int:
+            return max((position[id(n)] for n in te.nodes(e) if id(n) in position), default=-1)
+
+        guards: dict[int, list[te.PrimExpr]] = {}
+        data_guards: dict[int, list[te.PrimExpr]] = {}
+        for parent in inexact:
+            cond = self.tidy(te.lt(value[parent], ext[parent]))
+            guards.setdefault(depth(cond), []).append(cond)
+            if not parent.reduce:
+                data_guards.setdefault(depth(cond), []).append(cond)
+
+        attached: dict[int, _Attached] = {}
+        for p, ax in enumerate(leaves):
+            for producer in self.attached.get(id(ax), []):
+                inner = {id(lp[0]): lp[1] for lp in loops[p + 1:] if lp is not None}
+                region = _region(bound, producer.tensor, inner, self.extents)
+                buf = te.Buffer(unique(producer.name, self.buf_names),
+                                tuple(n for _, n in region), producer.tensor.dtype, "local")
+                self.buffers[id(producer.tensor)] = (buf, tuple(s for s, _ in region))
+                attached.setdefault(p, []).append((buf, self.nest(producer, region), producer.tensor.op.span))
+
+        own, _ = self.buffers[id(t)]
+        out_idx = self.tidy(flat_index(own.shape, tuple(value[ax] for ax in stage.axes)))
+        n = len(leaves)
+        if red is None:
+            stmt = self.wrap(Store(own, out_idx, self.load(bound), loc=loc), loops, 0, n,
+                             guards, attached, loc)
+        else:
+            stmt = self.reduction(stage, red, bound, iv_map, own, out_idx, value, ext, loops,
+                                  guards, data_guards, attached)
+        if guards.get(-1):
+            stmt = IfThenElse(te.all_of(*guards[-1]), stmt, loc=loc)
+        return stmt
+
+    def reduction(self, stage, red, bound, iv_map, own, out_idx, value, ext, loops, guards,
+                  data_guards, attached) -> Stmt:
+        """Initial value before the first reduction loop, then the accumulation."""
+        t, loc = stage.tensor, stage.tensor.op.span
+        leaves, n = stage.leaves, len(stage.leaves)
+        r = next(p for p, ax in enumerate(leaves) if ax.reduce)
+        init_pos = [p for p in range(r + 1, n) if not leaves[p].reduce]
+        init_loops: list[_Loop | None] = [None] * n
+        rename: dict[te.Var, te.PrimExpr] = {}
+        for p in init_pos:
+            if loops[p] is not None:
+                v, m, kind = loops[p]
+                init_loops[p] = (te.Var(unique(f"{v.name}.init", self.var_names)), m, kind)
+                self.extents[id(init_loops[p][0])] = m
+                rename[v] = init_loops[p][0]
+
+        def at_init(e: te.PrimExpr) -> te.PrimExpr:
+            return self.tidy(te.substitute(e, rename))
+
+        init_guards = {d: [at_init(c) for c in cs] for d, cs in data_guards.items() if d > r}
+        src = self.load(bound.source)
+        combiner = red.combiner
+        acc = None
+        if combiner in ("argmax", "argmin"):
+            shape = tuple(ext[leaves[p]] for p in init_pos) or (1,)
+            acc = te.Buffer(unique(f"{t.name}.value", self.buf_names), shape, src.dtype, "local")
+            acc_idx = self.tidy(flat_index(shape, tuple(value[leaves[p]] for p in init_pos)))
+            index = self.load(bound.index)
+            at_zero = dict(iv_map)
+            at_zero.update({iv: te.const(0, te.INDEX) for iv in red.axes})
+            first = self.load(te.substitute(red.index, at_zero))
+            init = seq(Store(own, at_init(out_idx), at_init(first), loc=loc),
+                       Store(acc, at_init(acc_idx), _identity(combiner, src.dtype), loc=loc))
+            update = IfThenElse(_better(combiner, src, te.BufferLoad(acc, acc_idx, src.dtype),
+                                        index, te.BufferLoad(own, out_idx, own.dtype),
+                                        stage.reduce_reordered),
+                                seq(Store(own, out_idx, index, loc=loc), Store(acc, acc_idx, src, loc=loc)),
+                                loc=loc)
+        else:
+            init = Store(own, at_init(out_idx), _identity(combiner, own.dtype), loc=loc)
+            current = te.BufferLoad(own, out_idx, own.dtype)
+            update = Store(own, out_idx, _combine(combiner, current, src), loc=loc)
+        inner = seq(self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc),
+                    self.wrap(update, loops, r, n, guards, attached, loc))
+        if acc is not None:
+            inner = Allocate(acc, inner, loc=loc)
+        return self.wrap(inner, loops, 0, r, guards, attached, loc)
+
+    def wrap(self, body: Stmt, loops: Sequence[_Loop | None], lo: int, hi: int,
+             guards: dict[int, list[te.PrimExpr]], attached: dict[int, _Attached], loc: Any) -> Stmt:
+        """`body` inside loops hi-1 .. lo; at each depth (inside that loop) the producers
+        computed there, then inside the guards that need that loop."""
+        for d in range(hi - 1, lo - 1, -1):
+            items = attached.get(d)
+            if items:
+                body = seq(*(s for _, s, _ in items), body)
+                for buf, _, span in reversed(items):
+                    body = Allocate(buf, body, loc=span)
+            conds = guards.get(d)
+            if conds:
+                body = IfThenElse(te.all_of(*conds), body, loc=loc)
+            if loops[d] is not None:
+                v, m, kind = loops[d]
+                body = For(v, m, body, kind, loc=loc)
+        return body
+
+
+def _pass_up(relations: list, value: dict[Axis, te.PrimExpr], ext: dict[Axis, int]) -> None:
+    """The values of split and fused axes from the loops made of them."""
+    for rel in reversed(relations):
+        if isinstance(rel, Split):
+            value[rel.parent] = simplify(value[rel.outer] * ext[rel.inner] + value[rel.inner])
+            continue
+        fused = value[rel.fused]
+        if ext[rel.fused] == 0:
+            for a in rel.axes:
+                value[a] = te.const(0, te.INDEX)
+            continue
+        quotient = fused
+        for k in range(len(rel.axes) - 1, -1, -1):
+            a = rel.axes[k]
+            value[a] = quotient if k == 0 else simplify(quotient % ext[a])
+            quotient = simplify(quotient // ext[a])
+
+
+def _region(expr: te.PrimExpr, producer: te.Tensor, inner: dict[int, int],
+            extents: dict[int, int]) -> list[tuple[te.PrimExpr | None, int]]:
+    """Per dimension of `producer`, the window (start or None for whole, extent) that
+    covers every read of it in `expr` while the `inner` loop variables vary; the start
+    is clamped into the tensor unless the loop `extents` keep it inside."""
+    loads = [n for n in te.nodes(expr) if isinstance(n, te.Load) and n.tensor is producer]
+    region: list[tuple[te.PrimExpr | None, int]] = []
+    for d, full in enumerate(producer.shape):
+        acc: Interval | None = None
+        for ld in loads:
+            iv = interval(ld.indices[d], inner)
+            if iv is None:
+                acc = None
+                break
+            if acc is None:
+                acc = iv
+            elif (acc[0] is None) == (iv[0] is None) and (acc[0] is None or expr_key(acc[0]) == expr_key(iv[0])):
+                acc = (acc[0], min(acc[1], iv[1]), max(acc[2], iv[2]))
+            else:
+                acc = None
+                break
+        if acc is None or acc[2] - acc[1] + 1 >= full:
+            region.append((None, full))
+            continue
+        base, lo, hi = acc
+        n = hi - lo + 1
+        if base is None:
+            region.append((te.const(min(max(lo, 0), full - n), te.INDEX), n))
+            continue
+        start = base + lo if lo else base
+        known = bounds(start, extents)
+        if known is None or known[0] < 0:
+            start = te.maximum(start, 0)
+        if known is None or known[1] > full - n:
+            start = te.minimum(start, full - n)
+        region.append((simplify(start), n))
+    return region
+
+
+def _extreme(dtype: str, highest: bool) -> te.Const:
+    if te.is_float(dtype):
+        return te.const(float("inf") if highest else float("-inf"), dtype)
+    if dtype == "bool":
+        return te.const(highest, dtype)
+    b = te.bits(dtype)
+    if te.is_signed(dtype):
+        return te.const(2 ** (b - 1) - 1 if highest else -(2 ** (b - 1)), dtype)
+    return te.const(2 ** b - 1 if highest else 0, dtype)
+
+
+def _identity(combiner: str, dtype: str) -> te.Const:
+    if combiner == "sum":
+        return te.const(0, dtype)
+    if combiner == "prod":
+        return te.const(1, dtype)
+    return _extreme(dtype, highest=combiner in ("min", "argmin"))
+
+
+def _combine(combiner: str, acc: te.PrimExpr, value: te.PrimExpr) -> te.PrimExpr:
+    op = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}[combiner]
+    return te.binary(op, acc, value)
+
+
+def _better(combiner: str, value, best, index, best_index, reordered: bool) -> te.PrimExpr:
+    """Whether `value` at `index` replaces `best` at `best_index`: strictly better, or the
+    first NaN (numpy's arg reductions); with reordered loops also equal at an earlier index."""
+    cond = (te.gt if combiner == "argmax" else te.lt)(value, best)
+    is_float = te.is_float(value.dtype)
+    if is_float:
+        nan_v, nan_b = te.intrinsic("isnan", value), te.intrinsic("isnan", best)
+        cond = te.logical_or(cond, te.logical_and(nan_v, te.intrinsic("not", nan_b)))
+    if reordered:
+        earlier = te.lt(index, best_index)
+        tie = te.eq(value, best)
+        if is_float:
+            tie = te.logical_or(tie, te.logical_and(nan_v, nan_b))
+        cond = te.logical_or(cond, te.logical_and(tie, earlier))
+    return cond

@@ -1,0 +1,214 @@
+"""Default schedules of channel-blocked 2-D convolutions (te/topi/conv_blocked.py).
+
+The blocked reduction `T_conv2d_NCHW16c` (N, B, OH, OW, 16), B blocks of 16 output
+channels, gets a register tile of `vectors` blocks x `cols` output columns of one output
+row.  Per step of the reduction (rc, ry, rx) the tile loads `vectors` 16-channel vectors
+of the packed weight, broadcasts `cols` input scalars (scalars: any stride will do) and
+does vectors*cols FMAs into accumulators that LLVM keeps in registers.  The tile is
+computed at the tile loop of its epilogue, the injective stage that alone reads the
+result back in NCHW (`T_conv2d` inlined into bias, batch norm, relu, residual add...),
+which writes the tile's outputs 16 channels at a time:
+
+    for n, c.outer, y, x.outer   fused, parallel when the work is large; c.outer
+                                 innermost instead when the input is the larger operand
+                                 and does not fit in half of CACHE_BYTES (the weight is
+                                 then read again per position, not the input per block)
+      T_conv2d_NCHW16c.local     the tile, for rc, ry, rx:
+                                   ob (vectors, unrolled), x (cols, unrolled),
+                                   lane (16, vectorized): FMA
+      x.inner (cols, unrolled), c.inner.outer (vectors, unrolled),
+      c.inner.inner (16, vectorized): the epilogue (a strided store)
+
+`cols` is the largest divisor of the output width up to ACCUMULATORS/2 (ACCUMULATORS for
+depthwise or a single block; when no divisor from 4 exists, that bound, the last tile
+overlapping the one before), `vectors` the largest divisor of B that fits beside it (1
+for depthwise, whose lanes read the blocked input: nothing to share).  More
+accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filters at
+7x7 and 14x14.  Without such an epilogue (the blocked result is read elsewhere too) `cache_write`
+makes one, a copy in the blocked layout.
+
+The packs, the padded input and `T_strided`, computed on every call, are copies: the
+last axis vectorised (the lanes of a pack), the axis before it serial for a blocked
+stage, the others fused into one loop, parallel from COPY_PARALLEL_BYTES (a smaller
+pass on two threads gained nothing measurable and adds a fork-join, costly on a loaded
+machine).
+"""
+
+from __future__ import annotations
+
+from ..te import expr as te
+from .primitives import Schedule, Stage
+
+ACCUMULATORS = 20  # of the 32 vector registers: the rest hold weights and broadcasts
+PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
+CACHE_BYTES = 2 << 20  # per core (L2)
+COPY_PARALLEL_BYTES = 1 << 20
+
+
+def schedule_blocked_convs(sch: Schedule) -> set[int]:
+    """Schedule every blocked convolution of `sch` with its epilogue and the copies it
+    reads; the ids of the stages scheduled."""
+    done: set[int] = set()
+    for stage in list(sch.stages):
+        blocked = _lane_operands(sch, stage)
+        if blocked is None:
+            continue
+        data = [ld.tensor for ld in _loads(stage.body.source) if all(ld.tensor is not s.tensor for s in blocked)]
+        others = _copies(sch, data)
+        epilogue = _epilogue(sch, stage)
+        if epilogue is None:
+            epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
+        _schedule_tile(sch, stage, epilogue, depthwise=not data,
+                       channels_inside=_channels_inside(blocked, data))
+        done.update((id(stage), id(epilogue)))
+        for operands, inner in ((blocked, 2), (others, 1)):
+            for operand in operands:
+                if id(operand) not in done:
+                    _schedule_copy(sch, operand, inner)
+                    done.add(id(operand))
+    return done
+
+
+def conv_tile(width: int, blocks: int, depthwise: bool = False) -> tuple[int, int]:
+    """(cols, vectors) of the register tile for an output `width` and `blocks` of 16
+    channels (see the module doc)."""
+    limit = ACCUMULATORS // 2 if blocks > 1 and not depthwise else ACCUMULATORS
+    cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
+    if cols < 4:
+        cols = min(width, limit)
+    if depthwise:
+        return cols, 1
+    return cols, max(d for d in range(1, blocks + 1) if blocks % d == 0 and d * cols <= ACCUMULATORS)
+
+
+# ---------------------------------------------------------------------- recognising
+
+
+def _loads(e: te.PrimExpr) -> list[te.Load]:
+    return [n for n in te.nodes(e) if isinstance(n, te.Load)]
+
+
+def _lane_operands(sch: Schedule, stage: Stage) -> list[Stage] | None:
+    """The blocked operands when `stage` is a blocked convolution: a sum tagged conv
+    with 5 data axes whose last (the lane) is only ever the last index of computed
+    operands (the packed weight; for depthwise the blocked input too)."""
+    body = stage.body
+    if (stage.inlined or not isinstance(body, te.Reduce) or body.combiner != "sum"
+            or "conv" not in stage.tensor.op.tag or len(stage.axes) != 5):
+        return None
+    lane = stage.tensor.op.axes[-1]
+    found: list[Stage] = []
+    for ld in _loads(body.source):
+        uses = [k for k, i in enumerate(ld.indices) if any(n is lane for n in te.nodes(i))]
+        if not uses:
+            continue
+        if uses != [len(ld.indices) - 1] or ld.indices[-1] is not lane or ld.tensor.op is None:
+            return None
+        operand = sch[ld.tensor]
+        if operand.inlined or operand.is_reduction:
+            return None
+        if operand not in found:
+            found.append(operand)
+    return found or None
+
+
+def _copies(sch: Schedule, data: list[te.Tensor]) -> list[Stage]:
+    """The stages computing the tensors of `data` that are stored (not inlined, not
+    reductions): the padded or strided input; none for a 1x1 convolution of an input."""
+    stages = [sch[t] for t in dict.fromkeys(data) if t.op is not None]
+    return [s for s in stages if not s.inlined and not s.is_reduction]
+
+
+def _epilogue(sch: Schedule, conv: Stage) -> Stage | None:
+    """The injective stage that alone reads `conv` (N, B, OH, OW, 16), each time at its
+    own NCHW position: conv[n, c // 16, y, x, c % 16] with (n, c, y, x) its axes (n may
+    read as 0 when the batch is 1)."""
+    if sch.is_output(conv):
+        return None
+    t = conv.tensor
+    readers = [s for s in sch.stages if not s.inlined and any(
+        ld.tensor is t for ld in _loads(sch.effective_body(s)))]
+    if len(readers) != 1 or readers[0].is_reduction or len(readers[0].axes) != 4:
+        return None
+    reader = readers[0]
+    if reader.tensor.shape[1] > t.shape[1] * t.shape[4] or reader.tensor.shape[2:] != t.shape[2:4]:
+        return None
+    n, c, y, x = reader.tensor.op.axes
+    for ld in _loads(sch.effective_body(reader)):
+        if ld.tensor is not t:
+            continue
+        i0, i1, i2, i3, i4 = ld.indices
+        batch = i0 is n or (isinstance(i0, te.Const) and i0.value == 0 and n.extent == 1)
+        if not (batch and i2 is y and i3 is x and _is_op(i1, "floordiv", c, t.shape[4])
+                and _is_op(i4, "floormod", c, t.shape[4])):
+            return None
+    return reader
+
+
+def _is_op(e: te.PrimExpr, op: str, axis: te.IterVar, c: int) -> bool:
+    return (isinstance(e, te.Binary) and e.op == op and e.a is axis
+            and isinstance(e.b, te.Const) and e.b.value == c)
+
+
+def _bytes(t: te.Tensor) -> int:
+    n = max(1, te.bits(t.dtype) // 8)
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def _channels_inside(blocked: list[Stage], data: list[te.Tensor]) -> bool:
+    """Whether the tile loop runs over the channel blocks innermost (see the module doc)."""
+    weight = sum(_bytes(s.tensor) for s in blocked)
+    size = max((_bytes(t) for t in data), default=0)
+    return size > weight and size > CACHE_BYTES // 2
+
+
+# ---------------------------------------------------------------------- scheduling
+
+
+def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
+                   channels_inside: bool) -> None:
+    t, e = conv.tensor, epilogue.tensor
+    lanes = t.shape[4]
+    cols, vectors = conv_tile(t.shape[3], t.shape[1], depthwise)
+    n, ob, y, x, lane = conv.axes
+    sch.reorder(t, n, y, *conv.reduce_axes, ob, x, lane)
+    sch.unroll(t, ob)
+    sch.unroll(t, x)
+    sch.vectorize(t, lane)
+    if e.ndim == 5:  # a blocked copy (cache_write)
+        en, eb, ey, ex, inner_lane = epilogue.axes
+        bo, bi = sch.split(e, eb, vectors)
+    else:
+        en, ec, ey, ex = epilogue.axes
+        bo, channels = sch.split(e, ec, vectors * lanes)
+        bi, inner_lane = sch.split(e, channels, lanes)
+    xo, xi = sch.split(e, ex, cols)
+    tiles = (en, ey, xo, bo) if channels_inside else (en, bo, ey, xo)
+    sch.reorder(e, *tiles, xi, bi, inner_lane)
+    sch.unroll(e, xi)
+    sch.unroll(e, bi)
+    sch.vectorize(e, inner_lane)
+    loop = sch.fuse(e, *tiles)
+    work = 1
+    for extent in (*t.shape, *(a.extent for a in conv.reduce_axes)):
+        work *= extent
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, loop)
+
+
+def _schedule_copy(sch: Schedule, stage: Stage, inner: int) -> None:
+    """A pack or pad stage (see the module doc): the last axis vectorised, the
+    `inner` - 1 axes before it serial, the others fused into one loop."""
+    t, axes = stage.tensor, list(stage.axes)
+    if not axes:
+        return
+    sch.vectorize(t, axes[-1])
+    outer = axes[:-inner]
+    if not outer:
+        return
+    loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
+    if loop.extent > 1 and _bytes(t) >= COPY_PARALLEL_BYTES:
+        sch.parallel(t, loop)

@@ -1,0 +1,345 @@
+"""The schedule a fused function gets when nobody wrote one, chosen by the stages present.
+
+1. Injective stages that are not outputs are inlined into their readers, except
+   * one that calls a costly math intrinsic (exp, tanh, ...) and is read at more than one
+     place once inlined (softmax's exp, read by its sum and its division);
+   * one that a convolution/dense/matmul reads (its padding, a cast of its input): inlined,
+     its select and index arithmetic sit in the innermost loop and keep it from being
+     vectorised (measured: conv2d 1x64x56x56, 64 3x3 filters, bias and relu, 2 threads:
+     about 3x slower inlined than reading a padded copy).
+   Those are computed once into a buffer and scheduled as injective stages.
+2. Each remaining stage, producers first:
+   * a channel-blocked float32 conv2d (te/topi/conv_blocked.py: NCHW with at least 16
+     channels, groups 1 or depthwise): conv.py (16-channel vectors, a 2 x 16
+     channels by 10 columns register tile, the epilogue applied at write-back);
+   * another convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
+     "nn.batch_matmul", ...): a register tile.  With data axes d0..dn-1, the last one
+     (the output's contiguous axis) is split by the vector width and its inner part
+     vectorized, the one before it split by 4 and its inner part unrolled; the loops are
+       d0..dn-3, d(n-2).outer, d(n-1).outer   fused into one loop, parallel if the work is large
+       reduction axes
+       d(n-2).inner (unrolled), d(n-1).inner (vectorized)
+     and the reduction is computed at the fused loop of its epilogue, the injective stage
+     that alone reads it at its own position (bias, relu, cast, residual add), tiled the
+     same way: each reduction step updates a 4 x 16 block of a tile-sized local buffer,
+     which LLVM keeps in registers, and the epilogue reads the block back.  Without such
+     an epilogue (the result is an output, or read elsewhere) `cache_write` makes one, a
+     copy.  Measured (2 threads, conv2d 3x3 NCHW, bias, relu): 1x64x56x56 64 filters
+     2.8 ms, 1x128x28x28 128 filters 2.5-2.7 ms (85 GFLOP/s); accumulating in the output
+     buffer instead (no cache) was 4-6x slower; unrolling 2 or 8 rows, or 8 lanes, slower.
+   * a product that reads every operand along its one reduction axis k (`nn.dense`'s
+     `a[i, k] * w[j, k]`, `nn.batch_matmul` with `transpose_b`), k at least RFACTOR_MIN
+     long and a multiple of the vector width: the tile above would read `w[j..j+15, k]`,
+     16 rows K apart, a gather per step (with K a power of two, every row in the same L1
+     set).  Before the schedule is made, it is rewritten as TVM's rfactor would (the
+     record's first snapshot shows it):
+       T.rf[i, j, kl] = sum over ko of a[i, ko*16 + kl] * w[j, ko*16 + kl]
+       T[i, j]        = sum over kl of T.rf[i, j, kl]
+     T, the lane total, takes the product's place; its readers (bias, relu) become
+     injective stages of their own.  T is tiled 4 x 4 (RF_TILE), its tile loop fused and
+     parallel when the work is large, and T.rf is computed at that loop: ko outside, the
+     4 x 4 tile unrolled, kl vectorized, so each step loads 4 rows of a and 4 of w as
+     whole vectors for 16 FMAs into 16 registers; then T adds each vector's 16 lanes
+     (scalar adds, 15 per output).  Measured (1 thread, dense with bias, best of 15, the
+     tile above against this, idle machine): 64x512 by 512 from 8-14 to 105-109 GFLOP/s,
+     128x768 by 3072 from 11-14 to 48-51, 1x2048 by 1000 from 5-9 to 13 (memory-bound),
+     128x64 by 128 (K = 64) from 12-14 to 24.  Before FMA contraction: 512x64 by 512 from
+     7 to 17-19; at K = 32 it still gained a little (7 to 8-10), at K = 16 it lost (6-8 to
+     5-6): RFACTOR_MIN is 64, which leaves K = 32 to the tile.
+   * another reduction: its data axes fused into one loop (parallel when the work is
+     large), the reduction loops inside.
+   * an injective stage: two loops, the inner one the trailing axes fused until it has at
+     least 64 iterations, vectorized whole (LLVM's vectoriser handles the remainder), the
+     outer one the other axes fused, parallel from 16384 elements (a single loop is split
+     into chunks for that, by a divisor of its extent when there is one).  Flattening
+     everything and splitting by the vector width instead puts a guard in the vectorized
+     loop when the width does not divide, and a division by the row length in each
+     broadcast read: measured 2-3x slower on (1000, 1001) + (1001,).
+
+The vector width is 64 bytes' worth of the stage's dtype (16 lanes for 4-byte types),
+never more than the extent; "large work" is 16384 elements (times the reduction size for
+reductions).  Every shape works: odd extents get guards, extents of 1 drop their loop, 0-d
+stages are a single statement.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..te import expr as te
+from .conv import schedule_blocked_convs
+from .primitives import Schedule, Stage
+
+VECTOR_BYTES = 64
+UNROLL = 4
+PARALLEL_MIN = 16384
+INNER_MIN = 64
+ANCHOR_WORDS = ("conv", "dense", "matmul")
+COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
+          "erf", "sigmoid")
+
+
+def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], name: str) -> Schedule:
+    """A schedule for the computes between `inputs` and `outputs` (see the module doc)."""
+    outputs, totals = _rfactor_products(outputs)
+    sch = Schedule(outputs, inputs, name)
+    _inline_injective(sch)
+    done = schedule_blocked_convs(sch)  # conv.py
+    for stage in list(sch.stages):
+        if stage.inlined or id(stage) in done:
+            continue
+        if id(stage.tensor) in totals:
+            total = sch[totals[id(stage.tensor)]]
+            _schedule_rfactor(sch, stage, total)
+            done.add(id(total))
+        elif _is_anchor(stage):
+            epilogue = _epilogue(sch, stage)
+            if epilogue is None:
+                epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
+            _schedule_anchor(sch, stage, epilogue)
+            done.add(id(epilogue))
+        elif stage.is_reduction:
+            _schedule_reduction(sch, stage)
+        else:
+            _schedule_injective(sch, stage)
+    return sch
+
+
+def vector_width(dtype: str) -> int:
+    return max(1, VECTOR_BYTES // max(1, te.bits(dtype) // 8))
+
+
+# ---------------------------------------------------------------------- inlining
+
+
+def _inline_injective(sch: Schedule) -> None:
+    """Inline injective intermediates, readers first (so what reads what is final)."""
+    sites: dict[int, int] = {}  # stage id -> reads of it once inlined into the kept stages
+    by_anchor: dict[int, bool] = {}  # stage id -> read by an anchor once inlined
+    for stage in reversed(sch.stages):
+        n, anchor = 0, False
+        for reader in sch.stages:
+            count = sum(1 for e in te.nodes(reader.body)
+                        if isinstance(e, te.Load) and e.tensor is stage.tensor)
+            if count:
+                n += count * (sites[id(reader)] if reader.inlined else 1)
+                anchor |= by_anchor[id(reader)] if reader.inlined else _is_anchor(reader)
+        sites[id(stage)], by_anchor[id(stage)] = n, anchor
+        if stage.is_reduction or sch.is_output(stage):
+            continue
+        costly = any(isinstance(e, te.Call) and e.name in COSTLY or isinstance(e, te.Binary) and e.op == "pow"
+                     for e in te.nodes(stage.body))
+        if (anchor and stage.axes) or (costly and n > 1):
+            continue
+        sch.compute_inline(stage.tensor)
+
+
+# ---------------------------------------------------------------------- per kind
+
+
+def _size(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _schedule_injective(sch: Schedule, stage: Stage) -> None:
+    t = stage.tensor
+    axes = list(stage.axes)
+    if _size(t.shape) <= 1:
+        return
+    split = len(axes) - 1  # axes[split:] make the inner loop: long enough to vectorise
+    while split > 0 and _size(a.extent for a in axes[split:]) < INNER_MIN:
+        split -= 1
+    inner = sch.fuse(t, *axes[split:]) if len(axes) - split > 1 else axes[split]
+    parallel = _size(t.shape) >= PARALLEL_MIN
+    if split > 0:
+        outer = sch.fuse(t, *axes[:split]) if split > 1 else axes[0]
+    elif parallel:
+        outer, inner = sch.split(t, inner, _chunk(inner.extent))
+    else:
+        outer = None
+    sch.vectorize(t, inner)
+    if parallel and outer is not None and outer.extent > 1:
+        sch.parallel(t, outer)
+
+
+def _chunk(extent: int) -> int:
+    """A factor cutting one long loop into parallel chunks: a divisor of the extent from
+    64 to 8192 iterations when there is one (no guard), else 4096."""
+    for d in range(min(8192, extent // 2), INNER_MIN - 1, -1):
+        if extent % d == 0:
+            return d
+    return 4096
+
+
+def _schedule_reduction(sch: Schedule, stage: Stage) -> None:
+    t = stage.tensor
+    if not stage.axes:
+        return
+    axis = sch.fuse(t, *stage.axes) if len(stage.axes) > 1 else stage.axes[0]
+    work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
+    if axis.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(t, axis)
+
+
+def _is_anchor(stage: Stage) -> bool:
+    body = stage.body
+    return (isinstance(body, te.Reduce) and body.combiner == "sum" and bool(stage.axes)
+            and any(w in stage.tensor.op.tag for w in ANCHOR_WORDS))
+
+
+def _epilogue(sch: Schedule, anchor: Stage) -> Stage | None:
+    """The injective stage that alone reads `anchor`, at its own position, if any."""
+    if sch.is_output(anchor):
+        return None
+    t = anchor.tensor
+    readers = [s for s in sch.stages if not s.inlined and any(
+        isinstance(e, te.Load) and e.tensor is t for e in te.nodes(sch.effective_body(s)))]
+    if len(readers) != 1:
+        return None
+    reader = readers[0]
+    if reader.is_reduction or reader.tensor.shape != t.shape:
+        return None
+    axes = reader.tensor.op.axes
+    for e in te.nodes(sch.effective_body(reader)):
+        if isinstance(e, te.Load) and e.tensor is t and not all(i is a for i, a in zip(e.indices, axes)):
+            return None
+    return reader
+
+
+def _tile(sch: Schedule, stage: Stage, vw: int) -> tuple[list, list]:
+    """Split the last data axis by `vw` and the one before by UNROLL: (outer loops,
+    [inner loops]) with the inner ones annotated."""
+    t, axes = stage.tensor, list(stage.axes)
+    outer, inner = axes[:-2], []
+    for axis, factor, kind in ((axes[-2] if len(axes) > 1 else None, UNROLL, "unroll"),
+                               (axes[-1], vw, "vectorize")):
+        if axis is None:
+            continue
+        if axis.extent <= 1:
+            outer.append(axis)
+            continue
+        o, i = sch.split(t, axis, factor)
+        outer.append(o)
+        inner.append((i, kind))
+    return outer, inner
+
+
+def _schedule_anchor(sch: Schedule, stage: Stage, epilogue: Stage | None) -> None:
+    t = stage.tensor
+    vw = vector_width(t.dtype)
+    outer, inner = _tile(sch, stage, vw)
+    sch.reorder(t, *outer, *stage.reduce_axes, *(i for i, _ in inner))
+    for axis, kind in inner:
+        getattr(sch, kind)(t, axis)
+    work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
+    if epilogue is None:
+        loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
+        if loop.extent > 1 and work >= PARALLEL_MIN:
+            sch.parallel(t, loop)
+        return
+    e = epilogue.tensor
+    e_outer, e_inner = _tile(sch, epilogue, vw)
+    sch.reorder(e, *e_outer, *(i for i, _ in e_inner))
+    for axis, kind in e_inner:
+        getattr(sch, kind)(e, axis)
+    loop = sch.fuse(e, *e_outer) if len(e_outer) > 1 else e_outer[0]
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, loop)
+
+
+# ---------------------------------------------------------------------- products along K
+
+RFACTOR_MIN = 64  # the shortest reduction split across vector lanes (see the module doc)
+RF_TILE = (4, 4)  # rows x columns of lane vectors kept in registers
+
+
+def _rfactor_products(outputs: Sequence[te.Tensor]) -> tuple[list[te.Tensor], dict[int, te.Tensor]]:
+    """The outputs with every product that reads its operands along its reduction
+    (`_wants_rfactor`) rewritten as lane sums `T.rf` and their total `T` (which replaces
+    the product in every reader); and {id(T.rf): T}."""
+    replaced: dict[int, te.Tensor] = {}
+    totals: dict[int, te.Tensor] = {}
+    for t in te.post_order(outputs):
+        if t.op is None:
+            continue
+        body = te.transform(t.op.body, lambda n: _reread(n, replaced))
+        if _wants_rfactor(t, body):
+            lanes, replaced[id(t)] = _rfactor(t, body)
+            totals[id(lanes)] = replaced[id(t)]
+        elif body is not t.op.body:
+            replaced[id(t)] = te.Tensor(t.name, t.shape, t.dtype, te.ComputeOp(t.op.axes, body, t.op.tag, t.op.span))
+    return [replaced.get(id(t), t) for t in outputs], totals
+
+
+def _reread(n: te.PrimExpr, replaced: dict[int, te.Tensor]) -> te.PrimExpr | None:
+    if isinstance(n, te.Load) and id(n.tensor) in replaced:
+        return te.Load(replaced[id(n.tensor)], n.indices, n.dtype, loc=n.loc)
+    return None
+
+
+def _wants_rfactor(t: te.Tensor, body: te.PrimExpr) -> bool:
+    """A sum over one axis k of a convolution/dense/matmul, k long enough and a multiple
+    of the vector width, every tensor read at [..., k] with k nowhere else."""
+    if not (isinstance(body, te.Reduce) and body.combiner == "sum" and len(body.axes) == 1 and t.shape
+            and any(w in t.op.tag for w in ANCHOR_WORDS)):
+        return False
+    k = body.axes[0]
+    if k.extent < RFACTOR_MIN or k.extent % vector_width(t.dtype):
+        return False
+    loads = [e for e in te.nodes(body.source) if isinstance(e, te.Load)]
+    return bool(loads) and all(e.indices[-1] is k and not any(n is k for i in e.indices[:-1] for n in te.nodes(i))
+                               for e in loads)
+
+
+def _rfactor(t: te.Tensor, body: te.Reduce) -> tuple[te.Tensor, te.Tensor]:
+    """(`T.rf[..., kl] = sum_ko source(k = ko * vw + kl)`, `T[...] = sum_kl T.rf[..., kl]`),
+    both carrying `t`'s span and the total named as `t`."""
+    k, vw, span = body.axes[0], vector_width(t.dtype), t.op.span
+    ko, kl = te.reduce_axis(k.extent // vw, f"{k.name}.outer"), te.reduce_axis(vw, f"{k.name}.lane")
+
+    def lane_sum(*axes: te.IterVar) -> te.PrimExpr:
+        mapping: dict = dict(zip(t.op.axes, axes[:-1]))
+        mapping[k] = ko * vw + axes[-1]
+        return te.sum(te.with_loc(te.substitute(body.source, mapping), span), axis=[ko])
+
+    lanes = te.compute((*t.shape, vw), lane_sum, f"{t.name}.rf", tag=t.op.tag)
+    total = te.compute(t.shape, lambda *axes: te.with_loc(te.sum(lanes[(*axes, kl)], axis=[kl]), span), t.name)
+    lanes.op.span = total.op.span = span
+    return lanes, total
+
+
+def _split_tile(sch: Schedule, tensor: te.Tensor, axes: Sequence, rows: int, cols: int) -> tuple[list, list]:
+    """Split the last two of `axes` by rows and cols (the last alone for one axis):
+    (the other axes and the outer parts, the inner parts)."""
+    outer, inner = list(axes[:-2]) if len(axes) > 1 else [], []
+    for axis, factor in ((axes[-2], rows), (axes[-1], cols)) if len(axes) > 1 else ((axes[-1], cols),):
+        o, i = sch.split(tensor, axis, factor)
+        outer.append(o)
+        inner.append(i)
+    return outer, inner
+
+
+def _schedule_rfactor(sch: Schedule, lanes: Stage, total: Stage) -> None:
+    """The total tiled RF_TILE, its tile loop fused (parallel when large); the lane sums
+    computed at that loop: reduction outside, the tile's vectors unrolled, lanes vectorized."""
+    t, s = total.tensor, lanes.tensor
+    axes = list(total.axes)
+    rows = min(RF_TILE[0], axes[-2].extent) if len(axes) > 1 else 1
+    cols = min(RF_TILE[1], axes[-1].extent)
+    outer, inner = _split_tile(sch, t, axes, rows, cols)
+    sch.reorder(t, *outer, *inner, *total.reduce_axes)
+    loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
+    for axis in inner:
+        sch.unroll(t, axis)
+    if loop.extent > 1 and _size(s.shape) * _size(a.extent for a in lanes.reduce_axes) >= PARALLEL_MIN:
+        sch.parallel(t, loop)
+    l_outer, l_inner = _split_tile(sch, s, lanes.axes[:-1], rows, cols)
+    sch.reorder(s, *l_outer, *lanes.reduce_axes, *l_inner, lanes.axes[-1])
+    for axis in l_inner:
+        sch.unroll(s, axis)
+    sch.vectorize(s, lanes.axes[-1])
+    sch.compute_at(s, t, loop)

@@ -1,0 +1,370 @@
+"""Schedules: how the computes of a fused function become loops, recorded step by step.
+
+In the spirit of TVM's `te.create_schedule`: every computed tensor reachable from the
+outputs has a `Stage` (placeholders have none) whose loops start as its data axes, then its
+reduction axes.  Primitives change the loops of a stage or where it is computed:
+
+    sch = Schedule([relu], [x, w], "fused_conv")
+    co, ci = sch.split(conv, sch[conv].axes[1], 16)      # a guard `if` when 16 does not divide
+    sch.reorder(conv, co, *sch[conv].reduce_axes, ci)
+    sch.vectorize(conv, ci)
+    sch.compute_inline(pad)                              # pad's body read in place
+    sch.compute_at(conv, relu, sch[relu].axes[1])        # conv's needed region, per iteration
+    func = sch.lower()                                   # a loopnest.PrimFunc
+
+`split`, `tile`, `reorder`, `fuse`, `vectorize`, `parallel` and `unroll` work on the
+current loops (`sch[t].leaf_axes`); an axis that was split or fused is gone, its results
+replace it.  `compute_inline`, `compute_at` and `cache_write` (TVM's, scope local) change
+where a stage is computed.  Each primitive appends a `Step` to `schedule.record`: its
+arguments in words and the loop nest after it, printed when first read (step 0 is the
+schedule as created).  A primitive that fails raises `ScheduleError` and leaves the
+schedule as it was.
+
+Stages, axes and their relations are in stage.py; `lower()` builds the loop nest with
+builder.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from ..te import expr as te
+from . import loopnest
+from .builder import build_loop_nest
+from .loopnest import PrimFunc
+from .stage import Axis, Fuse, ScheduleError, Split, Stage, readers, split_extents, unique
+
+
+@dataclass
+class Step:
+    """One primitive applied: its name, its arguments in words, and `snapshot`, the loop
+    nest after it (printed when first read: recording costs no lowering)."""
+
+    primitive: str
+    args: str
+    _render: Any = field(default=None, repr=False)
+    _text: str | None = field(default=None, repr=False)
+
+    @property
+    def snapshot(self) -> str:
+        if self._text is None:
+            self._text, self._render = self._render(), None
+        return self._text
+
+
+class Schedule:
+    """The schedule of the computes between `inputs` (placeholders, the first parameters)
+    and `outputs` (distinct computed tensors, the last parameters) of function `name`."""
+
+    def __init__(self, outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], name: str) -> None:
+        self.name = name
+        self.outputs = list(outputs)
+        self.inputs = list(inputs)
+        if not self.outputs:
+            raise ScheduleError(f"{name}: a schedule needs at least one output")
+        for k, t in enumerate(self.outputs):
+            if t.op is None:
+                raise ScheduleError(f"{name}: output {t.name} is a placeholder; copy it with a compute first")
+            if any(t is u for u in self.outputs[:k]):
+                raise ScheduleError(f"{name}: {t.name} is output twice; copy it with a compute first")
+        order = te.post_order(self.outputs)
+        given = {id(t) for t in self.inputs}
+        for t in order:
+            if t.op is None and id(t) not in given:
+                raise ScheduleError(f"{name}: placeholder {t.name} is read but not among the inputs")
+        self._taken: set[str] = set()
+        made = {id(t): Stage(t, self._fresh) for t in reversed(order) if t.op is not None}
+        self.stages: list[Stage] = [made[id(t)] for t in order if t.op is not None]
+        self._by_tensor = made
+        self._output_ids = {id(t) for t in self.outputs}
+        self.record: list[Step] = []
+        self._bodies_cache: dict[int, te.PrimExpr] | None = None
+        with self._step("create_schedule") as step:
+            step.args = (f"{name}: outputs {', '.join(t.name for t in self.outputs)}; "
+                         f"inputs {', '.join(t.name for t in self.inputs) or '-'}")
+
+    # ------------------------------------------------------------------ lookup
+
+    def __getitem__(self, tensor: te.Tensor | Stage) -> Stage:
+        if isinstance(tensor, Stage):
+            if self._by_tensor.get(id(tensor.tensor)) is not tensor:
+                raise ScheduleError(f"stage {tensor.name} is not part of schedule {self.name}")
+            return tensor
+        if not isinstance(tensor, te.Tensor):
+            raise ScheduleError(f"expected a tensor of schedule {self.name}, got {tensor!r}")
+        stage = self._by_tensor.get(id(tensor))
+        if stage is None:
+            if tensor.op is None:
+                raise ScheduleError(f"{tensor.name} is an input (placeholder): it has no stage to schedule")
+            raise ScheduleError(f"{tensor.name} is not computed in schedule {self.name}")
+        return stage
+
+    def is_output(self, tensor: te.Tensor | Stage) -> bool:
+        return id(self[tensor].tensor) in self._output_ids
+
+    def effective_body(self, tensor: te.Tensor | Stage) -> te.PrimExpr:
+        """The body of `tensor`'s compute with every inlined producer substituted."""
+        return self.bodies()[id(self[tensor].tensor)]
+
+    def bodies(self) -> dict[int, te.PrimExpr]:
+        if self._bodies_cache is None:
+            self._bodies_cache = _effective_bodies(self)
+        return self._bodies_cache
+
+    # ------------------------------------------------------------------ primitives
+
+    def split(self, tensor, axis: Axis, factor: int) -> tuple[Axis, Axis]:
+        """Split `axis` into `outer` (extent ceil(n / factor)) and `inner` (factor)."""
+        stage = self._loops_of(tensor, "split")
+        with self._step("split") as step:
+            outer, inner = self._split(stage, axis, factor)
+            step.args = f"{stage.name}: {axis.name} by {factor} -> {outer.name}, {inner.name}"
+        return outer, inner
+
+    def tile(self, tensor, x: Axis, y: Axis, x_factor: int, y_factor: int) -> tuple[Axis, Axis, Axis, Axis]:
+        """Split `x` and `y` and order the results outer, outer, inner, inner."""
+        stage = self._loops_of(tensor, "tile")
+        with self._step("tile") as step:
+            xo, xi = self._split(stage, x, x_factor)
+            yo, yi = self._split(stage, y, y_factor)
+            self._reorder(stage, (xo, yo, xi, yi))
+            step.args = (f"{stage.name}: {x.name}, {y.name} by {x_factor}, {y_factor} -> "
+                         f"{xo.name}, {yo.name}, {xi.name}, {yi.name}")
+        return xo, yo, xi, yi
+
+    def reorder(self, tensor, *axes: Axis) -> None:
+        """Put `axes` in this order, in the positions they occupy together."""
+        stage = self._loops_of(tensor, "reorder")
+        with self._step("reorder") as step:
+            self._reorder(stage, axes)
+            step.args = f"{stage.name}: {', '.join(a.name for a in axes)}"
+            if len(axes) < len(stage.leaves):
+                step.args += f" (loops now {', '.join(a.name for a in stage.leaves)})"
+
+    def fuse(self, tensor, *axes: Axis) -> Axis:
+        """One loop over consecutive loops `axes` (outer first), extent their product."""
+        stage = self._loops_of(tensor, "fuse")
+        with self._step("fuse") as step:
+            fused = self._fuse(stage, axes)
+            step.args = f"{stage.name}: {', '.join(a.name for a in axes)} -> {fused.name}"
+        return fused
+
+    def vectorize(self, tensor, axis: Axis) -> None:
+        self._annotate(tensor, axis, "vectorized", "vectorize")
+
+    def parallel(self, tensor, axis: Axis) -> None:
+        self._annotate(tensor, axis, "parallel", "parallel")
+
+    def unroll(self, tensor, axis: Axis) -> None:
+        self._annotate(tensor, axis, "unrolled", "unroll")
+
+    def compute_inline(self, tensor) -> None:
+        """Read the tensor's body in place in its consumers instead of storing it."""
+        stage = self[tensor]
+        if stage.is_reduction:
+            raise ScheduleError(f"cannot inline {stage.name}: it is a reduction "
+                                f"(only stages without te.Reduce can be inlined)")
+        if self.is_output(stage):
+            raise ScheduleError(f"cannot inline {stage.name}: it is an output of {self.name}")
+        self._check_no_attached(stage, f"cannot inline {stage.name}")
+        with self._step("compute_inline") as step:
+            stage.inlined, stage.attach = True, None
+            step.args = stage.name
+
+    def compute_at(self, tensor, consumer, axis: Axis) -> None:
+        """Compute the tensor inside `consumer`'s loop over `axis`, for the region the
+        loops inside it read."""
+        stage, target = self[tensor], self[consumer]
+        where = f"cannot compute {stage.name} at {target.name}"
+        if stage is target:
+            raise ScheduleError(f"{where}: a stage cannot be computed at itself")
+        if stage.inlined:
+            raise ScheduleError(f"{where}: {stage.name} is inlined")
+        if target.inlined:
+            raise ScheduleError(f"{where}: {target.name} is inlined")
+        if self.is_output(stage):
+            raise ScheduleError(f"{where}: {stage.name} is an output (it must be computed whole)")
+        self._check_leaf(target, axis, "compute_at")
+        reading = readers(self.stages, self.bodies()).get(id(stage.tensor), [])
+        if target not in reading:
+            raise ScheduleError(f"{where}: {target.name} does not read {stage.name}")
+        if len(reading) > 1:
+            others = ", ".join(r.name for r in reading if r is not target)
+            raise ScheduleError(f"{where}: {stage.name} is also read by {others}")
+        with self._step("compute_at") as step:
+            stage.attach = (target, axis)
+            step.args = f"{stage.name} at {target.name}.{axis.name}"
+
+    def cache_write(self, tensor) -> te.Tensor:
+        """Compute the tensor in a new stage `<name>.local` (returned, scheduled like any
+        other) and make the tensor's stage a copy of it.  A reduction computed at the copy's
+        loop then accumulates in a small local buffer (registers) instead of its output.
+        Call it before any other primitive on the tensor."""
+        stage = self._loops_of(tensor, "cache_write")
+        if stage.relations or stage.kinds or stage.attach is not None or \
+                stage.leaves != [*stage.axes, *stage.reduce_axes]:
+            raise ScheduleError(f"cache_write: {stage.name} is already scheduled; cache_write it first")
+        self._check_no_attached(stage, f"cache_write: cannot cache {stage.name}")
+        with self._step("cache_write") as step:
+            t = stage.tensor
+            ivs = tuple(te.IterVar(iv.name, iv.extent) for iv in t.op.axes)
+            body = te.substitute(stage.body, dict(zip(t.op.axes, ivs)))
+            cache = te.Tensor(f"{t.name}.local", t.shape, t.dtype, te.ComputeOp(ivs, body, t.op.tag, t.op.span))
+            self._taken.difference_update(a.name for a in stage.reduce_axes)
+            cached = Stage(cache, self._fresh)
+            stage.body = te.Load(cache, tuple(t.op.axes), t.dtype, loc=t.op.span)
+            stage.reduce_axes, stage.leaves = (), list(stage.axes)
+            self.stages.insert(self.stages.index(stage), cached)
+            self._by_tensor[id(cache)] = cached
+            step.args = f"{t.name} -> {cache.name}"
+        return cache
+
+    # ------------------------------------------------------------------ lowering and record
+
+    def lower(self) -> PrimFunc:
+        """The loop nest of the schedule as it stands."""
+        return build_loop_nest(self)
+
+    def record_text(self) -> str:
+        """Every step with the loop nest after it (what "Show Schedule" displays)."""
+        parts = [f"# step {k}: {s.primitive}({s.args})\n{s.snapshot}" for k, s in enumerate(self.record)]
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------------ internals
+
+    def _fresh(self, name: str) -> str:
+        return unique(name, self._taken)
+
+    def _save(self) -> tuple:
+        return (list(self.stages), dict(self._by_tensor), set(self._taken),
+                [s._state() for s in self.stages])
+
+    def _load(self, saved: tuple) -> None:
+        self.stages, self._by_tensor, self._taken = list(saved[0]), dict(saved[1]), set(saved[2])
+        self._bodies_cache = None
+        for s, state in zip(self.stages, saved[3]):
+            s._restore(state)
+
+    def _lower_at(self, saved: tuple) -> str:
+        """The printed loop nest of the schedule as it was when `saved`."""
+        current = self._save()
+        self._load(saved)
+        try:
+            return loopnest.print_func(self.lower())
+        finally:
+            self._load(current)
+
+    @contextlib.contextmanager
+    def _step(self, primitive: str) -> Iterator[Step]:
+        """Run a primitive: undone if it raises, else recorded."""
+        saved = self._save()
+        step = Step(primitive, "")
+        try:
+            yield step
+        except BaseException:
+            self._load(saved)
+            raise
+        self._bodies_cache = None
+        after = self._save()
+        step._render = lambda: self._lower_at(after)
+        self.record.append(step)
+
+    def _loops_of(self, tensor, primitive: str) -> Stage:
+        stage = self[tensor]
+        if stage.inlined:
+            raise ScheduleError(f"{primitive}: {stage.name} is inlined; it has no loops")
+        return stage
+
+    def _check_leaf(self, stage: Stage, axis: Any, primitive: str) -> None:
+        if isinstance(axis, te.IterVar):
+            raise ScheduleError(f"{primitive}: {axis.name} is a te.IterVar; use the schedule's "
+                                f"axes (sch[{stage.name}].axes, .reduce_axes, .leaf_axes)")
+        if not isinstance(axis, Axis):
+            raise ScheduleError(f"{primitive}: expected an axis of {stage.name}, got {axis!r}")
+        if axis.stage is not stage:
+            owner = "another schedule" if axis.stage.tensor is stage.tensor else f"stage {axis.stage.name}"
+            raise ScheduleError(f"{primitive}: axis {axis.name} belongs to {owner}, not {stage.name}")
+        if axis not in stage.leaves:
+            current = ", ".join(a.name for a in stage.leaves)
+            raise ScheduleError(f"{primitive}: axis {axis.name} of {stage.name} is no longer a loop "
+                                f"(it was split or fused); current loops: {current}")
+
+    def _check_no_attached(self, stage: Stage, what: str, axis: Axis | None = None) -> None:
+        for s in self.stages:
+            if s.attach is not None and s.attach[0] is stage and (axis is None or s.attach[1] is axis):
+                raise ScheduleError(f"{what}: {s.name} is computed at {stage.name}.{s.attach[1].name} "
+                                    f"(compute_at)")
+
+    def _split(self, stage: Stage, axis: Axis, factor: int) -> tuple[Axis, Axis]:
+        self._check_leaf(stage, axis, "split")
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+            raise ScheduleError(f"split: the factor must be a positive integer, got {factor!r}")
+        self._check_no_attached(stage, f"split: cannot split {stage.name}.{axis.name}", axis)
+        no, ni = split_extents(axis.extent, factor)
+        outer = Axis(self._fresh(f"{axis.name}.outer"), no, axis.reduce, stage)
+        inner = Axis(self._fresh(f"{axis.name}.inner"), ni, axis.reduce, stage)
+        k = stage.leaves.index(axis)
+        stage.leaves[k:k + 1] = [outer, inner]
+        stage.relations.append(Split(axis, outer, inner, factor))
+        stage.kinds.pop(axis, None)
+        return outer, inner
+
+    def _reorder(self, stage: Stage, axes: Sequence[Axis]) -> None:
+        for a in axes:
+            self._check_leaf(stage, a, "reorder")
+        if len({id(a) for a in axes}) != len(axes):
+            raise ScheduleError(f"reorder: an axis of {stage.name} is given twice")
+        before = [a for a in stage.leaves if a.reduce]
+        slots = sorted(stage.leaves.index(a) for a in axes)
+        for slot, a in zip(slots, axes):
+            stage.leaves[slot] = a
+        if [a for a in stage.leaves if a.reduce] != before:
+            stage.reduce_reordered = True
+
+    def _fuse(self, stage: Stage, axes: Sequence[Axis]) -> Axis:
+        if len(axes) < 2:
+            raise ScheduleError(f"fuse: give at least two axes of {stage.name}")
+        for a in axes:
+            self._check_leaf(stage, a, "fuse")
+            self._check_no_attached(stage, f"fuse: cannot fuse {stage.name}.{a.name}", a)
+        first = stage.leaves.index(axes[0])
+        if [stage.leaves.index(a) for a in axes] != list(range(first, first + len(axes))):
+            raise ScheduleError(f"fuse: {', '.join(a.name for a in axes)} are not consecutive loops "
+                                f"of {stage.name} in that order (loops: "
+                                f"{', '.join(a.name for a in stage.leaves)})")
+        if len({a.reduce for a in axes}) > 1:
+            raise ScheduleError(f"fuse: cannot fuse data and reduction axes of {stage.name}")
+        extent = 1
+        for a in axes:
+            extent *= a.extent
+        fused = Axis(self._fresh(".".join(a.name for a in axes) + ".fused"), extent, axes[0].reduce, stage)
+        stage.leaves[first:first + len(axes)] = [fused]
+        stage.relations.append(Fuse(tuple(axes), fused))
+        for a in axes:
+            stage.kinds.pop(a, None)
+        return fused
+
+    def _annotate(self, tensor, axis: Axis, kind: str, primitive: str) -> None:
+        stage = self._loops_of(tensor, primitive)
+        self._check_leaf(stage, axis, primitive)
+        if axis.reduce and kind in ("parallel", "vectorized"):
+            raise ScheduleError(f"{primitive}: {stage.name}.{axis.name} is a reduction axis; its "
+                                f"iterations depend on each other")
+        with self._step(primitive) as step:
+            stage.kinds[axis] = kind
+            step.args = f"{stage.name}: {axis.name}"
+
+
+def _effective_bodies(sch: Schedule) -> dict[int, te.PrimExpr]:
+    """Each stage's body with inlined producers substituted (producers first)."""
+    bodies: dict[int, te.PrimExpr] = {}
+    for stage in sch.stages:
+        def inline(n: te.PrimExpr) -> te.PrimExpr | None:
+            if isinstance(n, te.Load) and n.tensor.op is not None and sch[n.tensor].inlined:
+                return te.substitute(bodies[id(n.tensor)], dict(zip(n.tensor.op.axes, n.indices)))
+            return None
+
+        bodies[id(stage.tensor)] = te.transform(stage.body, inline)
+    return bodies

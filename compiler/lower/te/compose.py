@@ -1,0 +1,185 @@
+"""A primitive Relay function as tensor expressions: one compute rule per call, composed.
+
+    fn (%p0: Tensor[(1, 64), float32], %p1, Primitive=1) { nn.relu(add(%p0, %p1)) }
+        ->  inputs  [p0, p1]            (placeholders; a tuple parameter gives one per field)
+            outputs [T_relu]            (a tuple body gives one per field)
+
+Non-scalar constants in the body become extra inputs (`constants`, passed by the runtime
+like parameters, as TVM lifts them out of primitive functions); scalar constants become
+0-d computes that schedules inline.  Every compute a rule creates gets the span of the call
+it lowers (`ComputeOp.span`, and `loc` on each scalar node: what the debug locations point
+at) and the op name as its tag when the rule gave none.
+
+Errors are `te.LoweringError` at the call's span: an op without a compute rule, a shape
+with `?` dimensions, a dtype the code generator lacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
+from ...ir.functor import children, post_order
+from ...ir.types import TensorType, TupleType, Type
+from ...ops import get_op
+from ...ops.attrs import AttrError
+from ..errors import LoweringError
+from . import expr as te
+from .topi import get_lowering
+
+
+@dataclass
+class Composed:
+    inputs: list[te.Tensor]  # one per (flattened) parameter, in order
+    constants: list[tuple[te.Tensor, np.ndarray]] = field(default_factory=list)
+    outputs: list[te.Tensor] = field(default_factory=list)
+
+    @property
+    def placeholders(self) -> list[te.Tensor]:
+        return self.inputs + [t for t, _ in self.constants]
+
+
+def compose(func: Function) -> Composed:
+    """The tensor expressions computing `func`'s result from its parameters."""
+    result = Composed([])
+    values: dict[Any, Any] = {}
+    for k, param in enumerate(func.params):
+        values[param] = _placeholders(_type_of(param), f"p{k}", result.inputs, param.span or func.span)
+    out = _evaluate(func.body, values, result)
+    result.outputs = _distinct_outputs(out if isinstance(out, tuple) else (out,), func)
+    return result
+
+
+def _evaluate(body, values: dict[Any, Any], result: Composed) -> Any:
+    """The tensor(s) of `body`, with its free variables bound in `values`.  A call of an
+    inner function (a `Composite` pattern inside an external function) is composed
+    inline, its parameters bound to the arguments."""
+    for node in post_order(body, _not_into_functions):
+        if node in values or isinstance(node, (Op, Function)):
+            continue
+        if isinstance(node, Var):
+            raise LoweringError(f"%{node.name} is not a parameter of the primitive function", node.span)
+        if isinstance(node, Constant):
+            values[node] = _constant(node, result)
+        elif isinstance(node, Tuple):
+            values[node] = tuple(values[f] for f in node.fields)
+        elif isinstance(node, TupleGetItem):
+            values[node] = values[node.tuple_value][node.index]
+        elif isinstance(node, Call) and isinstance(node.op, Op):
+            values[node] = _lower_call(node, values)
+        elif isinstance(node, Call) and isinstance(node.op, Function):
+            inner = dict(zip(node.op.params, (values[a] for a in node.args)))
+            values[node] = _evaluate(node.op.body, inner, result)
+        else:
+            raise LoweringError(f"a primitive function cannot contain {type(node).__name__}", node.span)
+    return values[body]
+
+
+def _not_into_functions(node) -> tuple:
+    if isinstance(node, Function):
+        return ()
+    if isinstance(node, Call):
+        return (*node.args, node.op)
+    return children(node)
+
+
+def _type_of(expr) -> Type:
+    ty = expr.ty if getattr(expr, "ty", None) is not None else getattr(expr, "type_annotation", None)
+    if ty is None:
+        raise LoweringError("its type is unknown (type inference did not reach it)", expr.span)
+    return ty
+
+
+def _static(ty: Type, span, what: str) -> tuple[tuple[int, ...], str]:
+    if not isinstance(ty, TensorType):
+        raise LoweringError(f"{what}: expected a tensor, found {type(ty).__name__}", span)
+    if not ty.is_static:
+        dims = ", ".join(str(d) if isinstance(d, int) else "?" for d in ty.shape)
+        raise LoweringError(f"{what}: the shape ({dims}) has unknown (?) dimensions; "
+                               "lowering needs static shapes", span)
+    if ty.dtype not in te.DTYPES:
+        raise LoweringError(f"{what}: no lowering for dtype {ty.dtype}", span)
+    return tuple(int(d) for d in ty.shape), ty.dtype
+
+
+def _placeholders(ty: Type, name: str, into: list[te.Tensor], span) -> Any:
+    if isinstance(ty, TupleType):
+        return tuple(_placeholders(f, f"{name}.{k}", into, span) for k, f in enumerate(ty.fields))
+    shape, dtype = _static(ty, span, f"parameter {name}")
+    t = te.placeholder(shape, dtype, name)
+    into.append(t)
+    return t
+
+
+def _constant(node: Constant, result: Composed) -> te.Tensor:
+    if node.data is None:
+        raise LoweringError(f"the constant {node.meta} has no value (its metadata entry is missing)", node.span)
+    data = np.asarray(node.data)
+    dtype = str(data.dtype)
+    if dtype not in te.DTYPES:
+        raise LoweringError(f"no lowering for a constant of dtype {dtype}", node.span)
+    if data.ndim == 0:
+        value = te.const(data.item(), dtype)
+        t = te.compute((), lambda: value, "T_const", dtype=dtype)
+        t.op.span, t.op.tag = node.span, "constant"
+        t.op.body = te.with_loc(t.op.body, node.span)
+        return t
+    t = te.placeholder(data.shape, dtype, f"c{len(result.constants)}")
+    result.constants.append((t, data))
+    return t
+
+
+def _lower_call(call: Call, values: dict) -> Any:
+    name = call.op.name
+    rule = get_lowering(name)
+    if rule is None:
+        raise LoweringError(f"no lowering for operator {name}", call.span)
+    opdef = get_op(name)
+    try:
+        attrs = opdef.normalize_attrs(call.attrs)
+    except AttrError as err:
+        raise LoweringError(str(err), call.span) from None
+    out_type = _type_of(call)
+    for field_ty in (out_type.fields if isinstance(out_type, TupleType) else (out_type,)):
+        _static(field_ty, call.span, name)
+    args = [values[a] for a in call.args]
+    before = _known_computes(args)
+    try:
+        out = rule(*args, attrs, out_type) if opdef.inputs is not None else rule(args, attrs, out_type)
+    except LoweringError as err:
+        raise LoweringError(f"{name}: {err.message}", err.span or call.span) from None
+    outs = out if isinstance(out, tuple) else (out,)
+    for t in te.post_order(list(outs)):
+        if t.op is not None and id(t) not in before and t.op.span is None:
+            t.op.span = call.span
+            t.op.body = te.with_loc(t.op.body, call.span)
+            t.op.tag = t.op.tag or name
+    return out
+
+
+def _known_computes(args: list) -> set[int]:
+    flat: list[te.Tensor] = []
+    for a in args:
+        flat.extend(a if isinstance(a, tuple) else (a,))
+    return {id(t) for t in te.post_order(flat)}
+
+
+def _distinct_outputs(outs: tuple, func: Function) -> list[te.Tensor]:
+    """Each output its own computed tensor: a parameter or an output that appears twice
+    is copied (the runtime writes each output buffer once)."""
+    result: list[te.Tensor] = []
+    seen: set[int] = set()
+    for t in outs:
+        if isinstance(t, tuple):
+            raise LoweringError("a primitive function returning a nested tuple", func.span)
+        if t.op is None or id(t) in seen:
+            src = t
+            t = te.compute(src.shape, lambda *i: src[i] if i else src[()], f"T_copy{len(result)}")
+            t.op.span, t.op.tag = func.span, "copy"
+            t.op.body = te.with_loc(t.op.body, func.span)
+        seen.add(id(t))
+        result.append(t)
+    return result

@@ -1,0 +1,516 @@
+"""Tensor expressions: what each op computes, as index arithmetic over its inputs.
+
+In the spirit of TVM's `te`: a `Tensor` is either a `placeholder` (an input buffer) or
+the result of `compute(shape, lambda *i: expr)`, whose body is a scalar `PrimExpr` in the
+output indices `i`.  Reading an input is `x[i, j]`.  A reduction is a body of the form
+`te.sum(expr, axis=[k])` over `reduce_axis` variables.
+
+    def dense(data, weight, attrs, out_type):
+        k = te.reduce_axis(data.shape[1], "k")
+        return te.compute(out_type.shape, lambda i, j: te.sum(data[i, k] * weight[j, k], axis=[k]),
+                          "T_dense")
+
+Expressions are small frozen objects compared by identity.  Arithmetic operators build
+them (`a + 1`, `a * b`, `-a`); comparisons are functions (`lt(a, b)`) because `==` stays
+identity.  Python numbers next to an expression take its dtype.  Indices are int64.
+
+`loc` on an expression is the Relay source it computes (a span); `compute` stamps the
+span of the op being lowered onto every node of its body that has none yet (a span filler
+at the scalar level), so each LLVM instruction can point at its Relay expression.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..errors import LoweringError  # noqa: F401 (te.LoweringError: what a compute rule raises)
+
+INDEX = "int64"
+
+FLOATS = ("float16", "float32", "float64")
+INTS = ("int8", "int16", "int32", "int64")
+UINTS = ("uint8", "uint16", "uint32", "uint64", "bool")
+DTYPES = FLOATS + INTS + UINTS
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOATS
+
+
+def is_signed(dtype: str) -> bool:
+    return dtype in INTS
+
+
+def bits(dtype: str) -> int:
+    return 1 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()))
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+class PrimExpr:
+    """A scalar expression.  Subclasses are frozen dataclasses with `dtype` and `loc`."""
+
+    __slots__ = ()
+    dtype: str
+    loc: Any
+
+    def __add__(self, other): return binary("add", self, other)
+    def __radd__(self, other): return binary("add", other, self)
+    def __sub__(self, other): return binary("sub", self, other)
+    def __rsub__(self, other): return binary("sub", other, self)
+    def __mul__(self, other): return binary("mul", self, other)
+    def __rmul__(self, other): return binary("mul", other, self)
+    def __truediv__(self, other): return binary("div", self, other)
+    def __rtruediv__(self, other): return binary("div", other, self)
+    def __floordiv__(self, other): return binary("floordiv", self, other)
+    def __rfloordiv__(self, other): return binary("floordiv", other, self)
+    def __mod__(self, other): return binary("floormod", self, other)
+    def __rmod__(self, other): return binary("floormod", other, self)
+    def __neg__(self): return binary("sub", const(0, self.dtype), self)
+
+    def __bool__(self) -> bool:
+        raise TypeError("a tensor expression has no truth value; use te.select / te.lt")
+
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Const(PrimExpr):
+    value: int | float | bool
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(PrimExpr):
+    """A loop or index variable (int64), or a scalar parameter."""
+
+    name: str
+    dtype: str = INDEX
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IterVar(PrimExpr):
+    """An axis of a compute: a data axis (one per output dimension) or a reduction axis."""
+
+    name: str
+    extent: int
+    reduce: bool = False
+    dtype: str = INDEX
+    loc: Any = field(default=None, kw_only=True)
+
+
+# add sub mul div (true division for floats, truncating for ints), floordiv floormod,
+# min max pow, and/or (bool), lt le gt ge eq ne (result bool)
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncmod", "min", "max", "pow",
+              "and", "or", "xor", "shl", "shr", "lt", "le", "gt", "ge", "eq", "ne")
+COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Binary(PrimExpr):
+    op: str
+    a: PrimExpr
+    b: PrimExpr
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+# Math intrinsics (float unless noted): exp log log2 log10 sqrt rsqrt sin cos tan atan tanh
+# erf sigmoid abs (any) floor ceil round (half away from zero) trunc isnan isinf isfinite
+# (-> bool) not (bool) popcount
+INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
+              "tanh", "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "isnan",
+              "isinf", "isfinite", "not", "neg")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Call(PrimExpr):
+    """A math intrinsic applied to scalars."""
+
+    name: str
+    args: tuple[PrimExpr, ...]
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cast(PrimExpr):
+    value: PrimExpr
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Select(PrimExpr):
+    """`cond ? a : b`.  Only the side taken is evaluated by compiled code, so a side may
+    read out of bounds where the condition excludes it (padding)."""
+
+    cond: PrimExpr
+    a: PrimExpr
+    b: PrimExpr
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Load(PrimExpr):
+    """`tensor[indices]`: one element of an input or of another compute."""
+
+    tensor: "Tensor"
+    indices: tuple[PrimExpr, ...]
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+REDUCERS = ("sum", "prod", "max", "min", "argmax", "argmin")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Reduce(PrimExpr):
+    """A reduction over `axes` (reduce IterVars); only as the whole body of a compute.
+
+    For `argmax`/`argmin` the result is the int index `index` (an expression of the
+    reduce axes) where `source` is largest/smallest, first one on ties."""
+
+    combiner: str
+    source: PrimExpr
+    axes: tuple[IterVar, ...]
+    dtype: str
+    index: PrimExpr | None = None
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class Buffer:
+    """Memory after lowering: a function parameter (an input or output) or a temporary
+    (`scope="local"`), row-major, `shape` for printing and flattening."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    scope: str = "param"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BufferLoad(PrimExpr):
+    """One element of a buffer at a flat (row-major) index; what `Load` lowers to."""
+
+    buffer: Buffer
+    index: PrimExpr
+    dtype: str
+    loc: Any = field(default=None, kw_only=True)
+
+
+# --------------------------------------------------------------------------- building expressions
+
+
+def const(value: Any, dtype: str) -> Const:
+    if dtype == "bool":
+        return Const(bool(value), dtype)
+    if is_float(dtype):
+        return Const(float(value), dtype)
+    return Const(int(value), dtype)
+
+
+def as_expr(value: Any, dtype: str = INDEX) -> PrimExpr:
+    """An expression for a value: expressions pass, Python numbers become constants."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool):
+        return const(value, "bool")
+    if isinstance(value, (int, float)):
+        return const(value, dtype)
+    if hasattr(value, "dtype") and hasattr(value, "item"):  # numpy scalar
+        return const(value.item(), str(value.dtype))
+    raise TypeError(f"not a tensor expression: {value!r}")
+
+
+def _pair(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    if isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
+        return a, as_expr(b, a.dtype)
+    if isinstance(b, PrimExpr) and not isinstance(a, PrimExpr):
+        return as_expr(a, b.dtype), b
+    a, b = as_expr(a), as_expr(b)
+    if a.dtype != b.dtype:
+        raise TypeError(f"dtype mismatch in tensor expression: {a.dtype} and {b.dtype}")
+    return a, b
+
+
+def binary(op: str, a: Any, b: Any) -> Binary:
+    a, b = _pair(a, b)
+    return Binary(op, a, b, "bool" if op in COMPARISONS else a.dtype)
+
+
+def lt(a, b): return binary("lt", a, b)
+def le(a, b): return binary("le", a, b)
+def gt(a, b): return binary("gt", a, b)
+def ge(a, b): return binary("ge", a, b)
+def eq(a, b): return binary("eq", a, b)
+def ne(a, b): return binary("ne", a, b)
+def minimum(a, b): return binary("min", a, b)
+def maximum(a, b): return binary("max", a, b)
+def power(a, b): return binary("pow", a, b)
+def truncdiv(a, b): return binary("div", a, b)
+def truncmod(a, b): return binary("truncmod", a, b)
+def logical_and(a, b): return binary("and", a, b)
+def logical_or(a, b): return binary("or", a, b)
+
+
+def intrinsic(name: str, *args: Any, dtype: str | None = None) -> Call:
+    if name not in INTRINSICS:
+        raise ValueError(f"unknown intrinsic {name}")
+    exprs = tuple(as_expr(a) for a in args)
+    result = dtype or ("bool" if name in ("isnan", "isinf", "isfinite") else exprs[0].dtype)
+    return Call(name, exprs, result)
+
+
+def exp(x): return intrinsic("exp", x)
+def log(x): return intrinsic("log", x)
+def sqrt(x): return intrinsic("sqrt", x)
+def tanh(x): return intrinsic("tanh", x)
+def erf(x): return intrinsic("erf", x)
+def sigmoid(x): return intrinsic("sigmoid", x)
+def abs(x): return intrinsic("abs", x)  # noqa: A001 (te.abs, as TVM spells it)
+def floor(x): return intrinsic("floor", x)
+def ceil(x): return intrinsic("ceil", x)
+
+
+def cast(value: Any, dtype: str) -> PrimExpr:
+    value = as_expr(value, dtype)
+    return value if value.dtype == dtype else Cast(value, dtype)
+
+
+def select(cond: Any, a: Any, b: Any) -> Select:
+    cond = as_expr(cond, "bool")
+    if cond.dtype != "bool":
+        raise TypeError(f"select condition must be bool, not {cond.dtype}")
+    a, b = _pair(a, b)
+    return Select(cond, a, b, a.dtype)
+
+
+def all_of(*conds: PrimExpr) -> PrimExpr:
+    """The conjunction of conditions (true for none)."""
+    result: PrimExpr = const(True, "bool")
+    for c in conds:
+        result = c if isinstance(result, Const) else logical_and(result, c)
+    return result
+
+
+_names = itertools.count()
+
+
+def reduce_axis(extent: int, name: str = "k") -> IterVar:
+    return IterVar(name, int(extent), reduce=True)
+
+
+def _reduce(combiner: str, source: Any, axis: IterVar | Sequence[IterVar], index: Any = None) -> Reduce:
+    axes = (axis,) if isinstance(axis, IterVar) else tuple(axis)
+    if not axes or not all(isinstance(a, IterVar) and a.reduce for a in axes):
+        raise TypeError("reduction axes must be te.reduce_axis variables")
+    source = as_expr(source)
+    dtype = INDEX if combiner in ("argmax", "argmin") else source.dtype
+    return Reduce(combiner, source, axes, dtype, None if index is None else as_expr(index))
+
+
+def sum(source, axis): return _reduce("sum", source, axis)  # noqa: A001
+def prod(source, axis): return _reduce("prod", source, axis)
+def max(source, axis): return _reduce("max", source, axis)  # noqa: A001
+def min(source, axis): return _reduce("min", source, axis)  # noqa: A001
+
+
+def argmax(source, axis, index): return _reduce("argmax", source, axis, index)
+def argmin(source, axis, index): return _reduce("argmin", source, axis, index)
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+@dataclass(eq=False)
+class ComputeOp:
+    axes: tuple[IterVar, ...]
+    body: PrimExpr
+    tag: str = ""  # the Relay op it computes ("nn.conv2d"), for default schedules
+    span: Any = None  # the Relay expression it computes
+
+
+@dataclass(eq=False)
+class Tensor:
+    """A tensor of a static shape: an input (`op is None`) or computed."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    op: ComputeOp | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_placeholder(self) -> bool:
+        return self.op is None
+
+    def __getitem__(self, indices: Any) -> Load:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != len(self.shape):
+            raise IndexError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(indices)}")
+        return Load(self, tuple(as_expr(i, INDEX) for i in indices), self.dtype)
+
+    def __repr__(self) -> str:
+        kind = "placeholder" if self.op is None else "compute"
+        return f"<{kind} {self.name}{list(self.shape)} {self.dtype}>"
+
+
+def placeholder(shape: Sequence[int], dtype: str, name: str = "placeholder") -> Tensor:
+    return Tensor(name, tuple(int(d) for d in shape), dtype)
+
+
+def compute(shape: Sequence[int], fcompute: Callable[..., Any], name: str = "T_compute",
+            dtype: str | None = None, tag: str = "") -> Tensor:
+    """The tensor whose element at `i` is `fcompute(*i)` (a PrimExpr or a Python number,
+    then of `dtype`)."""
+    shape = tuple(int(d) for d in shape)
+    axes = tuple(IterVar(f"ax{k}", d) for k, d in enumerate(shape))
+    body = fcompute(*axes)
+    body = as_expr(body, dtype or "float32") if not isinstance(body, PrimExpr) else body
+    if dtype is not None and body.dtype != dtype:
+        body = cast(body, dtype) if not isinstance(body, Reduce) else body
+    return Tensor(name, shape, body.dtype, ComputeOp(axes, body, tag))
+
+
+# --------------------------------------------------------------------------- walking expressions
+
+
+def children(e: PrimExpr) -> tuple[PrimExpr, ...]:
+    if isinstance(e, Binary):
+        return (e.a, e.b)
+    if isinstance(e, Call):
+        return e.args
+    if isinstance(e, Cast):
+        return (e.value,)
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    if isinstance(e, Load):
+        return e.indices
+    if isinstance(e, BufferLoad):
+        return (e.index,)
+    if isinstance(e, Reduce):
+        return (e.source,) if e.index is None else (e.source, e.index)
+    return ()
+
+
+def nodes(e: PrimExpr) -> list[PrimExpr]:
+    """`e` and every expression under it, each once."""
+    seen: dict[int, PrimExpr] = {}
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if id(n) not in seen:
+            seen[id(n)] = n
+            stack.extend(children(n))
+    return list(seen.values())
+
+
+def rebuild(e: PrimExpr, kids: Sequence[PrimExpr]) -> PrimExpr:
+    """`e` with new children (the same object when none changed)."""
+    old = children(e)
+    if len(old) == len(kids) and all(a is b for a, b in zip(old, kids)):
+        return e
+    if isinstance(e, Binary):
+        return Binary(e.op, kids[0], kids[1], e.dtype, loc=e.loc)
+    if isinstance(e, Call):
+        return Call(e.name, tuple(kids), e.dtype, loc=e.loc)
+    if isinstance(e, Cast):
+        return Cast(kids[0], e.dtype, loc=e.loc)
+    if isinstance(e, Select):
+        return Select(kids[0], kids[1], kids[2], e.dtype, loc=e.loc)
+    if isinstance(e, Load):
+        return Load(e.tensor, tuple(kids), e.dtype, loc=e.loc)
+    if isinstance(e, BufferLoad):
+        return BufferLoad(e.buffer, kids[0], e.dtype, loc=e.loc)
+    if isinstance(e, Reduce):
+        return Reduce(e.combiner, kids[0], e.axes, e.dtype, kids[1] if len(kids) > 1 else None, loc=e.loc)
+    raise TypeError(f"no children to replace in {type(e).__name__}")
+
+
+def transform(e: PrimExpr, fn: Callable[[PrimExpr], PrimExpr | None]) -> PrimExpr:
+    """Rewrite bottom-up: `fn(node)` returns a replacement or None to keep the node
+    (with its rewritten children).  Shared subexpressions are rewritten once."""
+    memo: dict[int, PrimExpr] = {}
+
+    def go(node: PrimExpr) -> PrimExpr:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        node2 = rebuild(node, [go(k) for k in children(node)]) if children(node) else node
+        out = fn(node2)
+        memo[key] = node2 if out is None else out
+        return memo[key]
+
+    return go(e)
+
+
+def substitute(e: PrimExpr, mapping: dict[Var | IterVar, PrimExpr]) -> PrimExpr:
+    """`e` with variables replaced (keys compared by identity)."""
+    table = {id(k): v for k, v in mapping.items()}
+    return transform(e, lambda n: table.get(id(n)) if isinstance(n, (Var, IterVar)) else None)
+
+
+def with_loc(e: PrimExpr, loc: Any) -> PrimExpr:
+    """`e` with `loc` stamped on every node that has none (the nodes of other ops keep
+    theirs)."""
+    def stamp(n: PrimExpr) -> PrimExpr | None:
+        if n.loc is None and not isinstance(n, (Var, IterVar)):
+            return dataclasses.replace(n, loc=loc)
+        return None
+
+    return transform(e, stamp)
+
+
+def inputs_of(t: Tensor) -> list[Tensor]:
+    """The tensors `t`'s body reads, each once, in first-read order."""
+    if t.op is None:
+        return []
+    seen: dict[int, Tensor] = {}
+    stack, visited = [t.op.body], set()
+    while stack:
+        e = stack.pop()
+        if id(e) in visited:
+            continue
+        visited.add(id(e))
+        if isinstance(e, Load):
+            seen.setdefault(id(e.tensor), e.tensor)
+        stack.extend(reversed(children(e)))
+    return list(seen.values())
+
+
+def post_order(outputs: Sequence[Tensor]) -> list[Tensor]:
+    """Every tensor the outputs depend on, producers before consumers."""
+    order: list[Tensor] = []
+    done: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(t, False) for t in reversed(outputs)]
+    while stack:
+        t, expanded = stack.pop()
+        if id(t) in done:
+            continue
+        if expanded:
+            done.add(id(t))
+            order.append(t)
+            continue
+        stack.append((t, True))
+        stack.extend((i, False) for i in reversed(inputs_of(t)) if id(i) not in done)
+    return order

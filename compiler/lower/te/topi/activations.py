@@ -1,0 +1,77 @@
+"""Activations (reference §7.3): the relu family and the softmax family.
+
+A softmax is four computes, numerically stable as the numpy reference: the maximum along
+the axis, exp(x - max), the sum of those, and the quotient (`log_softmax`: the maximum,
+the sum of exp(x - max), and x - max - log(sum)).  float16 is computed in float32.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .. import expr as te
+from .registry import lowering
+
+
+@lowering("nn.relu")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    return te.compute(x.shape, lambda *i: te.maximum(x[i], 0), "T_relu")
+
+
+@lowering("nn.leaky_relu")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    """alpha in data's dtype (an integer tensor truncates it, as the reference)."""
+    alpha = te.const(attrs.alpha, x.dtype)
+    return te.compute(x.shape, lambda *i: te.select(te.gt(x[i], 0), x[i], x[i] * alpha), "T_leaky_relu")
+
+
+@lowering("nn.prelu")
+def _(x: te.Tensor, alpha: te.Tensor, attrs, out_type) -> te.Tensor:
+    return te.compute(x.shape, lambda *i: te.select(te.gt(x[i], 0), x[i], x[i] * alpha[i[attrs.axis]]),
+                      "T_prelu")
+
+
+def _wide(dtype: str) -> str:
+    return "float32" if dtype == "float16" else dtype
+
+
+def _drop(i: Sequence[te.PrimExpr], axis: int) -> tuple[te.PrimExpr, ...]:
+    return tuple(i[:axis]) + tuple(i[axis + 1:])
+
+
+def _put(r: Sequence[te.PrimExpr], axis: int, k: te.PrimExpr) -> tuple[te.PrimExpr, ...]:
+    return tuple(r[:axis]) + (k,) + tuple(r[axis:])
+
+
+def _max_along(x: te.Tensor, axis: int, name: str) -> te.Tensor:
+    reduced = _drop(x.shape, axis)
+    k = te.reduce_axis(x.shape[axis], "k")
+    return te.compute(reduced, lambda *r: te.max(te.cast(x[_put(r, axis, k)], _wide(x.dtype)), k),
+                      f"{name}_maxelem")
+
+
+@lowering("nn.softmax", "nn.fast_softmax")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    axis = attrs.axis % x.ndim
+    wide = _wide(x.dtype)
+    big = _max_along(x, axis, "T_softmax")
+    exp = te.compute(x.shape, lambda *i: te.exp(te.cast(x[i], wide) - big[_drop(i, axis)]), "T_softmax_exp")
+    k = te.reduce_axis(x.shape[axis], "k")
+    total = te.compute(big.shape, lambda *r: te.sum(exp[_put(r, axis, k)], k), "T_softmax_expsum")
+    return te.compute(x.shape, lambda *i: te.cast(exp[i] / total[_drop(i, axis)], x.dtype), "T_softmax_norm")
+
+
+@lowering("nn.log_softmax")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    axis = attrs.axis % x.ndim
+    wide = _wide(x.dtype)
+    big = _max_along(x, axis, "T_log_softmax")
+    k = te.reduce_axis(x.shape[axis], "k")
+    total = te.compute(big.shape, lambda *r: te.sum(te.exp(te.cast(x[_put(r, axis, k)], wide) - big[r]), k),
+                       "T_log_softmax_expsum")
+
+    def body(*i):
+        r = _drop(i, axis)
+        return te.cast(te.cast(x[i], wide) - big[r] - te.log(total[r]), x.dtype)
+
+    return te.compute(x.shape, body, "T_log_softmax")

@@ -1,0 +1,105 @@
+"""Channel-blocked conv2d computes (TVM's NCHWc convolutions), used by nn_conv.py's rule for
+float32 sums in NCHW/OIHW/NCHW with at least BLOCK output channels:
+
+* groups 1 (`blocked_conv2d`): the weight is packed into `T_weight_pack` (O/16, I, KH,
+  KW, 16), the tagged reduction `T_conv2d_NCHW16c` (N, O/16, OH, OW, 16) sums `T_pad`
+  (the padded NCHW input) times the packed weight; a strided 1x1 convolution first
+  gathers the pixels it reads into `T_strided`, a quarter of the input for stride 2;
+* depthwise, one filter per channel (`blocked_depthwise2d`): the input is padded into
+  blocks `T_pad_NCHW16c` (N, C/16, H + pads, W + pads, 16), the weight packed into
+  (C/16, KH, KW, 16), and the reduction reads both at the same lane.
+
+16 channels sit side by side (one 64-byte vector of float32), zero-filled past the last
+channel when 16 does not divide the count; `T_conv2d` reads the result back in NCHW and
+default schedules inline it into the epilogue.  With the channels contiguous a schedule
+vectorises over them whatever the output width or the stride (schedule/conv.py).
+Packing runs on every call (weights are parameters of the model).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ....ops.nn_conv import _is_depthwise
+from .. import expr as te
+
+BLOCK = 16
+
+
+def blocked_kind(op: str, plan, data: te.Tensor, weight: te.Tensor, acc: str) -> str | None:
+    """"conv", "depthwise" or None (the canonical compute) for a convolution."""
+    if not (op == "nn.conv2d" and acc == "float32" and plan.data_layout.name == "NCHW"
+            and plan.kernel_layout.name == "OIHW" and plan.out_layout.name == "NCHW"
+            and weight.shape[0] >= BLOCK):
+        return None
+    if plan.groups == 1:
+        return "conv"
+    if _is_depthwise(plan.groups, data.shape[1], weight.shape[0]) and weight.shape[1] == 1:
+        return "depthwise"
+    return None
+
+
+def _lanes(count: int, lane_value, acc: str):
+    """`lane_value(channel)` in `acc`, zero for the channels past `count`."""
+    def value(block, lane):
+        channel = block * BLOCK + lane
+        v = te.cast(lane_value(channel), acc)
+        return v if count % BLOCK == 0 else te.select(te.lt(channel, count), v, te.const(0, acc))
+    return value
+
+
+def _unblock(blocked: te.Tensor, out_shape: Sequence[int]) -> te.Tensor:
+    return te.compute(tuple(out_shape), lambda b, c, y, x: blocked[b, c // BLOCK, y, x, c % BLOCK],
+                      "T_conv2d")
+
+
+def blocked_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
+                   strides: Sequence[int], dilation: Sequence[int], acc: str) -> te.Tensor:
+    """NCHW `padded` (padding applied) convolved with OIHW `weight`, summed in `acc`."""
+    o, i, kh, kw = weight.shape
+    blocks = -(-o // BLOCK)
+    packed = te.compute((blocks, i, kh, kw, BLOCK), lambda ob, ic, y, x, lane: _lanes(
+        o, lambda c: weight[c, ic, y, x], acc)(ob, lane), "T_weight_pack")
+    n, _, oh, ow = out_shape
+    if kh == kw == 1 and tuple(strides) != (1, 1):  # read only the pixels used, once
+        source, (sy0, sx0) = padded, strides
+        padded = te.compute((n, i, oh, ow), lambda b, c, y, x: source[b, c, y * sy0, x * sx0], "T_strided")
+        strides = (1, 1)
+    rc, ry, rx = te.reduce_axis(i, "rc"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    (sy, sx), (dy, dx) = strides, dilation
+
+    def body(b, ob, y, x, lane):
+        value = te.cast(padded[b, rc, y * sy + ry * dy, x * sx + rx * dx], acc)
+        return te.sum(value * packed[ob, rc, ry, rx, lane], axis=[rc, ry, rx])
+
+    blocked = te.compute((n, blocks, oh, ow, BLOCK), body, f"T_conv2d_NCHW{BLOCK}c", tag="nn.conv2d")
+    return _unblock(blocked, out_shape)
+
+
+def blocked_depthwise2d(data: te.Tensor, weight: te.Tensor, out_shape: Sequence[int], plan,
+                        acc: str) -> te.Tensor:
+    """NCHW `data` convolved channel by channel with OIHW `weight` (C, 1, KH, KW)."""
+    n, c, h, w = data.shape
+    _, _, kh, kw = weight.shape
+    blocks = -(-c // BLOCK)
+    (pt, pl), (pb, pr) = plan.pad_before, plan.pad_after
+
+    def pad(b, cb, y, x, lane):
+        inside = te.all_of(*[cond for cond, needed in (
+            (te.ge(y, pt), pt), (te.lt(y, h + pt), pb), (te.ge(x, pl), pl), (te.lt(x, w + pl), pr)) if needed])
+        channel = _lanes(c, lambda ch: data[b, ch, y - pt, x - pl], acc)(cb, lane)
+        return te.select(inside, channel, te.const(0, acc)) if pt or pb or pl or pr else channel
+
+    padded = te.compute((n, blocks, h + pt + pb, w + pl + pr, BLOCK), pad, f"T_pad_NCHW{BLOCK}c")
+    packed = te.compute((blocks, kh, kw, BLOCK), lambda cb, y, x, lane: _lanes(
+        c, lambda ch: weight[ch, 0, y, x], acc)(cb, lane), "T_weight_pack")
+    _, _, oh, ow = out_shape
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    (sy, sx), (dy, dx) = plan.strides, plan.dilation
+
+    def body(b, cb, y, x, lane):
+        value = padded[b, cb, y * sy + ry * dy, x * sx + rx * dx, lane]
+        return te.sum(value * packed[cb, ry, rx, lane], axis=[ry, rx])
+
+    blocked = te.compute((n, blocks, oh, ow, BLOCK), body, f"T_conv2d_NCHW{BLOCK}c", tag="nn.conv2d")
+    return _unblock(blocked, out_shape)

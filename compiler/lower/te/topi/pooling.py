@@ -1,0 +1,384 @@
+"""Pooling, padding and resizing (reference §7.2) as tensor expressions.
+
+Sliding-window pooling pads first (`T_pad`: max pooling with the dtype's lowest value,
+average pooling with 0, extended to what ceil_mode's last window reads), then reduces
+over the window; average pooling divides the sum by the number of counted positions, a
+closed-form expression of the output index, in a stage of its own.  Adaptive (and
+global) pooling reduces over the longest cell and masks the positions past a shorter
+cell's end.  The reduction stage carries `tag=<op name>`.
+
+Integer averages sum in the data dtype (wrapping, as the reference's wrapped sum) and
+divide in int64, truncating.  Resizing computes coordinates and interpolation in
+float32 with the reference's operation order, so rounding to the nearest pixel agrees.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ....ir.types import TensorType
+from ....ops.pooling import (_adaptive_sizes, _int_div_shortcut, _pad_widths, _resize_check,
+                            _resize_size, _upsampled, _window, spatial_axes)
+from ...errors import LoweringError
+from .. import expr as te
+from .registry import lowering
+
+_F = np.float32
+
+
+def lowest(dtype: str) -> te.Const:
+    """The identity of max: the dtype's lowest finite value."""
+    if te.is_float(dtype):
+        return te.const(float(np.finfo(dtype).min), dtype)
+    if dtype == "bool":
+        return te.const(False, dtype)
+    return te.const(int(np.iinfo(dtype).min), dtype)
+
+
+def pad_axes(data: te.Tensor, axes: Sequence[int], before: Sequence[int], extents: Sequence[int],
+             fill: te.PrimExpr) -> te.Tensor:
+    """`T_pad`: data with axis `axes[k]` grown to `extents[k]` (`before[k]` in front), the
+    new positions `fill`; data itself when nothing grows."""
+    if not any(before) and all(e <= data.shape[ax] for ax, e in zip(axes, extents)):
+        return data
+    shape = list(data.shape)
+    for ax, e in zip(axes, extents):
+        shape[ax] = e
+
+    def body(*i):
+        idx, inside = list(i), []
+        for ax, b, e in zip(axes, before, extents):
+            idx[ax] = i[ax] - b
+            if b:
+                inside.append(te.ge(idx[ax], 0))
+            if e - b > data.shape[ax]:
+                inside.append(te.lt(idx[ax], data.shape[ax]))
+        return te.select(te.all_of(*inside), data[tuple(idx)], fill)
+
+    return te.compute(shape, body, "T_pad")
+
+
+def divide_count(total: te.Tensor, count: Callable[[tuple], te.PrimExpr], dtype: str, name: str) -> te.Tensor:
+    """`total / count(i)` in `dtype`: float division, or for integers int64 division
+    truncating toward zero (the reference's average)."""
+    def body(*i):
+        if te.is_float(dtype):
+            return total[i] / te.cast(count(i), dtype)
+        return te.cast(te.truncdiv(te.cast(total[i], te.INDEX), count(i)), dtype)
+
+    return te.compute(total.shape, body, name)
+
+
+# ---- sliding-window pooling
+
+
+def _counted(i: te.PrimExpr, size: int, k: int, s: int, d: int, before: int, after: int,
+             include_pad: bool) -> te.PrimExpr:
+    """How many of the window positions i*s - before + j*d (j < k) lie inside the data
+    (or data and declared padding)."""
+    lo, hi = (-before, size + after - 1) if include_pad else (0, size - 1)
+    start = i * s - before
+    first = te.maximum((lo - start + (d - 1)) // d, 0)  # ceil((lo - start) / d)
+    last = te.minimum((hi - start) // d, k - 1)
+    return te.maximum(last - first + 1, 0)
+
+
+def _pool_rule(nd: int, kind: str) -> None:
+    op = f"nn.{kind}_pool{nd}d"
+
+    @lowering(op)
+    def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
+        w = _window(op, nd, TensorType(data.shape, data.dtype), attrs)
+        outs = [out_type.shape[ax] for ax in w.axes]
+        reads = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(outs, w.strides, w.dilation, w.kernel)]
+        fill = lowest(data.dtype) if kind == "max" else te.const(0, data.dtype)
+        padded = pad_axes(data, w.axes, w.before, reads, fill)
+        rks = [te.reduce_axis(k, f"rv{n}") for n, k in enumerate(w.kernel)]
+
+        def window(*i):
+            idx = list(i)
+            for n, ax in enumerate(w.axes):
+                idx[ax] = i[ax] * w.strides[n] + rks[n] * w.dilation[n]
+            return padded[tuple(idx)]
+
+        name = f"T_{kind}_pool{nd}d"
+        if kind == "max":
+            return te.compute(out_type.shape, lambda *i: te.max(window(*i), rks), name, tag=op)
+        total = te.compute(out_type.shape, lambda *i: te.sum(window(*i), rks), f"{name}_sum", tag=op)
+        include = attrs.count_include_pad
+
+        def count(i):
+            result = None
+            for n, ax in enumerate(w.axes):
+                c = _counted(i[ax], data.shape[ax], w.kernel[n], w.strides[n], w.dilation[n],
+                             w.before[n], w.after[n], include)
+                result = c if result is None else result * c
+            return te.maximum(result, 1)
+
+        return divide_count(total, count, data.dtype, name)
+
+
+for _nd in (1, 2, 3):
+    for _kind in ("max", "avg"):
+        _pool_rule(_nd, _kind)
+
+
+# ---- adaptive and global pooling
+
+
+def _cells(n: int, o: int) -> tuple[Callable, Callable, int]:
+    """Cell i of o over n: its start and end as expressions of i, and the longest cell."""
+    def start(i):
+        return (i * n) // o
+
+    def end(i):
+        return ((i + 1) * n + o - 1) // o
+
+    longest = max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+    return start, end, longest
+
+
+def adaptive_pool(op: str, data: te.Tensor, axes: Sequence[int], sizes: Sequence[int], kind: str,
+                  out_shape: Sequence[int]) -> te.Tensor:
+    """Max or average of data over `axes`, cut into `sizes` cells each (a reduction over
+    the longest cell, shorter cells masked: `fill` is the identity of the combiner)."""
+    cells = [_cells(data.shape[ax], o) for ax, o in zip(axes, sizes)]
+    rks = [te.reduce_axis(longest, f"rv{n}") for n, (_, _, longest) in enumerate(cells)]
+    fill = lowest(data.dtype) if kind == "max" else te.const(0, data.dtype)
+
+    def source(*i):
+        idx, inside = list(i), []
+        for n, ax in enumerate(axes):
+            start, end, _ = cells[n]
+            idx[ax] = start(i[ax]) + rks[n]
+            if data.shape[ax] % sizes[n]:  # cells differ in length
+                inside.append(te.lt(idx[ax], end(i[ax])))
+        value = data[tuple(idx)]
+        return te.select(te.all_of(*inside), value, fill) if inside else value
+
+    name = f"T_adaptive_{kind}_pool"
+    if kind == "max":
+        return te.compute(out_shape, lambda *i: te.max(source(*i), rks), name, tag=op)
+    total = te.compute(out_shape, lambda *i: te.sum(source(*i), rks), f"{name}_sum", tag=op)
+
+    def count(i):
+        result = None
+        for n, ax in enumerate(axes):
+            start, end, _ = cells[n]
+            c = end(i[ax]) - start(i[ax])
+            result = c if result is None else result * c
+        return result
+
+    return divide_count(total, count, data.dtype, name)
+
+
+def _adaptive_rule(nd: int, kind: str) -> None:
+    op = f"nn.adaptive_{kind}_pool{nd}d"
+
+    @lowering(op)
+    def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
+        axes, sizes = _adaptive_sizes(op, nd, TensorType(data.shape, data.dtype), attrs)
+        return adaptive_pool(op, data, axes, [int(s) for s in sizes], kind, out_type.shape)
+
+
+for _nd in (1, 2, 3):
+    for _kind in ("max", "avg"):
+        _adaptive_rule(_nd, _kind)
+
+
+def _global_rule(kind: str) -> None:
+    op = f"nn.global_{kind}_pool2d"
+
+    @lowering(op)
+    def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
+        axes = spatial_axes(op, attrs.layout, "HW", TensorType(data.shape, data.dtype))
+        return adaptive_pool(op, data, axes, (1, 1), kind, out_type.shape)
+
+
+_global_rule("avg")
+_global_rule("max")
+
+
+# ---- nn.pad
+
+
+def _reflect(j: te.PrimExpr, n: int) -> te.PrimExpr:
+    """Mirror j into [0, n) without repeating the edge (|j| and 2(n-1) - j)."""
+    j = te.abs(j)
+    return te.minimum(j, 2 * (n - 1) - j)
+
+
+@lowering("nn.pad")
+def _(data: te.Tensor, pad_value: te.Tensor, attrs, out_type) -> te.Tensor:
+    """Negative widths crop first; then constant, edge or reflect padding."""
+    widths = _pad_widths(TensorType(data.shape, data.dtype), attrs)
+    mode = attrs.pad_mode
+    fill = te.cast(pad_value[(0,) * pad_value.ndim], data.dtype)
+
+    def body(*i):
+        idx, inside = [], []
+        for ax, (lo, hi) in enumerate(widths):
+            crop = max(-lo, 0)
+            n = data.shape[ax] - crop - max(-hi, 0)  # the extent left after cropping
+            j = i[ax] - max(lo, 0)  # position in the cropped data
+            if mode == "constant":
+                if lo > 0:
+                    inside.append(te.ge(j, 0))
+                if hi > 0:
+                    inside.append(te.lt(j, n))
+            elif mode == "edge" and (lo > 0 or hi > 0):
+                j = te.minimum(te.maximum(j, 0), n - 1)
+            elif mode == "reflect" and (lo > 0 or hi > 0):
+                j = _reflect(j, n)
+            idx.append(j + crop)
+        value = data[tuple(idx)]
+        return te.select(te.all_of(*inside), value, fill) if inside else value
+
+    return te.compute(out_type.shape, body, "T_pad")
+
+
+# ---- image.resize2d, nn.upsampling
+
+
+def _f32(value: float) -> te.Const:
+    return te.const(float(_F(value)), "float32")
+
+
+def _source_coord(x: te.PrimExpr, out_size: int, in_size: int, mode: str, start: float,
+                  end: float) -> te.PrimExpr:
+    """Where output index x (float32) samples the input, as the reference computes it."""
+    scale = _f32(_F(in_size) / _F(out_size))
+    half = _f32(0.5)
+    if mode == "half_pixel" or (mode == "pytorch_half_pixel" and out_size > 1):
+        return (x + half) * scale - half
+    if mode == "align_corners":
+        return _f32(0) if out_size == 1 else _f32(_F(in_size - 1) / _F(out_size - 1)) * x
+    if mode == "asymmetric":
+        return scale * x
+    if mode == "pytorch_half_pixel":
+        return _f32(0)
+    if mode == "tf_half_pixel_for_nn":
+        return (x + half) * scale
+    if mode == "tf_crop_and_resize":
+        if out_size > 1:
+            return (_f32(_F(start) * _F(in_size - 1))
+                    + x * _f32(_F(end) - _F(start)) * _f32(in_size - 1) / _f32(out_size - 1))
+        return _f32(_F(0.5) * (_F(start) + _F(end)) * _F(in_size - 1))
+    raise LoweringError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
+
+
+def _nearest(c: te.PrimExpr, rounding: str) -> te.PrimExpr:
+    if rounding == "round":
+        r = te.intrinsic("round", c)
+    elif rounding == "round_prefer_floor":
+        r = te.ceil(c - _f32(0.5))
+    elif rounding == "round_prefer_ceil":
+        r = te.floor(c + _f32(0.5))
+    elif rounding == "floor":
+        r = te.floor(c + _f32(1e-5))
+    else:
+        r = te.ceil(c - _f32(1e-5))
+    return te.cast(r, te.INDEX)
+
+
+def _cubic_weights(t: te.PrimExpr, alpha: float) -> list[te.PrimExpr]:
+    t2 = t * t
+    t3 = t * t * t
+    a = _f32(alpha)
+    return [a * (t3 - _f32(2) * t2 + t),
+            _f32(alpha + 2) * t3 - _f32(3 + alpha) * t2 + _f32(1),
+            _f32(-(alpha + 2)) * t3 + _f32(3 + 2 * alpha) * t2 - a * t,
+            _f32(-alpha) * t3 + a * t2]
+
+
+def _excluded(weights: list[te.PrimExpr], i0: te.PrimExpr, size: int) -> list[te.PrimExpr]:
+    """cubic_exclude: samples outside the image get no weight; the rest are renormalised."""
+    zero = _f32(0)
+    kept = [te.select(te.logical_or(te.lt(i0 - 1 + k, 0), te.gt(i0 + k, size)), zero, w)
+            for k, w in enumerate(weights)]
+    total = kept[0] + kept[1] + kept[2] + kept[3]
+    return [w / total for w in kept]
+
+
+def _interpolate(pixel, cy: te.PrimExpr, cx: te.PrimExpr, method: str, alpha: float, exclude: int,
+                 in_h: int, in_w: int) -> te.PrimExpr:
+    """Bilinear or bicubic interpolation at (cy, cx); pixel(y, x) reads clamped float32."""
+    y0, x0 = te.cast(te.floor(cy), te.INDEX), te.cast(te.floor(cx), te.INDEX)
+    if method == "linear":
+        ty, tx = cy - te.cast(y0, "float32"), cx - te.cast(x0, "float32")
+        one = _f32(1)
+        top = pixel(y0, x0) * (one - tx) + pixel(y0, x0 + 1) * tx
+        bottom = pixel(y0 + 1, x0) * (one - tx) + pixel(y0 + 1, x0 + 1) * tx
+        return top * (one - ty) + bottom * ty
+    wy = _cubic_weights(cy - te.floor(cy), alpha)
+    wx = _cubic_weights(cx - te.floor(cx), alpha)
+    if exclude:
+        wy, wx = _excluded(wy, y0, in_h), _excluded(wx, x0, in_w)
+    value = None
+    for j in range(4):
+        column = None
+        for k in range(4):
+            term = pixel(y0 + j - 1, x0 + k - 1) * wx[k]
+            column = term if column is None else column + term
+        term = column * wy[j]
+        value = term if value is None else value + term
+    return value
+
+
+def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], method: str, mode: str,
+           rounding: str, alpha: float = -0.5, exclude: int = 0, extrapolation: float = 0.0,
+           roi: Sequence[float] = (0.0, 0.0, 0.0, 0.0), out_dtype: str | None = None) -> te.Tensor:
+    """Resample axes h_axis and w_axis of data to out_shape's extents (the reference's
+    resize2d: float32 coordinates and interpolation, then a cast)."""
+    if method not in ("nearest_neighbor", "linear", "cubic"):
+        raise LoweringError(f"image.resize2d: method {method} is not supported")
+    in_h, in_w = data.shape[h_axis], data.shape[w_axis]
+    out_h, out_w = out_shape[h_axis], out_shape[w_axis]
+
+    def body(*i):
+        cy = _source_coord(te.cast(i[h_axis], "float32"), out_h, in_h, mode, roi[0], roi[2])
+        cx = _source_coord(te.cast(i[w_axis], "float32"), out_w, in_w, mode, roi[1], roi[3])
+
+        def pixel(yi, xi):
+            idx = list(i)
+            idx[h_axis] = te.minimum(te.maximum(yi, 0), in_h - 1)
+            idx[w_axis] = te.minimum(te.maximum(xi, 0), in_w - 1)
+            return te.cast(data[tuple(idx)], "float32")
+
+        if method == "nearest_neighbor":
+            chosen = rounding or ("round" if mode == "align_corners" else "floor")
+            index = []
+            for c, ax, n_in, n_out in ((cy, h_axis, in_h, out_h), (cx, w_axis, in_w, out_w)):
+                if mode == "asymmetric" and _int_div_shortcut(n_in, n_out):
+                    index.append(i[ax] // (n_out // n_in))
+                else:
+                    index.append(_nearest(c, chosen))
+            value = pixel(*index)
+        else:
+            value = _interpolate(pixel, cy, cx, method, alpha, exclude, in_h, in_w)
+        if mode == "tf_crop_and_resize":
+            outside = te.logical_or(te.logical_or(te.lt(cy, _f32(0)), te.gt(cy, _f32(in_h - 1))),
+                                    te.logical_or(te.lt(cx, _f32(0)), te.gt(cx, _f32(in_w - 1))))
+            value = te.select(outside, _f32(extrapolation), value)
+        return te.cast(value, out_dtype or data.dtype)
+
+    return te.compute(out_shape, body, "T_resize")
+
+
+@lowering("image.resize2d")
+def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
+    h, w = _resize_check("image.resize2d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method)
+    _resize_size(attrs)
+    return resize(data, h, w, out_type.shape, attrs.method.lower(), attrs.coordinate_transformation_mode,
+                  attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude,
+                  attrs.extrapolation_value, tuple(attrs.roi) if attrs.roi is not None else (0.0,) * 4,
+                  attrs.out_dtype or None)
+
+
+@lowering("nn.upsampling")
+def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
+    h, w, _ = _upsampled("nn.upsampling", TensorType(data.shape, data.dtype), attrs)
+    mode = "align_corners" if attrs.align_corners else "asymmetric"
+    return resize(data, h, w, out_type.shape, attrs.method.removeprefix("bi"), mode, "")

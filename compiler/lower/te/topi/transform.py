@@ -1,0 +1,209 @@
+"""Shape and layout transforms (reference §7.6): each result element is one element of the
+input at a computed index (the collapse_sums sum several).
+
+The reshape family reads the input at the row-major position of the output element (its
+flat index unravelled in the input's shape).  The attribute checks and plans (permutation,
+split points, layouts) are the op library's own, so rule and reference cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ....ir.types import TensorType
+from ....ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
+from ...errors import LoweringError
+from .. import expr as te
+from ..arith import flat_index
+from .common import broadcast_read
+from .registry import lowering
+
+
+def type_of(t: te.Tensor) -> TensorType:
+    """The Relay type of a tensor, for the op library's plans."""
+    return TensorType(t.shape, t.dtype)
+
+
+def unravel(flat: te.PrimExpr, shape: Sequence[int]) -> tuple[te.PrimExpr, ...]:
+    """The row-major indices in `shape` of the flat position `flat`."""
+    indices: list[te.PrimExpr] = []
+    stride = 1
+    for k in range(len(shape) - 1, -1, -1):
+        q = flat // stride if stride > 1 else flat
+        indices.append(te.const(0, te.INDEX) if shape[k] == 1 else q if k == 0 else q % shape[k])
+        stride *= shape[k]
+    return tuple(reversed(indices))
+
+
+def _reshape(x: te.Tensor, shape: Sequence[int], name: str) -> te.Tensor:
+    return te.compute(shape, lambda *i: x[unravel(flat_index(tuple(shape), i), x.shape)], name)
+
+
+@lowering("reshape")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _reshape(x, out_type.shape, "T_reshape")
+
+
+@lowering("reshape_like")
+def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _reshape(x, out_type.shape, "T_reshape_like")
+
+
+@lowering("nn.batch_flatten")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _reshape(x, out_type.shape, "T_batch_flatten")
+
+
+@lowering("transpose")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    """Result axis k is data axis perm[k]."""
+    perm = _permutation(type_of(x), attrs.axes)
+
+    def body(*i):
+        idx = [None] * x.ndim
+        for k, a in enumerate(perm):
+            idx[a] = i[k]
+        return x[tuple(idx)]
+
+    return te.compute(out_type.shape, body, "T_transpose")
+
+
+@lowering("expand_dims")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    p, n = _expand_pivot(type_of(x), attrs), attrs.num_newaxis
+    return te.compute(out_type.shape, lambda *i: x[i[:p] + i[p + n:]], "T_expand_dims")
+
+
+@lowering("squeeze")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    gone = set(_squeezed(type_of(x), attrs.axis))
+
+    def body(*i):
+        kept = iter(i)
+        return x[tuple(te.const(0, te.INDEX) if k in gone else next(kept) for k in range(x.ndim))]
+
+    return te.compute(out_type.shape, body, "T_squeeze")
+
+
+def _shifted(i: Sequence[te.PrimExpr], axis: int, delta: int) -> tuple[te.PrimExpr, ...]:
+    """`i` with `delta` added on `axis`."""
+    def move(v: te.PrimExpr) -> te.PrimExpr:
+        return v + delta if delta > 0 else v - (-delta) if delta < 0 else v
+
+    return tuple(move(v) if k == axis else v for k, v in enumerate(i))
+
+
+@lowering("concatenate")
+def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
+    """A chain of selects on the position along axis, last field innermost."""
+    axis = attrs.axis % xs[0].ndim
+    offsets = [0]
+    for t in xs:
+        offsets.append(offsets[-1] + t.shape[axis])
+
+    def body(*i):
+        value = xs[-1][_shifted(i, axis, -offsets[-2])]
+        for t, begin, end in reversed(list(zip(xs[:-1], offsets, offsets[1:]))):
+            value = te.select(te.lt(i[axis], end), t[_shifted(i, axis, -begin)], value)
+        return value
+
+    return te.compute(out_type.shape, body, "T_concat")
+
+
+@lowering("stack")
+def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
+    axis = attrs.axis % (xs[0].ndim + 1)
+
+    def body(*i):
+        rest = i[:axis] + i[axis + 1:]
+        value = xs[-1][rest]
+        for k in range(len(xs) - 2, -1, -1):
+            value = te.select(te.eq(i[axis], k), xs[k][rest], value)
+        return value
+
+    return te.compute(out_type.shape, body, "T_stack")
+
+
+@lowering("split")
+def _(x: te.Tensor, attrs, out_type) -> tuple[te.Tensor, ...]:
+    axis, pieces = _split_plan(type_of(x), attrs)
+    outs, begin = [], 0
+    for piece, field in zip(pieces, out_type.fields):
+        outs.append(te.compute(field.shape, lambda *i, b=begin: x[_shifted(i, axis, b)], "T_split"))
+        begin += piece
+    return tuple(outs)
+
+
+@lowering("layout_transform")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    """Through the whole index of each upper-case axis: assembled from the result's outer
+    and block parts, split again by data's blocks.  Positions past the extent of an axis
+    (the padding of a block that does not divide it) are 0."""
+    src, dst = _layouts(type_of(x), attrs)
+    extent = _extents(type_of(x), src)
+
+    def body(*i):
+        at = {a: i[k] for k, (a, _) in enumerate(dst.axes)}
+        whole = {a: _join(at, a, dst) for a in dst.primal}
+        value = x[tuple(_part(whole, a, f, src) for a, f in src.axes)]
+        padded = [te.lt(whole[a], extent[a]) for a in dst.primal if extent[a] % (dst.block(a) or 1)]
+        return te.select(te.all_of(*padded), value, te.const(0, x.dtype)) if padded else value
+
+    return te.compute(out_type.shape, body, "T_layout_trans")
+
+
+def _join(at: dict[str, te.PrimExpr], axis: str, layout: Layout) -> te.PrimExpr:
+    block = layout.block(axis)
+    return at[axis] * block + at[axis.lower()] if block else at[axis]
+
+
+def _part(whole: dict[str, te.PrimExpr], axis: str, factor: int | None, layout: Layout) -> te.PrimExpr:
+    if factor is not None:  # a block axis ('c' of NCHW8c)
+        return whole[axis.upper()] % factor
+    block = layout.block(axis)
+    return whole[axis] // block if block else whole[axis]
+
+
+def _broadcast(x: te.Tensor, out_type, name: str) -> te.Tensor:
+    return te.compute(out_type.shape, lambda *i: broadcast_read(x, i), name)
+
+
+@lowering("broadcast_to")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _broadcast(x, out_type, "T_broadcast_to")
+
+
+@lowering("broadcast_to_like")
+def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _broadcast(x, out_type, "T_broadcast_to_like")
+
+
+def _collapse_sum(x: te.Tensor, shape: Sequence[int], name: str) -> te.Tensor:
+    """Sum over the leading axes data has beyond `shape` and over the axes where `shape`
+    has 1 and data does not (for bools: any, as numpy's sum cast back to bool)."""
+    lead = x.ndim - len(shape)
+    summed = {k: te.reduce_axis(d, f"k{k}") for k, d in enumerate(x.shape)
+              if k < lead or (shape[k - lead] == 1 and d != 1)}
+    if not summed:
+        return te.compute(shape, lambda *i: x[i], name)
+    combine = te.max if x.dtype == "bool" else te.sum
+
+    def body(*i):
+        idx = tuple(summed[k] if k in summed else i[k - lead] for k in range(x.ndim))
+        return combine(x[idx], list(summed.values()))
+
+    return te.compute(shape, body, name)
+
+
+@lowering("collapse_sum_like")
+def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _collapse_sum(x, out_type.shape, "T_collapse_sum_like")
+
+
+@lowering("collapse_sum_to")
+def _(x: te.Tensor, shape: te.Tensor, attrs, out_type) -> te.Tensor:
+    """The target shape comes from the result type (the shape argument is its value)."""
+    if not out_type.is_static:
+        raise LoweringError("collapse_sum_to: the target shape is known only at run time; "
+                               "give it as the shape attribute")
+    return _collapse_sum(x, out_type.shape, "T_collapse_sum_to")
