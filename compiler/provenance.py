@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .ir.expr import Call, Constant, Expr, Function, Node, Tuple, TupleGetItem, Var
+from .ir.expr import Call, Constant, Expr, Function, Node, Op, Tuple, TupleGetItem, Var
 from .ir.functor import post_order
 from .ir.module import IRModule
 from .ir.span import LayerSpan, Source, Span
@@ -104,17 +104,66 @@ class Provenance:
         return [(stage, stage.by_key.get(key, [])) for stage in self.stages]
 
     def changes(self, key: Key) -> list[tuple[Stage, list[Expr]]]:
-        """The stages where the expressions carrying `key` differ from the stage before."""
+        """The stages where the expressions carrying `key` differ from the stage before.
+
+        An expression a pass only rebuilt (a new object because an operand was rebuilt,
+        which renumbers it in the printed text) has not changed: two appearances are the
+        same when they are the same object, or have the same kind, operator, attributes
+        and type, and operands that are the same source expressions (`_local_shape`)."""
         out = []
-        previous: list[Expr] | None = None
+        previous: list | None = None
         for stage, nodes in self.trace(key):
-            if previous is not None and [id(n) for n in nodes] != [id(n) for n in previous]:
+            shapes = [self._local_shape(n) for n in nodes]
+            if previous is not None and shapes != previous:
                 out.append((stage, nodes))
-            previous = nodes
+            previous = shapes
         return out
+
+    def _local_shape(self, node: Expr) -> tuple:
+        """What a node is, itself: its kind, head (operator and attributes, a projection's
+        index) and type, and each operand named by the source expressions it carries (by
+        identity when it carries none).  Constants and functions are themselves."""
+        if isinstance(node, (Constant, Function)):
+            return (id(node),)
+        if isinstance(node, Call):
+            head = (node.op.name if isinstance(node.op, Op) else self._operand(node.op), tuple(node.attrs.items()))
+            operands = node.args
+        elif isinstance(node, TupleGetItem):
+            head, operands = node.index, (node.tuple_value,)
+        elif isinstance(node, Tuple):
+            head, operands = len(node.fields), node.fields
+        else:
+            return (id(node),)
+        return (type(node), head, node.ty, tuple(self._operand(a) for a in operands))
+
+    def _operand(self, node: Expr) -> tuple:
+        keys = self.keys_of(node)
+        return tuple(keys) if keys else (id(node),)
 
     def fused_function(self, key: Key) -> tuple[str, Function] | None:
         return self.fused.get(key)
+
+    def display_name(self, func: Function, width: int = 72) -> str:
+        """A fused function as a person names it: the operators of the source expressions
+        it computes, in evaluation order (`nn.` dropped), then its first frontend layer:
+        "conv2d + batch_norm + relu · /conv1/Conv".  The `tvmgen_…` symbol stays its name
+        in the IR; this is for lenses, tabs and tables."""
+        ops: dict[str, None] = {}
+        layers: dict[str, None] = {}
+        for node in post_order(func.body):
+            if not isinstance(node, Call):
+                continue
+            for key in self.keys_of(node):
+                source = self.source_node(key)
+                if isinstance(source, Call) and isinstance(source.op, Op):
+                    ops.setdefault(source.op.name.removeprefix("nn."))
+            for origin in node.span.origins() if node.span is not None else ():
+                if isinstance(origin, LayerSpan):
+                    layers.setdefault(origin.name)
+        name = " + ".join(ops) or "fn"
+        if layers:
+            name += " · " + next(iter(layers))
+        return name if len(name) <= width else name[: width - 1] + "…"
 
     def layers(self, key: Key) -> list[str]:
         node = self.source_node(key)

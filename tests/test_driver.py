@@ -117,3 +117,24 @@ def test_weights_that_do_not_fit_are_errors_naming_parameter_types_and_file(para
     result = compile(TEXT, "m.relay", params=params, params_origin="m.npz")
     assert not result.ok and result.snapshots == []
     assert [d.message for d in result.diagnostics if d.is_error] == [message]
+
+
+def test_a_pass_that_only_renumbers_an_expression_did_not_change_it():
+    prov = compile(TEXT, "m.relay", stop_after="passes").provenance
+    relu = TEXT.index("nn.relu(%1)")
+    key = prov.key_at(relu)
+    assert TEXT[key[0]:key[1]] == "nn.relu(%1)"
+    # CanonicalizeOps rewrites the bias_add under it (a new object, renumbered): not the relu
+    assert [stage.pass_name for stage, _ in prov.changes(key)] == ["FuseOps"]
+    bias = prov.key_at(TEXT.index("nn.bias_add"))
+    assert "CanonicalizeOps" in [stage.pass_name for stage, _ in prov.changes(bias)]
+
+
+def test_fused_functions_have_names_a_person_reads():
+    result = compile(TEXT, "m.relay", stop_after="passes")
+    names = {name: result.provenance.display_name(func) for func, name in result.fused_names.items()}
+    assert names == {"tvmgen_default_fused_nn_dense_add_nn_relu": "dense + bias_add + relu",
+                     "tvmgen_default_fused_nn_dense_tanh": "dense + tanh"}
+    layered = TEXT.replace("nn.relu(%1)", "nn.relu(%1) /* span=/block1/Relu:0:0 */")
+    result = compile(layered, "m.relay", stop_after="passes")
+    assert "dense + bias_add + relu · /block1/Relu" in {result.provenance.display_name(f) for f in result.fused_names}

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS
-from relaylens.compiler.build import build_text
+from relaylens.compiler.driver import compile
 
 HERE = Path(__file__).resolve().parent / "nvim"
 MODEL = "073.relay"
@@ -118,9 +118,9 @@ def test_diagnostics_appear_on_the_broken_line_and_go_when_fixed(seen: dict, mod
 
 def test_hover_on_an_op_call_shows_its_type_and_provenance(seen: dict) -> None:
     hover = "\n".join(seen["hover"])
-    assert hover.startswith("**operator** `nn.conv2d`"), hover
+    assert hover.startswith("**call** `nn.conv2d`"), hover
     assert ": Tensor[(1, 4, 16, 16), float32]" in hover
-    assert "**fused into** `tvmgen_default_fused_nn_conv2d" in hover  # from the finished build
+    assert "**fused into** conv2d + add  \n`tvmgen_default_fused_nn_conv2d_add`" in hover  # from the finished build
 
 
 def test_definition_jumps_to_the_binding(seen: dict, model: Model) -> None:
@@ -138,13 +138,16 @@ def test_document_symbols(seen: dict, model: Model) -> None:
     assert symbols[0]["range"]["start"]["line"] < model.binding < model.use <= symbols[0]["range"]["end"]["line"]
 
 
-def _fused_names(text: str) -> set[str]:
-    return set(build_text(text, MODEL).fused_names.values())
+def _fused_names(text: str) -> dict[str, str]:
+    """The fused functions' symbols → their display names, as the lenses show them."""
+    built = compile(text, MODEL, stop_after="passes")
+    return {name: built.provenance.display_name(func) for func, name in built.fused_names.items()}
 
 
 def test_code_lenses_name_the_fused_functions(seen: dict, model: Model) -> None:
-    expected = _fused_names(model.text)
-    assert expected == {"tvmgen_default_fused_nn_conv2d", "tvmgen_default_fused_nn_conv2d_add"}
+    expected = set(_fused_names(model.text).values())
+    assert _fused_names(model.text) == {"tvmgen_default_fused_nn_conv2d": "conv2d",
+                                        "tvmgen_default_fused_nn_conv2d_add": "conv2d + add"}
     for lenses in (seen["lenses"], seen["fixed"]["lenses"]):
         shown = lenses["shown"]
         assert sorted(s["line"] for s in shown) == [model.binding, model.other_conv], shown

@@ -290,10 +290,11 @@ async def test_hover_on_an_operator_and_an_expression(client: LanguageClient) ->
     doc = lsp.TextDocumentIdentifier(uri)
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, pos(2, 10)))
     value = hover.contents.value
-    assert value.startswith("**operator** `nn.conv2d`")
-    assert "strides=[1, 1]" in value and "Fusion pattern: OutEWiseFusable" in value
-    assert "| `padding` | `[1, 1]` | [0, 0] |" in value
-    assert ": Tensor[(1, 4, 8, 8), float32]" in value
+    assert value.startswith("**call** `nn.conv2d`\n\n```relay\n: Tensor[(1, 4, 8, 8), float32]\n```")  # name and type first
+    story, docs = value.rsplit("\n\n---\n\n", 1)  # the operator's docs come last
+    assert "strides=[1, 1]" in docs and "Fusion pattern: OutEWiseFusable" in docs
+    assert "| `padding` | `[1, 1]` | [0, 0] |" in docs and "| `strides` |" not in docs  # only what it writes
+    assert "at their defaults: `strides`, `dilation`" in docs
     assert hover.range == rng(2, 7, 2, 16)
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, pos(3, 2)))
     assert "(Tensor[(1, 4, 8, 8), float32], Tensor[(1, 4, 8, 8), float32])" in hover.contents.value

@@ -182,12 +182,19 @@ async def lenses(client: LanguageClient, uri: str) -> list[lsp.CodeLens]:
     return await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
 
 
+def symbol(lens: lsp.CodeLens) -> str:
+    """The `tvmgen_…` symbol a fused function's lens names in its tooltip."""
+    return re.match(r"tvmgen_\w+", lens.command.tooltip)[0]
+
+
 def rows(found: list[lsp.CodeLens]) -> dict[int, list[str]]:
     """Lens titles by line, the schedule's step count written N (it is the scheduler's)."""
     out: dict[int, list[str]] = {}
     for lens in found:
         assert lens.range.start == lens.range.end and lens.range.start.character == 0
         title = re.sub(r"^schedule \(\d+ steps\)$", "schedule (N steps)", lens.command.title)
+        if title.startswith("ƒ "):  # the display name, then the symbol its tooltip names
+            title += f" ⟨{symbol(lens)}⟩"
         out.setdefault(lens.range.start.line, []).append(title)
     return out
 
@@ -207,8 +214,8 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
     found = await lenses(client, uri)
     conv_add, conv = line_of(text, "%0 = nn.conv2d"), line_of(text, "%1 = nn.conv2d")
     assert rows(found) == {
-        conv_add: ["ƒ tvmgen_default_fused_nn_conv2d_add", "LLVM IR", "schedule (N steps)", "passes (1)"],
-        conv: ["ƒ tvmgen_default_fused_nn_conv2d", "LLVM IR", "schedule (N steps)", "passes (1)"]}
+        conv_add: ["ƒ conv2d + add ⟨tvmgen_default_fused_nn_conv2d_add⟩", "LLVM IR", "schedule (N steps)", "passes (1)"],
+        conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_conv2d⟩", "LLVM IR", "schedule (N steps)", "passes (1)"]}
     assert {lens.command.command for lens in found} == {"relaylens.open"}
     schedule = next(lens.command for lens in found if lens.command.title.startswith("schedule"))
     doc = await virtual(client, schedule.arguments[0])
@@ -239,12 +246,12 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
 async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageClient) -> None:
     uri = await built(client, "mnist.relay", MNIST)
     found = await lenses(client, uri)
-    names = [lens.command.title[2:] for lens in found if lens.command.title.startswith("ƒ ")]
+    names = [symbol(lens) for lens in found if lens.command.title.startswith("ƒ ")]
     assert names == MNIST_FUSED
     conv1 = line_of(MNIST, "%0 = nn.conv2d")
-    assert rows(found)[conv1] == ["ƒ tvmgen_default_fused_nn_conv2d_add_nn_relu", "LLVM IR",
-                                  "schedule (N steps)", "passes (1)"]
-    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ tvmgen_default_fused_reshape"
+    assert rows(found)[conv1] == ["ƒ conv2d + add + relu · conv1/Conv ⟨tvmgen_default_fused_nn_conv2d_add_nn_relu⟩",
+                                  "LLVM IR", "schedule (N steps)", "passes (1)"]
+    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ reshape · flatten/Reshape ⟨tvmgen_default_fused_reshape⟩"
     # open the first kernel's LLVM IR; definition on a multiply-add line leads to the conv2d
     llvm_uri = next(lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR")
     doc = await virtual(client, llvm_uri)
@@ -291,23 +298,26 @@ async def test_hover_shows_provenance_and_the_fused_function(client: LanguageCli
     hover = await client.text_document_hover_async(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(conv1, column + 2)))
     value = hover.contents.value
-    assert value.startswith("**operator** `nn.conv2d`")  # the fast path's part comes first
-    fast, slow = value.split("\n\n---\n\n")
-    assert "**frontend layer**: `conv1/Conv`" in slow
+    assert value.startswith("**call** `nn.conv2d`")  # what it is and its type, then the story, then the docs
+    fast, slow, docs = value.split("\n\n---\n\n")
+    assert "Tensor[" in fast and "Fusion pattern" in docs
+    assert slow.startswith("**frontend layer**: `conv1/Conv`")
+    assert slow.index("**fused into**") < slow.index("**passes that changed it**")
     passes = _field(await client.protocol.send_request_async("relaylens/snapshots", {"uri": uri}), "passes")
     assert _field(passes[0], "name") == "input" and _field(passes[0], "changed")
     fuse = next(p for p in passes if _field(p, "name") == "FuseOps")
     index, snapshot = _field(fuse, "index"), _field(fuse, "uri")
     assert snapshot == uris.make("pass", f"{index}-FuseOps.relay", uri, 1)
-    assert f"- [#{index} FuseOps]({snapshot}#L4): `nn.conv2d(%p0, %p1, padding=[2, 2, 2, 2]" in slow
-    assert "**fused into** `tvmgen_default_fused_nn_conv2d_add_nn_relu`" in slow
+    assert f"- [#{index} FuseOps]({snapshot}#L4): `nn.conv2d(%input, %conv1_weight" in slow
+    assert "→ `nn.conv2d(%p0, %p1, padding=[2, 2, 2, 2]" in slow
+    assert "**fused into** conv2d + add + relu · conv1/Conv  \n`tvmgen_default_fused_nn_conv2d_add_nn_relu`" in slow
     assert uris.make("llvm", "tvmgen_default_fused_nn_conv2d_add_nn_relu.ll", uri, 1) in slow
     # on the relu, a different layer, the same fused function
     relu = line_of(MNIST, "%2 = nn.relu")
     hover = await client.text_document_hover_async(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(relu, 8)))
     assert "`relu1/Relu`" in hover.contents.value
-    assert "**fused into** `tvmgen_default_fused_nn_conv2d_add_nn_relu`" in hover.contents.value
+    assert "`tvmgen_default_fused_nn_conv2d_add_nn_relu`" in hover.contents.value
 
 
 @asyncio_module
@@ -323,14 +333,14 @@ async def test_an_edit_during_a_build_never_shows_the_old_report(client: Languag
     assert not await lenses(client, uri)  # version 1's build is not version 2's
     conv = line_of(text, "%1 = nn.conv2d") + 1
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
-    assert "**operator** `nn.conv2d`" in hover.contents.value
+    assert hover.contents.value.startswith("**call** `nn.conv2d`")
     assert "_building…_" in hover.contents.value and "fused into" not in hover.contents.value
     assert (await finished(uri, 2))["state"] == "done"
     old = [f for f in FINISHES if f["uri"] == uri and f["version"] == 1]
     assert [f["state"] for f in old] == ["cancelled"]  # superseded, never published
     assert sorted(rows(await lenses(client, uri))) == [line_of(text, "%0 = nn.conv2d") + 1, conv]
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
-    assert "**fused into** `tvmgen_default_fused_nn_conv2d`" in hover.contents.value
+    assert "**fused into** conv2d" in hover.contents.value and "`tvmgen_default_fused_nn_conv2d`" in hover.contents.value
 
 
 @asyncio_module
@@ -390,7 +400,7 @@ async def test_identical_groups_share_a_kernel_and_each_get_lenses(client: Langu
     uri = await built(client, "twins.relay", text)
     found = rows(await lenses(client, uri))
     assert sorted(found) == [2, 4]
-    assert found[2] == found[4] and found[2][0] == "ƒ tvmgen_default_fused_nn_dense_nn_relu"
+    assert found[2] == found[4] and found[2][0] == "ƒ dense + relu ⟨tvmgen_default_fused_nn_dense_nn_relu⟩"
     line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
     functions = _field(line_map, "functions")
     assert [(_field(f, "name"), _field(f, "relay")) for f in functions] == [
@@ -403,9 +413,9 @@ async def test_lenses_sit_on_the_primitive_functions_of_a_file_already_fused(cli
     uri = await built(client, "prefused.relay", text)
     found = rows(await lenses(client, uri))
     assert {line: titles[0] for line, titles in found.items()} == {
-        line_of(text, "def @collage_example_target_hook("): "ƒ tvmgen_default_fused_add_nn_relu",
-        line_of(text, "def @collage_example_target_hook_nn_relu("): "ƒ tvmgen_default_fused_nn_relu",
-        line_of(text, "abs(%4)"): "ƒ tvmgen_default_fused_abs"}
+        line_of(text, "def @collage_example_target_hook("): "ƒ add + relu ⟨tvmgen_default_fused_add_nn_relu⟩",
+        line_of(text, "def @collage_example_target_hook_nn_relu("): "ƒ relu ⟨tvmgen_default_fused_nn_relu⟩",
+        line_of(text, "abs(%4)"): "ƒ abs ⟨tvmgen_default_fused_abs⟩"}
 
 
 @asyncio_module
@@ -433,5 +443,5 @@ async def test_unknown_virtual_uris_are_lsp_errors(client: LanguageClient) -> No
     assert not await client.text_document_definition_async(lsp.DefinitionParams(nothing, lsp.Position(3, 3)))
     assert await client.protocol.send_request_async("relaylens/lineMap", {"uri": "file:///never/opened.relay"}) is None
     # and the real document still answers
-    assert rows(await lenses(client, uri)) == {line_of(text, "nn.conv2d"): ["ƒ tvmgen_default_fused_nn_conv2d", "LLVM IR",
+    assert rows(await lenses(client, uri)) == {line_of(text, "nn.conv2d"): ["ƒ conv2d ⟨tvmgen_default_fused_nn_conv2d⟩", "LLVM IR",
                                                    "schedule (N steps)", "passes (1)"]}

@@ -1,5 +1,6 @@
 """textDocument/codeLens: above the first line of each group of source expressions that
-became one fused function, its name and "LLVM IR", "schedule (N steps)", "passes (N)".
+became one fused function, its display name ("ƒ conv2d + bias_add + relu · /conv1/Conv",
+the `tvmgen_…` symbol in the tooltip) and "LLVM IR", "schedule (N steps)", "passes (N)".
 
 Every lens runs the client command `relaylens.open` with a virtual document's URI and,
 where it helps, the range to select in it (docs/lsp.md).  Lenses come only from the
@@ -38,8 +39,9 @@ def lenses_for(built: Built, fn: FusedReport) -> list[lsp.CodeLens]:
     line = convert.position(built.source, fn.anchor[0]).line
     where = lsp.Range(start=lsp.Position(line=line, character=0), end=lsp.Position(line=line, character=0))
 
-    def lens(title: str, *arguments) -> lsp.CodeLens:
-        return lsp.CodeLens(range=where, command=lsp.Command(title=title, command=OPEN, arguments=list(arguments)))
+    def lens(title: str, *arguments, tooltip: str | None = None) -> lsp.CodeLens:
+        return lsp.CodeLens(range=where, command=lsp.Command(title=title, command=OPEN, arguments=list(arguments),
+                                                             tooltip=tooltip))
 
     snapshot = report.snapshots[fn.snapshot]
     snap_uri = uris.make("pass", snapshot.file_name, doc, version)
@@ -48,16 +50,18 @@ def lenses_for(built: Built, fn: FusedReport) -> list[lsp.CodeLens]:
         in_snapshot.append(convert.offset_range(built.text_source(snap_uri, snapshot.text), *fn.printed))
     if report.lowered and fn.module_lines:
         first, last = fn.module_lines[0]
-        found = [lens(f"ƒ {fn.name}", uris.make("llvm", "module.ll", doc, version), _lines_range(first, last))]
+        found = [lens(f"ƒ {fn.display_name}", uris.make("llvm", "module.ll", doc, version), _lines_range(first, last),
+                      tooltip=f"{fn.name}: its lines in module.ll")]
     else:  # not lowered: the name shows where the function is in the snapshot
-        found = [lens(f"ƒ {fn.name}", *in_snapshot)]
+        found = [lens(f"ƒ {fn.display_name}", *in_snapshot, tooltip=f"{fn.name} in the module after FuseOps")]
     if fn.llvm_ir:
         found.append(lens("LLVM IR", uris.make("llvm", f"{fn.name}.ll", doc, version)))
     if fn.schedule_text:
         steps = fn.schedule_steps
         found.append(lens(f"schedule ({steps} step{'s' * (steps != 1)})",
                           uris.make("schedule", f"{fn.name}.txt", doc, version)))
-    found.append(lens(f"passes ({fn.passes})", *in_snapshot))
+    found.append(lens(f"passes ({fn.passes})", *in_snapshot,
+                      tooltip="passes that changed its expressions themselves (renumbering aside)"))
     return found
 
 

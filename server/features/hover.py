@@ -2,11 +2,10 @@
 
 For a symbol: its kind and name and, when known, its type (a local's annotation or
 inferred `ty`); for a global, its signature line; for a type, its definition; for a
-constructor, its fields and the type it builds.  On an operator's name: the op's
-signature with attribute defaults, its doc and fusion pattern, and the call's type.
-Anywhere else in an expression: the innermost expression's type.  After either of the
-last two, what the slow path knows of the expression (provenance_hover.py): its frontend
-layers, what each pass made of it, its fused function and LLVM IR.
+constructor, its fields and the type it builds.  On an expression: the story first — what
+it is and its type, then what the slow path knows (provenance_hover.py): its frontend
+layers, its fused function, what each pass made of it.  On an operator's name, the op's
+signature, doc, fusion pattern and the attributes the call writes follow below.
 
 Inside a virtual document (`relaylens:` URIs) the hover is virtual_documents.py's.
 """
@@ -78,18 +77,22 @@ def describe(symbol: Symbol, module) -> str:
 
 
 def describe_op(call: Call) -> str:
-    """Markdown for an operator call: signature, doc, pattern, the attributes it was given."""
+    """Markdown for an operator, below the expression's story: signature, doc, fusion
+    pattern, the attributes this call writes (a table) and the rest at their defaults
+    (one line)."""
     opdef = get_op(call.op.name)
     if opdef is None:
         return f"**unknown operator** `{call.op.name}`"
-    lines = [f"**operator** `{opdef.name}`", "", f"```relay\n{opdef.signature()}\n```", "", opdef.doc]
+    lines = [f"```relay\n{opdef.signature()}\n```", "", opdef.doc]
     if opdef.pattern is not None:
         lines += ["", f"Fusion pattern: {opdef.pattern.label}"]
-    rows = [f"| `{a.name}` | {_attr_given(call, a.name)} | {a.default_text()} | {a.doc} |" for a in opdef.attrs]
+    written = [a for a in opdef.attrs if a.name in call.attrs]
+    rows = [f"| `{a.name}` | {_attr_given(call, a.name)} | {a.default_text()} | {a.doc} |" for a in written]
     if rows:
         lines += ["", "| attribute | here | default | |", "| --- | --- | --- | --- |", *rows]
-    if (ty := _type_text(call.ty)) is not None:
-        lines += ["", f"```relay\n: {ty}\n```"]
+    defaults = [a.name for a in opdef.attrs if a.name not in call.attrs]
+    if defaults:
+        lines += ["", "at their defaults: " + ", ".join(f"`{name}`" for name in defaults)]
     return "\n".join(lines)
 
 
@@ -103,11 +106,15 @@ def _attr_given(call: Call, name: str) -> str:
 
 
 def describe_expr(node) -> str | None:
+    """The first line of a hover on an expression: what it is and its type."""
     ty = _type_text(node.ty)
     if ty is None:
         return None
-    kind = type(node).__name__.lower() if not isinstance(node, Call) else "call"
-    return f"**{kind}**\n\n```relay\n: {ty}\n```"
+    if isinstance(node, Call) and hasattr(node.op, "name"):
+        kind = f"**call** `{node.op.name}`"
+    else:
+        kind = f"**{type(node).__name__.lower()}**"
+    return f"{kind}\n\n```relay\n: {ty}\n```"
 
 
 def register(server: "RelayLensServer") -> None:
@@ -131,18 +138,20 @@ def register(server: "RelayLensServer") -> None:
             return None
         start, end, node = hit
         slow = provenance_markdown(server, uri, (start, end), analysis.source.text, params.position)
+        story = _joined(describe_expr(node) or (f"**call** `{node.op.name}`" if isinstance(node, Call) else None), slow)
         name = analysis.exprs.op_name_range(start, node)
-        if name is not None and name[0] <= offset < name[1]:
+        if name is not None and name[0] <= offset < name[1]:  # on the operator's name: its docs below
             where = convert.offset_range(analysis.source, *name)
-            return _markdown(_joined(describe_op(node), slow), where)
-        text = describe_expr(node)
-        if text is None:
+            return _markdown(_joined(story, describe_op(node)), where)
+        if story is None:
             return None
-        return _markdown(_joined(text, slow), convert.offset_range(analysis.source, start, end))
+        return _markdown(story, convert.offset_range(analysis.source, start, end))
 
 
-def _joined(fast: str, slow: str | None) -> str:
-    return fast if slow is None else f"{fast}\n\n---\n\n{slow}"
+def _joined(first: str | None, then: str | None) -> str | None:
+    if first is None or then is None:
+        return first or then
+    return f"{first}\n\n---\n\n{then}"
 
 
 def _markdown(value: str, where: lsp.Range) -> lsp.Hover:

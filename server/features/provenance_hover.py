@@ -1,6 +1,8 @@
-"""The slow path's part of a hover on a source expression (Markdown, appended by
-hover.py): the frontend layer(s); for each pass that changed the expression, what it
-became, linked to that pass's snapshot; the fused function and its LLVM IR, linked.
+"""The slow path's part of a hover on a source expression (Markdown, put right under its
+name and type by hover.py): the frontend layer(s); the fused function by its display name,
+its symbol and links to its LLVM IR; for each pass that changed the expression itself
+(renumbering aside: compiler/provenance.py), what it was before and what it became,
+linked to that pass's snapshot.
 
 Read only from the build of the document's current version; while that build is due
 or running the part says *building…*, and with no build (the text has errors) it is
@@ -42,27 +44,12 @@ def provenance_markdown(server: "RelayLensServer", uri: str, key: tuple[int, int
 
 
 def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
+    """Frontend layers, then the fused function, then each pass that changed the
+    expression itself, as before → after."""
     parts: list[str] = []
     if expr.layers:
         parts.append("**frontend layer" + "s" * (len(expr.layers) > 1) + "**: "
                      + ", ".join(f"`{layer}`" for layer in expr.layers))
-    lines = []
-    for change in expr.changes[:SHOWN_CHANGES]:
-        link = uris.make("pass", f"{change.index}-{change.pass_name}.relay", doc, version)
-        title = f"#{change.index} {change.pass_name}"
-        if not change.became:
-            lines.append(f"- [{title}]({link}): gone (folded or removed)")
-            continue
-        shown = [b for b in change.became if b[0]]
-        if not shown:
-            lines.append(f"- [{title}]({link}): changed")
-            continue
-        line, snippet = shown[0]
-        more = f" (and {len(change.became) - 1} more)" if len(change.became) > 1 else ""
-        lines.append(f"- [{title}]({link}#L{line}): `{snippet}` (line {line}){more}")
-    if len(expr.changes) > SHOWN_CHANGES:
-        lines.append(f"- … and {len(expr.changes) - SHOWN_CHANGES} more passes")
-    parts.append("**passes**\n" + "\n".join(lines) if lines else "no pass changed it")
     if fn is not None:
         links = []
         if fn.llvm_ir:
@@ -72,5 +59,25 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
             links.append(f"[in module.ll]({uris.make('llvm', 'module.ll', doc, version)}#L{first})")
         if fn.schedule_text:
             links.append(f"[schedule]({uris.make('schedule', f'{fn.name}.txt', doc, version)})")
-        parts.append(f"**fused into** `{fn.name}`" + (" · " + " · ".join(links) if links else ""))
+        parts.append(f"**fused into** {fn.display_name}  \n`{fn.name}`" + (" · " + " · ".join(links) if links else ""))
+    lines = [_change_line(change, doc, version) for change in expr.changes[:SHOWN_CHANGES]]
+    if len(expr.changes) > SHOWN_CHANGES:
+        rest = ", ".join(f"#{c.index} {c.pass_name}" for c in expr.changes[SHOWN_CHANGES:])
+        lines.append(f"- and {len(expr.changes) - SHOWN_CHANGES} more: {rest}")
+    parts.append("**passes that changed it**\n" + "\n".join(lines) if lines else "no pass changed it")
     return "\n\n".join(parts)
+
+
+def _change_line(change, doc: str, version: int | None) -> str:
+    link = uris.make("pass", f"{change.index}-{change.pass_name}.relay", doc, version)
+    title = f"#{change.index} {change.pass_name}"
+    before = f"`{change.before}` → " if change.before else ""
+    if not change.became:
+        return f"- [{title}]({link}): {before}gone (folded or removed)"
+    shown = [b for b in change.became if b[0]]
+    if not shown:
+        return f"- [{title}]({link}): changed"
+    line, snippet = shown[0]
+    others = [str(other) for other, _ in shown[1:]]
+    more = f" (and {len(others)} more node{'s' * (len(others) > 1)}: line {', '.join(others)})" if others else ""
+    return f"- [{title}]({link}#L{line}): {before}`{snippet}` (line {line}){more}"

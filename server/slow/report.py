@@ -54,6 +54,7 @@ class Change:
     # (1-based line in the snapshot, first line of its text), line 0 when not printed
     # (a node the printer does not locate); () = gone: folded or removed
     became: tuple[tuple[int, str], ...]
+    before: str = ""  # its first appearance's text in the snapshot before the pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ class FusedReport:
     `name` and the kernel fields (schedule, LLVM IR, lines), each has its own sources."""
 
     name: str
+    display_name: str  # "conv2d + batch_norm + relu · /conv1/Conv" (Provenance.display_name)
     anchor: Range  # where its lens goes: its first source expression (or its own `fn`)
     ranges: tuple[Range, ...]  # the source expressions it contains, sorted
     layers: tuple[str, ...]

@@ -98,7 +98,10 @@ def _exprs(prov: Provenance) -> list[ExprReport]:
         changes = []
         for stage, nodes in prov.changes(key):
             became = tuple(stage.snippet(n) for n in nodes[:SNIPPETS])
-            changes.append(Change(stage.index, stage.pass_name, became))
+            earlier = prov.stages[stage.index - 1]
+            before = earlier.by_key.get(key, [])
+            changes.append(Change(stage.index, stage.pass_name, became,
+                                  earlier.snippet(before[0])[1] if before else ""))
         fused = prov.fused_function(key)
         out.append(ExprReport(key, tuple(prov.layers(key)), tuple(changes),
                               fused[0] if fused is not None else None))
@@ -128,6 +131,7 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
         passes = set().union(*(changed_by.get(k, set()) for k in keys))
         out.append(FusedReport(
             name=name,
+            display_name=prov.display_name(func),
             anchor=min(anchors),
             ranges=tuple(keys),
             layers=_layers(func),
