@@ -321,6 +321,29 @@ async def test_hover_shows_provenance_and_the_fused_function(client: LanguageCli
 
 
 @asyncio_module
+async def test_lenses_stay_marked_stale_until_the_next_build_replaces_them(client: LanguageClient) -> None:
+    text = corpus("073.relay")
+    uri = await built(client, "stale-lenses.relay", text)
+    fresh = rows(await lenses(client, uri))
+    for version, edit in ((2, "// moved down a line\n"), (3, "%%% broken\n")):
+        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), text=edit)]))
+        stale = rows(await lenses(client, uri))  # the last build's, one more line down each time
+        assert sorted(stale) == [line + version - 1 for line in sorted(fresh)]
+        assert all(re.search(r" · (rebuilding…|out of date \(the text has errors\)) ⟨", titles[0])
+                   for titles in stale.values()), stale
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=4),
+        [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(0, 0), lsp.Position(1, 0)), text="")]))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert (await finished(uri, 4))["state"] == "done"
+    again = rows(await lenses(client, uri))  # this version's own lenses, unmarked
+    assert sorted(again) == [line + 1 for line in sorted(fresh)]
+    assert [titles[0] for titles in again.values()] == [titles[0] for titles in fresh.values()]
+
+
+@asyncio_module
 async def test_an_edit_during_a_build_never_shows_the_old_report(client: LanguageClient) -> None:
     text = corpus("073.relay")
     uri = open_doc(client, "stale.relay", text)
@@ -330,7 +353,7 @@ async def test_an_edit_during_a_build_never_shows_the_old_report(client: Languag
         [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
                                               text="// moved down a line\n")]))
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(doc))  # build version 2 now
-    assert not await lenses(client, uri)  # version 1's build is not version 2's
+    assert not await lenses(client, uri)  # version 1's build never finished: nothing to show
     conv = line_of(text, "%1 = nn.conv2d") + 1
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
     assert hover.contents.value.startswith("**call** `nn.conv2d`")
@@ -359,7 +382,8 @@ async def test_builds_wait_for_edits_to_settle(client: LanguageClient) -> None:
         lsp.VersionedTextDocumentIdentifier(uri=uri, version=5),
         [lsp.TextDocumentContentChangeWholeDocument(text=text.replace("nn.conv2d(", "nn.conv2d(("))]))
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-    assert not await lenses(client, uri)
+    assert [lens.command.title for lens in await lenses(client, uri) if lens.command.title.startswith("ƒ ")] == [
+        "ƒ conv2d · out of date (the text has errors)"]  # version 4's, marked
     with pytest.raises(JsonRpcException) as err:
         await virtual(client, uris.make("llvm", "module.ll", uri, 5))
     assert "has errors" in err.value.message

@@ -594,7 +594,8 @@ async def fuzz(client: FuzzClient, model: str, seed: int, steps: int) -> None:
     kind, lenses = await answer(client, lsp.TEXT_DOCUMENT_CODE_LENS, lsp.CodeLensParams(doc.ident))
     assert kind == "ok" and lenses, lenses
     expected = rows(lenses)
-    functions = sorted({lens.command.title[2:] for lens in lenses if lens.command.title.startswith("ƒ ")})
+    functions = sorted({re.match(r"tvmgen_\w+", lens.command.tooltip)[0]  # the symbol; the title is for people
+                        for lens in lenses if lens.command.title.startswith("ƒ ")})
     kind, found = await answer(client, "relaylens/snapshots", {"uri": doc.uri})
     assert kind == "ok" and found, found
     snapshots = [uris.parse(_get(p, "uri")).name for p in _get(found, "passes")]

@@ -3,9 +3,10 @@ became one fused function, its display name ("ƒ conv2d + bias_add + relu · /co
 the `tvmgen_…` symbol in the tooltip) and "LLVM IR", "schedule (N steps)", "passes (N)".
 
 Every lens runs the client command `relaylens.open` with a virtual document's URI and,
-where it helps, the range to select in it (docs/lsp.md).  Lenses come only from the
-build of the document's current version: while a newer version is being built there
-are none, rather than lenses on lines that have moved.
+where it helps, the range to select in it (docs/lsp.md).  While the current version has
+no finished build (it is being built, or its text has errors), the last build's lenses
+stay, moved with the text to where their expressions now are and marked stale
+("ƒ conv2d + relu · rebuilding…"); they still open that build's documents.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from .. import convert
 from ..slow import uris
 from ..slow.builds import Built
 from ..slow.report import FusedReport
+from ..syntax import map_offset
+from ...compiler.ir.span import Source
 from . import guarded
 
 if TYPE_CHECKING:
@@ -33,10 +36,13 @@ def _lines_range(first: int, last: int) -> lsp.Range:
                      end=lsp.Position(line=last, character=0))
 
 
-def lenses_for(built: Built, fn: FusedReport) -> list[lsp.CodeLens]:
+def lenses_for(built: Built, fn: FusedReport, line: int | None = None, stale: str = "") -> list[lsp.CodeLens]:
+    """The lenses of one fused function, on `line` (its anchor's line in the built text by
+    default); `stale` ("rebuilding…", "out of date") marks those of an older build."""
     report = built.report
     doc, version = report.uri, report.version
-    line = convert.position(built.source, fn.anchor[0]).line
+    if line is None:
+        line = convert.position(built.source, fn.anchor[0]).line
     where = lsp.Range(start=lsp.Position(line=line, character=0), end=lsp.Position(line=line, character=0))
 
     def lens(title: str, *arguments, tooltip: str | None = None) -> lsp.CodeLens:
@@ -50,10 +56,12 @@ def lenses_for(built: Built, fn: FusedReport) -> list[lsp.CodeLens]:
         in_snapshot.append(convert.offset_range(built.text_source(snap_uri, snapshot.text), *fn.printed))
     if report.lowered and fn.module_lines:
         first, last = fn.module_lines[0]
-        found = [lens(f"ƒ {fn.display_name}", uris.make("llvm", "module.ll", doc, version), _lines_range(first, last),
+        found = [lens(f"ƒ {fn.display_name}{stale and ' · ' + stale}", uris.make("llvm", "module.ll", doc, version),
+                      _lines_range(first, last),
                       tooltip=f"{fn.name}: its lines in module.ll")]
     else:  # not lowered: the name shows where the function is in the snapshot
-        found = [lens(f"ƒ {fn.display_name}", *in_snapshot, tooltip=f"{fn.name} in the module after FuseOps")]
+        found = [lens(f"ƒ {fn.display_name}{stale and ' · ' + stale}", *in_snapshot,
+                      tooltip=f"{fn.name} in the module after FuseOps")]
     if fn.llvm_ir:
         found.append(lens("LLVM IR", uris.make("llvm", f"{fn.name}.ll", doc, version)))
     if fn.schedule_text:
@@ -69,7 +77,26 @@ def register(server: "RelayLensServer") -> None:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
     @guarded(default=[])
     def code_lens(params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
-        built = server.builds.current(params.text_document.uri)
-        if built is None:
-            return []
-        return [lens for fn in built.report.functions for lens in lenses_for(built, fn)]
+        uri = params.text_document.uri
+        built = server.builds.current(uri)
+        if built is not None:
+            return [lens for fn in built.report.functions for lens in lenses_for(built, fn)]
+        return stale_lenses(server, uri)
+
+
+def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
+    """The last build's lenses, moved to where their expressions are in the current text
+    and marked stale, until a build of this version replaces them: the file does not jump
+    on every edit as lenses go and come back."""
+    latest = server.builds.find(uri, None)
+    try:
+        text = server.workspace.get_text_document(uri).source
+    except Exception:  # noqa: BLE001 -- not a document we can read
+        return []
+    if latest is None:
+        return []
+    now = Source(uri, text)
+    why = "rebuilding…" if server.builds.building(uri) else "out of date (the text has errors)"
+    old = latest.report.text
+    return [lens for fn in latest.report.functions
+            for lens in lenses_for(latest, fn, convert.line(now, map_offset(text, old, fn.anchor[0])), why)]
