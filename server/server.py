@@ -22,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
+from .documents import Documents, SizeLimit
 from .features import (build_status, code_lens, completion, declaration, diagnostics, folding,
                        formatting, hover, line_map, navigation, rename, semantic_tokens,
                        signature_help, snapshots, symbols, virtual_documents)
@@ -79,18 +80,22 @@ class RelayLensProtocol(LanguageServerProtocol):
 class RelayLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(NAME, _version(), protocol_cls=RelayLensProtocol)
-        self.analyses = Analyses()
+        limit = SizeLimit()
+        self.documents = Documents(self, limit)
+        self.analyses = Analyses(limit)
         self.diagnostics = diagnostics.DiagnosticStore(self)
         self.builds = Builds(self)
 
 
 def _lifecycle(server: RelayLensServer) -> None:
-    """initializationOptions configure the builds; the worker starts once the client is
-    ready (so the first build does not wait for its imports) and stops at shutdown."""
+    """initializationOptions configure the builds and the size limit; the worker starts
+    once the client is ready (so the first build does not wait for its imports) and stops
+    at shutdown."""
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
         server.builds.configure(params.initialization_options)
+        server.documents.limit.configure(params.initialization_options)
 
     @server.feature(lsp.INITIALIZED)
     def initialized(params: lsp.InitializedParams) -> None:
