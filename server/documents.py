@@ -123,17 +123,18 @@ class Documents:
             fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
         except (OSError, ValueError) as err:
             raise Unreadable(f"{uri} cannot be read: {getattr(err, 'strerror', None) or err}") from None
-        with open(fd, "rb", closefd=True) as file:
+        try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise Unreadable(f"{uri} is not a regular file (a device, FIFO, socket or "
                                  "directory); it is not read")
             if info.st_size > most:
                 raise Unreadable(f"{uri} is {self.limit.describe(info.st_size)}; it is not read")
-            try:
-                data = file.read(most + 1)
-            except OSError as err:
-                raise Unreadable(f"{uri} cannot be read: {err.strerror or err}") from None
+            data = _read_at_most(fd, most + 1)
+        except OSError as err:
+            raise Unreadable(f"{uri} cannot be read: {err.strerror or err}") from None
+        finally:
+            os.close(fd)
         if len(data) > most:
             raise Unreadable(f"{uri} is over the server's limit of {most} bytes ({OPTION}); it is not read")
         try:
@@ -150,6 +151,14 @@ class Documents:
         uris = [*(folder.uri for folder in workspace.folders.values()), workspace.root_uri]
         paths = (to_fs_path(u) for u in uris if u)
         return [os.path.realpath(p) for p in paths if p and os.path.isabs(p)]
+
+
+def _read_at_most(fd: int, most: int) -> bytes:
+    chunks, left = [], most
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _inside(path: str, root: str) -> bool:

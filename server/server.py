@@ -1,7 +1,10 @@
 """The RelayLens language server: builds the pygls `LanguageServer` and registers features.
 
     python -m relaylens.server            stdio (read on the event loop: stdio.py)
-    relaylens serve [--tcp --port N]      stdio, or TCP on 127.0.0.1 only
+    relaylens serve [--tcp --port N]      stdio, or one client over TCP on 127.0.0.1 (tcp.py)
+
+Both read the base protocol through framing.py (framing errors are answered); documents
+are read only through documents.py (what was opened, and workspace files under a limit).
 
 Features live in `features/` (one module per LSP method family); analyses are cached in
 `analysis.py`; offsets become LSP positions only in `convert.py`.  The slow path (passes,
@@ -28,6 +31,7 @@ from .features import (build_status, code_lens, completion, declaration, diagnos
                        signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
 from .stdio import start_stdio
+from .tcp import start_tcp
 
 NAME = "relaylens"
 log = logging.getLogger("relaylens.server")
@@ -121,6 +125,6 @@ def serve(tcp: bool = False, port: int = 2087) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     server = build()
     if tcp:
-        server.start_tcp("127.0.0.1", port)
+        start_tcp(server, port)
     else:
         start_stdio(server)
