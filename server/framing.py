@@ -113,7 +113,7 @@ class Framer:
             return FramingError(PARSE_ERROR, f"the message ends after {found.start()} bytes, before "
                                 f"its Content-Length ({length}): a new header starts there")
         if len(buffer) < length:
-            self._scanned = max(0, len(buffer) - 32)  # a header may straddle the next chunk
+            self._scanned = max(0, len(buffer) - 64)  # a header may straddle the next chunk
             return None
         body = bytes(buffer[:length])
         del buffer[:length]

@@ -70,6 +70,9 @@ def test_a_file_outside_the_workspace_is_refused_for_every_request(folders) -> N
                                                                    {"options": {"tabSize": 2, "insertSpaces": True}})):
             assert "outside the workspace folders" in _refusal(server, method, uri, extra)
         assert not any("secret_name" in str(m) for m in server.messages.seen)
+        virtual = "relaylens:/llvm/module.ll?uri=" + uri.replace(":", "%3A").replace("/", "%2F")
+        for method in ("textDocument/completion", "textDocument/signatureHelp", "textDocument/hover"):
+            assert server.result(method, {"textDocument": {"uri": virtual}, **AT}) is None  # never read
     finally:
         server.close()
 

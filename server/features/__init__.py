@@ -62,6 +62,12 @@ def guarded(default: Any = None) -> Callable:
     return wrap
 
 
+def text_for(server: "RelayLensServer", uri: str) -> str | None:
+    """The document's text as it is now (None for a `relaylens:` document); a document
+    the server will not read raises `Unreadable` (server/documents.py)."""
+    return None if is_virtual(uri) else server.documents.get(uri).text
+
+
 def analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
     """The analysis a request reads (None for a `relaylens:` document); a document the
     server will not read raises `Unreadable` (server/documents.py), the client's answer."""

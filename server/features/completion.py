@@ -30,7 +30,7 @@ from ...compiler.ir.expr import Var
 from ...compiler.ir.span import Source
 from ...compiler.printer import print_type
 from ..syntax import DTYPES, common_prefix, cursor_context, known_ops, map_offset, typed_binders
-from . import guarded
+from . import guarded, text_for
 from .hover import signature as global_signature
 
 if TYPE_CHECKING:
@@ -213,5 +213,7 @@ def register(server: "RelayLensServer") -> None:
     @guarded()
     def completion(params: lsp.CompletionParams) -> lsp.CompletionList | None:
         uri = params.text_document.uri
-        text = server.documents.get(uri).text
+        text = text_for(server, uri)
+        if text is None:
+            return None
         return complete(server, uri, text, params.position)

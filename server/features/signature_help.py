@@ -17,7 +17,7 @@ from pygls.capabilities import get_capability
 from .. import convert
 from ...compiler.ir.span import Source
 from ..syntax import cursor_context, known_ops
-from . import guarded
+from . import guarded, text_for
 from .hover import _type_text, signature as global_signature
 
 if TYPE_CHECKING:
@@ -86,7 +86,9 @@ def register(server: "RelayLensServer") -> None:
     @guarded()
     def signature_help(params: lsp.SignatureHelpParams) -> lsp.SignatureHelp | None:
         uri = params.text_document.uri
-        text = server.documents.get(uri).text
+        text = text_for(server, uri)
+        if text is None:
+            return None
         offset = convert.offset(Source(uri, text), params.position)
         cursor = cursor_context(text, offset)
         call = cursor.call
