@@ -32,13 +32,18 @@ def _stderr_line(proc: subprocess.Popen, pattern: str) -> str:
     raise AssertionError(f"no line matching {pattern!r} on the server's stderr")
 
 
-def test_a_second_connection_is_refused_while_the_first_is_served() -> None:
+def _serve() -> tuple[subprocess.Popen, int]:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "relaylens.compiler.cli", "serve", "--tcp", "--port",
                              str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    bound = _stderr_line(proc, "serving LSP on")
+    assert f"127.0.0.1:{port}" in bound and "no authentication" in bound
+    return proc, port
+
+
+def test_a_second_connection_is_refused_while_the_first_is_served() -> None:
+    proc, port = _serve()
     try:
-        bound = _stderr_line(proc, "serving LSP on")
-        assert f"127.0.0.1:{port}" in bound and "no authentication" in bound
         first = TcpClient(port, lambda: "")
         first.initialize()
         first.open(URI, TEXT)
@@ -54,6 +59,21 @@ def test_a_second_connection_is_refused_while_the_first_is_served() -> None:
         assert proc.wait(timeout=TIMEOUT) == 0
         first.close()
         second.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def test_the_session_ends_when_its_client_hangs_up() -> None:
+    proc, port = _serve()
+    try:
+        client = TcpClient(port, lambda: "")
+        client.initialize()
+        client.send(b"Content-Length: nope\r\n\r\n{}")  # framing errors are answered over TCP too
+        assert client.answer(None)["error"]["code"] == -32700
+        client.close()
+        assert proc.wait(timeout=TIMEOUT) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
