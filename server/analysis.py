@@ -15,6 +15,11 @@ only that statement is read and typed again, compiler/parser/incremental.py): th
 analysis takes over the previous one's module, index and expression table, updated in
 place, and the previous analysis is spent (`spent`; requests never read a spent one).
 
+A document over the size limit (`SizeLimit`, documents.py) is only parsed: its analysis
+is `syntax_only` (no types, never built) and carries one warning saying so.  A file the
+client never opened (a request on a workspace file: documents.py) is analysed apart
+(`of_file`), and only the last few such analyses are kept.
+
 Derived, syntax-level facts (tokens, scopes, folds: `syntax.py`) are computed once per
 analysis, on first use, and kept on it.  The two tables that hover and definition read
 (the symbols by position, the expressions by range) are built by `prepare()`, which the
@@ -31,9 +36,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..compiler.check import CheckResult, check_text, recheck
-from ..compiler.diagnostics import Diagnostic
+from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.ir.span import Source
-from ..compiler.parser import ParseResult, SymbolIndex
+from ..compiler.parser import ParseResult, SymbolIndex, parse
+from .documents import SizeLimit
 
 log = logging.getLogger("relaylens.server")
 
@@ -49,6 +55,7 @@ class Analysis:
     result: ParseResult
     type_diagnostics: tuple[Diagnostic, ...] = ()
     commented: Mapping = field(default_factory=dict)  # nodes with a `ty=` comment in the text → its type
+    syntax_only: bool = False  # over the size limit: parsed, not typed, not built
     _syntax: list = field(default_factory=list, repr=False, compare=False)
     _exprs: list = field(default_factory=list, repr=False, compare=False)
 
@@ -97,9 +104,16 @@ class Analysis:
         return any(d.is_error and d.source == "syntax" for d in self.result.diagnostics)
 
 
-def analyse(uri: str, version: int | None, text: str, previous: Analysis | None = None) -> Analysis:
+def analyse(uri: str, version: int | None, text: str, previous: Analysis | None = None,
+            limit: SizeLimit | None = None) -> Analysis:
     """Analyse `text`: incrementally from `previous` (an analysis of the same document,
-    spent if that succeeds) when the edit allows it, else from scratch."""
+    spent if that succeeds) when the edit allows it, else from scratch; only parse it
+    when it is over `limit`."""
+    size = limit.size_over(text) if limit is not None else None
+    if size is not None:
+        note = Diagnostic(f"this document is {limit.describe(size)}: it is only parsed "
+                          "(no type checking, no build)", severity=Severity.WARNING, source="size")
+        return Analysis(uri, version, parse(text, uri), (note,), syntax_only=True)
     if previous is not None and previous.result.incremental is not None:
         try:
             done = recheck(previous.checked(), text)
@@ -120,16 +134,20 @@ def analyse(uri: str, version: int | None, text: str, previous: Analysis | None 
 class Analyses:
     """The latest analysis of each open document."""
 
-    def __init__(self) -> None:
+    FILES_KEPT = 4  # analyses of files the client did not open
+
+    def __init__(self, limit: SizeLimit | None = None) -> None:
+        self.limit = limit or SizeLimit()
         self._latest: dict[str, Analysis] = {}
         self._good: dict[str, Analysis] = {}  # the latest analysis without syntax errors
+        self._files: dict[str, Analysis] = {}  # uri → analysis of a file read from disk
 
     def update(self, uri: str, version: int | None, text: str) -> Analysis:
         """Analyse this version unless it already is; keep it as the latest."""
         known = self._latest.get(uri)
         if known is not None and known.version == version and known.source.text == text:
             return known
-        analysis = analyse(uri, version, text, known)
+        analysis = analyse(uri, version, text, known, self.limit)
         self._latest[uri] = analysis
         if not analysis.has_syntax_errors:
             self._good[uri] = analysis
@@ -153,6 +171,16 @@ class Analyses:
         """The analysis a request reads: the latest one, or a new one if there is none."""
         known = self._latest.get(uri)
         return known if known is not None else self.update(uri, version, text)
+
+    def of_file(self, uri: str, text: str) -> Analysis:
+        """The analysis of a file the client did not open (read from disk: documents.py)."""
+        known = self._files.pop(uri, None)
+        if known is None or known.source.text != text:
+            known = analyse(uri, None, text, limit=self.limit)
+        self._files[uri] = known  # the most recent last
+        while len(self._files) > self.FILES_KEPT:
+            del self._files[next(iter(self._files))]
+        return known
 
     def forget(self, uri: str) -> None:
         self._latest.pop(uri, None)

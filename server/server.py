@@ -1,7 +1,10 @@
 """The RelayLens language server: builds the pygls `LanguageServer` and registers features.
 
     python -m relaylens.server            stdio (read on the event loop: stdio.py)
-    relaylens serve [--tcp --port N]      stdio, or TCP on 127.0.0.1 only
+    relaylens serve [--tcp --port N]      stdio, or one client over TCP on 127.0.0.1 (tcp.py)
+
+Both read the base protocol through framing.py (framing errors are answered); documents
+are read only through documents.py (what was opened, and workspace files under a limit).
 
 Features live in `features/` (one module per LSP method family); analyses are cached in
 `analysis.py`; offsets become LSP positions only in `convert.py`.  The slow path (passes,
@@ -22,11 +25,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
+from .documents import Documents, SizeLimit
 from .features import (build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
                        formatting, hover, line_map, navigation, rename, semantic_tokens,
                        signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
 from .stdio import start_stdio
+from .tcp import start_tcp
 
 NAME = "relaylens"
 log = logging.getLogger("relaylens.server")
@@ -79,18 +84,22 @@ class RelayLensProtocol(LanguageServerProtocol):
 class RelayLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(NAME, _version(), protocol_cls=RelayLensProtocol)
-        self.analyses = Analyses()
+        limit = SizeLimit()
+        self.documents = Documents(self, limit)
+        self.analyses = Analyses(limit)
         self.diagnostics = diagnostics.DiagnosticStore(self)
         self.builds = Builds(self)
 
 
 def _lifecycle(server: RelayLensServer) -> None:
-    """initializationOptions configure the builds; the worker starts once the client is
-    ready (so the first build does not wait for its imports) and stops at shutdown."""
+    """initializationOptions configure the builds and the size limit; the worker starts
+    once the client is ready (so the first build does not wait for its imports) and stops
+    at shutdown."""
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
         server.builds.configure(params.initialization_options)
+        server.documents.limit.configure(params.initialization_options)
 
     @server.feature(lsp.INITIALIZED)
     def initialized(params: lsp.InitializedParams) -> None:
@@ -116,6 +125,6 @@ def serve(tcp: bool = False, port: int = 2087) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     server = build()
     if tcp:
-        server.start_tcp("127.0.0.1", port)
+        start_tcp(server, port)
     else:
         start_stdio(server)

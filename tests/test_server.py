@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcMethodNotFound
+from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from relaylens.compiler.diagnostics import Diagnostic, Severity
@@ -270,9 +270,10 @@ async def test_garbage_never_kills_the_server(client: LanguageClient) -> None:
         client.protocol.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     with pytest.raises(JsonRpcMethodNotFound):  # an unknown method is a proper LSP error, not a crash
         await client.protocol.send_request_async("relaylens/noSuchMethod", {})
-    # requests about a document nobody opened answer too
+    # requests about a document nobody opened are answered too: with an error saying why
     unknown = lsp.TextDocumentIdentifier("file:///nowhere/missing.relay")
-    assert await client.text_document_hover_async(lsp.HoverParams(unknown, pos(0, 0))) is None
+    with pytest.raises(JsonRpcException, match="missing.relay is not open in the editor"):
+        await client.text_document_hover_async(lsp.HoverParams(unknown, pos(0, 0)))
     # and a valid document still gets answers
     uri, diags = await open_doc(client, "after.relay", GRAPH)
     assert diags == []

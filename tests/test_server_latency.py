@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from relaylens.server.analysis import Analyses
+from relaylens.server.documents import Document
 from relaylens.server.features import diagnostics
 from relaylens.server.features.diagnostics import COALESCE_SECONDS, DEBOUNCE_SECONDS, DiagnosticStore
 from relaylens.server.slow import worker
@@ -30,8 +31,8 @@ class StandIn:
     """What DiagnosticStore reads of the server: one document, the analyses, the publisher."""
 
     def __init__(self) -> None:
-        self.doc = SimpleNamespace(version=1, source=TEXT)
-        self.workspace = SimpleNamespace(get_text_document=lambda uri: self.doc)
+        self.doc = Document(URI, 1, TEXT, opened=True)
+        self.documents = SimpleNamespace(opened=lambda uri: self.doc)
         self.analyses = Analyses()
         self.published: list = []
 
@@ -153,7 +154,7 @@ def _answers(stdout: bytes) -> list[dict]:
 @pytest.mark.parametrize("stdin_is", ["pipe", "file"])
 def test_a_session_over_stdio(stdin_is: str, tmp_path: Path) -> None:
     """A pipe is read on the event loop; a regular file (which the loop cannot watch)
-    falls back to pygls's threaded reader.  Either way: answers, then exit status 0."""
+    is read in a thread.  Either way: answers, then exit status 0."""
     command = [sys.executable, "-m", "relaylens.server"]
     if stdin_is == "pipe":
         done = subprocess.run(command, input=_session(), capture_output=True, timeout=60)

@@ -62,17 +62,21 @@ def guarded(default: Any = None) -> Callable:
     return wrap
 
 
+def text_for(server: "RelayLensServer", uri: str) -> str | None:
+    """The document's text as it is now (None for a `relaylens:` document); a document
+    the server will not read raises `Unreadable` (server/documents.py)."""
+    return None if is_virtual(uri) else server.documents.get(uri).text
+
+
 def analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
-    """The analysis a request reads, or None for a document we cannot read."""
+    """The analysis a request reads (None for a `relaylens:` document); a document the
+    server will not read raises `Unreadable` (server/documents.py), the client's answer."""
     if is_virtual(uri):  # LLVM IR or a snapshot (a `relaylens:` document): not analysed
         return None
-    try:
-        doc = server.workspace.get_text_document(uri)
-        text = doc.source
-    except Exception:  # noqa: BLE001 -- an unknown URI or an unreadable file
-        log.info("no document for %s", uri)
-        return None
-    return server.analyses.for_request(uri, doc.version, text)
+    doc = server.documents.get(uri)
+    if not doc.opened:
+        return server.analyses.of_file(uri, doc.text)
+    return server.analyses.for_request(uri, doc.version, doc.text)
 
 
 def current_analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
@@ -80,10 +84,7 @@ def current_analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | Non
     for answers laid over that text: edits, semantic tokens, folding ranges."""
     if is_virtual(uri):  # LLVM IR or a snapshot (a `relaylens:` document): not analysed
         return None
-    try:
-        doc = server.workspace.get_text_document(uri)
-        text = doc.source
-    except Exception:  # noqa: BLE001
-        log.info("no document for %s", uri)
-        return None
-    return server.analyses.current(uri, doc.version, text)
+    doc = server.documents.get(uri)
+    if not doc.opened:
+        return server.analyses.of_file(uri, doc.text)
+    return server.analyses.current(uri, doc.version, doc.text)

@@ -89,12 +89,10 @@ def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
     and marked stale, until a build of this version replaces them: the file does not jump
     on every edit as lenses go and come back."""
     latest = server.builds.find(uri, None)
-    try:
-        text = server.workspace.get_text_document(uri).source
-    except Exception:  # noqa: BLE001 -- not a document we can read
+    doc = server.documents.opened(uri)
+    if latest is None or doc is None:
         return []
-    if latest is None:
-        return []
+    text = doc.source
     now = Source(uri, text)
     why = "rebuilding…" if server.builds.building(uri) else "out of date (the text has errors)"
     old = latest.report.text

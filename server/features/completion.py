@@ -30,7 +30,7 @@ from ...compiler.ir.expr import Var
 from ...compiler.ir.span import Source
 from ...compiler.printer import print_type
 from ..syntax import DTYPES, common_prefix, cursor_context, known_ops, map_offset, typed_binders
-from . import guarded, log
+from . import guarded, text_for
 from .hover import signature as global_signature
 
 if TYPE_CHECKING:
@@ -213,9 +213,7 @@ def register(server: "RelayLensServer") -> None:
     @guarded()
     def completion(params: lsp.CompletionParams) -> lsp.CompletionList | None:
         uri = params.text_document.uri
-        try:
-            text = server.workspace.get_text_document(uri).source
-        except Exception:  # noqa: BLE001
-            log.info("no document for %s", uri)
+        text = text_for(server, uri)
+        if text is None:
             return None
         return complete(server, uri, text, params.position)

@@ -65,11 +65,14 @@ class DiagnosticStore:
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
 
     def analyse_now(self, uri: str) -> None:
-        doc = self.server.workspace.get_text_document(uri)
+        """Analyse the opened document (a closed one: nothing) and publish."""
+        doc = self.server.documents.opened(uri)
+        if doc is None:
+            return
         version = doc.version
-        analysis = self.server.analyses.update(uri, version, doc.source)
-        current = self.server.workspace.get_text_document(uri).version
-        if current != version:  # a newer edit arrived; its own run will publish
+        analysis = self.server.analyses.update(uri, version, doc.text)
+        current = self.server.documents.opened(uri)
+        if current is None or current.version != version:  # a newer edit arrived; its own run will publish
             return
         items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.diagnostics]
         self.set(FAST, uri, version, items)

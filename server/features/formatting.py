@@ -3,6 +3,7 @@
 The printer writes what the IR holds, so formatting refuses (no edit, and a
 window/showMessage saying why) whenever that would lose something the user wrote:
 
+* a document over the size limit (only parsed: analysis.py);
 * syntax or name errors (a statement the parser dropped, `__error__` in the IR);
 * comments other than the printer's own `/* ty=... span=... */` annotations, which the
   printer cannot place back;
@@ -83,6 +84,8 @@ def _errors(result) -> list:
 
 def _check(analysis: "Analysis") -> tuple[bool, bool]:
     """Refusal unless the document can be printed without loss; which annotations it has."""
+    if analysis.syntax_only:
+        raise Refusal("the document is over the size limit, so it is only parsed (see its diagnostic)")
     result, source = analysis.result, analysis.source
     scan = result.scan
     errors = _errors(result)

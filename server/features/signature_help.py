@@ -17,7 +17,7 @@ from pygls.capabilities import get_capability
 from .. import convert
 from ...compiler.ir.span import Source
 from ..syntax import cursor_context, known_ops
-from . import guarded, log
+from . import guarded, text_for
 from .hover import _type_text, signature as global_signature
 
 if TYPE_CHECKING:
@@ -86,10 +86,8 @@ def register(server: "RelayLensServer") -> None:
     @guarded()
     def signature_help(params: lsp.SignatureHelpParams) -> lsp.SignatureHelp | None:
         uri = params.text_document.uri
-        try:
-            text = server.workspace.get_text_document(uri).source
-        except Exception:  # noqa: BLE001
-            log.info("no document for %s", uri)
+        text = text_for(server, uri)
+        if text is None:
             return None
         offset = convert.offset(Source(uri, text), params.position)
         cursor = cursor_context(text, offset)

@@ -153,11 +153,10 @@ class Builds:
 
     # ---- queries ----------------------------------------------------------------------
     def current(self, uri: str) -> Built | None:
-        try:
-            doc = self.server.workspace.get_text_document(uri)
-            version, text = doc.version, doc.source
-        except Exception:  # noqa: BLE001 -- not a document we can read
+        doc = self.server.documents.opened(uri)
+        if doc is None:
             return None
+        version, text = doc.version, doc.text
         return next((b for b in reversed(self.reports.get(uri, ()))
                      if b.report.version == version and b.report.text == text), None)
 
@@ -204,18 +203,16 @@ class Builds:
         self._cancel_timer(uri)
         if not self.enabled:
             return
-        try:
-            doc = self.server.workspace.get_text_document(uri)
-            text = doc.source
-        except Exception:  # noqa: BLE001 -- gone or unreadable: nothing to build
+        doc = self.server.documents.opened(uri)
+        if doc is None:  # only what the client opened is built
             return
-        version = doc.version
+        version, text = doc.version, doc.text
         analysis = self.server.analyses.latest(uri)
         if analysis is None or analysis.version != version or analysis.source.text != text:
             self.server.diagnostics.cancel(uri)  # the fast path comes first
             self.server.diagnostics.analyse_now(uri)
             analysis = self.server.analyses.latest(uri)
-        if analysis is None or any(d.is_error for d in analysis.diagnostics):
+        if analysis is None or analysis.syntax_only or any(d.is_error for d in analysis.diagnostics):
             self._void_jobs(uri)
             self._publish(uri, version, [])
             self._unbuilt[uri] = version
@@ -394,10 +391,8 @@ class Builds:
 
     # ---- helpers ----------------------------------------------------------------------
     def _version(self, uri: str) -> int | None:
-        try:
-            return self.server.workspace.get_text_document(uri).version
-        except Exception:  # noqa: BLE001
-            return None
+        doc = self.server.documents.opened(uri)
+        return None if doc is None else doc.version
 
     def _due(self, uri: str, version: int | None) -> bool:
         """A build of that version (None: any) is due or under way."""
@@ -411,7 +406,7 @@ class Builds:
         if not self.enabled:
             return "builds are turned off (initializationOptions build.enabled)"
         if uri in self._unbuilt and self._unbuilt[uri] == (version if version is not None else self._version(uri)):
-            return f"version {self._unbuilt[uri]} of {uri} has errors; it is not built"
+            return f"version {self._unbuilt[uri]} of {uri} has errors or is over the size limit; it is not built"
         kept = [b.report.version for b in self.reports.get(uri, ())]
         if version is not None and kept:
             return (f"version {version} of {uri} is not kept (kept: "
