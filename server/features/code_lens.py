@@ -92,7 +92,7 @@ def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
     doc = server.documents.opened(uri)
     if latest is None or doc is None:
         return []
-    text = doc.source
+    text = doc.text
     now = Source(uri, text)
     why = "rebuilding…" if server.builds.building(uri) else "out of date (the text has errors)"
     old = latest.report.text
