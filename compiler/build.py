@@ -28,6 +28,7 @@ from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
 from .transform.infra import Pass, PassInstrument, Snapshot
 
 RELAY_BUILD_PIPELINE = (
+    "RemoveUnusedFunctions",
     "SimplifyInference",
     "EliminateCommonSubexpr",
     "SimplifyExpr",
@@ -40,7 +41,7 @@ RELAY_BUILD_PIPELINE = (
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "RemoveUnusedFunctions", "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
+    "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
     "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis", "CanonicalizeCast",
     "FlattenAtrousConv", "AlterOpLayout", "SimplifyExprPostAlterOp", "FastMath", "PlanDevices",
 )
