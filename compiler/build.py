@@ -34,6 +34,7 @@ RELAY_BUILD_PIPELINE = (
     "SimplifyExpr",
     "FoldConstant",
     "SimplifyExpr",
+    "CanonicalizeCast",
     "CanonicalizeOps",
     "InferType",
     "FoldConstant",
@@ -42,7 +43,7 @@ RELAY_BUILD_PIPELINE = (
 )
 NOT_IMPLEMENTED = (
     "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
-    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis", "CanonicalizeCast",
+    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
     "FlattenAtrousConv", "AlterOpLayout", "SimplifyExprPostAlterOp", "FastMath", "PlanDevices",
 )
 
