@@ -37,6 +37,7 @@ RELAY_BUILD_PIPELINE = (
     "CanonicalizeCast",
     "CanonicalizeOps",
     "InferType",
+    "SimplifyExprPostAlterOp",
     "FoldConstant",
     "FuseOps",
     "InferType",
@@ -44,7 +45,7 @@ RELAY_BUILD_PIPELINE = (
 NOT_IMPLEMENTED = (
     "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
     "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
-    "FlattenAtrousConv", "AlterOpLayout", "SimplifyExprPostAlterOp", "FastMath", "PlanDevices",
+    "FlattenAtrousConv", "AlterOpLayout", "FastMath", "PlanDevices",
 )
 
 

@@ -9,3 +9,4 @@ from . import eliminate_common_subexpr  # noqa: F401
 from . import dead_code_elimination  # noqa: F401
 from . import remove_unused_functions  # noqa: F401
 from . import canonicalize_cast  # noqa: F401
+from . import simplify_expr_post_alter_op  # noqa: F401
