@@ -29,6 +29,7 @@ from .transform.infra import Pass, PassInstrument, Snapshot
 
 RELAY_BUILD_PIPELINE = (
     "RemoveUnusedFunctions",
+    "ToBasicBlockNormalForm",
     "SimplifyInference",
     "EliminateCommonSubexpr",
     "SimplifyExpr",
@@ -43,7 +44,7 @@ RELAY_BUILD_PIPELINE = (
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
+    "qnn.Legalize", "Legalize", "CombineParallelConv2D",
     "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
     "FlattenAtrousConv", "AlterOpLayout", "FastMath", "PlanDevices",
 )
