@@ -37,6 +37,7 @@ RELAY_BUILD_PIPELINE = (
     "SimplifyExpr",
     "CanonicalizeCast",
     "CanonicalizeOps",
+    "FlattenAtrousConv",
     "InferType",
     "SimplifyExprPostAlterOp",
     "FoldConstant",
@@ -46,7 +47,7 @@ RELAY_BUILD_PIPELINE = (
 NOT_IMPLEMENTED = (
     "qnn.Legalize", "Legalize", "CombineParallelConv2D",
     "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
-    "FlattenAtrousConv", "AlterOpLayout", "FastMath", "PlanDevices",
+    "AlterOpLayout", "FastMath", "PlanDevices",
 )
 
 
