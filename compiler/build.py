@@ -41,13 +41,14 @@ RELAY_BUILD_PIPELINE = (
     "InferType",
     "SimplifyExprPostAlterOp",
     "FoldConstant",
+    "PlanDevices",
     "FuseOps",
     "InferType",
 )
 NOT_IMPLEMENTED = (
     "qnn.Legalize", "Legalize", "CombineParallelConv2D",
     "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
-    "AlterOpLayout", "FastMath", "PlanDevices",
+    "AlterOpLayout", "FastMath",
 )
 
 
