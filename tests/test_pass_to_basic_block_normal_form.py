@@ -230,10 +230,14 @@ def test_the_first_users_scope_decides_as_in_tvm():
 
 
 def test_a_long_dataflow_chain_needs_no_recursion():
-    lines = ["def @main(%x: float32) {", "  %0 = add(%x, 1f);"]
+    lines = ["def @main(%x: float32, %c: bool) {", "  %0 = add(%x, 1f);"]
     lines += [f"  %{i} = add(%{i - 1}, 1f);" for i in range(1, 5000)]
-    lines += ["  %4999\n}"]
-    check("\n".join(lines))
+    mod = parse("\n".join(lines + ["  if (%c) { %4999 } else { negative(%4999) }\n}"]))
+    out = normalise(mod)  # the chain's end is shared by both branches: bound before the if
+    assert isinstance(out["main"].body, Let) and basic_block_violations(out["main"]) == set()
+    assert float(interpret(out, np.float32(1), np.array(False))) == -5001.0
+    pure = parse("\n".join(lines + ["  %4999\n}"]))
+    assert normalise(pure) is pure  # without a scope: the same module, no graph built
 
 
 def test_primitive_and_external_functions_are_left_alone():

@@ -26,7 +26,8 @@ basic block of its own: this pass gives it one.
    let's variable: `let %x = 4f; let %y = %x; %x` becomes `...; %y`.
 
 So a dataflow graph with no `if`, `match`, `let` or local function comes back as it
-is (the same object), and so does anything already in basic block normal form.
+is (the same object, without building the graph), and so does anything already in
+basic block normal form.
 `Primitive=1` functions are not entered, functions with a `Compiler` attribute are
 skipped, as in TVM.
 
@@ -70,7 +71,7 @@ from ...ir.expr import (
     TupleGetItem,
     Var,
 )
-from ...ir.functor import post_order
+from ...ir.functor import children, post_order
 from ...ir.module import IRModule
 from ..infra import ModulePass, PassContext, register_pass
 from ..names import NameSupply
@@ -370,7 +371,17 @@ def basic_block_violations(func: Function) -> set[Expr]:
     return {e for e in DependencyGraph(func).scopes() if not isinstance(e, ATOMS)}
 
 
+def has_scopes(func: Function) -> bool:
+    """Whether `func`'s body opens a scope (if, match, let, local function); without one
+    every node shares the body's scope and the pass has nothing to do."""
+    expand = lambda e: () if isinstance(e, Function) and e is not func else children(e)  # noqa: E731
+    return any(isinstance(n, (If, Match, Let)) or (isinstance(n, Function) and n is not func)
+               for n in post_order(func, expand))
+
+
 def to_basic_block_normal_form(func: Function) -> Function:
+    if not has_scopes(func):
+        return func
     graph = DependencyGraph(func)
     lifted = graph.scopes()
     names = NameSupply(prefix="")
