@@ -28,21 +28,27 @@ from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
 from .transform.infra import Pass, PassInstrument, Snapshot
 
 RELAY_BUILD_PIPELINE = (
+    "RemoveUnusedFunctions",
+    "ToBasicBlockNormalForm",
     "SimplifyInference",
     "EliminateCommonSubexpr",
     "SimplifyExpr",
     "FoldConstant",
     "SimplifyExpr",
+    "CanonicalizeCast",
     "CanonicalizeOps",
+    "FlattenAtrousConv",
     "InferType",
+    "SimplifyExprPostAlterOp",
     "FoldConstant",
+    "PlanDevices",
     "FuseOps",
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "RemoveUnusedFunctions", "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
-    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis", "CanonicalizeCast",
-    "FlattenAtrousConv", "AlterOpLayout", "SimplifyExprPostAlterOp", "FastMath", "PlanDevices",
+    "qnn.Legalize", "Legalize", "CombineParallelConv2D",
+    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
+    "AlterOpLayout", "FastMath",
 )
 
 

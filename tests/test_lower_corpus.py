@@ -15,18 +15,8 @@ from relaylens.compiler.lower.runtime.jit import JIT
 
 # Files whose fused functions cannot be lowered, by design, and the message that says so.
 NOT_LOWERED = {
-    "012.relay": "unknown (?) dimensions",
-    "016.relay": "expected a tensor, found FuncType",
-    "019.relay": "expected a tensor, found TypeCall",
-    "035.relay": "no lowering for operator memory.kill",
-    "036.relay": "no lowering for operator memory.kill",
-    "037.relay": "no lowering for operator memory.kill",
-    "072.relay": "its type is unknown",
     "077.relay": "unknown (?) dimensions",
     "089.relay": "expected a tensor, found TypeVar",
-    "093.relay": "expected a tensor, found FuncType",
-    "094.relay": "expected a tensor, found FuncType",
-    "095.relay": "expected a tensor, found FuncType",
     "132.relay": "unknown (?) dimensions",
     "134.relay": "unknown (?) dimensions",
     "136.relay": "its type is unknown",

@@ -178,3 +178,13 @@ def test_fuse_ops_records_no_spans_with_the_si_builder_off():
                **{"ir.enable_si_builder": False})
     call = out["main"].body
     assert call.span is None and call.op.span is None and call.op.params[0].span is None
+
+
+def test_non_computational_annotations_stay_outside_around_fused_calls():
+    # TVM's FuseMutator leaves TNonComputational calls (on_device) where they are
+    out = fuse(f"def @main(%x: {T}) {{\n  let %v = on_device(nn.relu(exp(%x)), virtual_device=meta[VirtualDevice][0], "
+               "constrain_result=True);\n  negative(%v)\n}")
+    assert groups(out) == ["fused_exp_nn.relu", "fused_negative"]
+    assert unfused_ops(out) == ["on_device"]
+    wrapped = out["main"].body.value
+    assert wrapped.op.name == "on_device" and wrapped.args[0].op.is_primitive

@@ -7,3 +7,9 @@ from . import canonicalize_ops  # noqa: F401
 from . import simplify_expr  # noqa: F401
 from . import eliminate_common_subexpr  # noqa: F401
 from . import dead_code_elimination  # noqa: F401
+from . import remove_unused_functions  # noqa: F401
+from . import canonicalize_cast  # noqa: F401
+from . import simplify_expr_post_alter_op  # noqa: F401
+from . import to_basic_block_normal_form  # noqa: F401
+from . import flatten_atrous_conv  # noqa: F401
+from . import plan_devices  # noqa: F401

@@ -22,10 +22,12 @@ Algorithm (TVM's, reference §8.1; our own code).  Per global function:
 4. Each group becomes `fn (%p0, ..., Primitive=1) { ... }` called in place; arguments
    from other groups become parameters `p0, p1, ...` in first-use order.
    `annotation.stop_fusion` is a barrier and disappears; primitive functions already in
-   the input are left as they are.
+   the input are left as they are.  Non-computational ops (`on_device`, `call_lowered`,
+   the memory and vm dialects: fold_constant.NON_COMPUTATIONAL) stay outside, rebuilt
+   around their fused arguments, as TVM's FuseMutator leaves TNonComputational calls.
 
-Expects typed input (required: InferType).  Guarantees: every operator call sits inside
-a primitive function.
+Expects typed input (required: InferType).  Guarantees: every operator call but the
+non-computational ones sits inside a primitive function.
 
 Spans: calls and projections moved into a fused function keep their own spans; the
 fused function's span covers them (one document range per source, plus their frontend
@@ -47,6 +49,7 @@ from ...ir.span import cover, sequential
 from ...ir.types import TensorType, TupleType
 from ...ops import OpPattern, get_op
 from ..infra import FunctionPass, PassContext, register_pass
+from .fold_constant import NON_COMPUTATIONAL
 
 ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
 COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_EWISE_FUSABLE,
@@ -382,6 +385,8 @@ class _Fuser(ExprMutator):
             return self.rebuild(call)
         if call.op.name == STOP_FUSION:
             return self.result(call.args[0])
+        if call.op.name in NON_COMPUTATIONAL:  # annotations (on_device...) stay outside, as in TVM
+            return self.rebuild(call)
         group = self.group_of[call].find()
         args = tuple(self.argument(a, group) for a in call.args)
         new = call if all(a is b for a, b in zip(args, call.args)) else dataclasses.replace(call, args=args)

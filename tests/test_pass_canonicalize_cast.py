@@ -1,0 +1,170 @@
+"""CanonicalizeCast: TVM's test_pass_canonicalize_cast.py case as Relay text (spans
+included), the visiting order that decides which use keeps the cast, what is not copied,
+numerics with the interpreter, and the span invariant."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relaylens.compiler.interpreter import interpret
+from relaylens.compiler.ir.structural import assert_structural_equal, structural_equal
+from relaylens.compiler.printer import print_module
+from relaylens.compiler.transform import PassContext, get_pass
+from relaylens.compiler.transform.span_check import spanless
+
+from conftest import _parse_ok
+
+HEADER = '#[version = "0.0.5"]\n'
+
+
+def parse(text: str, name: str = "cast.relay"):
+    return _parse_ok(HEADER + text + " /* span=main:0:0 */", name)
+
+
+def canonicalize(mod, opt_level: int = 3):
+    with PassContext(opt_level=opt_level):
+        return get_pass("CanonicalizeCast")(mod)
+
+
+def check_golden(before: str, expected: str):
+    mod = parse(before, "before.relay")
+    printed = print_module(mod, spans=True)
+    out = canonicalize(mod)
+    assert print_module(mod, spans=True) == printed, "the input module changed"
+    want = parse(expected, "expected.relay")
+    assert_structural_equal(out, want, spans=True)
+    assert not structural_equal(mod, want), "the golden does not tell the rewrite from its input"
+    assert spanless(out) == []
+    return mod, out
+
+
+def unchanged(text: str) -> None:
+    mod = parse(text)
+    assert canonicalize(mod) is mod
+
+
+CONV = ("%data: Tensor[(1, 16, 7, 7), int8] /* span=data:0:0 */, %weight: Tensor[(16, 16, 3, 3), int8] "
+        "/* span=weight:0:0 */, %bias1: Tensor[(16, 1, 1), int32] /* span=b1:0:0 */, "
+        "%bias2: Tensor[(16, 1, 1), int32] /* span=b2:0:0 */")
+
+
+def test_tvm_canonicalize_cast_gives_the_second_add_its_own_cast():
+    mod, out = check_golden(
+        f"""def @main({CONV}) {{
+  %0 = nn.conv2d(%data, %weight, padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3], out_dtype="int8") /* span=conv:0:0 */;
+  %1 = cast(%0, dtype="int32") /* span=cast:0:0 */;
+  %2 = add(%1, %bias1) /* span=add1:0:0 */;
+  %3 = add(%1, %bias2) /* span=add2:0:0 */;
+  add(%2, %3) /* span=add3:0:0 */
+}}""",
+        f"""def @main({CONV}) {{
+  %0 = nn.conv2d(%data, %weight, padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3], out_dtype="int8") /* span=conv:0:0 */;
+  %1 = cast(%0, dtype="int32") /* span=cast:0:0 */;
+  %2 = add(%1, %bias1) /* span=add1:0:0 */;
+  %3 = cast(%0, dtype="int32") /* span=cast:0:0 */;
+  %4 = add(%3, %bias2) /* span=add2:0:0 */;
+  add(%2, %4) /* span=add3:0:0 */
+}}""")
+    rng = np.random.default_rng(0)
+    args = (rng.integers(-3, 4, (1, 16, 7, 7), dtype=np.int8), rng.integers(-2, 3, (16, 16, 3, 3), dtype=np.int8),
+            rng.integers(-100, 100, (16, 1, 1), dtype=np.int32), rng.integers(-100, 100, (16, 1, 1), dtype=np.int32))
+    np.testing.assert_array_equal(interpret(out, *args), interpret(mod, *args))
+    copy = out["main"].body.args[1].args[0]
+    assert copy.ty == out["main"].body.args[0].args[0].ty  # the copy keeps the cast's type
+
+
+X8 = "%x: Tensor[(4), int8] /* span=x:0:0 */"
+
+
+def test_the_outer_use_is_counted_before_the_uses_inside_its_later_arguments():
+    # TVM counts add's first argument before visiting exp(%0): the exp gets the copy
+    mod, out = check_golden(
+        f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %1 = exp(%0) /* span=exp:0:0 */;
+  add(%0, %1) /* span=add:0:0 */
+}}""",
+        f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %1 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %2 = exp(%1) /* span=exp:0:0 */;
+  add(%0, %2) /* span=add:0:0 */
+}}""")
+    add, original = out["main"].body, mod["main"].body.args[0]
+    assert add.args[0] is original and add.args[1].args[0] is not original
+
+
+def test_three_elementwise_uses_get_two_copies_and_other_uses_share_the_original():
+    mod, out = check_golden(
+        f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %1 = reshape(%0, newshape=[2, 2]) /* span=r:0:0 */;
+  %2 = exp(%0) /* span=e:0:0 */;
+  %3 = log(%0) /* span=l:0:0 */;
+  %4 = multiply(%0, %0) /* span=m:0:0 */;
+  (%1, %2, %3, %4) /* span=t:0:0 */
+}}""",
+        f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %1 = reshape(%0, newshape=[2, 2]) /* span=r:0:0 */;
+  %2 = exp(%0) /* span=e:0:0 */;
+  %3 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %4 = log(%3) /* span=l:0:0 */;
+  %5 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %6 = cast(%x, dtype="float32") /* span=c:0:0 */;
+  %7 = multiply(%5, %6) /* span=m:0:0 */;
+  (%1, %2, %4, %7) /* span=t:0:0 */
+}}""")
+    x = np.array([1, 2, 3, 4], dtype=np.int8)
+    for a, b in zip(interpret(out, x), interpret(mod, x)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_a_chain_of_up_casts_is_copied_where_each_is_shared():
+    check_golden(
+        f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="int16") /* span=c16:0:0 */;
+  %1 = cast(%0, dtype="int32") /* span=c32:0:0 */;
+  %2 = negative(%0) /* span=n:0:0 */;
+  %3 = abs(%1) /* span=a:0:0 */;
+  %4 = negative(%1) /* span=m:0:0 */;
+  (%2, %3, %4) /* span=t:0:0 */
+}}""",
+        # negative reads %0 first; abs visits %1, whose read of %0 is the second (a copy);
+        # the second read of %1 copies %1 as rebuilt, so both int32 casts read the copy
+        f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="int16") /* span=c16:0:0 */;
+  %1 = negative(%0) /* span=n:0:0 */;
+  %2 = cast(%x, dtype="int16") /* span=c16:0:0 */;
+  %3 = cast(%2, dtype="int32") /* span=c32:0:0 */;
+  %4 = abs(%3) /* span=a:0:0 */;
+  %5 = cast(%2, dtype="int32") /* span=c32:0:0 */;
+  %6 = negative(%5) /* span=m:0:0 */;
+  (%1, %4, %6) /* span=t:0:0 */
+}}""")
+
+
+def test_down_casts_same_width_casts_and_single_uses_are_left_alone():
+    unchanged("""def @main(%x: Tensor[(4), int32]) {
+  %0 = cast(%x, dtype="int8");
+  %1 = cast(%x, dtype="float32");
+  (add(%0, %0), add(%1, %1), exp(cast(%x, dtype="float64")))
+}""")
+
+
+def test_uses_by_non_elementwise_ops_are_not_counted():
+    unchanged("""def @main(%x: Tensor[(1, 4, 4, 4), int8], %w: Tensor[(4, 4, 1, 1), float32]) {
+  %0 = cast(%x, dtype="float32");
+  %1 = nn.conv2d(%0, %w, kernel_size=[1, 1]);
+  %2 = nn.max_pool2d(%0, pool_size=[2, 2]);
+  (%1, %2, exp(%0))
+}""")
+
+
+def test_runs_from_opt_level_3():
+    mod = parse(f"""def @main({X8}) {{
+  %0 = cast(%x, dtype="int32");
+  add(%0, %0)
+}}""")
+    assert canonicalize(mod, opt_level=2) is mod
+    assert canonicalize(mod, opt_level=3) is not mod
