@@ -92,7 +92,8 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
                 current = p.name
                 mod = p(mod)
                 for d in getattr(p, "diagnostics", ()):
-                    result.diagnostics.append(d)
+                    if d not in result.diagnostics:  # a pass run twice says it once
+                        result.diagnostics.append(d)
     except Exception as err:  # a bug in a pass: say which, keep what was built
         if strict:
             raise

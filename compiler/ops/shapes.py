@@ -11,6 +11,7 @@ from typing import Sequence
 
 from ..ir.attrs import IntImm
 from ..ir.types import ANY, TensorType, TupleType, Type
+from .budget import fields_problem, rank_problem
 from .registry import OpTypeError
 
 Dim = int | type(ANY)  # type: ignore[valid-type]
@@ -72,6 +73,23 @@ def product(ds: Sequence[Dim]) -> Dim:
 def same_dim(a: Dim, b: Dim) -> bool:
     """Could two dimensions be equal (a `?` could be anything)?"""
     return not known(a, b) or a == b
+
+
+def check_rank(rank: int, what: str) -> int:
+    """`rank`, or an OpTypeError when a result of that rank is over the budget (budget.py):
+    asked before a relation builds a shape whose rank comes from a number."""
+    problem = rank_problem(rank, what)
+    if problem is not None:
+        raise OpTypeError(problem)
+    return rank
+
+
+def check_fields(count: int, what: str) -> int:
+    """`count`, or an OpTypeError when a tuple of that many fields is over the budget."""
+    problem = fields_problem(count, what)
+    if problem is not None:
+        raise OpTypeError(problem)
+    return count
 
 
 def axis_index(axis: int, ndim: int, what: str = "axis", arg: int | None = None) -> int:
