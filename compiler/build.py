@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check import CheckResult, check_text
+from .check import MAX_SOURCE_CHARS, CheckResult, check_text
 from .diagnostics import Diagnostic, Severity
 from .ir.expr import Function
 from .ir.module import IRModule
@@ -105,9 +105,11 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
     return result
 
 
-def build_text(text: str, name: str = "<input>", **options: Any) -> BuildResult:
-    """Check the text; when it has no errors, build it."""
-    checked = check_text(text, name)
+def build_text(text: str, name: str = "<input>", max_chars: int | None = MAX_SOURCE_CHARS,
+               **options: Any) -> BuildResult:
+    """Check the text (at most `max_chars` characters of it, see check.py); when it has no
+    errors, build it."""
+    checked = check_text(text, name, max_chars=max_chars)
     if any(d.is_error for d in checked.diagnostics):
         result = BuildResult(name, checked)
         result.diagnostics = list(checked.diagnostics)
