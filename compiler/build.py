@@ -86,13 +86,15 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
         result.snapshots = recorder.snapshots
         return result
     current = ""
+    reported: set = set()
     try:
         with PassContext(opt_level=opt_level, config=dict(config or {}), instruments=instruments):
             for p in pipeline.passes:
                 current = p.name
                 mod = p(mod)
                 for d in getattr(p, "diagnostics", ()):
-                    if d not in result.diagnostics:  # a pass run twice says it once
+                    if (d.source, d.span) not in reported:  # a pass run twice: once per place
+                        reported.add((d.source, d.span))
                         result.diagnostics.append(d)
     except Exception as err:  # a bug in a pass: say which, keep what was built
         if strict:

@@ -59,7 +59,7 @@ def constant_bytes(mod: IRModule) -> int:
 
 def human(nbytes: int) -> str:
     """`1.5 GiB`, `64 MiB`, `12 bytes`."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if nbytes >= 1 << shift:
             value = nbytes / (1 << shift)
             return f"{value:.3g} {unit}"
@@ -84,7 +84,7 @@ class FoldBudget:
             budget = f"the folding budget ({MAX_BYTES} = {human(self.max_bytes)})"
             if self.spent:
                 budget = f"the {human(max(self.max_bytes - self.spent, 0))} left of {budget}"
-            return f"not folded: the {name} result needs {human(cost)}, more than {budget}"
+            return f"not folded: computing {name} here needs {human(cost)}, more than {budget}"
         self.spent += cost
         return None
 
