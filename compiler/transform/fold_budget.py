@@ -19,11 +19,11 @@ a bounded multiple of the model's own weights for folding.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..ir.expr import Call, Constant, Expr, Tuple
+from ..ir.expr import Constant, Expr, Tuple
 from ..ir.functor import post_order
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
@@ -92,11 +92,12 @@ class FoldBudget:
 def fold_cost(name: str, attrs: Any, args: Sequence[Any]) -> int | None:
     """The bytes folding `name(*args)` allocates: its result (from the op's type relation
     on the arguments' shapes, or from their values for an op whose result shape is one),
-    plus its compute's scratch memory.  None when that cannot be told without running it,
-    or when the relation rejects the arguments (the fold fails anyway)."""
+    plus its compute's scratch memory; None when that cannot be told without running it.
+    0 for an op the library does not know or whose relation rejects the arguments: the
+    interpreter refuses those before computing anything."""
     opdef = get_op(name)
     if opdef is None or opdef.type_relation is None:
-        return None
+        return 0
     types = [_value_type(a) for a in args]
     try:
         normalized = opdef.normalize_attrs(attrs)
@@ -117,15 +118,20 @@ def type_bytes(ty: Type) -> int | None:
     if isinstance(ty, TensorType):
         if not ty.is_static:
             return None
-        try:
-            itemsize = np.dtype(ty.dtype).itemsize
-        except TypeError:
-            return None
-        return math.prod(int(d) for d in ty.shape) * itemsize
+        return math.prod(int(d) for d in ty.shape) * _itemsize(ty.dtype)
     if isinstance(ty, TupleType):
         sizes = [type_bytes(f) for f in ty.fields]
         return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
     return None
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element (bfloat16 too, whether or not numpy knows it)."""
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        digits = "".join(c for c in dtype if c.isdigit())
+        return max(int(digits or 8) // 8, 1)
 
 
 def _value_type(value: Any) -> Type:
@@ -140,7 +146,7 @@ def _value_shaped_bytes(name: str, args: Sequence[Any], result: Type) -> int | N
     if not isinstance(result, TensorType):
         return None
     try:
-        itemsize = np.dtype(result.dtype).itemsize
+        itemsize = _itemsize(result.dtype)
         if name == "arange":
             start, stop, step = (float(np.asarray(a).reshape(())) for a in args)
             return max(math.ceil((stop - start) / step), 0) * itemsize if step else 0
@@ -164,12 +170,12 @@ def _scratch_bytes(name: str, attrs: Any, args: Sequence[Any], result: Type) -> 
     return groups * (weight.size // channels) * ((out or 0) // channels)
 
 
-def call_value_args(call: Call) -> list[Any]:
-    """The values of a call's constant arguments (numpy arrays, tuples of them)."""
+def constant_values(exprs: Iterable[Expr]) -> list[Any]:
+    """The values of constants and tuples of them (numpy arrays, tuples of arrays)."""
 
     def value(expr: Expr) -> Any:
         if isinstance(expr, Tuple):
             return tuple(value(f) for f in expr.fields)
         return expr.data if isinstance(expr, Constant) else None
 
-    return [value(a) for a in call.args]
+    return [value(e) for e in exprs]

@@ -66,7 +66,7 @@ from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
 from ...ir.types import TensorType
 from ...ops import get_op
-from ..fold_budget import FoldBudget, call_value_args, max_fold_bytes
+from ..fold_budget import FoldBudget, constant_values, max_fold_bytes
 from ..infra import FunctionPass, PassContext, register_pass
 from ..si_builder import SIBuilder, collect_spans
 
@@ -154,18 +154,10 @@ def fold_shape_op(original: Call) -> Expr | None:
     return _as_expr(np.asarray(value))
 
 
-def fold_call(call: Call, interpreter: Interpreter, budget: FoldBudget | None = None,
-              refused: list[str] | None = None) -> Expr | None:
-    """The value of an op call whose arguments are all constants; None when it cannot be
-    computed, or when `budget` refuses it (the reason then goes to `refused`)."""
+def fold_call(call: Call, interpreter: Interpreter) -> Expr | None:
+    """The value of an op call whose arguments are all constants."""
     probe = Call(call.op, tuple(_stripped(a) for a in call.args), call.attrs, call.type_args,
                  span=call.span)
-    if budget is not None:
-        reason = budget.refusal(call.op.name, call.attrs, call_value_args(probe))
-        if reason is not None:
-            if refused is not None:
-                refused.append(reason)
-            return None
     try:
         return _as_expr(interpreter.evaluate(probe))
     except InterpreterError:  # no compute, rejected by its relation, failed: not folded
@@ -244,11 +236,12 @@ class _Folder(ExprMutator):
             return new
         if not all(is_complex_constant(a) for a in new.args):
             return new
-        refused: list[str] = []
-        folded = fold_call(new, self.interpreter, self.budget, refused)
-        for reason in refused:
-            self.diagnostics.append(Diagnostic(f"FoldConstant: {reason}", original.span, Severity.WARNING,
+        refusal = self.budget.refusal(name, new.attrs, constant_values(_stripped(a) for a in new.args))
+        if refusal is not None:  # over the budget: not computed at all
+            self.diagnostics.append(Diagnostic(f"FoldConstant: {refusal}", original.span, Severity.WARNING,
                                                source="FoldConstant"))
+            return new
+        folded = fold_call(new, self.interpreter)
         if folded is None:
             return new
         return SIBuilder(collect_spans(new)).recursively_fill_span(folded)
