@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .check import CheckResult, check_text
+from .check import MAX_SOURCE_CHARS, CheckResult, check_text
 from .diagnostics import Diagnostic, Severity
 from .ir.expr import Function
 from .ir.module import IRModule
@@ -111,13 +111,16 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
         result.snapshots = recorder.snapshots
         return result
     current = ""
+    reported: set = set()
     try:
         with PassContext(opt_level=opt_level, config=dict(config or {}), instruments=instruments):
             for p in pipeline.passes:
                 current = p.name
                 mod = p(mod)
                 for d in getattr(p, "diagnostics", ()):
-                    result.diagnostics.append(d)
+                    if (d.source, d.span) not in reported:  # a pass run twice: once per place
+                        reported.add((d.source, d.span))
+                        result.diagnostics.append(d)
     except Exception as err:  # a bug in a pass: say which, keep what was built
         if strict:
             raise
@@ -129,9 +132,11 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
     return result
 
 
-def build_text(text: str, name: str = "<input>", **options: Any) -> BuildResult:
-    """Check the text; when it has no errors, build it."""
-    checked = check_text(text, name)
+def build_text(text: str, name: str = "<input>", max_chars: int | None = MAX_SOURCE_CHARS,
+               **options: Any) -> BuildResult:
+    """Check the text (at most `max_chars` characters of it, see check.py); when it has no
+    errors, build it."""
+    checked = check_text(text, name, max_chars=max_chars)
     if any(d.is_error for d in checked.diagnostics):
         result = BuildResult(name, checked)
         result.diagnostics = list(checked.diagnostics)

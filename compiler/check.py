@@ -5,6 +5,14 @@
 server re-checks an edited text with `recheck`, which re-reads and re-types only the
 statement the edit touched when it can (compiler/parser/incremental.py), and gives the
 same result as `check_text` would.
+
+Both read at most `max_chars` characters (MAX_SOURCE_CHARS unless the caller says, None
+for no limit): over it, `check_text` reads nothing and returns one error saying so, with
+no span (it is about the file as a whole).  Checking costs about 2.5 s and 115 MB per MB
+of Relay text (a 20 MB file: 50 s and 2.3 GB), so the limit is what bounds a check of
+any file; 32 Mi characters is 70 times the largest text of the corpus (460 KB).  The
+limit counts the whole text, a #[metadata] section too: finding where the section starts
+takes the scanner, which is itself linear work (4 s for 20 MB).
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ from .diagnostics import Diagnostic
 from .ir.expr import Expr, Function, GlobalVar, Op
 from .ir.functor import post_order
 from .ir.types import Type
-from .ir.span import document_span
+from .ir.module import IRModule
+from .ir.span import Source, document_span
 from .parser import ParseResult, parse
 from .parser.incremental import Change, prepare
+from .parser.scan import Scan
+from .parser.symbols import SymbolIndex
 from .typing import infer_types
 from .typing.infer import infer_expr_types
 
@@ -40,15 +51,23 @@ class CheckResult:
         return [*self.parsed.diagnostics, *self.type_diagnostics]
 
 
-def check_text(text: str, name: str = "<input>", incremental: bool = False) -> CheckResult:
-    """`incremental`: keep what `recheck` needs to re-check the next version of the text."""
+MAX_SOURCE_CHARS = 32 << 20
+
+
+def check_text(text: str, name: str = "<input>", incremental: bool = False,
+               max_chars: int | None = MAX_SOURCE_CHARS) -> CheckResult:
+    """`incremental`: keep what `recheck` needs to re-check the next version of the text.
+    `max_chars`: a longer text is not read; the result is an empty module and one error."""
+    if max_chars is not None and len(text) > max_chars:
+        return _too_large(text, name, max_chars)
     parsed = parse(text, name, incremental)
     commented: dict = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
 
 
-def recheck(previous: CheckResult, text: str) -> tuple[CheckResult, Change] | None:
+def recheck(previous: CheckResult, text: str,
+            max_chars: int | None = MAX_SOURCE_CHARS) -> tuple[CheckResult, Change] | None:
     """Check `text`, an edit of `previous`'s text, re-reading only the statement the edit
     changed; None when that cannot be done (then `check_text` the whole of it).  The
     result is what `check_text` gives; `previous` is spent (its nodes, index and spans
@@ -60,8 +79,11 @@ def recheck(previous: CheckResult, text: str) -> tuple[CheckResult, Change] | No
     something else may change (a statement after it; what an ERROR flows back into; a
     parameter typed by the old use; nothing, for an unused statement a whole check does
     not type): then the module, with the statement in it, is typed again from scratch,
-    which costs a fifth of a whole check.
+    which costs a fifth of a whole check.  A text over `max_chars` gives None (`check_text`
+    then says it is too large).
     """
+    if max_chars is not None and len(text) > max_chars:
+        return None
     pending = prepare(previous.parsed, text)
     if pending is None:
         return None
@@ -102,6 +124,16 @@ def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:
             done.add(node)
             if not isinstance(node, Op):
                 object.__setattr__(node, "ty", written.get(node))
+def _too_large(text: str, name: str, max_chars: int) -> CheckResult:
+    """What `check_text` gives for a text over the size limit: nothing read, one error."""
+    source = Source(name, text)
+    message = (f"this text has {len(text):,} characters, more than the {max_chars:,} RelayLens "
+               "checks; it was not read (keep weights beside the text, in a .npz, rather than "
+               "in its #[metadata] section)")
+    error = Diagnostic(message, None, source="size")  # no span: no line index of a huge text
+    return CheckResult(ParseResult(IRModule(), [error], source, SymbolIndex(), Scan(code="")), ())
+
+
 def _uses_are_fixed(module, uses) -> bool:
     """Whether the types of `uses` come from their own definitions, not from their uses."""
     for node in uses:

@@ -28,7 +28,7 @@ from .attrs import ANY as ANY_VALUE
 from .attrs import BOOL, INT, INTS, OPT_INT, OPT_INTS, STR, Attr
 from .pooling import layout_axes
 from .registry import BROADCAST, OPAQUE, OUT_EWISE_FUSABLE, OpTypeError, define
-from .shapes import check_dtype, conv_out, dims, expand_padding, known, same_dim, tensor, type_text
+from .shapes import check_dtype, check_rank, conv_out, dims, expand_padding, known, same_dim, tensor, type_text
 
 # ---- pass-through annotations ----------------------------------------------------------------
 
@@ -224,7 +224,7 @@ def _(storage, offset, shape, attrs):
     if not known(rank):
         raise OpTypeError(f"{op}: the rank of the result is unknown: shape is {type_text(s)} and neither "
                           f"const_shape nor assert_shape can be read")
-    return TensorType((ANY,) * rank, dtype)
+    return TensorType((ANY,) * check_rank(rank, f"{op}: the result"), dtype)
 
 
 alloc_tensor.compute(_no_reference("memory.alloc_tensor"))
@@ -352,7 +352,7 @@ def _(data, shape, attrs):
     s = tensor(shape, "dyn.broadcast_to: shape", 1)
     if s.ndim != 1 or not known(dims(s)[0]):
         raise OpTypeError(f"dyn.broadcast_to: shape must be a 1-D tensor of static length, found {type_text(s)}", 1)
-    return TensorType((ANY,) * dims(s)[0], t.dtype)
+    return TensorType((ANY,) * check_rank(dims(s)[0], "dyn.broadcast_to: the result"), t.dtype)
 
 
 @dyn_broadcast_to.compute

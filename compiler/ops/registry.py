@@ -21,7 +21,9 @@ to compute with shapes.  It returns the result type or raises `OpTypeError` (an
 The compute is the numpy reference semantics, called the same way with numpy arrays
 (0-d arrays for scalars; a tuple argument arrives as a Python tuple of arrays).  It
 returns an array, or a tuple of arrays for a tuple result, in the dtype the relation
-promises.  `OpDef.infer` and `OpDef.evaluate` run both from plain values (for tests).
+promises.  Every relation's result is held to the size budget of budget.py (rank,
+element count, fields).  `OpDef.infer` and `OpDef.evaluate` run both from plain values
+(for tests).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..ir.attrs import Attrs
 from .attrs import Attr, OpAttrs, normalize
+from .budget import result_problem
 
 
 class OpPattern(IntEnum):
@@ -87,7 +90,18 @@ class OpDef:
     numpy_compute: Compute | None = field(default=None, repr=False)
 
     def relation(self, fn: Relation) -> Relation:
-        self.type_relation = fn
+        """Register `fn` as the type relation, held to the size budget (budget.py): a
+        result of absurd rank or size is an OpTypeError, whatever the op."""
+        name = self.name
+
+        def within_budget(*args: Any) -> Any:
+            result = fn(*args)
+            problem = result_problem(result)
+            if problem is not None:
+                raise OpTypeError(f"{name}: {problem}")
+            return result
+
+        self.type_relation = within_budget
         return fn
 
     def compute(self, fn: Compute) -> Compute:

@@ -7,10 +7,12 @@ into those.  Arithmetic on dimensions keeps `ANY` flowing: anything combined wit
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from ..ir.attrs import IntImm
 from ..ir.types import ANY, TensorType, TupleType, Type
+from .budget import fields_problem, rank_problem
 from .registry import OpTypeError
 
 Dim = int | type(ANY)  # type: ignore[valid-type]
@@ -72,6 +74,23 @@ def product(ds: Sequence[Dim]) -> Dim:
 def same_dim(a: Dim, b: Dim) -> bool:
     """Could two dimensions be equal (a `?` could be anything)?"""
     return not known(a, b) or a == b
+
+
+def check_rank(rank: int, what: str) -> int:
+    """`rank`, or an OpTypeError when a result of that rank is over the budget (budget.py):
+    asked before a relation builds a shape whose rank comes from a number."""
+    problem = rank_problem(rank, what)
+    if problem is not None:
+        raise OpTypeError(problem)
+    return rank
+
+
+def check_fields(count: int, what: str) -> int:
+    """`count`, or an OpTypeError when a tuple of that many fields is over the budget."""
+    problem = fields_problem(count, what)
+    if problem is not None:
+        raise OpTypeError(problem)
+    return count
 
 
 def axis_index(axis: int, ndim: int, what: str = "axis", arg: int | None = None) -> int:
@@ -159,10 +178,33 @@ def expect_len(values: tuple, n: int, what: str) -> tuple:
 
 DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "bfloat16"}
+# What TVM's DataType parser reads besides: other widths, vectors (`float32x4`), handles,
+# the float8 formats.  Such a dtype is valid TVM but not one RelayLens can carry: every
+# value here is a numpy array, and lowering and folding work on DTYPES alone.
+_TVM_DTYPE = re.compile(r"(?:(?:u?int|float|bfloat)(?P<bits>\d+)|handle|e[45]m[23]_float8|custom\[\w+\]\d+)"
+                        r"(?:x(?P<lanes>\d+))?")
+_WIDTHS = {None, "1", "2", "4", "8", "16", "32", "64", "128"}  # bits TVM's types come in
+
+
+def dtype_problem(dtype: str, what: str = "dtype") -> str | None:
+    """Why `dtype` cannot be used (malformed, or not one RelayLens supports), or None.
+    The one rule for dtypes: the parser asks it for every type written in the text, and
+    the relations (`check_dtype`) for every dtype attribute."""
+    if dtype in DTYPES:
+        return None
+    supported = ", ".join(sorted(DTYPES))
+    m = _TVM_DTYPE.fullmatch(dtype)
+    if m is None or m.group("bits") not in _WIDTHS or m.group("lanes") in ("0", "1"):
+        return f"unknown {what} '{dtype}' (expected one of {supported})"
+    if m.group("lanes") is not None and dtype.split("x")[0] in DTYPES:
+        return (f"{what} '{dtype}' has {m.group('lanes')} lanes: vector dtypes are not supported "
+                f"by RelayLens (expected one of {supported})")
+    return f"{what} '{dtype}' is not supported by RelayLens (expected one of {supported})"
 
 
 def check_dtype(dtype: str, what: str = "dtype") -> str:
-    base = dtype.split("x")[0] if "x" in dtype and not dtype.startswith("x") else dtype
-    if base not in DTYPES:
-        raise OpTypeError(f"unknown {what} '{dtype}' (expected one of {', '.join(sorted(DTYPES))})")
+    """`dtype`, or an OpTypeError saying why it cannot be used (`dtype_problem`)."""
+    problem = dtype_problem(dtype, what)
+    if problem is not None:
+        raise OpTypeError(problem)
     return dtype

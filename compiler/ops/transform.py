@@ -22,6 +22,8 @@ from .shapes import (
     add,
     axis_index,
     broadcast,
+    check_fields,
+    check_rank,
     dims,
     known,
     mul,
@@ -285,6 +287,7 @@ def _expand_pivot(t: TensorType, attrs) -> int:
         raise AttrError(f"expand_dims: attribute num_newaxis is {attrs.num_newaxis}; it must be "
                         "0 or more", "num_newaxis")
     n = t.ndim
+    check_rank(n + attrs.num_newaxis, "expand_dims: the result")
     if not -n - 1 <= attrs.axis <= n:
         raise OpTypeError(f"expand_dims: axis {attrs.axis} is out of range for data {type_text(t)} "
                           f"(expected {-n - 1} to {n})")
@@ -441,6 +444,7 @@ def _split_plan(t: TensorType, attrs) -> tuple[int, list[Dim]]:
         if ios <= 0:
             raise AttrError(f"split: attribute indices_or_sections is {ios}; a number of sections "
                             "must be positive", "indices_or_sections")
+        check_fields(ios, "split: the result")
         if known(d) and d % ios:
             raise OpTypeError(f"split: axis {attrs.axis} of data {type_text(t)} has length {d}, "
                               f"which cannot be divided into {ios} equal sections")

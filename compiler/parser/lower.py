@@ -27,6 +27,7 @@ from ..ir import expr as E
 from ..ir import types as T
 from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
+from ..ops.shapes import dtype_problem
 from .annotations import split_annotation
 from .grammar import first_token, kids, last_token
 from .literals import LiteralError, parse_number, parse_string
@@ -581,7 +582,7 @@ class Lowerer:
         span = self.span(tree)
         if kind == "tensor_type":
             shape_tree, dtype = kids(tree)
-            return T.TensorType(self.shape(shape_tree), str(dtype), span=span)
+            return T.TensorType(self.shape(shape_tree), self.dtype(dtype), span=span)
         if kind == "type_name":
             return self.type_name(kids(tree)[0], span)
         if kind == "tuple_type":
@@ -614,8 +615,18 @@ class Lowerer:
                 self.index.refer(found[1], self.span(tok))
                 return found[0]
         if _DTYPE.fullmatch(name):
-            return T.TensorType((), _DEFAULT_WIDTH.get(name, name), span=span)
+            return T.TensorType((), self.dtype(tok), span=span)
         return T.TypeCall(self.refer_type(tok), (), span=span)
+
+    def dtype(self, tok: Token) -> str:
+        """A dtype written in a type (`int` is `int32`), with an error at it when RelayLens
+        cannot use it: the one dtype rule, `dtype_problem`, so that check catches what
+        the passes and lowering could not carry."""
+        name = _DEFAULT_WIDTH.get(str(tok), str(tok))
+        problem = dtype_problem(name)
+        if problem is not None:
+            self.error(problem, self.span(tok), source="types")
+        return name
 
     def refer_type(self, tok: Token) -> T.GlobalTypeVar:
         name = str(tok)

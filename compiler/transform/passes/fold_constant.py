@@ -20,6 +20,12 @@ Rewrites, bottom-up:
   becomes `on_device(a)`);
 * `let %x = <constant>; body` becomes `body` with the constant in place of `%x`.
 
+Within a budget (fold_budget.py): the PassContext option `relay.FoldConstant.max_bytes`
+bounds the bytes of new constants one run creates (default 64 MiB plus twice the
+module's own constants).  A call whose result would go over it is not evaluated at all:
+it stays as it was, with a warning at it in the pass's `diagnostics`, which the build
+reports.
+
 Expects: any module; types (from an earlier InferType) only let shape_of fold more.
 Guarantees: no call above has all-constant arguments any more.  New constants have `ty`
 None until the next InferType.  (TVM deviation: ndarray_size of a scalar folds to 1, the
@@ -40,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ...diagnostics import Diagnostic, Severity
 from ...interpreter import Interpreter, InterpreterError
 from ...ir.expr import (
     Call,
@@ -59,6 +66,7 @@ from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
 from ...ir.types import TensorType
 from ...ops import get_op
+from ..fold_budget import FoldBudget, constant_values, max_fold_bytes
 from ..infra import FunctionPass, PassContext, register_pass
 from ..si_builder import SIBuilder, collect_spans
 
@@ -167,9 +175,12 @@ def _keeps_identity(expr: Expr) -> bool:
 
 
 class _Folder(ExprMutator):
-    def __init__(self, module: IRModule, *, fold_qnn: bool = False, fold_calls: bool = True) -> None:
+    def __init__(self, module: IRModule, budget: FoldBudget, *, fold_qnn: bool = False,
+                 fold_calls: bool = True) -> None:
         super().__init__()
         self.module = module
+        self.budget = budget
+        self.diagnostics: list[Diagnostic] = []
         self.fold_qnn = fold_qnn
         self.fold_calls = fold_calls  # False inside a primitive function
         self.interpreter = Interpreter(module)
@@ -203,7 +214,7 @@ class _Folder(ExprMutator):
 
     def visit_function(self, func: Function) -> Expr:
         if self.fold_calls and func.is_primitive:
-            return _Folder(self.module, fold_qnn=self.fold_qnn, fold_calls=False).fold(func)
+            return _Folder(self.module, self.budget, fold_qnn=self.fold_qnn, fold_calls=False).fold(func)
         return self.rebuild(func)
 
     def visit_call(self, original: Call) -> Expr:
@@ -224,6 +235,11 @@ class _Folder(ExprMutator):
         if name.startswith("qnn.") and not self.fold_qnn:
             return new
         if not all(is_complex_constant(a) for a in new.args):
+            return new
+        refusal = self.budget.refusal(name, new.attrs, constant_values(_stripped(a) for a in new.args))
+        if refusal is not None:  # over the budget: not computed at all
+            self.diagnostics.append(Diagnostic(f"FoldConstant: {refusal}", original.span, Severity.WARNING,
+                                               source="FoldConstant"))
             return new
         folded = fold_call(new, self.interpreter)
         if folded is None:
@@ -277,6 +293,16 @@ class FoldConstant(FunctionPass):
 
     def __init__(self, fold_qnn: bool = False) -> None:
         self.fold_qnn = fold_qnn
+        self.diagnostics: list[Diagnostic] = []  # calls the budget kept from being folded
+        self._budget = FoldBudget(0)
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        self.diagnostics = []
+        self._budget = FoldBudget(max_fold_bytes(ctx, mod))  # one budget for the whole run
+        return super().run(mod, ctx)
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        return _Folder(mod, fold_qnn=self.fold_qnn).fold(func)
+        folder = _Folder(mod, self._budget, fold_qnn=self.fold_qnn)
+        out = folder.fold(func)
+        self.diagnostics += folder.diagnostics
+        return out

@@ -30,6 +30,7 @@ from ...ir.span import AnySpan, sequential
 from ...ir.types import TensorType
 from ...ops import get_op
 from ...ops.registry import BROADCAST
+from ..fold_budget import fold_cost, max_fold_bytes
 from ..infra import PassContext
 from ..si_builder import collect_spans
 
@@ -137,8 +138,13 @@ def make_constant(data: Any, dtype: str, *, span: AnySpan | None) -> Constant | 
 
 
 def fold(name: str, a: Constant, b: Constant) -> Constant | None:
-    """`name(a, b)` evaluated now (TVM folds these with FoldConstantExpr)."""
+    """`name(a, b)` evaluated now (TVM folds these with FoldConstantExpr); None when the
+    result would be bigger than both operands and than the folding budget (fold_budget.py)."""
     if a.data is None or b.data is None or a.ty is None or b.ty is None:
+        return None
+    cost = fold_cost(name, Attrs(), [a.data, b.data])
+    largest = max(np.asarray(a.data).nbytes, np.asarray(b.data).nbytes)
+    if cost is None or cost > max(largest, max_fold_bytes(PassContext.current())):
         return None
     try:
         value = get_op(name).evaluate([np.asarray(a.data), np.asarray(b.data)])
