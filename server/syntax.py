@@ -33,6 +33,7 @@ from ..compiler.ir.span import document_span
 from ..compiler.parser import ParseResult, Symbol
 from ..compiler.parser.annotations import is_annotation
 from ..compiler.parser.grammar import grammar
+from ..compiler.ir.dtypes import DTYPE_NAMES
 from ..compiler.parser.lower import _DTYPE as DTYPE  # the parser's own rule for dtype names
 
 # ---- the legend --------------------------------------------------------------------------
@@ -44,8 +45,7 @@ M = {name: 1 << i for i, name in enumerate(TOKEN_MODIFIERS)}
 
 KEYWORDS = frozenset({"def", "type", "extern", "fn", "let", "if", "else", "match", "free_var",
                       "ref", "ref_read", "ref_write", "True", "False", "None", "nullptr", "_"})
-DTYPES = ("float32", "float16", "float64", "bfloat16", "int8", "int16", "int32", "int64",
-          "uint8", "uint16", "uint32", "uint64", "bool")
+DTYPES = DTYPE_NAMES  # in the order completion offers them
 
 
 def terminal(name: str) -> str:

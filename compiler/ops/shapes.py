@@ -7,10 +7,10 @@ into those.  Arithmetic on dimensions keeps `ANY` flowing: anything combined wit
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from ..ir.attrs import IntImm
+from ..ir.dtypes import dtype_problem
 from ..ir.types import ANY, TensorType, TupleType, Type
 from .budget import fields_problem, rank_problem
 from .registry import OpTypeError
@@ -174,32 +174,6 @@ def expect_len(values: tuple, n: int, what: str) -> tuple:
     if len(values) != n:
         raise OpTypeError(f"attribute {what} expects {n} values, got {len(values)}")
     return tuple(values)
-
-
-DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "bfloat16"}
-# What TVM's DataType parser reads besides: other widths, vectors (`float32x4`), handles,
-# the float8 formats.  Such a dtype is valid TVM but not one RelayLens can carry: every
-# value here is a numpy array, and lowering and folding work on DTYPES alone.
-_TVM_DTYPE = re.compile(r"(?:(?:u?int|float|bfloat)(?P<bits>\d+)|handle|e[45]m[23]_float8|custom\[\w+\]\d+)"
-                        r"(?:x(?P<lanes>\d+))?")
-_WIDTHS = {None, "1", "2", "4", "8", "16", "32", "64", "128"}  # bits TVM's types come in
-
-
-def dtype_problem(dtype: str, what: str = "dtype") -> str | None:
-    """Why `dtype` cannot be used (malformed, or not one RelayLens supports), or None.
-    The one rule for dtypes: the parser asks it for every type written in the text, and
-    the relations (`check_dtype`) for every dtype attribute."""
-    if dtype in DTYPES:
-        return None
-    supported = ", ".join(sorted(DTYPES))
-    m = _TVM_DTYPE.fullmatch(dtype)
-    if m is None or m.group("bits") not in _WIDTHS or m.group("lanes") in ("0", "1"):
-        return f"unknown {what} '{dtype}' (expected one of {supported})"
-    if m.group("lanes") is not None and dtype.split("x")[0] in DTYPES:
-        return (f"{what} '{dtype}' has {m.group('lanes')} lanes: vector dtypes are not supported "
-                f"by RelayLens (expected one of {supported})")
-    return f"{what} '{dtype}' is not supported by RelayLens (expected one of {supported})"
 
 
 def check_dtype(dtype: str, what: str = "dtype") -> str:

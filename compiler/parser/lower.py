@@ -27,7 +27,7 @@ from ..ir import expr as E
 from ..ir import types as T
 from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
-from ..ops.shapes import dtype_problem
+from ..ir.dtypes import dtype_problem
 from .annotations import split_annotation
 from .grammar import first_token, kids, last_token
 from .literals import LiteralError, parse_number, parse_string

@@ -41,7 +41,7 @@ def reg_type(dtype: str) -> ir.Type:
         return ir.FloatType()
     if dtype == "float64":
         return ir.DoubleType()
-    if dtype in te.INTS or dtype in te.UINTS:
+    if dtype in te.INTS or dtype in te.UINTS or dtype == "bool":
         return ir.IntType(te.bits(dtype))
     raise LoweringError(f"LLVM code generation: unsupported dtype {dtype}")
 

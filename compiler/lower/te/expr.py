@@ -26,26 +26,12 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ...ir.dtypes import FLOATS, INTS, UINTS, bits, is_float, is_signed  # noqa: F401 (te.bits, ...)
 from ..errors import LoweringError  # noqa: F401 (te.LoweringError: what a compute rule raises)
 
 INDEX = "int64"
 
-FLOATS = ("float16", "float32", "float64")
-INTS = ("int8", "int16", "int32", "int64")
-UINTS = ("uint8", "uint16", "uint32", "uint64", "bool")
-DTYPES = FLOATS + INTS + UINTS
-
-
-def is_float(dtype: str) -> bool:
-    return dtype in FLOATS
-
-
-def is_signed(dtype: str) -> bool:
-    return dtype in INTS
-
-
-def bits(dtype: str) -> int:
-    return 1 if dtype == "bool" else int("".join(c for c in dtype if c.isdigit()))
+DTYPES = FLOATS + INTS + UINTS + ("bool",)  # what lowering compiles (ir/dtypes.py: all but bfloat16)
 
 
 # --------------------------------------------------------------------------- expressions

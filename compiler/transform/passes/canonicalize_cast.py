@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...ir.dtypes import bits
 from ...ir.expr import Call, Expr, Function, Op
 from ...ir.functor import ExprMutator, children
 from ...ir.module import IRModule
 from ...ir.types import TensorType
-from ...lower.te import bits
 from ...ops import get_op
 from ...ops.registry import BROADCAST
 from ..infra import FunctionPass, PassContext, register_pass

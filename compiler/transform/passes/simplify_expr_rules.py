@@ -18,13 +18,13 @@ Span conventions shared by every rule:
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from ...ir.attrs import Attrs, FloatImm, IntImm
+from ...ir.dtypes import kind_and_bits
 from ...ir.expr import Call, Constant, Expr, Op, op
 from ...ir.span import AnySpan, sequential
 from ...ir.types import TensorType
@@ -130,7 +130,7 @@ def make_call(name: str, args: Sequence[Expr], attrs: dict[str, Any] | Attrs | N
 
 
 def make_constant(data: Any, dtype: str, *, span: AnySpan | None) -> Constant | None:
-    info = dtype_info(dtype)
+    info = kind_and_bits(dtype)
     if info is None or info[0] == "bfloat":
         return None
     array = np.asarray(data, dtype=dtype)
@@ -167,20 +167,11 @@ def origin(*spans: AnySpan | None) -> AnySpan | None:
 
 # --- dtypes ----------------------------------------------------------------------------
 
-_DTYPE = re.compile(r"(int|uint|float|bfloat)(\d+)")
 _SIGNIFICAND = {16: 11, 32: 24, 64: 53}  # IEEE binary16/32/64, implicit bit included
 
 
-def dtype_info(dtype: str) -> tuple[str, int] | None:
-    """("int" | "uint" | "float" | "bfloat", bits); bool is ("uint", 1), as in TVM."""
-    if dtype == "bool":
-        return ("uint", 1)
-    m = _DTYPE.fullmatch(dtype)
-    return (m.group(1), int(m.group(2))) if m else None
-
-
 def dtype_range(dtype: str) -> tuple[float, float] | None:
-    info = dtype_info(dtype)
+    info = kind_and_bits(dtype)
     if info is None:
         return None
     kind, bits = info
@@ -196,7 +187,7 @@ def dtype_range(dtype: str) -> tuple[float, float] | None:
 
 def exact_integers(dtype: str) -> float | None:
     """The largest magnitude up to which a float dtype holds every integer."""
-    info = dtype_info(dtype)
+    info = kind_and_bits(dtype)
     if info is None or info[0] != "float" or info[1] not in _SIGNIFICAND:
         return None
     return 2.0 ** _SIGNIFICAND[info[1]]
@@ -209,7 +200,7 @@ def is_lossless_cast(src: str, dst: str) -> bool:
     (negative values wrap) and int -> float whose significand is too short (int32 ->
     float32 rounds above 2**24): a cast chain through those changes values, so we keep it.
     """
-    a, b = dtype_info(src), dtype_info(dst)
+    a, b = kind_and_bits(src), kind_and_bits(dst)
     if a is None or b is None:
         return False
     (ka, ba), (kb, bb) = a, b
@@ -229,7 +220,7 @@ def lossless_on_range(src: str, lo: float, hi: float, dst: str) -> bool:
     """Whether casting the values of `src` that lie in [lo, hi] to `dst` keeps them all."""
     if is_lossless_cast(src, dst):
         return True
-    a, b = dtype_info(src), dtype_info(dst)
+    a, b = kind_and_bits(src), kind_and_bits(dst)
     rng, out = dtype_range(src), dtype_range(dst)
     if a is None or b is None or rng is None or a[0] not in ("int", "uint"):
         return False  # a float clipped to a range still has fractions a cast would drop
