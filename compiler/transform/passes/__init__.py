@@ -7,3 +7,4 @@ from . import canonicalize_ops  # noqa: F401
 from . import simplify_expr  # noqa: F401
 from . import eliminate_common_subexpr  # noqa: F401
 from . import dead_code_elimination  # noqa: F401
+from . import fold_scale_axis  # noqa: F401  (and its Backward/Forward members)
