@@ -32,6 +32,7 @@ RELAY_BUILD_PIPELINE = (
     "EliminateCommonSubexpr",
     "SimplifyExpr",
     "FoldConstant",
+    "FoldScaleAxis",
     "SimplifyExpr",
     "CanonicalizeOps",
     "InferType",
@@ -41,7 +42,7 @@ RELAY_BUILD_PIPELINE = (
 )
 NOT_IMPLEMENTED = (
     "RemoveUnusedFunctions", "ToBasicBlockNormalForm", "qnn.Legalize", "Legalize", "CombineParallelConv2D",
-    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis", "CanonicalizeCast",
+    "CombineParallelDense", "CombineParallelBatchMatmul", "CanonicalizeCast",
     "FlattenAtrousConv", "AlterOpLayout", "SimplifyExprPostAlterOp", "FastMath", "PlanDevices",
 )
 
@@ -136,9 +137,19 @@ def build_text(text: str, name: str = "<input>", **options: Any) -> BuildResult:
 
 
 class _Progress(PassInstrument):
+    """Reports each pass as it starts; a sequence of the pipeline (FoldScaleAxis) is one
+    step, named as the pipeline names it, not one per member."""
+
     def __init__(self, callback) -> None:
         self.callback = callback
+        self.depth = 0  # how many sequences we are inside
 
     def run_before_pass(self, mod, p: Pass) -> None:
-        if not isinstance(p, Sequential):
+        if self.depth == 0:
             self.callback(p.name)
+        if isinstance(p, Sequential):
+            self.depth += 1
+
+    def run_after_pass(self, mod, p: Pass) -> None:
+        if isinstance(p, Sequential):
+            self.depth -= 1

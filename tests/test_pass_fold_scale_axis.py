@@ -120,3 +120,164 @@ def test_numerics_unchanged(path):
             for p in mod["main"].params]
     want, got = interpret(mod, *args), interpret(out, *args)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+# --- spans ----------------------------------------------------------------------------------
+
+
+def check_spans(pass_name: str, before: str, expected: str, bind: dict[str, str]) -> None:
+    before, expected = before + " /* span=main:0:0 */", expected + " /* span=main:0:0 */"
+    case = Case("spans", pass_name, bind, before, expected)
+    out = run(pass_name, bound(case, before, "spans.relay"))
+    assert_structural_equal(out, bound(case, expected, "spans.expected.relay"), spans=True)
+    assert spanless(out) == []
+
+
+def test_forward_fold_spans_name_the_multiply_and_the_consumer():
+    params = ("%x: Tensor[(1, 2, 5, 5), float32] /* span=x:0:0 */, %w: Tensor[(3, 2, 3, 3), float32] /* span=w:0:0 */, "
+              "%b: Tensor[(2, 1, 1), float32] /* span=b:0:0 */, %s: Tensor[(2, 1, 1), float32] /* span=s:0:0 */")
+    check_spans("ForwardFoldScaleAxis", f"""def @main({params}) {{
+  %0 = multiply(%x, %s) /* span=mul:0:0 */;
+  %1 = nn.relu(%0) /* span=relu:0:0 */;
+  %2 = add(%1, %b) /* span=add:0:0 */;
+  nn.conv2d(%2, %w, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */
+}}""", f"""def @main({params}) {{
+  %0 = squeeze(%s, axis=[1, 2]) /* span=mul:0:0 */;
+  %1 = nn.relu(%x) /* span=relu:0:0 */;
+  %2 = expand_dims(%0, axis=1, num_newaxis=2) /* span=[add:0:0, mul:0:0] */;
+  %3 = divide(%b, %2) /* span=[add:0:0, mul:0:0] */;
+  %4 = add(%1, %3) /* span=add:0:0 */;
+  %5 = expand_dims(%0, axis=1, num_newaxis=2) /* span=[conv:0:0, mul:0:0] */;
+  %6 = multiply(%w, %5) /* span=[conv:0:0, mul:0:0] */;
+  nn.conv2d(%4, %6, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */
+}}""", {"s": "positive"})
+
+
+def test_backward_fold_spans_name_the_multiply_and_the_producer():
+    params = ("%x: Tensor[(1, 2, 5, 5), float32] /* span=x:0:0 */, %w: Tensor[(3, 2, 3, 3), float32] /* span=w:0:0 */, "
+              "%b: Tensor[(3), float32] /* span=b:0:0 */")
+    check_spans("BackwardFoldScaleAxis", f"""def @main({params}) {{
+  %0 = nn.conv2d(%x, %w, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */;
+  %1 = nn.bias_add(%0, %b) /* span=bias:0:0 */;
+  %2 = nn.relu(%1) /* span=relu:0:0 */;
+  multiply(%2, 2f /* span=two:0:0 */) /* span=mul:0:0 */
+}}""", f"""def @main({params}) {{
+  %0 = expand_dims(2f /* span=two:0:0 */, axis=0) /* span=mul:0:0 */;
+  %1 = repeat(%0, repeats=3, axis=0) /* span=mul:0:0 */;
+  %2 = expand_dims(%1, axis=1, num_newaxis=3) /* span=[conv:0:0, mul:0:0] */;
+  %3 = multiply(%w, %2) /* span=[conv:0:0, mul:0:0] */;
+  %4 = nn.conv2d(%x, %3, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */;
+  %5 = multiply(%b, %1) /* span=[bias:0:0, mul:0:0] */;
+  %6 = nn.bias_add(%4, %5) /* span=bias:0:0 */;
+  nn.relu(%6) /* span=relu:0:0 */
+}}""", {})
+
+
+def test_without_si_builder_no_span_is_made():
+    case = Case("off", "BackwardFoldScaleAxis", {}, "", None)
+    mod = bound(case, """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */;
+  multiply(%0, 2f) /* span=mul:0:0 */
+}""", "off.relay")
+    with PassContext(opt_level=3, config={"ir.enable_si_builder": False}):
+        out = get_pass("BackwardFoldScaleAxis")(mod)
+    weight = out["main"].body.args[1]
+    assert weight.op.name == "multiply" and weight.span is None
+
+
+# --- the sequence ------------------------------------------------------------------------------
+
+
+SIMPLE_BWD = """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32], %b: Tensor[(3, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */;
+  %1 = add(%0, %b) /* span=add:0:0 */;
+  %2 = nn.relu(%1) /* span=relu:0:0 */;
+  multiply(%2, 2f) /* span=mul:0:0 */
+}"""
+
+
+def test_fold_scale_axis_computes_the_scaled_weights_of_bound_parameters():
+    # TVM's test_fold_bwd_simple_constant with weights that are not zero
+    case = Case("values", "FoldScaleAxis", {"w": "normal", "b": "normal"}, SIMPLE_BWD, None)
+    mod = bound(case, SIMPLE_BWD, "values.relay")
+    out = run("FoldScaleAxis", mod)
+    relu = out["main"].body
+    add = relu.args[0]
+    conv, bias = add.args
+    w_before, b_before = mod["main"].body.args[0].args[0].args[0].args[1], mod["main"].body.args[0].args[0].args[1]
+    assert relu.op.name == "nn.relu" and conv.op.name == "nn.conv2d"
+    np.testing.assert_allclose(conv.args[1].data, 2 * w_before.data, rtol=1e-6)
+    np.testing.assert_allclose(bias.data, 2 * b_before.data, rtol=1e-6)
+    assert {o.name for o in conv.args[1].span.origins()} >= {"conv", "mul"}
+    assert spanless(out) == []
+
+
+def test_fold_scale_axis_is_backward_forward_fold_constant_at_opt_level_3():
+    from relaylens.compiler.transform import SnapshotRecorder
+
+    case = Case("seq", "FoldScaleAxis", {}, SIMPLE_BWD, None)
+    ran = {}
+    for level in (3, 2):
+        recorder = SnapshotRecorder()
+        with PassContext(opt_level=level, instruments=[recorder]):
+            get_pass("FoldScaleAxis")(bound(case, SIMPLE_BWD, "seq.relay"))
+        ran[level] = [s.pass_name for s in recorder.snapshots if s.pass_name != "InferType"]
+    assert ran == {3: ["BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldConstant"], 2: ["FoldConstant"]}
+
+
+def test_a_disabled_fold_scale_axis_does_not_run():
+    mod = bound(Case("off", "FoldScaleAxis", {}, SIMPLE_BWD, None), SIMPLE_BWD, "off.relay")
+    with PassContext(opt_level=3, disabled_pass=("FoldScaleAxis",)):
+        assert get_pass("FoldScaleAxis")(mod) is mod
+    with PassContext(opt_level=3, disabled_pass=("BackwardFoldScaleAxis",)):
+        assert "multiply" in print_module(get_pass("FoldScaleAxis")(mod))
+
+
+def test_pipeline_places_it_as_tvm_does():
+    from relaylens.compiler.build import NOT_IMPLEMENTED, RELAY_BUILD_PIPELINE
+
+    at = RELAY_BUILD_PIPELINE.index("FoldScaleAxis")
+    assert RELAY_BUILD_PIPELINE[at - 1] == "FoldConstant" and RELAY_BUILD_PIPELINE[at + 1] == "SimplifyExpr"
+    assert "FoldScaleAxis" not in NOT_IMPLEMENTED
+
+
+# --- relay.build on the demo model ----------------------------------------------------------
+
+
+def test_demo_model_batch_norm_folds_into_the_conv():
+    onnx = pytest.importorskip("onnx")
+    from relaylens.compiler.build import RELAY_BUILD_PIPELINE
+    from relaylens.compiler.driver import compile
+    from relaylens.compiler.frontend.onnx import import_onnx
+    from relaylens.compiler.interpreter import Interpreter
+    from relaylens.compiler.ir.span import LayerSpan
+
+    imported = import_onnx(onnx.load(Path(__file__).parents[1] / "examples" / "small_cnn.onnx"),
+                           {"input": (1, 1, 28, 28)})
+    text = print_module(imported.module, spans=True)
+    without = compile(text, "small_cnn.relay", params=imported.params, stop_after="passes", strict=True,
+                      passes=[n for n in RELAY_BUILD_PIPELINE if n != "FoldScaleAxis"])
+    assert "tvmgen_default_fused_nn_conv2d_add_multiply_add_nn_relu" in without.fused_names.values()
+    result = compile(text, "small_cnn.relay", params=imported.params, strict=True)
+    assert result.ok, [d.message for d in result.diagnostics]
+    # the batch norm's multiply went into the conv weight; its shift stays an add after the
+    # conv's own bias (TVM's pipeline merges no add(add(x, c1), c2) after CanonicalizeOps)
+    assert sorted(set(result.fused_names.values())) == [
+        "tvmgen_default_fused_nn_conv2d_add_add_nn_relu", "tvmgen_default_fused_nn_conv2d_add_add_nn_relu_1",
+        "tvmgen_default_fused_nn_dense_add", "tvmgen_default_fused_nn_max_pool2d",
+        "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_reshape"]
+    folded = next(s.module for s in result.snapshots if s.pass_name == "BackwardFoldScaleAxis")
+    weights = [c.args[1] for c in folded_convs(folded)]
+    assert [sorted({o.name for o in w.span.origins() if isinstance(o, LayerSpan)} & {"/conv1/Conv", "/conv2/Conv",
+            "/bn1/BatchNormalization", "/bn2/BatchNormalization"}) for w in weights] == [
+        ["/bn1/BatchNormalization", "/conv1/Conv"], ["/bn2/BatchNormalization", "/conv2/Conv"]]
+    x = np.random.default_rng(0).standard_normal((1, 1, 28, 28)).astype("float32")
+    unbound = result.checked.module
+    want = Interpreter(unbound).call("main", [x] + [imported.params[p.name] for p in unbound["main"].params[1:]])
+    np.testing.assert_allclose(np.asarray(result.executable.run(x)), np.asarray(want), rtol=1e-4, atol=1e-5)
+
+
+def folded_convs(mod):
+    from relaylens.compiler.ir.functor import post_order
+
+    return [n for n in post_order(mod["main"]) if getattr(getattr(n, "op", None), "name", None) == "nn.conv2d"]
