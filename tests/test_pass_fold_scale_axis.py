@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir.structural import assert_structural_equal
 from relaylens.compiler.parser import parse
@@ -32,6 +33,8 @@ from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.bind_params import bind_params_by_name
 from relaylens.compiler.transform.span_check import spanless
 from relaylens.compiler.typing import infer_types
+
+from conftest import CORPUS
 
 HEADER = '#[version = "0.0.5"]\n'
 CASES = Path(__file__).parent / "passes" / "fold_scale_axis"
@@ -188,7 +191,8 @@ def test_without_si_builder_no_span_is_made():
 # --- the sequence ------------------------------------------------------------------------------
 
 
-SIMPLE_BWD = """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32], %b: Tensor[(3, 1, 1), float32]) {
+SIMPLE_BWD = """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32],
+          %b: Tensor[(3, 1, 1), float32]) {
   %0 = nn.conv2d(%x, %w, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */;
   %1 = add(%0, %b) /* span=add:0:0 */;
   %2 = nn.relu(%1) /* span=relu:0:0 */;
@@ -281,3 +285,51 @@ def folded_convs(mod):
     from relaylens.compiler.ir.functor import post_order
 
     return [n for n in post_order(mod["main"]) if getattr(getattr(n, "op", None), "name", None) == "nn.conv2d"]
+
+
+# --- robustness --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("adds, folds", [(150, True), (2000, False)])
+def test_a_long_chain_folds_or_is_left_whole_without_exhausting_the_stack(adds, folds):
+    lines = ["%0 = nn.conv2d(%x, %w, channels=3, kernel_size=[1, 1]);"]
+    lines += [f"%{i} = add(%{i - 1}, %b);" for i in range(1, adds + 1)]
+    text = ("def @main(%x: Tensor[(1, 2, 4, 4), float32], %w: Tensor[(3, 2, 1, 1), float32], "
+            f"%b: Tensor[(3, 1, 1), float32], %s: Tensor[(3, 1, 1), float32]) {{\n  " + "\n  ".join(lines)
+            + f"\n  multiply(%{adds}, %s)\n}}")
+    mod = parse_ok(text, "chain.relay")
+    out = run("BackwardFoldScaleAxis", mod)
+    assert (out["main"].body.op.name == "add") == folds
+    if folds:
+        rng = np.random.default_rng(0)
+        args = [rng.standard_normal(tuple(p.type_annotation.shape)).astype("float32") for p in mod["main"].params]
+        np.testing.assert_allclose(interpret(out, *args), interpret(mod, *args), rtol=1e-4, atol=1e-4)
+
+
+def test_untyped_modules_are_left_alone():
+    # a type error upstream: no call has a type, so nothing offers or asks for an axis
+    mod = parse(HEADER + """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32]) {
+  %0 = multiply(%x, meta[relay.Constant][0]);
+  %1 = nn.conv2d(%0, %w, channels=3, kernel_size=[3, 3]);
+  multiply(%1, 2f)
+}""", "untyped.relay").module
+    assert run("FoldScaleAxis", mod) is mod
+
+
+CORPUS_FILES = sorted(CORPUS.rglob("*.relay")) if CORPUS.is_dir() else []
+
+
+@pytest.mark.skipif(not CORPUS_FILES, reason="shared/corpus is not beside the checkout")
+def test_spans_and_types_kept_over_the_corpus():
+    changed = []
+    for path in CORPUS_FILES:
+        result = check_text(path.read_text(), path.name)
+        typed = not any(d.is_error for d in result.diagnostics)
+        for name in ("BackwardFoldScaleAxis", "ForwardFoldScaleAxis"):
+            out = run(name, result.module)  # must never raise, typed or not
+            if out is result.module:
+                continue
+            changed.append(f"{path.name}:{name}")
+            assert spanless(out) == [], path.name
+            assert not typed or [d.message for d in infer_types(out) if d.is_error] == [], path.name
+    print(f"rewritten: {changed}")

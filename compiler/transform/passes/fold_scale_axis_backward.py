@@ -22,10 +22,11 @@ Algorithm (TVM's two phases):
 Expects: typed input (required: InferType); calls without types are not folded.
 Guarantees: the same values (up to float rounding).  Where TVM would abort or miscompile
 we leave the multiply: an add/subtract whose offers disagree with the multiply's axes,
-a bias_add without an offer on its data, a dynamic extent to reshape to.  An add of two
-offers requires a positive scale when either side does (TVM kept the left side's flag
-only, letting a negative scale through a relu on the right).  New nodes have `ty` None
-until the next InferType; rebuilt calls keep theirs.
+a bias_add without an offer on its data, a dynamic extent to reshape to.  So we do when
+the chain from the multiply down to the layer is longer than MAX_DEPTH calls (the rules
+recurse).  An add of two offers requires a positive scale when either side does (TVM
+kept the left side's flag only, letting a negative scale through a relu on the right).
+New nodes have `ty` None until the next InferType; rebuilt calls keep theirs.
 
 Spans: the squeezed scale takes the multiply's span; each multiply (and its expand_dims/
 reshape) made to push the scale into a weight or a bias takes the SequentialSpan of the
@@ -138,6 +139,7 @@ def prepare(func: Function) -> dict[Expr, Message]:
 # are used once (phase 1), so their rebuilt forms are needed nowhere else.
 
 Rule = Callable[["_Transformer", Call, Message, Expr, "AnySpan | None"], "Expr | None"]
+MAX_DEPTH = 200  # a longer chain keeps its multiply (the rules recurse on the Python stack)
 
 
 def _fill(new: Expr, into: Call, origin: AnySpan | None, inputs: list[Expr]) -> Expr:
@@ -216,6 +218,7 @@ class _Transformer(ExprMutator):
     def __init__(self, messages: dict[Expr, Message]) -> None:
         super().__init__()
         self.messages = messages
+        self.depth = 0  # calls of the chain being rebuilt (the rules recurse)
 
     def visit_call(self, original: Call) -> Expr:
         if op_name(original) == "multiply" and len(original.args) == 2:
@@ -243,7 +246,13 @@ class _Transformer(ExprMutator):
     def transform(self, expr: Expr, message: Message, scale: Expr, origin: AnySpan | None) -> Expr | None:
         """`expr` rebuilt with `scale` multiplied in on the message's axes, or None."""
         rule = RULES.get(op_name(expr))
-        return rule(self, expr, message, scale, origin) if rule is not None else None
+        if rule is None or self.depth >= MAX_DEPTH:
+            return None
+        self.depth += 1
+        try:
+            return rule(self, expr, message, scale, origin)
+        finally:
+            self.depth -= 1
 
 
 def backward_fold_scale_axis(func: Function) -> Function:
