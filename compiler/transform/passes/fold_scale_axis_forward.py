@@ -19,6 +19,10 @@ Algorithm (TVM's two phases):
    weight by the scale on the kernel's input-channel axis (output-channel axis when
    depthwise; a reshape onto both blocked axes); dense multiplies its weight by it.
 
+Like TVM's forward rewriter, the rewrite also takes a field out of a tuple literal:
+`(a, b).1` becomes `b` (the field keeps its own span), whenever the function has a request
+at all.
+
 Expects: typed input (required: InferType); calls without types are not folded.
 Guarantees: the same values (up to float rounding); a scale that a consumer cannot take
 after all is applied again where it was (TVM aborts there).  New nodes have `ty` None
@@ -37,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ...ir.expr import Call, Expr, Function, TupleGetItem
+from ...ir.expr import Call, Expr, Function, Tuple, TupleGetItem
 from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
 from ...ir.span import AnySpan
@@ -223,6 +227,11 @@ class _Rewriter(ExprMutator):
 
     def result(self, expr: Expr) -> Expr:
         return self.realize(super().result(expr))
+
+    def visit_tuple_get_item(self, original: TupleGetItem) -> Expr:
+        new = self.rebuild(original)
+        fields = new.tuple_value.fields if isinstance(new.tuple_value, Tuple) else ()
+        return fields[new.index] if 0 <= new.index < len(fields) else new
 
     def visit_call(self, original: Call) -> Expr | Scaled:  # type: ignore[override]
         arity, rule = RULES.get(op_name(original), (-1, None))
