@@ -333,3 +333,21 @@ def test_spans_and_types_kept_over_the_corpus():
             assert spanless(out) == [], path.name
             assert not typed or [d.message for d in infer_types(out) if d.is_error] == [], path.name
     print(f"rewritten: {changed}")
+
+
+def test_a_conv_whose_weight_is_scaled_at_run_time_is_explained_by_its_own_function():
+    # unbound weights: the scaled weight is computed by a fused function of its own, which
+    # carries the conv's span too; the conv's fused function is the one with the conv
+    from relaylens.compiler.build import build_text
+    from relaylens.compiler.provenance import Provenance
+
+    text = HEADER + """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, channels=3, kernel_size=[3, 3]);
+  multiply(%0, 2f)
+}"""
+    result = build_text(text, "unbound.relay", strict=True)
+    names = sorted(set(result.fused_names.values()))
+    assert names == ["tvmgen_default_fused_multiply", "tvmgen_default_fused_nn_conv2d"]
+    prov = Provenance(result)
+    key = prov.key_at(text.index("nn.conv2d"))
+    assert prov.fused_function(key)[0] == "tvmgen_default_fused_nn_conv2d"
