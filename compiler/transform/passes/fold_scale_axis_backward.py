@@ -58,6 +58,7 @@ from .fold_scale_axis_shared import (
     op_name,
     reshape_or_expand,
     reshape_to_axes,
+    same_shape,
     squeezed_scale,
     tensor_type,
 )
@@ -79,7 +80,7 @@ def add_sub_prep(c: Call, ins: list[Message | None]) -> Message | None:
         return ins[0]
     if ins[1] is not None and broadcasts_onto(rhs, lhs, ins[1].axes):
         return ins[1]
-    if ins[0] is not None and ins[1] is not None and ins[0].axes == ins[1].axes and lhs.shape == rhs.shape:
+    if ins[0] is not None and ins[1] is not None and ins[0].axes == ins[1].axes and same_shape(lhs, rhs):
         return Message(ins[0].axes, ins[0].require_positive or ins[1].require_positive)
     return None
 

@@ -34,9 +34,9 @@ from ...ops.nn_conv import Layout, forward_shape, parse_layout
 from ...ops.shapes import dims
 from .simplify_inference import call, expand_to_axis
 
-__all__ = ["Message", "intersect", "op_name", "tensor_type", "broadcasts_onto", "squeezed_scale",
-           "expand_to_axis", "reshape_to_axes", "reshape_or_expand", "is_all_positive_constant",
-           "ConvInfo", "conv_info", "dense_ok", "call"]
+__all__ = ["Message", "intersect", "op_name", "tensor_type", "same_shape", "broadcasts_onto",
+           "squeezed_scale", "expand_to_axis", "reshape_to_axes", "reshape_or_expand",
+           "is_all_positive_constant", "ConvInfo", "conv_info", "dense_ok", "call"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,10 @@ def _same_dim(a: object, b: object) -> bool:
     a = a.value if isinstance(a, IntImm) else a
     b = b.value if isinstance(b, IntImm) else b
     return a == b
+
+
+def same_shape(a: TensorType, b: TensorType) -> bool:
+    return a.ndim == b.ndim and all(_same_dim(x, y) for x, y in zip(a.shape, b.shape))
 
 
 def _is_one(d: object) -> bool:
