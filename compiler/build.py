@@ -27,13 +27,13 @@ from .provenance import Provenance
 from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
 from .transform.infra import Pass, PassInstrument, Snapshot
 
-RELAY_BUILD_PIPELINE = (
+RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in src/relay/backend/utils.cc, then FuseOps
     "RemoveUnusedFunctions",
     "ToBasicBlockNormalForm",
     "SimplifyInference",
     "EliminateCommonSubexpr",
-    "SimplifyExpr",
     "FoldConstant",
+    "FoldScaleAxis",
     "SimplifyExpr",
     "CanonicalizeCast",
     "CanonicalizeOps",
@@ -46,8 +46,7 @@ RELAY_BUILD_PIPELINE = (
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "qnn.Legalize", "Legalize", "CombineParallelConv2D",
-    "CombineParallelDense", "CombineParallelBatchMatmul", "FoldScaleAxis",
+    "qnn.Legalize", "Legalize", "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
     "AlterOpLayout", "FastMath",
 )
 
@@ -147,9 +146,19 @@ def build_text(text: str, name: str = "<input>", max_chars: int | None = MAX_SOU
 
 
 class _Progress(PassInstrument):
+    """Reports each pass as it starts; a sequence of the pipeline (FoldScaleAxis) is one
+    step, named as the pipeline names it, not one per member."""
+
     def __init__(self, callback) -> None:
         self.callback = callback
+        self.depth = 0  # how many sequences we are inside
 
     def run_before_pass(self, mod, p: Pass) -> None:
-        if not isinstance(p, Sequential):
+        if self.depth == 0:
             self.callback(p.name)
+        if isinstance(p, Sequential):
+            self.depth += 1
+
+    def run_after_pass(self, mod, p: Pass) -> None:
+        if isinstance(p, Sequential):
+            self.depth -= 1

@@ -66,11 +66,19 @@ class Provenance:
         self.stages = [Stage(i, s.pass_name, s.changed, s.module) for i, s in enumerate(build.snapshots)]
         for stage in self.stages:
             self._index(stage)
+        # A source expression's fused function: the first one that holds a call of the
+        # expression's own op with its span, else the first one that holds anything with
+        # its span (a conv whose weight FoldScaleAxis scales at run time lives in the
+        # conv's function, not in the one that scales the weight).
         self.fused: dict[Key, tuple[str, Function]] = {}
+        same_op: dict[Key, tuple[str, Function]] = {}
         for func, name in build.fused_names.items():
             for node in post_order(func):
                 for key in self.keys_of(node):
                     self.fused.setdefault(key, (name, func))
+                    if key not in same_op and _same_op(node, self.source_node(key)):
+                        same_op[key] = (name, func)
+        self.fused.update(same_op)
 
     def keys_of(self, node: Expr) -> list[Key]:
         if node.span is None:
@@ -170,6 +178,11 @@ class Provenance:
         if node is None or node.span is None:
             return []
         return [o.name for o in node.span.origins() if isinstance(o, LayerSpan)]
+
+
+def _same_op(node: Expr, source: Expr | None) -> bool:
+    return (isinstance(node, Call) and isinstance(source, Call) and isinstance(node.op, Op)
+            and isinstance(source.op, Op) and node.op.name == source.op.name)
 
 
 def _input_source(build: BuildResult) -> Source | None:

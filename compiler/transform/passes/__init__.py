@@ -13,3 +13,4 @@ from . import simplify_expr_post_alter_op  # noqa: F401
 from . import to_basic_block_normal_form  # noqa: F401
 from . import flatten_atrous_conv  # noqa: F401
 from . import plan_devices  # noqa: F401
+from . import fold_scale_axis  # noqa: F401  (and its Backward/Forward members)
