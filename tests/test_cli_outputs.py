@@ -17,7 +17,7 @@ import pytest
 
 from relaylens.compiler.cli import UsageError, main
 from relaylens.compiler.lower.artifacts import FILES
-from relaylens.compiler.outputs import BUILD_MANIFEST, OutputPlan, commit_build_dir, staging_dir, write_files
+from relaylens.compiler.cli.outputs import BUILD_MANIFEST, OutputPlan, commit_build_dir, staging_dir, write_files
 
 REPO = Path(__file__).resolve().parents[1]
 ONNX_MODEL = REPO / "examples" / "small_cnn.onnx"

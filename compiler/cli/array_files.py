@@ -22,7 +22,7 @@ from typing import IO
 
 import numpy as np
 
-from .cli import UsageError
+from .common import UsageError
 
 _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
