@@ -1,4 +1,4 @@
-"""Reading the .npy and .npz files a user hands to `relaylens run`.
+"""Reading the .npy and .npz files a user hands to `relaylens run`, `build` and `explain`.
 
     load_array(path, what) -> np.ndarray              one .npy array
     load_archive(path, what) -> {name: np.ndarray}    the arrays of an .npz archive

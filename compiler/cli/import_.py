@@ -5,7 +5,7 @@
 
 The text carries a `span=` comment on every expression naming its ONNX node; the
 initializers go to an .npz archive keyed by parameter name (default: beside OUT, with
-the suffix .npz), ready for `relaylens run OUT.relay --params OUT.npz --interp`.  Without
+the suffix .npz), where `relaylens run/build/explain OUT.relay` find and bind it.  Without
 `-o` the text goes to stdout and `--params` is needed if the model has initializers.
 Both outputs are checked together by outputs.py before either is written: never the
 model or its external data, never one path for both, an existing file only with `--force`.
