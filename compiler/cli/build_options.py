@@ -56,7 +56,8 @@ class ParamsFile:
         return {key.lstrip("%"): array for key, array in load_archive(self.path, what).items()}
 
     def announce(self, count: int, err: TextIO) -> None:
-        """Say, once, that an archive the user did not name is bound."""
+        """Say, once and before the binding (whose errors it explains), that an archive the
+        user did not name is bound."""
         if self.found and count:
             print(f"{PROG}: binding {plural(count, 'parameter')} from {self.path}", file=err)
 
@@ -71,7 +72,9 @@ def params_file(file: str, args: argparse.Namespace) -> ParamsFile:
     if args.no_params or file == STDIN:
         return ParamsFile(None)
     beside = Path(file).with_suffix(".npz")
-    return ParamsFile(str(beside), found=True) if beside.is_file() else ParamsFile(None)
+    if beside == Path(file) or not beside.is_file():
+        return ParamsFile(None)
+    return ParamsFile(str(beside), found=True)
 
 
 # --- PassContext config -------------------------------------------------------------------

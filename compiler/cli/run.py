@@ -50,7 +50,7 @@ from ..ir.types import TensorType, TupleType, Type
 from ..parser import parse
 from ..transform.bind_params import bind_params_by_name
 from .array_files import load_array
-from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .build_options import ParamsFile, add_build_options, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .outputs import OutputPlan, write_files
 
@@ -112,38 +112,22 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if "main" not in module:
         print(render(Diagnostic("there is no @main to run"), name), file=err)
         return EXIT_ERRORS
-    main = module["main"]
-
-    given = load_inputs(main, args.inputs or [])
-    params = {key: array for key, array in weights.read().items() if key not in given}  # an --input wins
-    origin = weights.path or "params"
-    _, errors = bind_params_by_name(module, params, origin=origin)
-    if errors:
-        report(errors, name, err)
+    arguments = bind_and_match(module, name, args, weights, err)
+    if arguments is None:
         return EXIT_ERRORS
-    weights.announce(len(params), err)
-    free = [p for p in main.params if p.name not in params]
-    if not args.inputs:
-        arrays, notes = random_inputs(free, args.seed)
-        if notes:  # nothing left to give: no note
-            print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
-            for line in notes:
-                print(f"  {line}", file=err)
-    else:
-        arrays = match_inputs(free, given)
-    supplied = iter(arrays)
-    everything = [params[p.name] if p.name in params else next(supplied) for p in main.params]
+    params, inputs, everything = arguments
 
     try:
         if args.interp:
             value = Interpreter(module).call("main", everything)
         else:
             with terminal_progress(err) as progress:
-                built = compile(text, name, params=params, params_origin=origin, config=config, progress=progress)
+                built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
+                                progress=progress)
             report([d for d in built.diagnostics if d.is_error], name, err)
             if built.executable is None:
                 return EXIT_ERRORS
-            value = built.executable.run(*arrays)
+            value = built.executable.run(*inputs)
             if args.check and not check_against_interpreter(module, everything, value, err):
                 return EXIT_ERRORS
     except InterpreterError as exc:
@@ -182,6 +166,31 @@ def check_against_interpreter(module, arrays: list[Value], value: Value, err: Te
 
 
 # --- inputs -----------------------------------------------------------------------------
+
+
+def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsFile, err: TextIO):
+    """(the weights to bind, the arguments of the compiled @main, the arguments of @main as
+    written) from the weights archive and `--input`s, or random inputs; None after reporting
+    weights that do not fit @main (bind_params_by_name's diagnostics, exit 1)."""
+    main = module["main"]
+    given = load_inputs(main, args.inputs or [])
+    params = {key: array for key, array in weights.read().items() if key not in given}  # an --input wins
+    weights.announce(len(params), err)
+    _, errors = bind_params_by_name(module, params, origin=weights.path or "params")  # as the build will
+    if errors:
+        report(errors, name, err)
+        return None
+    free = [p for p in main.params if p.name not in params]
+    if not args.inputs:
+        inputs, notes = random_inputs(free, args.seed)
+        if notes:  # nothing left to give: no note
+            print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
+            for line in notes:
+                print(f"  {line}", file=err)
+    else:
+        inputs = match_inputs(free, given)
+    supplied = iter(inputs)
+    return params, inputs, [params[p.name] if p.name in params else next(supplied) for p in main.params]
 
 
 def _param_list(main: Function) -> str:
