@@ -159,11 +159,11 @@ def test_an_archive_beside_the_file_that_cannot_be_read_says_how_to_skip_it(caps
 # --- weights that do not fit: diagnostics, exit 1 ---------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["build", "run", "explain"])
+@pytest.mark.parametrize("command", ["build", "run", "run --interp", "explain"])
 def test_a_weight_of_the_wrong_shape_names_parameter_shapes_and_file(capsys, tmp_path, model, command):
     params = weights(tmp_path, w=W.T.copy(), b=B)
     where = f"{model}:3:8" if command == "explain" else model
-    status, out, err = relaylens(capsys, command, where, "--params", params)
+    status, out, err = relaylens(capsys, *command.split(), where, "--params", params)
     assert (status, out) == (1, "")
     assert err.startswith(f"{model}:{W_AT[0]}:{W_AT[1]}: error: parameter %w is Tensor[(4, 8), float32] "
                           f"but {params} gives Tensor[(8, 4), float32]\n")
@@ -179,6 +179,15 @@ def test_a_weight_of_the_wrong_dtype_or_name_is_an_error(capsys, tmp_path, model
     status, _, err = relaylens(capsys, command, model, "--params", params)
     assert status == 1
     assert f"{params}: 'bias' is not a parameter of @main (its parameters: %x, %w, %b)" in err
+
+
+def test_errors_of_an_archive_found_beside_the_file_follow_its_announcement(capsys, tmp_path, model):
+    beside = weights(tmp_path, "net.npz", w=W, bias=B)
+    status, _, err = relaylens(capsys, "build", model)
+    assert status == 1
+    assert err.splitlines()[:2] == [f"relaylens: binding 2 parameters from {beside}",
+                                    f"{model}: error: {beside}: 'bias' is not a parameter of @main "
+                                    f"(its parameters: %x, %w, %b)"]
 
 
 # --- --config -----------------------------------------------------------------------------------
