@@ -1,4 +1,4 @@
-"""Nothing lost: the one rule of compiler/outputs.py, as every command that writes obeys it.
+"""Nothing lost: the one rule of compiler/cli/outputs.py, as every command that writes obeys it.
 
 Never replace an input, never write two outputs to one path, never replace an existing
 file the command did not write unless `--force` says so (a build directory's own
