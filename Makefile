@@ -18,9 +18,11 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 # The demo: a small CNN (examples/small_cnn.onnx, written by examples/make_model.py) is
-# imported with every expression naming its ONNX node, built (artefacts in $(DEMO)), run
-# compiled and checked against the interpreter and onnxruntime, and one layer is followed
-# from its ONNX node to its LLVM function in $(DEMO)/module.ll.
+# imported with every expression naming its ONNX node (weights in small_cnn.npz), built with
+# those weights bound as constants as relay.build(mod, params) binds them (the .npz beside
+# the .relay is found; artefacts in $(DEMO)), run compiled and checked against the
+# interpreter and onnxruntime, and one layer is followed from its ONNX node to its LLVM
+# function in $(DEMO)/module.ll.
 DEMO ?= build/demo
 
 demo: $(STAMP)

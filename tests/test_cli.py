@@ -262,12 +262,13 @@ def test_print_unwritable_output(tmp_path):
 
 
 def test_internal_error_is_reported_briefly(monkeypatch, capsys):
-    from relaylens.compiler import check, cli
+    from relaylens.compiler import cli
+    from relaylens.compiler.cli import check
 
     def broken_check(text, name="<string>"):
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr(check, "check_text", broken_check)
+    monkeypatch.setattr(check, "check_text", broken_check)  # the name `relaylens check` calls
     monkeypatch.delenv("RELAYLENS_TRACEBACK", raising=False)
     assert cli.main(["check", str(EXAMPLE)]) == 3
     err = capsys.readouterr().err

@@ -1,5 +1,5 @@
 """Ordinary bad input is exit 1 or 2 with a one-line message, never 3 ("internal error"):
-arrays given to `run` (compiler/array_files.py), ONNX models and their external data
+arrays given to `run` (compiler/cli/array_files.py), ONNX models and their external data
 (frontend/onnx/load.py), and out-of-range numbers on the command line."""
 
 from __future__ import annotations

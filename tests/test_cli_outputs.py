@@ -1,4 +1,4 @@
-"""Nothing lost: the one rule of compiler/outputs.py, as every command that writes obeys it.
+"""Nothing lost: the one rule of compiler/cli/outputs.py, as every command that writes obeys it.
 
 Never replace an input, never write two outputs to one path, never replace an existing
 file the command did not write unless `--force` says so (a build directory's own
@@ -17,7 +17,7 @@ import pytest
 
 from relaylens.compiler.cli import UsageError, main
 from relaylens.compiler.lower.artifacts import FILES
-from relaylens.compiler.outputs import BUILD_MANIFEST, OutputPlan, commit_build_dir, staging_dir, write_files
+from relaylens.compiler.cli.outputs import BUILD_MANIFEST, OutputPlan, commit_build_dir, staging_dir, write_files
 
 REPO = Path(__file__).resolve().parents[1]
 ONNX_MODEL = REPO / "examples" / "small_cnn.onnx"

@@ -6,20 +6,21 @@ ONNX node it came from (RFC 0092's span filling).
         .params   {parameter name: initializer array}
         .inputs   {ONNX graph input: @main parameter name}
     load_model(path) -> ModelProto           (raises OnnxImportError for unreadable files)
+    load_model_with_files(path) -> (ModelProto, [external data files it read])
     supported_ops() -> sorted ONNX op types
     OnnxImportError                          the message names the node, op and opset
 
 Needs the `onnx` package (`pip install relaylens[onnx]`); the names above are imported
-on first use, so `relaylens` itself (which registers the `import` command from
-command.py) works without it.  docs/onnx.md is the user's guide; graph.py describes the
-walk.
+on first use, so `relaylens` itself (whose `import` command, compiler/cli/import_.py,
+calls them) works without it.  The frontend knows nothing of the CLI.  docs/onnx.md is
+the user's guide; graph.py describes the walk.
 """
 
 from importlib import import_module
 from typing import Any
 
 _HOME = {"OnnxImport": "graph", "import_onnx": "graph", "model_opset": "graph", "load_model": "load",
-         "supported_ops": "registry", "OnnxImportError": "errors"}
+         "load_model_with_files": "load", "supported_ops": "registry", "OnnxImportError": "errors"}
 
 __all__ = sorted(_HOME)
 

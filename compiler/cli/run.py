@@ -1,17 +1,24 @@
 """`relaylens run`: run @main of a file on numpy inputs.
 
-    relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params FILE.npz]
-                       [--seed N] [-o OUT.npz] [--force]
+    relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params P.npz | --no-params]
+                       [--config KEY=JSON ...] [--seed N] [-o OUT.npz] [--force]
 
-By default the file is built (relay.build's passes), lowered and run as compiled code
-(compiler/lower); `--interp` runs the reference interpreter instead, and `--check` runs
-both and reports, per output, the largest absolute and relative difference (exit 1 when
-one exceeds rtol 1e-4 / atol 1e-5).
+By default the file is built by driver.compile() (relay.build's passes, lowering, machine
+code) and run compiled; `--interp` runs the reference interpreter instead, and `--check`
+runs both and reports, per output, the largest absolute and relative difference (exit 1
+when one exceeds rtol 1e-4 / atol 1e-5).
 
-Inputs are matched to @main's parameters by name (`%x` takes `--input x=x.npy`; the
-keys of `--params` name parameters too, and an `--input` wins over a key of the same
-name).  Each must fit the parameter's annotated type (dtype exactly, every known
-dimension).  Given no input at all, every parameter gets a random value drawn from
+Weights are bound as relay.build(mod, params) binds them (build_options.py): the arrays of
+`--params` (or of FILE's `<stem>.npz`) named like parameters of @main become constants
+before the passes, so the compiled executable takes only the remaining parameters, the
+real inputs.  The interpreter (`--interp`, and `--check`'s reference) runs the module as
+written, on the weights and the inputs together, so both see the same numbers.  An array
+that names no parameter, or does not fit its parameter's type, is an error (exit 1); an
+`--input` wins over an array of the same name (that parameter is then an input).
+
+Inputs are matched to the remaining parameters by name (`%x` takes `--input x=x.npy`).
+Each must fit the parameter's annotated type (dtype exactly, every known dimension).
+Given no `--input` at all, every remaining parameter gets a random value drawn from
 `--seed` (normal for floats, integers in [0, 10) for ints, fair coins for bools), and a
 note on stderr says so.
 
@@ -21,46 +28,82 @@ The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` 
 anything runs: never an input, an existing file only with `--force`.  Arrays are read by
 array_files.py (headers checked before allocating, native byte order).
 
-Exit status as for every command: 1 for errors in the program (syntax, types, an op
-without a lowering, or a run-time error shown at its span), 2 for usage errors (a bad or
-missing input, a file that cannot be read or written).
+Exit status as for every command: 1 for errors in the program (syntax, types, weights that
+do not fit, an op without a lowering, or a run-time error shown at its span), 2 for usage
+errors (a bad or missing input, a file that cannot be read or written).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TextIO
+from typing import Sequence, TextIO
 
 import numpy as np
 
-from .array_files import load_archive, load_array
-from .cli import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
-from .diagnostics import Diagnostic
-from .interpreter import Interpreter, InterpreterError, Value, value_text
-from .interpreter.values import static_shape, type_mismatch, type_text
-from .ir.expr import Function, Var
-from .ir.types import TensorType, TupleType, Type
+from ..diagnostics import Diagnostic
+from ..driver import compile
+from ..interpreter import Interpreter, InterpreterError, Value, value_text
+from ..interpreter.values import static_shape, type_mismatch, type_text
+from ..ir.expr import Function, Var
+from ..ir.types import TensorType, TupleType, Type
+from ..parser import parse
+from ..transform.bind_params import bind_params_by_name
+from .array_files import load_array
+from .build_options import ParamsFile, add_build_options, params_file, pass_config, terminal_progress
+from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .outputs import OutputPlan, write_files
 
 INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 
 
-def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run @main on numpy inputs",
+        description="Run @main of FILE on inputs matched to its parameters by name, its weights bound "
+                    "first. With no --input at all, random inputs are drawn from --seed.",
+    )
+    parser.add_argument("file", metavar="FILE", help="a .relay file, or - for stdin")
+    parser.add_argument("--input", dest="inputs", action="append", metavar="NAME=FILE.npy",
+                        help="the value of parameter %%NAME (repeatable)")
+    add_build_options(parser, "weights to bind, keyed by parameter name (default: FILE's .npz beside it, "
+                              "if any)")
+    parser.add_argument("--interp", action="store_true", help="use the reference interpreter")
+    parser.add_argument("--check", action="store_true",
+                        help="run compiled code and the interpreter, report the largest error per output")
+    parser.add_argument("--seed", type=_natural, default=0, metavar="N", help="seed of random inputs (0)")
+    parser.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz archive")
+    parser.add_argument("--force", action="store_true", help="allow OUT.npz to replace an existing file")
+    parser.set_defaults(run=run)
+
+
+def _natural(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.interp and args.check:
         raise UsageError("--interp and --check exclude each other (--check runs both)")
+    config = pass_config(args.config)
+    weights = params_file(args.file, args)
     if args.output is not None:
         specs = [spec.partition("=")[2] or None for spec in args.inputs or []]
-        plan = OutputPlan.of([args.file, args.params, *specs], force=args.force)
+        plan = OutputPlan.of([args.file, weights.path, *specs], force=args.force)
         plan.add(args.output, f"-o {args.output}")
         plan.check()
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
-    from .parser import parse
-
     result = parse(text, name)
     report(result.diagnostics, name, err)
     if any(d.is_error for d in result.diagnostics):
@@ -69,26 +112,23 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if "main" not in module:
         print(render(Diagnostic("there is no @main to run"), name), file=err)
         return EXIT_ERRORS
-    main = module["main"]
-
-    given = load_inputs(main, args.inputs or [], args.params, err)
-    if not args.inputs and not args.params:
-        arrays, notes = random_inputs(main, args.seed)
-        if notes:  # a @main without parameters needs no inputs
-            print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
-            for line in notes:
-                print(f"  {line}", file=err)
-    else:
-        arrays = match_inputs(main, given)
+    arguments = bind_and_match(module, name, args, weights, err)
+    if arguments is None:
+        return EXIT_ERRORS
+    params, inputs, everything = arguments
 
     try:
         if args.interp:
-            value = Interpreter(module).call("main", arrays)
+            value = Interpreter(module).call("main", everything)
         else:
-            value = run_compiled(text, name, arrays, err)
-            if value is None:
+            with terminal_progress(err) as progress:
+                built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
+                                progress=progress)
+            report([d for d in built.diagnostics if d.is_error], name, err)
+            if built.executable is None:
                 return EXIT_ERRORS
-            if args.check and not check_against_interpreter(module, arrays, value, err):
+            value = built.executable.run(*inputs)
+            if args.check and not check_against_interpreter(module, everything, value, err):
                 return EXIT_ERRORS
     except InterpreterError as exc:
         print(render(exc.diagnostic("run"), name), file=err)
@@ -102,22 +142,6 @@ def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         print_outputs(outputs, out)
     return EXIT_OK
-
-
-def run_compiled(text: str, name: str, arrays: list[Value], err: TextIO) -> Value | None:
-    """Build, lower and run; None after reporting what stopped it."""
-    from .build import build_text
-    from .lower.pipeline import lower_build
-
-    built = build_text(text, name)
-    report([d for d in built.diagnostics if d.is_error], name, err)
-    if not built.ok:
-        return None
-    lowered = lower_build(built)
-    report(lowered.diagnostics, name, err)
-    if not lowered.ok or lowered.executable is None:
-        return None
-    return lowered.executable.run(*arrays)
 
 
 def check_against_interpreter(module, arrays: list[Value], value: Value, err: TextIO) -> bool:
@@ -144,27 +168,39 @@ def check_against_interpreter(module, arrays: list[Value], value: Value, err: Te
 # --- inputs -----------------------------------------------------------------------------
 
 
+def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsFile, err: TextIO):
+    """(the weights to bind, the arguments of the compiled @main, the arguments of @main as
+    written) from the weights archive and `--input`s, or random inputs; None after reporting
+    weights that do not fit @main (bind_params_by_name's diagnostics, exit 1)."""
+    main = module["main"]
+    given = load_inputs(main, args.inputs or [])
+    params = {key: array for key, array in weights.read().items() if key not in given}  # an --input wins
+    weights.announce(len(params), err)
+    _, errors = bind_params_by_name(module, params, origin=weights.path or "params")  # as the build will
+    if errors:
+        report(errors, name, err)
+        return None
+    free = [p for p in main.params if p.name not in params]
+    if not args.inputs:
+        inputs, notes = random_inputs(free, args.seed)
+        if notes:  # nothing left to give: no note
+            print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
+            for line in notes:
+                print(f"  {line}", file=err)
+    else:
+        inputs = match_inputs(free, given)
+    supplied = iter(inputs)
+    return params, inputs, [params[p.name] if p.name in params else next(supplied) for p in main.params]
+
+
 def _param_list(main: Function) -> str:
     return ", ".join("%" + p.name for p in main.params) or "none"
 
 
-def load_inputs(main: Function, specs: list[str], params: str | None,
-                err: TextIO) -> dict[str, tuple[np.ndarray, str]]:
-    """name → (array, where it came from), from `--params` then each `--input`."""
+def load_inputs(main: Function, specs: list[str]) -> dict[str, tuple[np.ndarray, str]]:
+    """name → (array, the file it came from), one per `--input NAME=FILE.npy`."""
     names = {p.name for p in main.params}
     given: dict[str, tuple[np.ndarray, str]] = {}
-    if params is not None:
-        ignored = []
-        for key, array in load_archive(params, f"--params {params}").items():
-            key = key.lstrip("%")
-            if key in names:
-                given[key] = (array, f"{params}[{key}]")
-            else:
-                ignored.append(key)
-        if ignored:
-            print(f"{PROG}: note: ignoring {len(ignored)} array{'s' if len(ignored) != 1 else ''} of "
-                  f"{params} that name no parameter of @main: {', '.join(sorted(ignored)[:10])}"
-                  f"{', ...' if len(ignored) > 10 else ''}", file=err)
     for spec in specs:
         key, sep, path = spec.partition("=")
         key = key.strip().lstrip("%")
@@ -177,17 +213,18 @@ def load_inputs(main: Function, specs: list[str], params: str | None,
     return given
 
 
-def match_inputs(main: Function, given: dict[str, tuple[np.ndarray, str]]) -> list[np.ndarray]:
-    """The arguments of @main, in order; a missing or ill-fitting input is a UsageError."""
-    missing = [p for p in main.params if p.name not in given]
+def match_inputs(params: Sequence[Var], given: dict[str, tuple[np.ndarray, str]]) -> list[np.ndarray]:
+    """The arguments for `params` (@main's parameters not bound), in order; a missing or
+    ill-fitting input is a UsageError."""
+    missing = [p for p in params if p.name not in given]
     if missing:
         lines = [f"  %{p.name}: {_type_of(p)}" for p in missing]
         raise UsageError(
             f"missing input{'s' if len(missing) != 1 else ''} for @main:\n" + "\n".join(lines) + "\n"
-            f"pass --input NAME=FILE.npy (or --params FILE.npz); with no input at all, "
+            f"pass --input NAME=FILE.npy (or bind it with --params FILE.npz); with no --input at all, "
             f"random inputs are used")
     arrays = []
-    for param in main.params:
+    for param in params:
         array, origin = given[param.name]
         ty = param.type_annotation
         if isinstance(ty, TupleType):
@@ -204,12 +241,12 @@ def _type_of(param: Var) -> str:
     return type_text(param.type_annotation) if param.type_annotation is not None else "(no type annotation)"
 
 
-def random_inputs(main: Function, seed: int) -> tuple[list[Value], list[str]]:
-    """A random value per parameter, drawn in parameter order; and a line per parameter."""
+def random_inputs(params: Sequence[Var], seed: int) -> tuple[list[Value], list[str]]:
+    """A random value per parameter of `params`, drawn in order; and a line per parameter."""
     rng = np.random.default_rng(seed)
     values: list[Value] = []
     notes: list[str] = []
-    for param in main.params:
+    for param in params:
         ty = param.type_annotation
         if ty is None:
             raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable
 
-from .cli import UsageError
+from .common import UsageError
 
 BUILD_MANIFEST = ".relaylens-build.json"
 _MANIFEST_KIND = "relaylens build"

@@ -1,4 +1,4 @@
-"""Reading the .npy and .npz files a user hands to `relaylens run`.
+"""Reading the .npy and .npz files a user hands to `relaylens run`, `build` and `explain`.
 
     load_array(path, what) -> np.ndarray              one .npy array
     load_archive(path, what) -> {name: np.ndarray}    the arrays of an .npz archive
@@ -22,7 +22,7 @@ from typing import IO
 
 import numpy as np
 
-from .cli import UsageError
+from .common import UsageError
 
 _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"

@@ -5,7 +5,7 @@
 
 The text carries a `span=` comment on every expression naming its ONNX node; the
 initializers go to an .npz archive keyed by parameter name (default: beside OUT, with
-the suffix .npz), ready for `relaylens run OUT.relay --params OUT.npz --interp`.  Without
+the suffix .npz), where `relaylens run/build/explain OUT.relay` find and bind it.  Without
 `-o` the text goes to stdout and `--params` is needed if the model has initializers.
 Both outputs are checked together by outputs.py before either is written: never the
 model or its external data, never one path for both, an existing file only with `--force`.
@@ -13,20 +13,26 @@ model or its external data, never one path for both, an existing file only with 
 Exit status as for every command: 1 when the model cannot be imported (the message names
 the node, its op and the opset, or the tensor whose data is bad or missing), 2 for usage
 errors (a model file that cannot be read, an output refused or unwritable, a bad
-`--shape`, no onnx package).  This module imports nothing heavy until the
-command runs, so `relaylens --help` stays fast.
+`--shape`, no onnx package).  The frontend (compiler/frontend/onnx, through its public
+names) and the onnx package load only when the command runs: onnx is an optional
+dependency, and the frontend knows nothing of the CLI.
 """
 
 from __future__ import annotations
 
 import argparse
+import zipfile
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from ...cli import EXIT_ERRORS, EXIT_OK, UsageError
+import numpy as np
+
+from ..printer import print_module
+from .common import EXIT_ERRORS, EXIT_OK, UsageError
+from .outputs import OutputPlan, write_files
 
 
-def add_command(commands) -> None:
+def add_parser(commands) -> None:
     parser = commands.add_parser(
         "import",
         help="import an ONNX model as Relay text (with its params)",
@@ -43,7 +49,7 @@ def add_command(commands) -> None:
                         help="import nodes that cannot be converted as calls of opaque parameters")
     parser.add_argument("--types", action="store_true", help="add ty= comments as well")
     parser.add_argument("--force", action="store_true", help="allow OUT.relay and OUT.npz to replace existing files")
-    parser.set_defaults(run=import_command)
+    parser.set_defaults(run=run)
 
 
 def parse_shape(spec: str) -> tuple[str, tuple[int | None, ...]]:
@@ -62,7 +68,7 @@ def parse_shape(spec: str) -> tuple[str, tuple[int | None, ...]]:
     return name, tuple(found)
 
 
-def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     shapes = dict(parse_shape(s) for s in args.shapes or [])
     to_file = args.output not in (None, "-")
     params_path = args.params or (str(Path(args.output).with_suffix(".npz")) if to_file else None)
@@ -71,14 +77,11 @@ def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         open(args.model, "rb").close()
     except OSError as exc:
         raise UsageError(f"cannot read {args.model}: {exc.strerror or exc}") from None
-    try:
-        from . import OnnxImportError, import_onnx
-        from .load import load_model_with_files
+    try:  # imported here, deliberately: onnx is optional, needed by this command alone
+        from ..frontend.onnx import OnnxImportError, import_onnx, load_model_with_files
     except ImportError as exc:
         raise UsageError(f"relaylens import needs the onnx package ({exc}); install it with "
                          f"pip install 'relaylens[onnx]'") from None
-    from ...outputs import OutputPlan, write_files
-    from ...printer import print_module
 
     try:
         model, data_files = load_model_with_files(args.model)
@@ -122,10 +125,6 @@ def import_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _write_params(f: BinaryIO, params: dict) -> None:
     """An .npz archive as `np.savez` writes one; written member by member because a
     parameter may be called `file` or `allow_pickle`, which `np.savez(**params)` takes."""
-    import zipfile
-
-    import numpy as np
-
     with zipfile.ZipFile(f, "w") as archive:
         for name, array in params.items():
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:

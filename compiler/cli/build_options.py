@@ -1,0 +1,122 @@
+"""The options of every command that builds (`build`, `run`, `explain`): the weights bound
+before the pipeline, the PassContext's config, and progress on a terminal.
+
+    --params FILE.npz   bind @main's parameters named in FILE.npz as constants, as
+                        relay.build(mod, params) does (driver.compile(params=...))
+    --no-params         bind nothing, not even the archive found beside FILE
+    --config KEY=JSON   one PassContext option (repeatable), e.g.
+                        --config relay.FuseOps.max_depth=1
+
+Without either params option, `<stem>.npz` beside FILE (model.npz for model.relay, as
+`relaylens import` writes them) is bound when it exists, and the command says so once on
+stderr.  An archive that cannot be read, `--params` with `--no-params`, and a `--config`
+that is not KEY=JSON are usage errors (exit 2); arrays that do not fit @main are the
+driver's diagnostics (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+import numpy as np
+
+from ..driver import Step
+from .array_files import load_archive
+from .common import PROG, STDIN, UsageError, plural
+
+
+def add_build_options(parser: argparse.ArgumentParser, params_help: str) -> None:
+    parser.add_argument("--params", metavar="FILE.npz", help=params_help)
+    parser.add_argument("--no-params", action="store_true",
+                        help="bind no parameters (not even FILE's .npz beside it)")
+    parser.add_argument("--config", action="append", metavar="KEY=JSON",
+                        help="a PassContext option (repeatable), e.g. relay.FuseOps.max_depth=1")
+
+
+# --- weights ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamsFile:
+    """Where a command's weights come from: the archive, and whether the user named it."""
+
+    path: str | None  # None: bind nothing
+    found: bool = False  # `<stem>.npz` beside FILE, not named by --params
+
+    def read(self) -> dict[str, np.ndarray]:
+        """name → array; a leading `%` of a name is dropped (`%w` and `w` name %w)."""
+        if self.path is None:
+            return {}
+        what = f"{self.path} (found beside the input; --no-params ignores it)" if self.found else f"--params {self.path}"
+        return {key.lstrip("%"): array for key, array in load_archive(self.path, what).items()}
+
+    def announce(self, count: int, err: TextIO) -> None:
+        """Say, once and before the binding (whose errors it explains), that an archive the
+        user did not name is bound."""
+        if self.found and count:
+            print(f"{PROG}: binding {plural(count, 'parameter')} from {self.path}", file=err)
+
+
+def params_file(file: str, args: argparse.Namespace) -> ParamsFile:
+    """The archive `--params` names, else `<stem>.npz` beside `file` if it exists, unless
+    `--no-params`.  Nothing is read yet."""
+    if args.params is not None and args.no_params:
+        raise UsageError("--params and --no-params exclude each other")
+    if args.params is not None:
+        return ParamsFile(args.params)
+    if args.no_params or file == STDIN:
+        return ParamsFile(None)
+    beside = Path(file).with_suffix(".npz")
+    if beside == Path(file) or not beside.is_file():
+        return ParamsFile(None)
+    return ParamsFile(str(beside), found=True)
+
+
+# --- PassContext config -------------------------------------------------------------------
+
+
+def pass_config(specs: list[str] | None) -> dict[str, Any]:
+    """`KEY=JSON` options as the PassContext's config; a later KEY wins."""
+    config: dict[str, Any] = {}
+    for spec in specs or []:
+        key, sep, value = spec.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--config expects KEY=JSON, got {spec!r}")
+        try:
+            config[key] = json.loads(value)
+        except ValueError as exc:
+            raise UsageError(f"--config {key}: {value!r} is not JSON ({exc}); a string needs quotes, "
+                             f"as in {key}='\"text\"'") from None
+    return config
+
+
+# --- progress ----------------------------------------------------------------------------
+
+
+@contextmanager
+def terminal_progress(err: TextIO) -> Iterator[Any]:
+    """A `progress` for driver.compile() that shows each step (`pass FoldConstant`,
+    `lowering 3/17 NAME`) on one status line of `err`, cleared at the end; None when `err`
+    is not a terminal (piped, the command is quiet)."""
+    if not (hasattr(err, "isatty") and err.isatty()):
+        yield None
+        return
+    shown = [False]
+
+    def show(step: Step) -> None:
+        err.write(f"\r\033[K{step}")
+        err.flush()
+        shown[0] = True
+
+    try:
+        yield show
+    finally:
+        if shown[0]:
+            err.write("\r\033[K")
+            err.flush()

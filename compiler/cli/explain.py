@@ -1,0 +1,131 @@
+"""`relaylens explain FILE:LINE:COL [--params P.npz | --no-params] [--config KEY=JSON ...]`:
+what became of one expression.
+
+Builds FILE as `build` does (weights bound first, build_options.py) down to LLVM IR, in one
+driver.compile() call, and prints: the expression's frontend layers and type, each pass
+that changed it, the fused function it ended in and, when that function lowered, its LLVM
+function, its lines in module.ll (as `build -o` writes it), the instruction lines that
+compute the expression and the frontend layers compiled into it.  A function that could
+not be lowered says `not lowered:` and why; that is part of the answer, not an error of
+the command (only errors before lowering are reported, and end in status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import TextIO
+
+from ..driver import compile
+from ..lower.artifacts import source_map
+from ..printer import print_type
+from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
+
+_WHERE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "explain",
+        help="what the passes made of the expression at FILE:LINE:COL",
+        description="Build FILE and print, for the expression at LINE:COL, each pass that changed it, "
+                    "what it became, the fused function it ended in and its frontend layers; then lower "
+                    "the build and print that function's LLVM function and its lines in module.ll "
+                    "(as build -o DIR writes it).",
+    )
+    parser.add_argument("where", metavar="FILE:LINE:COL")
+    add_build_options(parser, "bind the parameters of @main named in FILE.npz as constants "
+                              "(default: FILE's .npz beside it, if any)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    m = _WHERE.match(args.where)
+    if m is None:
+        raise UsageError(f"expected FILE:LINE:COL, got {args.where!r}")
+    config = pass_config(args.config)
+    weights = params_file(m["file"], args)
+    name, text, bad_encoding = read_source(m["file"])
+    if bad_encoding is not None:
+        report([bad_encoding], name, err)
+        return EXIT_ERRORS
+    line, col = int(m["line"]), int(m["col"])
+    params = weights.read()
+    weights.announce(len(params), err)
+    with terminal_progress(err) as progress:
+        result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
+                         stop_after="llvm", progress=progress)
+    lowering = result.lowered.diagnostics if result.lowered is not None else []
+    report([d for d in result.diagnostics if d.is_error and not any(d is e for e in lowering)], name, err)
+    if not result.snapshots:
+        return EXIT_ERRORS
+    prov = result.provenance
+    offset = prov.source.offset(line, col) if prov.source is not None else None
+    key = prov.key_at(offset) if offset is not None else None
+    if key is None:
+        raise UsageError(f"no expression at {name}:{line}:{col}")
+    out.write(explain_text(prov, key, name, result.lowered))
+    return EXIT_OK
+
+
+def explain_text(prov, key, name: str, lowered=None) -> str:
+    """What became of the source expression `key`: its layers and type, every pass that
+    changed it, its fused function and, given the build `lowered` (pipeline.Lowered), that
+    function in LLVM IR (see `_llvm_lines`)."""
+    source = prov.source
+    start_line, start_col = source.location(key[0])
+    node = prov.source_node(key)
+    lines = [f"{name}:{start_line}:{start_col}: {_first_line(source.text[key[0]:key[1]])}"]
+    layers = prov.layers(key)
+    if layers:
+        lines.append(f"  frontend layer{'s' * (len(layers) > 1)}: {', '.join(layers)}")
+    if node is not None and node.ty is not None:
+        lines.append(f"  type: {print_type(node.ty)}")
+    changes = prov.changes(key)
+    if not changes:
+        lines.append("  no pass changed it")
+    for stage, nodes in changes:
+        if not nodes:
+            lines.append(f"  after {stage.pass_name} (#{stage.index}): gone (folded or removed)")
+            continue
+        lines.append(f"  after {stage.pass_name} (#{stage.index}):")
+        for n in nodes[:4]:
+            at, text = stage.snippet(n)
+            lines.append(f"    line {at}: {text}" if at else f"    {type(n).__name__}")
+        if len(nodes) > 4:
+            lines.append(f"    … and {len(nodes) - 4} more")
+    fused = prov.fused_function(key)
+    if fused is not None:
+        lines.append(f"  fused into: {fused[0]}")
+        if lowered is not None:
+            lines += _llvm_lines(lowered, fused[0], (start_line, start_col))
+    return "\n".join(lines) + "\n"
+
+
+def _llvm_lines(lowered, fused_name: str, where: tuple[int, int]) -> list[str]:
+    """The fused function's LLVM function and its lines in module.ll (the file `relaylens
+    build FILE -o DIR` writes: the same lowering, so the same lines), how many of its
+    instruction lines carry the expression's location `where` (Relay line, column), and
+    the frontend layers compiled into it; or why it was not lowered."""
+    errors = [d for d in lowered.diagnostics if d.is_error]
+    if errors:
+        return [f"  not lowered: {errors[0].message}"]
+    entry = next((f for f in source_map(lowered, lowered.llvm_ir, lowered.optimized_ir)["functions"]
+                  if f["name"] == fused_name), None)
+    if entry is None:
+        return []
+    llvm = entry["llvm"]
+    lines = [f"  LLVM function: @{fused_name}, module.ll lines {llvm['first_line']}-{llvm['last_line']}"]
+    own = sorted(int(n) for n, loc in llvm["lines"].items() if tuple(loc) == where)
+    if own:
+        counted = f"{len(own)} instruction lines compute" if len(own) > 1 else "1 instruction line computes"
+        lines.append(f"    {counted} this expression (the first at line {own[0]})")
+    if entry["layers"]:
+        lines.append(f"    frontend layers compiled into it: {', '.join(entry['layers'])}")
+    return lines
+
+
+def _first_line(text: str, width: int = 90) -> str:
+    first = text.split("\n", 1)[0]
+    return first if len(first) <= width else first[: width - 1] + "…"
