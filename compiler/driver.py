@@ -74,12 +74,12 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
         raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
     checked = check_text(text, name)
     result = BuildResult(name, checked, stage="check")
-    if any(d.is_error for d in checked.diagnostics) or stop_after == "check":
-        result.diagnostics = list(checked.diagnostics)
+    result.diagnostics = list(checked.diagnostics)
+    if any(d.is_error for d in checked.diagnostics):
         return result
     module, errors = bind_params_by_name(checked.module, params or {}, origin=params_origin)
-    if errors:
-        result.diagnostics = [*checked.diagnostics, *errors]
+    result.diagnostics += errors
+    if errors or stop_after == "check":
         return result
     built = build_module(module, name=name, checked=checked, passes=passes, opt_level=opt_level,
                          config=config, strict=strict, progress=_pass_steps(progress, passes))

@@ -201,9 +201,17 @@ def test_initializer_whose_data_does_not_fill_its_shape(capsys, tmp_path, fields
 
 def test_a_program_too_big_for_memory_is_an_error_in_it(capsys, tmp_path):
     path = tmp_path / "big.relay"
-    # 4 EB: more than any address space, so the allocation fails even where memory is overcommitted
-    path.write_text('#[version = "0.0.5"]\ndef @main() {\n  zeros(shape=[1000000000, 1000000000], dtype="float32")\n}\n')
+    # 640 GB: within the element budget, beyond this machine and the tests' address-space cap
+    path.write_text('#[version = "0.0.5"]\ndef @main() {\n  zeros(shape=[400000, 400000], dtype="float32")\n}\n')
     fails(capsys, 1, "run", path, says=f"{path}: error: not enough memory to run @main")
+
+
+def test_a_tensor_over_the_element_budget_is_an_error_at_its_call(capsys, tmp_path):
+    path = tmp_path / "huge.relay"
+    path.write_text('#[version = "0.0.5"]\ndef @main() {\n  zeros(shape=[1000000000, 1000000000], dtype="float32")\n}\n')
+    code = main(["run", str(path)])
+    err = capsys.readouterr().err
+    assert code == 1 and f"{path}:3:3: error: zeros: the result would have 1e+18 elements" in err, err
 
 
 def test_a_random_input_too_big_for_memory_is_a_usage_error(capsys, tmp_path):

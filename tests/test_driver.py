@@ -138,3 +138,9 @@ def test_fused_functions_have_names_a_person_reads():
     layered = TEXT.replace("nn.relu(%1)", "nn.relu(%1) /* span=/block1/Relu:0:0 */")
     result = compile(layered, "m.relay", stop_after="passes")
     assert "dense + bias_add + relu · /block1/Relu" in {result.provenance.display_name(f) for f in result.fused_names}
+
+
+def test_weights_that_do_not_fit_are_reported_by_a_check_alone():
+    result = compile(TEXT, "m.relay", params={"w": np.zeros((8, 4), "float32")}, params_origin="m.npz",
+                     stop_after="check")
+    assert not result.ok and "m.npz gives Tensor[(8, 4), float32]" in result.diagnostics[-1].message
