@@ -58,7 +58,7 @@ def weights(tmp_path: Path, name: str = "weights.npz", **arrays) -> Path:
 def signature(printed: str) -> list[str]:
     """The parameters of @main in printed text."""
     line = next(ln for ln in printed.splitlines() if ln.startswith("def @main("))
-    return re.findall(r"(%\w+):", line)
+    return re.findall(r"(%\w+)(?: \{[^}]*\})?:", line)  # PlanDevices writes `%x {virtual_device=...}:`
 
 
 def outputs(path: Path) -> np.ndarray:
