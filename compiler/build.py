@@ -25,6 +25,7 @@ from .ir.expr import Function
 from .ir.module import IRModule
 from .provenance import Provenance
 from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
+from .transform.fused_names import name_primitive_functions
 from .transform.infra import Pass, PassInstrument, Snapshot
 
 RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in src/relay/backend/utils.cc, then FuseOps
@@ -95,8 +96,6 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
     there with the snapshots made so far (`strict` re-raises instead, for tests).
     `progress(pass_name)` is called before each pass.
     """
-    from .transform.fused_names import name_primitive_functions
-
     result = BuildResult(name, checked)
     recorder = SnapshotRecorder()
     recorder.record_input(mod)

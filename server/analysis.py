@@ -33,20 +33,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..compiler.check import CheckResult, check_text, recheck
 from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex, parse
 from .documents import SizeLimit
+from .exprs import ExprIndex
+from .syntax import Syntax
 
 log = logging.getLogger("relaylens.server")
-
-if TYPE_CHECKING:
-    from .exprs import ExprIndex
-    from .syntax import Syntax
-
 
 @dataclass(frozen=True, slots=True)
 class Analysis:
@@ -68,8 +64,6 @@ class Analysis:
     def exprs(self) -> "ExprIndex":
         """The expressions by source range (for hover on any expression), built on first use."""
         if not self._exprs:
-            from .exprs import ExprIndex
-
             self._exprs.append(ExprIndex(self.result))
         return self._exprs[0]
 
@@ -86,8 +80,6 @@ class Analysis:
         """Tokens, scopes and folds of this analysis (server/syntax.py), computed on first
         use and kept: every later request on this version reads them."""
         if not self._syntax:
-            from .syntax import Syntax
-
             self._syntax.append(Syntax(self.result))
         return self._syntax[0]
 

@@ -76,7 +76,7 @@ def known_ops() -> dict:
     global _OPS
     if _OPS is None:
         try:
-            from ..compiler.ops import all_ops
+            from ..compiler.ops import all_ops  # lazy: the operator library loads on first use
 
             _OPS = {op.name: op for op in all_ops()}
         except Exception:  # noqa: BLE001 -- a broken op file must not break the editor

@@ -61,6 +61,7 @@ from ..ir.expr import (
 from ..ir.module import IRModule
 from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType, Type
+from ..ops import AttrError, OpTypeError, get_op
 from .values import (
     Closure,
     ConstructorValue,
@@ -381,8 +382,6 @@ class Interpreter:
     def _opdef(self, op: Op, span: AnySpan | None):
         opdef = self._ops.get(op.name)
         if opdef is None:
-            from ..ops import get_op
-
             opdef = get_op(op.name)
             if opdef is None:
                 raise _error(f"unknown operator {op.name}: the operator library does not define it", span)
@@ -390,8 +389,6 @@ class Interpreter:
         return opdef
 
     def _call_op(self, call: Call, op: Op, args: tuple) -> Value:
-        from ..ops import AttrError, OpTypeError
-
         span = call.span
         opdef = self._opdef(op, span)
         name = op.name

@@ -36,6 +36,7 @@ from ..ir.types import ANY, TensorType
 from .attrs import BOOL, INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError, OpAttrs
 from .registry import OUT_EWISE_FUSABLE, OpTypeError, define
 from .shapes import Dim, check_dtype, dims, known, mul, same_dim, tensor, type_text
+from .registry import get_op
 
 # --------------------------------------------------------------------------------------
 # Layouts
@@ -644,8 +645,6 @@ def weight_type(op_name: str, data: TensorType, attrs) -> TensorType | None:
     the convolutions (groups=1 only: TVM wants the weight for grouped ones), from `units`
     for nn.dense / nn.matmul.  None when it cannot be derived.  `attrs` is normalized or
     as parsed."""
-    from .registry import get_op
-
     opdef = get_op(op_name)
     if opdef is None or not isinstance(data, TensorType):
         return None

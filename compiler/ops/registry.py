@@ -33,7 +33,7 @@ from enum import IntEnum
 from typing import Any, Callable, Iterator, Mapping
 
 from ..ir.attrs import Attrs
-from .attrs import Attr, OpAttrs, normalize
+from .attrs import Attr, OpAttrs, _to_ir_value, normalize
 from .budget import result_problem
 
 
@@ -135,8 +135,6 @@ class OpDef:
 
 def _as_ir_attrs(attrs: Mapping[str, Any]) -> Attrs:
     """Plain Python values (`{"strides": (2, 2)}`) as the parser would give them."""
-    from .attrs import _to_ir_value
-
     if isinstance(attrs, Attrs):
         return attrs
     return Attrs({k: _to_ir_value(v) for k, v in attrs.items()})

@@ -34,7 +34,6 @@ is what recovers from syntax errors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING
 
 from lark import Tree
 from lark.exceptions import LarkError
@@ -46,11 +45,9 @@ from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from .grammar import first_token, grammar, kids
 from .lower import Lowerer, Statement
+from .result import ParseResult, annotation_ends, diagnostic_order
 from .scan import rescan
 from .symbols import Symbol, SymbolIndex
-
-if TYPE_CHECKING:
-    from .parse import ParseResult
 
 # characters whose insertion or removal may change what the scanner sees (comments,
 # strings, metadata, the `#[version]` header)
@@ -201,8 +198,6 @@ class Pending:
             [n.op for n in nodes if isinstance(n, E.Call) and id(n.op) not in mine]
 
     def commit(self) -> tuple["ParseResult", Change]:
-        from .parse import ParseResult, _order
-
         prev = self.previous
         state = prev.incremental
         assert state is not None
@@ -242,7 +237,7 @@ class Pending:
         state.anchors.current = self.source
         entries[lo:hi] = added
         diagnostics += self.diagnostics
-        diagnostics.sort(key=_order)
+        diagnostics.sort(key=diagnostic_order)
         result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
         return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes)
 
@@ -313,10 +308,8 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     object.__setattr__(source, "anchors", anchors)
     anchors.forced = new_piece
     try:
-        from .parse import _annotation_ends
-
         lowerer.source, lowerer.index, lowerer.diagnostics = source, recorder, diagnostics
-        lowerer.annotations = _annotation_ends(scanned)
+        lowerer.annotations = annotation_ends(scanned)
         lowerer.graph = _GraphBefore(state.graph_symbols(previous.index), stmt_start)  # type: ignore[assignment]
         lowerer.scopes = list(statement.scopes)
         lowerer.type_scopes = list(statement.type_scopes)

@@ -27,6 +27,7 @@ from ..ir import expr as E
 from ..ir import types as T
 from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
+from ..metadata import MetadataError
 from ..ir.dtypes import dtype_problem
 from .annotations import split_annotation
 from .grammar import first_token, kids, last_token
@@ -397,8 +398,6 @@ class Lowerer:
         if table is None:
             self.error(f"{ref} has no entry: this file has no #[metadata] section", span, source="metadata")
             return None
-        from ..metadata import MetadataError
-
         try:
             return table.constant(ref.index)
         except MetadataError as err:

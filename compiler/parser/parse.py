@@ -11,7 +11,6 @@ dropped: a missing `;` between statements and a `;` after a block's last value.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from lark import Tree
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
@@ -19,33 +18,19 @@ from ..diagnostics import Diagnostic
 from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.span import Source, Span
+from ..metadata import MetadataError, parse_metadata
 from ..support import gc_paused
-from .annotations import is_annotation
 from .errors import HOLE, describe
 from .grammar import grammar, kids, parse_type_text
 from .incremental import Incremental, anchor
 from .lower import Lowerer
+from .result import ParseResult, annotation_ends, diagnostic_order
 from .scan import Scan, scan
 from .symbols import SymbolIndex
 
 MAX_RECOVERIES = 50
 _DEF_NAME = re.compile(r"def\s+@([A-Za-z_][\w/]*)")
 _BINDER = re.compile(r"\s*(%\d+|let\s+%[^\s=:]+(?:\s*:[^=]*)?)\s*=")
-
-
-@dataclass
-class ParseResult:
-    module: IRModule
-    diagnostics: list[Diagnostic]
-    source: Source
-    index: SymbolIndex
-    scan: Scan = field(repr=False)
-    # what an incremental re-read needs (`parse(..., incremental=True)`; incremental.py)
-    incremental: "Incremental | None" = field(default=None, repr=False)
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self.diagnostics if d.is_error]
 
 
 def parse(text: str, name: str = "<string>", incremental: bool = False) -> ParseResult:
@@ -65,7 +50,7 @@ def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
     index = SymbolIndex()
     if scanned.metadata is not None:
         _load_metadata(module, source, scanned.metadata, diagnostics)
-    lowerer = Lowerer(source, module, index, diagnostics, _annotation_ends(scanned), parse_type_text)
+    lowerer = Lowerer(source, module, index, diagnostics, annotation_ends(scanned), parse_type_text)
     code = scanned.code
     if not scanned.items:
         _parse_expression_file(lowerer, source, code, diagnostics)
@@ -94,7 +79,7 @@ def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
                 if m is not None:
                     lowerer.declare_broken_global(m.group(1), Span(source, m.start(1) - 1, m.end(1)))
     lowerer.check_undefined()
-    diagnostics.sort(key=lambda d: _order(d))
+    diagnostics.sort(key=diagnostic_order)
     state = Incremental(lowerer, source.anchors) if source.anchors is not None else None
     return ParseResult(module, diagnostics, source, index, scanned, state)
 
@@ -198,22 +183,7 @@ def _blank(head: str, width: int) -> str:
     return head + " " * (width - len(head))
 
 
-def _annotation_ends(scanned: Scan) -> dict[int, tuple[str, int]]:
-    """For each `ty=`/`span=` comment, the offset where the expression before it ends."""
-    code = scanned.code
-    ends: dict[int, tuple[str, int]] = {}
-    for comment in scanned.comments:
-        if comment.block and is_annotation(comment.body):
-            j = comment.start
-            while j > 0 and code[j - 1].isspace():
-                j -= 1
-            ends.setdefault(j, (comment.body, comment.start + 2))
-    return ends
-
-
 def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], diagnostics: list[Diagnostic]) -> None:
-    from ..metadata import MetadataError, parse_metadata
-
     offset, text = metadata
     try:
         module.metadata = parse_metadata(text)
@@ -235,9 +205,6 @@ def _guard(action, source: Source, at: int, diagnostics: list[Diagnostic]) -> No
         )
 
 
-def _order(d: Diagnostic):
-    loc = d.location()
-    return (loc[1], loc[2]) if loc else (0, 0)
 
 
 __all__ = ["parse", "ParseResult", "HOLE"]

@@ -81,7 +81,7 @@ class Built:
     def line_map(self, key: str, text: str) -> dict[int, tuple[int, int]]:
         """LLVM IR line (1-based) -> Relay (line, col) for one of the report's IR texts."""
         if key not in self._lines:
-            from ...compiler.lower.codegen.llvm_map import line_locations
+            from ...compiler.lower.codegen.llvm_map import line_locations  # lazy: lowering loads in the worker, here only for an IR text the report lacks
 
             report = self.report
             known = {report.llvm_ir: report.llvm_lines, report.optimized_ir: report.optimized_line_map}

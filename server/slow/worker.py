@@ -66,7 +66,7 @@ class GenerationalCache:
     what this one used (the cache never grows past one build's kernels)."""
 
     def __init__(self, previous) -> None:
-        from ...compiler.lower.pipeline import LoweringCache
+        from ...compiler.lower.pipeline import LoweringCache  # lazy: the worker says it is ready before the compiler loads
 
         self.previous = previous
         self.current = LoweringCache()
@@ -90,6 +90,7 @@ class GenerationalCache:
 
 
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    # lazy: the worker says it is ready before the compiler loads
     from ...compiler.lower.pipeline import LoweringCache
     from .reporting import Cancelled, build_report, internal_error
 

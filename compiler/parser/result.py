@@ -1,0 +1,52 @@
+"""What a parse gives (`ParseResult`), and the two facts about a scanned text that a whole
+parse and an incremental re-read both need: where each `ty=`/`span=` comment's
+expression ends, and the order diagnostics are reported in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..diagnostics import Diagnostic
+from ..ir.module import IRModule
+from ..ir.span import Source
+from .annotations import is_annotation
+from .scan import Scan
+from .symbols import SymbolIndex
+
+if TYPE_CHECKING:  # incremental.py makes ParseResults
+    from .incremental import Incremental
+
+
+@dataclass
+class ParseResult:
+    module: IRModule
+    diagnostics: list[Diagnostic]
+    source: Source
+    index: SymbolIndex
+    scan: Scan = field(repr=False)
+    # what an incremental re-read needs (`parse(..., incremental=True)`; incremental.py)
+    incremental: "Incremental | None" = field(default=None, repr=False)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+
+def annotation_ends(scanned: Scan) -> dict[int, tuple[str, int]]:
+    """For each `ty=`/`span=` comment, the offset where the expression before it ends."""
+    code = scanned.code
+    ends: dict[int, tuple[str, int]] = {}
+    for comment in scanned.comments:
+        if comment.block and is_annotation(comment.body):
+            j = comment.start
+            while j > 0 and code[j - 1].isspace():
+                j -= 1
+            ends.setdefault(j, (comment.body, comment.start + 2))
+    return ends
+
+
+def diagnostic_order(d: Diagnostic) -> tuple[int, int]:
+    """Diagnostics are reported by (line, column); those without a place come first."""
+    loc = d.location()
+    return (loc[1], loc[2]) if loc else (0, 0)
