@@ -1,5 +1,7 @@
 """`relaylens explain FILE:LINE:COL [--params P.npz | --no-params] [--config KEY=JSON ...]`:
-what became of one expression.
+what became of one expression.  `relaylens explain module.ll:LINE`: the way back, from a
+line of LLVM IR (as `build -o` writes it) to the Relay line its `!dbg` location names, then
+the same answer for the expression there.
 
 Builds FILE as `build` does (weights bound first, build_options.py) down to LLVM IR, in one
 driver.compile() call, and prints: the expression's frontend layers and type, each pass
@@ -14,15 +16,18 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from typing import TextIO
 
 from ..driver import compile
 from ..lower.artifacts import source_map
+from ..lower.codegen.llvm_map import function_ranges, line_locations, source_file
 from ..printer import print_type
 from .build_options import add_build_options, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 
 _WHERE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
+_IR_WHERE = re.compile(r"^(?P<file>.+\.ll):(?P<line>\d+)$")
 
 
 def add_parser(commands) -> None:
@@ -34,16 +39,19 @@ def add_parser(commands) -> None:
                     "the build and print that function's LLVM function and its lines in module.ll "
                     "(as build -o DIR writes it).",
     )
-    parser.add_argument("where", metavar="FILE:LINE:COL")
+    parser.add_argument("where", metavar="FILE:LINE:COL | MODULE.ll:LINE")
     add_build_options(parser, "bind the parameters of @main named in FILE.npz as constants "
                               "(default: FILE's .npz beside it, if any)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    ir = _IR_WHERE.match(args.where)
+    if ir is not None:
+        args.where = _relay_location(ir["file"], int(ir["line"]), out)
     m = _WHERE.match(args.where)
     if m is None:
-        raise UsageError(f"expected FILE:LINE:COL, got {args.where!r}")
+        raise UsageError(f"expected FILE:LINE:COL or MODULE.ll:LINE, got {args.where!r}")
     config = pass_config(args.config)
     weights = params_file(m["file"], args)
     name, text, bad_encoding = read_source(m["file"])
@@ -67,6 +75,41 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(f"no expression at {name}:{line}:{col}")
     out.write(explain_text(prov, key, name, result.lowered))
     return EXIT_OK
+
+
+def _relay_location(ir_path: str, ir_line: int, out: TextIO) -> str:
+    """FILE:LINE:COL of the Relay expression that LLVM IR line `ir_line` of `ir_path`
+    computes (its `!dbg` location; for a line without one, the nearest located line above
+    it in the same function), after printing the step taken."""
+    name, text, bad_encoding = read_source(ir_path)
+    if bad_encoding is not None:
+        raise UsageError(f"cannot read {ir_path}: not UTF-8 text")
+    located = line_locations(text)
+    function = next((f for f, (first, last) in function_ranges(text).items() if first <= ir_line <= last), None)
+    if function is None:
+        raise UsageError(f"{name}:{ir_line} is not inside a function")
+    first, _ = function_ranges(text)[function]
+    at = next((n for n in range(ir_line, first - 1, -1) if n in located), None)
+    if at is None:
+        raise UsageError(f"{name}:{ir_line}: no Relay location at or above this line in @{function}")
+    found = source_file(text)
+    if found is None:
+        raise UsageError(f"{name} names no source file in its debug information")
+    relay = _find_source(Path(ir_path), *found)
+    line, col = located[at]
+    via = "" if at == ir_line else f" (line {at}, the nearest above with a location)"
+    out.write(f"{name}:{ir_line} in @{function}{via} -> {relay}:{line}:{col}\n")
+    return f"{relay}:{line}:{col}"
+
+
+def _find_source(ir_path: Path, filename: str, directory: str) -> str:
+    """The Relay file a DIFile names: as written (from its directory), else beside the IR
+    file (a build directory moved, or built from another folder)."""
+    for candidate in (Path(directory) / filename, ir_path.parent / filename, ir_path.parent / Path(filename).name):
+        if candidate.is_file():
+            return str(candidate)
+    raise UsageError(f"{ir_path} was built from {filename} (in {directory}), which is not there; "
+                     "explain FILE:LINE:COL on the Relay file instead")
 
 
 def explain_text(prov, key, name: str, lowered=None) -> str:

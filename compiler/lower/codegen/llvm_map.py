@@ -126,3 +126,13 @@ def _relocated(text: str, moved: Mapping[tuple[int, int], tuple[int, int]], line
                 line = _SUBPROGRAM_LINES.sub(lambda m: f"{m[1]}: {new_line}", line)
         out.append(line)
     return "\n".join(out)
+
+
+_DIFILE = re.compile(r'!DIFile\(filename: "((?:[^"\\]|\\.)*)", directory: "((?:[^"\\]|\\.)*)"')
+
+
+def source_file(text: str) -> tuple[str, str] | None:
+    """(filename, directory) of the source the IR's debug information names (its first
+    DIFile: the Relay file the module was built from)."""
+    m = _DIFILE.search(text)
+    return (m.group(1), m.group(2)) if m else None
