@@ -63,6 +63,17 @@ def test_an_opaque_op_is_never_fused_and_keeps_its_producer_out() -> None:
     ]
 
 
+def test_a_path_through_a_group_with_an_anchor_keeps_an_elemwise_op_out() -> None:
+    found, groups = reasons(f"def @main(%x: {T}, %w: {W}, %y: {T}) {{\n"
+                            "  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n  %1 = exp(%y);\n"
+                            "  %2 = add(%0, %1);\n  add(%2, %1)\n}")
+    assert groups == ["fused_exp", "fused_nn.conv2d_add_add"]
+    assert found[1] == ("exp", "not fused: the path to its post-dominator add passes through add, in a group "
+                               "of pattern OutEWiseFusable, anchor nn.conv2d, which phase 1 does not allow "
+                               "(only Injective or lower on the way)")
+    assert found[2] == ("add", "fused into add's group: Broadcast after OutEWiseFusable (phase 0)")
+
+
 def test_a_tuple_joins_its_injective_consumer_and_its_fields_follow_in_phase_2() -> None:
     found, groups = reasons(f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  %1 = (%0, %0);\n  concatenate(%1)\n}}")
     assert groups == ["fused_exp_concatenate"]

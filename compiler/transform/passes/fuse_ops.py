@@ -246,11 +246,12 @@ class Partitioner:
         block = self.blocker
         if block is None:
             return self.refuse(node, f"a path to its post-dominator {_name(sink.expr)} is blocked (phase {phase})")
-        kind = self.groups[block.index].find().pattern
-        where = "its post-dominator" if block is sink else "the path to its post-dominator"
-        self.refuse(node, f"{where} {_name(sink.expr)} {'is' if block is sink else 'passes through'} "
-                          f"{_name(block.expr)} ({kind.label}), which phase {phase} does not allow "
-                          f"(only {allowed})")
+        group = self.groups[block.index].find()
+        anchor = f", anchor {_name(group.anchor)}" if group.anchor is not None else ""
+        where = (f"its post-dominator {_name(sink.expr)} is" if block is sink else
+                 f"the path to its post-dominator {_name(sink.expr)} passes through {_name(block.expr)},")
+        self.refuse(node, f"{where} in a group of pattern {group.pattern.label}{anchor}, which phase "
+                          f"{phase} does not allow (only {allowed})")
 
     def run_phase(self, tree: list[DomNode], phase: int) -> None:
         groups = self.groups
