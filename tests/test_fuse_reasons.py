@@ -44,6 +44,18 @@ def test_conv_bias_relu_fuse_by_the_out_elemwise_rule() -> None:
     ]
 
 
+def test_a_group_with_an_anchor_joins_no_out_elemwise_consumer() -> None:
+    found, groups = reasons(f"def @main(%x: {T}, %w: {W}) {{\n  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n"
+                            "  %1 = nn.relu(%0);\n  nn.max_pool2d(%1, pool_size=[2, 2])\n}")
+    assert groups == ["fused_nn.conv2d_nn.relu", "fused_nn.max_pool2d"]
+    assert found[1:] == [
+        ("nn.relu", "root of its group (anchor: nn.conv2d, OutEWiseFusable); not fused further: a group with an "
+                    "OutEWiseFusable anchor (nn.conv2d) joins only an elemwise consumer; the way to "
+                    "nn.max_pool2d is OutEWiseFusable"),
+        ("nn.max_pool2d", f"not fused: its value leaves the dataflow ({LEAVES})"),
+    ]
+
+
 def test_an_elemwise_op_joins_the_reduction_after_it_which_joins_nothing() -> None:
     found, groups = reasons(f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  %1 = sum(%0, axis=[1]);\n  sqrt(%1)\n}}")
     assert groups == ["fused_exp_sum", "fused_sqrt"]

@@ -304,7 +304,9 @@ class Partitioner:
                     else:
                         self.refuse_path(node, sink, phase, "Broadcast or lower after OutEWiseFusable")
                 elif phase == 0:
-                    self.refuse(node, f"OutEWiseFusable joins only an elemwise consumer; the way to "
+                    who = ("an OutEWiseFusable op" if node.pattern == OUT_EWISE else
+                           f"a group with an OutEWiseFusable anchor ({_name(group.find().anchor)})")
+                    self.refuse(node, f"{who} joins only an elemwise consumer; the way to "
                                       f"{_name(sink.expr)} is {dom.pattern.label}")
             elif group.pattern <= BROADCAST:
                 if dom.pattern <= INJECTIVE or dom.pattern == COMM_REDUCE:
@@ -392,7 +394,6 @@ class Partitioner:
                 if consumer.index in members and n.index not in members:
                     inputs.add(n.index)
         return len(inputs)
-
 
     def reasons(self) -> dict[Expr, str]:
         """One line per call (of an operator), tuple and projection: the decision and its rule."""
