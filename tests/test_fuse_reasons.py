@@ -10,6 +10,7 @@ from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.fused_names import candidate_name, primitive_functions
 from relaylens.compiler.typing import infer_types
 from relaylens.server.features.provenance_hover import describe
+from relaylens.server.slow.report import ExprReport
 from relaylens.server.slow.reporting import build_report
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -159,3 +160,10 @@ def test_the_hover_shows_why_under_the_fused_function_line() -> None:
     assert fused_line in shown
     after = shown.split(fused_line, 1)[1].split("\n\n", 1)[0]
     assert after.endswith("  \nwhy: fused into nn.relu's group: Broadcast after OutEWiseFusable (phase 0)")
+
+
+def test_the_hover_shows_why_alone_for_an_expression_in_no_fused_function() -> None:
+    expr = ExprReport((0, 5), (), (), None, "not fused: on_device is not computational and stays outside")
+    shown = describe(expr, "file:///t.relay", 1, None)
+    assert shown.split("\n\n")[0] == "why: not fused: on_device is not computational and stays outside"
+    assert "why:" not in describe(ExprReport((0, 5), (), (), None), "file:///t.relay", 1, None)
