@@ -80,37 +80,42 @@ def type_hints(analysis: "Analysis", start: int, end: int) -> list[lsp.InlayHint
         bound = BOUND.match(text, span.end)
         if bound is None:  # a parameter or a pattern variable, or `let %x: T =` (written)
             continue
-        ty = _bound_type(analysis, symbol.node, bound.end())
-        if ty is None:
+        shown = _unsaid_type(analysis, symbol.node, bound.end())
+        if shown is None:
             continue
+        ty, written = shown
         hints.append(lsp.InlayHint(
             position=convert.position(source, span.end),
             label=": " + _cut(short_type(ty)),
             kind=lsp.InlayHintKind.Type,
-            tooltip=print_type(ty),
+            tooltip=written,
         ))
     return hints
 
 
-def _bound_type(analysis: "Analysis", node: object, value_at: int) -> Type | None:
-    """The type to show for a binding, or None: unknown, or already in the text."""
-    ty = getattr(node, "ty", None)  # inference leaves it None unless complete
-    if ty is None:
+def _unsaid_type(analysis: "Analysis", node: object, value_at: int) -> tuple[Type, str] | None:
+    """A binding's type and its full text, or None: unknown, or already in the text."""
+    written = _text(getattr(node, "ty", None))  # inference leaves `ty` None unless complete
+    if written is None:
         return None
     said = [analysis.commented.get(node)]
     if isinstance(node, Var):  # a let: its value is the expression right after `=`
-        said.append(analysis.commented.get(_value_at(analysis, value_at, ty)))
+        said.append(analysis.commented.get(_value_at(analysis, value_at, node.ty)))
+    if any(_text(t) == written for t in said):
+        return None
+    return node.ty, written
+
+
+def _text(ty: Type | None) -> str | None:
     try:
-        written = print_type(ty)
-    except TypeError:
+        return print_type(ty) if ty is not None else None
+    except TypeError:  # a type the printer does not know: say nothing
         return None
-    if any(t is not None and print_type(t) == written for t in said):
-        return None
-    return ty
 
 
 def _value_at(analysis: "Analysis", offset: int, ty: Type) -> Expr | None:
-    """The outermost expression that starts at the first non-blank at or after `offset`."""
+    """The let's value: the expression of type `ty` that starts at the first non-blank at
+    or after `offset` (the innermost expression there is the value when it starts there)."""
     text = analysis.source.text
     while offset < len(text) and text[offset] in " \t\r\n":
         offset += 1
