@@ -21,7 +21,7 @@ from typing import Any
 
 from .check import MAX_SOURCE_CHARS, CheckResult, check_text
 from .diagnostics import Diagnostic, Severity
-from .ir.expr import Function
+from .ir.expr import Expr, Function
 from .ir.module import IRModule
 from .provenance import Provenance
 from .transform import PassContext, Sequential, SnapshotRecorder, get_pass
@@ -59,6 +59,7 @@ class BuildResult:
     snapshots: list[Snapshot] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     fused_names: dict[Function, str] = field(default_factory=dict)
+    fusion_reasons: dict[Expr, str] = field(default_factory=dict)  # FuseOps's input call -> why (fuse_ops.py)
     lowered: Any = None  # lower.pipeline.Lowered, when the build went that far
     stage: str = "passes"  # the last stage that ran (driver.STAGES)
 
@@ -119,6 +120,7 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
                     if (d.source, d.span) not in reported:  # a pass run twice: once per place
                         reported.add((d.source, d.span))
                         result.diagnostics.append(d)
+                result.fusion_reasons.update(getattr(p, "fusion_reasons", {}))
     except Exception as err:  # a bug in a pass: say which, keep what was built
         if strict:
             raise

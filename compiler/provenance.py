@@ -9,6 +9,7 @@ range.  One index answers hover, `relaylens explain`, the pass view and the code
     for stage, appearances in prov.trace(key):   # per snapshot: nodes and printed ranges
         ...
     prov.fused_function(key)                  # (name, Function) it ended in, after FuseOps
+    prov.fusion_reason(key)                   # why FuseOps fused it there, or did not ("" if unknown)
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ class Provenance:
                     if key not in same_op and _same_op(node, self.source_node(key)):
                         same_op[key] = (name, func)
         self.fused.update(same_op)
+        # FuseOps records its input in evaluation order: when several nodes carry one source
+        # expression (a rewrite into several ops), the last computes its value and speaks for it
+        self.fusion: dict[Key, str] = {}
+        for node, reason in build.fusion_reasons.items():
+            for key in self.keys_of(node):
+                self.fusion[key] = reason
 
     def keys_of(self, node: Expr) -> list[Key]:
         if node.span is None:
@@ -150,6 +157,11 @@ class Provenance:
 
     def fused_function(self, key: Key) -> tuple[str, Function] | None:
         return self.fused.get(key)
+
+    def fusion_reason(self, key: Key) -> str:
+        """Why FuseOps put the expression where it is (compiler/transform/passes/fuse_ops.py),
+        "" when FuseOps did not run or saw no call, tuple or projection with that range."""
+        return self.fusion.get(key, "")
 
     def display_name(self, func: Function, width: int = 72) -> str:
         """A fused function as a person names it: the operators of the source expressions

@@ -27,8 +27,8 @@ from pygls.protocol import LanguageServerProtocol
 from .analysis import Analyses
 from .documents import Documents, SizeLimit
 from .features import (build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
-                       formatting, hover, line_map, navigation, rename, semantic_tokens,
-                       signature_help, snapshots, symbols, virtual_documents)
+                       formatting, hover, inlay_hints, line_map, navigation, rename, semantic_tokens,
+                       settings, signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
 from .stdio import start_stdio
 from .tcp import start_tcp
@@ -92,14 +92,15 @@ class RelayLensServer(LanguageServer):
 
 
 def _lifecycle(server: RelayLensServer) -> None:
-    """initializationOptions configure the builds and the size limit; the worker starts
-    once the client is ready (so the first build does not wait for its imports) and stops
-    at shutdown."""
+    """initializationOptions configure the builds, the size limit and the settings; the
+    worker starts once the client is ready (so the first build does not wait for its
+    imports) and stops at shutdown."""
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
         server.builds.configure(params.initialization_options)
         server.documents.limit.configure(params.initialization_options)
+        settings.configure(server, params.initialization_options)
 
     @server.feature(lsp.INITIALIZED)
     def initialized(params: lsp.InitializedParams) -> None:
@@ -115,7 +116,7 @@ def build() -> RelayLensServer:
     _lifecycle(server)
     for feature in (diagnostics, code_actions, navigation, declaration, symbols, hover, rename, completion,
                     signature_help, semantic_tokens, folding, formatting, code_lens,
-                    virtual_documents, line_map, snapshots, build_status):
+                    virtual_documents, line_map, snapshots, build_status, settings, inlay_hints):
         feature.register(server)
     return server
 

@@ -1,7 +1,8 @@
 """The slow path's part of a hover on a source expression (Markdown, put right under its
 name and type by hover.py): the frontend layer(s); the fused function by its display name,
-its symbol and links to its LLVM IR; for each pass that changed the expression itself
-(renumbering aside: compiler/provenance.py), what it was before and what it became,
+its symbol and links to its LLVM IR, then one line "why: …" naming the FuseOps rule that
+fused the expression there or kept it apart; for each pass that changed the expression
+itself (renumbering aside: compiler/provenance.py), what it was before and what it became,
 linked to that pass's snapshot.
 
 Read only from the build of the document's current version; while that build is due
@@ -59,7 +60,10 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
             links.append(f"[in module.ll]({uris.make('llvm', 'module.ll', doc, version)}#L{first})")
         if fn.schedule_text:
             links.append(f"[schedule]({uris.make('schedule', f'{fn.name}.txt', doc, version)})")
-        parts.append(f"**fused into** {fn.display_name}  \n`{fn.name}`" + (" · " + " · ".join(links) if links else ""))
+        parts.append(f"**fused into** {fn.display_name}  \n`{fn.name}`" + (" · " + " · ".join(links) if links else "")
+                     + (f"  \nwhy: {expr.fusion}" if expr.fusion else ""))
+    elif expr.fusion:
+        parts.append(f"why: {expr.fusion}")
     lines = [_change_line(change, doc, version) for change in expr.changes[:SHOWN_CHANGES]]
     if len(expr.changes) > SHOWN_CHANGES:
         rest = ", ".join(f"#{c.index} {c.pass_name}" for c in expr.changes[SHOWN_CHANGES:])

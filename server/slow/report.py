@@ -63,6 +63,7 @@ class ExprReport:
     layers: tuple[str, ...]
     changes: tuple[Change, ...]
     fused: str | None  # the fused function it ended in
+    fusion: str = ""  # why FuseOps fused it there or did not (Provenance.fusion_reason), "" unknown
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,7 @@ def _exprs(prov: Provenance) -> list[ExprReport]:
                                   earlier.snippet(before[0])[1] if before else ""))
         fused = prov.fused_function(key)
         out.append(ExprReport(key, tuple(prov.layers(key)), tuple(changes),
-                              fused[0] if fused is not None else None))
+                              fused[0] if fused is not None else None, prov.fusion_reason(key)))
     return out
 
 

@@ -26,6 +26,13 @@ Algorithm (TVM's, reference §8.1; our own code).  Per global function:
    the memory and vm dialects: fold_constant.NON_COMPUTATIONAL) stay outside, rebuilt
    around their fused arguments, as TVM's FuseMutator leaves TNonComputational calls.
 
+Why: the pass records, for every operator call, tuple and projection of its input, the
+decision and the rule that made it (`FuseOps.fusion_reasons`: expression -> one line, e.g.
+"fused into nn.relu's group: ElemWise after OutEWiseFusable (phase 0)", "not fused:
+Opaque op", "root of its group (anchor: nn.conv2d, OutEWiseFusable)").  Recording reads
+what the partitioner computes anyway and never changes what it fuses; the build carries
+the lines into the provenance index and the editor's hover.
+
 Expects typed input (required: InferType).  Guarantees: every operator call but the
 non-computational ones sits inside a primitive function.
 
@@ -217,25 +224,54 @@ class Partitioner:
         self.groups = [Group(n) for n in nodes]
         self.max_depth = max_depth
         self.max_args = max_args
+        self.fused_by: dict[int, str] = {}  # node index -> the rule that merged it (first wins)
+        self.refused: dict[int, str] = {}  # node index -> the last rule that refused it
+        self.blocker: Node | None = None  # the node where the last failed check_path stopped
 
     def partition(self, opt_level: int) -> list[Group]:
         if opt_level > 0:
             tree = post_dominators(self.nodes)
             for phase in range(3):
                 self.run_phase(tree, phase)
+        else:
+            for node in self.nodes:
+                self.refused[node.index] = "opt_level 0 fuses nothing (each call is its own function)"
         return self.groups
+
+    def refuse(self, node: Node, why: str) -> None:
+        self.refused[node.index] = why
+
+    def refuse_path(self, node: Node, sink: Node, phase: int, allowed: str) -> None:
+        """Record a check_path failure: which group on the way stopped it."""
+        block = self.blocker
+        if block is None:
+            return self.refuse(node, f"a path to its post-dominator {_name(sink.expr)} is blocked (phase {phase})")
+        group = self.groups[block.index].find()
+        anchor = f", anchor {_name(group.anchor)}" if group.anchor is not None else ""
+        where = (f"its post-dominator {_name(sink.expr)} is" if block is sink else
+                 f"the path to its post-dominator {_name(sink.expr)} passes through {_name(block.expr)},")
+        self.refuse(node, f"{where} in a group of pattern {group.pattern.label}{anchor}, which phase "
+                          f"{phase} does not allow (only {allowed})")
 
     def run_phase(self, tree: list[DomNode], phase: int) -> None:
         groups = self.groups
         for node in self.nodes:
             group = groups[node.index]
             dom = tree[node.index]
-            if group.pattern == OPAQUE or dom.parent is None:
+            if group.pattern == OPAQUE:
+                self.refuse(node, "Opaque op")
+                continue
+            if dom.parent is None:
+                self.refuse(node, "its value leaves the dataflow (the function's result, or used by a "
+                                  "let/if/match/function)" if node.extern
+                            else "its consumers have no common post-dominator")
                 continue
             sink = dom.parent.node
             if self.fused_size(node, sink) > self.max_depth:
+                self.refuse(node, f"the group would exceed max_depth {self.max_depth} ({MAX_DEPTH_KEY})")
                 continue
             if self.max_args and self.fused_args(node, sink) > self.max_args:
+                self.refuse(node, f"the group would exceed max_function_args {self.max_args} ({MAX_ARGS_KEY})")
                 continue
             sink_group = groups[sink.index]
             if phase == 2:
@@ -243,27 +279,52 @@ class Partitioner:
                     continue
                 root = sink_group.find()
                 if root.pattern == TUPLE:
+                    if group.find() is not root:
+                        self.refuse(node, "its post-dominator is a tuple that was not fused into later "
+                                          "injective ops (phase 2)")
                     continue
                 if sink_group.pattern == TUPLE and root.pattern <= INJECTIVE:
                     if self.check_path(node, sink, lambda kind, is_sink: kind <= INJECTIVE):
-                        self.commit(node, sink)
+                        self.commit(node, sink, phase, f"{group.pattern.label} into a tuple that was fused "
+                                                       "into later injective ops")
+                    else:
+                        self.refuse_path(node, sink, phase, "Injective or lower")
                 continue
             if group.find() is sink_group.find():
                 continue
             if sink_group.pattern == TUPLE:
+                self.refuse(node, "its post-dominator is a tuple, which takes producers only in phase 2")
                 continue
             if group.pattern == OUT_EWISE:
                 if phase == 0 and dom.pattern == ELEMWISE:
                     if self.check_path(node, sink, lambda kind, is_sink: kind <= BROADCAST):
-                        self.commit(node, sink)
+                        rule = ("OutEWiseFusable followed by elemwise ops" if node.pattern == OUT_EWISE
+                                else f"{node.pattern.label} after OutEWiseFusable")
+                        self.commit(node, sink, phase, rule)
+                    else:
+                        self.refuse_path(node, sink, phase, "Broadcast or lower after OutEWiseFusable")
+                elif phase == 0:
+                    who = ("an OutEWiseFusable op" if node.pattern == OUT_EWISE else
+                           f"a group with an OutEWiseFusable anchor ({_name(group.find().anchor)})")
+                    self.refuse(node, f"{who} joins only an elemwise consumer; the way to "
+                                      f"{_name(sink.expr)} is {dom.pattern.label}")
             elif group.pattern <= BROADCAST:
                 if dom.pattern <= INJECTIVE or dom.pattern == COMM_REDUCE:
                     if self.check_path(node, sink, _broadcast_path):
-                        self.commit(node, sink)
+                        kind = self.groups[sink.index].find().pattern
+                        self.commit(node, sink, phase, f"{group.pattern.label} before {kind.label}")
+                    else:
+                        self.refuse_path(node, sink, phase, "Injective or lower on the way")
+                else:
+                    self.refuse(node, f"the way to its post-dominator {_name(sink.expr)} is {dom.pattern.label}")
             elif group.pattern in (INJECTIVE, TUPLE):
-                if phase == 1 and self.check_path(node, sink, lambda kind, is_sink: kind <= INJECTIVE):
-                    self.commit(node, sink)
-            # a reduction never starts a merge; it only absorbs producers
+                if phase == 1:
+                    if self.check_path(node, sink, lambda kind, is_sink: kind <= INJECTIVE):
+                        self.commit(node, sink, phase, f"{group.pattern.label}, every path Injective or lower")
+                    else:
+                        self.refuse_path(node, sink, phase, "Injective or lower")
+            elif group.pattern == COMM_REDUCE:  # a reduction never starts a merge; it only absorbs producers
+                self.refuse(node, "a CommReduce op absorbs its producers but never joins its consumers")
 
     def check_path(self, src: Node, sink: Node, ok) -> bool:
         """Does every path from src's consumers to sink pass only groups `ok` accepts?"""
@@ -276,14 +337,18 @@ class Partitioner:
             seen.add(node.index)
             is_sink = node is sink
             if not ok(self.groups[node.index].find().pattern, is_sink):
+                self.blocker = node
                 return False
             if not is_sink:
                 stack.extend(c for c, _ in node.outputs)
         return True
 
-    def commit(self, src: Node, sink: Node) -> None:
-        """Merge every group from src up to (not including) sink into sink's group."""
+    def commit(self, src: Node, sink: Node, phase: int, rule: str) -> None:
+        """Merge every group from src up to (not including) sink into sink's group, and
+        record why for src and for the nodes on the way that had no reason yet."""
         target = self.groups[sink.index]
+        into = f"fused into {_name(target.find().root)}'s group: "
+        self.fused_by.setdefault(src.index, f"{into}{rule} (phase {phase})")
         seen: set[int] = set()
         stack = [src]
         while stack:
@@ -291,6 +356,7 @@ class Partitioner:
             if node is sink or node.index in seen:
                 continue
             seen.add(node.index)
+            self.fused_by.setdefault(node.index, f"{into}on the path from {_name(src.expr)} (phase {phase})")
             self.merge(self.groups[node.index], target)
             stack.extend(c for c, _ in node.outputs)
 
@@ -328,6 +394,36 @@ class Partitioner:
                 if consumer.index in members and n.index not in members:
                     inputs.add(n.index)
         return len(inputs)
+
+    def reasons(self) -> dict[Expr, str]:
+        """One line per call (of an operator), tuple and projection: the decision and its rule."""
+        out: dict[Expr, str] = {}
+        for node in self.nodes:
+            expr = node.expr
+            if not (isinstance(expr, (Tuple, TupleGetItem)) or (isinstance(expr, Call) and isinstance(expr.op, Op))):
+                continue
+            if isinstance(expr, Call) and expr.op.name == STOP_FUSION:
+                out[expr] = "not fused: annotation.stop_fusion is a fusion barrier"
+            elif isinstance(expr, Call) and expr.op.name in NON_COMPUTATIONAL:
+                out[expr] = f"not fused: {expr.op.name} is not computational and stays outside"
+            elif node.index in self.fused_by:
+                out[expr] = self.fused_by[node.index]
+            else:
+                group = self.groups[node.index].find()
+                refused = self.refused.get(node.index, "no rule applies")
+                if group.root is expr and group.size > 1:
+                    anchor = (f"anchor: {_name(group.anchor)}, OutEWiseFusable" if group.anchor is not None
+                              else group.pattern.label)
+                    out[expr] = f"root of its group ({anchor}); not fused further: {refused}"
+                else:
+                    out[expr] = f"not fused: {refused}"
+        return out
+
+
+def _name(expr: Expr) -> str:
+    if isinstance(expr, Call):
+        return expr.op.name if isinstance(expr.op, Op) else "a function call"
+    return {Tuple: "a tuple", TupleGetItem: "a tuple projection"}.get(type(expr), type(expr).__name__.lower())
 
 
 def _broadcast_path(kind: OpPattern, is_sink: bool) -> bool:
@@ -434,6 +530,11 @@ class FuseOps(FunctionPass):
 
     def __init__(self, fuse_opt_level: int | None = None) -> None:
         self.fuse_opt_level = fuse_opt_level
+        self.fusion_reasons: dict[Expr, str] = {}  # of the last run: input expression -> why (module doc)
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        self.fusion_reasons = {}
+        return super().run(mod, ctx)
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         if func.attrs.get("Compiler") is not None:
@@ -442,7 +543,9 @@ class FuseOps(FunctionPass):
         nodes, node_of = build_graph(func)
         max_depth = int(ctx.get(MAX_DEPTH_KEY, 256))
         max_args = int(ctx.get(MAX_ARGS_KEY, 0))
-        groups = Partitioner(nodes, max_depth, max_args).partition(level)
+        partitioner = Partitioner(nodes, max_depth, max_args)
+        groups = partitioner.partition(level)
+        self.fusion_reasons.update(partitioner.reasons())
         group_of = {n.expr: groups[n.index] for n in nodes}
         out = _Fuser(group_of, ctx.si_builder_enabled).visit(func)
         assert isinstance(out, Function)

@@ -15,6 +15,7 @@ export const SERVER_MODULE = 'relaylens.server';
 export const SETTINGS = {
     section: 'relaylens',
     pythonPath: 'server.pythonPath',
+    inlayTypes: 'inlayHints.types', // sent to the server (docs/lsp.md, "Settings")
 } as const;
 
 export const COMMANDS = {

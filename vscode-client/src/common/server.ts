@@ -9,8 +9,14 @@
 
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, RevealOutputChannelOn, ServerOptions, State } from 'vscode-languageclient/node';
-import { CLIENT_ID, CLIENT_NAME, COMMANDS, LANGUAGE_ID, SERVER_MODULE, VIRTUAL_SCHEME } from './constants';
+import { CLIENT_ID, CLIENT_NAME, COMMANDS, LANGUAGE_ID, SERVER_MODULE, SETTINGS, VIRTUAL_SCHEME } from './constants';
 import { checkPython, resolvePython } from './python';
+
+/** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
+function initializationOptions(): { inlayHints: { types: boolean } } {
+    const config = vscode.workspace.getConfiguration(SETTINGS.section);
+    return { inlayHints: { types: config.get<boolean>(SETTINGS.inlayTypes, true) } };
+}
 
 export class ServerManager implements vscode.Disposable {
     private current: LanguageClient | undefined;
@@ -105,6 +111,9 @@ export class ServerManager implements vscode.Disposable {
                 { scheme: 'untitled', language: LANGUAGE_ID },
                 { scheme: VIRTUAL_SCHEME },
             ],
+            initializationOptions: initializationOptions(),
+            // every change in the section reaches the server as workspace/didChangeConfiguration
+            synchronize: { configurationSection: SETTINGS.section },
             outputChannel: this.output,
             traceOutputChannel: this.output,
             revealOutputChannelOn: RevealOutputChannelOn.Never,

@@ -1,0 +1,77 @@
+"""The client's settings that change what the server answers (docs/lsp.md, "Settings").
+
+    relaylens.inlayHints.types   bool, default true: type hints after bindings (inlay_hints.py)
+
+Read from initializationOptions at `initialize` (`{"inlayHints": {"types": false}}`, called
+from server.py) and from every workspace/didChangeConfiguration: its `settings` carry the
+`relaylens` section as the client holds it (`{"relaylens": {"inlayHints": {"types": false}}}`,
+what vscode-languageclient sends for `synchronize.configurationSection`; the section's
+content alone is accepted too).  A value of the wrong type, or a missing one, leaves the
+setting as it was.  After a change the server asks the client to refresh its inlay hints
+(workspace/inlayHint/refresh) when the client says it can.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from lsprotocol import types as lsp
+
+from . import guarded
+
+if TYPE_CHECKING:
+    from ..server import RelayLensServer
+
+log = logging.getLogger("relaylens.server")
+SECTION = "relaylens"
+
+
+@dataclass
+class Settings:
+    inlay_types: bool = True
+
+    def update(self, options: Any) -> bool:
+        """Take what `options` (the section's content) sets; True if anything changed."""
+        hints = options.get("inlayHints") if isinstance(options, dict) else None
+        types = hints.get("types") if isinstance(hints, dict) else None
+        if isinstance(types, bool) and types != self.inlay_types:
+            self.inlay_types = types
+            return True
+        return False
+
+
+_SETTINGS: "WeakKeyDictionary[Any, Settings]" = WeakKeyDictionary()
+
+
+def of(server: "RelayLensServer") -> Settings:
+    """The settings of this server (the defaults until the client says otherwise)."""
+    found = _SETTINGS.get(server)
+    if found is None:
+        found = _SETTINGS[server] = Settings()
+    return found
+
+
+def configure(server: "RelayLensServer", options: Any) -> None:
+    """Read initializationOptions."""
+    of(server).update(options)
+
+
+def register(server: "RelayLensServer") -> None:
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @guarded()
+    def changed(params: lsp.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        section = settings.get(SECTION, settings) if isinstance(settings, dict) else None
+        if of(server).update(section):
+            _refresh(server)
+
+
+def _refresh(server: "RelayLensServer") -> None:
+    """Ask the client to request inlay hints again, when it supports that."""
+    caps = server.client_capabilities.workspace
+    hints = caps.inlay_hint if caps is not None else None
+    if hints is not None and hints.refresh_support:
+        server.workspace_inlay_hint_refresh(None)
