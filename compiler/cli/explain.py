@@ -139,10 +139,13 @@ def explain_text(prov, key, name: str, lowered=None) -> str:
         if len(nodes) > 4:
             lines.append(f"    … and {len(nodes) - 4} more")
     fused = prov.fused_function(key)
+    reason = prov.fusion_reason(key)
     if fused is not None:
-        lines.append(f"  fused into: {fused[0]}")
-        if lowered is not None:
-            lines += _llvm_lines(lowered, fused[0], (start_line, start_col))
+        lines.append(f"  fused into: {fused[0]} ({prov.display_name(fused[1])})")
+    if reason:
+        lines.append(f"  why: {reason}")
+    if fused is not None and lowered is not None:
+        lines += _llvm_lines(lowered, fused[0], (start_line, start_col))
     return "\n".join(lines) + "\n"
 
 
