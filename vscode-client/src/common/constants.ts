@@ -16,6 +16,7 @@ export const SETTINGS = {
     section: 'relaylens',
     pythonPath: 'server.pythonPath',
     inlayTypes: 'inlayHints.types', // sent to the server (docs/lsp.md, "Settings")
+    maxBytes: 'files.maxBytes', // sent to the server at start (docs/lsp.md, "Initialization options")
 } as const;
 
 export const COMMANDS = {

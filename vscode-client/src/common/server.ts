@@ -13,9 +13,12 @@ import { CLIENT_ID, CLIENT_NAME, COMMANDS, LANGUAGE_ID, SERVER_MODULE, SETTINGS,
 import { checkPython, resolvePython } from './python';
 
 /** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
-function initializationOptions(): { inlayHints: { types: boolean } } {
+function initializationOptions(): { inlayHints: { types: boolean }; files: { maxBytes: number } } {
     const config = vscode.workspace.getConfiguration(SETTINGS.section);
-    return { inlayHints: { types: config.get<boolean>(SETTINGS.inlayTypes, true) } };
+    return {
+        inlayHints: { types: config.get<boolean>(SETTINGS.inlayTypes, true) },
+        files: { maxBytes: config.get<number>(SETTINGS.maxBytes, 64 << 20) },
+    };
 }
 
 export class ServerManager implements vscode.Disposable {
