@@ -120,46 +120,6 @@ def test_three_elementwise_uses_get_two_copies_and_other_uses_share_the_original
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-def test_a_chain_of_up_casts_is_copied_where_each_is_shared():
-    check_golden(
-        f"""def @main({X8}) {{
-  %0 = cast(%x, dtype="int16") /* span=c16:0:0 */;
-  %1 = cast(%0, dtype="int32") /* span=c32:0:0 */;
-  %2 = negative(%0) /* span=n:0:0 */;
-  %3 = abs(%1) /* span=a:0:0 */;
-  %4 = negative(%1) /* span=m:0:0 */;
-  (%2, %3, %4) /* span=t:0:0 */
-}}""",
-        # negative reads %0 first; abs visits %1, whose read of %0 is the second (a copy);
-        # the second read of %1 copies %1 as rebuilt, so both int32 casts read the copy
-        f"""def @main({X8}) {{
-  %0 = cast(%x, dtype="int16") /* span=c16:0:0 */;
-  %1 = negative(%0) /* span=n:0:0 */;
-  %2 = cast(%x, dtype="int16") /* span=c16:0:0 */;
-  %3 = cast(%2, dtype="int32") /* span=c32:0:0 */;
-  %4 = abs(%3) /* span=a:0:0 */;
-  %5 = cast(%2, dtype="int32") /* span=c32:0:0 */;
-  %6 = negative(%5) /* span=m:0:0 */;
-  (%1, %4, %6) /* span=t:0:0 */
-}}""")
-
-
-def test_down_casts_same_width_casts_and_single_uses_are_left_alone():
-    unchanged("""def @main(%x: Tensor[(4), int32]) {
-  %0 = cast(%x, dtype="int8");
-  %1 = cast(%x, dtype="float32");
-  (add(%0, %0), add(%1, %1), exp(cast(%x, dtype="float64")))
-}""")
-
-
-def test_uses_by_non_elementwise_ops_are_not_counted():
-    unchanged("""def @main(%x: Tensor[(1, 4, 4, 4), int8], %w: Tensor[(4, 4, 1, 1), float32]) {
-  %0 = cast(%x, dtype="float32");
-  %1 = nn.conv2d(%0, %w, kernel_size=[1, 1]);
-  %2 = nn.max_pool2d(%0, pool_size=[2, 2]);
-  (%1, %2, exp(%0))
-}""")
-
 
 def test_runs_from_opt_level_3():
     mod = parse(f"""def @main({X8}) {{

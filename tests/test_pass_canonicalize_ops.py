@@ -47,18 +47,6 @@ def check_golden(before: str, expected: str) -> None:
 X4 = "%x: Tensor[(1, 8, 5, 5), float32] /* span=x:0:0 */, %b: Tensor[(8), float32] /* span=b:0:0 */"
 
 
-def test_bias_on_the_channel_axis_is_expanded_to_broadcast():
-    check_golden(
-        f"""def @main({X4}) {{
-  %0 = nn.bias_add(%x, %b) /* span=conv1.bias:0:0 */;
-  nn.relu(%0) /* span=relu:0:0 */
-}}""",
-        f"""def @main({X4}) {{
-  %0 = expand_dims(%b, axis=1, num_newaxis=2) /* span=conv1.bias:0:0 */;
-  %1 = add(%x, %0) /* span=conv1.bias:0:0 */;
-  nn.relu(%1) /* span=relu:0:0 */
-}}""")
-
 
 def test_one_axis_after_the_bias_writes_the_default_num_newaxis():
     params = "%x: Tensor[(1, 8, 5, 6), float32] /* span=x:0:0 */, %b: Tensor[(5), float32] /* span=b:0:0 */"

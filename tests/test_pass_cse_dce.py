@@ -119,15 +119,6 @@ def calls(mod: IRModule, name: str) -> int:
 # --- EliminateCommonSubexpr ------------------------------------------------------------
 
 
-def test_equal_calls_merge_and_the_survivor_carries_every_span():
-    cse(f"def @main(%x: {T} /* span=x:0:0 */) {{\n"
-        "  %0 = nn.relu(%x) /* span=r1:0:0 */;\n  %1 = nn.relu(%x) /* span=r2:0:0 */;\n"
-        "  %2 = add(%0, 1f /* span=k1:0:0 */) /* span=a1:0:0 */;\n"
-        "  %3 = add(%1, 1f /* span=k2:0:0 */) /* span=a2:0:0 */;\n  (%2, %3) /* span=t:0:0 */\n}",
-        f"def @main(%x: {T} /* span=x:0:0 */) {{\n"
-        "  %0 = nn.relu(%x) /* span=[r1:0:0, r2:0:0] */;\n"
-        "  %1 = add(%0, 1f /* span=k1:0:0 */) /* span=[a1:0:0, a2:0:0] */;\n  (%1, %1) /* span=t:0:0 */\n}")
-
 
 def test_three_equal_calls_give_one_with_three_spans():
     _, after, p = cse(f"def @main(%x: {T}) {{\n  %0 = exp(%x) /* span=e1:0:0 */;\n"
@@ -136,13 +127,6 @@ def test_three_equal_calls_give_one_with_three_spans():
                       "  (%0, %0, %0)\n}")
     assert p.merges == 2
 
-
-def test_projections_of_the_same_tuple_merge():
-    cse(f"def @main(%x: {T}) {{\n  %0 = split(%x, indices_or_sections=3, axis=1) /* span=s:0:0 */;\n"
-        "  %1 = %0.1 /* span=g1:0:0 */;\n  %2 = %0.1 /* span=g2:0:0 */;\n  %3 = %0.2 /* span=g3:0:0 */;\n"
-        "  (%1, %2, %3)\n}",
-        f"def @main(%x: {T}) {{\n  %0 = split(%x, indices_or_sections=3, axis=1) /* span=s:0:0 */;\n"
-        "  %1 = %0.1 /* span=[g1:0:0, g2:0:0] */;\n  (%1, %1, %0.2 /* span=g3:0:0 */)\n}")
 
 
 def test_tuple_arguments_and_default_attributes_compare_by_value():
@@ -242,10 +226,6 @@ def test_unused_pure_lets_go_and_a_dead_chain_goes_in_one_run():
     assert p.removed == 2
 
 
-def test_unused_local_function_and_tuple_go():
-    dce(f"def @main(%x: {T}) {{\n  let %f = fn (%z: {T}) {{ %z }};\n  let %t = (%x, %x);\n  %x\n}}",
-        f"def @main(%x: {T}) {{\n  %x\n}}")
-
 
 def test_lets_with_effects_stay():
     text = ("def @main(%x: Tensor[(), int32]) {\n  let %r = ref(%x);\n  let %w = ref_write(%r, 5);\n"
@@ -282,10 +262,6 @@ def test_ignore_impurity_drops_effects_too():
                       "def @main(%x: Tensor[(), int32]) {\n  %x\n}", numeric=False, ignore_impurity=True)
     assert p.removed == 2
 
-
-def test_a_stateful_op_counts_as_an_effect():
-    dce(f"def @main(%x: {T}) {{\n  let %d = nn.dropout(%x);\n  %x\n}}",
-        f"def @main(%x: {T}) {{\n  let %d = nn.dropout(%x);\n  %x\n}}")
 
 
 def test_calling_a_higher_order_parameter_counts_as_an_effect():

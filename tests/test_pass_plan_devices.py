@@ -57,34 +57,6 @@ def rands(n: int, seed: int = 0):
     return [rng.random((5, 7), dtype=np.float32) for _ in range(n)]
 
 
-def test_plain():
-    exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
-  %0 = add(%a, %b);
-  %1 = add(%c, %d);
-  subtract(%0, %1)
-}}""", f"""def @main(%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T},
-          %c {{virtual_device={D}}}: {T}, %d {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  %0 = add(%a, %b);
-  %1 = add(%c, %d);
-  subtract(%0, %1)
-}}""", rands(4))
-
-
-@pytest.mark.parametrize("device", ["meta[VirtualDevice][0]", "meta[VirtualDevice][1]"])
-def test_left_add_on_cpu(device):
-    # test_left_add_on_cpu: the annotation goes, nothing is copied
-    exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
-  %0 = add(%a, %b);
-  %1 = on_device(%0, virtual_device={device});
-  %2 = add(%c, %d);
-  subtract(%1, %2)
-}}""", f"""def @main(%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T},
-          %c {{virtual_device={D}}}: {T}, %d {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  %0 = add(%a, %b);
-  %1 = add(%c, %d);
-  subtract(%0, %1)
-}}""", rands(4))
-
 
 def test_let_on_cpu():
     out = exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
@@ -102,66 +74,6 @@ def test_let_on_cpu():
     first = out["main"].body.value
     assert [str(o) for o in first.span.origins() if isinstance(o, LayerSpan)] == ["l:0:0"]
 
-
-def test_device_copy_to_the_same_device_goes():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  %0 = device_copy(%x, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
-  add(%0, %y)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  add(%x, %y)
-}}""", rands(2))
-
-
-def test_higher_order():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  let %f = fn (%g: fn ({T}) -> {T}) {{
-    fn (%a: {T}) {{
-      %0 = on_device(%a, virtual_device={D});
-      %1 = %g(%0);
-      add(%1, %x)
-    }}
-  }};
-  let %h = fn (%b: {T}) {{
-    negative(%b)
-  }};
-  %2 = %f(%h);
-  %3 = %2(%y);
-  subtract(%x, %3)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  let %f = fn (%g {{virtual_device={D}}}: fn ({T}) -> {T}, virtual_device={D}) {{
-    fn (%a {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-      %0 = %g(%a);
-      add(%0, %x)
-    }}
-  }};
-  let %h = fn (%b {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-    negative(%b)
-  }};
-  %1 = %f(%h);
-  %2 = %1(%y);
-  subtract(%x, %2)
-}}""", rands(2))
-
-
-def test_function_in_tuple():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  let %f = fn (%a: {T}, %b: {T}) {{
-    %0 = on_device(%b, virtual_device={D});
-    add(%a, %0)
-  }};
-  let %t = (%f, %x);
-  %1 = %t.1;
-  %2 = %t.0;
-  %2(%1, %y)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  let %f = fn (%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-    add(%a, %b)
-  }};
-  let %t = on_device((%f, %x), virtual_device={D}, constrain_result=True);
-  %0 = %t.1;
-  %1 = %t.0;
-  %1(%0, %y)
-}}""", rands(2))
 
 
 def test_conditional():
@@ -197,20 +109,6 @@ def test_conditional():
 }}""", [x, y, z])
     assert plan(out) is out
 
-
-def test_ref():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  let %r = ref(%x);
-  %0 = on_device(%y, virtual_device={D});
-  ref_write(%r, %0);
-  %1 = ref_read(%r);
-  add(%x, %1)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  let %r = on_device(ref(%x), virtual_device={D}, constrain_result=True);
-  on_device(ref_write(%r, %y), virtual_device={D}, constrain_result=True);
-  %1 = ref_read(%r);
-  add(%x, %1)
-}}""", rands(2))
 
 
 def test_primitive_and_external_functions_are_left_alone():

@@ -248,30 +248,6 @@ def test_rewrites_inside_nested_functions_and_chains():
 # --- must not fire -------------------------------------------------------------------------
 
 
-def test_batch_norm_bound_by_let_is_left_alone():
-    # TVM rewrites only a projection whose tuple is the batch_norm call itself
-    unchanged(f"""def @main({BN_PARAMS}) {{
-  let %t = nn.batch_norm(%x, %g, %b, %m, %v);
-  %t.0
-}}""")
-
-
-def test_other_outputs_alone_are_left_alone():
-    unchanged(f"""def @main({BN_PARAMS}) {{
-  %0 = nn.batch_norm(%x, %g, %b, %m, %v);
-  (%0.1, %0.2)
-}}""")
-    unchanged("""def @main(%x: Tensor[(2, 2), float32]) {
-  %0 = nn.dropout(%x);
-  %0.1
-}""")
-
-
-def test_group_norm_with_a_dynamic_shape_is_left_alone():
-    unchanged("""def @main(%x: Tensor[(?, 4, 3), float32], %g: Tensor[(4), float32], %b: Tensor[(4), float32]) {
-  nn.group_norm(%x, %g, %b, num_groups=2)
-}""")
-
 
 def test_untyped_call_is_left_alone():
     # a type error upstream: the data type of the norm stays unknown
@@ -310,12 +286,6 @@ def test_without_si_builder_no_span_is_made():
         out = get_pass("SimplifyInference")(mod)
     assert out.functions[out.global_vars["main"]].body.span is None
 
-
-def test_other_ops_and_primitive_functions_are_left_alone():
-    unchanged("""def @main(%x: Tensor[(2, 3), float32]) {
-  %0 = fn (%p: Tensor[(2, 3), float32], Primitive=1) { nn.softmax(%p) };
-  %0(%x)
-}""")
 
 
 # --- numerics --------------------------------------------------------------------------------

@@ -138,15 +138,6 @@ def test_ref():
     assert int(interpret(out)) == 3
 
 
-@pytest.mark.parametrize("text", [
-    "def @main() {\n  let %x: float32 = 4f;\n  %x\n}",                                     # let1
-    "def @main() {\n  let %y: float32 = 4f;\n  add(%y, %y)\n}",                             # let1_1
-    "def @main() {\n  let %y: float32 = 3f;\n  let %x: float32 = 4f;\n"
-    "  let %z: float32 = add(%x, %y);\n  add(%x, %z)\n}",                                   # let3
-])
-def test_let_already_in_normal_form(text):
-    check(text)
-
 
 def test_let2_a_variable_bound_again_reads_the_new_binding():
     # TVM's memo: once `let %y = %x` bound %x, later reads of %x read %y
@@ -173,30 +164,6 @@ def test_if():
         assert float(interpret(out, np.float32(x))) == float(interpret(mod, np.float32(x)))
 
 
-def test_higher_order_return():
-    check("""def @main(%x: Tensor[(1), float32]) {
-  %0 = add(%x, %x);
-  (fn (%y: Tensor[(1), float32]) { add(%0, %y) }, fn (%z: Tensor[(1), float32]) { add(%0, %z) })
-}""", """def @main(%x: Tensor[(1), float32]) {
-  let %x1 = add(%x, %x);
-  (fn (%y: Tensor[(1), float32]) { add(%x1, %y) }, fn (%z: Tensor[(1), float32]) { add(%x1, %z) })
-}""")
-
-
-def test_higher_order_nested():
-    check("""def @main(%f: fn () -> bool, %s: Tensor[(1), float32]) {
-  %0 = add(%s, %s);
-  if (%f()) { fn (%x: Tensor[(1), float32]) { add(%x, %0) } } else { fn (%z: Tensor[(1), float32]) { add(%z, %0) } }
-}""", """def @main(%f: fn () -> bool, %s: Tensor[(1), float32]) {
-  let %x1 = add(%s, %s);
-  if (%f()) { fn (%x: Tensor[(1), float32]) { add(%x, %x1) } } else { fn (%z: Tensor[(1), float32]) { add(%z, %x1) } }
-}""")
-
-
-def test_immutability_and_a_conv_graph_is_unchanged():
-    check("def @main(%data: Tensor[(1, 3, 224, 224), float32], %weight: Tensor[(3, 3, 5, 5), float32]) {\n"
-          "  nn.conv2d(%data, %weight, padding=[1, 1, 1, 1], channels=3, kernel_size=[5, 5])\n}")
-
 
 def test_a_value_shared_by_match_clauses_is_bound_before_the_match():
     mod, out = check("""type Opt { Some(int32), None }
@@ -209,24 +176,6 @@ def @main(%o: Opt, %k: int32) {
   match (%o) { Some(%v) => add(%v, %x), None => %x }
 }""")
 
-
-def test_the_first_users_scope_decides_as_in_tvm():
-    # The if links its branch to %0 as soon as it is visited, before add links its
-    # operands: the first user is the branch, whose scope is not the LCA -> lifted
-    check("""def @main(%c: bool, %k: int32) {
-  %0 = multiply(%k, 3);
-  add(%0, if (%c) { %0 } else { 1 })
-}""", """def @main(%c: bool, %k: int32) {
-  let %x = multiply(%k, 3);
-  add(%x, if (%c) { %x } else { 1 })
-}""")
-    # Here add(%0, 1) is linked first, in the function's scope, which is the LCA: TVM
-    # does not lift %0 although a branch shares it (its check passes as well)
-    check("""def @main(%c: bool, %k: int32) {
-  %0 = multiply(%k, 3);
-  %1 = add(%0, 1);
-  (%1, if (%c) { %0 } else { 1 })
-}""")
 
 
 def test_a_long_dataflow_chain_needs_no_recursion():
