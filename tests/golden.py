@@ -73,7 +73,8 @@ class Case:
         return self.path.stem
 
     def where(self, line: int) -> str:
-        return f"{self.path.relative_to(CASES.parent)}:{line}"
+        shown = self.path.relative_to(CASES.parent) if self.path.is_relative_to(CASES.parent) else self.path
+        return f"{shown}:{line}"
 
 
 def _run_line(text: str, case: Case, line: int) -> None:

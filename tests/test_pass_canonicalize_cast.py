@@ -38,11 +38,6 @@ def check_golden(before: str, expected: str):
     return mod, out
 
 
-def unchanged(text: str) -> None:
-    mod = parse(text)
-    assert canonicalize(mod) is mod
-
-
 CONV = ("%data: Tensor[(1, 16, 7, 7), int8] /* span=data:0:0 */, %weight: Tensor[(16, 16, 3, 3), int8] "
         "/* span=weight:0:0 */, %bias1: Tensor[(16, 1, 1), int32] /* span=b1:0:0 */, "
         "%bias2: Tensor[(16, 1, 1), int32] /* span=b2:0:0 */")
@@ -92,33 +87,6 @@ def test_the_outer_use_is_counted_before_the_uses_inside_its_later_arguments():
 }}""")
     add, original = out["main"].body, mod["main"].body.args[0]
     assert add.args[0] is original and add.args[1].args[0] is not original
-
-
-def test_three_elementwise_uses_get_two_copies_and_other_uses_share_the_original():
-    mod, out = check_golden(
-        f"""def @main({X8}) {{
-  %0 = cast(%x, dtype="float32") /* span=c:0:0 */;
-  %1 = reshape(%0, newshape=[2, 2]) /* span=r:0:0 */;
-  %2 = exp(%0) /* span=e:0:0 */;
-  %3 = log(%0) /* span=l:0:0 */;
-  %4 = multiply(%0, %0) /* span=m:0:0 */;
-  (%1, %2, %3, %4) /* span=t:0:0 */
-}}""",
-        f"""def @main({X8}) {{
-  %0 = cast(%x, dtype="float32") /* span=c:0:0 */;
-  %1 = reshape(%0, newshape=[2, 2]) /* span=r:0:0 */;
-  %2 = exp(%0) /* span=e:0:0 */;
-  %3 = cast(%x, dtype="float32") /* span=c:0:0 */;
-  %4 = log(%3) /* span=l:0:0 */;
-  %5 = cast(%x, dtype="float32") /* span=c:0:0 */;
-  %6 = cast(%x, dtype="float32") /* span=c:0:0 */;
-  %7 = multiply(%5, %6) /* span=m:0:0 */;
-  (%1, %2, %4, %7) /* span=t:0:0 */
-}}""")
-    x = np.array([1, 2, 3, 4], dtype=np.int8)
-    for a, b in zip(interpret(out, x), interpret(mod, x)):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
-
 
 
 def test_runs_from_opt_level_3():

@@ -9,7 +9,6 @@ module, which has only convolutions."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir import LayerSpan
@@ -148,7 +147,6 @@ def test_fac_several():
     outer = out["main"].body
     assert layers(outer) == ["b2s4:0:0", "conv4:0:0", "s2b4:0:0"]
     assert layers(outer.args[0]) == ["b2s:0:0", "conv:0:0", "s2b:0:0"]
-
 
 
 def test_nchw_or_a_missing_kernel_size_stays():

@@ -3,7 +3,6 @@ with the reference interpreter, and the span invariant over the corpus."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir.expr import Call, Constant, Tuple
 from relaylens.compiler.ir.span import LayerSpan
-from relaylens.compiler.ir.structural import assert_structural_equal
 from relaylens.compiler.parser import parse
 from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass
@@ -36,19 +34,6 @@ def fold(mod, p=None):
         return (p or get_pass("FoldConstant"))(mod)
 
 
-def check_golden(before: str, expected: str) -> None:
-    """`before` after the pass equals `expected`, spans included.  Both are read as one
-    file name, so a node without a `span=` comment (a let variable) must sit at the same
-    line and column in both."""
-    before, expected = before + " /* span=main:0:0 */", expected + " /* span=main:0:0 */"
-    mod = parse_ok(before, "golden.relay")
-    printed = print_module(mod, spans=True)
-    out = fold(mod)
-    assert print_module(mod, spans=True) == printed, "the input module changed"
-    assert_structural_equal(out, parse_ok(expected, "golden.relay"), spans=True)
-    assert spanless(out) == []
-
-
 def body(mod):
     return mod.functions[mod.global_vars["main"]].body
 
@@ -57,13 +42,7 @@ def layers(expr) -> list[str]:
     return [o.name for o in expr.span.origins() if isinstance(o, LayerSpan)]
 
 
-def unchanged(text: str, p=None) -> None:
-    mod = parse_ok(text, "same.relay")
-    assert fold(mod, p) is mod
-
-
 # --- calls of constants ----------------------------------------------------------------
-
 
 
 def test_tuple_arguments_and_tuple_results():
@@ -96,7 +75,6 @@ def test_chained_folds_and_on_device_arguments():
     assert layers(out) == ["neg", "a", "od", "one"]
 
 
-
 def test_without_si_builder_folds_without_spans():
     mod = parse_ok("""def @main() { add(1f /* span=a:0:0 */, 2f) /* span=b:0:0 */ }""")
     with PassContext(config={"ir.enable_si_builder": False}):
@@ -118,7 +96,6 @@ def test_shape_of_a_static_tensor_folds_whatever_its_value():
     assert shape.data.tolist() == [2, 3] and shape.data.dtype == np.int32 and layers(shape) == ["shape"]
     assert size.data == 6 and size.data.dtype == np.int64 and layers(size) == ["size"]
     assert x is mod.functions[mod.global_vars["main"]].params[0]
-
 
 
 def test_shape_of_uses_the_op_library_for_scalars():
@@ -161,7 +138,6 @@ def test_if_branch_used_elsewhere_is_not_copied():
     assert out.args[0] is out.args[1]  # still one node, not two copies of add
 
 
-
 def test_projection_through_on_device_keeps_the_annotation():
     mod = parse_ok(f"""def @main(%x: Tensor[(2), float32]) {{
   %0 = on_device((%x, 1f), {DEVICES}) /* span=od:0:0 */;
@@ -173,9 +149,7 @@ def test_projection_through_on_device_keeps_the_annotation():
     assert out.attrs == body(mod).tuple_value.attrs
 
 
-
 # --- must not fire -----------------------------------------------------------------------
-
 
 
 def test_qnn_folds_when_asked():
@@ -186,14 +160,12 @@ def test_qnn_folds_when_asked():
     assert isinstance(out, Constant) and out.data == 5 and out.data.dtype == np.int8
 
 
-
 def test_calls_the_op_library_cannot_evaluate_are_left_alone():
     # the relation rejects the dtypes: no fold, no crash (the type checker reports it)
     mod = parse(HEADER + "def @main() { add(1f, 2) }", "bad.relay").module
     assert fold(mod) is mod
     mod = parse(HEADER + "def @main() { my.op(1f) }", "unknown.relay").module
     assert fold(mod) is mod
-
 
 
 # --- numerics --------------------------------------------------------------------------------

@@ -6,12 +6,11 @@ interpreter, what is left alone, spans, and the corpus."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir import LayerSpan
-from relaylens.compiler.ir.expr import Call, Let
+from relaylens.compiler.ir.expr import Call
 from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.ir.structural import assert_structural_equal
 from relaylens.compiler.printer import print_module
@@ -57,7 +56,6 @@ def rands(n: int, seed: int = 0):
     return [rng.random((5, 7), dtype=np.float32) for _ in range(n)]
 
 
-
 def test_let_on_cpu():
     out = exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
   let %l = add(%a, %b) /* span=l:0:0 */;
@@ -73,7 +71,6 @@ def test_let_on_cpu():
 }}""", rands(4))
     first = out["main"].body.value
     assert [str(o) for o in first.span.origins() if isinstance(o, LayerSpan)] == ["l:0:0"]
-
 
 
 def test_conditional():
@@ -108,7 +105,6 @@ def test_conditional():
   %h(%z)
 }}""", [x, y, z])
     assert plan(out) is out
-
 
 
 def test_primitive_and_external_functions_are_left_alone():

@@ -6,7 +6,6 @@ corpus) coming back as the same objects."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
@@ -60,11 +59,6 @@ def new_lets(out) -> list[Let]:
     return [n for f in out.functions.values() for n in post_order(f) if isinstance(n, Let)]
 
 
-def test_no_explicit_bind():
-    mod, out = check("def @main() {\n  %0 = add(1, 1);\n  %1 = add(%0, %0);\n  add(%1, %1)\n}")
-    assert int(interpret(out)) == 8
-
-
 def test_top_level_nested_if():
     before = """def @main(%x: bool, %y: float32, %z: float32) {
   %0 = add(%z, %z) /* span=z2:0:0 */;
@@ -95,62 +89,6 @@ def test_top_level_nested_if():
         assert float(interpret(out, *args)) == float(interpret(mod, *args))
 
 
-def test_nested_if():
-    mod, out = check("""def @main(%x: bool, %y: float32) {
-  %0 = add(%y, %y);
-  if (%x) {
-    if (True) { %0 } else { add(3f, %0) }
-  } else {
-    if (False) { 2f } else { 1f }
-  }
-}""", """def @main(%x: bool, %y: float32) {
-  if (%x) {
-    let %x1 = add(%y, %y);
-    if (True) { %x1 } else { add(3f, %x1) }
-  } else {
-    if (False) { 2f } else { 1f }
-  }
-}""")
-    assert float(interpret(out, np.array(True), np.float32(2))) == 4.0
-
-
-def test_recursion():
-    mod, out = check("""def @f(%n: int64) -> int64 {
-  %0 = multiply(%n, 2i64);
-  if (equal(%n, 0i64)) { %0 } else { add(%0, @f(subtract(%n, 1i64))) }
-}
-def @main() { @f(5i64) }""", """def @f(%n: int64) -> int64 {
-  let %x = multiply(%n, 2i64);
-  if (equal(%n, 0i64)) { %x } else { add(%x, @f(subtract(%n, 1i64))) }
-}
-def @main() { @f(5i64) }""")
-    assert int(interpret(out)) == int(interpret(mod)) == 30
-
-
-def test_ref():
-    mod, out = check("""def @main() {
-  let %i = ref(1);
-  let %iv = ref_read(%i);
-  let %u = ref_write(%i, 2);
-  let %uv = ref_read(%i);
-  add(%iv, %uv)
-}""")
-    assert int(interpret(out)) == 3
-
-
-
-def test_let2_a_variable_bound_again_reads_the_new_binding():
-    # TVM's memo: once `let %y = %x` bound %x, later reads of %x read %y
-    mod, out = check("def @main() {\n  let %x: float32 = 4f;\n  let %y: float32 = %x;\n  %x\n}",
-                     "def @main() {\n  let %x: float32 = 4f;\n  let %y: float32 = %x;\n  %y\n}")
-    assert float(interpret(out)) == 4.0
-
-
-def test_function():
-    mod, out = check("def @main(%x: float32) {\n  add(%x, %x)\n}")
-    assert float(interpret(out, np.float32(4))) == 8.0
-
-
 def test_if():
     mod, out = check("""def @main(%x: float32) {
   %0 = add(%x, 1f) /* span=v1:0:0 */;
@@ -162,20 +100,6 @@ def test_if():
     assert [layer(let.span) for let in new_lets(out)] == ["v1:0:0"]
     for x in (2.0, 3.0):
         assert float(interpret(out, np.float32(x))) == float(interpret(mod, np.float32(x)))
-
-
-
-def test_a_value_shared_by_match_clauses_is_bound_before_the_match():
-    mod, out = check("""type Opt { Some(int32), None }
-def @main(%o: Opt, %k: int32) {
-  %0 = multiply(%k, 3);
-  match (%o) { Some(%v) => add(%v, %0), None => %0 }
-}""", """type Opt { Some(int32), None }
-def @main(%o: Opt, %k: int32) {
-  let %x = multiply(%k, 3);
-  match (%o) { Some(%v) => add(%v, %x), None => %x }
-}""")
-
 
 
 def test_a_long_dataflow_chain_needs_no_recursion():
