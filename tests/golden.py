@@ -80,6 +80,13 @@ class Case:
         return f"{shown}:{line}"
 
 
+def _json(text: str, case: Case, line: int):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CaseError(f"{case.where(line)}: RUN option value {text!r} is not JSON ({e.msg})") from None
+
+
 def _run_line(text: str, case: Case, line: int) -> None:
     """`A key=JSON | B --opt-level N --config KEY=JSON`: passes in order with their
     constructor keywords; the flags hold for the whole run."""
@@ -95,12 +102,12 @@ def _run_line(text: str, case: Case, line: int) -> None:
         elif tok == "--config":
             i += 1
             key, _, value = tokens[i].partition("=")
-            case.config[key] = json.loads(value)
+            case.config[key] = _json(value, case, line)
         elif "=" in tok:
             if not case.passes:
                 raise CaseError(f"{case.where(line)}: option '{tok}' before any pass")
             key, _, value = tok.partition("=")
-            case.passes[-1][1][key] = json.loads(value)
+            case.passes[-1][1][key] = _json(value, case, line)
         else:
             case.passes.append((tok, {}))
         i += 1
