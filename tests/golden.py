@@ -76,7 +76,8 @@ class Case:
         return self.path.stem
 
     def where(self, line: int) -> str:
-        shown = self.path.relative_to(CASES.parent) if self.path.is_relative_to(CASES.parent) else self.path
+        root = CASES.parents[1]
+        shown = self.path.relative_to(root) if self.path.is_relative_to(root) else self.path
         return f"{shown}:{line}"
 
 
