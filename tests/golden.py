@@ -312,7 +312,7 @@ def check_case(path: Path) -> None:
         if mismatch is not None:
             raise CaseError(f"{case.where(case.expected_line)}: the output differs from the expected module: "
                             f"{mismatch}\n--- diff (expected -> pass output):\n"
-                            + _diff(print_module(expected, spans=spans), print_module(out, spans=spans)))
+                            + _diff(print_module(b, spans=spans), print_module(a, spans=spans)))
     else:
         complaint = filecheck(case, shown)
         if complaint is not None:

@@ -4,6 +4,9 @@ runner itself: each of its checks fails when it should, naming the case file and
 
 from __future__ import annotations
 
+import re
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -113,3 +116,11 @@ def test_bound_parameters_are_drawn_alike_for_input_and_expected(tmp_path):
 
 def test_xfail_reason_is_read(tmp_path):
     assert load_case(write(tmp_path, "// RUN: FoldConstant\n// XFAIL: bug 7\n" + ADD + "// CHECK: x\n")).xfail == "bug 7"
+
+
+def test_the_examples_of_the_readme_pass(tmp_path):
+    blocks = re.findall(r"\n\n((?:    .*\n)+)", (CASES / "README.md").read_text())
+    examples = [textwrap.dedent(b) for b in blocks if b.lstrip().startswith("// RUN:") and "def @main" in b]
+    assert len(examples) == 2
+    for text in examples:
+        check_case(write(tmp_path, text))

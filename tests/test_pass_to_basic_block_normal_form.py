@@ -1,7 +1,7 @@
-"""ToBasicBlockNormalForm: the cases of TVM's test_pass_to_basic_block_normal_form.py as
-Relay text (free variables made parameters), values with the interpreter, the basic
-block check on every result, spans of the new bindings, and dataflow graphs (the whole
-corpus) coming back as the same objects."""
+"""ToBasicBlockNormalForm beyond its golden cases: a long chain, external functions, and
+dataflow graphs (the whole corpus) coming back as the same objects.  The cases of TVM's
+test_pass_to_basic_block_normal_form.py as Relay text (free variables made parameters),
+with the spans of the new bindings, are case files in tests/passes/to_basic_block_normal_form/."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import numpy as np
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.ir import LayerSpan
 from relaylens.compiler.ir.expr import Let
-from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.ir.structural import assert_structural_equal
 from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass
@@ -48,58 +46,6 @@ def check(before: str, expected: str | None = None):
             assert basic_block_violations(func) == set()
     assert spanless(out) == []
     return mod, out
-
-
-def layer(span) -> str:
-    """The frontend-layer origin a `/* span=NAME:0:0 */` comment gave."""
-    return ",".join(str(o) for o in span.origins() if isinstance(o, LayerSpan))
-
-
-def new_lets(out) -> list[Let]:
-    return [n for f in out.functions.values() for n in post_order(f) if isinstance(n, Let)]
-
-
-def test_top_level_nested_if():
-    before = """def @main(%x: bool, %y: float32, %z: float32) {
-  %0 = add(%z, %z) /* span=z2:0:0 */;
-  %1 = add(%y, %y) /* span=y2:0:0 */;
-  if (%x) {
-    if (True) { add(%0, %1) } else { add(3f, %1) }
-  } else {
-    if (False) { %0 } else { 1f }
-  }
-}"""
-    # add(%z, %z) is shared by both outer branches: bound in the function body; add(%y, %y)
-    # by the two inner branches of the true branch: bound there
-    expected = """def @main(%x: bool, %y: float32, %z: float32) {
-  let %x1 = add(%z, %z);
-  if (%x) {
-    let %x2 = add(%y, %y);
-    if (True) { add(%x1, %x2) } else { add(3f, %x2) }
-  } else {
-    if (False) { %x1 } else { 1f }
-  }
-}"""
-    mod, out = check(before, expected)
-    lets = new_lets(out)
-    assert sorted(layer(let.span) for let in lets) == ["y2:0:0", "z2:0:0"]
-    assert all(let.var.span is let.span for let in lets)
-    for x in (True, False):
-        args = (np.array(x), np.float32(1.5), np.float32(2.0))
-        assert float(interpret(out, *args)) == float(interpret(mod, *args))
-
-
-def test_if():
-    mod, out = check("""def @main(%x: float32) {
-  %0 = add(%x, 1f) /* span=v1:0:0 */;
-  if (equal(%x, 2f)) { multiply(%0, 2f) } else { multiply(%0, 1f) }
-}""", """def @main(%x: float32) {
-  let %x1 = add(%x, 1f);
-  if (equal(%x, 2f)) { multiply(%x1, 2f) } else { multiply(%x1, 1f) }
-}""")
-    assert [layer(let.span) for let in new_lets(out)] == ["v1:0:0"]
-    for x in (2.0, 3.0):
-        assert float(interpret(out, np.float32(x))) == float(interpret(mod, np.float32(x)))
 
 
 def test_a_long_dataflow_chain_needs_no_recursion():
