@@ -1,6 +1,7 @@
-"""CanonicalizeCast: TVM's test_pass_canonicalize_cast.py case as Relay text (spans
-included), the visiting order that decides which use keeps the cast, what is not copied,
-numerics with the interpreter, and the span invariant."""
+"""CanonicalizeCast beyond its golden cases: TVM's test_pass_canonicalize_cast.py case
+with the type of the copy, the visiting order that decides which use keeps the cast (by
+object identity), and its opt level. Their before/expected cases are golden files in tests/passes/canonicalize_cast/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py."""
 
 from __future__ import annotations
 

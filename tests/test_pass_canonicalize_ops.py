@@ -1,5 +1,7 @@
-"""CanonicalizeOps: nn.bias_add as add + expand_dims, with spans; when it must not fire;
-numerics before/after with the reference interpreter; the span invariant over the corpus."""
+"""CanonicalizeOps beyond its golden cases: types of the new add, when it must not fire,
+numerics before/after with the reference interpreter, the span invariant over the corpus.
+Their before/expected cases are golden files in tests/passes/canonicalize_ops/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py."""
 
 from __future__ import annotations
 

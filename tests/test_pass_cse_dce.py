@@ -1,7 +1,7 @@
-"""EliminateCommonSubexpr and DeadCodeElimination: golden before/expected pairs with
-spans, the cases where they must not act (stateful ops, calls of functions, impure
-lets), values before and after (reference interpreter), and the span invariant over the
-corpus.
+"""EliminateCommonSubexpr and DeadCodeElimination beyond their golden cases: options
+given as functions, opt levels, the purity analysis, spans with the SI builder off, and
+the span invariant over the corpus. Their before/expected cases are golden files in tests/passes/cse_dce/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py.
 
 Golden texts mark origins with `/* span=NAME:0:0 */`; `layers()` keeps only those, so
 `same()` compares structure and the frontend-layer origins of every annotated node.

@@ -4,7 +4,8 @@ RelayLens has no nn.space_to_batch_nd / nn.batch_to_space_nd ops, so the inputs 
 typecheck and the interpreter cannot run them: the values of the original pattern are
 computed here with numpy versions of the two ops (TF's definitions) around the
 project's own conv2d compute, and compared with the interpreter on the rewritten
-module, which has only convolutions."""
+module, which has only convolutions.  The cases with no numpy reference (patterns that
+must not match) are golden files in tests/passes/flatten_atrous_conv/."""
 
 from __future__ import annotations
 

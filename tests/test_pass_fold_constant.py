@@ -1,5 +1,7 @@
-"""FoldConstant: golden folds with spans, what TVM leaves alone, numerics before/after
-with the reference interpreter, and the span invariant over the corpus."""
+"""FoldConstant beyond its golden cases: folds whose spans or values are asserted one by
+one, what TVM leaves alone, numerics before/after with the reference interpreter, and the
+span invariant over the corpus. Their before/expected cases are golden files in tests/passes/fold_constant/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py."""
 
 from __future__ import annotations
 

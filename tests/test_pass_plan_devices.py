@@ -1,7 +1,8 @@
 """PlanDevices for one device: TVM's test_pass_plan_devices.py cases read for a
 homogeneous build (TVM's CPU and GPU both the one device, `meta[VirtualDevice][0]`),
 idempotence (TVM's `exercise` runs the pass on its expected output too), values with the
-interpreter, what is left alone, spans, and the corpus."""
+interpreter, what is left alone, spans, and the corpus.  The cases whose only check is
+before/expected are golden files in tests/passes/plan_devices/ (tests/passes/README.md)."""
 
 from __future__ import annotations
 

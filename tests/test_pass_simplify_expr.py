@@ -1,6 +1,7 @@
-"""SimplifyExpr: every rule on a golden before/expected pair with spans, the cases where
-a rule must not fire, values before and after (reference interpreter), and the span
-invariant over the corpus.
+"""SimplifyExpr beyond its golden cases: the lossless cast table, bounded spans of long
+chains, the walker, the SI builder off, untyped calls, and spans, types and values over
+the corpus. Their before/expected cases are golden files in tests/passes/simplify_expr/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py.
 
 Golden texts mark origins with `/* span=NAME:0:0 */` comments; `layers()` keeps only
 those (document positions differ between two texts), so `same()` compares structure and

@@ -1,7 +1,8 @@
-"""SimplifyExprPostAlterOp: TVM's SimplifyExpr test cases for the six rules it runs
-(test_simplify_reshape, test_eliminate_identity, test_simplify_same_cast,
-test_simplify_consecutive_cast, test_simplify_clip_cast, test_simplify_cast_clip) as
-Relay text with spans, the rules it leaves out, values with the interpreter, spans."""
+"""SimplifyExprPostAlterOp: its registration and the rules it leaves out.  TVM's
+SimplifyExpr test cases for the six rules it runs (test_simplify_reshape,
+test_eliminate_identity, test_simplify_same_cast, test_simplify_consecutive_cast,
+test_simplify_clip_cast, test_simplify_cast_clip) are golden files in
+tests/passes/simplify_expr_post_alter_op/ (format: tests/passes/README.md)."""
 
 from __future__ import annotations
 

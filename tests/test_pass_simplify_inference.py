@@ -1,5 +1,7 @@
-"""SimplifyInference: golden rewrites with spans, cases where it must not fire, numerics
-before/after with the reference interpreter, and the span invariant over the corpus."""
+"""SimplifyInference beyond its golden cases: cases where it must not fire, interned ops,
+the SI builder off, numerics before/after with the reference interpreter, and the span
+invariant over the corpus. Their before/expected cases are golden files in tests/passes/simplify_inference/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py."""
 
 from __future__ import annotations
 
