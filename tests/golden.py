@@ -23,6 +23,7 @@ import difflib
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
@@ -91,7 +92,15 @@ def _json(text: str, case: Case, line: int):
 def _run_line(text: str, case: Case, line: int) -> None:
     """`A key=JSON | B --opt-level N --config KEY=JSON`: passes in order with their
     constructor keywords; the flags hold for the whole run."""
-    tokens = shlex.split(text)
+    try:
+        _run_tokens(shlex.split(text), case, line)
+    except (IndexError, ValueError) as e:
+        raise CaseError(f"{case.where(line)}: cannot read the RUN line ({e or 'a flag without its value'})") from None
+    if not case.passes:
+        raise CaseError(f"{case.where(line)}: the RUN line names no pass")
+
+
+def _run_tokens(tokens: list[str], case: Case, line: int) -> None:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
@@ -112,8 +121,6 @@ def _run_line(text: str, case: Case, line: int) -> None:
         else:
             case.passes.append((tok, {}))
         i += 1
-    if not case.passes:
-        raise CaseError(f"{case.where(line)}: the RUN line names no pass")
 
 
 def load_case(path: Path) -> Case:
@@ -178,8 +185,13 @@ def read_module(case: Case, text: str, what: str, line: int) -> IRModule:
     params = {p.name: p for p in mod["main"].params}
     arrays = {}
     for pname, kind in case.bind.items():
+        if pname not in params:
+            raise CaseError(f"{case.where(line)}: // bind: @main has no parameter %{pname}")
         ty = params[pname].type_annotation
-        arrays[pname] = draw(kind, tuple(int(d) for d in ty.shape), ty.dtype, rng)
+        try:
+            arrays[pname] = draw(kind, tuple(int(d) for d in ty.shape), ty.dtype, rng)
+        except KeyError as e:
+            raise CaseError(f"{case.where(line)}: // bind: {e.args[0]}") from None
     mod, errors = bind_params_by_name(mod, arrays)
     if errors:
         raise CaseError(f"{case.where(line)}: // bind: " + "; ".join(d.message for d in errors))
@@ -189,7 +201,10 @@ def read_module(case: Case, text: str, what: str, line: int) -> IRModule:
 def run_passes(case: Case, mod: IRModule) -> IRModule:
     with PassContext(opt_level=case.opt_level, config=dict(case.config)):
         for name, kwargs in case.passes:
-            p = get_pass(name)
+            try:
+                p = get_pass(name)
+            except KeyError as e:
+                raise CaseError(f"{case.where(case.run_line)}: {e.args[0]}") from None
             mod = (type(p)(**kwargs) if kwargs else p)(mod)
     return mod
 
@@ -272,13 +287,19 @@ def _type_errors(mod: IRModule) -> list[str]:
 
 
 def _diff(expected: str, got: str) -> str:
+    """The whole pass output, each line marked as in a unified diff against the expected text."""
+    lines = max(len(expected.splitlines()), len(got.splitlines()))
     return "\n".join(difflib.unified_diff(expected.splitlines(), got.splitlines(), "expected", "pass output",
-                                          lineterm=""))
+                                          n=lines, lineterm=""))
 
 
 def filecheck(case: Case, output: str) -> str | None:
     """filecheck's complaint about `output` against the case file's CHECK lines, or None."""
-    done = subprocess.run([str(FILECHECK), str(case.path)], input=output, capture_output=True, text=True)
+    tool = FILECHECK if FILECHECK.exists() else shutil.which("filecheck")
+    if tool is None:
+        raise CaseError(f"{case.where(case.run_line)}: CHECK lines need the filecheck package "
+                        "(pip install -e '.[test]')")
+    done = subprocess.run([str(tool), str(case.path)], input=output, capture_output=True, text=True)
     return None if done.returncode == 0 else (done.stderr or done.stdout)
 
 

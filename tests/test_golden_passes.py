@@ -91,6 +91,10 @@ def test_the_run_line_takes_passes_in_order_options_and_config(tmp_path):
     ("// RUN: FoldConstant\n// CHECK: x\n" + ADD + "// EXPECTED: unchanged\n", "not both"),
     ("// RUN: FoldConstant x=[1\n" + ADD + "// CHECK: x\n", r"case.relay:1: RUN option value '\[1' is not JSON"),
     ("// RUN: FoldConstant\n" + ADD.replace("negative", "negative(") + "// CHECK: x\n", "the input does not parse"),
+    ("// RUN: FoldConstant --opt-level\n" + ADD + "// CHECK: x\n", r"case.relay:1: cannot read the RUN line"),
+    ("// RUN: FoldConstan\n" + ADD + "// CHECK: x\n", r"case.relay:1: unknown pass 'FoldConstan'"),
+    ("// RUN: FoldConstant\n// bind: y=normal\n" + ADD + "// CHECK: x\n", r"case.relay:1: // bind: @main has no parameter %y"),
+    ("// RUN: FoldConstant\n// bind: x=odd\n" + ADD + "// CHECK: x\n", r"case.relay:1: // bind: unknown bind kind 'odd'"),
 ])
 def test_a_malformed_case_is_an_error_naming_its_line(tmp_path, text, error):
     with pytest.raises(CaseError, match=error):
