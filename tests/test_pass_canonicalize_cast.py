@@ -88,12 +88,3 @@ def test_the_outer_use_is_counted_before_the_uses_inside_its_later_arguments():
 }}""")
     add, original = out["main"].body, mod["main"].body.args[0]
     assert add.args[0] is original and add.args[1].args[0] is not original
-
-
-def test_runs_from_opt_level_3():
-    mod = parse(f"""def @main({X8}) {{
-  %0 = cast(%x, dtype="int32");
-  add(%0, %0)
-}}""")
-    assert canonicalize(mod, opt_level=2) is mod
-    assert canonicalize(mod, opt_level=3) is not mod

@@ -179,24 +179,6 @@ def test_corpus_034_is_left_as_it_is(corpus_dir):
     assert run(DeadCodeElimination(), mod, opt_level=1) is mod
 
 
-def test_calling_a_higher_order_parameter_counts_as_an_effect():
-    text = (f"def @main(%x: {T}, %h: fn ({T}) -> {T}) {{\n  let %unused = %h(%x);\n"
-            f"  let %f = fn (%z: {T}) {{ %z }};\n  let %unused2 = %f(%x);\n  %x\n}}")
-    before = module(text)
-    after = run(DeadCodeElimination(), before)
-    same(after, f"def @main(%x: {T}, %h: fn ({T}) -> {T}) {{\n  let %unused = %h(%x);\n  %x\n}}")
-
-
-def test_unused_globals_stay_and_dataflow_is_untouched():
-    text = (f"def @unused(%y: {T}) {{ let %q = exp(%y); %y }}\n"
-            f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  %1 = add(%0, %0);\n  %1\n}}")
-    _, after, _ = dce(text, f"def @unused(%y: {T}) {{ %y }}\n"
-                            f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  add(%0, %0)\n}}")
-    assert "unused" in after
-    before = module(f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  add(%0, %0)\n}}")
-    assert run(DeadCodeElimination(), before) is before
-
-
 def test_purity_analysis_marks_each_let():
     mod = module("def @main(%x: Tensor[(), int32]) {\n  let %r = ref(%x);\n  let %w = ref_write(%r, 5);\n"
                  "  let %v = ref_read(%r);\n  let %p = add(%x, 1);\n  %p\n}")

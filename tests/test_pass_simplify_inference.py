@@ -84,14 +84,6 @@ def test_untyped_call_is_left_alone():
     assert simplify(mod) is mod
 
 
-def test_a_norm_that_does_not_typecheck_is_left_alone():
-    # its data is typed, but the call is not: TVM would not have got past InferType
-    mod = parse(HEADER + """def @main(%x: Tensor[(2, 6, 4), float32], %g: Tensor[(6), float32]) {
-  nn.group_norm(%x, %g, %g, num_groups=4)
-}""", "bad.relay").module
-    assert simplify(mod) is mod
-
-
 def test_interned_ops_never_take_a_span():
     # `add` is one object for every call in every module: filling it would leak this
     # rewrite's span into every later pass
