@@ -38,20 +38,6 @@ BN_PARAMS = ("%x: Tensor[(1, 4, 3, 3), float32] /* span=x:0:0 */, %g: Tensor[(4)
              "%v: Tensor[(4), float32] /* span=v:0:0 */")
 
 
-# --- batch_norm ----------------------------------------------------------------------------
-
-
-def test_batch_norm_float16_epsilon_has_the_data_dtype():
-    before = """def @main(%x: Tensor[(1, 2), float16], %g: Tensor[(2), float16], %b: Tensor[(2), float16],
-                %m: Tensor[(2), float16], %v: Tensor[(2), float16]) {
-  %0 = nn.batch_norm(%x, %g, %b, %m, %v, epsilon=0.001f);
-  %0.0
-}"""
-    out = simplify(parse_ok(before, "f16.relay"))
-    text = print_module(out)
-    assert "add(%v, 0.001f16)" in text and "divide(1f16, " in text
-
-
 # --- layer_norm, instance_norm, group_norm, l2_normalize ----------------------------------
 
 NORM_PARAMS = ("%x: Tensor[(2, 4, 3, 5), float32] /* span=x:0:0 */, %g: Tensor[(4), float32] /* span=g:0:0 */, "
