@@ -119,14 +119,6 @@ def calls(mod: IRModule, name: str) -> int:
 # --- EliminateCommonSubexpr ------------------------------------------------------------
 
 
-def test_tuple_arguments_and_default_attributes_compare_by_value():
-    _, after, _ = cse(f"def @main(%x: {T}, %y: {T}) {{\n"
-                      "  %0 = concatenate((%x, %y)) /* span=c1:0:0 */;\n"
-                      "  %1 = concatenate((%x, %y), axis=0) /* span=c2:0:0 */;\n  (%0, %1)\n}")
-    assert calls(after, "concatenate") == 1
-    assert layer_text(after["main"].body.fields[0].span) == "[c1:0:0, c2:0:0]"
-
-
 def test_fskip_keeps_what_it_names():
     text = (f"def @main(%x: {T}) {{\n  %0 = cast(%x, dtype=\"int32\");\n"
             "  %1 = cast(%x, dtype=\"int32\");\n  (%0, %1)\n}")
