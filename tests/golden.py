@@ -177,7 +177,7 @@ def read_module(case: Case, text: str, what: str, line: int) -> IRModule:
     errors = [d for d in result.diagnostics if d.is_error]
     if errors:
         raise CaseError(f"{case.where(line)}: the {what} does not parse:\n"
-                        + "\n".join(d.render() if hasattr(d, "render") else d.message for d in errors))
+                        + "\n".join(d.render() for d in errors))
     mod = result.module
     if not case.bind:
         return mod
@@ -271,8 +271,11 @@ def check_values(case: Case, before: IRModule, after: IRModule) -> None:
         want = _flat(interpret(before, *args))
     except InterpreterError:
         return  # the input itself cannot run here (an op without a reference)
-    got = _flat(interpret(after, *args))
     where = case.where(case.run_line)
+    try:
+        got = _flat(interpret(after, *args))
+    except InterpreterError as e:
+        raise CaseError(f"{where}: the input runs but the pass output does not: {e}") from None
     assert len(got) == len(want), f"{where}: {len(want)} outputs before the passes, {len(got)} after"
     for i, (w, g) in enumerate(zip(want, got)):
         assert (g.dtype, g.shape) == (w.dtype, w.shape), f"{where}: output {i} was {w.dtype}{w.shape}, is {g.dtype}{g.shape}"
@@ -304,6 +307,8 @@ def filecheck(case: Case, output: str) -> str | None:
 
 
 def check_case(path: Path) -> None:
+    """Run the case file at `path` (see the module docstring); raise AssertionError (a
+    CaseError for a malformed file or a wrong output) naming the file and line."""
     case = load_case(path)
     mod = read_module(case, case.input, "input", 1)
     typed = not _type_errors(mod)
@@ -318,7 +323,6 @@ def check_case(path: Path) -> None:
     if typed:
         errors = _type_errors(out)
         assert errors == [], f"{where}: the output does not typecheck: {errors}\n{shown}"
-    if typed:
         check_values(case, mod, out)
     if case.unchanged:
         if out is not mod:

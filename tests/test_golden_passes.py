@@ -111,6 +111,16 @@ def test_values_that_change_fail(tmp_path):
         check_values(case, before, after)
 
 
+def test_an_output_that_cannot_run_fails(tmp_path):
+    case = load_case(write(tmp_path, "// RUN: FoldConstant\n" + ADD + "// CHECK: x\n"))
+    before = read_module(case, case.input, "input", 1)
+    after = read_module(case, case.input.replace("negative(%0)", 'cast(cast(%0, dtype="bfloat16"), dtype="float32")'),
+                        "input", 1)
+    infer_types(before), infer_types(after)
+    with pytest.raises(CaseError, match="case.relay:1: the input runs but the pass output does not"):
+        check_values(case, before, after)
+
+
 def test_bound_parameters_are_drawn_alike_for_input_and_expected(tmp_path):
     case = load_case(write(tmp_path, "// RUN: FoldConstant\n// bind: x=positive\n" + ADD + "// CHECK: x\n"))
     one, two = (read_module(case, case.input, "input", 1) for _ in range(2))
