@@ -1,4 +1,5 @@
-"""ToBasicBlockNormalForm beyond its golden cases: a long chain, external functions, and
+"""ToBasicBlockNormalForm beyond its golden cases: the basic block check on the result of
+every golden case, a long chain, external functions, and
 dataflow graphs (the whole corpus) coming back as the same objects.  The cases of TVM's
 test_pass_to_basic_block_normal_form.py as Relay text (free variables made parameters),
 with the spans of the new bindings, are case files in tests/passes/to_basic_block_normal_form/."""
@@ -6,6 +7,7 @@ with the spans of the new bindings, are case files in tests/passes/to_basic_bloc
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
@@ -16,6 +18,7 @@ from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.passes.to_basic_block_normal_form import basic_block_violations
 from relaylens.compiler.transform.span_check import spanless
 
+import golden
 from conftest import CORPUS, _parse_ok
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -46,6 +49,18 @@ def check(before: str, expected: str | None = None):
             assert basic_block_violations(func) == set()
     assert spanless(out) == []
     return mod, out
+
+
+GOLDEN = sorted((golden.CASES / "to_basic_block_normal_form").glob("*.relay"))
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_golden_cases_come_out_in_basic_block_normal_form(path):
+    case = golden.load_case(path)
+    out = golden.run_passes(case, golden.read_module(case, case.input, "input", 1))
+    for func in out.functions.values():
+        if "Compiler" not in func.attrs:  # external functions are left as they are
+            assert basic_block_violations(func) == set()
 
 
 def test_a_long_dataflow_chain_needs_no_recursion():
