@@ -1,6 +1,6 @@
 """ToBasicBlockNormalForm beyond its golden cases: the basic block check on the result of
-every golden case, a long chain, external functions, and
-dataflow graphs (the whole corpus) coming back as the same objects.  The cases of TVM's
+every golden case, a long chain, external functions, and dataflow graphs (the whole
+corpus) coming back as the same objects.  The cases of TVM's
 test_pass_to_basic_block_normal_form.py as Relay text (free variables made parameters),
 with the spans of the new bindings, are case files in tests/passes/to_basic_block_normal_form/."""
 
