@@ -111,12 +111,22 @@ def test_values_that_change_fail(tmp_path):
         check_values(case, before, after)
 
 
-def test_an_output_that_cannot_run_fails(tmp_path):
+def test_an_output_that_cannot_run_fails(tmp_path, monkeypatch):
+    import golden
+    from relaylens.compiler.interpreter.interpreter import InterpreterError
+
     case = load_case(write(tmp_path, "// RUN: FoldConstant\n" + ADD + "// CHECK: x\n"))
     before = read_module(case, case.input, "input", 1)
-    after = read_module(case, case.input.replace("negative(%0)", 'cast(cast(%0, dtype="bfloat16"), dtype="float32")'),
-                        "input", 1)
+    after = read_module(case, case.input, "input", 1)
     infer_types(before), infer_types(after)
+    run = golden.interpret
+
+    def interpret(mod, *args):
+        if mod is after:
+            raise InterpreterError("no reference for this op", None)
+        return run(mod, *args)
+
+    monkeypatch.setattr(golden, "interpret", interpret)
     with pytest.raises(CaseError, match="case.relay:1: the input runs but the pass output does not"):
         check_values(case, before, after)
 
