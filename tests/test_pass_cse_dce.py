@@ -1,7 +1,7 @@
-"""EliminateCommonSubexpr and DeadCodeElimination: golden before/expected pairs with
-spans, the cases where they must not act (stateful ops, calls of functions, impure
-lets), values before and after (reference interpreter), and the span invariant over the
-corpus.
+"""EliminateCommonSubexpr and DeadCodeElimination beyond their golden cases: options
+given as functions, opt levels, the purity analysis, spans with the SI builder off, and
+the span invariant over the corpus. Their before/expected cases are golden files in tests/passes/cse_dce/ (format:
+tests/passes/README.md), run by tests/test_golden_passes.py.
 
 Golden texts mark origins with `/* span=NAME:0:0 */`; `layers()` keeps only those, so
 `same()` compares structure and the frontend-layer origins of every annotated node.
@@ -119,74 +119,6 @@ def calls(mod: IRModule, name: str) -> int:
 # --- EliminateCommonSubexpr ------------------------------------------------------------
 
 
-def test_equal_calls_merge_and_the_survivor_carries_every_span():
-    cse(f"def @main(%x: {T} /* span=x:0:0 */) {{\n"
-        "  %0 = nn.relu(%x) /* span=r1:0:0 */;\n  %1 = nn.relu(%x) /* span=r2:0:0 */;\n"
-        "  %2 = add(%0, 1f /* span=k1:0:0 */) /* span=a1:0:0 */;\n"
-        "  %3 = add(%1, 1f /* span=k2:0:0 */) /* span=a2:0:0 */;\n  (%2, %3) /* span=t:0:0 */\n}",
-        f"def @main(%x: {T} /* span=x:0:0 */) {{\n"
-        "  %0 = nn.relu(%x) /* span=[r1:0:0, r2:0:0] */;\n"
-        "  %1 = add(%0, 1f /* span=k1:0:0 */) /* span=[a1:0:0, a2:0:0] */;\n  (%1, %1) /* span=t:0:0 */\n}")
-
-
-def test_three_equal_calls_give_one_with_three_spans():
-    _, after, p = cse(f"def @main(%x: {T}) {{\n  %0 = exp(%x) /* span=e1:0:0 */;\n"
-                      "  %1 = exp(%x) /* span=e2:0:0 */;\n  %2 = exp(%x) /* span=e3:0:0 */;\n  (%0, %1, %2)\n}",
-                      f"def @main(%x: {T}) {{\n  %0 = exp(%x) /* span=[e1:0:0, e2:0:0, e3:0:0] */;\n"
-                      "  (%0, %0, %0)\n}")
-    assert p.merges == 2
-
-
-def test_projections_of_the_same_tuple_merge():
-    cse(f"def @main(%x: {T}) {{\n  %0 = split(%x, indices_or_sections=3, axis=1) /* span=s:0:0 */;\n"
-        "  %1 = %0.1 /* span=g1:0:0 */;\n  %2 = %0.1 /* span=g2:0:0 */;\n  %3 = %0.2 /* span=g3:0:0 */;\n"
-        "  (%1, %2, %3)\n}",
-        f"def @main(%x: {T}) {{\n  %0 = split(%x, indices_or_sections=3, axis=1) /* span=s:0:0 */;\n"
-        "  %1 = %0.1 /* span=[g1:0:0, g2:0:0] */;\n  (%1, %1, %0.2 /* span=g3:0:0 */)\n}")
-
-
-def test_tuple_arguments_and_default_attributes_compare_by_value():
-    _, after, _ = cse(f"def @main(%x: {T}, %y: {T}) {{\n"
-                      "  %0 = concatenate((%x, %y)) /* span=c1:0:0 */;\n"
-                      "  %1 = concatenate((%x, %y), axis=0) /* span=c2:0:0 */;\n  (%0, %1)\n}")
-    assert calls(after, "concatenate") == 1
-    assert layer_text(after["main"].body.fields[0].span) == "[c1:0:0, c2:0:0]"
-
-
-def test_merging_cascades_up_the_graph():
-    _, after, p = cse(f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  %1 = exp(%x);\n  %2 = sqrt(%0);\n"
-                      "  %3 = sqrt(%1);\n  %4 = transpose(%2);\n  %5 = transpose(%3);\n  subtract(%4, %5)\n}",
-                      f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  %1 = sqrt(%0);\n  %2 = transpose(%1);\n"
-                      "  subtract(%2, %2)\n}")
-    assert p.merges == 3
-
-
-@pytest.mark.parametrize("a, b", [
-    ("sum(%x, axis=[0])", "sum(%x, axis=[1])"),
-    ("add(%x, 1f)", "add(%x, 2f)"),
-    ("add(%x, 1f)", "add(1f, %x)"),
-    ("cast(%x, dtype=\"float16\")", "cast(%x, dtype=\"int32\")"),
-    ("nn.dropout(%x)", "nn.dropout(%x)"),                      # stateful (TOpIsStateful)
-    ("zeros(shape=[2], dtype=\"float32\")", "zeros(shape=[2], dtype=\"float32\")"),  # no arguments
-    ("@f(%x)", "@f(%x)"),                                      # not an operator: may have effects
-    ("%g(%x)", "%g(%x)"),
-])
-def test_what_must_not_merge(a, b):
-    text = (f"def @f(%a: {T}) {{ nn.relu(%a) }}\n"
-            f"def @main(%x: {T}) {{\n  %0 = fn (%z: {T}) {{ %z }};\n  let %g = %0;\n"
-            f"  %1 = {a};\n  %2 = {b};\n  (%1, %2)\n}}")
-    before, after, p = cse(text)
-    assert p.merges == 0 and after is before
-
-
-def test_equal_calls_inside_a_nested_function_merge():
-    _, after, p = cse(f"def @main(%x: {T}) {{\n  %0 = fn (%z: {T}) {{\n    %1 = negative(%z);\n"
-                      "    %2 = negative(%z);\n    add(%1, %2)\n  };\n  %0(%x)\n}",
-                      f"def @main(%x: {T}) {{\n  %0 = fn (%z: {T}) {{\n    %1 = negative(%z);\n"
-                      "    add(%1, %1)\n  };\n  %0(%x)\n}")
-    assert p.merges == 1
-
-
 def test_fskip_keeps_what_it_names():
     text = (f"def @main(%x: {T}) {{\n  %0 = cast(%x, dtype=\"int32\");\n"
             "  %1 = cast(%x, dtype=\"int32\");\n  (%0, %1)\n}")
@@ -234,101 +166,9 @@ def dce(text: str, expected: str | None = None, numeric: bool = True,
     return before, after, p
 
 
-def test_unused_pure_lets_go_and_a_dead_chain_goes_in_one_run():
-    _, _, p = dce(f"def @main(%x: {T} /* span=x:0:0 */) {{\n  let %a = add(%x, 1f);\n  let %b = multiply(%a, 2f);\n"
-                  "  let %c = exp(%x) /* span=c:0:0 */;\n  negative(%c) /* span=n:0:0 */\n}",
-                  f"def @main(%x: {T} /* span=x:0:0 */) {{\n  let %c = exp(%x) /* span=c:0:0 */;\n"
-                  "  negative(%c) /* span=n:0:0 */\n}")
-    assert p.removed == 2
-
-
-def test_unused_local_function_and_tuple_go():
-    dce(f"def @main(%x: {T}) {{\n  let %f = fn (%z: {T}) {{ %z }};\n  let %t = (%x, %x);\n  %x\n}}",
-        f"def @main(%x: {T}) {{\n  %x\n}}")
-
-
-def test_lets_with_effects_stay():
-    text = ("def @main(%x: Tensor[(), int32]) {\n  let %r = ref(%x);\n  let %w = ref_write(%r, 5);\n"
-            "  let %v = ref_read(%r);\n  let %dead = add(%x, 1);\n  %x\n}")
-    _, after, p = dce(text, "def @main(%x: Tensor[(), int32]) {\n  let %r = ref(%x);\n"
-                      "  let %w = ref_write(%r, 5);\n  let %v = ref_read(%r);\n  %x\n}", numeric=False)
-    assert p.removed == 1
-
-
-def test_calling_a_global_with_effects_stays_and_a_pure_one_goes():
-    # corpus 034: @f writes its reference, so `let %y = @f(%r)` must stay
-    text = ("def @f(%r: ref(int32)) -> int32 {\n  let %v = ref_read(%r);\n"
-            "  let %u = ref_write(%r, add(%v, 1));\n  %v\n}\n"
-            "def @g(%i: int32) -> int32 { add(%i, 1) }\n"
-            "def @main() -> int32 {\n  let %r = ref(0);\n  let %y = @f(%r);\n  let %p = @g(3);\n"
-            "  let %z = @f(%r);\n  %z\n}")
-    before, after, _ = dce(text, "def @f(%r: ref(int32)) -> int32 {\n  let %v = ref_read(%r);\n"
-                           "  let %u = ref_write(%r, add(%v, 1));\n  %v\n}\n"
-                           "def @g(%i: int32) -> int32 { add(%i, 1) }\n"
-                           "def @main() -> int32 {\n  let %r = ref(0);\n  let %y = @f(%r);\n"
-                           "  let %z = @f(%r);\n  %z\n}",
-                           numeric=False)
-    assert int(interpret(before)) == int(interpret(after)) == 1
-
-
 def test_corpus_034_is_left_as_it_is(corpus_dir):
     mod = check_text((corpus_dir / "034.relay").read_text()).module
     assert run(DeadCodeElimination(), mod, opt_level=1) is mod
-
-
-def test_ignore_impurity_drops_effects_too():
-    _, after, p = dce("def @main(%x: Tensor[(), int32]) {\n  let %r = ref(%x);\n"
-                      "  let %w = ref_write(%r, 5);\n  %x\n}",
-                      "def @main(%x: Tensor[(), int32]) {\n  %x\n}", numeric=False, ignore_impurity=True)
-    assert p.removed == 2
-
-
-def test_a_stateful_op_counts_as_an_effect():
-    dce(f"def @main(%x: {T}) {{\n  let %d = nn.dropout(%x);\n  %x\n}}",
-        f"def @main(%x: {T}) {{\n  let %d = nn.dropout(%x);\n  %x\n}}")
-
-
-def test_calling_a_higher_order_parameter_counts_as_an_effect():
-    text = (f"def @main(%x: {T}, %h: fn ({T}) -> {T}) {{\n  let %unused = %h(%x);\n"
-            f"  let %f = fn (%z: {T}) {{ %z }};\n  let %unused2 = %f(%x);\n  %x\n}}")
-    before = module(text)
-    after = run(DeadCodeElimination(), before)
-    same(after, f"def @main(%x: {T}, %h: fn ({T}) -> {T}) {{\n  let %unused = %h(%x);\n  %x\n}}")
-
-
-def test_used_once_is_kept_unless_inline_once():
-    text = (f"def @main(%x: {T} /* span=x:0:0 */) {{\n  let %a = exp(%x) /* span=e:0:0 */;\n"
-            "  let %b = add(%a, %a) /* span=a:0:0 */;\n  negative(%b) /* span=n:0:0 */\n}")
-    before, after, p = dce(text)
-    assert after is before and p.removed == 0
-    dce(text, f"def @main(%x: {T} /* span=x:0:0 */) {{\n  let %a = exp(%x) /* span=e:0:0 */;\n"
-        "  negative(add(%a, %a) /* span=a:0:0 */) /* span=n:0:0 */\n}", inline_once=True)
-
-
-def test_inline_once_never_moves_a_value_into_a_function():
-    text = (f"def @main(%x: {T}) {{\n  let %a = exp(%x);\n  let %f = fn (%z: {T}) {{ add(%z, %a) }};\n"
-            "  %f(%x)\n}")
-    dce(text, f"def @main(%x: {T}) {{\n  let %a = exp(%x);\n  %0 = fn (%z: {T}) {{ add(%z, %a) }};\n  %0(%x)\n}}",
-        inline_once=True)
-
-
-def test_unused_globals_stay_and_dataflow_is_untouched():
-    text = (f"def @unused(%y: {T}) {{ let %q = exp(%y); %y }}\n"
-            f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  %1 = add(%0, %0);\n  %1\n}}")
-    _, after, _ = dce(text, f"def @unused(%y: {T}) {{ %y }}\n"
-                            f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  add(%0, %0)\n}}")
-    assert "unused" in after
-    before = module(f"def @main(%x: {T}) {{\n  %0 = exp(%x);\n  add(%0, %0)\n}}")
-    assert run(DeadCodeElimination(), before) is before
-
-
-def test_recursive_local_function_is_pure_when_its_body_is():
-    text = ("def @main(%n: Tensor[(), int32]) {\n"
-            "  let %loop = fn (%i: Tensor[(), int32]) -> Tensor[(), int32] {\n"
-            "    if (less(%i, 10)) { %loop(add(%i, 1)) } else { %i }\n  };\n"
-            "  let %unused = %loop(%n);\n  %n\n}")
-    _, _, p = dce(text, "def @main(%n: Tensor[(), int32]) {\n  %n\n}", numeric=False)
-    assert p.removed == 2
 
 
 def test_purity_analysis_marks_each_let():

@@ -1,24 +1,13 @@
-"""FoldScaleAxis: TVM's test cases as golden files, numerics before/after with the
-reference interpreter, spans of folded weights, and relay.build on the demo model.
+"""FoldScaleAxis beyond its golden cases: spans of folded weights, the sequence it runs,
+relay.build on the demo model, long chains, untyped input and the corpus.
 
-Each file of tests/passes/fold_scale_axis/ is one graph one of TVM's tests builds
-(tests/python/relay/test_pass_fold_scale_axis.py at v0.16.0), or a case of our own:
-
-    // TVM test_fold_fwd_simple: check((2, 4, 10, 10), 2, None)    <- where it comes from
-    // pass: ForwardFoldScaleAxis                                   <- the pass to run
-    // bind: in_scale=positive, weight=zeros                        <- parameters made constants
-    def @main(...) { ... }                                          <- the input
-    // expected:                                                    <- TVM's expected graph,
-    def @main(...) { ... }                                             or `// expected: unchanged`
-
-Bound values are drawn per name (positive: uniform [0.5, 1), negative: its negation,
-zeros, normal: standard normal) and bound alike in the input and the expected module.
+TVM's test cases for the pass (tests/python/relay/test_pass_fold_scale_axis.py at v0.16.0)
+and our own before/expected pairs are golden case files in tests/passes/fold_scale_axis/
+(format: tests/passes/README.md), run by tests/test_golden_passes.py.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,31 +24,9 @@ from relaylens.compiler.transform.span_check import spanless
 from relaylens.compiler.typing import infer_types
 
 from conftest import CORPUS
+from golden import draw
 
 HEADER = '#[version = "0.0.5"]\n'
-CASES = Path(__file__).parent / "passes" / "fold_scale_axis"
-
-
-# --- the golden files ------------------------------------------------------------------
-
-
-@dataclass
-class Case:
-    name: str
-    pass_name: str
-    bind: dict[str, str]
-    before: str
-    expected: str | None  # None: the pass must return its input
-
-
-def load_case(path: Path) -> Case:
-    text = path.read_text()
-    before, marker, expected = text.partition("// expected")
-    assert marker, f"{path.name}: no '// expected' line"
-    header = dict(re.findall(r"^// (pass|bind): (.*)$", before, re.M))
-    bind = dict(item.strip().split("=") for item in header.get("bind", "").split(",") if item.strip())
-    expected = expected.split("\n", 1)[1] if "unchanged" not in expected.split("\n", 1)[0] else None
-    return Case(path.stem, header["pass"], bind, before, expected)
 
 
 def parse_ok(text: str, name: str):
@@ -69,20 +36,13 @@ def parse_ok(text: str, name: str):
     return result.module
 
 
-def draw(kind: str, shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.ndarray:
-    values = {"positive": lambda: rng.uniform(0.5, 1, shape), "negative": lambda: -rng.uniform(0.5, 1, shape),
-              "zeros": lambda: np.zeros(shape), "normal": lambda: rng.standard_normal(shape)}[kind]()
-    return np.asarray(values).astype(dtype)
-
-
-def bound(case: Case, text: str, name: str):
+def bound(text: str, name: str, bind: dict[str, str] | None = None):
+    """`text` parsed, with the `bind` parameters bound to values drawn as golden cases draw them."""
     mod = parse_ok(text, name)
-    rng = np.random.default_rng(sum(map(ord, case.name)))
+    rng = np.random.default_rng(sum(map(ord, name.split(".")[0])))
     params = {p.name: p for p in mod["main"].params}
-    arrays = {}
-    for pname, kind in case.bind.items():
-        ty = params[pname].type_annotation
-        arrays[pname] = draw(kind, tuple(int(d) for d in ty.shape), ty.dtype, rng)
+    arrays = {pname: draw(kind, tuple(int(d) for d in params[pname].type_annotation.shape),
+                          params[pname].type_annotation.dtype, rng) for pname, kind in (bind or {}).items()}
     mod, errors = bind_params_by_name(mod, arrays)
     assert not errors, [d.message for d in errors]
     return mod
@@ -93,46 +53,13 @@ def run(pass_name: str, mod):
         return get_pass(pass_name)(mod)
 
 
-CASE_FILES = sorted(CASES.glob("*.relay"))
-
-
-@pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
-def test_golden(path):
-    case = load_case(path)
-    mod = bound(case, case.before, f"{case.name}.relay")
-    printed = print_module(mod)
-    out = run(case.pass_name, mod)
-    assert print_module(mod) == printed, "the input module changed"
-    if case.expected is None:
-        assert out is mod, print_module(out)
-        return
-    expected = bound(case, case.expected, f"{case.name}.expected.relay")
-    run("InferType", expected)
-    assert_structural_equal(out, expected)
-    assert [d.message for d in infer_types(out) if d.is_error] == []
-    assert spanless(out) == []
-
-
-@pytest.mark.parametrize("path", CASE_FILES, ids=[p.stem for p in CASE_FILES])
-def test_numerics_unchanged(path):
-    case = load_case(path)
-    mod = bound(case, case.before, f"{case.name}.relay")
-    out = run(case.pass_name, mod)
-    rng = np.random.default_rng(1)
-    args = [rng.standard_normal(tuple(int(d) for d in p.type_annotation.shape)).astype(p.type_annotation.dtype)
-            for p in mod["main"].params]
-    want, got = interpret(mod, *args), interpret(out, *args)
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-
-
 # --- spans ----------------------------------------------------------------------------------
 
 
 def check_spans(pass_name: str, before: str, expected: str, bind: dict[str, str]) -> None:
     before, expected = before + " /* span=main:0:0 */", expected + " /* span=main:0:0 */"
-    case = Case("spans", pass_name, bind, before, expected)
-    out = run(pass_name, bound(case, before, "spans.relay"))
-    assert_structural_equal(out, bound(case, expected, "spans.expected.relay"), spans=True)
+    out = run(pass_name, bound(before, "spans.relay", bind))
+    assert_structural_equal(out, bound(expected, "spans.expected.relay", bind), spans=True)
     assert spanless(out) == []
 
 
@@ -177,8 +104,7 @@ def test_backward_fold_spans_name_the_multiply_and_the_producer():
 
 
 def test_without_si_builder_no_span_is_made():
-    case = Case("off", "BackwardFoldScaleAxis", {}, "", None)
-    mod = bound(case, """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32]) {
+    mod = bound("""def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3, 3), float32]) {
   %0 = nn.conv2d(%x, %w, channels=3, kernel_size=[3, 3]) /* span=conv:0:0 */;
   multiply(%0, 2f) /* span=mul:0:0 */
 }""", "off.relay")
@@ -202,8 +128,7 @@ SIMPLE_BWD = """def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(3, 2, 3
 
 def test_fold_scale_axis_computes_the_scaled_weights_of_bound_parameters():
     # TVM's test_fold_bwd_simple_constant with weights that are not zero
-    case = Case("values", "FoldScaleAxis", {"w": "normal", "b": "normal"}, SIMPLE_BWD, None)
-    mod = bound(case, SIMPLE_BWD, "values.relay")
+    mod = bound(SIMPLE_BWD, "values.relay", {"w": "normal", "b": "normal"})
     out = run("FoldScaleAxis", mod)
     relu = out["main"].body
     add = relu.args[0]
@@ -219,18 +144,17 @@ def test_fold_scale_axis_computes_the_scaled_weights_of_bound_parameters():
 def test_fold_scale_axis_is_backward_forward_fold_constant_at_opt_level_3():
     from relaylens.compiler.transform import SnapshotRecorder
 
-    case = Case("seq", "FoldScaleAxis", {}, SIMPLE_BWD, None)
     ran = {}
     for level in (3, 2):
         recorder = SnapshotRecorder()
         with PassContext(opt_level=level, instruments=[recorder]):
-            get_pass("FoldScaleAxis")(bound(case, SIMPLE_BWD, "seq.relay"))
+            get_pass("FoldScaleAxis")(bound(SIMPLE_BWD, "seq.relay"))
         ran[level] = [s.pass_name for s in recorder.snapshots if s.pass_name != "InferType"]
     assert ran == {3: ["BackwardFoldScaleAxis", "ForwardFoldScaleAxis", "FoldConstant"], 2: ["FoldConstant"]}
 
 
 def test_a_disabled_fold_scale_axis_does_not_run():
-    mod = bound(Case("off", "FoldScaleAxis", {}, SIMPLE_BWD, None), SIMPLE_BWD, "off.relay")
+    mod = bound(SIMPLE_BWD, "off.relay")
     with PassContext(opt_level=3, disabled_pass=("FoldScaleAxis",)):
         assert get_pass("FoldScaleAxis")(mod) is mod
     with PassContext(opt_level=3, disabled_pass=("BackwardFoldScaleAxis",)):

@@ -1,23 +1,21 @@
 """PlanDevices for one device: TVM's test_pass_plan_devices.py cases read for a
 homogeneous build (TVM's CPU and GPU both the one device, `meta[VirtualDevice][0]`),
 idempotence (TVM's `exercise` runs the pass on its expected output too), values with the
-interpreter, what is left alone, spans, and the corpus."""
+interpreter, what is left alone, spans, and the corpus.  The cases whose only check is
+before/expected are golden files in tests/passes/plan_devices/ (tests/passes/README.md)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from relaylens.compiler.check import check_text
-from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.ir import LayerSpan
-from relaylens.compiler.ir.expr import Call, Let
+from relaylens.compiler.ir.expr import Call
 from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.ir.structural import assert_structural_equal
-from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.span_check import spanless
 
+import golden
 from conftest import CORPUS
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -37,180 +35,18 @@ def plan(mod):
         return get_pass("PlanDevices")(mod)
 
 
-def exercise(before: str, expected: str, args=None):
-    mod = parse(before, "before.relay")
-    printed = print_module(mod, spans=True)
-    out = plan(mod)
-    assert print_module(mod, spans=True) == printed, "the input module changed"
-    want = parse(expected, "expected.relay")
-    assert_structural_equal(out, want)
+GOLDEN = sorted((golden.CASES / "plan_devices").glob("*.relay"))
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_golden_cases_are_planned_once(path):
+    """TVM's `exercise` also plans the result and the expected module again: nothing moves."""
+    case = golden.load_case(path)
+    out = golden.run_passes(case, golden.read_module(case, case.input, "input", 1))
     assert plan(out) is out, "not idempotent"
-    assert_structural_equal(plan(want), want)
-    assert spanless(out) == []
-    if args is not None:
-        np.testing.assert_allclose(interpret(out, *args), interpret(mod, *args))
-    return out
-
-
-def rands(n: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    return [rng.random((5, 7), dtype=np.float32) for _ in range(n)]
-
-
-def test_plain():
-    exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
-  %0 = add(%a, %b);
-  %1 = add(%c, %d);
-  subtract(%0, %1)
-}}""", f"""def @main(%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T},
-          %c {{virtual_device={D}}}: {T}, %d {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  %0 = add(%a, %b);
-  %1 = add(%c, %d);
-  subtract(%0, %1)
-}}""", rands(4))
-
-
-@pytest.mark.parametrize("device", ["meta[VirtualDevice][0]", "meta[VirtualDevice][1]"])
-def test_left_add_on_cpu(device):
-    # test_left_add_on_cpu: the annotation goes, nothing is copied
-    exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
-  %0 = add(%a, %b);
-  %1 = on_device(%0, virtual_device={device});
-  %2 = add(%c, %d);
-  subtract(%1, %2)
-}}""", f"""def @main(%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T},
-          %c {{virtual_device={D}}}: {T}, %d {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  %0 = add(%a, %b);
-  %1 = add(%c, %d);
-  subtract(%0, %1)
-}}""", rands(4))
-
-
-def test_let_on_cpu():
-    out = exercise(f"""def @main(%a: {T}, %b: {T}, %c: {T}, %d: {T}) {{
-  let %l = add(%a, %b) /* span=l:0:0 */;
-  let %r = add(%c, %d);
-  %0 = on_device(%l, virtual_device={D});
-  subtract(%0, %r)
-}}""", f"""def @main(%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T},
-          %c {{virtual_device={D}}}: {T}, %d {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  %0 = add(%a, %b);
-  let %l = on_device(%0, virtual_device={D}, constrain_result=True);
-  let %r = on_device(add(%c, %d), virtual_device={D}, constrain_result=True);
-  subtract(%l, %r)
-}}""", rands(4))
-    first = out["main"].body.value
-    assert [str(o) for o in first.span.origins() if isinstance(o, LayerSpan)] == ["l:0:0"]
-
-
-def test_device_copy_to_the_same_device_goes():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  %0 = device_copy(%x, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
-  add(%0, %y)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  add(%x, %y)
-}}""", rands(2))
-
-
-def test_higher_order():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  let %f = fn (%g: fn ({T}) -> {T}) {{
-    fn (%a: {T}) {{
-      %0 = on_device(%a, virtual_device={D});
-      %1 = %g(%0);
-      add(%1, %x)
-    }}
-  }};
-  let %h = fn (%b: {T}) {{
-    negative(%b)
-  }};
-  %2 = %f(%h);
-  %3 = %2(%y);
-  subtract(%x, %3)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  let %f = fn (%g {{virtual_device={D}}}: fn ({T}) -> {T}, virtual_device={D}) {{
-    fn (%a {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-      %0 = %g(%a);
-      add(%0, %x)
-    }}
-  }};
-  let %h = fn (%b {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-    negative(%b)
-  }};
-  %1 = %f(%h);
-  %2 = %1(%y);
-  subtract(%x, %2)
-}}""", rands(2))
-
-
-def test_function_in_tuple():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  let %f = fn (%a: {T}, %b: {T}) {{
-    %0 = on_device(%b, virtual_device={D});
-    add(%a, %0)
-  }};
-  let %t = (%f, %x);
-  %1 = %t.1;
-  %2 = %t.0;
-  %2(%1, %y)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  let %f = fn (%a {{virtual_device={D}}}: {T}, %b {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-    add(%a, %b)
-  }};
-  let %t = on_device((%f, %x), virtual_device={D}, constrain_result=True);
-  %0 = %t.1;
-  %1 = %t.0;
-  %1(%0, %y)
-}}""", rands(2))
-
-
-def test_conditional():
-    x, y, z = np.array(True), *rands(2)
-    out = exercise(f"""def @main(%x: bool, %y: {T}, %z: {T}) {{
-  let %f = fn (%a: {T}) {{
-    %0 = on_device(%y, virtual_device={D}, constrain_result=True);
-    add(%a, %0)
-  }};
-  let %g = fn (%a1: {T}) {{
-    subtract(%a1, %y)
-  }};
-  let %h = if (%x) {{
-    %f
-  }} else {{
-    %g
-  }};
-  %h(%z)
-}}""", f"""def @main(%x {{virtual_device={D}}}: bool, %y {{virtual_device={D}}}: {T}, %z {{virtual_device={D}}}: {T},
-          virtual_device={D}) {{
-  let %f = fn (%a {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-    add(%a, %y)
-  }};
-  let %g = fn (%a1 {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-    subtract(%a1, %y)
-  }};
-  let %h = on_device(if (%x) {{
-    %f
-  }} else {{
-    %g
-  }}, virtual_device={D}, constrain_result=True);
-  %h(%z)
-}}""", [x, y, z])
-    assert plan(out) is out
-
-
-def test_ref():
-    exercise(f"""def @main(%x: {T}, %y: {T}) {{
-  let %r = ref(%x);
-  %0 = on_device(%y, virtual_device={D});
-  ref_write(%r, %0);
-  %1 = ref_read(%r);
-  add(%x, %1)
-}}""", f"""def @main(%x {{virtual_device={D}}}: {T}, %y {{virtual_device={D}}}: {T}, virtual_device={D}) {{
-  let %r = on_device(ref(%x), virtual_device={D}, constrain_result=True);
-  on_device(ref_write(%r, %y), virtual_device={D}, constrain_result=True);
-  %1 = ref_read(%r);
-  add(%x, %1)
-}}""", rands(2))
+    if case.expected is not None:
+        want = golden.read_module(case, case.expected, "expected module", case.expected_line)
+        assert_structural_equal(plan(want), want)
 
 
 def test_primitive_and_external_functions_are_left_alone():

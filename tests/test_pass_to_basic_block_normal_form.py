@@ -1,7 +1,8 @@
-"""ToBasicBlockNormalForm: the cases of TVM's test_pass_to_basic_block_normal_form.py as
-Relay text (free variables made parameters), values with the interpreter, the basic
-block check on every result, spans of the new bindings, and dataflow graphs (the whole
-corpus) coming back as the same objects."""
+"""ToBasicBlockNormalForm beyond its golden cases: the basic block check on the result of
+every golden case, a long chain, external functions, and dataflow graphs (the whole
+corpus) coming back as the same objects.  The cases of TVM's
+test_pass_to_basic_block_normal_form.py as Relay text (free variables made parameters),
+with the spans of the new bindings, are case files in tests/passes/to_basic_block_normal_form/."""
 
 from __future__ import annotations
 
@@ -10,15 +11,14 @@ import pytest
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.ir import LayerSpan
 from relaylens.compiler.ir.expr import Let
-from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.ir.structural import assert_structural_equal
 from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.passes.to_basic_block_normal_form import basic_block_violations
 from relaylens.compiler.transform.span_check import spanless
 
+import golden
 from conftest import CORPUS, _parse_ok
 
 HEADER = '#[version = "0.0.5"]\n'
@@ -51,182 +51,16 @@ def check(before: str, expected: str | None = None):
     return mod, out
 
 
-def layer(span) -> str:
-    """The frontend-layer origin a `/* span=NAME:0:0 */` comment gave."""
-    return ",".join(str(o) for o in span.origins() if isinstance(o, LayerSpan))
+GOLDEN = sorted((golden.CASES / "to_basic_block_normal_form").glob("*.relay"))
 
 
-def new_lets(out) -> list[Let]:
-    return [n for f in out.functions.values() for n in post_order(f) if isinstance(n, Let)]
-
-
-def test_no_explicit_bind():
-    mod, out = check("def @main() {\n  %0 = add(1, 1);\n  %1 = add(%0, %0);\n  add(%1, %1)\n}")
-    assert int(interpret(out)) == 8
-
-
-def test_top_level_nested_if():
-    before = """def @main(%x: bool, %y: float32, %z: float32) {
-  %0 = add(%z, %z) /* span=z2:0:0 */;
-  %1 = add(%y, %y) /* span=y2:0:0 */;
-  if (%x) {
-    if (True) { add(%0, %1) } else { add(3f, %1) }
-  } else {
-    if (False) { %0 } else { 1f }
-  }
-}"""
-    # add(%z, %z) is shared by both outer branches: bound in the function body; add(%y, %y)
-    # by the two inner branches of the true branch: bound there
-    expected = """def @main(%x: bool, %y: float32, %z: float32) {
-  let %x1 = add(%z, %z);
-  if (%x) {
-    let %x2 = add(%y, %y);
-    if (True) { add(%x1, %x2) } else { add(3f, %x2) }
-  } else {
-    if (False) { %x1 } else { 1f }
-  }
-}"""
-    mod, out = check(before, expected)
-    lets = new_lets(out)
-    assert sorted(layer(let.span) for let in lets) == ["y2:0:0", "z2:0:0"]
-    assert all(let.var.span is let.span for let in lets)
-    for x in (True, False):
-        args = (np.array(x), np.float32(1.5), np.float32(2.0))
-        assert float(interpret(out, *args)) == float(interpret(mod, *args))
-
-
-def test_nested_if():
-    mod, out = check("""def @main(%x: bool, %y: float32) {
-  %0 = add(%y, %y);
-  if (%x) {
-    if (True) { %0 } else { add(3f, %0) }
-  } else {
-    if (False) { 2f } else { 1f }
-  }
-}""", """def @main(%x: bool, %y: float32) {
-  if (%x) {
-    let %x1 = add(%y, %y);
-    if (True) { %x1 } else { add(3f, %x1) }
-  } else {
-    if (False) { 2f } else { 1f }
-  }
-}""")
-    assert float(interpret(out, np.array(True), np.float32(2))) == 4.0
-
-
-def test_recursion():
-    mod, out = check("""def @f(%n: int64) -> int64 {
-  %0 = multiply(%n, 2i64);
-  if (equal(%n, 0i64)) { %0 } else { add(%0, @f(subtract(%n, 1i64))) }
-}
-def @main() { @f(5i64) }""", """def @f(%n: int64) -> int64 {
-  let %x = multiply(%n, 2i64);
-  if (equal(%n, 0i64)) { %x } else { add(%x, @f(subtract(%n, 1i64))) }
-}
-def @main() { @f(5i64) }""")
-    assert int(interpret(out)) == int(interpret(mod)) == 30
-
-
-def test_ref():
-    mod, out = check("""def @main() {
-  let %i = ref(1);
-  let %iv = ref_read(%i);
-  let %u = ref_write(%i, 2);
-  let %uv = ref_read(%i);
-  add(%iv, %uv)
-}""")
-    assert int(interpret(out)) == 3
-
-
-@pytest.mark.parametrize("text", [
-    "def @main() {\n  let %x: float32 = 4f;\n  %x\n}",                                     # let1
-    "def @main() {\n  let %y: float32 = 4f;\n  add(%y, %y)\n}",                             # let1_1
-    "def @main() {\n  let %y: float32 = 3f;\n  let %x: float32 = 4f;\n"
-    "  let %z: float32 = add(%x, %y);\n  add(%x, %z)\n}",                                   # let3
-])
-def test_let_already_in_normal_form(text):
-    check(text)
-
-
-def test_let2_a_variable_bound_again_reads_the_new_binding():
-    # TVM's memo: once `let %y = %x` bound %x, later reads of %x read %y
-    mod, out = check("def @main() {\n  let %x: float32 = 4f;\n  let %y: float32 = %x;\n  %x\n}",
-                     "def @main() {\n  let %x: float32 = 4f;\n  let %y: float32 = %x;\n  %y\n}")
-    assert float(interpret(out)) == 4.0
-
-
-def test_function():
-    mod, out = check("def @main(%x: float32) {\n  add(%x, %x)\n}")
-    assert float(interpret(out, np.float32(4))) == 8.0
-
-
-def test_if():
-    mod, out = check("""def @main(%x: float32) {
-  %0 = add(%x, 1f) /* span=v1:0:0 */;
-  if (equal(%x, 2f)) { multiply(%0, 2f) } else { multiply(%0, 1f) }
-}""", """def @main(%x: float32) {
-  let %x1 = add(%x, 1f);
-  if (equal(%x, 2f)) { multiply(%x1, 2f) } else { multiply(%x1, 1f) }
-}""")
-    assert [layer(let.span) for let in new_lets(out)] == ["v1:0:0"]
-    for x in (2.0, 3.0):
-        assert float(interpret(out, np.float32(x))) == float(interpret(mod, np.float32(x)))
-
-
-def test_higher_order_return():
-    check("""def @main(%x: Tensor[(1), float32]) {
-  %0 = add(%x, %x);
-  (fn (%y: Tensor[(1), float32]) { add(%0, %y) }, fn (%z: Tensor[(1), float32]) { add(%0, %z) })
-}""", """def @main(%x: Tensor[(1), float32]) {
-  let %x1 = add(%x, %x);
-  (fn (%y: Tensor[(1), float32]) { add(%x1, %y) }, fn (%z: Tensor[(1), float32]) { add(%x1, %z) })
-}""")
-
-
-def test_higher_order_nested():
-    check("""def @main(%f: fn () -> bool, %s: Tensor[(1), float32]) {
-  %0 = add(%s, %s);
-  if (%f()) { fn (%x: Tensor[(1), float32]) { add(%x, %0) } } else { fn (%z: Tensor[(1), float32]) { add(%z, %0) } }
-}""", """def @main(%f: fn () -> bool, %s: Tensor[(1), float32]) {
-  let %x1 = add(%s, %s);
-  if (%f()) { fn (%x: Tensor[(1), float32]) { add(%x, %x1) } } else { fn (%z: Tensor[(1), float32]) { add(%z, %x1) } }
-}""")
-
-
-def test_immutability_and_a_conv_graph_is_unchanged():
-    check("def @main(%data: Tensor[(1, 3, 224, 224), float32], %weight: Tensor[(3, 3, 5, 5), float32]) {\n"
-          "  nn.conv2d(%data, %weight, padding=[1, 1, 1, 1], channels=3, kernel_size=[5, 5])\n}")
-
-
-def test_a_value_shared_by_match_clauses_is_bound_before_the_match():
-    mod, out = check("""type Opt { Some(int32), None }
-def @main(%o: Opt, %k: int32) {
-  %0 = multiply(%k, 3);
-  match (%o) { Some(%v) => add(%v, %0), None => %0 }
-}""", """type Opt { Some(int32), None }
-def @main(%o: Opt, %k: int32) {
-  let %x = multiply(%k, 3);
-  match (%o) { Some(%v) => add(%v, %x), None => %x }
-}""")
-
-
-def test_the_first_users_scope_decides_as_in_tvm():
-    # The if links its branch to %0 as soon as it is visited, before add links its
-    # operands: the first user is the branch, whose scope is not the LCA -> lifted
-    check("""def @main(%c: bool, %k: int32) {
-  %0 = multiply(%k, 3);
-  add(%0, if (%c) { %0 } else { 1 })
-}""", """def @main(%c: bool, %k: int32) {
-  let %x = multiply(%k, 3);
-  add(%x, if (%c) { %x } else { 1 })
-}""")
-    # Here add(%0, 1) is linked first, in the function's scope, which is the LCA: TVM
-    # does not lift %0 although a branch shares it (its check passes as well)
-    check("""def @main(%c: bool, %k: int32) {
-  %0 = multiply(%k, 3);
-  %1 = add(%0, 1);
-  (%1, if (%c) { %0 } else { 1 })
-}""")
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_golden_cases_come_out_in_basic_block_normal_form(path):
+    case = golden.load_case(path)
+    out = golden.run_passes(case, golden.read_module(case, case.input, "input", 1))
+    for func in out.functions.values():
+        if "Compiler" not in func.attrs:  # external functions are left as they are
+            assert basic_block_violations(func) == set()
 
 
 def test_a_long_dataflow_chain_needs_no_recursion():
