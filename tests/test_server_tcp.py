@@ -34,7 +34,7 @@ def _stderr_line(proc: subprocess.Popen, pattern: str) -> str:
 
 def _serve() -> tuple[subprocess.Popen, int]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "relaylens.compiler.cli", "serve", "--tcp", "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "relaylens.compiler", "serve", "--tcp", "--port",
                              str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     bound = _stderr_line(proc, "serving LSP on")
     assert f"127.0.0.1:{port}" in bound and "no authentication" in bound

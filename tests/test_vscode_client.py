@@ -138,4 +138,8 @@ def test_the_vsix_packages_offline(node_modules):
     assert {"relaylens.showLlvmIr", "relaylens.showPassPipeline", "relaylens.showSchedule",
             "relaylens.explain", "relaylens.restartServer"} <= commands
     assert set(manifest["contributes"]["configuration"]["properties"]) == {
-        "relaylens.server.pythonPath", "relaylens.trace.server"}
+        "relaylens.server.pythonPath", "relaylens.trace.server", "relaylens.inlayHints.types",
+        "relaylens.files.maxBytes"}
+    assert {"relaylens.goToSource"} <= commands
+    assert manifest["contributes"]["keybindings"] == [
+        {"command": "relaylens.goToSource", "key": "f12", "when": "editorTextFocus && resourceScheme == relaylens"}]
