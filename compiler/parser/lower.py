@@ -80,6 +80,7 @@ class Lowerer:
         self.types: dict[str, Symbol] = {}
         self._dispatch = {}
         self.top_block = False  # the next block is a definition's body (its statements are recorded)
+        self.unknown_constants: list[Span] = []  # `meta[relay.Constant][i]` with no section to read
 
     # ---- spans and diagnostics -------------------------------------------------------
     def span(self, node: Tree | Token) -> Span:
@@ -393,9 +394,13 @@ class Lowerer:
         return E.Constant(data, meta=ref, span=span2, ty=ty)
 
     def constant_data(self, ref: A.MetaRef, span: Span):
+        """The tensor of `meta[relay.Constant][i]`; None for an unknown value.  Without a
+        metadata section (text printed with `show_meta_data=False`) the value is unknown but
+        not an error: the reference is recorded, and `unknown_constants_warning` makes one
+        warning for the file."""
         table = self.module.metadata
         if table is None:
-            self.error(f"{ref} has no entry: this file has no #[metadata] section", span, source="metadata")
+            self.unknown_constants.append(span)
             return None
         from ..metadata import MetadataError
 

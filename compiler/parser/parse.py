@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from lark import Tree
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.span import Source, Span
@@ -94,6 +94,8 @@ def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
                 if m is not None:
                     lowerer.declare_broken_global(m.group(1), Span(source, m.start(1) - 1, m.end(1)))
     lowerer.check_undefined()
+    if lowerer.unknown_constants:
+        diagnostics.append(unknown_constants_warning(lowerer.unknown_constants))
     diagnostics.sort(key=lambda d: _order(d))
     state = Incremental(lowerer, source.anchors) if source.anchors is not None else None
     return ParseResult(module, diagnostics, source, index, scanned, state)
@@ -209,6 +211,16 @@ def _annotation_ends(scanned: Scan) -> dict[int, tuple[str, int]]:
                 j -= 1
             ends.setdefault(j, (comment.body, comment.start + 2))
     return ends
+
+
+def unknown_constants_warning(spans: list[Span]) -> Diagnostic:
+    """The one warning of a file whose `meta[relay.Constant][i]` have no section to read
+    (`mod.astext(show_meta_data=False)`, `print(mod)`), at the first such reference."""
+    n = len(spans)
+    what = "constant refers" if n == 1 else "constants refer"
+    return Diagnostic(f"{n} {what} to a metadata section that is not here; their values are unknown "
+                      f"(types come from ty= comments or from their use; `run` fills them from a seed)",
+                      spans[0], Severity.WARNING, source="metadata")
 
 
 def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], diagnostics: list[Diagnostic]) -> None:

@@ -29,6 +29,7 @@ from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, all_ops, get_op
 from ..printer.types import print_type
+from .unknown_constants import broadcast_operand, operand_type
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
@@ -98,6 +99,7 @@ class TypeChecker:
         self.in_progress: set[E.GlobalVar] = set()
         self.commented: dict | None = None  # collects the nodes typed before inference, with that type
         self.seeded: set[E.Expr] = set()  # typed by an earlier inference: left as they are
+        self.unknown: dict[E.Constant, IncompleteType] = {}  # unknown-valued constants, untyped
 
     # driver ----------------------------------------------------------------------
     def run(self) -> list[Diagnostic]:
@@ -193,8 +195,11 @@ class TypeChecker:
         if isinstance(node, E.GlobalVar):
             return self.global_type(node)
         if isinstance(node, E.Constant):
-            if node.data is None:  # a missing metadata entry (reported by the parser):
-                return node.ty if node.ty is not None else ERROR  # its ty= comment, if any
+            if node.data is None:  # an unknown value: its ty= comment, else what its use fixes
+                if node.ty is not None:
+                    return node.ty
+                hole = self.unknown[node] = self.solver.fresh()
+                return hole
             return TensorType(tuple(node.data.shape), str(node.data.dtype))
         if isinstance(node, E.Constructor):
             data = self.module.type_definitions.get(node.belongs_to)
@@ -347,7 +352,11 @@ class TypeChecker:
         if any(self.solver.has_error(a) for a in args):
             return ERROR
         if not opdef.polymorphic and not all(self.solver.is_complete(a) for a in args):
-            return None
+            if not self.type_unknown_operands(call, opdef, args):
+                return None
+            args = [self.solver.resolve(self.types[a]) for a in call.args]
+            if not all(self.solver.is_complete(a) for a in args):
+                return None
         try:
             attrs = opdef.normalize_attrs(call.attrs)
             if opdef.type_relation is None:
@@ -374,11 +383,63 @@ class TypeChecker:
                     continue
                 progress = True
                 self.unify(self.types[call], result, call, lambda a, b: f"{call.op.name} returns {b}, used as {a}")
+        if final and self.pending and self.unknown and self.type_broadcast_operands():
+            self.retry_pending(final=True)
+            return
         if final:
+            blocked = self.blocked_by_unknown()
             for call in self.pending:
+                if call in blocked:  # said once, at the constant (finish)
+                    continue
                 self.error(f"cannot infer the argument types of {call.op.name}: annotate the parameters it "
                            f"depends on", call, Severity.WARNING)
             self.pending = []
+
+    # unknown-valued constants (unknown_constants.py) ----------------------------------
+    def type_unknown_operands(self, call: E.Call, opdef, args: list[Type]) -> bool:
+        """Give the untyped unknown constants among `call`'s operands the type its relation
+        fixes; True if any got one."""
+        found = False
+        for i, arg in enumerate(call.args):
+            if arg in self.unknown and isinstance(self.solver.shallow(self.types[arg]), IncompleteType):
+                try:
+                    ty = operand_type(opdef.name, i, args, opdef.normalize_attrs(call.attrs))
+                except AttrError:
+                    return False  # reported when the relation runs
+                if ty is not None:
+                    self.solver.unify(self.types[arg], ty)
+                    found = True
+        return found
+
+    def type_broadcast_operands(self) -> bool:
+        """Last resort, once nothing else can be learnt: an unknown operand of a broadcasting
+        op whose result is fixed to the other operand's type takes that type."""
+        found = False
+        for call in self.pending:
+            args = [self.solver.resolve(self.types[a]) for a in call.args]
+            result = self.solver.resolve(self.types[call])
+            for i, arg in enumerate(call.args):
+                if arg in self.unknown and isinstance(self.solver.shallow(self.types[arg]), IncompleteType):
+                    ty = broadcast_operand(call.op.name, i, args, result)
+                    if ty is not None:
+                        self.solver.unify(self.types[arg], ty)
+                        found = True
+        return found
+
+    def blocked_by_unknown(self) -> set[E.Call]:
+        """The pending calls that wait, directly or through other pending calls, on an
+        unknown constant whose type nothing fixed."""
+        blocked: set[E.Call] = set()
+        changed = True
+        while changed:
+            changed = False
+            for call in self.pending:
+                if call not in blocked and any(
+                        (a in self.unknown or a in blocked) and not self.solver.is_complete(self.types[a])
+                        for a in call.args):
+                    blocked.add(call)
+                    changed = True
+        return blocked
 
     def project(self, node: E.TupleGetItem) -> Type:
         ty = self.solver.shallow(self.types[node.tuple_value])
@@ -435,6 +496,10 @@ class TypeChecker:
             if self.check_annotations and node.ty is not None and complete and not isinstance(node, E.Function):
                 self.compare_comment(node, node.ty, resolved)
             object.__setattr__(node, "ty", resolved if complete else None)
+        for const, hole in self.unknown.items():
+            if not solver.is_complete(hole) and not solver.has_error(hole):
+                self.error(f"the type of {const.meta} is unknown: its value is not here and nothing in "
+                           f"its use fixes its shape (write it in a /* ty=... */ comment)", const, Severity.INFO)
         for gv, ty in self.global_types.items():
             resolved = solver.resolve(ty)
             object.__setattr__(gv, "ty", resolved if solver.is_complete(resolved) else None)
