@@ -64,7 +64,7 @@ from ...ir.expr import (
 )
 from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
-from ...ir.types import TensorType
+from ...ir.types import TensorType, TupleType
 from ...ops import get_op
 from ..fold_budget import FoldBudget, constant_values, max_fold_bytes
 from ..infra import FunctionPass, PassContext, register_pass
@@ -92,6 +92,27 @@ def ignoring_on_device(expr: Expr) -> Expr:
 def is_simple_constant(expr: Expr) -> bool:
     inner = ignoring_on_device(expr)
     return isinstance(inner, Constant) and inner.data is not None
+
+
+def is_unknown_constant(expr: Expr) -> bool:
+    """A constant whose value is not known (text printed without its metadata)."""
+    inner = ignoring_on_device(expr)
+    if isinstance(inner, Tuple):
+        return all(is_complex_constant(f) or is_unknown_constant(f) for f in inner.fields) \
+            and any(is_unknown_constant(f) for f in inner.fields)
+    return isinstance(inner, Constant) and inner.data is None
+
+
+def unknown_value(ty: Any) -> Expr | None:
+    """The folded value of a call on unknown constants: an unknown constant of the call's
+    type (a tuple of them for a tuple type); None when the type is not a complete tensor
+    type (then the call is left alone)."""
+    if isinstance(ty, TensorType) and ty.is_static:
+        return Constant(None, ty=ty)
+    if isinstance(ty, TupleType):
+        fields = tuple(unknown_value(f) for f in ty.fields)
+        return None if any(f is None for f in fields) else Tuple(fields, ty=ty)
+    return None
 
 
 def is_complex_constant(expr: Expr) -> bool:
@@ -235,6 +256,10 @@ class _Folder(ExprMutator):
         if name.startswith("qnn.") and not self.fold_qnn:
             return new
         if not all(is_complex_constant(a) for a in new.args):
+            if all(is_complex_constant(a) or is_unknown_constant(a) for a in new.args):
+                folded = unknown_value(original.ty)
+                if folded is not None:
+                    return SIBuilder(collect_spans(new)).recursively_fill_span(folded)
             return new
         refusal = self.budget.refusal(name, new.attrs, constant_values(_stripped(a) for a in new.args))
         if refusal is not None:  # over the budget: not computed at all
