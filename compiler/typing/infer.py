@@ -427,17 +427,18 @@ class TypeChecker:
         return found
 
     def blocked_by_unknown(self) -> set[E.Call]:
-        """The pending calls that wait, directly or through other pending calls, on an
-        unknown constant whose type nothing fixed."""
+        """The pending calls that wait, directly or through other pending calls (or the
+        variables bound to them), on an unknown constant whose type nothing fixed."""
+        shallow = self.solver.shallow
+        holes = {id(shallow(h)) for h in self.unknown.values() if isinstance(shallow(h), IncompleteType)}
         blocked: set[E.Call] = set()
-        changed = True
+        changed = bool(holes)
         while changed:
             changed = False
             for call in self.pending:
-                if call not in blocked and any(
-                        (a in self.unknown or a in blocked) and not self.solver.is_complete(self.types[a])
-                        for a in call.args):
+                if call not in blocked and any(id(shallow(self.types[a])) in holes for a in call.args):
                     blocked.add(call)
+                    holes.add(id(shallow(self.types[call])))
                     changed = True
         return blocked
 
@@ -498,8 +499,8 @@ class TypeChecker:
             object.__setattr__(node, "ty", resolved if complete else None)
         for const, hole in self.unknown.items():
             if not solver.is_complete(hole) and not solver.has_error(hole):
-                self.error(f"the type of {const.meta} is unknown: its value is not here and nothing in "
-                           f"its use fixes its shape (write it in a /* ty=... */ comment)", const, Severity.INFO)
+                self.error(f"the type of {const.meta} is unknown: its value is not here, and its use does "
+                           f"not fix its type (write it in a /* ty=... */ comment)", const, Severity.INFO)
         for gv, ty in self.global_types.items():
             resolved = solver.resolve(ty)
             object.__setattr__(gv, "ty", resolved if solver.is_complete(resolved) else None)
