@@ -115,6 +115,32 @@ def unknown_value(ty: Any) -> Expr | None:
     return None
 
 
+def _constant_type(expr: Expr) -> Any:
+    inner = ignoring_on_device(expr)
+    if isinstance(inner, Tuple):
+        fields = tuple(_constant_type(f) for f in inner.fields)
+        return None if any(f is None for f in fields) else TupleType(fields)
+    if isinstance(inner, Constant):
+        if inner.data is None:
+            return inner.ty
+        return TensorType(tuple(inner.data.shape), str(inner.data.dtype))
+    return None
+
+
+def _relation_type(call: Call) -> Any:
+    """The type of an op call on constants by the op's relation (for a call made since the
+    last InferType), or None."""
+    opdef = get_op(call.op.name)
+    args = [_constant_type(a) for a in call.args]
+    if opdef is None or opdef.type_relation is None or any(a is None for a in args):
+        return None
+    try:
+        attrs = opdef.normalize_attrs(call.attrs)
+        return opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
+    except Exception:  # noqa: BLE001 -- rejected by its relation: not folded
+        return None
+
+
 def is_complex_constant(expr: Expr) -> bool:
     if is_simple_constant(expr):
         return True
@@ -257,7 +283,7 @@ class _Folder(ExprMutator):
             return new
         if not all(is_complex_constant(a) for a in new.args):
             if all(is_complex_constant(a) or is_unknown_constant(a) for a in new.args):
-                folded = unknown_value(original.ty)
+                folded = unknown_value(original.ty or _relation_type(new))
                 if folded is not None:
                     return SIBuilder(collect_spans(new)).recursively_fill_span(folded)
             return new
