@@ -287,3 +287,27 @@ def @main(%x: Tensor[(1, 2, 6, 6), float32], %w: Tensor[(4, 2, 3, 3), float32]) 
     checked = check_text(text, "conv.relay")
     assert [d.render() for d in checked.diagnostics if d.is_error] == []
     assert print_type(checked.module["main"].body.ty) == "Tensor[(1, 4, 3, 3), float32]"
+
+
+def test_incremental_edits_keep_the_one_warning():
+    """The editor re-reads one statement after an edit: the file's warning is counted again,
+    as a full check counts it (an edit that adds or removes a reference changes N)."""
+    from relaylens.compiler.check import recheck
+
+    text = read("001.relay")
+    checked = check_text(text, "001.relay", incremental=True)
+    edits = [("meta[relay.Constant][1]);", "meta[relay.Constant][1]) ;"),  # the first use's neighbour
+             ("%1 = nn.conv2d(%0, meta[relay.Constant][0]", "%1 = nn.conv2d(%0, meta[relay.Constant][0] "),
+             ("add(%6, meta[relay.Constant][3])", "add(%6, %6)")]
+    redone = 0
+    for old, new in edits:
+        text = text.replace(old, new, 1)
+        done = recheck(checked, text)
+        checked = done[0] if done is not None else check_text(text, "001.relay", incremental=True)
+        redone += done is not None
+        full = check_text(text, "001.relay")
+        got = [(d.message, d.span.start) for d in metadata_warnings(checked.diagnostics)]
+        assert got == [(d.message, d.span.start) for d in metadata_warnings(full.diagnostics)]
+        assert len(got) == 1
+    assert redone >= 2
+    assert got[0][0].startswith("5 constants refer")

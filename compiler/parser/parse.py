@@ -223,6 +223,10 @@ def unknown_constants_warning(spans: list[Span]) -> Diagnostic:
                       spans[0], Severity.WARNING, source="metadata")
 
 
+def is_unknown_constants_warning(d: Diagnostic) -> bool:
+    return d.source == "metadata" and "to a metadata section that is not here" in d.message
+
+
 def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], diagnostics: list[Diagnostic]) -> None:
     from ..metadata import MetadataError, parse_metadata
 
