@@ -311,3 +311,20 @@ def test_incremental_edits_keep_the_one_warning():
         assert len(got) == 1
     assert redone >= 2
     assert got[0][0].startswith("5 constants refer")
+
+
+def test_printed_snapshots_never_reuse_an_unknown_constants_number():
+    """After FoldConstant a module holds both the unknown constants as written and new ones
+    (folded): their printed numbers must not collide, or reading the text back would make
+    two constants one."""
+    from relaylens.compiler.printer import print_module
+
+    text = read("005.relay")
+    built = compile(text, "005.relay", stop_after="passes")
+    printed = print_module(built.module)
+    refs = re.findall(r"meta\[relay\.Constant\]\[(\d+)\]", printed)
+    kept = {c.meta.index for c in unknown_constants(built.module) if c.meta is not None}
+    made = [c for c in unknown_constants(built.module) if c.meta is None]
+    assert kept and made
+    assert len(set(refs)) == len(kept) + len(made)
+    assert "#[metadata]" not in printed
