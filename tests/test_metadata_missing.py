@@ -328,3 +328,14 @@ def test_printed_snapshots_never_reuse_an_unknown_constants_number():
     assert kept and made
     assert len(set(refs)) == len(kept) + len(made)
     assert "#[metadata]" not in printed
+
+
+def test_interpreting_an_unknown_constant_says_how_to_fill_it():
+    from relaylens.compiler.interpreter import InterpreterError
+
+    checked = check_text(read("005.relay"), "005.relay")
+    x = np.zeros((1, 3, 224, 224), "float32")
+    with pytest.raises(InterpreterError) as info:
+        Interpreter(checked.module).call("main", [x])
+    assert "meta[relay.Constant][0] has no value" in str(info.value)
+    assert "seed" in str(info.value)
