@@ -57,9 +57,14 @@ def unknown_constants(module: IRModule) -> list[Constant]:
     return list(found)
 
 
-def _roles(module: IRModule) -> dict[Constant, str]:
-    """What each unknown constant is used as: "weight", "positive" or absent (other)."""
-    roles: dict[Constant, str] = {}
+def _key(const: Constant) -> object:
+    """One key per value: the metadata entry, or the node for a constant a pass made."""
+    return const.meta if const.meta is not None else const
+
+
+def _roles(module: IRModule) -> dict[object, str]:
+    """What each unknown value (`_key`) is used as: "weight", "positive" or absent (other)."""
+    roles: dict[object, str] = {}
     seen: set[int] = set()
     for func in module.functions.values():
         stack: list[Expr] = [func]
@@ -72,9 +77,9 @@ def _roles(module: IRModule) -> dict[Constant, str]:
                 for i, arg in enumerate(node.args):
                     if isinstance(arg, Constant) and arg.data is None:
                         if node.op.name in WEIGHT_OPS and i == 1:
-                            roles[arg] = "weight"
+                            roles.setdefault(_key(arg), "weight")
                         elif node.op.name == "nn.batch_norm" and i in (1, 4):
-                            roles[arg] = "positive"
+                            roles.setdefault(_key(arg), "positive")
             stack.extend(c for c in children(node) if isinstance(c, Expr))
     return roles
 
@@ -113,10 +118,14 @@ def fill_unknown_constants(module: IRModule, seed: int) -> tuple[IRModule, list[
     if errors:
         return module, errors
     roles = _roles(module)
+    arrays: dict[object, np.ndarray] = {}  # one array per entry, shared by its references
     values: dict[Constant, Constant] = {}
     for position, const in enumerate(unknown):
-        index = const.meta.index if const.meta is not None else position
-        values[const] = replace(const, data=draw(seed, index, const.ty, roles.get(const)))
+        key = _key(const)
+        if key not in arrays:
+            index = const.meta.index if const.meta is not None else position
+            arrays[key] = draw(seed, index, const.ty, roles.get(key))
+        values[const] = replace(const, data=arrays[key])
     filled = _Fill(values)
     new = {gv: filled.visit(func) for gv, func in module.functions.items()}
     warning = Diagnostic(f"{len(unknown)} constant{'s' * (len(unknown) != 1)} of unknown value "

@@ -339,3 +339,37 @@ def test_interpreting_an_unknown_constant_says_how_to_fill_it():
         Interpreter(checked.module).call("main", [x])
     assert "meta[relay.Constant][0] has no value" in str(info.value)
     assert "seed" in str(info.value)
+
+
+def test_references_to_one_entry_share_type_and_value():
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4, 8, 8), float32]) {
+  %0 = nn.conv2d(%x, meta[relay.Constant][0], channels=4, kernel_size=[3, 3], padding=[1, 1, 1, 1]);
+  %1 = nn.conv2d(%0, meta[relay.Constant][0], channels=4, kernel_size=[3, 3], padding=[1, 1, 1, 1]);
+  %2 = multiply(%1, meta[relay.Constant][1]);
+  multiply(%2, meta[relay.Constant][1])
+}
+"""
+    checked = check_text(text, "t.relay")
+    assert [d.render() for d in checked.diagnostics if d.is_error] == []
+    refs = unknown_constants(checked.module)
+    zero = [c for c in refs if c.meta.index == 0]
+    assert len(zero) == 2 and all(print_type(c.ty) == "Tensor[(4, 4, 3, 3), float32]" for c in zero)
+    one = [d for d in checked.diagnostics if d.severity == Severity.INFO]
+    assert len(one) == 1 and "meta[relay.Constant][1]" in one[0].message  # said once for two uses
+    clash = text.replace("nn.conv2d(%0, meta[relay.Constant][0]", "nn.conv2d(%0, meta[relay.Constant][0] /* ty=Tensor[(4), float32] */")
+    errors = [d.message for d in check_text(clash, "t.relay").diagnostics if d.is_error]
+    assert "meta[relay.Constant][0] is Tensor[(4), float32] here but Tensor[(4, 4, 3, 3), float32] elsewhere (rank 4 vs 1)" in errors
+    typed = text.replace("multiply(%1, meta[relay.Constant][1])", "multiply(%1, meta[relay.Constant][1] /* ty=float32 */)")
+    module, _ = fill_unknown_constants(check_text(typed, "t.relay").module, seed=5)
+    filled = [c for c in _constants(module) if c.meta is not None]
+    by_index: dict = {}
+    for c in filled:
+        by_index.setdefault(c.meta.index, []).append(c.data)
+    assert all(len(v) == 2 and v[0] is v[1] for v in by_index.values())
+
+
+def _constants(module) -> list[Constant]:
+    from relaylens.compiler.ir.functor import post_order
+
+    return [n for n in post_order(module["main"]) if isinstance(n, Constant)]

@@ -100,6 +100,7 @@ class TypeChecker:
         self.commented: dict | None = None  # collects the nodes typed before inference, with that type
         self.seeded: set[E.Expr] = set()  # typed by an earlier inference: left as they are
         self.unknown: dict[E.Constant, IncompleteType] = {}  # unknown-valued constants, untyped
+        self.meta_types: dict = {}  # MetaRef -> the type of every reference to it
 
     # driver ----------------------------------------------------------------------
     def run(self) -> list[Diagnostic]:
@@ -196,10 +197,7 @@ class TypeChecker:
             return self.global_type(node)
         if isinstance(node, E.Constant):
             if node.data is None:  # an unknown value: its ty= comment, else what its use fixes
-                if node.ty is not None:
-                    return node.ty
-                hole = self.unknown[node] = self.solver.fresh()
-                return hole
+                return self.unknown_constant(node)
             return TensorType(tuple(node.data.shape), str(node.data.dtype))
         if isinstance(node, E.Constructor):
             data = self.module.type_definitions.get(node.belongs_to)
@@ -396,6 +394,18 @@ class TypeChecker:
             self.pending = []
 
     # unknown-valued constants (unknown_constants.py) ----------------------------------
+    def unknown_constant(self, node: E.Constant) -> Type:
+        """The type of a constant of unknown value: its `ty=` comment, else a hole its use
+        fills.  Every reference to one metadata entry has one type."""
+        ty = node.ty
+        if ty is None:
+            ty = self.unknown[node] = self.solver.fresh()
+        if node.meta is not None:
+            first = self.meta_types.setdefault(node.meta, ty)
+            if first is not ty:
+                self.unify(first, ty, node, lambda a, b: f"{node.meta} is {b} here but {a} elsewhere")
+        return ty
+
     def type_unknown_operands(self, call: E.Call, opdef, args: list[Type]) -> bool:
         """Give the untyped unknown constants among `call`'s operands the type its relation
         fixes; True if any got one."""
@@ -497,7 +507,11 @@ class TypeChecker:
             if self.check_annotations and node.ty is not None and complete and not isinstance(node, E.Function):
                 self.compare_comment(node, node.ty, resolved)
             object.__setattr__(node, "ty", resolved if complete else None)
+        noted: set = set()
         for const, hole in self.unknown.items():
+            if const.meta in noted:
+                continue
+            noted.add(const.meta)
             if not solver.is_complete(hole) and not solver.has_error(hole):
                 self.error(f"the type of {const.meta} is unknown: its value is not here, and its use does "
                            f"not fix its type (write it in a /* ty=... */ comment)", const, Severity.INFO)
