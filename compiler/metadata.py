@@ -17,6 +17,10 @@ tensor is decoded on its first `constant(i)` (then cached).  Arrays come back re
 share the decoded bytes; copy one before writing to it.  `bfloat16` decodes to
 `ml_dtypes.bfloat16` when that package is installed, else to its raw bits as `uint16`.
 
+An attributes entry (`meta[relay.attrs.Conv2DAttrs][0]`, which TVM's printer writes in
+place of a call's attributes) is read by `attrs()`: its fields are strings, a POD field's
+value as text, an object field's a node index.
+
 Every problem with the input is a `MetadataError` carrying a message and a character offset
 into the section's text (the JSON error position for syntax errors, else 0).
 """

@@ -13,6 +13,11 @@ a function unifies arguments with parameters; polymorphic functions and construc
 instantiated with fresh holes at every use.  A global is inferred before its first use
 unless its annotations already give its whole type.
 
+A constant of unknown value (text printed without its metadata) has its `ty=` comment
+as its type, else a hole that the call using it fills where the op's relation fixes it
+(unknown_constants.py); every reference to one metadata entry shares one type.  One that
+stays unknown gets one information diagnostic, and the calls waiting on it no warning.
+
 Errors are diagnostics at the offending expression with both sides in the message; the
 expression's type becomes ERROR, which unifies with everything, so one mistake does not
 hide the rest of the module or cascade into its users.

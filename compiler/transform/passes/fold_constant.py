@@ -19,6 +19,10 @@ Rewrites, bottom-up:
 * a projection `(a, b).0` of a tuple literal becomes the field (`on_device((a, b)).0`
   becomes `on_device(a)`);
 * `let %x = <constant>; body` becomes `body` with the constant in place of `%x`.
+* a call whose arguments are constants some of which have unknown values (text printed
+  without its metadata: `Constant` with no data) becomes an unknown constant of the call's
+  type (the type InferType gave it, else the op's relation on the constants' types); not
+  folded when that type is not a static tensor type or a tuple of them.
 
 Within a budget (fold_budget.py): the PassContext option `relay.FoldConstant.max_bytes`
 bounds the bytes of new constants one run creates (default 64 MiB plus twice the
@@ -31,8 +35,8 @@ Guarantees: no call above has all-constant arguments any more.  New constants ha
 None until the next InferType.  (TVM deviation: ndarray_size of a scalar folds to 1, the
 op library's value, where TVM wrote 0.)
 
-Spans: a folded constant (or tuple of constants) takes the SequentialSpan of everything
-it replaces: the call and its constant arguments (`SIBuilder` collapse, call first).  The
+Spans: a folded constant (or tuple of constants, known or unknown) takes the
+SequentialSpan of everything it replaces: the call and its constant arguments (`SIBuilder` collapse, call first).  The
 branch an `if` keeps takes the SequentialSpan of the branch and the `if` (a variable,
 or a branch also used elsewhere, keeps its own span: it cannot be copied).  A constant
 field taken out of a tuple takes the spans of the projection, the tuple and the field.
