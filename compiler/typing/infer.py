@@ -86,6 +86,14 @@ def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotation
         else:
             checker.types[node] = node.ty
             checker.seeded.add(node)
+    if any(isinstance(n, E.Constant) and n.data is None and n.meta is not None for n in seen if is_new(n)):
+        from ..unknown_values import unknown_constants  # other references to the same entries
+
+        for const in unknown_constants(module):
+            if not is_new(const) and const.meta is not None:
+                if const.ty is None:
+                    return None  # the new statement may fix its type: check the whole module
+                checker.meta_types.setdefault(const.meta, const.ty)
     checker.walk(root)
     checker.retry_pending(final=True)
     checker.finish()
@@ -106,6 +114,7 @@ class TypeChecker:
         self.seeded: set[E.Expr] = set()  # typed by an earlier inference: left as they are
         self.unknown: dict[E.Constant, IncompleteType] = {}  # unknown-valued constants, untyped
         self.meta_types: dict = {}  # MetaRef -> the type of every reference to it
+        self.unknown_after_error: set[E.Constant] = set()  # used by a call with an error: not noted
 
     # driver ----------------------------------------------------------------------
     def run(self) -> list[Diagnostic]:
@@ -353,6 +362,7 @@ class TypeChecker:
         opdef = get_op(call.op.name)  # type: ignore[union-attr]
         args = [self.solver.resolve(self.types[a]) for a in call.args]
         if any(self.solver.has_error(a) for a in args):
+            self.unknown_after_error.update(a for a in call.args if a in self.unknown)
             return ERROR
         if not opdef.polymorphic and not all(self.solver.is_complete(a) for a in args):
             if not self.type_unknown_operands(call, opdef, args):
@@ -514,7 +524,7 @@ class TypeChecker:
             object.__setattr__(node, "ty", resolved if complete else None)
         noted: set = set()
         for const, hole in self.unknown.items():
-            if const.meta in noted:
+            if const.meta in noted or const in self.unknown_after_error:
                 continue
             noted.add(const.meta)
             if not solver.is_complete(hole) and not solver.has_error(hole):
