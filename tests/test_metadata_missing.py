@@ -373,3 +373,13 @@ def _constants(module) -> list[Constant]:
     from relaylens.compiler.ir.functor import post_order
 
     return [n for n in post_order(module["main"]) if isinstance(n, Constant)]
+
+
+def test_no_unknown_type_note_behind_a_type_error():
+    """A constant left untyped because its call already has an error gets no note: the
+    error is the one thing to fix."""
+    text = read("005.relay").replace("meta[relay.Constant][99]", "meta[relay.Constant][9]", 1)
+    checked = check_text(text, "005.relay")
+    errors = [d.message for d in checked.diagnostics if d.is_error]
+    assert len(errors) == 1 and "moving_var has 64 elements but data has 128 channels" in errors[0]
+    assert [d for d in checked.diagnostics if d.severity == Severity.INFO] == []
