@@ -110,7 +110,7 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
         result.snapshots = recorder.snapshots
         return result
     current = ""
-    reported: set = set()
+    reported: set = {(d.source, d.span) for d in checked.diagnostics} if checked is not None else set()
     try:
         with PassContext(opt_level=opt_level, config=dict(config or {}), instruments=instruments):
             for p in pipeline.passes:

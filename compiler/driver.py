@@ -37,6 +37,7 @@ from .check import check_text
 from .diagnostics import Diagnostic, Severity
 from .lower.pipeline import LoweringCache, lower_build
 from .transform.bind_params import bind_params_by_name
+from .unknown_values import fill_unknown_constants
 
 STAGES = ("check", "passes", "llvm", "machine_code")
 
@@ -61,14 +62,16 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
             params_origin: str = "params", passes: list[str] | None = None, opt_level: int = 3,
             config: dict[str, Any] | None = None, stop_after: str = "machine_code",
             cache: LoweringCache | None = None, jit=None, progress: Progress | None = None,
-            strict: bool = False) -> BuildResult:
+            strict: bool = False, unknown_seed: int | None = None) -> BuildResult:
     """Build `text` (named `name` in diagnostics and spans) up to the stage `stop_after`.
 
     `params` are weights by parameter name (`params_origin`, the file they came from, names
     them in errors); `passes` replaces relay.build's pipeline by passes named as TVM names them; `config`
     is the PassContext's (`--config KEY=JSON`); `cache` keeps lowered kernels between
     builds (the editor's rebuild after an edit re-lowers only what changed); `strict`
-    re-raises a failing pass instead of reporting it (for tests).
+    re-raises a failing pass instead of reporting it (for tests).  `unknown_seed` gives the
+    constants of unknown value (text printed without its metadata) values drawn from it
+    (unknown_values.py) before the passes, so that such a model lowers and runs.
     """
     if stop_after not in STAGES:
         raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
@@ -78,12 +81,16 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     if any(d.is_error for d in checked.diagnostics):
         return result
     module, errors = bind_params_by_name(checked.module, params or {}, origin=params_origin)
-    result.diagnostics += errors
+    filled: list[Diagnostic] = []
+    if not errors and unknown_seed is not None:
+        module, filled = fill_unknown_constants(module, unknown_seed)
+        errors = [d for d in filled if d.is_error]
+    result.diagnostics += errors or filled
     if errors or stop_after == "check":
         return result
     built = build_module(module, name=name, checked=checked, passes=passes, opt_level=opt_level,
                          config=config, strict=strict, progress=_pass_steps(progress, passes))
-    built.diagnostics[:0] = checked.diagnostics  # the check's warnings come first
+    built.diagnostics[:0] = [*checked.diagnostics, *filled]  # the check's warnings come first
     if not built.ok or not built.snapshots or stop_after == "passes":
         return built
     try:

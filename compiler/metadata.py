@@ -17,6 +17,10 @@ tensor is decoded on its first `constant(i)` (then cached).  Arrays come back re
 share the decoded bytes; copy one before writing to it.  `bfloat16` decodes to
 `ml_dtypes.bfloat16` when that package is installed, else to its raw bits as `uint16`.
 
+An attributes entry (`meta[relay.attrs.Conv2DAttrs][0]`, which TVM's printer writes in
+place of a call's attributes) is read by `attrs()`: its fields are strings, a POD field's
+value as text, an object field's a node index.
+
 Every problem with the input is a `MetadataError` carrying a message and a character offset
 into the section's text (the JSON error position for syntax errors, else 0).
 """
@@ -27,11 +31,11 @@ import base64
 import json
 import math
 import struct
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ir.attrs import MetaRef
+from .ir.attrs import FloatImm, IntImm, MetaRef
 
 try:  # optional: a real bfloat16 numpy dtype
     from ml_dtypes import bfloat16 as _bfloat16
@@ -158,6 +162,48 @@ class MetadataTable:
             raise MetadataError(f"the name of {where} is not a string")
         return text
 
+    def attrs(self, key: str, index: int, pod: Callable[[str], bool]) -> dict[str, Any]:
+        """The fields of an attributes entry, `meta[relay.attrs.Conv2DAttrs][0]` (TVM's
+        printer writes a call's attributes so when it cannot print them inline).  A field
+        for which `pod(name)` holds (an int, float or bool in the op's schema) is read
+        from its text: `"1"` is 1, `"1e-05"` 1e-05.  Any other field's text is a node
+        index when it is all digits (an IntImm, FloatImm, String or Array of them; `"0"`
+        is None), else a plain string (a DataType such as `"float32"`; `""` stays `""`)."""
+        where = f"meta[{key}][{index}]"
+        node = self.node(key, index)
+        fields = node.get("attrs", {})
+        if node.get("type_key") != key or not isinstance(fields, dict):
+            raise MetadataError(f"{where} is not a {key} node")
+        out: dict[str, Any] = {}
+        for name, text in fields.items():
+            if name == "span" or not isinstance(text, str):
+                continue
+            if pod(name):
+                out[name] = _pod(text, f"field {name} of {where}")
+            elif text.isascii() and text.isdigit():
+                out[name] = self._object(_index(text, len(self._nodes), f"field {name} of {where}"), 0)
+            else:
+                out[name] = text
+        return out
+
+    def _object(self, node_id: int, depth: int) -> Any:
+        """A small object node as a Python value (IntImm/FloatImm as ints/floats with
+        their dtype, String as str, Array as tuple, the null node as None)."""
+        if node_id == 0 or depth > 8:
+            return None
+        node = self._node_at(node_id, f"node {node_id}")
+        kind, fields = node.get("type_key"), node.get("attrs", {})
+        if kind == "Array":
+            return tuple(self._object(self._node_id(i, f"an element of node {node_id}"), depth + 1)
+                         for i in node.get("data", []))
+        if kind == "runtime.String":
+            return node.get("repr_str", "")
+        if kind in ("IntImm", "FloatImm") and isinstance(fields, dict):
+            value = _pod(str(fields.get("value", "")), f"node {node_id}")
+            return IntImm(int(value), fields.get("dtype", "int32")) if kind == "IntImm" \
+                else FloatImm(float(value), fields.get("dtype", "float32"))
+        raise MetadataError(f"node {node_id} ({kind}) is not a value an attribute can hold")
+
     def _node_id(self, value: Any, what: str) -> int:
         node_id = _index(value, len(self._nodes), what)
         if not isinstance(self._nodes[node_id], dict):
@@ -177,6 +223,17 @@ def _index(value: Any, limit: int, what: str) -> int:
     if not 0 <= value < limit:
         raise MetadataError(f"{what} is index {value}, but there are only {limit}")
     return value
+
+
+def _pod(text: str, what: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise MetadataError(f"{what} is {_short(text)}, not a number") from None
 
 
 def _short(value: Any) -> str:

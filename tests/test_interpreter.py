@@ -652,7 +652,7 @@ def test_missing_global():
 
 def test_missing_meta_constant_data():
     broken = Constant(None)
-    with pytest.raises(InterpreterError, match="has no data"):
+    with pytest.raises(InterpreterError, match="has no value"):
         Interpreter().evaluate(Call(op("add"), (broken, broken)))
 
 

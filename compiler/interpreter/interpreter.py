@@ -197,7 +197,8 @@ class Interpreter:
         kind = type(node)
         if kind is Constant:
             if node.data is None:
-                raise _error(f"{node.meta or 'this constant'} has no data (the metadata entry is missing)",
+                raise _error(f"{node.meta or 'this constant'} has no value (the text has no metadata section "
+                             f"for it); fill such constants from a seed (unknown_values.py)",
                              node.span)
             values.append(node.data)
         elif kind is GlobalVar:

@@ -24,7 +24,8 @@ The rules, in TVM's SEqual spirit:
 * GlobalVar by name, Op by name, Constructor by name and ADT name, GlobalTypeVar by name,
   IncompleteType equals any IncompleteType, `None` only `None` (an absent annotation is
   not an IncompleteType).
-* Constant: dtype, shape and values (NaN equals NaN); with no data, its `meta` ref.  When
+* Constant: dtype, shape and values (NaN equals NaN); with no data, its `meta` ref (one with
+  neither, an unknown value a pass folded, equals only itself).  When
   data is present the meta ref is where it was printed, not what it is, and is ignored.
 * Attrs: the same keys (order ignored) and equal values: integers by value and dtype (a
   Python int is int32, or int64 when it needs it), floats likewise (float32), tuples
@@ -531,7 +532,9 @@ class _Equal:
         if da is None or db is None:
             if da is not None or db is not None:
                 return self._fail(path, a, b, "a constant with data vs a metadata reference without")
-            return a.meta == b.meta or self._fail(path, a, b, f"constant {a.meta} vs {b.meta}")
+            # the same metadata entry; an unknown value a pass made (no entry) equals only itself
+            return (a.meta == b.meta and a.meta is not None) or a is b \
+                or self._fail(path, a, b, f"constant {a.meta} vs {b.meta}")
         if da is db:
             return True
         xa, xb = _as_array(da), _as_array(db)

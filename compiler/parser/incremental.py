@@ -33,6 +33,7 @@ is what recovers from syntax errors.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 
 from lark import Tree
@@ -45,13 +46,15 @@ from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from .grammar import first_token, grammar, kids
 from .lower import Lowerer, Statement
-from .result import ParseResult, annotation_ends, diagnostic_order
+from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
+                     unknown_constants_warning)
 from .scan import rescan
 from .symbols import Symbol, SymbolIndex
 
 # characters whose insertion or removal may change what the scanner sees (comments,
 # strings, metadata, the `#[version]` header)
 _SCANNED = frozenset('/*"#')
+_META_CONSTANT = re.compile(r"meta\[relay\.Constant\]\[\d+\]")  # what lower.py reads as a constant
 
 
 @dataclass
@@ -237,6 +240,11 @@ class Pending:
         state.anchors.current = self.source
         entries[lo:hi] = added
         diagnostics += self.diagnostics
+        if prev.module.metadata is None:  # the one warning about unknown constants, counted again
+            diagnostics = [d for d in diagnostics if not is_unknown_constants_warning(d)]
+            spans = [Span(self.source, m.start(), m.end()) for m in _META_CONSTANT.finditer(self.scanned.code)]
+            if spans:
+                diagnostics.append(unknown_constants_warning(spans))
         diagnostics.sort(key=diagnostic_order)
         result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
         return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes)
@@ -303,7 +311,8 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     recorder = _Recorder()
     diagnostics: list[Diagnostic] = []
     saved = (lowerer.source, lowerer.index, lowerer.diagnostics, lowerer.annotations, lowerer.graph,
-             lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base)
+             lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base,
+             lowerer.unknown_constants)
     known = (len(lowerer.globals), len(lowerer.types), len(lowerer.module.global_vars))
     object.__setattr__(source, "anchors", anchors)
     anchors.forced = new_piece
@@ -315,6 +324,7 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         lowerer.type_scopes = list(statement.type_scopes)
         lowerer.globals, lowerer.types = dict(lowerer.globals), dict(lowerer.types)
         lowerer.base = stmt_start
+        lowerer.unknown_constants = []  # the file's warning is made again on commit
         _, value, symbol = lowerer.graph_statement(tree)
         grew = (len(lowerer.globals), len(lowerer.types), len(lowerer.module.global_vars)) != known
     except Exception:  # noqa: BLE001 -- the full parse reports whatever this was
@@ -322,7 +332,8 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     finally:
         anchors.forced = None
         (lowerer.source, lowerer.index, lowerer.diagnostics, lowerer.annotations, lowerer.graph,
-         lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base) = saved
+         lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base,
+         lowerer.unknown_constants) = saved
     if grew or any(s.definition is None for s, _ in recorder.uses):
         return None  # a name the file does not define: the full parse warns about it
     pending = Pending(previous, source, scanned, k, new_piece, statement, value, symbol, recorder,

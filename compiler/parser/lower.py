@@ -81,6 +81,7 @@ class Lowerer:
         self.types: dict[str, Symbol] = {}
         self._dispatch = {}
         self.top_block = False  # the next block is a definition's body (its statements are recorded)
+        self.unknown_constants: list[Span] = []  # `meta[relay.Constant][i]` with no section to read
 
     # ---- spans and diagnostics -------------------------------------------------------
     def span(self, node: Tree | Token) -> Span:
@@ -394,15 +395,43 @@ class Lowerer:
         return E.Constant(data, meta=ref, span=span2, ty=ty)
 
     def constant_data(self, ref: A.MetaRef, span: Span):
+        """The tensor of `meta[relay.Constant][i]`; None for an unknown value.  Without a
+        metadata section (text printed with `show_meta_data=False`) the value is unknown but
+        not an error: the reference is recorded, and `unknown_constants_warning` makes one
+        warning for the file."""
         table = self.module.metadata
         if table is None:
-            self.error(f"{ref} has no entry: this file has no #[metadata] section", span, source="metadata")
+            self.unknown_constants.append(span)
             return None
         try:
             return table.constant(ref.index)
         except MetadataError as err:
             self.error(str(err), span, source="metadata")
             return None
+
+    def meta_attrs(self, ref: A.MetaRef, callee: E.Expr, span: Span) -> A.Attrs:
+        """A call's attributes written as a metadata entry: read from the section, by the
+        op's schema (metadata.py, `MetadataTable.attrs`); without the section, a warning and
+        the op's defaults."""
+        table = self.module.metadata
+        if table is None:
+            self.diagnostics.append(Diagnostic(
+                f"{ref}: the attributes are in a metadata section that is not here; the op's "
+                f"defaults are used", span, Severity.WARNING, source="metadata"))
+            return A.EMPTY_ATTRS
+        from ..metadata import MetadataError
+        from ..ops import get_op
+        from ..ops.attrs import BOOL, FLOAT, INT
+
+        opdef = get_op(callee.name) if isinstance(callee, E.Op) else None
+        kinds = {a.name: a.kind for a in opdef.attrs} if opdef is not None else {}
+        try:
+            fields = table.attrs(ref.key, ref.index, lambda name: kinds.get(name) in (INT, FLOAT, BOOL))
+        except MetadataError as err:
+            self.error(str(err), span, source="metadata")
+            return A.EMPTY_ATTRS
+        return A.Attrs(tuple((k, bool(v) if kinds[k] is BOOL and v in (0, 1) else v)
+                             for k, v in fields.items() if k in kinds))
 
     def meta_ref(self, tok: Token) -> A.MetaRef:
         m = _META.fullmatch(str(tok))
@@ -437,6 +466,9 @@ class Lowerer:
             for child in kids(kids(tree)[1]):
                 if isinstance(child, Tree) and child.data == "kwargs":
                     attrs = self.kwargs(child)
+                elif isinstance(child, Tree) and child.data == "meta" and str(kids(child)[0]).startswith(
+                        "meta[relay.attrs."):  # `op(%x, meta[relay.attrs.Conv2DAttrs][0])`
+                    attrs = self.meta_attrs(self.meta_ref(kids(child)[0]), callee, self.span(child))
                 else:
                     args.append(self.block(child))
         span, ty = self.annotated(tree, self.span(tree))

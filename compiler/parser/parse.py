@@ -11,10 +11,11 @@ dropped: a missing `;` between statements and a `;` after a block's last value.
 from __future__ import annotations
 
 import re
+
 from lark import Tree
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.span import Source, Span
@@ -24,7 +25,7 @@ from .errors import HOLE, describe
 from .grammar import grammar, kids, parse_type_text
 from .incremental import Incremental, anchor
 from .lower import Lowerer
-from .result import ParseResult, annotation_ends, diagnostic_order
+from .result import ParseResult, annotation_ends, diagnostic_order, unknown_constants_warning
 from .scan import Scan, scan
 from .symbols import SymbolIndex
 
@@ -79,6 +80,8 @@ def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
                 if m is not None:
                     lowerer.declare_broken_global(m.group(1), Span(source, m.start(1) - 1, m.end(1)))
     lowerer.check_undefined()
+    if lowerer.unknown_constants:
+        diagnostics.append(unknown_constants_warning(lowerer.unknown_constants))
     diagnostics.sort(key=diagnostic_order)
     state = Incremental(lowerer, source.anchors) if source.anchors is not None else None
     return ParseResult(module, diagnostics, source, index, scanned, state)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, Severity
 from ..ir.module import IRModule
-from ..ir.span import Source
+from ..ir.span import Source, Span
 from .annotations import is_annotation
 from .scan import Scan
 from .symbols import SymbolIndex
@@ -50,3 +50,17 @@ def diagnostic_order(d: Diagnostic) -> tuple[int, int]:
     """Diagnostics are reported by (line, column); those without a place come first."""
     loc = d.location()
     return (loc[1], loc[2]) if loc else (0, 0)
+
+
+def unknown_constants_warning(spans: list[Span]) -> Diagnostic:
+    """The one warning of a file whose `meta[relay.Constant][i]` have no section to read
+    (`mod.astext(show_meta_data=False)`, `print(mod)`), at the first such reference."""
+    n = len(spans)
+    what = "constant refers" if n == 1 else "constants refer"
+    return Diagnostic(f"{n} {what} to a metadata section that is not here; their values are unknown "
+                      f"(types come from ty= comments or from their use; `run` fills them from a seed)",
+                      spans[0], Severity.WARNING, source="metadata")
+
+
+def is_unknown_constants_warning(d: Diagnostic) -> bool:
+    return d.source == "metadata" and "to a metadata section that is not here" in d.message

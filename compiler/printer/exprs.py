@@ -89,6 +89,21 @@ class MetaTable:
     def __init__(self) -> None:
         self.index: dict[int, int] = {}  # id of a constant's data → k
         self.arrays: list = []  # keeps every numbered array alive, so ids stay unique
+        # indices that unknown constants keep as written (`reserve`): new numbers skip them
+        self.reserved: set[int] = set()
+
+    def reserve(self, roots) -> None:
+        """Keep the indices of the unknown constants under `roots` (text printed without
+        its metadata: they print as written) out of the numbering of other constants, so
+        that a constant a pass made never prints as one of theirs."""
+        from ..ir.functor import post_order
+
+        done: set = set()
+        for root in roots:
+            for node in post_order(root, done=done):
+                done.add(node)
+                if isinstance(node, Constant) and node.data is None and node.meta is not None:
+                    self.reserved.add(node.meta.index)
 
     def ref(self, const: Constant) -> str:
         if const.data is None and const.meta is not None:
@@ -96,8 +111,12 @@ class MetaTable:
         key = id(const.data) if const.data is not None else id(const)
         k = self.index.get(key)
         if k is None:
-            k = self.index[key] = len(self.arrays)
+            k = len(self.arrays)
+            while k in self.reserved:  # no section is written when a constant is unknown,
+                self.arrays.append(None)  # so a placeholder entry costs nothing
+                k += 1
             self.arrays.append(const.data)
+            self.index[key] = k
         return f"meta[relay.Constant][{k}]"
 
 

@@ -63,6 +63,7 @@ class Printer:
 
     def _print_module(self, mod: IRModule) -> PrintResult:
         writer = ExprWriter(types=self.types, spans=self.spans)
+        writer.meta.reserve(mod.functions.values())
         items: list = []
         for data in sorted(mod.type_definitions.values(), key=lambda d: d.header.name):
             items.append(print_type_def(data))

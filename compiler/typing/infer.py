@@ -13,6 +13,11 @@ a function unifies arguments with parameters; polymorphic functions and construc
 instantiated with fresh holes at every use.  A global is inferred before its first use
 unless its annotations already give its whole type.
 
+A constant of unknown value (text printed without its metadata) has its `ty=` comment
+as its type, else a hole that the call using it fills where the op's relation fixes it
+(unknown_constants.py); every reference to one metadata entry shares one type.  One that
+stays unknown gets one information diagnostic, and the calls waiting on it no warning.
+
 Errors are diagnostics at the offending expression with both sides in the message; the
 expression's type becomes ERROR, which unifies with everything, so one mistake does not
 hide the rest of the module or cascade into its users.
@@ -29,6 +34,7 @@ from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, all_ops, get_op
 from ..printer.types import print_type
+from .unknown_constants import broadcast_operand, operand_type
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
@@ -80,6 +86,14 @@ def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotation
         else:
             checker.types[node] = node.ty
             checker.seeded.add(node)
+    if any(isinstance(n, E.Constant) and n.data is None and n.meta is not None for n in seen if is_new(n)):
+        from ..unknown_values import unknown_constants  # other references to the same entries
+
+        for const in unknown_constants(module):
+            if not is_new(const) and const.meta is not None:
+                if const.ty is None:
+                    return None  # the new statement may fix its type: check the whole module
+                checker.meta_types.setdefault(const.meta, const.ty)
     checker.walk(root)
     checker.retry_pending(final=True)
     checker.finish()
@@ -98,6 +112,9 @@ class TypeChecker:
         self.in_progress: set[E.GlobalVar] = set()
         self.commented: dict | None = None  # collects the nodes typed before inference, with that type
         self.seeded: set[E.Expr] = set()  # typed by an earlier inference: left as they are
+        self.unknown: dict[E.Constant, IncompleteType] = {}  # unknown-valued constants, untyped
+        self.meta_types: dict = {}  # MetaRef -> the type of every reference to it
+        self.unknown_after_error: set[E.Constant] = set()  # used by a call with an error: not noted
 
     # driver ----------------------------------------------------------------------
     def run(self) -> list[Diagnostic]:
@@ -193,8 +210,8 @@ class TypeChecker:
         if isinstance(node, E.GlobalVar):
             return self.global_type(node)
         if isinstance(node, E.Constant):
-            if node.data is None:  # a missing metadata entry (reported by the parser):
-                return node.ty if node.ty is not None else ERROR  # its ty= comment, if any
+            if node.data is None:  # an unknown value: its ty= comment, else what its use fixes
+                return self.unknown_constant(node)
             return TensorType(tuple(node.data.shape), str(node.data.dtype))
         if isinstance(node, E.Constructor):
             data = self.module.type_definitions.get(node.belongs_to)
@@ -345,9 +362,14 @@ class TypeChecker:
         opdef = get_op(call.op.name)  # type: ignore[union-attr]
         args = [self.solver.resolve(self.types[a]) for a in call.args]
         if any(self.solver.has_error(a) for a in args):
+            self.unknown_after_error.update(a for a in call.args if a in self.unknown)
             return ERROR
         if not opdef.polymorphic and not all(self.solver.is_complete(a) for a in args):
-            return None
+            if not self.type_unknown_operands(call, opdef, args):
+                return None
+            args = [self.solver.resolve(self.types[a]) for a in call.args]
+            if not all(self.solver.is_complete(a) for a in args):
+                return None
         try:
             attrs = opdef.normalize_attrs(call.attrs)
             if opdef.type_relation is None:
@@ -374,11 +396,76 @@ class TypeChecker:
                     continue
                 progress = True
                 self.unify(self.types[call], result, call, lambda a, b: f"{call.op.name} returns {b}, used as {a}")
+        if final and self.pending and self.unknown and self.type_broadcast_operands():
+            self.retry_pending(final=True)
+            return
         if final:
+            blocked = self.blocked_by_unknown()
             for call in self.pending:
+                if call in blocked:  # said once, at the constant (finish)
+                    continue
                 self.error(f"cannot infer the argument types of {call.op.name}: annotate the parameters it "
                            f"depends on", call, Severity.WARNING)
             self.pending = []
+
+    # unknown-valued constants (unknown_constants.py) ----------------------------------
+    def unknown_constant(self, node: E.Constant) -> Type:
+        """The type of a constant of unknown value: its `ty=` comment, else a hole its use
+        fills.  Every reference to one metadata entry has one type."""
+        ty = node.ty
+        if ty is None:
+            ty = self.unknown[node] = self.solver.fresh()
+        if node.meta is not None:
+            first = self.meta_types.setdefault(node.meta, ty)
+            if first is not ty:
+                self.unify(first, ty, node, lambda a, b: f"{node.meta} is {b} here but {a} elsewhere")
+        return ty
+
+    def type_unknown_operands(self, call: E.Call, opdef, args: list[Type]) -> bool:
+        """Give the untyped unknown constants among `call`'s operands the type its relation
+        fixes; True if any got one."""
+        found = False
+        for i, arg in enumerate(call.args):
+            if arg in self.unknown and isinstance(self.solver.shallow(self.types[arg]), IncompleteType):
+                try:
+                    ty = operand_type(opdef.name, i, args, opdef.normalize_attrs(call.attrs))
+                except AttrError:
+                    return False  # reported when the relation runs
+                if ty is not None:
+                    self.solver.unify(self.types[arg], ty)
+                    found = True
+        return found
+
+    def type_broadcast_operands(self) -> bool:
+        """Last resort, once nothing else can be learnt: an unknown operand of a broadcasting
+        op whose result is fixed to the other operand's type takes that type."""
+        found = False
+        for call in self.pending:
+            args = [self.solver.resolve(self.types[a]) for a in call.args]
+            result = self.solver.resolve(self.types[call])
+            for i, arg in enumerate(call.args):
+                if arg in self.unknown and isinstance(self.solver.shallow(self.types[arg]), IncompleteType):
+                    ty = broadcast_operand(call.op.name, i, args, result)
+                    if ty is not None:
+                        self.solver.unify(self.types[arg], ty)
+                        found = True
+        return found
+
+    def blocked_by_unknown(self) -> set[E.Call]:
+        """The pending calls that wait, directly or through other pending calls (or the
+        variables bound to them), on an unknown constant whose type nothing fixed."""
+        shallow = self.solver.shallow
+        holes = {id(shallow(h)) for h in self.unknown.values() if isinstance(shallow(h), IncompleteType)}
+        blocked: set[E.Call] = set()
+        changed = bool(holes)
+        while changed:
+            changed = False
+            for call in self.pending:
+                if call not in blocked and any(id(shallow(self.types[a])) in holes for a in call.args):
+                    blocked.add(call)
+                    holes.add(id(shallow(self.types[call])))
+                    changed = True
+        return blocked
 
     def project(self, node: E.TupleGetItem) -> Type:
         ty = self.solver.shallow(self.types[node.tuple_value])
@@ -435,6 +522,14 @@ class TypeChecker:
             if self.check_annotations and node.ty is not None and complete and not isinstance(node, E.Function):
                 self.compare_comment(node, node.ty, resolved)
             object.__setattr__(node, "ty", resolved if complete else None)
+        noted: set = set()
+        for const, hole in self.unknown.items():
+            if const.meta in noted or const in self.unknown_after_error:
+                continue
+            noted.add(const.meta)
+            if not solver.is_complete(hole) and not solver.has_error(hole):
+                self.error(f"the type of {const.meta} is unknown: its value is not here, and its use does "
+                           f"not fix its type (write it in a /* ty=... */ comment)", const, Severity.INFO)
         for gv, ty in self.global_types.items():
             resolved = solver.resolve(ty)
             object.__setattr__(gv, "ty", resolved if solver.is_complete(resolved) else None)

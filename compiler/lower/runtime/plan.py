@@ -107,7 +107,7 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
             raise NotDataflow("@main contains a function value (a closure)")
         if isinstance(node, Constant):
             if node.data is None:
-                raise NotDataflow(f"the constant {node.meta} has no value")
+                raise NotDataflow(f"the constant {node.meta or 'folded from unknown constants'} has no value")
             values[node] = constant(np.asarray(node.data))
         elif isinstance(node, Tuple):
             values[node] = tuple(values[f] for f in node.fields)

@@ -116,7 +116,7 @@ def _placeholders(ty: Type, name: str, into: list[te.Tensor], span) -> Any:
 
 def _constant(node: Constant, result: Composed) -> te.Tensor:
     if node.data is None:
-        raise LoweringError(f"the constant {node.meta} has no value (its metadata entry is missing)", node.span)
+        raise LoweringError(f"the constant {node.meta or 'folded from unknown constants'} has no value (its metadata entry is missing)", node.span)
     data = np.asarray(node.data)
     dtype = str(data.dtype)
     if dtype not in te.DTYPES:

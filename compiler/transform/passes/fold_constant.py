@@ -19,6 +19,10 @@ Rewrites, bottom-up:
 * a projection `(a, b).0` of a tuple literal becomes the field (`on_device((a, b)).0`
   becomes `on_device(a)`);
 * `let %x = <constant>; body` becomes `body` with the constant in place of `%x`.
+* a call whose arguments are constants some of which have unknown values (text printed
+  without its metadata: `Constant` with no data) becomes an unknown constant of the call's
+  type (the type InferType gave it, else the op's relation on the constants' types); not
+  folded when that type is not a static tensor type or a tuple of them.
 
 Within a budget (fold_budget.py): the PassContext option `relay.FoldConstant.max_bytes`
 bounds the bytes of new constants one run creates (default 64 MiB plus twice the
@@ -31,8 +35,8 @@ Guarantees: no call above has all-constant arguments any more.  New constants ha
 None until the next InferType.  (TVM deviation: ndarray_size of a scalar folds to 1, the
 op library's value, where TVM wrote 0.)
 
-Spans: a folded constant (or tuple of constants) takes the SequentialSpan of everything
-it replaces: the call and its constant arguments (`SIBuilder` collapse, call first).  The
+Spans: a folded constant (or tuple of constants, known or unknown) takes the
+SequentialSpan of everything it replaces: the call and its constant arguments (`SIBuilder` collapse, call first).  The
 branch an `if` keeps takes the SequentialSpan of the branch and the `if` (a variable,
 or a branch also used elsewhere, keeps its own span: it cannot be copied).  A constant
 field taken out of a tuple takes the spans of the projection, the tuple and the field.
@@ -64,7 +68,7 @@ from ...ir.expr import (
 )
 from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
-from ...ir.types import TensorType
+from ...ir.types import TensorType, TupleType
 from ...ops import get_op
 from ..fold_budget import FoldBudget, constant_values, max_fold_bytes
 from ..infra import FunctionPass, PassContext, register_pass
@@ -92,6 +96,53 @@ def ignoring_on_device(expr: Expr) -> Expr:
 def is_simple_constant(expr: Expr) -> bool:
     inner = ignoring_on_device(expr)
     return isinstance(inner, Constant) and inner.data is not None
+
+
+def is_unknown_constant(expr: Expr) -> bool:
+    """A constant whose value is not known (text printed without its metadata)."""
+    inner = ignoring_on_device(expr)
+    if isinstance(inner, Tuple):
+        return all(is_complex_constant(f) or is_unknown_constant(f) for f in inner.fields) \
+            and any(is_unknown_constant(f) for f in inner.fields)
+    return isinstance(inner, Constant) and inner.data is None
+
+
+def unknown_value(ty: Any) -> Expr | None:
+    """The folded value of a call on unknown constants: an unknown constant of the call's
+    type (a tuple of them for a tuple type); None when the type is not a complete tensor
+    type (then the call is left alone)."""
+    if isinstance(ty, TensorType) and ty.is_static:
+        return Constant(None, ty=ty)
+    if isinstance(ty, TupleType):
+        fields = tuple(unknown_value(f) for f in ty.fields)
+        return None if any(f is None for f in fields) else Tuple(fields, ty=ty)
+    return None
+
+
+def _constant_type(expr: Expr) -> Any:
+    inner = ignoring_on_device(expr)
+    if isinstance(inner, Tuple):
+        fields = tuple(_constant_type(f) for f in inner.fields)
+        return None if any(f is None for f in fields) else TupleType(fields)
+    if isinstance(inner, Constant):
+        if inner.data is None:
+            return inner.ty
+        return TensorType(tuple(inner.data.shape), str(inner.data.dtype))
+    return None
+
+
+def _relation_type(call: Call) -> Any:
+    """The type of an op call on constants by the op's relation (for a call made since the
+    last InferType), or None."""
+    opdef = get_op(call.op.name)
+    args = [_constant_type(a) for a in call.args]
+    if opdef is None or opdef.type_relation is None or any(a is None for a in args):
+        return None
+    try:
+        attrs = opdef.normalize_attrs(call.attrs)
+        return opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
+    except Exception:  # noqa: BLE001 -- rejected by its relation: not folded
+        return None
 
 
 def is_complex_constant(expr: Expr) -> bool:
@@ -235,6 +286,10 @@ class _Folder(ExprMutator):
         if name.startswith("qnn.") and not self.fold_qnn:
             return new
         if not all(is_complex_constant(a) for a in new.args):
+            if all(is_complex_constant(a) or is_unknown_constant(a) for a in new.args):
+                folded = unknown_value(original.ty or _relation_type(new))
+                if folded is not None:
+                    return SIBuilder(collect_spans(new)).recursively_fill_span(folded)
             return new
         refusal = self.budget.refusal(name, new.attrs, constant_values(_stripped(a) for a in new.args))
         if refusal is not None:  # over the budget: not computed at all
