@@ -26,6 +26,7 @@ from .ir.functor import post_order
 from .ir.types import Type
 from .ir.module import IRModule
 from .ir.span import Source, document_span
+from .ops import attr_schema
 from .parser import ParseResult, parse
 from .parser.incremental import Change, prepare
 from .parser.scan import Scan
@@ -60,7 +61,7 @@ def check_text(text: str, name: str = "<input>", incremental: bool = False,
     `max_chars`: a longer text is not read; the result is an empty module and one error."""
     if max_chars is not None and len(text) > max_chars:
         return _too_large(text, name, max_chars)
-    parsed = parse(text, name, incremental)
+    parsed = parse(text, name, incremental, attr_schema=attr_schema)
     commented: dict = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
     return CheckResult(parsed, tuple(diagnostics), commented)

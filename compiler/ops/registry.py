@@ -33,7 +33,7 @@ from enum import IntEnum
 from typing import Any, Callable, Iterator, Mapping
 
 from ..ir.attrs import Attrs
-from .attrs import Attr, OpAttrs, _to_ir_value, normalize
+from .attrs import BOOL, FLOAT, INT, Attr, OpAttrs, _to_ir_value, normalize
 from .budget import result_problem
 
 
@@ -158,6 +158,15 @@ def get_op(name: str) -> OpDef | None:
     """The definition of an op, or None if the library does not know it."""
     _load()
     return _REGISTRY.get(name)
+
+
+def attr_schema(name: str) -> dict[str, str]:
+    """An op's attributes by name, as the parser needs them to read attributes written as a
+    metadata entry: "number", "bool" or "other" ({} for an op the library does not know)."""
+    opdef = get_op(name)
+    if opdef is None:
+        return {}
+    return {a.name: "bool" if a.kind is BOOL else "number" if a.kind in (INT, FLOAT) else "other" for a in opdef.attrs}
 
 
 def all_ops() -> Iterator[OpDef]:

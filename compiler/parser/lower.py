@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
+
+# an operator's attributes by name: "number", "bool" or "other" ({} for an unknown operator)
+AttrSchema = Callable[[str], Mapping[str, str]]
 
 import numpy as np
 from lark import Token, Tree
@@ -64,7 +67,9 @@ class Lowerer:
         diagnostics: list[Diagnostic],
         annotations: dict[int, tuple[str, int]],
         parse_type: Callable[[str], Tree],
+        attr_schema: AttrSchema | None = None,
     ) -> None:
+        self.attr_schema = attr_schema  # the op library's, given by the check (the parser sits below it)
         self.source = source
         self.module = module
         self.index = index
@@ -414,23 +419,20 @@ class Lowerer:
         op's schema (metadata.py, `MetadataTable.attrs`); without the section, a warning and
         the op's defaults."""
         table = self.module.metadata
-        if table is None:
+        if table is None or self.attr_schema is None:
+            why = ("are in a metadata section that is not here" if table is None else
+                   "are read by the type check, which knows the operator's schema")
             self.diagnostics.append(Diagnostic(
-                f"{ref}: the attributes are in a metadata section that is not here; the op's "
-                f"defaults are used", span, Severity.WARNING, source="metadata"))
+                f"{ref}: the attributes {why}; the op's defaults are used", span, Severity.WARNING,
+                source="metadata"))
             return A.EMPTY_ATTRS
-        from ..metadata import MetadataError
-        from ..ops import get_op
-        from ..ops.attrs import BOOL, FLOAT, INT
-
-        opdef = get_op(callee.name) if isinstance(callee, E.Op) else None
-        kinds = {a.name: a.kind for a in opdef.attrs} if opdef is not None else {}
+        kinds = self.attr_schema(callee.name) if isinstance(callee, E.Op) else {}
         try:
-            fields = table.attrs(ref.key, ref.index, lambda name: kinds.get(name) in (INT, FLOAT, BOOL))
+            fields = table.attrs(ref.key, ref.index, lambda name: kinds.get(name) in ("number", "bool"))
         except MetadataError as err:
             self.error(str(err), span, source="metadata")
             return A.EMPTY_ATTRS
-        return A.Attrs(tuple((k, bool(v) if kinds[k] is BOOL and v in (0, 1) else v)
+        return A.Attrs(tuple((k, bool(v) if kinds[k] == "bool" and v in (0, 1) else v)
                              for k, v in fields.items() if k in kinds))
 
     def meta_ref(self, tok: Token) -> A.MetaRef:

@@ -24,7 +24,7 @@ from ..support import gc_paused
 from .errors import HOLE, describe
 from .grammar import grammar, kids, parse_type_text
 from .incremental import Incremental, anchor
-from .lower import Lowerer
+from .lower import AttrSchema, Lowerer
 from .result import ParseResult, annotation_ends, diagnostic_order, unknown_constants_warning
 from .scan import Scan, scan
 from .symbols import SymbolIndex
@@ -34,16 +34,17 @@ _DEF_NAME = re.compile(r"def\s+@([A-Za-z_][\w/]*)")
 _BINDER = re.compile(r"\s*(%\d+|let\s+%[^\s=:]+(?:\s*:[^=]*)?)\s*=")
 
 
-def parse(text: str, name: str = "<string>", incremental: bool = False) -> ParseResult:
+def parse(text: str, name: str = "<string>", incremental: bool = False,
+          attr_schema: AttrSchema | None = None) -> ParseResult:
     """Parse a whole file.  Never raises on any input: problems become diagnostics.
 
     `incremental` keeps what `incremental.reparse` needs to re-read one statement after an
     edit (the language server's case): spans anchored to the statements they lie in."""
     with gc_paused():
-        return _parse(text, name, incremental)
+        return _parse(text, name, incremental, attr_schema)
 
 
-def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
+def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSchema | None = None) -> ParseResult:
     source = Source(name, text)
     scanned = scan(source)
     diagnostics = list(scanned.diagnostics)
@@ -51,7 +52,7 @@ def _parse(text: str, name: str, incremental: bool = False) -> ParseResult:
     index = SymbolIndex()
     if scanned.metadata is not None:
         _load_metadata(module, source, scanned.metadata, diagnostics)
-    lowerer = Lowerer(source, module, index, diagnostics, annotation_ends(scanned), parse_type_text)
+    lowerer = Lowerer(source, module, index, diagnostics, annotation_ends(scanned), parse_type_text, attr_schema)
     code = scanned.code
     if not scanned.items:
         _parse_expression_file(lowerer, source, code, diagnostics)

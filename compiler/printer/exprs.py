@@ -49,7 +49,7 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.functor import children
+from ..ir.functor import children, post_order
 from ..ir.types import Type
 from .comments import annotation
 from .doc import Close, Open, Scope, Tokens, newline
@@ -96,8 +96,6 @@ class MetaTable:
         """Keep the indices of the unknown constants under `roots` (text printed without
         its metadata: they print as written) out of the numbering of other constants, so
         that a constant a pass made never prints as one of theirs."""
-        from ..ir.functor import post_order
-
         done: set = set()
         for root in roots:
             for node in post_order(root, done=done):
