@@ -33,28 +33,10 @@ from .ir.functor import ExprMutator, children
 from .ir.module import IRModule
 from .ir.types import TensorType
 from .printer.types import print_type
+from .typing.unknown_constants import unknown_constants
 
 WEIGHT_OPS = frozenset({"nn.conv1d", "nn.conv2d", "nn.conv3d", "nn.conv1d_transpose", "nn.conv2d_transpose",
                         "nn.dense", "nn.matmul", "nn.batch_matmul"})
-
-
-def unknown_constants(module: IRModule) -> list[Constant]:
-    """The constants of `module` with no value, in the order of first appearance."""
-    found: dict[Constant, None] = {}
-    seen: set[int] = set()
-    for func in module.functions.values():
-        stack: list[Expr] = [func]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, Constant) and node.data is None:
-                found[node] = None
-            stack.extend(c for c in children(node) if isinstance(c, Expr))
-            if isinstance(node, Call):
-                stack.append(node.op)
-    return list(found)
 
 
 def _key(const: Constant) -> object:

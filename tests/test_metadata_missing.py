@@ -17,15 +17,17 @@ import pytest
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.diagnostics import Severity
+from relaylens.compiler.cli import main
 from relaylens.compiler.driver import compile
 from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.ir import Constant
 from relaylens.compiler.parser import parse
 from relaylens.compiler.printer.types import print_type
 from relaylens.compiler.transform.span_check import spanless
-from relaylens.compiler.unknown_values import draw, fill_unknown_constants, unknown_constants
+from relaylens.compiler.typing.unknown_constants import unknown_constants
+from relaylens.compiler.unknown_values import draw, fill_unknown_constants
 
-from conftest import CORPUS
+from conftest import CORPUS, corpus_file
 
 CORPUS_RELAY = CORPUS / "relay" if (CORPUS / "relay").is_dir() else CORPUS
 
@@ -383,3 +385,13 @@ def test_no_unknown_type_note_behind_a_type_error():
     errors = [d.message for d in checked.diagnostics if d.is_error]
     assert len(errors) == 1 and "moving_var has 64 elements but data has 128 channels" in errors[0]
     assert [d for d in checked.diagnostics if d.severity == Severity.INFO] == []
+
+
+def test_run_fills_unknown_constants_from_its_seed_compiled_and_interpreted_alike(capsys):
+    path = str(corpus_file("007.relay"))  # four constants, printed without their metadata
+    assert main(["run", path, "--check", "--seed", "5"]) == 0
+    err = capsys.readouterr().err
+    assert "4 constants of unknown value filled with random values from seed 5" in err
+    assert "DIFFERS" not in err and "check output: max abs error" in err
+    assert main(["run", str(corpus_file("013.relay"))]) == 1  # a constant nothing gives a type to
+    assert "has no value and no known type" in capsys.readouterr().err

@@ -41,6 +41,7 @@ from typing import Sequence, TextIO
 
 import numpy as np
 
+from ..check import check_text
 from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import Interpreter, InterpreterError, Value, value_text
@@ -48,7 +49,9 @@ from ..interpreter.values import static_shape, type_mismatch, type_text
 from ..ir.expr import Function, Var
 from ..ir.types import TensorType, TupleType, Type
 from ..parser import parse
+from ..parser.result import is_unknown_constants_warning
 from ..transform.bind_params import bind_params_by_name
+from ..unknown_values import fill_unknown_constants
 from .array_files import load_array
 from .build_options import ParamsFile, add_build_options, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
@@ -73,7 +76,8 @@ def add_parser(commands) -> None:
     parser.add_argument("--interp", action="store_true", help="use the reference interpreter")
     parser.add_argument("--check", action="store_true",
                         help="run compiled code and the interpreter, report the largest error per output")
-    parser.add_argument("--seed", type=_natural, default=0, metavar="N", help="seed of random inputs (0)")
+    parser.add_argument("--seed", type=_natural, default=0, metavar="N",
+                        help="seed of random inputs, and of the values of constants printed without their metadata (0)")
     parser.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz archive")
     parser.add_argument("--force", action="store_true", help="allow OUT.npz to replace an existing file")
     parser.set_defaults(run=run)
@@ -105,10 +109,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
     result = parse(text, name)
+    if any(is_unknown_constants_warning(d) for d in result.diagnostics):  # printed without its metadata
+        result = check_text(text, name)  # their types, from ty= comments or their use
     report(result.diagnostics, name, err)
     if any(d.is_error for d in result.diagnostics):
         return EXIT_ERRORS
-    module = result.module
+    module, filled = fill_unknown_constants(result.module, args.seed)  # the same values the build draws
+    report(filled, name, err)
+    if any(d.is_error for d in filled):
+        return EXIT_ERRORS
     if "main" not in module:
         print(render(Diagnostic("there is no @main to run"), name), file=err)
         return EXIT_ERRORS
@@ -123,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             with terminal_progress(err) as progress:
                 built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                                progress=progress)
+                                progress=progress, unknown_seed=args.seed)
             report([d for d in built.diagnostics if d.is_error], name, err)
             if built.executable is None:
                 return EXIT_ERRORS

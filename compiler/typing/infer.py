@@ -34,7 +34,7 @@ from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, all_ops, get_op
 from ..printer.types import print_type
-from .unknown_constants import broadcast_operand, operand_type
+from .unknown_constants import broadcast_operand, operand_type, unknown_constants
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
@@ -87,8 +87,6 @@ def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotation
             checker.types[node] = node.ty
             checker.seeded.add(node)
     if any(isinstance(n, E.Constant) and n.data is None and n.meta is not None for n in seen if is_new(n)):
-        from ..unknown_values import unknown_constants  # other references to the same entries
-
         for const in unknown_constants(module):
             if not is_new(const) and const.meta is not None:
                 if const.ty is None:

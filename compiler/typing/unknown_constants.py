@@ -28,6 +28,9 @@ of any other op.  Such a constant keeps an unknown type, and the checker says so
 from __future__ import annotations
 
 from ..ir.attrs import IntImm
+from ..ir.expr import Call, Constant, Expr
+from ..ir.functor import children
+from ..ir.module import IRModule
 from ..ir.types import TensorType, Type
 from ..ops.nn_conv import _SPECS, backward_shape, parse_layout
 
@@ -109,3 +112,22 @@ def broadcast_operand(op: str, index: int, args: list[Type], result: Type) -> Te
     if None in shape or other.dtype != result.dtype or shape != tuple(_int(d) for d in result.shape):
         return None
     return TensorType(shape, other.dtype)
+
+
+def unknown_constants(module: IRModule) -> list[Constant]:
+    """The constants of `module` with no value, in the order of first appearance."""
+    found: dict[Constant, None] = {}
+    seen: set[int] = set()
+    for func in module.functions.values():
+        stack: list[Expr] = [func]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, Constant) and node.data is None:
+                found[node] = None
+            stack.extend(c for c in children(node) if isinstance(c, Expr))
+            if isinstance(node, Call):
+                stack.append(node.op)
+    return list(found)
