@@ -600,7 +600,7 @@ def _define_conv(spec: ConvSpec, doc: str, canonical_spec: ConvSpec | None = Non
     opdef = define(spec.name, ("data", "weight"), OUT_EWISE_FUSABLE,
                    attrs=_conv_attrs(canonical_spec or spec), doc=doc)
     opdef.relation(_conv_relation(spec))
-    opdef.compute(_conv_compute(spec))
+    opdef.reference(_conv_compute(spec))
     return opdef
 
 
@@ -722,7 +722,7 @@ def _(data, weight, attrs):
     return _matmul_relation("nn.dense", "data", "weight", False, True, a, b, attrs)
 
 
-@dense.compute
+@dense.reference
 def _(data, weight, attrs):
     return _matmul(data, weight.T, _out_dtype(attrs, str(data.dtype)))
 
@@ -741,7 +741,7 @@ def _(tensor_a, tensor_b, attrs):
                             a, b, attrs)
 
 
-@matmul.compute
+@matmul.reference
 def _(a, b, attrs):
     if attrs.transpose_a:
         a = np.swapaxes(a, -1, -2)
@@ -779,7 +779,7 @@ def _(tensor_a, tensor_b, attrs):
     return TensorType((batch, am, bn), _out_dtype(attrs, a.dtype))
 
 
-@batch_matmul.compute
+@batch_matmul.reference
 def _(a, b, attrs):
     if attrs.transpose_a:
         a = np.swapaxes(a, -1, -2)

@@ -36,7 +36,7 @@ from .shapes import check_dtype, check_rank, conv_out, dims, expand_padding, kno
 def _identity(name: str, doc: str, attrs: tuple[Attr, ...] = (), open_attrs: bool = False) -> None:
     opdef = define(name, ("data",), OPAQUE, attrs=attrs, doc=doc, open_attrs=open_attrs, polymorphic=True)
     opdef.relation(lambda data, attrs: data)
-    opdef.compute(lambda x, attrs: x)
+    opdef.reference(lambda x, attrs: x)
 
 
 _identity("annotation.stop_fusion", "A fusion barrier: the value itself; FuseOps never fuses across it.")
@@ -111,7 +111,7 @@ def _(args, attrs):
     return fn.ret_type
 
 
-@call_lowered.compute
+@call_lowered.reference
 def _(args, attrs):
     fn, inputs = args
     if not callable(fn):
@@ -167,7 +167,7 @@ def _(size, shape, alignment, attrs):
     return storage_type()
 
 
-alloc_storage.compute(_no_reference("memory.alloc_storage"))
+alloc_storage.reference(_no_reference("memory.alloc_storage"))
 
 
 alloc_tensor = define("memory.alloc_tensor", ("storage", "offset", "shape"), OPAQUE,
@@ -227,11 +227,11 @@ def _(storage, offset, shape, attrs):
     return TensorType((ANY,) * check_rank(rank, f"{op}: the result"), dtype)
 
 
-alloc_tensor.compute(_no_reference("memory.alloc_tensor"))
+alloc_tensor.reference(_no_reference("memory.alloc_tensor"))
 
 kill = define("memory.kill", ("to_free",), OPAQUE, doc="Release a value to the allocator; returns ().")
 kill.relation(lambda to_free, attrs: UNIT)
-kill.compute(lambda x, attrs: ())
+kill.reference(lambda x, attrs: ())
 
 
 # ---- the VM ---------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def _(data, attrs):
     return TensorType((t.ndim,), check_dtype(attrs.dtype or "int64"))
 
 
-@shape_of.compute
+@shape_of.reference
 def _(x, attrs):
     return np.array(x.shape, dtype=attrs.dtype or "int64")
 
@@ -274,7 +274,7 @@ def _(op, ins, outs, attrs):
     return UNIT
 
 
-@invoke_tvm_op.compute
+@invoke_tvm_op.reference
 def _(fn, ins, outs, attrs):
     if not callable(fn):
         raise NotImplementedError("vm.invoke_tvm_op needs the primitive function as a Python callable")
@@ -320,7 +320,7 @@ def _(func, ins, outs, attrs):
     return UNIT
 
 
-shape_func.compute(_no_reference("vm.shape_func"))
+shape_func.reference(_no_reference("vm.shape_func"))
 
 reshape_tensor = define("vm.reshape_tensor", ("data", "shape"), OPAQUE,
                         attrs=(Attr("newshape", INTS, doc="the result shape"),),
@@ -334,7 +334,7 @@ def _(data, shape, attrs):
     return TensorType(tuple(attrs.newshape), t.dtype)
 
 
-reshape_tensor.compute(lambda x, shape, attrs: x.reshape(attrs.newshape))
+reshape_tensor.reference(lambda x, shape, attrs: x.reshape(attrs.newshape))
 
 
 # ---- dyn ---------------------------------------------------------------------------------------
@@ -355,7 +355,7 @@ def _(data, shape, attrs):
     return TensorType((ANY,) * check_rank(dims(s)[0], "dyn.broadcast_to: the result"), t.dtype)
 
 
-@dyn_broadcast_to.compute
+@dyn_broadcast_to.reference
 def _(x, shape, attrs):
     return np.broadcast_to(x, tuple(int(v) for v in np.asarray(shape).reshape(-1))).copy()
 
@@ -434,7 +434,7 @@ def _(data, scale, zero_point, attrs):
     return TensorType(d.shape, attrs.out_dtype)
 
 
-@quantize.compute
+@quantize.reference
 def _(x, scale, zero_point, attrs):
     axis, _ = _channel_axis("qnn.quantize", TensorType(x.shape, "float32"), attrs.axis, False)
     s = _along(scale, axis, x.ndim).astype(np.float32)
@@ -465,7 +465,7 @@ def _(data, scale, zero_point, attrs):
     return TensorType(d.shape, attrs.out_dtype)
 
 
-@dequantize.compute
+@dequantize.reference
 def _(q, scale, zero_point, attrs):
     axis, _ = _channel_axis("qnn.dequantize", TensorType(q.shape, str(q.dtype)), attrs.axis, False)
     shifted = q.astype(np.int32) - _along(zero_point, axis, q.ndim).astype(np.int32)
@@ -541,7 +541,7 @@ def _fixed_point_multiply(x: np.ndarray, multipliers: np.ndarray, rounding: str)
     return ((product + rounder) >> total).astype(np.int32)
 
 
-@requantize.compute
+@requantize.reference
 def _(q, in_scale, in_zp, out_scale, out_zp, attrs):
     rounding, compute_dtype = _requantize_modes(attrs)
     axis, _ = _channel_axis("qnn.requantize", TensorType(q.shape, str(q.dtype)), attrs.axis, False)
@@ -686,7 +686,7 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, dilation, before, after, 
     return out
 
 
-@qnn_conv2d.compute
+@qnn_conv2d.reference
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     op = "qnn.conv2d"
     d_t, w_t = TensorType(data.shape, str(data.dtype)), TensorType(weight.shape, str(weight.dtype))
@@ -729,7 +729,7 @@ def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     return TensorType(tuple(d.shape[:-1]) + (units,), out_dtype)
 
 
-@qnn_dense.compute
+@qnn_dense.reference
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     x = data.astype(np.int64) - np.int64(np.asarray(input_zp))
     w = weight.astype(np.int64) - _along(kernel_zp, 0, 2).astype(np.int64)

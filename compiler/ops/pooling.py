@@ -217,7 +217,7 @@ def _pool_op(nd: int, kind: str) -> None:
         d = tensor(data, f"{name}: data", 0)
         return TensorType(_pooled_shape(name, d, _window(name, nd, d, attrs)), d.dtype)
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
         t = TensorType(x.shape, str(x.dtype))
         w = _window(name, nd, t, attrs)
@@ -273,7 +273,7 @@ def _global_op(kind: str) -> None:
             shape[ax] = 1
         return TensorType(tuple(shape), d.dtype)
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
         axes = spatial_axes(name, attrs.layout, "HW", TensorType(x.shape, str(x.dtype)))
         return _adaptive_pool(x, axes, (1, 1), kind)
@@ -312,7 +312,7 @@ def _adaptive_op(nd: int, kind: str) -> None:
             shape[ax] = o
         return TensorType(tuple(shape), d.dtype)
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
         axes, out = _adaptive_sizes(name, nd, TensorType(x.shape, str(x.dtype)), attrs)
         return _adaptive_pool(x, axes, tuple(int(o) for o in out), kind)
@@ -370,7 +370,7 @@ def _(data, pad_value, attrs):
     return TensorType(tuple(shape), d.dtype)
 
 
-@pad.compute
+@pad.reference
 def _(x, pad_value, attrs):
     widths = _pad_widths(TensorType(x.shape, str(x.dtype)), attrs)
     crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(widths))
@@ -570,7 +570,7 @@ def _(data, attrs):
     return TensorType(tuple(shape), out_dtype)
 
 
-@resize.compute
+@resize.reference
 def _(x, attrs):
     h, w = _resize_check("image.resize2d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method)
     r = _Resize(attrs.method.lower(), attrs.coordinate_transformation_mode, attrs.rounding_method,
@@ -617,7 +617,7 @@ def _(data, attrs):
     return TensorType(tuple(_upsampled("nn.upsampling", d, attrs)[2]), d.dtype)
 
 
-@upsampling.compute
+@upsampling.reference
 def _(x, attrs):
     h, w, shape = _upsampled("nn.upsampling", TensorType(x.shape, str(x.dtype)), attrs)
     r = _Resize(attrs.method.removeprefix("bi"), "align_corners" if attrs.align_corners else "asymmetric")

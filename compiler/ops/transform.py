@@ -175,7 +175,7 @@ def _(data, attrs):
     return TensorType(new_shape("reshape", t, attrs.newshape, attrs.allowzero), t.dtype)
 
 
-@reshape.compute
+@reshape.reference
 def _(x, attrs):
     return x.reshape(new_shape("reshape", _as_type(x), attrs.newshape, attrs.allowzero))
 
@@ -220,7 +220,7 @@ def _(data, shape_like, attrs):
     return TensorType(_reshape_like_shape(d, like, attrs), d.dtype)
 
 
-@reshape_like.compute
+@reshape_like.reference
 def _(x, like, attrs):
     return x.reshape(_reshape_like_shape(_as_type(x), _as_type(like), attrs))
 
@@ -238,7 +238,7 @@ def _(data, attrs):
     return TensorType((ds[0], product(ds[1:])), t.dtype)
 
 
-@batch_flatten.compute
+@batch_flatten.reference
 def _(x, attrs):
     return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))
 
@@ -270,7 +270,7 @@ def _(data, attrs):
     return TensorType(tuple(ds[a] for a in _permutation(t, attrs.axes)), t.dtype)
 
 
-@transpose.compute
+@transpose.reference
 def _(x, attrs):
     return np.transpose(x, _permutation(_as_type(x), attrs.axes))
 
@@ -302,7 +302,7 @@ def _(data, attrs):
     return TensorType(ds[:p] + (1,) * attrs.num_newaxis + ds[p:], t.dtype)
 
 
-@expand_dims.compute
+@expand_dims.reference
 def _(x, attrs):
     p = _expand_pivot(_as_type(x), attrs)
     return x.reshape(x.shape[:p] + (1,) * attrs.num_newaxis + x.shape[p:])
@@ -338,7 +338,7 @@ def _(data, attrs):
     return TensorType(tuple(d for k, d in enumerate(dims(t)) if k not in gone), t.dtype)
 
 
-@squeeze.compute
+@squeeze.reference
 def _(x, attrs):
     return np.squeeze(x, axis=tuple(sorted(set(_squeezed(_as_type(x), attrs.axis)))))
 
@@ -396,7 +396,7 @@ def _(data, attrs):
     return TensorType(tuple(out), first.dtype)
 
 
-@concatenate.compute
+@concatenate.reference
 def _(xs, attrs):
     return np.concatenate(xs, axis=attrs.axis)
 
@@ -420,7 +420,7 @@ def _(data, attrs):
     return TensorType(fs[:axis] + (len(fields),) + fs[axis:], first.dtype)
 
 
-@stack.compute
+@stack.reference
 def _(xs, attrs):
     return np.stack(xs, axis=attrs.axis)
 
@@ -472,7 +472,7 @@ def _(data, attrs):
     return TupleType(tuple(TensorType(ds[:axis] + (p,) + ds[axis + 1:], t.dtype) for p in pieces))
 
 
-@split.compute
+@split.reference
 def _(x, attrs):
     axis, pieces = _split_plan(_as_type(x), attrs)
     return tuple(np.split(x, np.cumsum(pieces[:-1]), axis=axis))
@@ -564,7 +564,7 @@ def _(data, attrs):
     return TensorType(tuple(out), t.dtype)
 
 
-@layout_transform.compute
+@layout_transform.reference
 def _(x, attrs):
     src, dst = _layouts(_as_type(x), attrs)
     # to one axis per upper-case letter, in src order: each axis followed by its block
@@ -619,7 +619,7 @@ def _(data, attrs):
     return TensorType(shape, t.dtype)
 
 
-@broadcast_to.compute
+@broadcast_to.reference
 def _(x, attrs):
     return np.broadcast_to(x, attrs.shape).copy()
 
@@ -639,7 +639,7 @@ def _(data, broadcast_type, attrs):
     return like
 
 
-@broadcast_to_like.compute
+@broadcast_to_like.reference
 def _(x, like, attrs):
     return np.broadcast_to(x, like.shape).copy()
 
@@ -680,7 +680,7 @@ def _(data, collapse_type, attrs):
     return like
 
 
-@collapse_sum_like.compute
+@collapse_sum_like.reference
 def _(x, like, attrs):
     return _collapse_sum(x, like.shape)
 
@@ -710,7 +710,7 @@ def _(data, shape, attrs):
     return out
 
 
-@collapse_sum_to.compute
+@collapse_sum_to.reference
 def _(x, shape, attrs):
     return _collapse_sum(x, tuple(int(v) for v in np.asarray(shape).reshape(-1)))
 

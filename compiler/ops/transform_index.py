@@ -113,7 +113,7 @@ def _(data, attrs):
     return TensorType(tuple(out), t.dtype)
 
 
-@strided_slice.compute
+@strided_slice.reference
 def _(x, attrs):
     for axis, first, step, length in _slice_plan(_as_type(x), attrs):
         x = np.take(x, first + step * np.arange(length, dtype=np.int64), axis=axis)
@@ -175,7 +175,7 @@ def _fix_indices(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
     return idx
 
 
-@take.compute
+@take.reference
 def _(x, indices, attrs):
     axis, batch = _take_plan(_as_type(x), _as_type(indices), attrs)
     if axis is None:
@@ -217,7 +217,7 @@ def _(data, indices, attrs):
     return TensorType(i.shape, d.dtype)
 
 
-@gather.compute
+@gather.reference
 def _(x, indices, attrs):
     axis = _gather_axis(_as_type(x), _as_type(indices), attrs)
     return np.take_along_axis(x, indices.astype(np.int64), axis=axis)
@@ -261,7 +261,7 @@ def _(data, indices, attrs):
     return TensorType(dims(i)[1:] + dims(d)[m + attrs.batch_dims:], d.dtype)
 
 
-@gather_nd.compute
+@gather_nd.reference
 def _(x, indices, attrs):
     m = _gather_nd_m(_as_type(x), _as_type(indices), attrs)
     b = attrs.batch_dims
@@ -293,7 +293,7 @@ def _(data, attrs):
     return TensorType(tuple(mul(d, r) for d, r in zip(ds, rs)), t.dtype)
 
 
-@tile.compute
+@tile.reference
 def _(x, attrs):
     return np.tile(x, attrs.reps)
 
@@ -318,7 +318,7 @@ def _(data, attrs):
     return TensorType(ds[:axis] + (mul(ds[axis], attrs.repeats),) + ds[axis + 1:], t.dtype)
 
 
-@repeat.compute
+@repeat.reference
 def _(x, attrs):
     return np.repeat(x, attrs.repeats, axis=_repeat_axis(_as_type(x), attrs))
 
@@ -335,7 +335,7 @@ def _(data, attrs):
     return t
 
 
-@reverse.compute
+@reverse.reference
 def _(x, attrs):
     return np.flip(x, axis=attrs.axis).copy()
 
@@ -379,7 +379,7 @@ def _(data, attrs):
     return TensorType(ds[:axis] + positions + tuple(attrs.window_shape), t.dtype)
 
 
-@sliding_window.compute
+@sliding_window.reference
 def _(x, attrs):
     axis = _window_check(_as_type(x), attrs)
     view = np.lib.stride_tricks.sliding_window_view(x, attrs.window_shape, axis=tuple(range(axis, x.ndim)))
@@ -422,7 +422,7 @@ def _(indices, on_value, off_value, attrs):
     return TensorType(ds[:p] + (attrs.depth,) + ds[p:], check_dtype(attrs.dtype) if attrs.dtype else on.dtype)
 
 
-@one_hot.compute
+@one_hot.reference
 def _(indices, on, off, attrs):
     p = _one_hot_axis(_as_type(indices), attrs)
     positions = np.arange(attrs.depth).reshape((attrs.depth,) + (1,) * (indices.ndim - p))
@@ -454,7 +454,7 @@ def _(fill_value, attrs):
     return TensorType(_init_shape("full", attrs), check_dtype(attrs.dtype) if attrs.dtype else f.dtype)
 
 
-@full.compute
+@full.reference
 def _(fill, attrs):
     return np.full(_init_shape("full", attrs), fill, dtype=attrs.dtype or fill.dtype)
 
@@ -467,7 +467,7 @@ def _constant(name: str, value: int) -> None:
     def _(attrs):
         return TensorType(_init_shape(name, attrs), check_dtype(attrs.dtype or "float32"))
 
-    @opdef.compute
+    @opdef.reference
     def _(attrs):
         return np.full(_init_shape(name, attrs), value, dtype=attrs.dtype or "float32")
 
@@ -521,7 +521,7 @@ def _(start, stop, step, attrs):
     return TensorType((_arange_length(*values),), dtype)  # type: ignore[arg-type]
 
 
-@arange.compute
+@arange.reference
 def _(start, stop, step, attrs):
     n = _arange_length(float(start), float(stop), float(step))
     start, step = np.asarray(start, dtype=attrs.dtype), np.asarray(step, dtype=attrs.dtype)
@@ -542,7 +542,7 @@ def _(data, attrs):
     return TensorType((t.ndim,) if t.ndim else (), check_dtype(attrs.dtype or "int32"))
 
 
-@shape_of.compute
+@shape_of.reference
 def _(x, attrs):
     if x.ndim == 0:
         return np.zeros((), dtype=attrs.dtype or "int32")
@@ -560,6 +560,6 @@ def _(data, attrs):
     return TensorType((), check_dtype(attrs.dtype or "int32"))
 
 
-@ndarray_size.compute
+@ndarray_size.reference
 def _(x, attrs):
     return np.array(x.size, dtype=attrs.dtype or "int32")

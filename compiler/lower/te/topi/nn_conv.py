@@ -31,7 +31,7 @@ from ....ops.nn_conv import (CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, C
 from ...errors import LoweringError
 from .. import expr as te
 from .conv_blocked import blocked_conv2d, blocked_depthwise2d, blocked_kind
-from .registry import lowering
+from .registry import register_compute
 
 Indices = dict[str, te.PrimExpr]
 
@@ -178,7 +178,7 @@ def _cast_term(dtype: str) -> Term:
 def _conv_rule(spec: ConvSpec):
     op = spec.name
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
         plan = _plan(spec, attrs)
         whole_spatial(op, spec.spatial, plan.data_layout, "data_layout")
@@ -269,7 +269,7 @@ def _matmul(op: str, out_shape: Sequence[int], k: int, read_a, read_b, out_dtype
     return finish(te.compute(out_shape, body, f"T_{op.removeprefix('nn.')}", tag=op), out_dtype)
 
 
-@lowering("nn.dense")
+@register_compute("nn.dense")
 def _(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
     """data (..., K) times weight (units, K) transposed."""
     return _matmul("nn.dense", out_type.shape, data.shape[-1],
@@ -277,7 +277,7 @@ def _(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
                    _out_dtype(attrs, data.dtype), (data.dtype, weight.dtype))
 
 
-@lowering("nn.matmul")
+@register_compute("nn.matmul")
 def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
     """a (..., M, K) (transpose_a: (..., K, M)) times b (K, N) (transpose_b: (N, K))."""
     ta, tb = attrs.transpose_a, attrs.transpose_b
@@ -293,7 +293,7 @@ def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
                    (a.dtype, b.dtype))
 
 
-@lowering("nn.batch_matmul")
+@register_compute("nn.batch_matmul")
 def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
     """a (B, M, K) times b (B, K, N), either transposed; a batch of 1 broadcasts."""
     ta, tb = attrs.transpose_a, attrs.transpose_b

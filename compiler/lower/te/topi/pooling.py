@@ -23,7 +23,7 @@ from ....ops.pooling import (_adaptive_sizes, _int_div_shortcut, _pad_widths, _r
                             _resize_size, _upsampled, _window, spatial_axes)
 from ...errors import LoweringError
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 
 _F = np.float32
 
@@ -88,7 +88,7 @@ def _counted(i: te.PrimExpr, size: int, k: int, s: int, d: int, before: int, aft
 def _pool_rule(nd: int, kind: str) -> None:
     op = f"nn.{kind}_pool{nd}d"
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
         w = _window(op, nd, TensorType(data.shape, data.dtype), attrs)
         outs = [out_type.shape[ax] for ax in w.axes]
@@ -177,7 +177,7 @@ def adaptive_pool(op: str, data: te.Tensor, axes: Sequence[int], sizes: Sequence
 def _adaptive_rule(nd: int, kind: str) -> None:
     op = f"nn.adaptive_{kind}_pool{nd}d"
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
         axes, sizes = _adaptive_sizes(op, nd, TensorType(data.shape, data.dtype), attrs)
         return adaptive_pool(op, data, axes, [int(s) for s in sizes], kind, out_type.shape)
@@ -191,7 +191,7 @@ for _nd in (1, 2, 3):
 def _global_rule(kind: str) -> None:
     op = f"nn.global_{kind}_pool2d"
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
         axes = spatial_axes(op, attrs.layout, "HW", TensorType(data.shape, data.dtype))
         return adaptive_pool(op, data, axes, (1, 1), kind, out_type.shape)
@@ -210,7 +210,7 @@ def _reflect(j: te.PrimExpr, n: int) -> te.PrimExpr:
     return te.minimum(j, 2 * (n - 1) - j)
 
 
-@lowering("nn.pad")
+@register_compute("nn.pad")
 def _(data: te.Tensor, pad_value: te.Tensor, attrs, out_type) -> te.Tensor:
     """Negative widths crop first; then constant, edge or reflect padding."""
     widths = _pad_widths(TensorType(data.shape, data.dtype), attrs)
@@ -367,7 +367,7 @@ def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], 
     return te.compute(out_shape, body, "T_resize")
 
 
-@lowering("image.resize2d")
+@register_compute("image.resize2d")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
     h, w = _resize_check("image.resize2d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method)
     _resize_size(attrs)
@@ -377,7 +377,7 @@ def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
                   attrs.out_dtype or None)
 
 
-@lowering("nn.upsampling")
+@register_compute("nn.upsampling")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
     h, w, _ = _upsampled("nn.upsampling", TensorType(data.shape, data.dtype), attrs)
     mode = "align_corners" if attrs.align_corners else "asymmetric"
