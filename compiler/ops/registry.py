@@ -164,21 +164,8 @@ def define(name: str, inputs: tuple[str, ...] | None, pattern: OpPattern | None,
 
 def get_op(name: str) -> OpDef | None:
     """The definition of an op, or None if the library does not know it."""
-    _load()
     return _REGISTRY.get(name)
 
 
 def all_ops() -> Iterator[OpDef]:
-    _load()
     return iter(sorted(_REGISTRY.values(), key=lambda d: d.name))
-
-
-_loaded = False
-
-
-def _load() -> None:
-    """Import the op files (each registers its ops on import)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import library  # noqa: F401

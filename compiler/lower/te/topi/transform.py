@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ....ir.types import TensorType
-from ....ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
+from ....ops.transform_geometry import Layout, expand_pivot, layout_extents, layouts, permutation, split_plan, squeezed_axes
 from ...errors import LoweringError
 from .. import expr as te
 from ..arith import flat_index
@@ -57,7 +57,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 @register_compute("transpose")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Result axis k is data axis perm[k]."""
-    perm = _permutation(type_of(x), attrs.axes)
+    perm = permutation(type_of(x), attrs.axes)
 
     def body(*i):
         idx = [None] * x.ndim
@@ -70,13 +70,13 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 
 @register_compute("expand_dims")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    p, n = _expand_pivot(type_of(x), attrs), attrs.num_newaxis
+    p, n = expand_pivot(type_of(x), attrs), attrs.num_newaxis
     return te.compute(out_type.shape, lambda *i: x[i[:p] + i[p + n:]], "T_expand_dims")
 
 
 @register_compute("squeeze")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    gone = set(_squeezed(type_of(x), attrs.axis))
+    gone = set(squeezed_axes(type_of(x), attrs.axis))
 
     def body(*i):
         kept = iter(i)
@@ -126,7 +126,7 @@ def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
 
 @register_compute("split")
 def _(x: te.Tensor, attrs, out_type) -> tuple[te.Tensor, ...]:
-    axis, pieces = _split_plan(type_of(x), attrs)
+    axis, pieces = split_plan(type_of(x), attrs)
     outs, begin = [], 0
     for piece, field in zip(pieces, out_type.fields):
         outs.append(te.compute(field.shape, lambda *i, b=begin: x[_shifted(i, axis, b)], "T_split"))
@@ -139,8 +139,8 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Through the whole index of each upper-case axis: assembled from the result's outer
     and block parts, split again by data's blocks.  Positions past the extent of an axis
     (the padding of a block that does not divide it) are 0."""
-    src, dst = _layouts(type_of(x), attrs)
-    extent = _extents(type_of(x), src)
+    src, dst = layouts(type_of(x), attrs)
+    extent = layout_extents(type_of(x), src)
 
     def body(*i):
         at = {a: i[k] for k, (a, _) in enumerate(dst.axes)}

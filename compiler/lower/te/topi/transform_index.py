@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 
-from ....ops.transform_index import (
-    _gather_axis,
-    _gather_nd_m,
-    _one_hot_axis,
-    _repeat_axis,
-    _slice_plan,
-    _take_plan,
-    _window_check,
+from ....ops.transform_geometry import (
+    gather_axis,
+    gather_nd_m,
+    one_hot_axis,
+    repeat_axis,
+    slice_plan,
+    take_plan,
+    window_check,
 )
 from ...errors import LoweringError
 from .. import expr as te
@@ -33,7 +33,7 @@ def _index(value: te.PrimExpr) -> te.PrimExpr:
 
 @register_compute("strided_slice")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    plan = _slice_plan(type_of(x), attrs)
+    plan = slice_plan(type_of(x), attrs)
 
     def body(*i):
         idx = list(i)
@@ -59,7 +59,7 @@ def _fix(index: te.PrimExpr, n: int, mode: str) -> te.PrimExpr:
 def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
     """Result index = data's axes before axis (the first batch_dims of them shared with
     indices), then indices' own axes, then data's axes after axis."""
-    axis, batch = _take_plan(type_of(x), type_of(indices), attrs)
+    axis, batch = take_plan(type_of(x), type_of(indices), attrs)
     if axis is None:
         size = math.prod(x.shape)
         return te.compute(out_type.shape, lambda *i: x[unravel(_fix(indices[i], size, attrs.mode), x.shape)],
@@ -75,7 +75,7 @@ def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
 
 @register_compute("gather")
 def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
-    axis = _gather_axis(type_of(x), type_of(indices), attrs)
+    axis = gather_axis(type_of(x), type_of(indices), attrs)
     return te.compute(out_type.shape, lambda *i: x[i[:axis] + (_index(indices[i]),) + i[axis + 1:]],
                       "T_gather")
 
@@ -83,7 +83,7 @@ def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
 @register_compute("gather_nd")
 def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
     """out[y..., rest...] = data[y[:batch_dims]..., indices[0, y...], ..., indices[m-1, y...], rest...]."""
-    m = _gather_nd_m(type_of(x), type_of(indices), attrs)
+    m = gather_nd_m(type_of(x), type_of(indices), attrs)
     b, n = attrs.batch_dims, indices.ndim - 1
 
     def body(*o):
@@ -112,7 +112,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 
 @register_compute("repeat")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    axis = _repeat_axis(type_of(x), attrs)
+    axis = repeat_axis(type_of(x), attrs)
     return te.compute(out_type.shape, lambda *i: x[i[:axis] + (i[axis] // attrs.repeats,) + i[axis + 1:]],
                       "T_repeat")
 
@@ -128,7 +128,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Result index = data's axes before axis, the window's position per windowed axis,
     then the offset inside the window."""
-    axis = _window_check(type_of(x), attrs)
+    axis = window_check(type_of(x), attrs)
     n = x.ndim - axis
 
     def body(*o):
@@ -140,7 +140,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 
 @register_compute("one_hot")
 def _(indices: te.Tensor, on: te.Tensor, off: te.Tensor, attrs, out_type) -> te.Tensor:
-    p = _one_hot_axis(type_of(indices), attrs)
+    p = one_hot_axis(type_of(indices), attrs)
 
     def body(*o):
         hot = te.eq(_index(indices[o[:p] + o[p + 1:]]), o[p])
