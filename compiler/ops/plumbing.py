@@ -26,7 +26,7 @@ import numpy as np
 from ..ir.types import ANY, UNIT, FuncType, GlobalTypeVar, TensorType, TupleType, Type, TypeCall
 from .attrs import ANY as ANY_VALUE
 from .attrs import BOOL, INT, INTS, OPT_INT, OPT_INTS, STR, Attr
-from .pooling import layout_axes
+from .pooling_geometry import layout_axes
 from .registry import BROADCAST, OPAQUE, OUT_EWISE_FUSABLE, OpTypeError, define
 from .shapes import check_dtype, check_rank, conv_out, dims, expand_padding, known, same_dim, tensor, type_text
 
