@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir.types import TensorType
-from ....ops.nn_conv import parse_layout
-from ....ops.plumbing import _QMIN_QMAX, _channel_axis, _conv_geometry, _requantize_modes
+from ....ops.conv_geometry import parse_layout
+from ....ops.qnn_geometry import QMIN_QMAX, channel_axis, qnn_conv_geometry, requantize_modes
 from ...errors import LoweringError
 from .. import expr as te
 from .nn_conv import conv_forward, pad_spatial
@@ -51,12 +51,12 @@ def qparam(p: te.Tensor, channel: te.PrimExpr) -> te.PrimExpr:
 
 
 def _clip(value: te.PrimExpr, dtype: str) -> te.PrimExpr:
-    lo, hi = _QMIN_QMAX[dtype]
+    lo, hi = QMIN_QMAX[dtype]
     return te.minimum(te.maximum(value, lo), hi)
 
 
 def _axis(op: str, data: te.Tensor, axis: int) -> int:
-    return _channel_axis(op, TensorType(data.shape, data.dtype), axis, False)[0]
+    return channel_axis(op, TensorType(data.shape, data.dtype), axis, False)[0]
 
 
 @register_compute("qnn.quantize")
@@ -133,7 +133,7 @@ def _(data, in_scale, in_zp, out_scale, out_zp, attrs, out_type):
     """zp_out + (scale_in / scale_out) * (q - zp_in): fixed point in int64 (UPWARD or
     TONEAREST rounding of the shift), or in float32/float64 with compute_dtype; then
     clipped to out_dtype."""
-    rounding, compute_dtype = _requantize_modes(attrs)
+    rounding, compute_dtype = requantize_modes(attrs)
     axis = _axis("qnn.requantize", data, attrs.axis)
     out_dtype = attrs.out_dtype
 
@@ -174,7 +174,7 @@ def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs, out_t
     subtraction."""
     op = "qnn.conv2d"
     dtype = attrs.out_dtype or "int32"
-    geometry = _conv_geometry(op, TensorType(data.shape, data.dtype),
+    geometry = qnn_conv_geometry(op, TensorType(data.shape, data.dtype),
                               TensorType(weight.shape, weight.dtype), attrs)
     strides, dilation, before, after = geometry[3:7]
     data_layout = parse_layout(attrs.data_layout, "NCHW")
