@@ -56,8 +56,6 @@ from .pooling_geometry import (
 )
 from .shapes import check_dtype, conv_out, dims, known, tensor, type_text
 
-# ---- layouts ---------------------------------------------------------------------------
-
 _DEFAULT_LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
 
