@@ -43,6 +43,7 @@ from .pooling_geometry import (
     F32,
     SPATIAL_LETTERS,
     Window,
+    adaptive_cell,
     adaptive_sizes,
     cubic_weights,
     int_div_shortcut,
@@ -184,9 +185,8 @@ for _nd in (1, 2, 3):
 # ---- global and adaptive pooling -------------------------------------------------------------
 
 def _adaptive_pool(x: np.ndarray, axes: tuple[int, ...], sizes: tuple[int, ...], kind: str) -> np.ndarray:
-    """Output cell i along an axis of extent n covers [floor(i*n/o), ceil((i+1)*n/o))."""
-    spans = [[(i * x.shape[ax] // o, -(-(i + 1) * x.shape[ax] // o)) for i in range(o)]
-             for ax, o in zip(axes, sizes)]
+    """Each output cell reduces the input cell adaptive_cell gives it."""
+    spans = [[adaptive_cell(i, x.shape[ax], o) for i in range(o)] for ax, o in zip(axes, sizes)]
     shape = list(x.shape)
     for ax, o in zip(axes, sizes):
         shape[ax] = o

@@ -106,6 +106,12 @@ def adaptive_sizes(op: str, nd: int, data: TensorType, attrs) -> tuple[tuple[int
     return axes, out
 
 
+
+def adaptive_cell(i: Any, n: int, o: int) -> tuple[Any, Any]:
+    """Output cell i of o over an extent n covers [floor(i*n/o), ceil((i+1)*n/o)); `i` is
+    an int or an index expression."""
+    return (i * n) // o, ((i + 1) * n + o - 1) // o
+
 PAD_MODES = ("constant", "edge", "reflect")
 
 

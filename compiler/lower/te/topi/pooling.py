@@ -23,6 +23,7 @@ from ....ops.pooling_geometry import (
     COORDINATE_MODES,
     F32,
     METHODS,
+    adaptive_cell,
     adaptive_sizes,
     cubic_weights,
     int_div_shortcut,
@@ -143,12 +144,12 @@ for _nd in (1, 2, 3):
 def _cells(n: int, o: int) -> tuple[Callable, Callable, int]:
     """Cell i of o over n: its start and end as expressions of i, and the longest cell."""
     def start(i):
-        return (i * n) // o
+        return adaptive_cell(i, n, o)[0]
 
     def end(i):
-        return ((i + 1) * n + o - 1) // o
+        return adaptive_cell(i, n, o)[1]
 
-    longest = max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+    longest = max(hi - lo for lo, hi in (adaptive_cell(i, n, o) for i in range(o)))
     return start, end, longest
 
 
