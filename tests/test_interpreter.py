@@ -533,7 +533,6 @@ def test_unknown_operator():
 
 def test_op_without_numpy_compute(monkeypatch):
     fake = registry.OpDef("test.no_compute", ("data",), registry.OPAQUE)
-    registry._load()
     monkeypatch.setitem(registry._REGISTRY, "test.no_compute", fake)
     text = HEADER + "def @main(%x: float32) { test.no_compute(%x) }"
     line, col, message, _ = failure(text, np.array(1, "float32"))
@@ -549,7 +548,6 @@ def test_op_compute_raising_becomes_a_diagnostic(monkeypatch):
         return np.reshape(x, (7, 7))  # numpy's ValueError
 
     fake.numpy_compute = boom
-    registry._load()
     monkeypatch.setitem(registry._REGISTRY, "test.explodes", fake)
     text = HEADER + "def @main(%x: Tensor[(3), float32]) { test.explodes(%x) }"
     line, col, message, _ = failure(text, f32(1, 2, 3))
@@ -689,7 +687,6 @@ def test_compute_disagreeing_with_relation_is_reported(monkeypatch):
     fake = registry.OpDef("test.liar", ("data",), registry.OPAQUE)
     fake.type_relation = lambda data, attrs: data
     fake.numpy_compute = lambda x, attrs: x.astype("float64")
-    registry._load()
     monkeypatch.setitem(registry._REGISTRY, "test.liar", fake)
     text = HEADER + "def @main(%x: Tensor[(3), float32]) { test.liar(%x) }"
     _, _, message, _ = failure(text, f32(1, 2, 3))

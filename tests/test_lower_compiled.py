@@ -17,10 +17,10 @@ from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.ops import get_op
-from relaylens.compiler.ops.registry import _as_ir_attrs
+from relaylens.compiler.ops.registry import as_ir_attrs
 
 CASES = ELEMWISE + NN
-PRIMITIVE = _as_ir_attrs({"Primitive": 1})
+PRIMITIVE = as_ir_attrs({"Primitive": 1})
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def primitive_function(case) -> Function:
             var = Var(f"p{k}", ty, ty=ty)
             params.append(var)
             args.append(var)
-    call = Call(op(case.op), tuple(args), _as_ir_attrs(case.attrs), ty=case.out_type())
+    call = Call(op(case.op), tuple(args), as_ir_attrs(case.attrs), ty=case.out_type())
     return Function(tuple(params), call, attrs=PRIMITIVE)
 
 

@@ -10,7 +10,7 @@ from lower_cases_elemwise import CASES
 from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
-from relaylens.compiler.lower.te.topi import get_lowering, lowered_ops
+from relaylens.compiler.lower.te.topi import lowered_ops
 from relaylens.compiler.ops import get_op
 
 FAMILIES = {
@@ -47,7 +47,7 @@ def _flat(items) -> list:
 def test_rule_matches_reference(case):
     tensors = _placeholders(case)
     attrs = get_op(case.op).normalize_attrs(case.attrs)
-    out = get_lowering(case.op)(*tensors, attrs, case.out_type())
+    out = get_op(case.op).compute(*tensors, attrs, case.out_type())
     outs = list(out) if isinstance(out, tuple) else [out]
     for t in te.post_order(outs):
         assert t.is_placeholder or t.name.startswith("T_"), f"{case.id}: tensor named {t.name}"
@@ -59,13 +59,13 @@ def test_rule_matches_reference(case):
 @pytest.mark.parametrize("op", OPS)
 def test_every_op_has_a_rule_and_a_case(op):
     assert get_op(op) is not None, f"{op} is not in the op library"
-    assert get_lowering(op) is not None, f"no compute rule for {op}"
+    assert get_op(op).compute is not None, f"no compute rule for {op}"
     assert any(c.op == op for c in CASES), f"no lowering case for {op}"
 
 
 def test_every_rule_of_these_families_is_listed():
     modules = {f"relaylens.compiler.lower.te.topi.{family}" for family in FAMILIES}
-    ours = [op for op in lowered_ops() if get_lowering(op).__module__ in modules]
+    ours = [op for op in lowered_ops() if get_op(op).compute.__module__ in modules]
     assert sorted(ours) == OPS
 
 
@@ -74,9 +74,9 @@ def test_run_time_lengths_are_lowering_errors():
     out_type = get_op("arange").infer([scalar] * 3, {"dtype": "int32"})
     args = [te.placeholder((), "int32", name) for name in ("start", "stop", "step")]
     with pytest.raises(te.LoweringError, match="arange: the length is known only at run time"):
-        get_lowering("arange")(*args, get_op("arange").normalize_attrs({"dtype": "int32"}), out_type)
+        get_op("arange").compute(*args, get_op("arange").normalize_attrs({"dtype": "int32"}), out_type)
     data, shape = TensorType((2, 3), "float32"), TensorType((1,), "int64")
     out_type = get_op("collapse_sum_to").infer([data, shape], {})
     args = [te.placeholder((2, 3), "float32", "x"), te.placeholder((1,), "int64", "s")]
     with pytest.raises(te.LoweringError, match="collapse_sum_to: the target shape"):
-        get_lowering("collapse_sum_to")(*args, get_op("collapse_sum_to").normalize_attrs({}), out_type)
+        get_op("collapse_sum_to").compute(*args, get_op("collapse_sum_to").normalize_attrs({}), out_type)

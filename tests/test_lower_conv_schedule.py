@@ -33,7 +33,7 @@ from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.lower.te.compose import compose
 from relaylens.compiler.ops import get_op
-from relaylens.compiler.ops.registry import _as_ir_attrs
+from relaylens.compiler.ops.registry import as_ir_attrs
 
 ATOL = dict(atol=1e-4, rtol=1e-4)
 
@@ -104,8 +104,8 @@ def test_register_tile_fits_and_divides():
 def test_schedule_record_shows_the_tile_inside_the_epilogue(jit):
     case = conv((1, 64, 7, 7), (64, 64, 3, 3), "tile", padding=(1, 1))
     conv_func = primitive_function(case)
-    body = Call(op("nn.relu"), (conv_func.body,), _as_ir_attrs({}), ty=case.out_type())
-    func = Function(conv_func.params, body, attrs=_as_ir_attrs({"Primitive": 1}))
+    body = Call(op("nn.relu"), (conv_func.body,), as_ir_attrs({}), ty=case.out_type())
+    func = Function(conv_func.params, body, attrs=as_ir_attrs({"Primitive": 1}))
     lowered = lower_function(func, "tvmgen_default_fused_nn_conv2d_nn_relu", "<case>", jit)
     steps = [(s.primitive, s.args) for s in lowered.schedule.record]
     compute_at = [a for p, a in steps if p == "compute_at"]
@@ -149,7 +149,7 @@ def test_depthwise_and_strided_1x1_stages():
 
 def _call(name: str, args, **attrs):
     types = [a.ty for a in args]
-    return Call(op(name), tuple(args), _as_ir_attrs(attrs), ty=get_op(name).infer(types, attrs))
+    return Call(op(name), tuple(args), as_ir_attrs(attrs), ty=get_op(name).infer(types, attrs))
 
 
 def test_blocked_result_read_twice_gets_a_copy_epilogue(jit):
@@ -157,7 +157,7 @@ def test_blocked_result_read_twice_gets_a_copy_epilogue(jit):
     w = Var("p1", TensorType((32, 8, 3, 3), "float32"), ty=TensorType((32, 8, 3, 3), "float32"))
     c = _call("nn.conv2d", [x, w], padding=(1, 1))
     body = Tuple((_call("nn.relu", [c]), _call("negative", [c])), ty=TupleType((c.ty, c.ty)))
-    func = Function((x, w), body, attrs=_as_ir_attrs({"Primitive": 1}))
+    func = Function((x, w), body, attrs=as_ir_attrs({"Primitive": 1}))
     lowered = lower_function(func, "tvmgen_default_fused_two_readers", "<case>", jit)
     assert "T_conv2d_NCHW16c.local" in stage_names(lowered)
     xs = np.random.default_rng(2).standard_normal((1, 8, 6, 6)).astype("float32")

@@ -24,7 +24,7 @@ relu = define("nn.relu", ("data",), ELEMWISE, doc="max(x, 0), element by element
 relu.relation(lambda data, attrs: tensor(data, "nn.relu: data", 0))
 
 
-@relu.compute
+@relu.reference
 def _(x, attrs):
     return np.maximum(x, np.zeros((), x.dtype))
 
@@ -42,7 +42,7 @@ def _(data, attrs):
     return tensor(data, "nn.leaky_relu: data", 0)
 
 
-@leaky_relu.compute
+@leaky_relu.reference
 def _(x, attrs):
     alpha = np.asarray(attrs.alpha).astype(x.dtype)  # an integer tensor truncates alpha, as TVM
     return np.where(x > 0, x, x * alpha).astype(x.dtype)
@@ -73,7 +73,7 @@ def _(data, alpha, attrs):
     return d
 
 
-@prelu.compute
+@prelu.reference
 def _(x, alpha, attrs):
     shape = [1] * x.ndim
     shape[attrs.axis] = alpha.shape[0]
@@ -113,4 +113,4 @@ for _name, (_fn, _doc) in SOFTMAXES.items():
     _op = define(_name, ("data",), OUT_EWISE_FUSABLE,
                  attrs=(Attr("axis", INT, -1, "the axis to normalise along"),), doc=_doc)
     _op.relation(_softmax_relation(_name))
-    _op.compute(lambda x, attrs, _fn=_fn: _fn(x, attrs.axis))
+    _op.reference(lambda x, attrs, _fn=_fn: _fn(x, attrs.axis))

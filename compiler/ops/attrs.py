@@ -146,10 +146,10 @@ class Attr:
         """The default as the text format writes it (for hover and completion)."""
         if self.required:
             return "required"
-        return _show(_to_ir_value(self.default))
+        return _show(to_ir_value(self.default))
 
 
-def _to_ir_value(value: Any) -> Any:
+def to_ir_value(value: Any) -> Any:
     """A Python default as the parser would have read it (so the printer can show it)."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
@@ -158,7 +158,7 @@ def _to_ir_value(value: Any) -> Any:
     if isinstance(value, float):
         return FloatImm(value)
     if isinstance(value, (tuple, list)):
-        return tuple(_to_ir_value(v) for v in value)
+        return tuple(to_ir_value(v) for v in value)
     return value
 
 

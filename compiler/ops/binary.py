@@ -76,7 +76,7 @@ def _binary(name: str, fn, doc: str, result_dtype: str | None, needs_bool: bool)
         out = fn(a, b)
         return np.asarray(out, dtype=result_dtype or a.dtype)
 
-    opdef.compute(compute)
+    opdef.reference(compute)
 
 
 for _name, (_fn, _doc) in ARITHMETIC.items():
@@ -102,7 +102,7 @@ def _(condition, x, y, attrs):
     return broadcast_types("where", [TensorType(c.shape, a.dtype), values])
 
 
-@where.compute
+@where.reference
 def _(c, x, y, attrs):
     return np.where(c, x, y).astype(x.dtype)
 
@@ -128,7 +128,7 @@ def _(data, bias, attrs):
     return d
 
 
-@bias_add.compute
+@bias_add.reference
 def _(data, bias, attrs):
     axis = attrs.axis % data.ndim
     shape = [1] * data.ndim

@@ -88,7 +88,7 @@ def _keep_dtype(fn):
 for _name, (_fn, _doc) in {**FLOAT_FUNCS, **ANY_FUNCS}.items():
     _op = define(_name, ("data",), ELEMWISE, doc=_doc)
     _op.relation(_same_type(_name, _name in FLOAT_FUNCS))
-    _op.compute(_keep_dtype(_fn))
+    _op.reference(_keep_dtype(_fn))
 
 
 def _bool_relation(name: str):
@@ -103,7 +103,7 @@ def _bool_relation(name: str):
 
 logical_not = define("logical_not", ("data",), ELEMWISE, doc="Element-wise boolean not.")
 logical_not.relation(_bool_relation("logical_not"))
-logical_not.compute(lambda x, attrs: np.logical_not(x))
+logical_not.reference(lambda x, attrs: np.logical_not(x))
 
 
 def _float_predicate(name: str, fn, doc: str) -> None:
@@ -113,7 +113,7 @@ def _float_predicate(name: str, fn, doc: str) -> None:
     def _(data, attrs):
         return TensorType(tensor(data, f"{name}: data", 0).shape, "bool")
 
-    opdef.compute(lambda x, attrs: fn(x))
+    opdef.reference(lambda x, attrs: fn(x))
 
 
 _float_predicate("isnan", np.isnan, "True where x is NaN.")
@@ -133,7 +133,7 @@ def _(data, attrs):
     return t
 
 
-@clip.compute
+@clip.reference
 def _(x, attrs):
     return np.clip(x, attrs.a_min, attrs.a_max).astype(x.dtype)
 
@@ -147,7 +147,7 @@ def _(data, attrs):
     return TensorType(tensor(data, "cast: data", 0).shape, check_dtype(attrs.dtype))
 
 
-@cast.compute
+@cast.reference
 def _(x, attrs):
     return x.astype(attrs.dtype)
 
@@ -155,7 +155,7 @@ def _(x, attrs):
 def _like(name: str, value: int, doc: str) -> None:
     opdef = define(name, ("data",), ELEMWISE, doc=doc)
     opdef.relation(lambda data, attrs: tensor(data, f"{name}: data", 0))
-    opdef.compute(lambda x, attrs: np.full_like(x, value))
+    opdef.reference(lambda x, attrs: np.full_like(x, value))
 
 
 _like("zeros_like", 0, "A tensor of zeros with the shape and dtype of data.")
@@ -174,7 +174,7 @@ def _(data, fill_value, attrs):
     return t
 
 
-@full_like.compute
+@full_like.reference
 def _(x, fill, attrs):
     return np.full_like(x, fill)
 
@@ -194,7 +194,7 @@ def _(data, attrs):
     return t
 
 
-@fixed_point_multiply.compute
+@fixed_point_multiply.reference
 def _(x, attrs):
     total = 31 - attrs.shift
     value = x.astype(np.int64) * attrs.multiplier

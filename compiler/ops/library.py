@@ -10,4 +10,5 @@ from . import (  # noqa: F401
     pooling,
     reduce,
     transform,
+    transform_index,
 )

@@ -9,7 +9,8 @@ Layouts are handled as TVM's layout strings are: upper-case letters are the prim
 A convolution accepts any layout whose primal axes are those of its canonical one (NCHW
 and OIHW for conv2d, IOHW for conv2d_transpose, ...): NHWC, HWIO, OHWI, HWOI, NCHW8c,
 OIHW8i8o all work, for the type relation and for the numpy compute alike.  Both run in
-the canonical layout and convert at the edges.
+the canonical layout and convert at the edges (the layout machinery and the `ConvPlan`,
+shared with the compute rules, are in conv_geometry.py).
 
 The numpy compute is an im2col over a strided view of the padded input and one batched
 matrix product per call (one matrix per group), fast enough for ResNet-50 through the
@@ -26,201 +27,28 @@ weight.shape[1]).  The v0.8 default kernel_layout "OIHW" of conv2d_transpose rea
 from __future__ import annotations
 
 import itertools
-import re
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from ..ir.types import ANY, TensorType
 from .attrs import BOOL, INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError, OpAttrs
 from .registry import OUT_EWISE_FUSABLE, OpTypeError, define
-from .shapes import Dim, check_dtype, dims, known, mul, same_dim, tensor, type_text
+from .conv_geometry import (
+    ConvPlan,
+    ConvSpec,
+    Layout,
+    backward_shape,
+    conv_plan,
+    forward_shape,
+    from_canonical,
+    int_list,
+    is_depthwise,
+    list_text,
+    result_dtype,
+    to_canonical,
+)
+from .shapes import Dim, dims, known, mul, same_dim, tensor, type_text
 from .registry import get_op
-
-# --------------------------------------------------------------------------------------
-# Layouts
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A parsed layout string: each axis is (letter, factor); factor None for a primal
-    (upper-case) axis, the split factor for a sub-axis (`8c` -> ("c", 8))."""
-
-    name: str
-    axes: tuple[tuple[str, int | None], ...]
-
-    @property
-    def primal(self) -> str:
-        return "".join(a for a, f in self.axes if f is None)
-
-    def index(self, letter: str) -> int:
-        for i, (a, _) in enumerate(self.axes):
-            if a == letter:
-                return i
-        raise KeyError(letter)
-
-    def factor(self, primal: str) -> int | None:
-        """The factor of the sub-axis of `primal`, or None when it is not split."""
-        for a, f in self.axes:
-            if a == primal.lower() and f is not None:
-                return f
-        return None
-
-
-_TOKEN = re.compile(r"[A-Z]|[0-9]+[a-z]")
-
-
-@lru_cache(maxsize=None)
-def parse_layout(text: str, canonical: str) -> Layout | None:
-    """`text` as a layout convertible to `canonical` (same primal axes), or None."""
-    pos = 0
-    axes: list[tuple[str, int | None]] = []
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            return None
-        tok = m.group(0)
-        if tok.isupper():
-            axes.append((tok, None))
-        else:
-            factor = int(tok[:-1])
-            if factor <= 0:
-                return None
-            axes.append((tok[-1], factor))
-        pos = m.end()
-    letters = [a for a, _ in axes]
-    if len(set(letters)) != len(letters):
-        return None
-    primal = [a for a, f in axes if f is None]
-    if sorted(primal) != sorted(canonical):
-        return None
-    if any(a.upper() not in primal for a, f in axes if f is not None):
-        return None
-    return Layout(text, tuple(axes))
-
-
-def forward_shape(layout: Layout, shape: tuple[Dim, ...], canonical: str) -> tuple[Dim, ...]:
-    """The shape in the canonical layout (sub-axes merged into their primal axis)."""
-    out: list[Dim] = []
-    for letter in canonical:
-        d = shape[layout.index(letter)]
-        f = layout.factor(letter)
-        out.append(d if f is None else mul(d, f))
-    return tuple(out)
-
-
-def backward_shape(layout: Layout, shape: tuple[Dim, ...], canonical: str) -> tuple[Dim, ...]:
-    """A canonical shape in `layout` (split axes divided by their factor)."""
-    out: list[Dim] = []
-    for a, f in layout.axes:
-        if f is not None:
-            out.append(f)
-            continue
-        d = shape[canonical.index(a)]
-        sub = layout.factor(a)
-        out.append(d if sub is None or not known(d) else d // sub)
-    return tuple(out)
-
-
-def to_canonical(x: np.ndarray, layout: Layout, canonical: str) -> np.ndarray:
-    if layout.name == canonical:
-        return x
-    perm: list[int] = []
-    shape: list[int] = []
-    for letter in canonical:
-        i = layout.index(letter)
-        perm.append(i)
-        extent = x.shape[i]
-        if layout.factor(letter) is not None:
-            j = layout.index(letter.lower())
-            perm.append(j)
-            extent *= x.shape[j]
-        shape.append(extent)
-    return x.transpose(perm).reshape(shape)
-
-
-def from_canonical(x: np.ndarray, layout: Layout, canonical: str) -> np.ndarray:
-    if layout.name == canonical:
-        return x
-    labels: list[str] = []
-    split: list[int] = []
-    for k, letter in enumerate(canonical):
-        f = layout.factor(letter)
-        labels.append(letter)
-        if f is None:
-            split.append(x.shape[k])
-        else:
-            labels.append(letter.lower())
-            split += [x.shape[k] // f, f]
-    perm = [labels.index(a) for a, _ in layout.axes]
-    return np.ascontiguousarray(x.reshape(split).transpose(perm))
-
-
-# --------------------------------------------------------------------------------------
-# Attribute helpers (messages name the op and the attribute)
-
-
-def _list_text(values) -> str:
-    return "[" + ", ".join(str(v) for v in values) + "]"
-
-
-def _layout(op: str, attr: str, text: str, canonical: str, examples: str) -> Layout:
-    layout = parse_layout(text, canonical)
-    if layout is None:
-        raise AttrError(f'{op}: unsupported layout {attr}="{text}" (expected a layout of the '
-                        f"axes {', '.join(canonical)}, such as {examples})", attr)
-    return layout
-
-
-def _ints(op: str, attr: str, values: tuple[int, ...], n: int, *, positive: bool = True) -> tuple[int, ...]:
-    """A list attribute of n values; one value stands for all (TVM's Python API does that)."""
-    if len(values) == 1 and n > 1:
-        values = values * n
-    if len(values) != n:
-        raise AttrError(f"{op}: {attr} expects {n} value{'s' if n > 1 else ''}, got {len(values)} "
-                        f"({attr}={_list_text(values)})", attr)
-    if positive and any(v < 1 for v in values):
-        raise AttrError(f"{op}: {attr} must be positive, got {attr}={_list_text(values)}", attr)
-    if not positive and any(v < 0 for v in values):
-        raise AttrError(f"{op}: {attr} must not be negative, got {attr}={_list_text(values)}", attr)
-    return values
-
-
-def _padding(op: str, padding: tuple[int, ...], n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """TVM's padding forms: 1 value for every side, n values (same before and after), or
-    2n values (all befores, then all afters: [top, left, bottom, right] in 2-D)."""
-    if len(padding) == 1:
-        before = after = padding * n
-    elif len(padding) == n:
-        before = after = tuple(padding)
-    elif len(padding) == 2 * n:
-        before, after = tuple(padding[:n]), tuple(padding[n:])
-    else:
-        counts = "1 or 2" if n == 1 else f"1, {n} or {2 * n}"
-        raise AttrError(f"{op}: padding expects {counts} values, got {len(padding)} "
-                        f"(padding={_list_text(padding)})", "padding")
-    if any(p < 0 for p in before + after):
-        raise AttrError(f"{op}: padding must not be negative, got padding={_list_text(padding)}",
-                        "padding")
-    return before, after
-
-
-def _out_dtype(attrs: OpAttrs, default: str) -> str:
-    value = attrs.out_dtype
-    if value in ("", "void"):
-        return default
-    try:
-        return check_dtype(value, "out_dtype")
-    except OpTypeError as e:
-        raise AttrError(e.message, "out_dtype") from None
-
-
-def _groups(op: str, groups: int) -> int:
-    if groups < 1:
-        raise AttrError(f"{op}: groups must be positive, got groups={groups}", "groups")
-    return groups
-
 
 def _dims_text(ds) -> str:
     return "x".join(str(d) for d in ds)
@@ -228,71 +56,6 @@ def _dims_text(ds) -> str:
 
 # --------------------------------------------------------------------------------------
 # Convolution family
-
-
-@dataclass(frozen=True)
-class ConvSpec:
-    """What differs between the convolution ops."""
-
-    name: str
-    spatial: str  # "W", "HW", "DHW"
-    transpose: bool = False
-
-    @property
-    def ndim(self) -> int:
-        return len(self.spatial)
-
-    @property
-    def data_canonical(self) -> str:
-        return "NC" + self.spatial
-
-    @property
-    def kernel_canonical(self) -> str:
-        return ("IO" if self.transpose else "OI") + self.spatial
-
-    @property
-    def data_examples(self) -> str:
-        c = self.data_canonical
-        return f"{c}, N{self.spatial}C or {c}8c"
-
-    @property
-    def kernel_examples(self) -> str:
-        k = self.kernel_canonical
-        if self.transpose:
-            return f"{k}, {self.spatial}IO or OI{self.spatial}"
-        return f"{k}, {self.spatial}IO or {k}8i8o"
-
-
-@dataclass(frozen=True)
-class ConvPlan:
-    """Everything a relation works out, reused by the compute."""
-
-    data_layout: Layout
-    kernel_layout: Layout
-    out_layout: Layout
-    strides: tuple[int, ...]
-    dilation: tuple[int, ...]
-    pad_before: tuple[int, ...]
-    pad_after: tuple[int, ...]
-    output_padding: tuple[int, ...]
-    groups: int
-
-
-def _plan(spec: ConvSpec, attrs: OpAttrs) -> ConvPlan:
-    op, n = spec.name, spec.ndim
-    data_layout = _layout(op, "data_layout", attrs.data_layout, spec.data_canonical, spec.data_examples)
-    kernel_layout = _layout(op, "kernel_layout", attrs.kernel_layout, spec.kernel_canonical,
-                            spec.kernel_examples)
-    out_text = attrs.out_layout or attrs.data_layout
-    out_layout = _layout(op, "out_layout", out_text, spec.data_canonical, spec.data_examples)
-    strides = _ints(op, "strides", attrs.strides, n)
-    dilation = _ints(op, "dilation", attrs.dilation, n)
-    before, after = _padding(op, attrs.padding, n)
-    output_padding = (0,) * n
-    if spec.transpose:
-        output_padding = _ints(op, "output_padding", attrs.output_padding, n, positive=False)
-    return ConvPlan(data_layout, kernel_layout, out_layout, strides, dilation, before, after,
-                    output_padding, _groups(op, attrs.groups))
 
 
 def _shape_in(op: str, what: str, t: TensorType, layout: Layout, canonical: str, arg: int) -> tuple[Dim, ...]:
@@ -318,19 +81,13 @@ def _data_text(d: TensorType, layout: Layout, canonical: str) -> str:
     return text if layout.name == canonical else f"{text} in {layout.name}"
 
 
-def _is_depthwise(groups: int, in_channels: Dim, weight_out: Dim) -> bool:
-    """TVM's depthwise case: groups equal to the input channels and to the weight's O
-    extent; the weight's I extent is then the channel multiplier."""
-    return groups > 1 and known(in_channels, weight_out) and groups == in_channels == weight_out
-
-
 def _conv_relation(spec: ConvSpec):
     op = spec.name
 
     def relation(data, weight, attrs):
         d = tensor(data, f"{op}: data", 0)
         w = tensor(weight, f"{op}: weight", 1)
-        plan = _plan(spec, attrs)
+        plan = conv_plan(spec, attrs)
         dshape = _shape_in(op, "data", d, plan.data_layout, spec.data_canonical, 0)
         wshape = _shape_in(op, "weight", w, plan.kernel_layout, spec.kernel_canonical, 1)
         kernel = _check_weight(spec, plan, attrs, d, w, dshape, wshape)
@@ -339,7 +96,7 @@ def _conv_relation(spec: ConvSpec):
         for i, axis in enumerate(spec.spatial):
             out.append(_spatial_out(spec, plan, i, axis, dshape[2 + i], kernel[1][i]))
         oshape = backward_shape(plan.out_layout, tuple(out), spec.data_canonical)
-        return TensorType(oshape, _out_dtype(attrs, d.dtype))
+        return TensorType(oshape, result_dtype(attrs, d.dtype))
 
     return relation
 
@@ -357,9 +114,9 @@ def _check_weight(spec: ConvSpec, plan: ConvPlan, attrs: OpAttrs, d: TensorType,
                           f"(data {dtext})", 0)
     kernel_size = attrs.kernel_size
     if kernel_size is not None:
-        kernel_size = _ints(op, "kernel_size", kernel_size, spec.ndim)
+        kernel_size = int_list(op, "kernel_size", kernel_size, spec.ndim)
         if not all(same_dim(a, b) for a, b in zip(kernel_size, wkernel)):
-            raise OpTypeError(f"{op}: kernel_size={_list_text(kernel_size)} but weight has a "
+            raise OpTypeError(f"{op}: kernel_size={list_text(kernel_size)} but weight has a "
                               f"{_dims_text(wkernel)} kernel (weight {wtext})", 1)
     channels = attrs.channels
     if channels is not None and channels < 1:
@@ -382,7 +139,7 @@ def _check_weight(spec: ConvSpec, plan: ConvPlan, attrs: OpAttrs, d: TensorType,
         return out_c, tuple(kernel_size) if kernel_size is not None else wkernel
 
     w_out, w_in = wshape[0], wshape[1]
-    depthwise = _is_depthwise(groups, in_c, w_out)
+    depthwise = is_depthwise(groups, in_c, w_out)
     if channels is not None and kernel_size is not None:
         # TVM derives the whole weight shape from the attributes and unifies it.
         if depthwise:
@@ -547,8 +304,8 @@ def _acc_name(out_dtype: str, *inputs: np.ndarray) -> str:
 
 def _conv_compute(spec: ConvSpec):
     def compute(data, weight, attrs):
-        plan = _plan(spec, attrs)
-        out_dtype = _out_dtype(attrs, str(data.dtype))
+        plan = conv_plan(spec, attrs)
+        out_dtype = result_dtype(attrs, str(data.dtype))
         x = to_canonical(data, plan.data_layout, spec.data_canonical)
         w = to_canonical(weight, plan.kernel_layout, spec.kernel_canonical)
         if spec.transpose:
@@ -556,7 +313,7 @@ def _conv_compute(spec: ConvSpec):
                                     plan.dilation, plan.output_padding, plan.groups, out_dtype)
         else:
             C = x.shape[1]
-            if _is_depthwise(plan.groups, C, w.shape[0]) and w.shape[1] != 1:
+            if is_depthwise(plan.groups, C, w.shape[0]) and w.shape[1] != 1:
                 # (C, multiplier, *K): output channel c*m + j reads input c with w[c, j]
                 w = w.reshape((C * w.shape[1], 1) + w.shape[2:])
             out = conv_nd(x, w, plan.strides, plan.pad_before, plan.pad_after, plan.dilation,
@@ -600,7 +357,7 @@ def _define_conv(spec: ConvSpec, doc: str, canonical_spec: ConvSpec | None = Non
     opdef = define(spec.name, ("data", "weight"), OUT_EWISE_FUSABLE,
                    attrs=_conv_attrs(canonical_spec or spec), doc=doc)
     opdef.relation(_conv_relation(spec))
-    opdef.compute(_conv_compute(spec))
+    opdef.reference(_conv_compute(spec))
     return opdef
 
 
@@ -636,7 +393,7 @@ contrib_depthwise_conv2d_NCHWc = _define_conv(
     "weight OIHW1i[y]o, groups = channels.", CONV2D)
 
 
-_SPECS = {s.name: s for s in (CONV1D, CONV2D, CONV3D, CONV1D_T, CONV2D_T)}
+CONV_SPECS = {s.name: s for s in (CONV1D, CONV2D, CONV3D, CONV1D_T, CONV2D_T)}
 
 
 def weight_type(op_name: str, data: TensorType, attrs) -> TensorType | None:
@@ -659,14 +416,14 @@ def weight_type(op_name: str, data: TensorType, attrs) -> TensorType | None:
             return None
         k = dims(data)[-2 if transpose_a else -1]
         return TensorType((attrs.units, k) if transpose_b else (k, attrs.units), data.dtype)
-    spec = _SPECS.get(op_name)
+    spec = CONV_SPECS.get(op_name)
     if spec is None or attrs.channels is None or attrs.kernel_size is None or attrs.groups != 1:
         return None
-    plan = _plan(spec, attrs)
+    plan = conv_plan(spec, attrs)
     if data.ndim != len(plan.data_layout.axes):
         return None
     in_c = forward_shape(plan.data_layout, dims(data), spec.data_canonical)[1]
-    ks = _ints(spec.name, "kernel_size", attrs.kernel_size, spec.ndim)
+    ks = int_list(spec.name, "kernel_size", attrs.kernel_size, spec.ndim)
     canonical = (in_c, attrs.channels) if spec.transpose else (attrs.channels, in_c)
     return TensorType(backward_shape(plan.kernel_layout, canonical + ks, spec.kernel_canonical),
                       data.dtype)
@@ -707,7 +464,7 @@ def _matmul_relation(op: str, a_name: str, b_name: str, transpose_a: bool, trans
         raise OpTypeError(f"{op}: {a_name} has {reduce} input features ({where}) but {b_name} "
                           f"expects {b_reduce} ({a_name} {type_text(a)}, {b_name} {type_text(b)})", 1)
     oshape[-1] = units if units is not None else b_units
-    return TensorType(tuple(oshape), _out_dtype(attrs, a.dtype))
+    return TensorType(tuple(oshape), result_dtype(attrs, a.dtype))
 
 
 dense = define("nn.dense", ("data", "weight"), OUT_EWISE_FUSABLE, attrs=(_UNITS, _OUT_DTYPE),
@@ -722,9 +479,9 @@ def _(data, weight, attrs):
     return _matmul_relation("nn.dense", "data", "weight", False, True, a, b, attrs)
 
 
-@dense.compute
+@dense.reference
 def _(data, weight, attrs):
-    return _matmul(data, weight.T, _out_dtype(attrs, str(data.dtype)))
+    return _matmul(data, weight.T, result_dtype(attrs, str(data.dtype)))
 
 
 matmul = define("nn.matmul", ("tensor_a", "tensor_b"), OUT_EWISE_FUSABLE,
@@ -741,13 +498,13 @@ def _(tensor_a, tensor_b, attrs):
                             a, b, attrs)
 
 
-@matmul.compute
+@matmul.reference
 def _(a, b, attrs):
     if attrs.transpose_a:
         a = np.swapaxes(a, -1, -2)
     if attrs.transpose_b:
         b = b.T
-    return _matmul(a, b, _out_dtype(attrs, str(a.dtype)))
+    return _matmul(a, b, result_dtype(attrs, str(a.dtype)))
 
 
 batch_matmul = define("nn.batch_matmul", ("tensor_a", "tensor_b"), OUT_EWISE_FUSABLE,
@@ -776,13 +533,13 @@ def _(tensor_a, tensor_b, attrs):
                           f"(tensor_a {type_text(a)}, tensor_b {type_text(b)}, "
                           f"transpose_a={attrs.transpose_a}, transpose_b={attrs.transpose_b})", 1)
     batch = max(ab, bb) if known(ab, bb) else ANY  # type: ignore[type-var]
-    return TensorType((batch, am, bn), _out_dtype(attrs, a.dtype))
+    return TensorType((batch, am, bn), result_dtype(attrs, a.dtype))
 
 
-@batch_matmul.compute
+@batch_matmul.reference
 def _(a, b, attrs):
     if attrs.transpose_a:
         a = np.swapaxes(a, -1, -2)
     if attrs.transpose_b:
         b = np.swapaxes(b, -1, -2)
-    return _matmul(a, b, _out_dtype(attrs, str(a.dtype)))
+    return _matmul(a, b, result_dtype(attrs, str(a.dtype)))

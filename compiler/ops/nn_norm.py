@@ -108,7 +108,7 @@ def _(data, gamma, beta, moving_mean, moving_var, attrs):
     return TupleType((d, vec, vec))
 
 
-@batch_norm.compute
+@batch_norm.reference
 def _(x, gamma, beta, moving_mean, moving_var, attrs):
     axis = attrs.axis % x.ndim
     mean, var = _along(moving_mean, x.ndim, axis), _along(moving_var, x.ndim, axis)
@@ -141,7 +141,7 @@ layer_norm = define(
 layer_norm.relation(_norm_relation("nn.layer_norm"))
 
 
-@layer_norm.compute
+@layer_norm.reference
 def _(x, gamma, beta, attrs):
     axis = attrs.axis % x.ndim
     return _affine(_normalize(x, (axis,), attrs.epsilon), gamma, beta, attrs, axis, x.dtype)
@@ -170,7 +170,7 @@ def _check_groups(d: TensorType, axis: int, attrs) -> None:
 group_norm.relation(_norm_relation("nn.group_norm"))
 
 
-@group_norm.compute
+@group_norm.reference
 def _(x, gamma, beta, attrs):
     axis = attrs.axis % x.ndim
     groups = attrs.num_groups
@@ -189,7 +189,7 @@ instance_norm = define(
 instance_norm.relation(_norm_relation("nn.instance_norm", min_rank=3))
 
 
-@instance_norm.compute
+@instance_norm.reference
 def _(x, gamma, beta, attrs):
     axis = attrs.axis % x.ndim
     axes = tuple(i for i in range(1, x.ndim) if i != axis)
@@ -212,7 +212,7 @@ def _(data, attrs):
     return d
 
 
-@l2_normalize.compute
+@l2_normalize.reference
 def _(x, attrs):
     w = _wide(x)
     axes = reduce_axes("nn.l2_normalize", x.ndim, attrs.axis)
@@ -248,7 +248,7 @@ def _(data, attrs):
     return d
 
 
-@lrn.compute
+@lrn.reference
 def _(x, attrs):
     axis = attrs.axis % x.ndim
     w = _wide(x)
@@ -277,6 +277,6 @@ def _(data, attrs):
     return TupleType((d, d))
 
 
-@dropout.compute
+@dropout.reference
 def _(x, attrs):
     return x.copy(), np.ones_like(x)

@@ -26,9 +26,9 @@ import numpy as np
 from ..ir.types import ANY, UNIT, FuncType, GlobalTypeVar, TensorType, TupleType, Type, TypeCall
 from .attrs import ANY as ANY_VALUE
 from .attrs import BOOL, INT, INTS, OPT_INT, OPT_INTS, STR, Attr
-from .pooling import layout_axes
+from .qnn_geometry import QMIN_QMAX, channel_axis, qnn_conv_geometry, requantize_modes
 from .registry import BROADCAST, OPAQUE, OUT_EWISE_FUSABLE, OpTypeError, define
-from .shapes import check_dtype, check_rank, conv_out, dims, expand_padding, known, same_dim, tensor, type_text
+from .shapes import check_dtype, check_rank, dims, known, same_dim, tensor, type_text
 
 # ---- pass-through annotations ----------------------------------------------------------------
 
@@ -36,7 +36,7 @@ from .shapes import check_dtype, check_rank, conv_out, dims, expand_padding, kno
 def _identity(name: str, doc: str, attrs: tuple[Attr, ...] = (), open_attrs: bool = False) -> None:
     opdef = define(name, ("data",), OPAQUE, attrs=attrs, doc=doc, open_attrs=open_attrs, polymorphic=True)
     opdef.relation(lambda data, attrs: data)
-    opdef.compute(lambda x, attrs: x)
+    opdef.reference(lambda x, attrs: x)
 
 
 _identity("annotation.stop_fusion", "A fusion barrier: the value itself; FuseOps never fuses across it.")
@@ -111,7 +111,7 @@ def _(args, attrs):
     return fn.ret_type
 
 
-@call_lowered.compute
+@call_lowered.reference
 def _(args, attrs):
     fn, inputs = args
     if not callable(fn):
@@ -167,7 +167,7 @@ def _(size, shape, alignment, attrs):
     return storage_type()
 
 
-alloc_storage.compute(_no_reference("memory.alloc_storage"))
+alloc_storage.reference(_no_reference("memory.alloc_storage"))
 
 
 alloc_tensor = define("memory.alloc_tensor", ("storage", "offset", "shape"), OPAQUE,
@@ -227,11 +227,11 @@ def _(storage, offset, shape, attrs):
     return TensorType((ANY,) * check_rank(rank, f"{op}: the result"), dtype)
 
 
-alloc_tensor.compute(_no_reference("memory.alloc_tensor"))
+alloc_tensor.reference(_no_reference("memory.alloc_tensor"))
 
 kill = define("memory.kill", ("to_free",), OPAQUE, doc="Release a value to the allocator; returns ().")
 kill.relation(lambda to_free, attrs: UNIT)
-kill.compute(lambda x, attrs: ())
+kill.reference(lambda x, attrs: ())
 
 
 # ---- the VM ---------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def _(data, attrs):
     return TensorType((t.ndim,), check_dtype(attrs.dtype or "int64"))
 
 
-@shape_of.compute
+@shape_of.reference
 def _(x, attrs):
     return np.array(x.shape, dtype=attrs.dtype or "int64")
 
@@ -274,7 +274,7 @@ def _(op, ins, outs, attrs):
     return UNIT
 
 
-@invoke_tvm_op.compute
+@invoke_tvm_op.reference
 def _(fn, ins, outs, attrs):
     if not callable(fn):
         raise NotImplementedError("vm.invoke_tvm_op needs the primitive function as a Python callable")
@@ -320,7 +320,7 @@ def _(func, ins, outs, attrs):
     return UNIT
 
 
-shape_func.compute(_no_reference("vm.shape_func"))
+shape_func.reference(_no_reference("vm.shape_func"))
 
 reshape_tensor = define("vm.reshape_tensor", ("data", "shape"), OPAQUE,
                         attrs=(Attr("newshape", INTS, doc="the result shape"),),
@@ -334,7 +334,7 @@ def _(data, shape, attrs):
     return TensorType(tuple(attrs.newshape), t.dtype)
 
 
-reshape_tensor.compute(lambda x, shape, attrs: x.reshape(attrs.newshape))
+reshape_tensor.reference(lambda x, shape, attrs: x.reshape(attrs.newshape))
 
 
 # ---- dyn ---------------------------------------------------------------------------------------
@@ -355,15 +355,12 @@ def _(data, shape, attrs):
     return TensorType((ANY,) * check_rank(dims(s)[0], "dyn.broadcast_to: the result"), t.dtype)
 
 
-@dyn_broadcast_to.compute
+@dyn_broadcast_to.reference
 def _(x, shape, attrs):
     return np.broadcast_to(x, tuple(int(v) for v in np.asarray(shape).reshape(-1))).copy()
 
 
 # ---- qnn -------------------------------------------------------------------------------------
-
-_QMIN_QMAX = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
-              for d in ("int8", "uint8", "int16", "uint16", "int32", "int64")}
 
 
 def _dtype_in(op: str, t: TensorType, allowed: tuple[str, ...], what: str, arg: int) -> None:
@@ -384,15 +381,6 @@ def _qparam(op: str, ty: Type, what: str, arg: int, dtype: str, channels=None) -
         raise OpTypeError(f"{op}: {what} must be a scalar or a vector of {channels} values (one per channel), "
                           f"found {type_text(t)}", arg)
     return t
-
-
-def _channel_axis(op: str, data: TensorType, axis: int, per_channel: bool):
-    """TVM's quantization axis: negative counts from the end; checked only for vectors."""
-    rank = data.ndim
-    index = (rank + axis if rank > 0 else 0) if axis < 0 else axis
-    if per_channel and not 0 <= index < max(rank, 1):
-        raise OpTypeError(f"{op}: axis {axis} is out of range for data of rank {rank} ({type_text(data)})")
-    return index, (dims(data)[index] if rank > 0 and 0 <= index < rank else 1)
 
 
 def _along(v: np.ndarray, axis: int, ndim: int) -> np.ndarray:
@@ -426,7 +414,7 @@ def _(data, scale, zero_point, attrs):
     if d.dtype != "float32":
         raise OpTypeError(f"{op}: data must be float32, found {type_text(d)}", 0)
     per_channel = any(isinstance(t, TensorType) and t.ndim > 0 for t in (scale, zero_point))
-    _, channels = _channel_axis(op, d, attrs.axis, per_channel)
+    _, channels = channel_axis(op, d, attrs.axis, per_channel)
     _qparam(op, scale, "output_scale", 1, "float32", channels)
     _qparam(op, zero_point, "output_zero_point", 2, "int32", channels)
     if attrs.out_dtype not in QUANTIZED:
@@ -434,13 +422,13 @@ def _(data, scale, zero_point, attrs):
     return TensorType(d.shape, attrs.out_dtype)
 
 
-@quantize.compute
+@quantize.reference
 def _(x, scale, zero_point, attrs):
-    axis, _ = _channel_axis("qnn.quantize", TensorType(x.shape, "float32"), attrs.axis, False)
+    axis, _ = channel_axis("qnn.quantize", TensorType(x.shape, "float32"), attrs.axis, False)
     s = _along(scale, axis, x.ndim).astype(np.float32)
     zp = _along(zero_point, axis, x.ndim).astype(np.float32)
     q = _round_away((x.astype(np.float32) / s).astype(np.float32)) + zp
-    lo, hi = _QMIN_QMAX[attrs.out_dtype]
+    lo, hi = QMIN_QMAX[attrs.out_dtype]
     return np.clip(q, lo, hi).astype(attrs.out_dtype)
 
 
@@ -457,7 +445,7 @@ def _(data, scale, zero_point, attrs):
     _dtype_in(op, d, QUANTIZED, "data", 0)
     per_channel = any(isinstance(t, TensorType) and known(*dims(t)) and math.prod(dims(t)) != 1
                       for t in (scale, zero_point))
-    _, channels = _channel_axis(op, d, attrs.axis, per_channel)
+    _, channels = channel_axis(op, d, attrs.axis, per_channel)
     _qparam(op, scale, "input_scale", 1, "float32", channels if per_channel else 1)
     _qparam(op, zero_point, "input_zero_point", 2, "int32", channels if per_channel else 1)
     if attrs.out_dtype not in ("float16", "float32"):
@@ -465,9 +453,9 @@ def _(data, scale, zero_point, attrs):
     return TensorType(d.shape, attrs.out_dtype)
 
 
-@dequantize.compute
+@dequantize.reference
 def _(q, scale, zero_point, attrs):
-    axis, _ = _channel_axis("qnn.dequantize", TensorType(q.shape, str(q.dtype)), attrs.axis, False)
+    axis, _ = channel_axis("qnn.dequantize", TensorType(q.shape, str(q.dtype)), attrs.axis, False)
     shifted = q.astype(np.int32) - _along(zero_point, axis, q.ndim).astype(np.int32)
     out = shifted.astype(np.float32) * _along(scale, axis, q.ndim).astype(np.float32)
     if attrs.out_dtype == "float16":
@@ -489,28 +477,17 @@ REQUANTIZE_IN = ("int8", "uint8", "int16", "int32", "int64")
 REQUANTIZE_OUT = ("int8", "uint8", "int16", "int32")
 
 
-def _requantize_modes(attrs) -> tuple[str, str]:
-    rounding = "UPWARD" if attrs.rounding == "None" else attrs.rounding
-    compute_dtype = "int64" if attrs.compute_dtype == "None" else attrs.compute_dtype
-    if rounding not in ("UPWARD", "TONEAREST"):
-        raise OpTypeError(f"qnn.requantize: attribute rounding is '{attrs.rounding}'; expected UPWARD or TONEAREST")
-    if compute_dtype not in ("int64", "float32", "float64"):
-        raise OpTypeError(f"qnn.requantize: attribute compute_dtype is '{attrs.compute_dtype}'; expected "
-                          "int64, float32 or float64")
-    return rounding, compute_dtype
-
-
 @requantize.relation
 def _(data, in_scale, in_zp, out_scale, out_zp, attrs):
     op = "qnn.requantize"
     d = tensor(data, f"{op}: data", 0)
     _dtype_in(op, d, REQUANTIZE_IN, "data", 0)
-    _, channels = _channel_axis(op, d, attrs.axis, True)
+    _, channels = channel_axis(op, d, attrs.axis, True)
     _qparam(op, in_scale, "input_scale", 1, "float32", channels)
     _qparam(op, in_zp, "input_zero_point", 2, "int32", channels)
     _qparam(op, out_scale, "output_scale", 3, "float32")
     _qparam(op, out_zp, "output_zero_point", 4, "int32")
-    _requantize_modes(attrs)
+    requantize_modes(attrs)
     if attrs.out_dtype not in REQUANTIZE_OUT:
         raise OpTypeError(f"{op}: out_dtype must be one of {', '.join(REQUANTIZE_OUT)}, got '{attrs.out_dtype}'")
     return TensorType(d.shape, attrs.out_dtype)
@@ -541,10 +518,10 @@ def _fixed_point_multiply(x: np.ndarray, multipliers: np.ndarray, rounding: str)
     return ((product + rounder) >> total).astype(np.int32)
 
 
-@requantize.compute
+@requantize.reference
 def _(q, in_scale, in_zp, out_scale, out_zp, attrs):
-    rounding, compute_dtype = _requantize_modes(attrs)
-    axis, _ = _channel_axis("qnn.requantize", TensorType(q.shape, str(q.dtype)), attrs.axis, False)
+    rounding, compute_dtype = requantize_modes(attrs)
+    axis, _ = channel_axis("qnn.requantize", TensorType(q.shape, str(q.dtype)), attrs.axis, False)
     in_scale = np.asarray(in_scale, dtype=np.float32)
     out_scale = float(np.asarray(out_scale, dtype=np.float32))
     if out_scale == 0:
@@ -567,22 +544,13 @@ def _(q, in_scale, in_zp, out_scale, out_zp, attrs):
         value = value.astype(np.int32)
     if attrs.out_dtype == "int32":
         return value.astype(np.int32)
-    lo, hi = _QMIN_QMAX[attrs.out_dtype]
+    lo, hi = QMIN_QMAX[attrs.out_dtype]
     return np.clip(value, lo, hi).astype(attrs.out_dtype)
 
 
 # ---- qnn.conv2d and qnn.dense ------------------------------------------------------------------------
 
 _QNN_INPUTS = ("data", "weight", "input_zero_point", "kernel_zero_point", "input_scale", "kernel_scale")
-
-
-def _perm(op: str, layout: str, letters: str, attr: str) -> tuple[int, ...]:
-    """Where each of `letters` sits in `layout`, which must be a permutation of them."""
-    axes = layout_axes(op, layout)
-    if sorted(axes) != sorted(letters):
-        raise OpTypeError(f"{op}: unsupported {attr} {layout} (expected an arrangement of {letters}, "
-                          f"such as {'NCHW or NHWC' if letters == 'NCHW' else 'OIHW or HWIO'})")
-    return tuple(axes.index(c) for c in letters)
 
 
 def _qnn_common(op: str, data, weight, input_zp, kernel_zp, input_scale, kernel_scale, out_channels,
@@ -614,53 +582,12 @@ qnn_conv2d = define("qnn.conv2d", _QNN_INPUTS, OUT_EWISE_FUSABLE,
                         "input_scale * kernel_scale and its zero point 0.")
 
 
-def _conv_geometry(op: str, d: TensorType, w: TensorType, attrs):
-    dp = _perm(op, attrs.data_layout, "NCHW", "data_layout")
-    kp = _perm(op, attrs.kernel_layout, "OIHW", "kernel_layout")
-    op_layout = _perm(op, attrs.out_layout or attrs.data_layout, "NCHW", "out_layout")
-    if d.ndim != 4 or w.ndim != 4:
-        bad, what, arg = (d, "data", 0) if d.ndim != 4 else (w, "weight", 1)
-        raise OpTypeError(f"{op}: {what} must be 4-D, found {type_text(bad)}", arg)
-    n, c, h, wd = (dims(d)[i] for i in dp)
-    o, i, kh, kw = (dims(w)[j] for j in kp)
-    if attrs.groups < 1:
-        raise OpTypeError(f"{op}: attribute groups must be positive, got {attrs.groups}")
-    if known(c, i) and c != i * attrs.groups:
-        raise OpTypeError(f"{op}: data has {c} channels but weight expects {i} x groups {attrs.groups} = "
-                          f"{i * attrs.groups} (weight {type_text(w)})", 1)
-    if attrs.channels is not None and known(o) and attrs.channels != o:
-        raise OpTypeError(f"{op}: attribute channels={attrs.channels} but weight has {o} output channels "
-                          f"(weight {type_text(w)})", 1)
-    if attrs.kernel_size is not None and known(kh, kw) and tuple(attrs.kernel_size) != (kh, kw):
-        raise OpTypeError(f"{op}: attribute kernel_size={list(attrs.kernel_size)} but weight is {kh}x{kw} "
-                          f"(weight {type_text(w)})", 1)
-    strides = tuple(attrs.strides) * 2 if len(attrs.strides) == 1 else tuple(attrs.strides)
-    dilation = tuple(attrs.dilation) * 2 if len(attrs.dilation) == 1 else tuple(attrs.dilation)
-    if len(strides) != 2 or len(dilation) != 2 or min(strides + dilation) < 1:
-        raise OpTypeError(f"{op}: strides and dilation need 2 positive values, got {list(attrs.strides)} and "
-                          f"{list(attrs.dilation)}")
-    before, after = expand_padding(attrs.padding, 2, f"{op}: attribute padding")
-    out = []
-    for size, k, b, a, s, dl in zip((h, wd), (kh, kw), before, after, strides, dilation):
-        extent = conv_out(size, k, b, a, s, dl)
-        if known(extent) and extent < 1:
-            raise OpTypeError(f"{op}: the kernel ({k} with dilation {dl}) is larger than the padded input "
-                              f"({size} + {b + a}) (data {type_text(d)})", 0)
-        out.append(extent)
-    channels = attrs.channels if attrs.channels is not None else o
-    nchw = (n, channels, out[0], out[1])
-    shape = [None] * 4
-    for letter_index, position in enumerate(op_layout):
-        shape[position] = nchw[letter_index]
-    return dp, kp, op_layout, strides, dilation, before, after, tuple(shape), channels
-
-
 @qnn_conv2d.relation
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     op = "qnn.conv2d"
     d = tensor(data, f"{op}: data", 0)
     w = tensor(weight, f"{op}: weight", 1)
-    *_, shape, channels = _conv_geometry(op, d, w, attrs)
+    *_, shape, channels = qnn_conv_geometry(op, d, w, attrs)
     out_dtype = _qnn_common(op, data, weight, input_zp, kernel_zp, input_scale, kernel_scale, channels,
                             ("int8", "uint8", "int16"), ("int8", "uint8", "int16"), attrs.out_dtype)
     if out_dtype not in ("int16", "int32", "int64"):
@@ -686,11 +613,11 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides, dilation, before, after, 
     return out
 
 
-@qnn_conv2d.compute
+@qnn_conv2d.reference
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     op = "qnn.conv2d"
     d_t, w_t = TensorType(data.shape, str(data.dtype)), TensorType(weight.shape, str(weight.dtype))
-    dp, kp, out_perm, strides, dilation, before, after, _, _ = _conv_geometry(op, d_t, w_t, attrs)
+    dp, kp, out_perm, strides, dilation, before, after, _, _ = qnn_conv_geometry(op, d_t, w_t, attrs)
     x = np.transpose(data, dp).astype(np.int64) - np.int64(np.asarray(input_zp))
     k = np.transpose(weight, kp).astype(np.int64)
     k = k - _along(kernel_zp, 0, 4).astype(np.int64)
@@ -729,7 +656,7 @@ def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     return TensorType(tuple(d.shape[:-1]) + (units,), out_dtype)
 
 
-@qnn_dense.compute
+@qnn_dense.reference
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     x = data.astype(np.int64) - np.int64(np.asarray(input_zp))
     w = weight.astype(np.int64) - _along(kernel_zp, 0, 2).astype(np.int64)

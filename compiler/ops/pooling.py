@@ -23,12 +23,14 @@ Numerics follow TVM's topi:
   exactly instead (TVM's integer shortcut, which ignores the rounding method).
 * nn.upsampling is resize2d with asymmetric (or align_corners) coordinates; its output
   extent rounds size*scale halves to even (TVM folds the constant with nearbyint).
+
+The geometry these ops share with their compute rules (layout letters, the window, pad
+widths, resize checks, source coordinates and cubic weights) is in pooling_geometry.py.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,52 +38,26 @@ import numpy as np
 from ..ir.types import ANY, TensorType
 from .attrs import BOOL, FLOAT, INT, INT_LISTS, INTS, OPT_FLOATS, OPT_INTS, STR, Attr
 from .registry import INJECTIVE, OUT_EWISE_FUSABLE, OpTypeError, define
-from .shapes import check_dtype, conv_out, dims, expand_padding, known, tensor, type_text
+from .pooling_geometry import (
+    AXIS_NAMES,
+    F32,
+    SPATIAL_LETTERS,
+    Window,
+    adaptive_cell,
+    adaptive_sizes,
+    cubic_weights,
+    int_div_shortcut,
+    pad_widths,
+    pool_window,
+    resize_check,
+    resize_size,
+    source_coord,
+    spatial_axes,
+    upsampled,
+)
+from .shapes import check_dtype, conv_out, dims, known, tensor, type_text
 
-# ---- layouts ---------------------------------------------------------------------------
-
-_LAYOUT = re.compile(r"(?:\d*[A-Za-z])+")
-_SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
-_NAMES = {"D": "depth", "H": "height", "W": "width"}
 _DEFAULT_LAYOUT = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
-
-
-def layout_axes(op: str, layout: str) -> list[str]:
-    """`NCHW16c` -> ['N', 'C', 'H', 'W', 'c'] (a split axis by its lowercase letter)."""
-    if not _LAYOUT.fullmatch(layout):
-        raise OpTypeError(f"{op}: '{layout}' is not a layout (expected letters such as NCHW or NHWC)")
-    axes = re.findall(r"\d*([A-Za-z])", layout)
-    if len(set(axes)) != len(axes):
-        raise OpTypeError(f"{op}: layout {layout} names an axis twice")
-    return axes
-
-
-def spatial_axes(op: str, layout: str, letters: str, data: TensorType, attr: str = "layout") -> tuple[int, ...]:
-    """The indices of the spatial axes `letters` (e.g. "HW") of `data` laid out as `layout`."""
-    axes = layout_axes(op, layout)
-    for letter in letters:
-        if letter not in axes:
-            raise OpTypeError(f"{op}: {attr} {layout} has no {letter} ({_NAMES.get(letter, letter)}) axis")
-        if letter.lower() in axes:
-            raise OpTypeError(f"{op}: {attr} {layout} splits the {letter} axis; {op} needs it whole")
-    if len(axes) != data.ndim:
-        raise OpTypeError(f"{op}: {attr} {layout} has {len(axes)} axes but data has rank {data.ndim} "
-                          f"(data {type_text(data)})", 0)
-    return tuple(axes.index(letter) for letter in letters)
-
-
-def _values(op: str, values: tuple[int, ...], n: int, name: str, minimum: int) -> tuple[int, ...]:
-    """An attribute list of n values (one value stands for all), each at least `minimum`."""
-    if len(values) == 1 and n > 1:
-        values = values * n
-    if len(values) != n:
-        raise OpTypeError(f"{op}: attribute {name} expects {n} value{'s' * (n != 1)}, got "
-                          f"{len(values)} ({list(values)})")
-    for v in values:
-        if v < minimum:
-            raise OpTypeError(f"{op}: attribute {name} must be {'positive' if minimum else 'non-negative'}, "
-                              f"got {list(values)}")
-    return tuple(values)
 
 
 def _lowest(dtype: np.dtype):
@@ -107,32 +83,8 @@ def _mean(total: np.ndarray, count: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 # ---- sliding-window pooling -------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Window:
-    axes: tuple[int, ...]
-    kernel: tuple[int, ...]
-    strides: tuple[int, ...]
-    dilation: tuple[int, ...]
-    before: tuple[int, ...]
-    after: tuple[int, ...]
-    ceil_mode: bool
 
-
-def _window(op: str, nd: int, data: TensorType, attrs) -> _Window:
-    axes = spatial_axes(op, attrs.layout, _SPATIAL[nd], data)
-    kernel = _values(op, attrs.pool_size, nd, "pool_size", 1)
-    strides = _values(op, attrs.strides, nd, "strides", 1)
-    dilation = _values(op, attrs.dilation, nd, "dilation", 1)
-    try:
-        before, after = expand_padding(attrs.padding, nd, f"{op}: attribute padding")
-    except OpTypeError as err:
-        raise OpTypeError(f"{err.message} ({list(attrs.padding)})") from None
-    if min(before + after) < 0:
-        raise OpTypeError(f"{op}: attribute padding must be non-negative, got {list(attrs.padding)}")
-    return _Window(axes, kernel, strides, dilation, before, after, attrs.ceil_mode)
-
-
-def _pooled_shape(op: str, data: TensorType, w: _Window) -> tuple:
+def _pooled_shape(op: str, data: TensorType, w: Window) -> tuple:
     shape = list(data.shape)
     sizes = dims(data)
     for i, ax in enumerate(w.axes):
@@ -142,15 +94,15 @@ def _pooled_shape(op: str, data: TensorType, w: _Window) -> tuple:
             continue
         out = conv_out(size, w.kernel[i], w.before[i], w.after[i], w.strides[i], w.dilation[i], w.ceil_mode)
         if out < 1:
-            letter = _SPATIAL[len(w.axes)][i]
+            letter = SPATIAL_LETTERS[len(w.axes)][i]
             extent = w.dilation[i] * (w.kernel[i] - 1) + 1
-            raise OpTypeError(f"{op}: the pooling window spans {extent} along {_NAMES[letter]} but the padded "
+            raise OpTypeError(f"{op}: the pooling window spans {extent} along {AXIS_NAMES[letter]} but the padded "
                               f"input has only {size + w.before[i] + w.after[i]} (data {type_text(data)})", 0)
         shape[ax] = out
     return tuple(shape)
 
 
-def _pool(x: np.ndarray, w: _Window, kind: str, count_include_pad: bool = False) -> np.ndarray:
+def _pool(x: np.ndarray, w: Window, kind: str, count_include_pad: bool = False) -> np.ndarray:
     """Max or average pooling of x along w.axes, as TVM's topi pool_impl_nd."""
     outs, pad_width = [], [(0, 0)] * x.ndim
     for i, ax in enumerate(w.axes):
@@ -215,12 +167,12 @@ def _pool_op(nd: int, kind: str) -> None:
     @opdef.relation
     def _(data, attrs):
         d = tensor(data, f"{name}: data", 0)
-        return TensorType(_pooled_shape(name, d, _window(name, nd, d, attrs)), d.dtype)
+        return TensorType(_pooled_shape(name, d, pool_window(name, nd, d, attrs)), d.dtype)
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
         t = TensorType(x.shape, str(x.dtype))
-        w = _window(name, nd, t, attrs)
+        w = pool_window(name, nd, t, attrs)
         _pooled_shape(name, t, w)  # the relation's checks
         return _pool(x, w, kind, kind == "avg" and attrs.count_include_pad)
 
@@ -233,9 +185,8 @@ for _nd in (1, 2, 3):
 # ---- global and adaptive pooling -------------------------------------------------------------
 
 def _adaptive_pool(x: np.ndarray, axes: tuple[int, ...], sizes: tuple[int, ...], kind: str) -> np.ndarray:
-    """Output cell i along an axis of extent n covers [floor(i*n/o), ceil((i+1)*n/o))."""
-    spans = [[(i * x.shape[ax] // o, -(-(i + 1) * x.shape[ax] // o)) for i in range(o)]
-             for ax, o in zip(axes, sizes)]
+    """Each output cell reduces the input cell adaptive_cell gives it."""
+    spans = [[adaptive_cell(i, x.shape[ax], o) for i in range(o)] for ax, o in zip(axes, sizes)]
     shape = list(x.shape)
     for ax, o in zip(axes, sizes):
         shape[ax] = o
@@ -273,7 +224,7 @@ def _global_op(kind: str) -> None:
             shape[ax] = 1
         return TensorType(tuple(shape), d.dtype)
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
         axes = spatial_axes(name, attrs.layout, "HW", TensorType(x.shape, str(x.dtype)))
         return _adaptive_pool(x, axes, (1, 1), kind)
@@ -281,17 +232,6 @@ def _global_op(kind: str) -> None:
 
 _global_op("avg")
 _global_op("max")
-
-
-def _adaptive_sizes(op: str, nd: int, data: TensorType, attrs) -> tuple[tuple[int, ...], tuple]:
-    axes = spatial_axes(op, attrs.layout, _SPATIAL[nd], data)
-    size = tuple(attrs.output_size)
-    if len(size) not in (0, 1, nd):
-        raise OpTypeError(f"{op}: attribute output_size expects 0, 1 or {nd} values, got {len(size)} ({list(size)})")
-    if any(s < 1 for s in size):
-        raise OpTypeError(f"{op}: attribute output_size must be positive, got {list(size)}")
-    out = tuple(data.shape[ax] for ax in axes) if not size else size * nd if len(size) == 1 else size
-    return axes, out
 
 
 def _adaptive_op(nd: int, kind: str) -> None:
@@ -306,15 +246,15 @@ def _adaptive_op(nd: int, kind: str) -> None:
     @opdef.relation
     def _(data, attrs):
         d = tensor(data, f"{name}: data", 0)
-        axes, out = _adaptive_sizes(name, nd, d, attrs)
+        axes, out = adaptive_sizes(name, nd, d, attrs)
         shape = list(d.shape)
         for ax, o in zip(axes, out):
             shape[ax] = o
         return TensorType(tuple(shape), d.dtype)
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
-        axes, out = _adaptive_sizes(name, nd, TensorType(x.shape, str(x.dtype)), attrs)
+        axes, out = adaptive_sizes(name, nd, TensorType(x.shape, str(x.dtype)), attrs)
         return _adaptive_pool(x, axes, tuple(int(o) for o in out), kind)
 
 
@@ -325,26 +265,12 @@ for _nd in (1, 2, 3):
 
 # ---- nn.pad ---------------------------------------------------------------------------------
 
-PAD_MODES = ("constant", "edge", "reflect")
 
 pad = define("nn.pad", ("data", "pad_value"), INJECTIVE,
              attrs=(Attr("pad_width", INT_LISTS, doc="[before, after] for every axis"),
                     Attr("pad_mode", STR, "constant", "constant, edge or reflect")),
              doc="Pad every axis by [before, after]: with pad_value (constant), the edge element (edge), "
                  "or the mirror image without the edge (reflect).  A negative width crops.")
-
-
-def _pad_widths(data: TensorType, attrs) -> list[tuple[int, int]]:
-    if attrs.pad_mode not in PAD_MODES:
-        raise OpTypeError(f"nn.pad: attribute pad_mode is '{attrs.pad_mode}'; expected one of {', '.join(PAD_MODES)}")
-    widths = attrs.pad_width
-    if len(widths) != data.ndim:
-        raise OpTypeError(f"nn.pad: pad_width has {len(widths)} pairs but data has rank {data.ndim} "
-                          f"(data {type_text(data)})", 0)
-    for i, pair in enumerate(widths):
-        if len(pair) != 2:
-            raise OpTypeError(f"nn.pad: pad_width[{i}] must be a pair [before, after], got {list(pair)}")
-    return [tuple(p) for p in widths]  # type: ignore[misc]
 
 
 @pad.relation
@@ -354,7 +280,7 @@ def _(data, pad_value, attrs):
     if not all(x == 1 for x in dims(v)):
         raise OpTypeError(f"nn.pad: pad_value must be a scalar, found {type_text(v)}", 1)
     shape = []
-    for axis, (size, (lo, hi)) in enumerate(zip(dims(d), _pad_widths(d, attrs))):
+    for axis, (size, (lo, hi)) in enumerate(zip(dims(d), pad_widths(d, attrs))):
         if not known(size):
             shape.append(ANY)
             continue
@@ -370,9 +296,9 @@ def _(data, pad_value, attrs):
     return TensorType(tuple(shape), d.dtype)
 
 
-@pad.compute
+@pad.reference
 def _(x, pad_value, attrs):
-    widths = _pad_widths(TensorType(x.shape, str(x.dtype)), attrs)
+    widths = pad_widths(TensorType(x.shape, str(x.dtype)), attrs)
     crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(widths))
     x = x[crop]
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
@@ -384,63 +310,17 @@ def _(x, pad_value, attrs):
 
 # ---- resize ------------------------------------------------------------------------------
 
-METHODS = ("nearest_neighbor", "linear", "cubic")
-COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-                    "tf_half_pixel_for_nn", "tf_crop_and_resize")
-ROUNDING_METHODS = ("", "round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
-_F = np.float32
-
-
-def _source_coords(out_size: int, in_size: int, mode: str, start: float, end: float) -> np.ndarray:
-    """Where each output index samples the input, in float32 (topi's get_inx)."""
-    x = np.arange(out_size, dtype=_F)
-    scale = _F(in_size) / _F(out_size)
-    if mode == "half_pixel":
-        return (x + _F(0.5)) * scale - _F(0.5)
-    if mode == "align_corners":
-        if out_size == 1:  # TVM divides by zero here
-            return np.zeros(1, dtype=_F)
-        return (_F(in_size - 1) / _F(out_size - 1)) * x
-    if mode == "asymmetric":
-        return scale * x
-    if mode == "pytorch_half_pixel":
-        return (x + _F(0.5)) * scale - _F(0.5) if out_size > 1 else np.zeros(1, dtype=_F)
-    if mode == "tf_half_pixel_for_nn":
-        return (x + _F(0.5)) * scale
-    # tf_crop_and_resize: roi gives start and end as fractions of the input
-    if out_size > 1:
-        return _F(start) * _F(in_size - 1) + x * (_F(end) - _F(start)) * _F(in_size - 1) / _F(out_size - 1)
-    return np.full(1, _F(0.5) * (_F(start) + _F(end)) * _F(in_size - 1), dtype=_F)
-
-
-def _int_div_shortcut(in_size: int, out_size: int) -> bool:
-    """TVM replaces coordinate math by index division for an integer upscale."""
-    ratio = _F(out_size) / _F(in_size)
-    if ratio % 1 != 0:
-        return False
-    return bool(ratio <= _F(1) / (_F(1e-5) * _F(in_size) + _F(1e-5)))
-
 
 def _nearest(coords: np.ndarray, rounding: str) -> np.ndarray:
     if rounding == "round":  # llvm.round: halves away from zero
-        return np.sign(coords) * np.floor(np.abs(coords) + _F(0.5))
+        return np.sign(coords) * np.floor(np.abs(coords) + F32(0.5))
     if rounding == "round_prefer_floor":
-        return np.ceil(coords - _F(0.5))
+        return np.ceil(coords - F32(0.5))
     if rounding == "round_prefer_ceil":
-        return np.floor(coords + _F(0.5))
+        return np.floor(coords + F32(0.5))
     if rounding == "floor":
-        return np.floor(coords + _F(1e-5))
-    return np.ceil(coords - _F(1e-5))
-
-
-def _cubic_weights(t: np.ndarray, alpha: float) -> list[np.ndarray]:
-    t2 = t * t
-    t3 = t * t * t
-    a = _F(alpha)
-    return [a * (t3 - _F(2) * t2 + t),
-            _F(alpha + 2) * t3 - _F(3 + alpha) * t2 + _F(1),
-            _F(-(alpha + 2)) * t3 + _F(3 + 2 * alpha) * t2 - a * t,
-            _F(-alpha) * t3 + a * t2]
+        return np.floor(coords + F32(1e-5))
+    return np.ceil(coords - F32(1e-5))
 
 
 @dataclass(frozen=True)
@@ -457,11 +337,12 @@ class _Resize:
 def resize2d(x: np.ndarray, h_axis: int, w_axis: int, size: tuple[int, int], r: _Resize,
              out_dtype: str | None = None) -> np.ndarray:
     """topi's resize2d on numpy: resample axes h_axis and w_axis to `size`."""
-    data = np.moveaxis(x, (h_axis, w_axis), (-2, -1)).astype(_F)
+    data = np.moveaxis(x, (h_axis, w_axis), (-2, -1)).astype(F32)
     in_h, in_w = data.shape[-2:]
     out_h, out_w = size
-    cy = _source_coords(out_h, in_h, r.mode, r.roi[0], r.roi[2])
-    cx = _source_coords(out_w, in_w, r.mode, r.roi[1], r.roi[3])
+    cy, cx = (np.broadcast_to(source_coord(np.arange(n_out, dtype=F32), n_out, n_in, r.mode, start, end, F32),
+                              (n_out,))
+              for n_out, n_in, start, end in ((out_h, in_h, r.roi[0], r.roi[2]), (out_w, in_w, r.roi[1], r.roi[3])))
 
     def pixels(yi: np.ndarray, xi: np.ndarray) -> np.ndarray:
         yi = np.clip(yi, 0, in_h - 1)
@@ -472,7 +353,7 @@ def resize2d(x: np.ndarray, h_axis: int, w_axis: int, size: tuple[int, int], r: 
         rounding = r.rounding or ("round" if r.mode == "align_corners" else "floor")
         index = []
         for coords, n_in, n_out in ((cy, in_h, out_h), (cx, in_w, out_w)):
-            if r.mode == "asymmetric" and _int_div_shortcut(n_in, n_out):
+            if r.mode == "asymmetric" and int_div_shortcut(n_in, n_out):
                 index.append(np.arange(n_out) // (n_out // n_in))
             else:
                 index.append(_nearest(coords, rounding).astype(np.int64))
@@ -480,20 +361,20 @@ def resize2d(x: np.ndarray, h_axis: int, w_axis: int, size: tuple[int, int], r: 
     elif r.method == "linear":
         y0 = np.floor(cy).astype(np.int64)
         x0 = np.floor(cx).astype(np.int64)
-        ty = (cy - y0.astype(_F))[:, None]
-        tx = (cx - x0.astype(_F))[None, :]
-        top = pixels(y0, x0) * (_F(1) - tx) + pixels(y0, x0 + 1) * tx
-        bottom = pixels(y0 + 1, x0) * (_F(1) - tx) + pixels(y0 + 1, x0 + 1) * tx
-        value = top * (_F(1) - ty) + bottom * ty
+        ty = (cy - y0.astype(F32))[:, None]
+        tx = (cx - x0.astype(F32))[None, :]
+        top = pixels(y0, x0) * (F32(1) - tx) + pixels(y0, x0 + 1) * tx
+        bottom = pixels(y0 + 1, x0) * (F32(1) - tx) + pixels(y0 + 1, x0 + 1) * tx
+        value = top * (F32(1) - ty) + bottom * ty
     else:  # cubic
         y0 = np.floor(cy).astype(np.int64)
         x0 = np.floor(cx).astype(np.int64)
-        wy = _cubic_weights(cy - np.floor(cy), r.alpha)
-        wx = _cubic_weights(cx - np.floor(cx), r.alpha)
+        wy = cubic_weights(cy - np.floor(cy), r.alpha, F32)
+        wx = cubic_weights(cx - np.floor(cx), r.alpha, F32)
         if r.exclude:
             for i in range(4):
-                wx[i] = np.where((x0 - 1 + i < 0) | (x0 + i > in_w), _F(0), wx[i])
-                wy[i] = np.where((y0 - 1 + i < 0) | (y0 + i > in_h), _F(0), wy[i])
+                wx[i] = np.where((x0 - 1 + i < 0) | (x0 + i > in_w), F32(0), wx[i])
+                wy[i] = np.where((y0 - 1 + i < 0) | (y0 + i > in_h), F32(0), wy[i])
             sx = wx[0] + wx[1] + wx[2] + wx[3]
             sy = wy[0] + wy[1] + wy[2] + wy[3]
             wx = [w / sx for w in wx]
@@ -508,7 +389,7 @@ def resize2d(x: np.ndarray, h_axis: int, w_axis: int, size: tuple[int, int], r: 
             value = term if value is None else value + term
     if r.mode == "tf_crop_and_resize":
         outside = ((cy < 0) | (cy > in_h - 1))[:, None] | ((cx < 0) | (cx > in_w - 1))[None, :]
-        value = np.where(outside, _F(r.extrapolation), value)
+        value = np.where(outside, F32(r.extrapolation), value)
     value = value.astype(out_dtype or x.dtype)
     return np.moveaxis(value, (-2, -1), (h_axis, w_axis))
 
@@ -529,57 +410,26 @@ resize = define("image.resize2d", ("data",), INJECTIVE,
                     "(TVM's topi semantics, computed in float32).")
 
 
-def _resize_check(op: str, data: TensorType, layout: str, method: str, mode: str | None = None,
-                  rounding: str | None = None) -> tuple[int, int]:
-    axes = layout_axes(op, layout)
-    for letter in "NC":
-        if letter not in axes:
-            raise OpTypeError(f"{op}: layout {layout} has no {letter} axis; expected a layout convertible to NCHW")
-    h, w = spatial_axes(op, layout, "HW", data)
-    if method.lower() not in METHODS:
-        raise OpTypeError(f"{op}: attribute method is '{method}'; expected one of {', '.join(METHODS)}")
-    if mode is not None and mode not in COORDINATE_MODES:
-        raise OpTypeError(f"{op}: attribute coordinate_transformation_mode is '{mode}'; expected one of "
-                          f"{', '.join(COORDINATE_MODES)}")
-    if rounding is not None and rounding not in ROUNDING_METHODS:
-        raise OpTypeError(f"{op}: attribute rounding_method is '{rounding}'; expected one of "
-                          f"{', '.join(repr(r) for r in ROUNDING_METHODS)}")
-    return h, w
-
-
-def _resize_size(attrs) -> tuple[int, int]:
-    if attrs.size is None or len(attrs.size) != 2:
-        got = "none" if attrs.size is None else f"{list(attrs.size)}"
-        raise OpTypeError(f"image.resize2d: attribute size must be [height, width], got {got}")
-    if min(attrs.size) < 1:
-        raise OpTypeError(f"image.resize2d: attribute size must be positive, got {list(attrs.size)}")
-    if attrs.roi is not None and len(attrs.roi) != 4:
-        raise OpTypeError(f"image.resize2d: attribute roi must have 4 values, got {list(attrs.roi)}")
-    return attrs.size
-
-
 @resize.relation
 def _(data, attrs):
     d = tensor(data, "image.resize2d: data", 0)
-    h, w = _resize_check("image.resize2d", d, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
+    h, w = resize_check("image.resize2d", d, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
                          attrs.rounding_method)
-    size = _resize_size(attrs)
+    size = resize_size(attrs)
     shape = list(d.shape)
     shape[h], shape[w] = size
     out_dtype = check_dtype(attrs.out_dtype, "out_dtype") if attrs.out_dtype else d.dtype
     return TensorType(tuple(shape), out_dtype)
 
 
-@resize.compute
+@resize.reference
 def _(x, attrs):
-    h, w = _resize_check("image.resize2d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method)
+    h, w = resize_check("image.resize2d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method)
     r = _Resize(attrs.method.lower(), attrs.coordinate_transformation_mode, attrs.rounding_method,
                 attrs.cubic_alpha, attrs.cubic_exclude, attrs.extrapolation_value,
                 tuple(attrs.roi) if attrs.roi is not None else (0.0,) * 4)
-    return resize2d(x, h, w, _resize_size(attrs), r, attrs.out_dtype or None)
+    return resize2d(x, h, w, resize_size(attrs), r, attrs.out_dtype or None)
 
-
-UPSAMPLING_METHODS = ("nearest_neighbor", "bilinear", "bicubic", "linear", "cubic")
 
 upsampling = define("nn.upsampling", ("data",), INJECTIVE,
                     attrs=(Attr("scale_h", FLOAT, doc="height factor"),
@@ -591,34 +441,14 @@ upsampling = define("nn.upsampling", ("data",), INJECTIVE,
                         "with asymmetric or align_corners coordinates.")
 
 
-def _upsampled(op: str, data: TensorType, attrs) -> tuple[int, int, list]:
-    if attrs.method not in UPSAMPLING_METHODS:
-        raise OpTypeError(f"{op}: attribute method is '{attrs.method}'; expected one of "
-                          f"{', '.join(UPSAMPLING_METHODS[:3])}")
-    h, w = _resize_check(op, data, attrs.layout, attrs.method.removeprefix("bi"))
-    shape = list(data.shape)
-    for ax, scale, name in ((h, attrs.scale_h, "scale_h"), (w, attrs.scale_w, "scale_w")):
-        if scale <= 0:
-            raise OpTypeError(f"{op}: attribute {name} must be positive, got {scale}")
-        size = dims(data)[ax]
-        if known(size):
-            out = round(size * scale)  # halves to even, as TVM's constant folding (nearbyint)
-            if out < 1:
-                raise OpTypeError(f"{op}: {name}={scale} turns extent {size} into {out}")
-            shape[ax] = out
-        else:
-            shape[ax] = ANY
-    return h, w, shape
-
-
 @upsampling.relation
 def _(data, attrs):
     d = tensor(data, "nn.upsampling: data", 0)
-    return TensorType(tuple(_upsampled("nn.upsampling", d, attrs)[2]), d.dtype)
+    return TensorType(tuple(upsampled("nn.upsampling", d, attrs)[2]), d.dtype)
 
 
-@upsampling.compute
+@upsampling.reference
 def _(x, attrs):
-    h, w, shape = _upsampled("nn.upsampling", TensorType(x.shape, str(x.dtype)), attrs)
+    h, w, shape = upsampled("nn.upsampling", TensorType(x.shape, str(x.dtype)), attrs)
     r = _Resize(attrs.method.removeprefix("bi"), "align_corners" if attrs.align_corners else "asymmetric")
     return resize2d(x, h, w, (shape[h], shape[w]), r)

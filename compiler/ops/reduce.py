@@ -130,7 +130,7 @@ def _reducer(name: str, fn, doc: str) -> None:
         axes = _axes_of(x, attrs, name)
         return np.asarray(fn(x, axes, attrs.keepdims)).astype(x.dtype, copy=False)
 
-    opdef.compute(compute)
+    opdef.reference(compute)
 
 
 for _name, (_fn, _doc) in REDUCERS.items():
@@ -151,7 +151,7 @@ def _arg_reducer(name: str, pick, doc: str) -> None:
         axes = reduce_axes(name, d.ndim, attrs.axis, attrs.exclude)
         return TensorType(reduced_shape(d.shape, axes, attrs.keepdims), "int32")
 
-    @opdef.compute
+    @opdef.reference
     def _(x, attrs):
         if x.ndim == 0:
             raise OpTypeError(f"{name} needs a tensor of rank 1 or more", 0)
@@ -205,7 +205,7 @@ def _(data, mean, attrs):
     return TensorType(reduced_shape(d.shape, axes, attrs.keepdims), d.dtype)
 
 
-@variance.compute
+@variance.reference
 def _(x, mean, attrs):
     axes = _axes_of(x, attrs, "variance")
     count = _count(x.shape, axes) - (1 if attrs.unbiased else 0)

@@ -9,7 +9,7 @@ An op file defines its ops like this:
     @conv2d.relation
     def _(data: TensorType, weight: TensorType, attrs: OpAttrs) -> Type: ...
 
-    @conv2d.compute
+    @conv2d.reference
     def _(data: np.ndarray, weight: np.ndarray, attrs: OpAttrs) -> np.ndarray: ...
 
 The relation is called as `relation(*arg_types, attrs)` (for an op with `inputs=None`:
@@ -18,10 +18,16 @@ use the helpers of `shapes.py` (`tensor(ty, "nn.conv2d: data", 0)`) to demand a 
 to compute with shapes.  It returns the result type or raises `OpTypeError` (an
 `AttrError` for an attribute whose value is wrong for these inputs is fine too).
 
-The compute is the numpy reference semantics, called the same way with numpy arrays
-(0-d arrays for scalars; a tuple argument arrives as a Python tuple of arrays).  It
+The reference (`numpy_compute`) is the numpy semantics, called the same way with numpy
+arrays (0-d arrays for scalars; a tuple argument arrives as a Python tuple of arrays).  It
 returns an array, or a tuple of arrays for a tuple result, in the dtype the relation
-promises.  Every relation's result is held to the size budget of budget.py (rank,
+promises.
+
+`compute` is the op's compute rule (tensor expressions, TVM's FTVMCompute): the lowering
+registers it onto the OpDef (`register_compute` in lower/te/topi/registry.py; this layer
+never imports the lowering), so `get_op(name).compute` is the one lookup once the rules
+are loaded.  Geometry that both the reference and the rule need (window sizes, padding,
+resize coordinates, layouts) is a public function of a `*_geometry.py` module here.  Every relation's result is held to the size budget of budget.py (rank,
 element count, fields).  `OpDef.infer` and `OpDef.evaluate` run both from plain values
 (for tests).
 """
@@ -33,7 +39,7 @@ from enum import IntEnum
 from typing import Any, Callable, Iterator, Mapping
 
 from ..ir.attrs import Attrs
-from .attrs import BOOL, FLOAT, INT, Attr, OpAttrs, _to_ir_value, normalize
+from .attrs import BOOL, FLOAT, INT, Attr, OpAttrs, normalize, to_ir_value
 from .budget import result_problem
 
 
@@ -88,6 +94,7 @@ class OpDef:
     polymorphic: bool = False  # the relation takes any types, even unknown ones (on_device)
     type_relation: Relation | None = field(default=None, repr=False)
     numpy_compute: Compute | None = field(default=None, repr=False)
+    compute: Compute | None = field(default=None, repr=False)  # set by the lowering
 
     def relation(self, fn: Relation) -> Relation:
         """Register `fn` as the type relation, held to the size budget (budget.py): a
@@ -104,7 +111,8 @@ class OpDef:
         self.type_relation = within_budget
         return fn
 
-    def compute(self, fn: Compute) -> Compute:
+    def reference(self, fn: Compute) -> Compute:
+        """Register `fn` as the numpy reference semantics."""
         self.numpy_compute = fn
         return fn
 
@@ -114,14 +122,14 @@ class OpDef:
 
     def infer(self, arg_types: list[Any] | tuple[Any, ...], attrs: Mapping[str, Any] = Attrs()) -> Any:
         """The result type for these argument types (attrs as parsed, or plain values)."""
-        normalized = self.normalize_attrs(_as_ir_attrs(attrs))
+        normalized = self.normalize_attrs(as_ir_attrs(attrs))
         if self.inputs is None:
             return self.type_relation(list(arg_types), normalized)
         return self.type_relation(*arg_types, normalized)
 
     def evaluate(self, args: list[Any] | tuple[Any, ...], attrs: Mapping[str, Any] = Attrs()) -> Any:
         """The numpy result for these argument values."""
-        normalized = self.normalize_attrs(_as_ir_attrs(attrs))
+        normalized = self.normalize_attrs(as_ir_attrs(attrs))
         if self.inputs is None:
             return self.numpy_compute(list(args), normalized)
         return self.numpy_compute(*args, normalized)
@@ -133,11 +141,11 @@ class OpDef:
         return f"{self.name}({', '.join(args)})"
 
 
-def _as_ir_attrs(attrs: Mapping[str, Any]) -> Attrs:
+def as_ir_attrs(attrs: Mapping[str, Any]) -> Attrs:
     """Plain Python values (`{"strides": (2, 2)}`) as the parser would give them."""
     if isinstance(attrs, Attrs):
         return attrs
-    return Attrs({k: _to_ir_value(v) for k, v in attrs.items()})
+    return Attrs({k: to_ir_value(v) for k, v in attrs.items()})
 
 
 _REGISTRY: dict[str, OpDef] = {}
@@ -156,7 +164,6 @@ def define(name: str, inputs: tuple[str, ...] | None, pattern: OpPattern | None,
 
 def get_op(name: str) -> OpDef | None:
     """The definition of an op, or None if the library does not know it."""
-    _load()
     return _REGISTRY.get(name)
 
 
@@ -170,16 +177,4 @@ def attr_schema(name: str) -> dict[str, str]:
 
 
 def all_ops() -> Iterator[OpDef]:
-    _load()
     return iter(sorted(_REGISTRY.values(), key=lambda d: d.name))
-
-
-_loaded = False
-
-
-def _load() -> None:
-    """Import the op files (each registers its ops on import)."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import library  # noqa: F401

@@ -3,7 +3,8 @@ expand_dims/squeeze, concatenate/stack/split, layout_transform, broadcasting and
 
 Ops that pick, replicate or create elements (strided_slice, take, gather, gather_nd,
 tile, repeat, reverse, sliding_window, one_hot, full, zeros, ones, arange, shape_of,
-ndarray_size) are in transform_index.py, imported at the bottom.
+ndarray_size) are in transform_index.py; the geometry both files share with the compute
+rules (permutations, split points, layouts, slice plans) is in transform_geometry.py.
 
 Every relation lets `?` dimensions flow: a result dimension computed from a `?` is `?`, and
 a check that needs a `?` to be a given number passes.
@@ -22,8 +23,6 @@ from .shapes import (
     add,
     axis_index,
     broadcast,
-    check_fields,
-    check_rank,
     dims,
     known,
     mul,
@@ -33,26 +32,21 @@ from .shapes import (
     tensors_of_tuple,
     type_text,
 )
-
-
-def _ints(values) -> str:
-    return "[" + ", ".join(str(v) for v in values) + "]"
+from .transform_geometry import (
+    expand_pivot,
+    ints_text,
+    layout_extents,
+    layouts,
+    permutation,
+    require_attr,
+    split_plan,
+    squeezed_axes,
+    type_of_array,
+)
 
 
 def _shape(ds) -> str:
     return "(" + ", ".join(str(d) for d in ds) + ")"
-
-
-def _require(op: str, attrs, name: str):
-    value = attrs[name]
-    if value is None:
-        raise AttrError(f"{op}: attribute {name} is None but must be set", name)
-    return value
-
-
-def _as_type(x: np.ndarray) -> TensorType:
-    """The type of a numpy value, so that computes can reuse the relations' checks."""
-    return TensorType(tuple(int(d) for d in x.shape), str(x.dtype))
 
 
 # --------------------------------------------------------------------------- reshape
@@ -71,7 +65,7 @@ reshape = define(
 def new_shape(op: str, data: TensorType, newshape: tuple[int, ...], allowzero: bool) -> tuple[Dim, ...]:
     """The result shape of `reshape(data, newshape=..., allowzero=...)`."""
     ishape = dims(data)
-    ns = _ints(newshape)
+    ns = ints_text(newshape)
     out: list[Dim] = []
     used_in: set[int] = set()  # input dimensions copied (0, -2, -3, -4): not part of the -1
     used_out: set[int] = set()  # output dimensions they became
@@ -175,9 +169,9 @@ def _(data, attrs):
     return TensorType(new_shape("reshape", t, attrs.newshape, attrs.allowzero), t.dtype)
 
 
-@reshape.compute
+@reshape.reference
 def _(x, attrs):
-    return x.reshape(new_shape("reshape", _as_type(x), attrs.newshape, attrs.allowzero))
+    return x.reshape(new_shape("reshape", type_of_array(x), attrs.newshape, attrs.allowzero))
 
 
 reshape_like = define(
@@ -220,9 +214,9 @@ def _(data, shape_like, attrs):
     return TensorType(_reshape_like_shape(d, like, attrs), d.dtype)
 
 
-@reshape_like.compute
+@reshape_like.reference
 def _(x, like, attrs):
-    return x.reshape(_reshape_like_shape(_as_type(x), _as_type(like), attrs))
+    return x.reshape(_reshape_like_shape(type_of_array(x), type_of_array(like), attrs))
 
 
 batch_flatten = define("nn.batch_flatten", ("data",), INJECTIVE,
@@ -238,7 +232,7 @@ def _(data, attrs):
     return TensorType((ds[0], product(ds[1:])), t.dtype)
 
 
-@batch_flatten.compute
+@batch_flatten.reference
 def _(x, attrs):
     return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))
 
@@ -250,29 +244,16 @@ transpose = define("transpose", ("data",), INJECTIVE,
                    doc="Permute the axes of data: result axis i is data axis axes[i].")
 
 
-def _permutation(t: TensorType, axes) -> list[int]:
-    n = t.ndim
-    if axes is None:
-        return list(range(n - 1, -1, -1))
-    if len(axes) != n:
-        raise OpTypeError(f"transpose: axes {_ints(axes)} has {len(axes)} entries but data "
-                          f"{type_text(t)} has rank {n}")
-    perm = [axis_index(a, n, "transpose: axis") for a in axes]
-    if len(set(perm)) != n:
-        raise OpTypeError(f"transpose: axes {_ints(axes)} names an axis twice (data {type_text(t)})")
-    return perm
-
-
 @transpose.relation
 def _(data, attrs):
     t = tensor(data, "transpose: data", 0)
     ds = dims(t)
-    return TensorType(tuple(ds[a] for a in _permutation(t, attrs.axes)), t.dtype)
+    return TensorType(tuple(ds[a] for a in permutation(t, attrs.axes)), t.dtype)
 
 
-@transpose.compute
+@transpose.reference
 def _(x, attrs):
-    return np.transpose(x, _permutation(_as_type(x), attrs.axes))
+    return np.transpose(x, permutation(type_of_array(x), attrs.axes))
 
 
 expand_dims = define("expand_dims", ("data",), BROADCAST,
@@ -282,29 +263,17 @@ expand_dims = define("expand_dims", ("data",), BROADCAST,
                          "from the end of the result, as in NumPy).")
 
 
-def _expand_pivot(t: TensorType, attrs) -> int:
-    if attrs.num_newaxis < 0:
-        raise AttrError(f"expand_dims: attribute num_newaxis is {attrs.num_newaxis}; it must be "
-                        "0 or more", "num_newaxis")
-    n = t.ndim
-    check_rank(n + attrs.num_newaxis, "expand_dims: the result")
-    if not -n - 1 <= attrs.axis <= n:
-        raise OpTypeError(f"expand_dims: axis {attrs.axis} is out of range for data {type_text(t)} "
-                          f"(expected {-n - 1} to {n})")
-    return attrs.axis + n + 1 if attrs.axis < 0 else attrs.axis
-
-
 @expand_dims.relation
 def _(data, attrs):
     t = tensor(data, "expand_dims: data", 0)
-    p = _expand_pivot(t, attrs)
+    p = expand_pivot(t, attrs)
     ds = dims(t)
     return TensorType(ds[:p] + (1,) * attrs.num_newaxis + ds[p:], t.dtype)
 
 
-@expand_dims.compute
+@expand_dims.reference
 def _(x, attrs):
-    p = _expand_pivot(_as_type(x), attrs)
+    p = expand_pivot(type_of_array(x), attrs)
     return x.reshape(x.shape[:p] + (1,) * attrs.num_newaxis + x.shape[p:])
 
 
@@ -314,33 +283,16 @@ squeeze = define("squeeze", ("data",), INJECTIVE,
                  doc="Remove axes of length 1.")
 
 
-def _squeezed(t: TensorType, axis) -> list[int]:
-    """The axes of t that squeeze removes."""
-    ds = dims(t)
-    if axis is None:
-        if not known(*ds):
-            raise OpTypeError(f"squeeze: data {type_text(t)} has a dimension unknown until run time; "
-                              "give the axes to remove with axis=[...]")
-        return [k for k, d in enumerate(ds) if d == 1]
-    gone = []
-    for a in axis:
-        k = axis_index(a, t.ndim, "squeeze: axis")
-        if known(ds[k]) and ds[k] != 1:
-            raise OpTypeError(f"squeeze: axis {a} of data {type_text(t)} has length {ds[k]}, not 1")
-        gone.append(k)
-    return gone
-
-
 @squeeze.relation
 def _(data, attrs):
     t = tensor(data, "squeeze: data", 0)
-    gone = set(_squeezed(t, attrs.axis))
+    gone = set(squeezed_axes(t, attrs.axis))
     return TensorType(tuple(d for k, d in enumerate(dims(t)) if k not in gone), t.dtype)
 
 
-@squeeze.compute
+@squeeze.reference
 def _(x, attrs):
-    return np.squeeze(x, axis=tuple(sorted(set(_squeezed(_as_type(x), attrs.axis)))))
+    return np.squeeze(x, axis=tuple(sorted(set(squeezed_axes(type_of_array(x), attrs.axis)))))
 
 
 # --------------------------------------------------------------------------- concatenate, stack, split
@@ -396,7 +348,7 @@ def _(data, attrs):
     return TensorType(tuple(out), first.dtype)
 
 
-@concatenate.compute
+@concatenate.reference
 def _(xs, attrs):
     return np.concatenate(xs, axis=attrs.axis)
 
@@ -420,7 +372,7 @@ def _(data, attrs):
     return TensorType(fs[:axis] + (len(fields),) + fs[axis:], first.dtype)
 
 
-@stack.compute
+@stack.reference
 def _(xs, attrs):
     return np.stack(xs, axis=attrs.axis)
 
@@ -433,48 +385,17 @@ split = define("split", ("data",), INJECTIVE,
                    "at the listed indices (a list).")
 
 
-def _split_plan(t: TensorType, attrs) -> tuple[int, list[Dim]]:
-    """The axis and the length of each piece along it."""
-    if t.ndim == 0:
-        raise OpTypeError(f"split: data must have at least one dimension, found {type_text(t)}", 0)
-    axis = axis_index(attrs.axis, t.ndim, "split: axis")
-    d = dims(t)[axis]
-    ios = attrs.indices_or_sections
-    if isinstance(ios, int):
-        if ios <= 0:
-            raise AttrError(f"split: attribute indices_or_sections is {ios}; a number of sections "
-                            "must be positive", "indices_or_sections")
-        check_fields(ios, "split: the result")
-        if known(d) and d % ios:
-            raise OpTypeError(f"split: axis {attrs.axis} of data {type_text(t)} has length {d}, "
-                              f"which cannot be divided into {ios} equal sections")
-        return axis, [d // ios if known(d) else ANY] * ios  # type: ignore[operator]
-    pieces: list[Dim] = []
-    begin = 0
-    for k in ios:
-        if k <= begin:
-            raise AttrError(f"split: attribute indices_or_sections {_ints(ios)} must be ascending "
-                            "and positive", "indices_or_sections")
-        pieces.append(k - begin)
-        begin = k
-    if known(d) and begin >= d:
-        raise OpTypeError(f"split: index {begin} of indices_or_sections {_ints(ios)} is not "
-                          f"inside axis {attrs.axis} of data {type_text(t)} (length {d})")
-    pieces.append(d - begin if known(d) else ANY)
-    return axis, pieces
-
-
 @split.relation
 def _(data, attrs):
     t = tensor(data, "split: data", 0)
-    axis, pieces = _split_plan(t, attrs)
+    axis, pieces = split_plan(t, attrs)
     ds = dims(t)
     return TupleType(tuple(TensorType(ds[:axis] + (p,) + ds[axis + 1:], t.dtype) for p in pieces))
 
 
-@split.compute
+@split.reference
 def _(x, attrs):
-    axis, pieces = _split_plan(_as_type(x), attrs)
+    axis, pieces = split_plan(type_of_array(x), attrs)
     return tuple(np.split(x, np.cumsum(pieces[:-1]), axis=axis))
 
 
@@ -490,70 +411,11 @@ layout_transform = define(
         "divide is padded with zeros.")
 
 
-class Layout:
-    """A parsed layout string: its axes in order, each (letter, block factor or None)."""
-
-    def __init__(self, op: str, text: str, attr: str) -> None:
-        self.text = text
-        self.axes: list[tuple[str, int | None]] = []
-        factor = ""
-        for c in text:
-            if c.isdigit():
-                factor += c
-            elif c.isupper() and c.isascii() and not factor:
-                self.axes.append((c, None))
-            elif c.islower() and c.isascii() and factor and int(factor) > 0:
-                self.axes.append((c, int(factor)))
-                factor = ""
-            else:
-                raise AttrError(f"{op}: attribute {attr} is \"{text}\", which is not a layout "
-                                "(upper-case axes, each optionally blocked by a number and its "
-                                "lower-case letter, e.g. NCHW8c)", attr)
-        letters = [a for a, _ in self.axes]
-        if not text or factor or len(set(letters)) != len(letters) or any(
-                a.upper() not in letters for a in letters if a.islower()):
-            raise AttrError(f"{op}: attribute {attr} is \"{text}\", which is not a layout (each "
-                            "axis once, a block only of an axis present, e.g. NCHW8c)", attr)
-
-    @property
-    def primal(self) -> list[str]:
-        return [a for a, _ in self.axes if a.isupper()]
-
-    def block(self, axis: str) -> int | None:
-        return next((f for a, f in self.axes if a == axis.lower()), None)
-
-    def position(self, letter: str) -> int:
-        return next(k for k, (a, _) in enumerate(self.axes) if a == letter)
-
-
-def _layouts(t: TensorType, attrs) -> tuple[Layout, Layout]:
-    src = Layout("layout_transform", attrs.src_layout, "src_layout")
-    dst = Layout("layout_transform", attrs.dst_layout, "dst_layout")
-    if sorted(src.primal) != sorted(dst.primal):
-        raise OpTypeError(f"layout_transform: cannot convert from {src.text} to {dst.text}: the "
-                          "layouts must have the same upper-case axes")
-    if t.ndim != len(src.axes):
-        raise OpTypeError(f"layout_transform: data {type_text(t)} has rank {t.ndim} but "
-                          f"src_layout {src.text} has {len(src.axes)} axes", 0)
-    ds = dims(t)
-    for k, (a, f) in enumerate(src.axes):
-        if f is not None and known(ds[k]) and ds[k] != f:
-            raise OpTypeError(f"layout_transform: axis {k} ('{a}') of data {type_text(t)} has "
-                              f"length {ds[k]} but src_layout {src.text} blocks it by {f}", 0)
-    return src, dst
-
-
-def _extents(t: TensorType, src: Layout) -> dict[str, Dim]:
-    """The whole extent of each upper-case axis (the outer part times its block)."""
-    ds = dims(t)
-    return {a: mul(ds[src.position(a)], src.block(a) or 1) for a in src.primal}
-
-
 @layout_transform.relation
 def _(data, attrs):
     t = tensor(data, "layout_transform: data", 0)
-    src, dst = _layouts(t, attrs)
-    whole = _extents(t, src)
+    src, dst = layouts(t, attrs)
+    whole = layout_extents(t, src)
     out: list[Dim] = []
     for a, f in dst.axes:
         if f is not None:
@@ -564,16 +426,16 @@ def _(data, attrs):
     return TensorType(tuple(out), t.dtype)
 
 
-@layout_transform.compute
+@layout_transform.reference
 def _(x, attrs):
-    src, dst = _layouts(_as_type(x), attrs)
+    src, dst = layouts(type_of_array(x), attrs)
     # to one axis per upper-case letter, in src order: each axis followed by its block
     order = []
     for a in src.primal:
         order.append(src.position(a))
         if src.block(a):
             order.append(src.position(a.lower()))
-    whole = _extents(_as_type(x), src)
+    whole = layout_extents(type_of_array(x), src)
     y = np.transpose(x, order).reshape([whole[a] for a in src.primal])
     # into dst's upper-case order, padded to whole blocks and split
     y = np.transpose(y, [src.primal.index(a) for a in dst.primal])
@@ -614,12 +476,12 @@ def _check_broadcast_to(op: str, d: TensorType, target: tuple[Dim, ...], what: s
 @broadcast_to.relation
 def _(data, attrs):
     t = tensor(data, "broadcast_to: data", 0)
-    shape = tuple(_require("broadcast_to", attrs, "shape"))
+    shape = tuple(require_attr("broadcast_to", attrs, "shape"))
     _check_broadcast_to("broadcast_to", t, shape, f"shape {_shape(shape)}")
     return TensorType(shape, t.dtype)
 
 
-@broadcast_to.compute
+@broadcast_to.reference
 def _(x, attrs):
     return np.broadcast_to(x, attrs.shape).copy()
 
@@ -639,7 +501,7 @@ def _(data, broadcast_type, attrs):
     return like
 
 
-@broadcast_to_like.compute
+@broadcast_to_like.reference
 def _(x, like, attrs):
     return np.broadcast_to(x, like.shape).copy()
 
@@ -680,7 +542,7 @@ def _(data, collapse_type, attrs):
     return like
 
 
-@collapse_sum_like.compute
+@collapse_sum_like.reference
 def _(x, like, attrs):
     return _collapse_sum(x, like.shape)
 
@@ -703,16 +565,13 @@ def _(data, shape, attrs):
     rank = dims(s)[0]
     target = attrs.shape if attrs.shape is not None else (ANY,) * rank  # type: ignore[operator]
     if len(target) != rank:
-        raise OpTypeError(f"collapse_sum_to: attribute shape {_ints(target)} has {len(target)} "
+        raise OpTypeError(f"collapse_sum_to: attribute shape {ints_text(target)} has {len(target)} "
                           f"values but the shape argument {type_text(s)} has {rank}", 1)
     out = TensorType(tuple(target), t.dtype)
     _collapse_check("collapse_sum_to", t, out, "shape")
     return out
 
 
-@collapse_sum_to.compute
+@collapse_sum_to.reference
 def _(x, shape, attrs):
     return _collapse_sum(x, tuple(int(v) for v in np.asarray(shape).reshape(-1)))
-
-
-from . import transform_index  # noqa: E402,F401  (indexing and creation ops)

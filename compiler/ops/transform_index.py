@@ -1,6 +1,6 @@
 """Ops of reference §7.6 that pick, replicate or create elements: strided_slice, take,
 gather, gather_nd, tile, repeat, reverse, sliding_window, one_hot, full, zeros, ones,
-arange, shape_of, ndarray_size (imported by transform.py).
+arange, shape_of, ndarray_size.
 
 Indices follow TVM: `take` clips (mode "clip"), wraps ("wrap") or trusts ("fast") them;
 `gather`, `gather_nd` and `one_hot` expect them in range.
@@ -17,10 +17,19 @@ from ..ir.types import ANY, TensorType
 from .attrs import ANY as ANY_VALUE
 from .attrs import INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
 from .registry import BROADCAST, ELEMWISE, INJECTIVE, OPAQUE, OUT_EWISE_FUSABLE, OpTypeError, define
-from .shapes import Dim, axis_index, check_dtype, dims, known, mul, same_dim, tensor, type_text
-from .transform import _as_type, _ints, _require
-
-_MAX = 2**63 - 1  # "to the end" for an omitted begin or end, as TVM's int64 max
+from .shapes import axis_index, check_dtype, dims, known, mul, tensor, type_text
+from .transform_geometry import (
+    gather_axis,
+    gather_nd_m,
+    ints_text,
+    one_hot_axis,
+    repeat_axis,
+    require_attr,
+    slice_plan,
+    take_plan,
+    type_of_array,
+    window_check,
+)
 
 
 def _integer_tensor(t: TensorType, what: str, arg: int) -> None:
@@ -50,72 +59,18 @@ strided_slice = define(
         "entries take the whole axis.")
 
 
-def _canonical(index: int, extent: int, stride: int) -> int:
-    """A bound wrapped (if negative) and clamped into the range a stride can reach."""
-    lo, hi = (-1, extent - 1) if stride < 0 else (0, extent)
-    if index < 0:
-        index += extent
-    return min(max(index, lo), hi)
-
-
-def _slice_plan(t: TensorType, attrs) -> list[tuple[int, int | None, int, Dim]]:
-    """(axis, first index, step, length) per sliced axis; the first index is None when the
-    axis has a run-time extent."""
-    begin = list(_require("strided_slice", attrs, "begin"))
-    end = list(_require("strided_slice", attrs, "end"))
-    strides = list(_require("strided_slice", attrs, "strides"))
-    mode = attrs.slice_mode
-    if mode not in ("end", "size"):
-        raise AttrError(f"strided_slice: attribute slice_mode is \"{mode}\"; expected \"end\" or "
-                        "\"size\"", "slice_mode")
-    n = t.ndim
-    if attrs.axes is not None:
-        if not len(attrs.axes) == len(begin) == len(end) == len(strides):
-            raise OpTypeError(f"strided_slice: axes, begin, end and strides must have one length, "
-                              f"found {len(attrs.axes)}, {len(begin)}, {len(end)} and {len(strides)}")
-        axes = [axis_index(a, n, "strided_slice: axis") for a in attrs.axes]
-    else:
-        for name, values in (("begin", begin), ("end", end), ("strides", strides)):
-            if len(values) > n:
-                raise OpTypeError(f"strided_slice: attribute {name} {_ints(values)} has {len(values)} "
-                                  f"values but data {type_text(t)} has rank {n}")
-        axes = list(range(n))
-        strides += [1] * (n - len(strides))
-        begin += [0 if strides[k] > 0 else _MAX for k in range(len(begin), n)]
-        end += [_MAX if strides[k] > 0 else 0 for k in range(len(end), n)]
-    ds = dims(t)
-    plan = []
-    for k, axis in enumerate(axes):
-        step = strides[k] if mode == "end" else 1
-        if step == 0:
-            raise AttrError(f"strided_slice: attribute strides {_ints(strides)} has a step of 0", "strides")
-        b, e = begin[k], end[k]
-        if mode == "size":
-            e = (0 if step < 0 else _MAX) if e < 0 else b + e
-        d = ds[axis]
-        if not known(d):
-            plan.append((axis, None, step, ANY))
-            continue
-        bc, ec = _canonical(b, d, step), _canonical(e, d, step)  # type: ignore[arg-type]
-        if (ec > bc) if step < 0 else (bc > ec):
-            raise OpTypeError(f"strided_slice: on axis {axis} of data {type_text(t)}, begin {b} and "
-                              f"end {end[k]} (as {bc} and {ec}) run against the step {step}")
-        plan.append((axis, bc, step, -(-abs(ec - bc) // abs(step))))
-    return plan
-
-
 @strided_slice.relation
 def _(data, attrs):
     t = tensor(data, "strided_slice: data", 0)
     out = list(dims(t))
-    for axis, _, _, length in _slice_plan(t, attrs):
+    for axis, _, _, length in slice_plan(t, attrs):
         out[axis] = length
     return TensorType(tuple(out), t.dtype)
 
 
-@strided_slice.compute
+@strided_slice.reference
 def _(x, attrs):
-    for axis, first, step, length in _slice_plan(_as_type(x), attrs):
+    for axis, first, step, length in slice_plan(type_of_array(x), attrs):
         x = np.take(x, first + step * np.arange(length, dtype=np.int64), axis=axis)
     return x
 
@@ -131,33 +86,13 @@ take = define(
     doc="Pick elements of data along axis at the given indices: the result's shape is "
         "data.shape[:axis] + indices.shape[batch_dims:] + data.shape[axis+1:].")
 
-_TAKE_MODES = ("clip", "wrap", "fast")
-
-
-def _take_plan(d: TensorType, i: TensorType, attrs) -> tuple[int | None, int]:
-    if attrs.mode not in _TAKE_MODES:
-        raise AttrError(f"take: attribute mode is \"{attrs.mode}\"; expected \"clip\", \"wrap\" or "
-                        "\"fast\"", "mode")
-    if attrs.axis is None:
-        return None, 0
-    axis = axis_index(attrs.axis, d.ndim, "take: axis")
-    batch = attrs.batch_dims + i.ndim if attrs.batch_dims < 0 else attrs.batch_dims
-    if not 0 <= batch <= min(i.ndim, axis):
-        raise OpTypeError(f"take: batch_dims {attrs.batch_dims} must be within the rank of indices "
-                          f"{type_text(i)} and not after axis {attrs.axis}")
-    for k in range(batch):
-        if not same_dim(dims(d)[k], dims(i)[k]):
-            raise OpTypeError(f"take: batch axis {k} has length {dims(d)[k]} in data {type_text(d)} "
-                              f"but {dims(i)[k]} in indices {type_text(i)}", 1)
-    return axis, batch
-
 
 @take.relation
 def _(data, indices, attrs):
     d = tensor(data, "take: data", 0)
     i = tensor(indices, "take: indices", 1)
     _integer_tensor(i, "take: indices", 1)
-    axis, batch = _take_plan(d, i, attrs)
+    axis, batch = take_plan(d, i, attrs)
     if axis is None:
         return TensorType(i.shape, d.dtype)
     ds, is_ = dims(d), dims(i)
@@ -175,9 +110,9 @@ def _fix_indices(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
     return idx
 
 
-@take.compute
+@take.reference
 def _(x, indices, attrs):
-    axis, batch = _take_plan(_as_type(x), _as_type(indices), attrs)
+    axis, batch = take_plan(type_of_array(x), type_of_array(indices), attrs)
     if axis is None:
         flat = x.reshape(-1)
         return flat[_fix_indices(indices, flat.size, attrs.mode)]
@@ -197,29 +132,18 @@ gather = define("gather", ("data", "indices"), INJECTIVE,
                     "has data's rank and the result has the shape of indices.")
 
 
-def _gather_axis(d: TensorType, i: TensorType, attrs) -> int:
-    if d.ndim != i.ndim:
-        raise OpTypeError(f"gather: indices {type_text(i)} must have the rank of data {type_text(d)}", 1)
-    axis = axis_index(_require("gather", attrs, "axis"), d.ndim, "gather: axis")
-    for k, (a, b) in enumerate(zip(dims(d), dims(i))):
-        if k != axis and not same_dim(a, b):
-            raise OpTypeError(f"gather: indices {type_text(i)} and data {type_text(d)} differ on axis "
-                              f"{k}; only axis {axis} may differ", 1)
-    return axis
-
-
 @gather.relation
 def _(data, indices, attrs):
     d = tensor(data, "gather: data", 0)
     i = tensor(indices, "gather: indices", 1)
     _integer_tensor(i, "gather: indices", 1)
-    _gather_axis(d, i, attrs)
+    gather_axis(d, i, attrs)
     return TensorType(i.shape, d.dtype)
 
 
-@gather.compute
+@gather.reference
 def _(x, indices, attrs):
-    axis = _gather_axis(_as_type(x), _as_type(indices), attrs)
+    axis = gather_axis(type_of_array(x), type_of_array(indices), attrs)
     return np.take_along_axis(x, indices.astype(np.int64), axis=axis)
 
 
@@ -232,38 +156,18 @@ gather_nd = define(
         "the result has shape Y + data.shape[batch_dims + M:].")
 
 
-def _gather_nd_m(d: TensorType, i: TensorType, attrs) -> int:
-    if i.ndim == 0:
-        raise OpTypeError(f"gather_nd: indices must have at least one axis, found {type_text(i)}", 1)
-    m = dims(i)[0]
-    if not known(m):
-        if attrs.index_rank is None:
-            raise OpTypeError(f"gather_nd: the first axis of indices {type_text(i)} is known only at "
-                              "run time; give its length with index_rank", 1)
-        m = attrs.index_rank
-    b = attrs.batch_dims
-    if b < 0 or b + 1 > i.ndim or m + b > d.ndim:  # type: ignore[operator]
-        raise OpTypeError(f"gather_nd: index tuples of length {m} after {b} batch axes do not fit "
-                          f"data {type_text(d)} with indices {type_text(i)}", 1)
-    for k in range(b):
-        if not same_dim(dims(d)[k], dims(i)[k + 1]):
-            raise OpTypeError(f"gather_nd: batch axis {k} has length {dims(d)[k]} in data "
-                              f"{type_text(d)} but {dims(i)[k + 1]} in indices {type_text(i)}", 1)
-    return m  # type: ignore[return-value]
-
-
 @gather_nd.relation
 def _(data, indices, attrs):
     d = tensor(data, "gather_nd: data", 0)
     i = tensor(indices, "gather_nd: indices", 1)
     _integer_tensor(i, "gather_nd: indices", 1)
-    m = _gather_nd_m(d, i, attrs)
+    m = gather_nd_m(d, i, attrs)
     return TensorType(dims(i)[1:] + dims(d)[m + attrs.batch_dims:], d.dtype)
 
 
-@gather_nd.compute
+@gather_nd.reference
 def _(x, indices, attrs):
-    m = _gather_nd_m(_as_type(x), _as_type(indices), attrs)
+    m = gather_nd_m(type_of_array(x), type_of_array(indices), attrs)
     b = attrs.batch_dims
     out = np.empty(indices.shape[1:] + x.shape[m + b:], dtype=x.dtype)
     for pos in np.ndindex(*indices.shape[1:]):
@@ -286,14 +190,14 @@ def _(data, attrs):
     reps = attrs.reps
     for r in reps:
         if r <= 0:
-            raise AttrError(f"tile: attribute reps {_ints(reps)} must hold positive counts", "reps")
+            raise AttrError(f"tile: attribute reps {ints_text(reps)} must hold positive counts", "reps")
     n = max(t.ndim, len(reps))
     ds = (1,) * (n - t.ndim) + dims(t)
     rs = (1,) * (n - len(reps)) + tuple(reps)
     return TensorType(tuple(mul(d, r) for d, r in zip(ds, rs)), t.dtype)
 
 
-@tile.compute
+@tile.reference
 def _(x, attrs):
     return np.tile(x, attrs.reps)
 
@@ -304,23 +208,17 @@ repeat = define("repeat", ("data",), BROADCAST,
                 doc="Repeat each element of data repeats times along axis.")
 
 
-def _repeat_axis(t: TensorType, attrs) -> int:
-    if attrs.repeats < 1:
-        raise AttrError(f"repeat: attribute repeats is {attrs.repeats}; it must be 1 or more", "repeats")
-    return axis_index(_require("repeat", attrs, "axis"), t.ndim, "repeat: axis")
-
-
 @repeat.relation
 def _(data, attrs):
     t = tensor(data, "repeat: data", 0)
-    axis = _repeat_axis(t, attrs)
+    axis = repeat_axis(t, attrs)
     ds = dims(t)
     return TensorType(ds[:axis] + (mul(ds[axis], attrs.repeats),) + ds[axis + 1:], t.dtype)
 
 
-@repeat.compute
+@repeat.reference
 def _(x, attrs):
-    return np.repeat(x, attrs.repeats, axis=_repeat_axis(_as_type(x), attrs))
+    return np.repeat(x, attrs.repeats, axis=repeat_axis(type_of_array(x), attrs))
 
 
 reverse = define("reverse", ("data",), INJECTIVE,
@@ -331,11 +229,11 @@ reverse = define("reverse", ("data",), INJECTIVE,
 @reverse.relation
 def _(data, attrs):
     t = tensor(data, "reverse: data", 0)
-    axis_index(_require("reverse", attrs, "axis"), t.ndim, "reverse: axis")
+    axis_index(require_attr("reverse", attrs, "axis"), t.ndim, "reverse: axis")
     return t
 
 
-@reverse.compute
+@reverse.reference
 def _(x, attrs):
     return np.flip(x, axis=attrs.axis).copy()
 
@@ -349,39 +247,19 @@ sliding_window = define(
         "the window positions, then the window itself.")
 
 
-def _window_check(t: TensorType, attrs) -> int:
-    axis = attrs.axis
-    if not 0 <= axis < t.ndim:
-        raise OpTypeError(f"sliding_window: axis {axis} is out of range for data {type_text(t)} "
-                          f"(expected 0 to {t.ndim - 1})")
-    n = t.ndim - axis
-    for name in ("window_shape", "strides"):
-        values = attrs[name]
-        if len(values) != n:
-            raise OpTypeError(f"sliding_window: attribute {name} {_ints(values)} has {len(values)} "
-                              f"values but data {type_text(t)} has {n} axes from axis {axis} on")
-        if any(v <= 0 for v in values):
-            raise AttrError(f"sliding_window: attribute {name} {_ints(values)} must be positive", name)
-    for k, (d, w) in enumerate(zip(dims(t)[axis:], attrs.window_shape)):
-        if known(d) and w > d:
-            raise OpTypeError(f"sliding_window: window length {w} is longer than axis {axis + k} "
-                              f"of data {type_text(t)}")
-    return axis
-
-
 @sliding_window.relation
 def _(data, attrs):
     t = tensor(data, "sliding_window: data", 0)
-    axis = _window_check(t, attrs)
+    axis = window_check(t, attrs)
     ds = dims(t)
     positions = tuple((d - w) // s + 1 if known(d) else ANY
                       for d, w, s in zip(ds[axis:], attrs.window_shape, attrs.strides))
     return TensorType(ds[:axis] + positions + tuple(attrs.window_shape), t.dtype)
 
 
-@sliding_window.compute
+@sliding_window.reference
 def _(x, attrs):
-    axis = _window_check(_as_type(x), attrs)
+    axis = window_check(type_of_array(x), attrs)
     view = np.lib.stride_tricks.sliding_window_view(x, attrs.window_shape, axis=tuple(range(axis, x.ndim)))
     step = (slice(None),) * axis + tuple(slice(None, None, s) for s in attrs.strides)
     return np.ascontiguousarray(view[step])
@@ -398,16 +276,6 @@ one_hot = define(
         "elsewhere.")
 
 
-def _one_hot_axis(i: TensorType, attrs) -> int:
-    if attrs.depth <= 0:
-        raise AttrError(f"one_hot: attribute depth is {attrs.depth}; it must be positive", "depth")
-    n = i.ndim
-    if not -n - 1 <= attrs.axis <= n:
-        raise OpTypeError(f"one_hot: axis {attrs.axis} is out of range for indices {type_text(i)} "
-                          f"(expected {-n - 1} to {n})")
-    return attrs.axis + n + 1 if attrs.axis < 0 else attrs.axis
-
-
 @one_hot.relation
 def _(indices, on_value, off_value, attrs):
     i = tensor(indices, "one_hot: indices", 0)
@@ -417,14 +285,14 @@ def _(indices, on_value, off_value, attrs):
     if on.dtype != off.dtype:
         raise OpTypeError(f"one_hot: on_value {type_text(on)} and off_value {type_text(off)} have "
                           "different dtypes", 2)
-    p = _one_hot_axis(i, attrs)
+    p = one_hot_axis(i, attrs)
     ds = dims(i)
     return TensorType(ds[:p] + (attrs.depth,) + ds[p:], check_dtype(attrs.dtype) if attrs.dtype else on.dtype)
 
 
-@one_hot.compute
+@one_hot.reference
 def _(indices, on, off, attrs):
-    p = _one_hot_axis(_as_type(indices), attrs)
+    p = one_hot_axis(type_of_array(indices), attrs)
     positions = np.arange(attrs.depth).reshape((attrs.depth,) + (1,) * (indices.ndim - p))
     hot = np.expand_dims(indices, p) == positions
     return np.where(hot, on, off).astype(attrs.dtype or on.dtype)
@@ -437,9 +305,9 @@ _INIT_ATTRS = (Attr("shape", OPT_INTS, None, "the result shape"),
 
 
 def _init_shape(op: str, attrs) -> tuple[int, ...]:
-    shape = tuple(_require(op, attrs, "shape"))
+    shape = tuple(require_attr(op, attrs, "shape"))
     if any(d < 0 for d in shape):
-        raise AttrError(f"{op}: attribute shape {_ints(shape)} has a negative dimension", "shape")
+        raise AttrError(f"{op}: attribute shape {ints_text(shape)} has a negative dimension", "shape")
     return shape
 
 
@@ -454,7 +322,7 @@ def _(fill_value, attrs):
     return TensorType(_init_shape("full", attrs), check_dtype(attrs.dtype) if attrs.dtype else f.dtype)
 
 
-@full.compute
+@full.reference
 def _(fill, attrs):
     return np.full(_init_shape("full", attrs), fill, dtype=attrs.dtype or fill.dtype)
 
@@ -467,7 +335,7 @@ def _constant(name: str, value: int) -> None:
     def _(attrs):
         return TensorType(_init_shape(name, attrs), check_dtype(attrs.dtype or "float32"))
 
-    @opdef.compute
+    @opdef.reference
     def _(attrs):
         return np.full(_init_shape(name, attrs), value, dtype=attrs.dtype or "float32")
 
@@ -521,7 +389,7 @@ def _(start, stop, step, attrs):
     return TensorType((_arange_length(*values),), dtype)  # type: ignore[arg-type]
 
 
-@arange.compute
+@arange.reference
 def _(start, stop, step, attrs):
     n = _arange_length(float(start), float(stop), float(step))
     start, step = np.asarray(start, dtype=attrs.dtype), np.asarray(step, dtype=attrs.dtype)
@@ -542,7 +410,7 @@ def _(data, attrs):
     return TensorType((t.ndim,) if t.ndim else (), check_dtype(attrs.dtype or "int32"))
 
 
-@shape_of.compute
+@shape_of.reference
 def _(x, attrs):
     if x.ndim == 0:
         return np.zeros((), dtype=attrs.dtype or "int32")
@@ -560,6 +428,6 @@ def _(data, attrs):
     return TensorType((), check_dtype(attrs.dtype or "int32"))
 
 
-@ndarray_size.compute
+@ndarray_size.reference
 def _(x, attrs):
     return np.array(x.size, dtype=attrs.dtype or "int32")

@@ -32,7 +32,8 @@ from ..ir.expr import Call, Constant, Expr
 from ..ir.functor import children
 from ..ir.module import IRModule
 from ..ir.types import TensorType, Type
-from ..ops.nn_conv import _SPECS, backward_shape, parse_layout
+from ..ops.conv_geometry import backward_shape, parse_layout
+from ..ops.nn_conv import CONV_SPECS
 
 # ops whose relation is numpy broadcasting of two operands (the result dtype is theirs)
 BROADCAST_OPS = frozenset({
@@ -66,8 +67,8 @@ def operand_type(op: str, index: int, args: list[Type], attrs) -> TensorType | N
     data = args[0] if args else None
     if index == 0 or not isinstance(data, TensorType):
         return None
-    if op in _SPECS and index == 1 and not _SPECS[op].transpose:
-        return _conv_weight(_SPECS[op], data, attrs)
+    if op in CONV_SPECS and index == 1 and not CONV_SPECS[op].transpose:
+        return _conv_weight(CONV_SPECS[op], data, attrs)
     if op == "nn.dense" and index == 1:
         units, k = _int(attrs.units), _int(data.shape[-1]) if data.shape else None
         return TensorType((units, k), data.dtype) if units is not None and k is not None else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import Expr
+from ...ops.pooling_geometry import COORDINATE_MODES, PAD_MODES
 from .builder import call, rank, scalar, shape, static_shape
 from .context import NodeContext
 from .errors import NodeError
@@ -72,9 +73,7 @@ def _(ctx: NodeContext) -> Expr:
     return call("mean" if average else "max", x, axis=tuple(range(2, rank(x))), keepdims=True)
 
 
-# --- Pad --------------------------------------------------------------------------------------
-
-PAD_MODES = ("constant", "reflect", "edge")
+# --- Pad (the modes nn.pad knows) -----------------------------------------------------------
 
 
 @converter("Pad")
@@ -110,8 +109,6 @@ def _scalar_of(value: Expr) -> Expr:
 # --- Resize -------------------------------------------------------------------------------------
 
 MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic", "bilinear": "linear"}
-COORDINATES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel",
-               "tf_half_pixel_for_nn", "tf_crop_and_resize")
 
 
 @converter("Resize", "Upsample")
@@ -129,7 +126,7 @@ def _(ctx: NodeContext) -> Expr:
     old = ctx.op_type == "Upsample" or ctx.opset < 11
     size = _output_size(ctx, dims, old)
     coordinates = "asymmetric" if old else ctx.attrs.string("coordinate_transformation_mode", "half_pixel")
-    if coordinates not in COORDINATES:
+    if coordinates not in COORDINATE_MODES:  # those image.resize2d knows
         raise NodeError(f"coordinate_transformation_mode={coordinates} is not supported")
     attrs = dict(size=size[2:], layout="NCHW", method=method, coordinate_transformation_mode=coordinates)
     if not old:

@@ -28,7 +28,7 @@ from ...ops import get_op
 from ...ops.attrs import AttrError
 from ..errors import LoweringError
 from . import expr as te
-from .topi import get_lowering
+from . import topi  # noqa: F401  (registers each op's compute rule on its OpDef)
 
 
 @dataclass
@@ -134,10 +134,10 @@ def _constant(node: Constant, result: Composed) -> te.Tensor:
 
 def _lower_call(call: Call, values: dict) -> Any:
     name = call.op.name
-    rule = get_lowering(name)
+    opdef = get_op(name)
+    rule = opdef.compute if opdef is not None else None
     if rule is None:
         raise LoweringError(f"no lowering for operator {name}", call.span)
-    opdef = get_op(name)
     try:
         attrs = opdef.normalize_attrs(call.attrs)
     except AttrError as err:

@@ -30,7 +30,7 @@ from ...ir.attrs import IntImm
 from ...ir.expr import Call, Constant, Expr, Op
 from ...ir.types import TensorType
 from ...ops import get_op
-from ...ops.nn_conv import Layout, forward_shape, parse_layout
+from ...ops.conv_geometry import Layout, forward_shape, parse_layout
 from ...ops.shapes import dims
 from .simplify_inference import call, expand_to_axis
 

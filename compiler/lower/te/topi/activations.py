@@ -10,22 +10,22 @@ from __future__ import annotations
 from typing import Sequence
 
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 
 
-@lowering("nn.relu")
+@register_compute("nn.relu")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(x.shape, lambda *i: te.maximum(x[i], 0), "T_relu")
 
 
-@lowering("nn.leaky_relu")
+@register_compute("nn.leaky_relu")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """alpha in data's dtype (an integer tensor truncates it, as the reference)."""
     alpha = te.const(attrs.alpha, x.dtype)
     return te.compute(x.shape, lambda *i: te.select(te.gt(x[i], 0), x[i], x[i] * alpha), "T_leaky_relu")
 
 
-@lowering("nn.prelu")
+@register_compute("nn.prelu")
 def _(x: te.Tensor, alpha: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(x.shape, lambda *i: te.select(te.gt(x[i], 0), x[i], x[i] * alpha[i[attrs.axis]]),
                       "T_prelu")
@@ -50,7 +50,7 @@ def _max_along(x: te.Tensor, axis: int, name: str) -> te.Tensor:
                       f"{name}_maxelem")
 
 
-@lowering("nn.softmax", "nn.fast_softmax")
+@register_compute("nn.softmax", "nn.fast_softmax")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     axis = attrs.axis % x.ndim
     wide = _wide(x.dtype)
@@ -61,7 +61,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(x.shape, lambda *i: te.cast(exp[i] / total[_drop(i, axis)], x.dtype), "T_softmax_norm")
 
 
-@lowering("nn.log_softmax")
+@register_compute("nn.log_softmax")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     axis = attrs.axis % x.ndim
     wide = _wide(x.dtype)

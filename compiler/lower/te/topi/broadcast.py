@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import expr as te
 from .common import broadcast_read
-from .registry import lowering
+from .registry import register_compute
 
 _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "maximum": "max",
            "minimum": "min", "power": "pow", "floor_divide": "floordiv", "floor_mod": "floormod",
@@ -20,7 +20,7 @@ _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", 
 
 
 def _binary_rule(relay_name: str, op: str):
-    @lowering(relay_name)
+    @register_compute(relay_name)
     def rule(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
         return te.compute(out_type.shape,
                           lambda *i: te.binary(op, broadcast_read(a, i), broadcast_read(b, i)),
@@ -33,7 +33,7 @@ for _name, _op in _BINARY.items():
     _binary_rule(_name, _op)
 
 
-@lowering("where")
+@register_compute("where")
 def _(cond: te.Tensor, x: te.Tensor, y: te.Tensor, attrs, out_type) -> te.Tensor:
     def body(*i):
         return te.select(broadcast_read(cond, i), broadcast_read(x, i), broadcast_read(y, i))
@@ -41,7 +41,7 @@ def _(cond: te.Tensor, x: te.Tensor, y: te.Tensor, attrs, out_type) -> te.Tensor
     return te.compute(out_type.shape, body, "T_where")
 
 
-@lowering("nn.bias_add")
+@register_compute("nn.bias_add")
 def _(data: te.Tensor, bias: te.Tensor, attrs, out_type) -> te.Tensor:
     axis = attrs.axis % data.ndim
     return te.compute(data.shape, lambda *i: data[i] + bias[i[axis]], "T_bias_add")

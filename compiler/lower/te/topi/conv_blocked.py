@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ....ops.nn_conv import _is_depthwise
+from ....ops.conv_geometry import is_depthwise
 from .. import expr as te
 
 BLOCK = 16
@@ -34,7 +34,7 @@ def blocked_kind(op: str, plan, data: te.Tensor, weight: te.Tensor, acc: str) ->
         return None
     if plan.groups == 1:
         return "conv"
-    if _is_depthwise(plan.groups, data.shape[1], weight.shape[0]) and weight.shape[1] == 1:
+    if is_depthwise(plan.groups, data.shape[1], weight.shape[0]) and weight.shape[1] == 1:
         return "depthwise"
     return None
 

@@ -9,7 +9,7 @@ away from zero, the `fast_*` ops are exact).
 from __future__ import annotations
 
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 
 # op -> intrinsic, for the float-only math functions
 _MATH = {"sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "log2": "log2",
@@ -25,7 +25,7 @@ def _map(name: str, x: te.Tensor, fn) -> te.Tensor:
 
 
 def _intrinsic_rule(name: str, intrinsic: str) -> None:
-    @lowering(name)
+    @register_compute(name)
     def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
         return _map(name, x, lambda v: te.intrinsic(intrinsic, v))
 
@@ -35,7 +35,7 @@ for _name, _intrinsic in _MATH.items():
 
 
 def _rounding_rule(name: str) -> None:
-    @lowering(name)
+    @register_compute(name)
     def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
         """Integers are already whole: a copy."""
         return _map(name, x, lambda v: te.intrinsic(name, v) if te.is_float(x.dtype) else v)
@@ -45,24 +45,24 @@ for _name in _ROUNDING:
     _rounding_rule(_name)
 
 
-@lowering("copy")
+@register_compute("copy")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _map("copy", x, lambda v: v)
 
 
-@lowering("negative")
+@register_compute("negative")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _map("negative", x, lambda v: te.intrinsic("neg", v))
 
 
-@lowering("abs")
+@register_compute("abs")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Unsigned values (and bools) are their own magnitude."""
     signed = te.is_float(x.dtype) or te.is_signed(x.dtype)
     return _map("abs", x, lambda v: te.abs(v) if signed else v)
 
 
-@lowering("sign")
+@register_compute("sign")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """1, -1, or x itself where it is neither above nor below 0 (zero, NaN); unsigned
     values: min(x, 1)."""
@@ -72,7 +72,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 
 
 def _predicate_rule(name: str, on_integers: bool) -> None:
-    @lowering(name)
+    @register_compute(name)
     def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
         """Integers are never NaN nor infinite."""
         if te.is_float(x.dtype):
@@ -85,7 +85,7 @@ _predicate_rule("isinf", False)
 _predicate_rule("isfinite", True)
 
 
-@lowering("logical_not")
+@register_compute("logical_not")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _map("logical_not", x, lambda v: te.intrinsic("not", v))
 
@@ -98,7 +98,7 @@ def _integer_bound(value: float, dtype: str) -> int:
     return int(min(max(value, lo), hi))
 
 
-@lowering("clip")
+@register_compute("clip")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     if te.is_float(x.dtype):
         lo, hi = te.const(attrs.a_min, x.dtype), te.const(attrs.a_max, x.dtype)
@@ -107,13 +107,13 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _map("clip", x, lambda v: te.minimum(te.maximum(v, lo), hi))
 
 
-@lowering("cast")
+@register_compute("cast")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _map("cast", x, lambda v: te.cast(v, attrs.dtype))
 
 
 def _constant_like(name: str, value: int) -> None:
-    @lowering(name)
+    @register_compute(name)
     def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
         return te.compute(x.shape, lambda *i: te.const(value, x.dtype), f"T_{name}")
 
@@ -122,13 +122,13 @@ _constant_like("zeros_like", 0)
 _constant_like("ones_like", 1)
 
 
-@lowering("full_like")
+@register_compute("full_like")
 def _(x: te.Tensor, fill: te.Tensor, attrs, out_type) -> te.Tensor:
     """The scalar fill converted to data's dtype."""
     return te.compute(x.shape, lambda *i: te.cast(fill[()], x.dtype), "T_full_like")
 
 
-@lowering("fixed_point_multiply")
+@register_compute("fixed_point_multiply")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """x * multiplier in int64, then shifted right by 31 - shift rounding to nearest (or
     left when that is negative), and cast back."""

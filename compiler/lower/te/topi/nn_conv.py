@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ....ops.nn_conv import (CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, CONV3D,
-                            DW_CONV2D_NCHWC, ConvSpec, Layout, _is_depthwise, _out_dtype, _plan,
-                            forward_shape)
+from ....ops.conv_geometry import ConvSpec, Layout, conv_plan, forward_shape, is_depthwise, result_dtype
+from ....ops.nn_conv import CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, CONV3D, DW_CONV2D_NCHWC
 from ...errors import LoweringError
 from .. import expr as te
 from .conv_blocked import blocked_conv2d, blocked_depthwise2d, blocked_kind
-from .registry import lowering
+from .registry import register_compute
 
 Indices = dict[str, te.PrimExpr]
 
@@ -146,7 +145,7 @@ def conv_forward(op: str, padded: te.Tensor, data_layout: Layout, weight: te.Ten
     wshape = forward_shape(kernel_layout, weight.shape, "OI" + spatial)
     w_out, w_in = wshape[0], wshape[1]
     # depthwise with a channel multiplier: weight (C, multiplier, *K), output c*m + j
-    multiplier = w_in if _is_depthwise(groups, dshape[1], w_out) and w_in != 1 else None
+    multiplier = w_in if is_depthwise(groups, dshape[1], w_out) and w_in != 1 else None
     rks = [te.reduce_axis(k, f"r{letter.lower()}") for letter, k in zip(spatial, wshape[2:])]
     rc = None if multiplier is not None else te.reduce_axis(w_in, "rc")
     per_group = w_out // groups
@@ -178,12 +177,12 @@ def _cast_term(dtype: str) -> Term:
 def _conv_rule(spec: ConvSpec):
     op = spec.name
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
-        plan = _plan(spec, attrs)
+        plan = conv_plan(spec, attrs)
         whole_spatial(op, spec.spatial, plan.data_layout, "data_layout")
         whole_spatial(op, spec.spatial, plan.out_layout, "out_layout")
-        out_dtype = _out_dtype(attrs, data.dtype)
+        out_dtype = result_dtype(attrs, data.dtype)
         acc = acc_dtype(out_dtype, data.dtype, weight.dtype)
         if spec.transpose:
             result = _conv_transpose(op, spec, plan, data, weight, out_type.shape, acc)
@@ -269,15 +268,15 @@ def _matmul(op: str, out_shape: Sequence[int], k: int, read_a, read_b, out_dtype
     return finish(te.compute(out_shape, body, f"T_{op.removeprefix('nn.')}", tag=op), out_dtype)
 
 
-@lowering("nn.dense")
+@register_compute("nn.dense")
 def _(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
     """data (..., K) times weight (units, K) transposed."""
     return _matmul("nn.dense", out_type.shape, data.shape[-1],
                    lambda i, k: data[i[:-1] + (k,)], lambda i, k: weight[i[-1], k],
-                   _out_dtype(attrs, data.dtype), (data.dtype, weight.dtype))
+                   result_dtype(attrs, data.dtype), (data.dtype, weight.dtype))
 
 
-@lowering("nn.matmul")
+@register_compute("nn.matmul")
 def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
     """a (..., M, K) (transpose_a: (..., K, M)) times b (K, N) (transpose_b: (N, K))."""
     ta, tb = attrs.transpose_a, attrs.transpose_b
@@ -289,11 +288,11 @@ def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
         return b[i[-1], k] if tb else b[k, i[-1]]
 
     k = a.shape[-2] if ta else a.shape[-1]
-    return _matmul("nn.matmul", out_type.shape, k, read_a, read_b, _out_dtype(attrs, a.dtype),
+    return _matmul("nn.matmul", out_type.shape, k, read_a, read_b, result_dtype(attrs, a.dtype),
                    (a.dtype, b.dtype))
 
 
-@lowering("nn.batch_matmul")
+@register_compute("nn.batch_matmul")
 def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
     """a (B, M, K) times b (B, K, N), either transposed; a batch of 1 broadcasts."""
     ta, tb = attrs.transpose_a, attrs.transpose_b
@@ -307,5 +306,5 @@ def _(a: te.Tensor, b: te.Tensor, attrs, out_type) -> te.Tensor:
         return b[batch, i[2], k] if tb else b[batch, k, i[2]]
 
     k = a.shape[1] if ta else a.shape[2]
-    return _matmul("nn.batch_matmul", out_type.shape, k, read_a, read_b, _out_dtype(attrs, a.dtype),
+    return _matmul("nn.batch_matmul", out_type.shape, k, read_a, read_b, result_dtype(attrs, a.dtype),
                    (a.dtype, b.dtype))

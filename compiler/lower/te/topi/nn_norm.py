@@ -15,7 +15,7 @@ import numpy as np
 
 from ....ops.reduce import reduce_axes
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 
 
 def _wide(dtype: str) -> str:
@@ -35,7 +35,7 @@ def _affine(value: te.PrimExpr, gamma: te.Tensor, beta: te.Tensor, attrs, channe
     return te.cast(value, dtype)
 
 
-@lowering("nn.batch_norm")
+@register_compute("nn.batch_norm")
 def _(data, gamma, beta, moving_mean, moving_var, attrs, out_type):
     """(x - moving_mean) / sqrt(moving_var + epsilon) * gamma + beta along the channel
     axis; with copies of the moving mean and variance."""
@@ -53,7 +53,7 @@ def _(data, gamma, beta, moving_mean, moving_var, attrs, out_type):
     return out, _copy(moving_mean, "T_moving_mean"), _copy(moving_var, "T_moving_var")
 
 
-@lowering("nn.dropout")
+@register_compute("nn.dropout")
 def _(data, attrs, out_type):
     """Inference dropout: the data and a mask of ones."""
     ones = te.compute(data.shape, lambda *i: te.const(1, data.dtype), "T_dropout_mask")
@@ -120,20 +120,20 @@ def _normalized(op: str, data, gamma, beta, attrs, axes: Sequence[int], axis: in
     return te.compute(data.shape, body, f"T_{op.removeprefix('nn.')}", tag=op)
 
 
-@lowering("nn.layer_norm")
+@register_compute("nn.layer_norm")
 def _(data, gamma, beta, attrs, out_type):
     axis = attrs.axis % data.ndim
     return _normalized("nn.layer_norm", data, gamma, beta, attrs, (axis,), axis)
 
 
-@lowering("nn.instance_norm")
+@register_compute("nn.instance_norm")
 def _(data, gamma, beta, attrs, out_type):
     axis = attrs.axis % data.ndim
     axes = tuple(a for a in range(1, data.ndim) if a != axis)
     return _normalized("nn.instance_norm", data, gamma, beta, attrs, axes, axis)
 
 
-@lowering("nn.group_norm")
+@register_compute("nn.group_norm")
 def _(data, gamma, beta, attrs, out_type):
     """Statistics per (leading axes, group) over the group's channels and every axis
     after the channel axis."""
@@ -158,7 +158,7 @@ def _(data, gamma, beta, attrs, out_type):
     return te.compute(data.shape, body, "T_group_norm", tag="nn.group_norm")
 
 
-@lowering("nn.l2_normalize")
+@register_compute("nn.l2_normalize")
 def _(data, attrs, out_type):
     """x / sqrt(max(sum of squares over axis, eps))."""
     axes = reduce_axes("nn.l2_normalize", data.ndim, attrs.axis)
@@ -183,7 +183,7 @@ def _(data, attrs, out_type):
     return te.compute(data.shape, body, "T_l2_normalize", tag="nn.l2_normalize")
 
 
-@lowering("nn.lrn")
+@register_compute("nn.lrn")
 def _(data, attrs, out_type):
     """x / (bias + alpha * s / size)^beta, s the sum of squares over the size channels
     centred on x (positions past the edges count 0)."""

@@ -16,16 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir.types import TensorType
-from ....ops.nn_conv import parse_layout
-from ....ops.plumbing import _QMIN_QMAX, _channel_axis, _conv_geometry, _requantize_modes
+from ....ops.conv_geometry import parse_layout
+from ....ops.qnn_geometry import QMIN_QMAX, channel_axis, qnn_conv_geometry, requantize_modes
 from ...errors import LoweringError
 from .. import expr as te
 from .nn_conv import conv_forward, pad_spatial
-from .registry import lowering
+from .registry import register_compute
 
 
 def _pass_through(op: str) -> None:
-    @lowering(op)
+    @register_compute(op)
     def rule(data, attrs, out_type):
         """A copy of the tensor, or of each tensor of a tuple."""
         tensors = data if isinstance(data, tuple) else (data,)
@@ -51,15 +51,15 @@ def qparam(p: te.Tensor, channel: te.PrimExpr) -> te.PrimExpr:
 
 
 def _clip(value: te.PrimExpr, dtype: str) -> te.PrimExpr:
-    lo, hi = _QMIN_QMAX[dtype]
+    lo, hi = QMIN_QMAX[dtype]
     return te.minimum(te.maximum(value, lo), hi)
 
 
 def _axis(op: str, data: te.Tensor, axis: int) -> int:
-    return _channel_axis(op, TensorType(data.shape, data.dtype), axis, False)[0]
+    return channel_axis(op, TensorType(data.shape, data.dtype), axis, False)[0]
 
 
-@lowering("qnn.quantize")
+@register_compute("qnn.quantize")
 def _(data, scale, zero_point, attrs, out_type):
     """clip(round(data / scale) + zero_point), halves away from zero, in float32."""
     axis = _axis("qnn.quantize", data, attrs.axis)
@@ -74,7 +74,7 @@ def _(data, scale, zero_point, attrs, out_type):
     return te.compute(data.shape, body, "T_quantize")
 
 
-@lowering("qnn.dequantize")
+@register_compute("qnn.dequantize")
 def _(data, scale, zero_point, attrs, out_type):
     """(data - zero_point) in int32, times scale in float32 (clipped to float16's range
     for a float16 result)."""
@@ -128,12 +128,12 @@ def _fixed_point(in_scale: te.Tensor, out_scale: te.Tensor) -> tuple[te.Tensor, 
             te.compute(in_scale.shape, shift, "T_requantize_shift"))
 
 
-@lowering("qnn.requantize")
+@register_compute("qnn.requantize")
 def _(data, in_scale, in_zp, out_scale, out_zp, attrs, out_type):
     """zp_out + (scale_in / scale_out) * (q - zp_in): fixed point in int64 (UPWARD or
     TONEAREST rounding of the shift), or in float32/float64 with compute_dtype; then
     clipped to out_dtype."""
-    rounding, compute_dtype = _requantize_modes(attrs)
+    rounding, compute_dtype = requantize_modes(attrs)
     axis = _axis("qnn.requantize", data, attrs.axis)
     out_dtype = attrs.out_dtype
 
@@ -167,14 +167,14 @@ def _(data, in_scale, in_zp, out_scale, out_zp, attrs, out_type):
     return te.compute(data.shape, body, "T_requantize")
 
 
-@lowering("qnn.conv2d")
+@register_compute("qnn.conv2d")
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs, out_type):
     """sum (data - input_zero_point) * (weight - kernel_zero_point[o]); padding holds
     data's zero point, so it contributes 0 as the reference's zero padding after the
     subtraction."""
     op = "qnn.conv2d"
     dtype = attrs.out_dtype or "int32"
-    geometry = _conv_geometry(op, TensorType(data.shape, data.dtype),
+    geometry = qnn_conv_geometry(op, TensorType(data.shape, data.dtype),
                               TensorType(weight.shape, weight.dtype), attrs)
     strides, dilation, before, after = geometry[3:7]
     data_layout = parse_layout(attrs.data_layout, "NCHW")
@@ -193,7 +193,7 @@ def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs, out_t
                         strides, dilation, attrs.groups, data_term, weight_term)
 
 
-@lowering("qnn.dense")
+@register_compute("qnn.dense")
 def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs, out_type):
     """(data - input_zero_point) @ (weight - kernel_zero_point[unit])^T, summed in out_dtype."""
     dtype = attrs.out_dtype or "int32"

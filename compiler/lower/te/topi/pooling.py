@@ -19,13 +19,26 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ....ir.types import TensorType
-from ....ops.pooling import (_adaptive_sizes, _int_div_shortcut, _pad_widths, _resize_check,
-                            _resize_size, _upsampled, _window, spatial_axes)
+from ....ops.pooling_geometry import (
+    COORDINATE_MODES,
+    F32,
+    METHODS,
+    adaptive_cell,
+    adaptive_sizes,
+    cubic_weights,
+    int_div_shortcut,
+    pad_widths,
+    pool_window,
+    resize_check,
+    resize_size,
+    source_coord,
+    spatial_axes,
+    upsampled,
+)
 from ...errors import LoweringError
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 
-_F = np.float32
 
 
 def lowest(dtype: str) -> te.Const:
@@ -88,9 +101,9 @@ def _counted(i: te.PrimExpr, size: int, k: int, s: int, d: int, before: int, aft
 def _pool_rule(nd: int, kind: str) -> None:
     op = f"nn.{kind}_pool{nd}d"
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
-        w = _window(op, nd, TensorType(data.shape, data.dtype), attrs)
+        w = pool_window(op, nd, TensorType(data.shape, data.dtype), attrs)
         outs = [out_type.shape[ax] for ax in w.axes]
         reads = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(outs, w.strides, w.dilation, w.kernel)]
         fill = lowest(data.dtype) if kind == "max" else te.const(0, data.dtype)
@@ -131,12 +144,12 @@ for _nd in (1, 2, 3):
 def _cells(n: int, o: int) -> tuple[Callable, Callable, int]:
     """Cell i of o over n: its start and end as expressions of i, and the longest cell."""
     def start(i):
-        return (i * n) // o
+        return adaptive_cell(i, n, o)[0]
 
     def end(i):
-        return ((i + 1) * n + o - 1) // o
+        return adaptive_cell(i, n, o)[1]
 
-    longest = max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+    longest = max(hi - lo for lo, hi in (adaptive_cell(i, n, o) for i in range(o)))
     return start, end, longest
 
 
@@ -177,9 +190,9 @@ def adaptive_pool(op: str, data: te.Tensor, axes: Sequence[int], sizes: Sequence
 def _adaptive_rule(nd: int, kind: str) -> None:
     op = f"nn.adaptive_{kind}_pool{nd}d"
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
-        axes, sizes = _adaptive_sizes(op, nd, TensorType(data.shape, data.dtype), attrs)
+        axes, sizes = adaptive_sizes(op, nd, TensorType(data.shape, data.dtype), attrs)
         return adaptive_pool(op, data, axes, [int(s) for s in sizes], kind, out_type.shape)
 
 
@@ -191,7 +204,7 @@ for _nd in (1, 2, 3):
 def _global_rule(kind: str) -> None:
     op = f"nn.global_{kind}_pool2d"
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
         axes = spatial_axes(op, attrs.layout, "HW", TensorType(data.shape, data.dtype))
         return adaptive_pool(op, data, axes, (1, 1), kind, out_type.shape)
@@ -210,10 +223,10 @@ def _reflect(j: te.PrimExpr, n: int) -> te.PrimExpr:
     return te.minimum(j, 2 * (n - 1) - j)
 
 
-@lowering("nn.pad")
+@register_compute("nn.pad")
 def _(data: te.Tensor, pad_value: te.Tensor, attrs, out_type) -> te.Tensor:
     """Negative widths crop first; then constant, edge or reflect padding."""
-    widths = _pad_widths(TensorType(data.shape, data.dtype), attrs)
+    widths = pad_widths(TensorType(data.shape, data.dtype), attrs)
     mode = attrs.pad_mode
     fill = te.cast(pad_value[(0,) * pad_value.ndim], data.dtype)
 
@@ -243,30 +256,7 @@ def _(data: te.Tensor, pad_value: te.Tensor, attrs, out_type) -> te.Tensor:
 
 
 def _f32(value: float) -> te.Const:
-    return te.const(float(_F(value)), "float32")
-
-
-def _source_coord(x: te.PrimExpr, out_size: int, in_size: int, mode: str, start: float,
-                  end: float) -> te.PrimExpr:
-    """Where output index x (float32) samples the input, as the reference computes it."""
-    scale = _f32(_F(in_size) / _F(out_size))
-    half = _f32(0.5)
-    if mode == "half_pixel" or (mode == "pytorch_half_pixel" and out_size > 1):
-        return (x + half) * scale - half
-    if mode == "align_corners":
-        return _f32(0) if out_size == 1 else _f32(_F(in_size - 1) / _F(out_size - 1)) * x
-    if mode == "asymmetric":
-        return scale * x
-    if mode == "pytorch_half_pixel":
-        return _f32(0)
-    if mode == "tf_half_pixel_for_nn":
-        return (x + half) * scale
-    if mode == "tf_crop_and_resize":
-        if out_size > 1:
-            return (_f32(_F(start) * _F(in_size - 1))
-                    + x * _f32(_F(end) - _F(start)) * _f32(in_size - 1) / _f32(out_size - 1))
-        return _f32(_F(0.5) * (_F(start) + _F(end)) * _F(in_size - 1))
-    raise LoweringError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
+    return te.const(float(F32(value)), "float32")
 
 
 def _nearest(c: te.PrimExpr, rounding: str) -> te.PrimExpr:
@@ -281,16 +271,6 @@ def _nearest(c: te.PrimExpr, rounding: str) -> te.PrimExpr:
     else:
         r = te.ceil(c - _f32(1e-5))
     return te.cast(r, te.INDEX)
-
-
-def _cubic_weights(t: te.PrimExpr, alpha: float) -> list[te.PrimExpr]:
-    t2 = t * t
-    t3 = t * t * t
-    a = _f32(alpha)
-    return [a * (t3 - _f32(2) * t2 + t),
-            _f32(alpha + 2) * t3 - _f32(3 + alpha) * t2 + _f32(1),
-            _f32(-(alpha + 2)) * t3 + _f32(3 + 2 * alpha) * t2 - a * t,
-            _f32(-alpha) * t3 + a * t2]
 
 
 def _excluded(weights: list[te.PrimExpr], i0: te.PrimExpr, size: int) -> list[te.PrimExpr]:
@@ -312,8 +292,8 @@ def _interpolate(pixel, cy: te.PrimExpr, cx: te.PrimExpr, method: str, alpha: fl
         top = pixel(y0, x0) * (one - tx) + pixel(y0, x0 + 1) * tx
         bottom = pixel(y0 + 1, x0) * (one - tx) + pixel(y0 + 1, x0 + 1) * tx
         return top * (one - ty) + bottom * ty
-    wy = _cubic_weights(cy - te.floor(cy), alpha)
-    wx = _cubic_weights(cx - te.floor(cx), alpha)
+    wy = cubic_weights(cy - te.floor(cy), alpha, _f32)
+    wx = cubic_weights(cx - te.floor(cx), alpha, _f32)
     if exclude:
         wy, wx = _excluded(wy, y0, in_h), _excluded(wx, x0, in_w)
     value = None
@@ -332,14 +312,16 @@ def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], 
            roi: Sequence[float] = (0.0, 0.0, 0.0, 0.0), out_dtype: str | None = None) -> te.Tensor:
     """Resample axes h_axis and w_axis of data to out_shape's extents (the reference's
     resize2d: float32 coordinates and interpolation, then a cast)."""
-    if method not in ("nearest_neighbor", "linear", "cubic"):
+    if method not in METHODS:
         raise LoweringError(f"image.resize2d: method {method} is not supported")
+    if mode not in COORDINATE_MODES:
+        raise LoweringError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
     in_h, in_w = data.shape[h_axis], data.shape[w_axis]
     out_h, out_w = out_shape[h_axis], out_shape[w_axis]
 
     def body(*i):
-        cy = _source_coord(te.cast(i[h_axis], "float32"), out_h, in_h, mode, roi[0], roi[2])
-        cx = _source_coord(te.cast(i[w_axis], "float32"), out_w, in_w, mode, roi[1], roi[3])
+        cy = source_coord(te.cast(i[h_axis], "float32"), out_h, in_h, mode, roi[0], roi[2], _f32)
+        cx = source_coord(te.cast(i[w_axis], "float32"), out_w, in_w, mode, roi[1], roi[3], _f32)
 
         def pixel(yi, xi):
             idx = list(i)
@@ -351,7 +333,7 @@ def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], 
             chosen = rounding or ("round" if mode == "align_corners" else "floor")
             index = []
             for c, ax, n_in, n_out in ((cy, h_axis, in_h, out_h), (cx, w_axis, in_w, out_w)):
-                if mode == "asymmetric" and _int_div_shortcut(n_in, n_out):
+                if mode == "asymmetric" and int_div_shortcut(n_in, n_out):
                     index.append(i[ax] // (n_out // n_in))
                 else:
                     index.append(_nearest(c, chosen))
@@ -367,18 +349,18 @@ def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], 
     return te.compute(out_shape, body, "T_resize")
 
 
-@lowering("image.resize2d")
+@register_compute("image.resize2d")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
-    h, w = _resize_check("image.resize2d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method)
-    _resize_size(attrs)
+    h, w = resize_check("image.resize2d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method)
+    resize_size(attrs)
     return resize(data, h, w, out_type.shape, attrs.method.lower(), attrs.coordinate_transformation_mode,
                   attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude,
                   attrs.extrapolation_value, tuple(attrs.roi) if attrs.roi is not None else (0.0,) * 4,
                   attrs.out_dtype or None)
 
 
-@lowering("nn.upsampling")
+@register_compute("nn.upsampling")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
-    h, w, _ = _upsampled("nn.upsampling", TensorType(data.shape, data.dtype), attrs)
+    h, w, _ = upsampled("nn.upsampling", TensorType(data.shape, data.dtype), attrs)
     mode = "align_corners" if attrs.align_corners else "asymmetric"
     return resize(data, h, w, out_type.shape, attrs.method.removeprefix("bi"), mode, "")

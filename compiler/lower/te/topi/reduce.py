@@ -19,7 +19,7 @@ import numpy as np
 
 from ....ops.reduce import reduce_axes
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 
 
 class Reduction:
@@ -63,7 +63,7 @@ _COMBINERS: dict[str, Callable] = {"sum": te.sum, "prod": te.prod, "max": te.max
 def _simple(op: str) -> None:
     combine = _COMBINERS[op]
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
         r = Reduction(op, data, attrs)
         return te.compute(out_type.shape, lambda *i: combine(r.read(data, i), r.loop_axes),
@@ -88,7 +88,7 @@ def divide_by(total: te.Tensor, count: int, dtype: str, name: str) -> te.Tensor:
     return te.compute(total.shape, lambda *i: te.truncdiv(total[i], n), name)
 
 
-@lowering("mean")
+@register_compute("mean")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
     r = Reduction("mean", data, attrs)
     wide = _wide(data.dtype)
@@ -97,7 +97,7 @@ def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
     return divide_by(total, r.count, data.dtype, "T_mean")
 
 
-@lowering("variance")
+@register_compute("variance")
 def _(data: te.Tensor, mean: te.Tensor, attrs, out_type) -> te.Tensor:
     """sum((data - mean)^2) / (n or n - 1); the difference is taken in data's dtype."""
     r = Reduction("variance", data, attrs)
@@ -114,7 +114,7 @@ def _(data: te.Tensor, mean: te.Tensor, attrs, out_type) -> te.Tensor:
 def _arg(op: str) -> None:
     reducer = te.argmax if op == "argmax" else te.argmin
 
-    @lowering(op)
+    @register_compute(op)
     def rule(data: te.Tensor, attrs, out_type) -> te.Tensor:
         """The flat position within the reduced axes (row-major); select_last_index walks
         them backwards, so the first hit is the last position."""

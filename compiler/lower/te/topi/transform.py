@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from ....ir.types import TensorType
-from ....ops.transform import Layout, _expand_pivot, _extents, _layouts, _permutation, _split_plan, _squeezed
+from ....ops.transform_geometry import Layout, expand_pivot, layout_extents, layouts, permutation, split_plan, squeezed_axes
 from ...errors import LoweringError
 from .. import expr as te
 from ..arith import flat_index
 from .common import broadcast_read
-from .registry import lowering
+from .registry import register_compute
 
 
 def type_of(t: te.Tensor) -> TensorType:
@@ -39,25 +39,25 @@ def _reshape(x: te.Tensor, shape: Sequence[int], name: str) -> te.Tensor:
     return te.compute(shape, lambda *i: x[unravel(flat_index(tuple(shape), i), x.shape)], name)
 
 
-@lowering("reshape")
+@register_compute("reshape")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _reshape(x, out_type.shape, "T_reshape")
 
 
-@lowering("reshape_like")
+@register_compute("reshape_like")
 def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
     return _reshape(x, out_type.shape, "T_reshape_like")
 
 
-@lowering("nn.batch_flatten")
+@register_compute("nn.batch_flatten")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _reshape(x, out_type.shape, "T_batch_flatten")
 
 
-@lowering("transpose")
+@register_compute("transpose")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Result axis k is data axis perm[k]."""
-    perm = _permutation(type_of(x), attrs.axes)
+    perm = permutation(type_of(x), attrs.axes)
 
     def body(*i):
         idx = [None] * x.ndim
@@ -68,15 +68,15 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_transpose")
 
 
-@lowering("expand_dims")
+@register_compute("expand_dims")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    p, n = _expand_pivot(type_of(x), attrs), attrs.num_newaxis
+    p, n = expand_pivot(type_of(x), attrs), attrs.num_newaxis
     return te.compute(out_type.shape, lambda *i: x[i[:p] + i[p + n:]], "T_expand_dims")
 
 
-@lowering("squeeze")
+@register_compute("squeeze")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    gone = set(_squeezed(type_of(x), attrs.axis))
+    gone = set(squeezed_axes(type_of(x), attrs.axis))
 
     def body(*i):
         kept = iter(i)
@@ -93,7 +93,7 @@ def _shifted(i: Sequence[te.PrimExpr], axis: int, delta: int) -> tuple[te.PrimEx
     return tuple(move(v) if k == axis else v for k, v in enumerate(i))
 
 
-@lowering("concatenate")
+@register_compute("concatenate")
 def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
     """A chain of selects on the position along axis, last field innermost."""
     axis = attrs.axis % xs[0].ndim
@@ -110,7 +110,7 @@ def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_concat")
 
 
-@lowering("stack")
+@register_compute("stack")
 def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
     axis = attrs.axis % (xs[0].ndim + 1)
 
@@ -124,9 +124,9 @@ def _(xs: tuple[te.Tensor, ...], attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_stack")
 
 
-@lowering("split")
+@register_compute("split")
 def _(x: te.Tensor, attrs, out_type) -> tuple[te.Tensor, ...]:
-    axis, pieces = _split_plan(type_of(x), attrs)
+    axis, pieces = split_plan(type_of(x), attrs)
     outs, begin = [], 0
     for piece, field in zip(pieces, out_type.fields):
         outs.append(te.compute(field.shape, lambda *i, b=begin: x[_shifted(i, axis, b)], "T_split"))
@@ -134,13 +134,13 @@ def _(x: te.Tensor, attrs, out_type) -> tuple[te.Tensor, ...]:
     return tuple(outs)
 
 
-@lowering("layout_transform")
+@register_compute("layout_transform")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Through the whole index of each upper-case axis: assembled from the result's outer
     and block parts, split again by data's blocks.  Positions past the extent of an axis
     (the padding of a block that does not divide it) are 0."""
-    src, dst = _layouts(type_of(x), attrs)
-    extent = _extents(type_of(x), src)
+    src, dst = layouts(type_of(x), attrs)
+    extent = layout_extents(type_of(x), src)
 
     def body(*i):
         at = {a: i[k] for k, (a, _) in enumerate(dst.axes)}
@@ -168,12 +168,12 @@ def _broadcast(x: te.Tensor, out_type, name: str) -> te.Tensor:
     return te.compute(out_type.shape, lambda *i: broadcast_read(x, i), name)
 
 
-@lowering("broadcast_to")
+@register_compute("broadcast_to")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _broadcast(x, out_type, "T_broadcast_to")
 
 
-@lowering("broadcast_to_like")
+@register_compute("broadcast_to_like")
 def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
     return _broadcast(x, out_type, "T_broadcast_to_like")
 
@@ -195,12 +195,12 @@ def _collapse_sum(x: te.Tensor, shape: Sequence[int], name: str) -> te.Tensor:
     return te.compute(shape, body, name)
 
 
-@lowering("collapse_sum_like")
+@register_compute("collapse_sum_like")
 def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
     return _collapse_sum(x, out_type.shape, "T_collapse_sum_like")
 
 
-@lowering("collapse_sum_to")
+@register_compute("collapse_sum_to")
 def _(x: te.Tensor, shape: te.Tensor, attrs, out_type) -> te.Tensor:
     """The target shape comes from the result type (the shape argument is its value)."""
     if not out_type.is_static:

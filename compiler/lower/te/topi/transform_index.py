@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import math
 
-from ....ops.transform_index import (
-    _gather_axis,
-    _gather_nd_m,
-    _one_hot_axis,
-    _repeat_axis,
-    _slice_plan,
-    _take_plan,
-    _window_check,
+from ....ops.transform_geometry import (
+    gather_axis,
+    gather_nd_m,
+    one_hot_axis,
+    repeat_axis,
+    slice_plan,
+    take_plan,
+    window_check,
 )
 from ...errors import LoweringError
 from .. import expr as te
-from .registry import lowering
+from .registry import register_compute
 from .transform import type_of, unravel
 
 
@@ -31,9 +31,9 @@ def _index(value: te.PrimExpr) -> te.PrimExpr:
     return te.cast(value, te.INDEX)
 
 
-@lowering("strided_slice")
+@register_compute("strided_slice")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    plan = _slice_plan(type_of(x), attrs)
+    plan = slice_plan(type_of(x), attrs)
 
     def body(*i):
         idx = list(i)
@@ -55,11 +55,11 @@ def _fix(index: te.PrimExpr, n: int, mode: str) -> te.PrimExpr:
     return te.select(te.lt(v, 0), v + n, v)
 
 
-@lowering("take")
+@register_compute("take")
 def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
     """Result index = data's axes before axis (the first batch_dims of them shared with
     indices), then indices' own axes, then data's axes after axis."""
-    axis, batch = _take_plan(type_of(x), type_of(indices), attrs)
+    axis, batch = take_plan(type_of(x), type_of(indices), attrs)
     if axis is None:
         size = math.prod(x.shape)
         return te.compute(out_type.shape, lambda *i: x[unravel(_fix(indices[i], size, attrs.mode), x.shape)],
@@ -73,17 +73,17 @@ def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_take")
 
 
-@lowering("gather")
+@register_compute("gather")
 def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
-    axis = _gather_axis(type_of(x), type_of(indices), attrs)
+    axis = gather_axis(type_of(x), type_of(indices), attrs)
     return te.compute(out_type.shape, lambda *i: x[i[:axis] + (_index(indices[i]),) + i[axis + 1:]],
                       "T_gather")
 
 
-@lowering("gather_nd")
+@register_compute("gather_nd")
 def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
     """out[y..., rest...] = data[y[:batch_dims]..., indices[0, y...], ..., indices[m-1, y...], rest...]."""
-    m = _gather_nd_m(type_of(x), type_of(indices), attrs)
+    m = gather_nd_m(type_of(x), type_of(indices), attrs)
     b, n = attrs.batch_dims, indices.ndim - 1
 
     def body(*o):
@@ -94,7 +94,7 @@ def _(x: te.Tensor, indices: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_gather_nd")
 
 
-@lowering("tile")
+@register_compute("tile")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Data aligns with the trailing result axes; a repeated axis reads modulo its length."""
     n = len(out_type.shape)
@@ -110,25 +110,25 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_tile")
 
 
-@lowering("repeat")
+@register_compute("repeat")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    axis = _repeat_axis(type_of(x), attrs)
+    axis = repeat_axis(type_of(x), attrs)
     return te.compute(out_type.shape, lambda *i: x[i[:axis] + (i[axis] // attrs.repeats,) + i[axis + 1:]],
                       "T_repeat")
 
 
-@lowering("reverse")
+@register_compute("reverse")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     axis = attrs.axis % x.ndim
     last = x.shape[axis] - 1
     return te.compute(out_type.shape, lambda *i: x[i[:axis] + (last - i[axis],) + i[axis + 1:]], "T_reverse")
 
 
-@lowering("sliding_window")
+@register_compute("sliding_window")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """Result index = data's axes before axis, the window's position per windowed axis,
     then the offset inside the window."""
-    axis = _window_check(type_of(x), attrs)
+    axis = window_check(type_of(x), attrs)
     n = x.ndim - axis
 
     def body(*o):
@@ -138,9 +138,9 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_sliding_window")
 
 
-@lowering("one_hot")
+@register_compute("one_hot")
 def _(indices: te.Tensor, on: te.Tensor, off: te.Tensor, attrs, out_type) -> te.Tensor:
-    p = _one_hot_axis(type_of(indices), attrs)
+    p = one_hot_axis(type_of(indices), attrs)
 
     def body(*o):
         hot = te.eq(_index(indices[o[:p] + o[p + 1:]]), o[p])
@@ -149,13 +149,13 @@ def _(indices: te.Tensor, on: te.Tensor, off: te.Tensor, attrs, out_type) -> te.
     return te.compute(out_type.shape, body, "T_one_hot")
 
 
-@lowering("full")
+@register_compute("full")
 def _(fill: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, lambda *i: te.cast(fill[()], out_type.dtype), "T_full")
 
 
 def _constant(name: str, value: int) -> None:
-    @lowering(name)
+    @register_compute(name)
     def _(attrs, out_type) -> te.Tensor:
         return te.compute(out_type.shape, lambda *i: te.const(value, out_type.dtype), f"T_{name}")
 
@@ -164,7 +164,7 @@ _constant("zeros", 0)
 _constant("ones", 1)
 
 
-@lowering("arange")
+@register_compute("arange")
 def _(start: te.Tensor, stop: te.Tensor, step: te.Tensor, attrs, out_type) -> te.Tensor:
     """start + step * i; the length must be known (start, stop and step given as attributes)."""
     if not out_type.is_static:
@@ -173,7 +173,7 @@ def _(start: te.Tensor, stop: te.Tensor, step: te.Tensor, attrs, out_type) -> te
     return te.compute(out_type.shape, lambda i: start[()] + step[()] * te.cast(i, out_type.dtype), "T_arange")
 
 
-@lowering("shape_of")
+@register_compute("shape_of")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     """A select chain over the position (a scalar data gives 0, as the reference)."""
     if not x.shape:
@@ -188,6 +188,6 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_shape_of")
 
 
-@lowering("ndarray_size")
+@register_compute("ndarray_size")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute((), lambda: te.const(math.prod(x.shape), out_type.dtype), "T_ndarray_size")
