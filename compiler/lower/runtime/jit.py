@@ -36,18 +36,22 @@ _ready = False
 
 
 def _initialize() -> None:
-    """Targets and libgomp, once per process."""
+    """Targets, libgomp and libgcc_s, once per process.  libgcc_s holds the routines LLVM
+    calls for what the CPU has no instruction for (`__truncdfhf2`, a double rounded to
+    float16, without AVX512-FP16): unless something else loaded it into the process first,
+    such a call would jump to address 0."""
     global _ready
     if _ready:
         return
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    path = ctypes.util.find_library("gomp") or "libgomp.so.1"
-    try:
-        llvm.load_library_permanently(path)
-    except RuntimeError as err:
-        raise LoweringError(f"the OpenMP runtime libgomp ({path}) cannot be loaded: {err}; "
-                            "install libgomp1 to run parallel loops") from None
+    for name, fallback, why in (("gomp", "libgomp.so.1", "install libgomp1 to run parallel loops"),
+                                ("gcc_s", "libgcc_s.so.1", "install libgcc-s1 to run float16 code")):
+        path = ctypes.util.find_library(name) or fallback
+        try:
+            llvm.load_library_permanently(path)
+        except RuntimeError as err:
+            raise LoweringError(f"the runtime library {path} cannot be loaded: {err}; {why}") from None
     _ready = True
 
 
