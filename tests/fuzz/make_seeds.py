@@ -1,0 +1,132 @@
+"""Write the kept seed corpora and the libFuzzer dictionary (run again to refresh them).
+
+    python tests/fuzz/make_seeds.py [--corpus /work/shared/corpus/relay]
+
+- corpus/parse, corpus/check: every corpus file of at most SMALL bytes, as it is;
+- corpus/passes: those of them that check without errors (the pipeline runs only on them);
+- corpus/lsp: editor sessions (lsp_frames): a corpus file opened, then requests of every
+  method the server registers at places in it, an edit, a close; and a few framing cases;
+- relay.dict: the literals of grammar/relay.lark, the operator names and attribute names.
+
+The coverage-guided runs add to these only through `run.py --keep` (libFuzzer -merge=1,
+which keeps an input only if it adds coverage).  corpus-sources.tsv names where each
+corpus file came from and its licence (the corpus's SOURCES.tsv rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SMALL = 2000
+SESSIONS = 16  # corpus files turned into LSP sessions
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent.parent / "shared" / "corpus" / "relay")
+    args = parser.parse_args()
+    sys.path[:0] = [str(HERE)]
+    from relaylens.compiler.check import check_text
+
+    small = sorted(p for p in args.corpus.glob("*.relay") if p.stat().st_size <= SMALL)
+    typed = [p for p in small if not any(d.is_error for d in check_text(p.read_text(), p.name).diagnostics)]
+    for target, files in (("parse", small), ("check", small), ("passes", typed)):
+        _write(HERE / "corpus" / target, {p.name: p.read_bytes() for p in files})
+    _write(HERE / "corpus" / "lsp", _sessions(small[:: max(1, len(small) // SESSIONS)][:SESSIONS]))
+    rows = (args.corpus / "SOURCES.tsv").read_text().splitlines()
+    names = {p.name for p in small}
+    (HERE / "corpus-sources.tsv").write_text("\n".join([rows[0], *(r for r in rows[1:] if r.split("\t")[0] in names)]) + "\n")
+    (HERE / "relay.dict").write_text(_dictionary())
+    print(f"{len(small)} parse/check seeds, {len(typed)} passes seeds, {SESSIONS} lsp sessions")
+
+
+def _write(folder: Path, files: dict[str, bytes]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.iterdir():
+        old.unlink()
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+
+
+def _sessions(files: list[Path]) -> dict[str, bytes]:
+    from lsp_frames import frame
+
+    sessions = {}
+    for n, path in enumerate(files):
+        text = path.read_text()
+        uri = f"file:///fuzz/{path.name}"
+        doc = {"uri": uri}
+        lines = text.split("\n")
+        spots = [(i, m.start()) for i, line in enumerate(lines) for m in re.finditer(r"[%@][\w.]+|\b[a-z_.]+\(", line)]
+        spot = spots[len(spots) // 2] if spots else (0, 0)
+        pos = {"line": spot[0], "character": spot[1]}
+        rng = {"start": pos, "end": {"line": spot[0], "character": spot[1] + 1}}
+        requests = [
+            ("textDocument/hover", {"textDocument": doc, "position": pos}),
+            ("textDocument/definition", {"textDocument": doc, "position": pos}),
+            ("textDocument/declaration", {"textDocument": doc, "position": pos}),
+            ("textDocument/references", {"textDocument": doc, "position": pos, "context": {"includeDeclaration": True}}),
+            ("textDocument/documentHighlight", {"textDocument": doc, "position": pos}),
+            ("textDocument/completion", {"textDocument": doc, "position": pos}),
+            ("textDocument/signatureHelp", {"textDocument": doc, "position": pos}),
+            ("textDocument/prepareRename", {"textDocument": doc, "position": pos}),
+            ("textDocument/rename", {"textDocument": doc, "position": pos, "newName": "%renamed"}),
+            ("textDocument/documentSymbol", {"textDocument": doc}),
+            ("textDocument/semanticTokens/full", {"textDocument": doc}),
+            ("textDocument/foldingRange", {"textDocument": doc}),
+            ("textDocument/formatting", {"textDocument": doc, "options": {"tabSize": 2, "insertSpaces": True}}),
+            ("textDocument/codeLens", {"textDocument": doc}),
+            ("relaylens/status", None),
+            ("relaylens/lineMap", {"uri": uri}),
+            ("relaylens/snapshots", {"uri": uri}),
+            ("relaylens/virtualDocument", {"uri": f"relaylens:/pass/0-input.relay?uri={uri}&version=1"}),
+        ]
+        # each session: open, a third of the requests (all of them over the sessions), an edit, more, close
+        mine = requests[n % 3::3]
+        messages = [{"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                     "params": {"textDocument": {**doc, "languageId": "relay", "version": 1, "text": text}}}]
+        messages += [{"jsonrpc": "2.0", "id": i + 1, "method": m, **({"params": p} if p is not None else {})}
+                     for i, (m, p) in enumerate(mine)]
+        messages.append({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {**doc, "version": 2}, "contentChanges": [{"range": rng, "text": ")"}]}})
+        messages += [{"jsonrpc": "2.0", "id": 100 + i, "method": m, **({"params": p} if p is not None else {})}
+                     for i, (m, p) in enumerate(mine[:2])]
+        messages.append({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {"textDocument": doc}})
+        sessions[f"session-{path.stem}"] = b"".join(frame(m) for m in messages)
+    hover = {"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover",
+             "params": {"textDocument": {"uri": "file:///fuzz/probe.relay"}, "position": {"line": 1, "character": 8}}}
+    sessions["framing-content-type"] = (b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n"
+                                        + frame(hover))
+    sessions["framing-not-json"] = frame(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":")
+    sessions["framing-truncated"] = frame(hover)[:-5]
+    sessions["framing-bad-params"] = frame({**hover, "params": {"textDocument": {}, "position": {"line": -1}}})
+    sessions["framing-batch"] = frame(json.dumps([hover, hover]).encode())
+    return sessions
+
+
+def _dictionary() -> str:
+    from relaylens.compiler.ops.registry import all_ops
+    import relaylens.compiler.ops  # noqa: F401 -- registers the ops
+
+    grammar = (ROOT / "grammar" / "relay.lark").read_text()
+    words = {w for w in re.findall(r'"([^"\\\s]+)"', grammar) if "(?:" not in w}
+    words |= {op.name for op in all_ops()} | {f"{a.name}=" for op in all_ops() for a in op.attrs}
+    words |= {"float32", "float16", "int64", "int32", "int8", "uint8", "bool", "meta[relay.Constant][0]",
+              "#[version = \"0.0.5\"]", "#[metadata]", "/* ty=", "span=", "*/", "%0", "@main", "Primitive=1",
+              "match", "Cons", "Nil", "Tensor[(", ")]"}
+    lines = ["# libFuzzer dictionary for Relay text (make_seeds.py: grammar literals, op and attribute names)"]
+    for word in sorted(words):
+        escaped = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else
+                          "".join(f"\\x{b:02x}" for b in c.encode()) for c in word)
+        lines.append(f'"{escaped}"')
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
