@@ -3,7 +3,9 @@
     python tests/fuzz/make_seeds.py [--corpus /work/shared/corpus/relay]
 
 - corpus/parse, corpus/check: every corpus file of at most SMALL bytes, as it is;
-- corpus/passes: those of them that check without errors (the pipeline runs only on them);
+- corpus/passes: those of them that check without errors (the pipeline runs only on them),
+  and for each operator a small program that calls it on a parameter and on constants
+  (`op-NAME.relay`, kept when it type-checks), so FoldConstant and FuseOps meet every op;
 - corpus/lsp: editor sessions (lsp_frames): a corpus file opened, then requests of every
   method the server registers at places in it, an edit, a close; and a few framing cases;
 - relay.dict: the literals of grammar/relay.lark, the operator names and attribute names.
@@ -38,12 +40,15 @@ def main() -> None:
     typed = [p for p in small if not any(d.is_error for d in check_text(p.read_text(), p.name).diagnostics)]
     for target, files in (("parse", small), ("check", small), ("passes", typed)):
         _write(HERE / "corpus" / target, {p.name: p.read_bytes() for p in files})
+    ops = _op_programs(check_text)
+    for name, text in ops.items():
+        (HERE / "corpus" / "passes" / name).write_text(text)
     _write(HERE / "corpus" / "lsp", _sessions(small[:: max(1, len(small) // SESSIONS)][:SESSIONS]))
     rows = (args.corpus / "SOURCES.tsv").read_text().splitlines()
     names = {p.name for p in small}
     (HERE / "corpus-sources.tsv").write_text("\n".join([rows[0], *(r for r in rows[1:] if r.split("\t")[0] in names)]) + "\n")
     (HERE / "relay.dict").write_text(_dictionary())
-    print(f"{len(small)} parse/check seeds, {len(typed)} passes seeds, {SESSIONS} lsp sessions")
+    print(f"{len(small)} parse/check seeds, {len(typed)} + {len(ops)} passes seeds, {SESSIONS} lsp sessions")
 
 
 def _write(folder: Path, files: dict[str, bytes]) -> None:
@@ -108,6 +113,44 @@ def _sessions(files: list[Path]) -> dict[str, bytes]:
     sessions["framing-bad-params"] = frame({**hover, "params": {"textDocument": {}, "position": {"line": -1}}})
     sessions["framing-batch"] = frame(json.dumps([hover, hover]).encode())
     return sessions
+
+
+# (type, dtype, shape) of the parameter %x and of the constants, tried in turn
+OPERANDS = [("(1, 4, 4, 4)", "float32", "[1, 4, 4, 4]"), ("(4, 4)", "float32", "[4, 4]"), ("(4,)", "float32", "[4]"),
+            ("(1, 4, 4, 4, 4)", "float32", "[1, 4, 4, 4, 4]"), ("(4, 4)", "int32", "[4, 4]"), ("(4, 4)", "bool", "[4, 4]"),
+            ("(1, 4, 4)", "float32", "[1, 4, 4]")]
+# attributes an op needs before it type-checks
+REQUIRED_ATTRS = {
+    "broadcast_to": "shape=[2, 4, 4]", "cast": 'dtype="int32"', "clip": "a_min=0f, a_max=1f", "expand_dims": "axis=0",
+    "reshape": "newshape=[-1]", "reverse": "axis=0", "tile": "reps=[2, 1]", "repeat": "repeats=2, axis=0",
+    "split": "indices_or_sections=2", "nn.max_pool1d": "pool_size=[2]", "nn.max_pool2d": "pool_size=[2, 2]",
+    "nn.max_pool3d": "pool_size=[2, 2, 2]", "nn.avg_pool1d": "pool_size=[2]", "nn.avg_pool2d": "pool_size=[2, 2]",
+    "nn.avg_pool3d": "pool_size=[2, 2, 2]", "nn.upsampling": "scale_h=2f, scale_w=2f", "nn.l2_normalize": "eps=1e-05f",
+    "image.resize2d": "size=[8, 8]", "layout_transform": 'src_layout="NCHW", dst_layout="NHWC"',
+    "sliding_window": "axis=0, window_shape=[2], strides=[1]",
+}
+
+
+def _op_programs(check_text) -> dict[str, str]:
+    from relaylens.compiler.ops.registry import all_ops
+    import relaylens.compiler.ops  # noqa: F401 -- registers the ops
+
+    found = {}
+    for op in all_ops():
+        if op.inputs is None or op.name.startswith(("vm.", "memory.", "qnn.")):
+            continue
+        for ty, dtype, shape in OPERANDS:
+            const = f'ones(shape={shape}, dtype="{dtype}")'
+            args = ["(%x, %x)", f"({const}, {const})"] if op.tuple_input else [
+                ", ".join(["%x"] * len(op.inputs)), ", ".join([const] * len(op.inputs))]
+            if op.name in REQUIRED_ATTRS:
+                args = [f"{a}, {REQUIRED_ATTRS[op.name]}" for a in args]
+            text = (f'#[version = "0.0.5"]\ndef @main(%x: Tensor[{ty}, {dtype}]) {{\n  %0 = {op.name}({args[0]});\n'
+                    f"  %1 = {op.name}({args[1]});\n  (%0, %1)\n}}\n")
+            if not any(d.is_error for d in check_text(text).diagnostics):
+                found[f"op-{op.name}.relay"] = text
+                break
+    return found
 
 
 def _dictionary() -> str:
