@@ -96,3 +96,61 @@ def test_short_fuzz_run(name):
 @pytest.mark.parametrize("name", TARGETS)
 def test_long_fuzz_run(name):
     _fuzz(name, LONG_SECONDS)
+
+
+# ---- the harnesses can fail: each property, broken on purpose, is reported -------------
+def test_frames_oracle():
+    from lsp_frames import frame, split_frames
+
+    one, two = frame({"id": 1}), frame(b"xyz")
+    assert split_frames(one + two) == ([b'{"id": 1}', b"xyz"], b"")
+    assert split_frames(b"Content-Type: a/b\r\n" + two) == ([b"xyz"], b"")
+    assert split_frames(one + two[:-1]) == ([b'{"id": 1}'], two[:-1])  # a body cut short
+    for bad in (b"Content-Length: 0\r\n\r\n", b"Content-Length:3\r\n\r\nxyz", b"content-length: 3\r\n\r\nxyz",
+                b"Content-Length: 3\r\nContent-Length: 3\r\n\r\nxyz", b"Content-Length: 3\n\nxyz", b"\r\n" + two):
+        assert split_frames(bad) == ([], bad), bad
+
+
+def test_lsp_target_reports_an_exception_a_handler_guard_logged(monkeypatch):
+    from lsp_frames import frame
+
+    from relaylens.server.analysis import Analyses
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(Analyses, "for_request", broken)
+    hover = frame({"jsonrpc": "2.0", "id": 1, "method": "textDocument/hover", "params": {
+        "textDocument": {"uri": "file:///fuzz/probe.relay"}, "position": {"line": 1, "character": 8}}})
+    with pytest.raises(RuntimeError, match="broken on purpose") as info:
+        target("lsp").check(hover)
+    from findings import signature
+
+    assert signature(info.value).startswith("RuntimeError in server/"), signature(info.value)
+
+
+def test_lsp_target_reports_a_server_that_stops_answering(monkeypatch):
+    import target_lsp
+    from findings import InvariantBroken
+
+    monkeypatch.setattr(target_lsp, "PROBE_SECONDS", 0.05)
+    monkeypatch.setattr(target_lsp, "PROBE", target_lsp.frame({"jsonrpc": "2.0", "method": "initialized"}))
+    with pytest.raises(InvariantBroken, match="no answer to a good request"):
+        target_lsp.check(b"")
+    target_lsp.check(target_lsp.frame({"jsonrpc": "2.0", "method": "exit"}))  # asked to stop: no answer due
+
+
+def test_passes_target_reports_a_failing_pass(monkeypatch):
+    import relaylens.compiler.transform.passes.fold_constant as fold
+    from findings import signature
+
+    seed = (FUZZ / "corpus" / "passes" / "op-add.relay").read_bytes()
+    target("passes").check(seed)
+
+    def broken(self, *args, **kwargs):
+        raise ZeroDivisionError("broken on purpose")
+
+    monkeypatch.setattr(fold.FoldConstant, "transform_function", broken)
+    with pytest.raises(ZeroDivisionError) as info:
+        target("passes").check(seed)
+    assert signature(info.value).startswith("ZeroDivisionError in compiler/"), signature(info.value)
