@@ -1,7 +1,7 @@
 """What a fuzzer found, named so that the same bug found twice has one name.
 
     signature(exc) -> str            "RecursionError in compiler/typing/infer.py:visit_call"
-    known_signatures(target) -> set  the signatures of the kept crash inputs that still crash
+    known_signatures(target, check) -> set   the signatures of the kept crash inputs that still crash
 
 A signature is the exception's type and the innermost frame of RelayLens's own code
 (compiler/ or server/) it passed through, or, for a property the harness checks itself
@@ -59,11 +59,19 @@ def crash_inputs(target: str) -> list[Path]:
     return sorted(p for p in folder.glob("*") if p.is_file() and not p.name.startswith(".")) if folder.is_dir() else []
 
 
+def is_resource_finding(path: Path) -> bool:
+    """A kept input named as libFuzzer names a hang or a runaway (timeout-*, oom-*): it is
+    replayed out of process, under the fuzzer's limits, not by calling `check`."""
+    return path.name.startswith(("timeout-", "oom-"))
+
+
 def known_signatures(target: str, check) -> set[str]:
-    """Replay the kept crash inputs of `target` through `check`; the signatures of those
-    that still fail."""
+    """Replay the kept crash inputs of `target` through `check` (hangs and runaways
+    aside); the signatures of those that still fail."""
     found = set()
     for path in crash_inputs(target):
+        if is_resource_finding(path):
+            continue
         try:
             check(path.read_bytes())
         except Exception as exc:  # noqa: BLE001 -- any failure is what we want to name

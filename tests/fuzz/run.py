@@ -2,6 +2,7 @@
 
     python tests/fuzz/run.py TARGET [--seconds N] [--runs N] [--keep]
     result = run("parse", seconds=25)     # FuzzRun: executed, coverage, features, findings
+    replay("passes", path)                # one input, under the same limits
 
 The fuzzer (fuzz.py) runs in a child process with RLIMIT_AS and libFuzzer's own limits
 (-timeout per input, -rss_limit_mb, -max_total_time), and the child is killed if it
@@ -103,6 +104,11 @@ def run(target: str, seconds: int, *, runs: int | None = None, work: Path | None
             saved = Path(tempfile.mkdtemp(prefix=f"fuzz-{target}-findings-"))
             result.findings = [Path(p.rename(saved / p.name)) for p in result.findings]
         return result
+
+
+def replay(target: str, path: Path, seconds: int = INPUT_SECONDS) -> FuzzRun:
+    """Run `target` on the one input `path`, with the fuzzer's limits and `seconds` for it."""
+    return _run(target, [f"-timeout={seconds}", f"-rss_limit_mb={RSS_LIMIT_MB}", str(path)], seconds + WALL_SLACK)
 
 
 def _run(target: str, flags: list[str], wall: float) -> FuzzRun:
