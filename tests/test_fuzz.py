@@ -166,3 +166,16 @@ def test_passes_target_reports_a_failing_pass(monkeypatch):
     with pytest.raises(ZeroDivisionError) as info:
         target("passes").check(seed)
     assert signature(info.value).startswith("ZeroDivisionError in compiler/"), signature(info.value)
+
+
+def test_recheck_target_reports_a_result_unlike_a_whole_check(monkeypatch):
+    import target_recheck
+    from findings import InvariantBroken
+
+    from relaylens.compiler.check import check_text
+
+    seed = next(p for p in sorted((FUZZ / "corpus" / "recheck").glob("*")) if p.name.endswith("-space"))
+    target_recheck.check(seed.read_bytes())
+    monkeypatch.setattr(target_recheck, "recheck", lambda previous, text: (check_text(text + " ", "x.relay"), None))
+    with pytest.raises(InvariantBroken, match="differ from a whole check"):
+        target_recheck.check(seed.read_bytes())

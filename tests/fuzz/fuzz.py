@@ -1,7 +1,7 @@
 """Run one fuzz target under atheris (libFuzzer), coverage-guided.
 
     python tests/fuzz/fuzz.py TARGET [libFuzzer flags] [corpus dirs]
-    TARGET: parse | check | passes | lsp   (the module target_TARGET.py)
+    TARGET: parse | check | recheck | passes | lsp   (the module target_TARGET.py)
 
 Each target module gives `check(data)` (raises when a property fails), `INSTRUMENT` (the
 packages whose coverage guides the fuzzer), `MAX_LEN` (the default -max_len) and
@@ -23,8 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # the targets, and tests/ (test_parser_fuzz)
 
 from findings import known_signatures, signature  # noqa: E402
-
-TARGETS = ("parse", "check", "passes", "lsp")
+from run import TARGETS  # noqa: E402
 
 
 def main(argv: list[str]) -> None:

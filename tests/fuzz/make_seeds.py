@@ -6,6 +6,9 @@
 - corpus/passes: those of them that check without errors (the pipeline runs only on them),
   and for each operator a small program that calls it on a parameter and on constants
   (`op-NAME.relay`, kept when it type-checks), so FoldConstant and FuseOps meet every op;
+- corpus/recheck: `old NUL new` pairs (target_recheck): a corpus file of at most
+  SMALL_EDITED bytes and the same with one small edit in a statement (a space, a
+  character deleted, a digit changed), two per file;
 - corpus/lsp: editor sessions (lsp_frames): a corpus file opened, then requests of every
   method the server registers at places in it, an edit, a close; and a few framing cases;
 - relay.dict: the literals of grammar/relay.lark, the operator names and attribute names.
@@ -26,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SMALL = 2000
+SMALL_EDITED = 1000
 SESSIONS = 16  # corpus files turned into LSP sessions
 
 
@@ -43,12 +47,14 @@ def main() -> None:
     ops = _op_programs(check_text)
     for name, text in ops.items():
         (HERE / "corpus" / "passes" / name).write_text(text)
+    _write(HERE / "corpus" / "recheck", _edits([p for p in small if p.stat().st_size <= SMALL_EDITED]))
     _write(HERE / "corpus" / "lsp", _sessions(small[:: max(1, len(small) // SESSIONS)][:SESSIONS]))
     rows = (args.corpus / "SOURCES.tsv").read_text().splitlines()
     names = {p.name for p in small}
     (HERE / "corpus-sources.tsv").write_text("\n".join([rows[0], *(r for r in rows[1:] if r.split("\t")[0] in names)]) + "\n")
     (HERE / "relay.dict").write_text(_dictionary())
     print(f"{len(small)} parse/check seeds, {len(typed)} + {len(ops)} passes seeds, {SESSIONS} lsp sessions")
+    print(f"{len(list((HERE / 'corpus' / 'recheck').iterdir()))} recheck pairs")
 
 
 def _write(folder: Path, files: dict[str, bytes]) -> None:
@@ -57,6 +63,28 @@ def _write(folder: Path, files: dict[str, bytes]) -> None:
         old.unlink()
     for name, data in files.items():
         (folder / name).write_bytes(data)
+
+
+def _edits(files: list[Path]) -> dict[str, bytes]:
+    pairs = {}
+    for path in files:
+        old = path.read_text()
+        lines = old.split("\n")
+        statements = [i for i, line in enumerate(lines) if re.match(r"\s*(%\w+ = |let )", line)]
+        if not statements:
+            continue
+        i = statements[len(statements) // 2]
+        line = lines[i]
+        cut = line.rfind(")") if ")" in line else len(line) - 1
+        digit = re.search(r"\d", line.split("=", 1)[-1])
+        edits = {"space": line.replace("(", "( ", 1),
+                 "cut": line[:cut] + line[cut + 1:],
+                 "digit": line if digit is None else line[:len(line) - len(line.split("=", 1)[-1]) + digit.start()]
+                 + str((int(digit.group()) + 1) % 10) + line[len(line) - len(line.split("=", 1)[-1]) + digit.end():]}
+        for kind in ("space", "cut") if len(pairs) % 2 else ("space", "digit"):
+            new = "\n".join([*lines[:i], edits[kind], *lines[i + 1:]])
+            pairs[f"{path.stem}-{kind}"] = old.encode() + b"\0" + new.encode()
+    return pairs
 
 
 def _sessions(files: list[Path]) -> dict[str, bytes]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGETS = ("parse", "check", "passes", "lsp")
+TARGETS = ("parse", "check", "recheck", "passes", "lsp")
 MEMORY_LIMIT = 4 << 30  # address space of the fuzzer process
 RSS_LIMIT_MB = 2048  # libFuzzer's own limit: an input that needs more is an "oom" finding
 INPUT_SECONDS = 20  # one input taking longer is a "timeout" finding
