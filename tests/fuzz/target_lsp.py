@@ -6,7 +6,9 @@ holding: a fixed start (initialize, initialized, didOpen of a probe document), t
 fuzzed bytes, and, when the fuzzed bytes are whole frames (lsp_frames.split_frames), a
 probe request (documentSymbol of the probe document).  The build worker is kept off
 (initializationOptions build.enabled = false, and its process marked unable to start):
-the slow path is fuzzed in process by the `passes` target.
+the slow path is fuzzed in process by the `passes` target.  Edits are analysed without
+the debounce delay, between the messages that follow them (`_no_debounce`), so the
+incremental analysis of edits is fuzzed too.
 
 Properties:
 - no exception raised in RelayLens's code reaches pygls or is logged by our handlers'
@@ -32,6 +34,7 @@ import pygls.lsp._base_server
 from pygls.io_ import run_async
 from pygls.protocol import default_converter
 
+import relaylens.server.features.diagnostics as diagnostics_feature
 from relaylens.server.server import build
 from findings import InvariantBroken, own_frame
 from lsp_frames import frame, methods, split_frames
@@ -54,6 +57,30 @@ PROBE = frame({"jsonrpc": "2.0", "id": PROBE_ID, "method": "textDocument/documen
                "params": {"textDocument": {"uri": PROBE_URI}}})
 
 
+def _no_debounce() -> None:
+    """Analyse an edit at the next turn of the event loop, not 10-150 ms later: the
+    reader yields to the loop between lines (`_Yielding`), so the edits' analyses (the
+    incremental path, analysis.py) run between the messages that follow them."""
+    for name in ("DEBOUNCE_SECONDS", "COALESCE_SECONDS"):
+        assert hasattr(diagnostics_feature, name), f"the diagnostics feature has no {name} any more"
+        setattr(diagnostics_feature, name, 0)
+
+
+class _Yielding:
+    """A reader that lets the event loop run before each line and body it hands over."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    async def readline(self) -> bytes:
+        await asyncio.sleep(0)
+        return await self.reader.readline()
+
+    async def readexactly(self, n: int) -> bytes:
+        await asyncio.sleep(0)
+        return await self.reader.readexactly(n)
+
+
 def _one_converter() -> None:
     """Let every server of this process share one cattrs converter: making one (its hooks
     for every LSP type) costs 60 ms, ten times the rest of a small input.  A converter
@@ -65,6 +92,7 @@ def _one_converter() -> None:
 
 
 _one_converter()
+_no_debounce()
 
 
 class _Output:
@@ -124,7 +152,7 @@ def _check(data: bytes, tracebacks: _Tracebacks) -> None:
         reader.feed_data(START + data + (PROBE if probe else b""))
         reader.feed_eof()
         try:
-            await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
+            await run_async(stop_event=server._stop_event, reader=_Yielding(reader), protocol=server.protocol,
                             error_handler=server.report_server_error)
         except asyncio.IncompleteReadError:
             pass  # the input ended inside a body: the client closed stdin (stdio.py)
@@ -132,7 +160,7 @@ def _check(data: bytes, tracebacks: _Tracebacks) -> None:
         while probe and not output.answered(PROBE_ID) and waited < PROBE_SECONDS:
             await asyncio.sleep(0.001)
             waited += 0.001
-        for _ in range(3):  # let what was scheduled soon (indexing after an analysis) run
+        for _ in range(10):  # let what was scheduled (an edit's analysis, indexing after it) run
             await asyncio.sleep(0)
 
     loop = asyncio.new_event_loop()
