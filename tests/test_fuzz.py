@@ -45,9 +45,6 @@ def target(name: str):
     return importlib.import_module(f"target_{name}")
 
 
-def kept(folder: str) -> list[tuple[str, Path]]:
-    return [(t, p) for t in TARGETS for p in sorted((FUZZ / folder / t).glob("*")) if p.is_file()]
-
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_kept_corpus_replays(name):

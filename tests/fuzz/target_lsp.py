@@ -7,7 +7,7 @@ fuzzed bytes, and, when the fuzzed bytes are whole frames (lsp_frames.split_fram
 probe request (documentSymbol of the probe document).  The build worker is kept off
 (initializationOptions build.enabled = false, and its process marked unable to start):
 the slow path is fuzzed in process by the `passes` target.  Edits are analysed without
-the debounce delay, between the messages that follow them (`_no_debounce`), so the
+the debounce delay, between the messages that follow them (`_fuzzing_settings`), so the
 incremental analysis of edits is fuzzed too.
 
 Properties:
@@ -25,6 +25,7 @@ whether the server is still alive after it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -57,15 +58,6 @@ PROBE = frame({"jsonrpc": "2.0", "id": PROBE_ID, "method": "textDocument/documen
                "params": {"textDocument": {"uri": PROBE_URI}}})
 
 
-def _no_debounce() -> None:
-    """Analyse an edit at the next turn of the event loop, not 10-150 ms later: the
-    reader yields to the loop between lines (`_Yielding`), so the edits' analyses (the
-    incremental path, analysis.py) run between the messages that follow them."""
-    for name in ("DEBOUNCE_SECONDS", "COALESCE_SECONDS"):
-        assert hasattr(diagnostics_feature, name), f"the diagnostics feature has no {name} any more"
-        setattr(diagnostics_feature, name, 0)
-
-
 class _Yielding:
     """A reader that lets the event loop run before each line and body it hands over."""
 
@@ -81,18 +73,31 @@ class _Yielding:
         return await self.reader.readexactly(n)
 
 
-def _one_converter() -> None:
-    """Let every server of this process share one cattrs converter: making one (its hooks
-    for every LSP type) costs 60 ms, ten times the rest of a small input.  A converter
-    holds no per-connection state."""
-    shared = default_converter()
+_CONVERTER: list = []  # the one cattrs converter of this process, once made
+
+
+@contextlib.contextmanager
+def _fuzzing_settings():
+    """While one input runs:
+    - edits are analysed at the next turn of the event loop, not 10-150 ms later: the
+      reader yields to the loop between lines (`_Yielding`), so the edits' analyses (the
+      incremental path, analysis.py) run between the messages that follow them;
+    - every server shares one cattrs converter: making one (its hooks for every LSP type)
+      costs 60 ms, ten times the rest of a small input; a converter holds no state of a
+      connection.
+    Both are put back afterwards (the replay test runs in pytest's process)."""
+    if not _CONVERTER:
+        _CONVERTER.append(default_converter())
+    shared = _CONVERTER[0]
     init = pygls.lsp._base_server.BaseLanguageServer.__init__
+    saved = init.__defaults__, diagnostics_feature.DEBOUNCE_SECONDS, diagnostics_feature.COALESCE_SECONDS
     protocol_cls, _, max_workers = init.__defaults__
     init.__defaults__ = (protocol_cls, lambda: shared, max_workers)
-
-
-_one_converter()
-_no_debounce()
+    diagnostics_feature.DEBOUNCE_SECONDS = diagnostics_feature.COALESCE_SECONDS = 0
+    try:
+        yield
+    finally:
+        init.__defaults__, diagnostics_feature.DEBOUNCE_SECONDS, diagnostics_feature.COALESCE_SECONDS = saved
 
 
 class _Output:
@@ -132,7 +137,8 @@ def check(data: bytes) -> None:
     root.handlers[:] = [tracebacks]  # the server's log is noise here: only its tracebacks count
     root.setLevel(logging.WARNING)
     try:
-        _check(data, tracebacks)
+        with _fuzzing_settings():
+            _check(data, tracebacks)
     finally:
         root.level, root.handlers[:] = saved
 
