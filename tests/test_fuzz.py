@@ -45,7 +45,6 @@ def target(name: str):
     return importlib.import_module(f"target_{name}")
 
 
-
 @pytest.mark.parametrize("name", TARGETS)
 def test_kept_corpus_replays(name):
     seeds = sorted((FUZZ / "corpus" / name).glob("*"))
