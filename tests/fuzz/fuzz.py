@@ -14,6 +14,7 @@ ones.  Use run.py, not this file, to run a fuzzer with limits on time and memory
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -25,23 +26,37 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]  # the targets, and tests/ (test_pa
 from findings import known_signatures, signature  # noqa: E402
 from run import TARGETS  # noqa: E402
 
+TARGET_VARIABLE = "RELAYLENS_FUZZ_TARGET"
+
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 2 or argv[1] not in TARGETS:
+    if len(argv) >= 2 and argv[1] in TARGETS:
+        name = argv.pop(1)
+        # libFuzzer runs itself again for -merge and -minimize_crash, with argv less the
+        # target (which it would take for an input): the child finds it here
+        os.environ[TARGET_VARIABLE] = name
+    elif os.environ.get(TARGET_VARIABLE) in TARGETS:
+        name = os.environ[TARGET_VARIABLE]
+    else:
         sys.exit(f"usage: {argv[0]} {{{'|'.join(TARGETS)}}} [libFuzzer flags] [corpus dirs]")
-    name = argv.pop(1)
     with atheris.instrument_imports(include=list(_instrumented(name))):
         target = importlib.import_module(f"target_{name}")
     known = known_signatures(name, target.check)
     if known:
         print(f"skipping the known crashes of {name}: {sorted(known)}", file=sys.stderr)
 
+    met: set[str] = set()
+
     def one_input(data: bytes) -> None:
         try:
             target.check(data)
         except Exception as exc:
-            if signature(exc) not in known:
+            found = signature(exc)
+            if found not in known:
                 raise
+            if found not in met:
+                met.add(found)
+                print(f"met a known crash again (skipped): {found}", file=sys.stderr)
 
     options = {}
     if getattr(target, "mutate", None):

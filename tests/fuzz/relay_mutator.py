@@ -36,6 +36,10 @@ PIECES = [
 ]
 
 
+DIGITS = re.compile(r"\d+")
+EDGE_DIGITS = ["0", "1", "2", "7", "8", "16", "99", "64", "128", "65536", "2147483648", "100000000"]
+
+
 def _tokens(text: str) -> list[str]:
     return TOKEN.findall(text)
 
@@ -63,8 +67,10 @@ def _edit(tokens: list[str], rng: random.Random) -> list[str]:
     elif choice == 5:  # swap two tokens
         j = rng.randrange(n)
         tokens[i], tokens[j] = tokens[j], tokens[i]
-    elif tokens[i][:1].isdigit() or tokens[i][:1] == "-":  # a number becomes an edge number
-        tokens[i] = rng.choice(["0", "-1", "1", "2147483647", "4294967296", "1e30", "-0", "3"])
+    elif DIGITS.search(tokens[i]):  # the digits of a number or a name (float32, %12) change
+        tokens[i] = DIGITS.sub(lambda m: rng.choice(EDGE_DIGITS), tokens[i], count=1)
+    else:
+        tokens[i] = rng.choice(["0", "-1", "1", "2147483647", "1e30", "-0", "3"])
     return tokens
 
 
