@@ -162,20 +162,21 @@ def _check(data: bytes, tracebacks: _Tracebacks) -> None:
                             error_handler=server.report_server_error)
         except asyncio.IncompleteReadError:
             pass  # the input ended inside a body: the client closed stdin (stdio.py)
-        waited = 0.0
-        while probe and not output.answered(PROBE_ID) and waited < PROBE_SECONDS:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PROBE_SECONDS
+        while probe and not output.answered(PROBE_ID) and loop.time() < deadline:
             await asyncio.sleep(0.001)
-            waited += 0.001
         for _ in range(10):  # let what was scheduled (an edit's analysis, indexing after it) run
             await asyncio.sleep(0)
 
+    exited = False
     loop = asyncio.new_event_loop()
     try:
         loop.run_until_complete(serve())
     except SystemExit:  # pygls's answer to `exit`
         if "exit" not in methods(bodies) and "exit" not in _all_methods(data):
             raise
-        return
+        exited = True
     finally:
         for task in asyncio.all_tasks(loop):
             task.cancel()
@@ -183,7 +184,7 @@ def _check(data: bytes, tracebacks: _Tracebacks) -> None:
         loop.close()
     if tracebacks.found:
         raise tracebacks.found[0]
-    if probe and not output.answered(PROBE_ID):
+    if probe and not exited and not output.answered(PROBE_ID):
         raise InvariantBroken("no answer to a good request", f"after {len(bodies)} whole frames")
 
 
