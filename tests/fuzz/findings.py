@@ -33,7 +33,7 @@ class InvariantBroken(AssertionError):
 
 def own_frame(exc: BaseException) -> str | None:
     """`file:function` of the innermost RelayLens frame of `exc`'s traceback (or of the
-    exceptions it was raised from), relative to the checkout; None if it never ran ours
+    exceptions it was raised `from`), relative to the checkout; None if it never ran ours
     (PASS_THROUGH frames aside)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -43,7 +43,8 @@ def own_frame(exc: BaseException) -> str | None:
         frames = [f for f in frames if f not in PASS_THROUGH]
         if frames:
             return ":".join(frames[-1])
-        exc = exc.__cause__ or exc.__context__
+        exc = exc.__cause__  # not __context__: an exception pygls raises while handling
+        # one of ours on purpose (a Refused answer) is pygls's, and ours was logged on its own
     return None
 
 

@@ -140,6 +140,10 @@ def _sessions(files: list[Path]) -> dict[str, bytes]:
     sessions["framing-truncated"] = frame(hover)[:-5]
     sessions["framing-bad-params"] = frame({**hover, "params": {"textDocument": {}, "position": {"line": -1}}})
     sessions["framing-batch"] = frame(json.dumps([hover, hover]).encode())
+    # found by the lsp fuzzer: a request whose id is not a number or string, refused by the
+    # server, breaks pygls's answer (unhashable id); the server must go on
+    sessions["request-id-a-list"] = frame({"jsonrpc": "2.0", "id": [], "method": "relaylens/snapshots",
+                                           "params": {"uri": 9007199254740993}})
     return sessions
 
 
