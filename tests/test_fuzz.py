@@ -178,3 +178,15 @@ def test_recheck_target_reports_a_result_unlike_a_whole_check(monkeypatch):
     monkeypatch.setattr(target_recheck, "recheck", lambda previous, text: (check_text(text + " ", "x.relay"), None))
     with pytest.raises(InvariantBroken, match="differ from a whole check"):
         target_recheck.check(seed.read_bytes())
+
+
+def test_relay_mutator_tokens_are_lossless_and_crossover_is_deterministic():
+    from relay_mutator import _tokens, crossover_text
+
+    seeds = sorted((FUZZ / "corpus" / "check").glob("*"))[:20]
+    for path in seeds:
+        text = path.read_text()
+        assert "".join(_tokens(text)) == text, path.name
+    a, b = seeds[0].read_bytes(), seeds[1].read_bytes()
+    assert crossover_text(a, b, 4096, 7) == crossover_text(a, b, 4096, 7)
+    assert len(crossover_text(a, b, 100, 7)) <= 100
