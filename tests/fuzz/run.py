@@ -64,10 +64,16 @@ class FuzzRun:
         found = re.findall(r"INITED cov: (\d+)", self.log)
         return int(found[0]) if found else 0
 
+    @property
+    def known_met(self) -> list[str]:
+        """The kept crashes this run ran into again (and skipped): fuzz.py says so once each."""
+        return re.findall(r"met a known crash again \(skipped\): (.*)", self.log)
+
     def summary(self) -> str:
         found = ", ".join(p.name for p in self.findings) or "none"
+        known = f", known crashes met again: {'; '.join(self.known_met)}" if self.known_met else ""
         return (f"{self.target}: {self.executed} inputs, cov {self.seed_coverage} -> {self.coverage}, "
-                f"ft {self.features}, findings: {found}{' (killed)' if self.killed else ''}")
+                f"ft {self.features}, findings: {found}{known}{' (killed)' if self.killed else ''}")
 
     def excerpt(self, lines: int = 40) -> str:
         """The end of the log: the exception or the reason libFuzzer stopped."""
