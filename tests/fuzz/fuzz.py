@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -67,6 +68,9 @@ def main(argv: list[str]) -> None:
         argv.append(f"-max_len={target.MAX_LEN}")
     if getattr(target, "DICT", None) and not any(a.startswith("-dict=") for a in argv):
         argv.append(f"-dict={HERE / target.DICT}")
+    # libFuzzer re-runs argv[0] through the shell for -merge and -minimize_crash: make it
+    # this interpreter on this file (the file is not executable on its own)
+    argv[0] = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"
     atheris.Setup(argv, one_input, **options)
     atheris.Fuzz()
 
