@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: venv test demo bench clean vsix
+.PHONY: venv test fuzz demo bench clean vsix
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,13 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The long fuzzing runs (tests/fuzz/, docs/reliability.md): each target for FUZZ_SECONDS,
+# out of process; `make test` runs the same fuzzers for 25 s each.
+FUZZ_SECONDS ?= 600
+
+fuzz: $(STAMP)
+	RELAYLENS_FUZZ_SECONDS=$(FUZZ_SECONDS) $(PY) -m pytest -m fuzz tests/test_fuzz.py -q -s
 
 # The demo: a small CNN (examples/small_cnn.onnx, written by examples/make_model.py) is
 # imported with every expression naming its ONNX node (weights in small_cnn.npz), built with
