@@ -34,16 +34,10 @@ SHORT_SECONDS = 25
 LONG_SECONDS = int(os.environ.get("RELAYLENS_FUZZ_SECONDS", "600"))
 # "TARGET/file" -> why it still fails (the reproducer: `python tests/fuzz/fuzz.py TARGET PATH`)
 KNOWN_CRASHES: dict[str, str] = {
-    "passes/crash-unknown-dtype.relay":
-        "the checker accepts a tensor type of an unknown dtype (float99) without a diagnostic; SimplifyExpr's "
-        "add(x, x) -> multiply(x, 2) rule then raises TypeError in numpy (simplify_expr_rules.make_constant)",
     "recheck/crash-reference-lost-after-unbalanced-fn":
         "found by the recheck fuzzer: in a body whose nested fn closes early, an edit in another statement "
         "(nn.relu -> nblockn.relu) leaves recheck's symbol index without the use of %5 in `(%5.0, %8)` that a "
         "whole check records (references and rename would miss it)",
-    "passes/oom-expand-dims-num-newaxis.relay":
-        "expand_dims's type relation builds a shape of num_newaxis dimensions, unbounded: on "
-        "num_newaxis=100000000 the pipeline's InferType needs 2.4 GB and 70 s (no shape budget yet)",
 }
 REPLAY_SECONDS = 10  # a kept hang fails its replay after this long
 

@@ -55,6 +55,8 @@ from .symbols import Symbol, SymbolIndex
 # strings, metadata, the `#[version]` header)
 _SCANNED = frozenset('/*"#')
 _META_CONSTANT = re.compile(r"meta\[relay\.Constant\]\[\d+\]")  # what lower.py reads as a constant
+# ... unless it is an attribute's value (`const_shape=meta[...]`), which lower.py keeps as a MetaRef
+_ATTRIBUTE_VALUE = re.compile(r"(?<![%\w.])[A-Za-z_]\w*\s*=\s*\Z")
 
 
 @dataclass
@@ -242,7 +244,9 @@ class Pending:
         diagnostics += self.diagnostics
         if prev.module.metadata is None:  # the one warning about unknown constants, counted again
             diagnostics = [d for d in diagnostics if not is_unknown_constants_warning(d)]
-            spans = [Span(self.source, m.start(), m.end()) for m in _META_CONSTANT.finditer(self.scanned.code)]
+            code = self.scanned.code
+            spans = [Span(self.source, m.start(), m.end()) for m in _META_CONSTANT.finditer(code)
+                     if not _ATTRIBUTE_VALUE.search(code, max(0, m.start() - 80), m.start())]
             if spans:
                 diagnostics.append(unknown_constants_warning(spans))
         diagnostics.sort(key=diagnostic_order)
