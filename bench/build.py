@@ -16,12 +16,12 @@ runs the very same ONNX models in onnxruntime, so both sides run one graph.
     Transpose, MatMul, Softmax), the tanh-GELU MLP spelled out, two residual adds.
 
 Per model, median of N runs (default 3):
-  * cold: `build_text` then `lower_build` with a fresh `JIT` and `LoweringCache`, split
+  * cold: one `compile()` with a fresh `JIT` and `LoweringCache`, split
     into parse + check, the relay.build passes, compose (compute rules), schedule (the
     default schedule and its loop nest), LLVM IR (llvmlite.ir code generation, printed),
     O3 (LLVM's new pass manager), machine code (MCJIT), and the rest of lowering (the
     cache, the memory plan of @main, its AOT entry);
-  * warm: `build_text` and `lower_build` again with the cold build's cache and JIT, on
+  * warm: `compile()` again with the cold build's cache and JIT, on
     the same text, then on the text with one layer edited: a constant (a batch norm's
     epsilon; GELU's 0.044715 in the GPT-2 block), an attribute (dilation 2 with padding
     2 in one 3x3 convolution, which keeps every shape; ln_2's epsilon in the GPT-2
@@ -324,8 +324,8 @@ class Build:
     """One build and lowering: stage seconds, totals, and what the cache did."""
 
     seconds: dict[str, float]
-    build_s: float  # build_text: parse + check + passes
-    lower_s: float  # lower_build
+    build_s: float  # parse + check + passes
+    lower_s: float  # lowering to machine code
     functions: int  # fused functions in the build
     lowered: int  # of which lowered (cache misses)
     lowering: object = field(default=None, repr=False)
@@ -342,30 +342,30 @@ class Build:
 
 
 def compile_once(text: str, name: str, cache=None, jit=None) -> Build:
-    """`build_text` then `lower_build`, timed by stage.  A fresh cache and JIT unless given
-    (a given JIT comes from `timed_jit()`)."""
-    from relaylens.compiler.build import build_text
-    from relaylens.compiler.lower.pipeline import LoweringCache, lower_build
+    """One `compile()` to machine code, timed by stage (the driver's progress marks where
+    the passes and the lowering begin).  A fresh cache and JIT unless given (a given JIT
+    comes from `timed_jit()`)."""
+    from relaylens.compiler.driver import compile
+    from relaylens.compiler.lower.pipeline import LoweringCache
 
     clock = StageClock()
     cache = cache if cache is not None else LoweringCache()
     jit = jit if jit is not None else timed_jit()
     jit.clock = clock
-    marks: list[float] = []
+    marks: dict[str, float] = {}
+    misses = cache.misses
     gc.collect()
     start = time.perf_counter()
-    result = build_text(text, name, progress=lambda _: marks.append(time.perf_counter()))
-    built = time.perf_counter()
-    if not result.ok:
-        raise SystemExit(f"error: {name} does not build: {result.diagnostics[0].render()}")
-    misses = cache.misses
     with clock.measure():
-        lowering = lower_build(result, cache=cache, jit=jit)
+        result = compile(text, name, cache=cache, jit=jit,
+                         progress=lambda step: marks.setdefault(step.stage, time.perf_counter()))
     done = time.perf_counter()
-    if not lowering.ok or lowering.executable is None:
-        raise SystemExit(f"error: {name} does not lower: {lowering.diagnostics[0].message}")
+    lowering = result.lowered
+    if lowering is None or not result.ok or result.executable is None:
+        raise SystemExit(f"error: {name} does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
+    built = marks.get("llvm", done)
     s = clock.seconds
-    s["parse + check"] = (marks[0] if marks else built) - start
+    s["parse + check"] = marks.get("passes", built) - start
     s["passes"] = built - start - s["parse + check"]
     s["rest of lowering"] = (done - built) - sum(s[k] for k in STAGES[2:-1])
     return Build(dict(s), built - start, done - built, len(lowering.functions), cache.misses - misses,
@@ -508,12 +508,12 @@ def measure_model(model: Model, runs: int) -> dict:
         "lines": model.text.count("\n"),
         "functions": cold[0].functions,
         "cold": {**{k: median(b.seconds[k] for b in cold) for k in STAGES},
-                 "build_text": median(b.build_s for b in cold), "lower_build": median(b.lower_s for b in cold),
+                 "check + passes": median(b.build_s for b in cold), "lowering": median(b.lower_s for b in cold),
                  "total": median(b.total_s for b in cold)},
         "warm": [{"edit": label, "relowered": max(b.lowered for b in warm[label]),
                   "functions": warm[label][0].functions,
-                  "build_text": median(b.build_s for b in warm[label]),
-                  "lower_build": median(b.lower_s for b in warm[label]),
+                  "check + passes": median(b.build_s for b in warm[label]),
+                  "lowering": median(b.lower_s for b in warm[label]),
                   "total": median(b.total_s for b in warm[label])} for label, _ in edits],
     }
 
@@ -528,13 +528,13 @@ def tables(figures: dict[str, dict], runs: int) -> list[str]:
     out.append("| lines of Relay / fused functions | "
                + " | ".join(f"{figures[k]['lines']} / {figures[k]['functions']}" for k in keys) + " |")
     out += ["", "Warm rebuild after an edit (same LoweringCache and JIT), ms, median of %d:" % runs, "",
-            "| model | edit | re-lowered | build_text | lower_build | total | of cold |",
+            "| model | edit | re-lowered | check + passes | lowering | total | of cold |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for k in keys:
         for w in figures[k]["warm"]:
             share = w["total"] / figures[k]["cold"]["total"]
-            out.append(f"| {LABELS[k]} | {w['edit']} | {w['relowered']} of {w['functions']} | {ms(w['build_text'])}"
-                       f" | {ms(w['lower_build'])} | {ms(w['total'])} | {share:.0%} |")
+            out.append(f"| {LABELS[k]} | {w['edit']} | {w['relowered']} of {w['functions']} | {ms(w['check + passes'])}"
+                       f" | {ms(w['lowering'])} | {ms(w['total'])} | {share:.0%} |")
     return out
 
 

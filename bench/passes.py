@@ -26,7 +26,7 @@ For each model, median of N runs (default 3):
     and on runs alternate, so drift on a shared machine hits both alike, and the cost
     quoted under the table is the median of the paired ratios.  (FuseOps
     covers its members' spans either way; with the flag off it has fewer to cover.)
-  * `build_text()` end to end, as the CLI and the language server run it: check, the
+  * `compile(stop_after="passes")` end to end, as the CLI and the language server run it: check, the
     pipeline with a snapshot after every pass, and naming the fused functions;
   * memory: in a separate untimed run under tracemalloc, what the final module holds
     once everything else is dropped, and the peak the pipeline adds to the checked input.
@@ -48,7 +48,8 @@ import tracemalloc
 from pathlib import Path
 from typing import Callable
 
-from relaylens.compiler.build import build_text, make_pipeline
+from relaylens.compiler.build import make_pipeline
+from relaylens.compiler.driver import compile
 from relaylens.compiler.check import check_text
 from relaylens.compiler.ir import Call, Function, Op
 from relaylens.compiler.ir.functor import post_order
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             for spans in ((False, True) if i % 2 == 0 else (True, False)):
                 runs[spans].append(timed_pipeline(texts[model], spans))
                 start = time.perf_counter()
-                build_text(texts[model], "bench.relay", config={"ir.enable_si_builder": spans})
+                compile(texts[model], "bench.relay", config={"ir.enable_si_builder": spans}, stop_after="passes")
                 builds[spans].append(time.perf_counter() - start)
         for spans in (False, True):
             col, done = (model, spans), runs[spans]
@@ -361,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append("| **pipeline** | " + " | ".join(f"**{ms(totals[c])}**" for c in columns) + " |")
     rows.append("| parse + check + pipeline | "
                 + " | ".join(ms(check_s[c[0]] + totals[c]) for c in columns) + " |")
-    rows.append("| build_text() (the CLI's and the server's path) | "
+    rows.append("| compile() to the passes (the CLI's and the server's path) | "
                 + " | ".join(ms(build_s[c]) for c in columns) + " |")
     rows.append("| memory: final module / pipeline peak (MiB) | "
                 + " | ".join(f"{memory[c][0]:,.1f} / {memory[c][1]:,.1f}" for c in columns) + " |")

@@ -98,18 +98,14 @@ def ort_session(model, threads: int):
 
 
 def compile_text(text: str, name: str, threads: int | None = None):
-    """Build and lower Relay text (raises SystemExit with the first diagnostic)."""
-    from relaylens.compiler.build import build_text
+    """Compile Relay text to machine code (raises SystemExit with the first error)."""
+    from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.runtime.jit import JIT
-    from relaylens.compiler.lower.pipeline import lower_build
 
-    result = build_text(text, name)
-    if not result.ok:
-        raise SystemExit(f"error: {name} does not build: {result.diagnostics[0].render()}")
-    lowering = lower_build(result, jit=JIT(num_threads=threads))
-    if not lowering.ok or lowering.executable is None:
-        raise SystemExit(f"error: {name} does not lower: {lowering.diagnostics[0].message}")
-    return result, lowering
+    result = compile(text, name, jit=JIT(num_threads=threads))
+    if result.executable is None:
+        raise SystemExit(f"error: {name} does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
+    return result, result.lowered
 
 
 # --- 1. models ------------------------------------------------------------------------------
