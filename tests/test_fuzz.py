@@ -34,10 +34,6 @@ SHORT_SECONDS = 25
 LONG_SECONDS = int(os.environ.get("RELAYLENS_FUZZ_SECONDS", "600"))
 # "TARGET/file" -> why it still fails (the reproducer: `python tests/fuzz/fuzz.py TARGET PATH`)
 KNOWN_CRASHES: dict[str, str] = {
-    "recheck/crash-reference-lost-after-unbalanced-fn":
-        "found by the recheck fuzzer: in a body whose nested fn closes early, an edit in another statement "
-        "(nn.relu -> nblockn.relu) leaves recheck's symbol index without the use of %5 in `(%5.0, %8)` that a "
-        "whole check records (references and rename would miss it)",
 }
 REPLAY_SECONDS = 10  # a kept hang fails its replay after this long
 

@@ -18,6 +18,8 @@ from ..diagnostics import Diagnostic, Fix
 from ..ir.span import Source, Span
 from .scan import HOLE
 
+AFTER_DEFINITION = "after-definition"  # the code of text after a definition's closing brace
+
 _NAMED = {
     "LOCAL": "a variable (%x)",
     "GRAPH": "a graph number (%0)",
@@ -75,7 +77,8 @@ def describe(
     # Something after a definition's closing brace, such as `def @f() { 1 };`.
     if token is not None and token.type != "$END" and expected <= {"$END"}:
         mended = text[:pos] + " " * (len(text) - pos)
-        return _diag(f"unexpected {_found(token)} after the end of this definition", source, base + pos, base + pos + len(str(token))), mended
+        diag = _diag(f"unexpected {_found(token)} after the end of this definition", source, base + pos, base + pos + len(str(token)))
+        return replace(diag, code=AFTER_DEFINITION), mended
 
     # A `;` right before the closing brace: a block ends with its value, not a `;`.
     if token is not None and token.type in ("RBRACE", "RPAR"):

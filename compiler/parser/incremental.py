@@ -44,6 +44,7 @@ from ..ir import expr as E
 from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
+from .errors import AFTER_DEFINITION
 from .grammar import first_token, grammar, kids
 from .lower import Lowerer, Statement
 from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
@@ -296,6 +297,8 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     stmt_start, old_end, new_end = piece.base, piece.limit, piece.limit + delta
     if _noted_from_outside(previous.diagnostics, stmt_start, old_end):
         return None
+    if _broken_elsewhere(previous.diagnostics, stmt_start, old_end):
+        return None
 
     scanned = rescan(previous.scan, text, start, old_stop, new_stop)
     if scanned is None:
@@ -388,6 +391,15 @@ def _noted_from_outside(diagnostics: list[Diagnostic], start: int, end: int) -> 
             if span is not None and start <= span.start < end:
                 return True
     return False
+
+
+def _broken_elsewhere(diagnostics: list[Diagnostic], start: int, end: int) -> bool:
+    """Whether a definition's braces do not balance (text after its closing brace): then
+    the body closed early, the statements after it were read in other scopes than a whole
+    parse of the edited text may give them (found by the recheck fuzzer: a use of `%5`
+    lost), so read the whole file.  Other errors, inside the statement or elsewhere, do
+    not prevent the re-read."""
+    return any(d.code == AFTER_DEFINITION and not _inside(d, start, end) for d in diagnostics)
 
 
 def _walk(root: E.Expr, keep) -> list[E.Expr]:
