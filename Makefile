@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 # The long fuzzing runs (tests/fuzz/, docs/reliability.md): each target for FUZZ_SECONDS,
-# out of process; `make test` runs the same fuzzers for 25 s each.
+# out of process; `make test` runs the same fuzzers for 12 s each.
 FUZZ_SECONDS ?= 600
 
 fuzz: $(STAMP)
