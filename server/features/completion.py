@@ -26,10 +26,10 @@ from lsprotocol import types as lsp
 from pygls.capabilities import get_capability
 
 from .. import convert
+from ...compiler.ir.dtypes import DTYPE_NAMES
 from ...compiler.ir.expr import Var
 from ...compiler.ir.span import Source
 from ...compiler.printer import print_type
-from ...compiler.ir.dtypes import DTYPE_NAMES
 from ..cursor import cursor_context
 from ..known_ops import known_ops
 from ..text_edits import common_prefix, map_offset, typed_binders
