@@ -18,7 +18,9 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from relaylens.compiler.parser import parse
-from relaylens.server.syntax import TOKEN_MODIFIERS, TOKEN_TYPES, cursor_context, map_offset
+from relaylens.server.cursor import cursor_context
+from relaylens.server.text_edits import map_offset
+from relaylens.server.tokens import TOKEN_MODIFIERS, TOKEN_TYPES
 
 from conftest import CORPUS
 GPT2 = CORPUS / "002.relay"

@@ -8,6 +8,7 @@ carry meaning (punctuation and keywords left out), which is what the lowering re
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib import resources
 
@@ -33,6 +34,14 @@ def grammar() -> Lark:
 
 
 _PUNCTUATION: set[str] = set()
+
+
+@lru_cache(maxsize=1)
+def keywords() -> frozenset[str]:
+    """The words the grammar spells out (`def`, `let`, `Tensor`, `True`, ...), and `match`,
+    which is a pattern terminal because `match?` is one token."""
+    words = {t.pattern.value for t in grammar().terminals if isinstance(t.pattern, PatternStr)}
+    return frozenset(w for w in words if re.fullmatch(r"[A-Za-z_]\w*", w)) | {"match"}
 
 
 def kids(tree: Tree) -> list:

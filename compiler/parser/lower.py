@@ -39,8 +39,10 @@ from .symbols import Symbol, SymbolIndex
 
 # TVM reads a bare type name as a dtype when it starts with int, uint, float or bool; we
 # take a proper dtype pattern instead (so bfloat16 works) and read `int` as `int32`.
-_DTYPE = re.compile(r"(?:bool|(?:u?int|float|bfloat)\d*|handle|e[45]m[23]_float\d*)(?:x\d+)?")
+# Public: the editor styles and protects these names by the same rule.
+DTYPE_NAME = re.compile(r"(?:bool|(?:u?int|float|bfloat)\d*|handle|e[45]m[23]_float\d*)(?:x\d+)?")
 _DEFAULT_WIDTH = {"int": "int32", "uint": "uint32", "float": "float32", "bfloat": "bfloat16"}
+NULL_NAMES = frozenset({"None", "nullptr"})  # attribute values that mean "no value"
 _META = re.compile(r"meta\[([^\]]+)\]\[(\d+)\]")
 _PROJECTION = re.compile(r"(.+)\.(\d+)")
 
@@ -588,7 +590,7 @@ class Lowerer:
             return tuple(self.attr_value(c) for c in kids(tree))
         if kind == "attr_name":
             name = str(kids(tree)[0])
-            return None if name in ("None", "nullptr") else A.Opaque(name)
+            return None if name in NULL_NAMES else A.Opaque(name)
         if kind == "attr_global":
             tok = kids(tree)[0]
             return self.refer_global(str(tok)[1:], self.span(tok))
@@ -647,7 +649,7 @@ class Lowerer:
             if found is not None:
                 self.index.refer(found[1], self.span(tok))
                 return found[0]
-        if _DTYPE.fullmatch(name):
+        if DTYPE_NAME.fullmatch(name):
             return T.TensorType((), self.dtype(tok), span=span)
         return T.TypeCall(self.refer_type(tok), (), span=span)
 

@@ -19,7 +19,7 @@ from .. import convert
 from ..slow import uris
 from ..slow.builds import Built
 from ..slow.report import FusedReport
-from ..syntax import map_offset
+from ..text_edits import map_offset
 from ...compiler.ir.span import Source
 from . import guarded
 

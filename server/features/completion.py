@@ -1,6 +1,6 @@
 """textDocument/completion: what may be typed at the cursor, also in text that does not parse.
 
-The place is read from the text around the cursor (`syntax.cursor_context`): the word
+The place is read from the text around the cursor (`cursor.cursor_context`): the word
 being typed and its sigil, the call it sits in, whether a type is expected.  Names come
 from the latest analysis and from the last one without syntax errors (the cursor carried
 over to each one's text by `map_offset`), plus the binders typed since (`typed_binders`):
@@ -26,12 +26,15 @@ from lsprotocol import types as lsp
 from pygls.capabilities import get_capability
 
 from .. import convert
+from ...compiler.ir.dtypes import DTYPE_NAMES
 from ...compiler.ir.expr import Var
 from ...compiler.ir.span import Source
 from ...compiler.printer import print_type
-from ..syntax import DTYPES, common_prefix, cursor_context, known_ops, map_offset, typed_binders
+from ..cursor import cursor_context
+from ..known_ops import known_ops
+from ..text_edits import common_prefix, map_offset, typed_binders
 from . import guarded, text_for
-from .hover import signature as global_signature
+from .hover import signature as global_signature, type_text
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -44,13 +47,6 @@ K = lsp.CompletionItemKind
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("$", "\\$").replace("}", "\\}")
-
-
-def _type_text(ty) -> str | None:
-    try:
-        return print_type(ty) if ty is not None else None
-    except Exception:  # noqa: BLE001
-        return None
 
 
 class Items:
@@ -111,15 +107,15 @@ def _attrs(items: Items, op, written: set[str]) -> None:
 def _locals(items: Items, analyses: list["Analysis"], text: str, offset: int) -> None:
     for analysis in analyses:
         at = map_offset(analysis.source.text, text, offset)
-        syntax = analysis.syntax
-        for symbol in sorted(syntax.locals_at(at), key=lambda s: s.name):
+        scopes = analysis.syntax.scopes
+        for symbol in sorted(scopes.locals_at(at), key=lambda s: s.name):
             var = symbol.node
-            ty = _type_text(var.type_annotation or var.ty) if isinstance(var, Var) else None
-            kind = "parameter" if id(var) in syntax.params else "local"
+            ty = type_text(var.type_annotation or var.ty) if isinstance(var, Var) else None
+            kind = "parameter" if id(var) in scopes.params else "local"
             items.add("%" + symbol.name, K.Variable, detail=f"{kind}: {ty}" if ty else kind,
                       sort="1")
-        for rank, symbol in enumerate(syntax.graph_at(at)):
-            ty = _type_text(getattr(symbol.node, "ty", None))
+        for rank, symbol in enumerate(scopes.graph_at(at)):
+            ty = type_text(getattr(symbol.node, "ty", None))
             line = analysis.source.line_text(symbol.definition.line).strip()
             items.add("%" + symbol.name, K.Variable, detail=ty or line, doc=line,
                       sort=f"2{rank:05d}")
@@ -146,7 +142,7 @@ def _globals(items: Items, analyses: list["Analysis"]) -> None:
 
 
 def _types(items: Items, analyses: list["Analysis"], text: str, offset: int, dtypes_only: bool) -> None:
-    for i, dtype in enumerate(DTYPES):
+    for i, dtype in enumerate(DTYPE_NAMES):
         items.add(dtype, K.Struct, detail="dtype", sort=f"2{i:02d}")
     if dtypes_only:
         return
@@ -156,7 +152,7 @@ def _types(items: Items, analyses: list["Analysis"], text: str, offset: int, dty
         at = map_offset(analysis.source.text, text, offset)
         for symbol in analysis.index.by_kind("type"):
             items.add(symbol.name, K.Enum, detail="type", sort="1")
-        for symbol in analysis.syntax.type_vars_at(at):
+        for symbol in analysis.syntax.scopes.type_vars_at(at):
             items.add(symbol.name, K.TypeParameter, detail="type variable", sort="1")
 
 

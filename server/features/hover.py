@@ -36,18 +36,20 @@ KIND_NAMES = {"local": "local variable", "graph": "graph binding", "global": "gl
               "type": "type", "constructor": "constructor", "type_var": "type variable"}
 
 
-def _type_text(ty) -> str | None:
+def type_text(ty) -> str | None:
+    """`ty` as the printer writes it; None for no type, or one the printer cannot write
+    (completion and signature help show these too)."""
     try:
         return print_type(ty) if ty is not None else None
-    except TypeError:
+    except Exception:  # noqa: BLE001 -- a type the printer cannot write is shown as none
         return None
 
 
 def signature(name: str, func: Function) -> str:
     params = ", ".join(
-        f"%{p.name}" + (f": {t}" if (t := _type_text(p.type_annotation)) else "")
+        f"%{p.name}" + (f": {t}" if (t := type_text(p.type_annotation)) else "")
         for p in func.params)
-    ret = _type_text(func.ret_type)
+    ret = type_text(func.ret_type)
     return f"def @{name}{type_params_text(func.type_params)}({params})" + (f" -> {ret}" if ret else "")
 
 
@@ -69,7 +71,7 @@ def describe(symbol: Symbol, module) -> str:
             ty = node.type_annotation or node.ty
         elif node is not None:
             ty = getattr(node, "ty", None)
-        if (text := _type_text(ty)) is not None:
+        if (text := type_text(ty)) is not None:
             code = f"{symbol.sigil}{symbol.name}: {text}"
     if symbol.definition is None:
         title += " — not defined"
@@ -107,7 +109,7 @@ def _attr_given(call: Call, name: str) -> str:
 
 def describe_expr(node) -> str | None:
     """The first line of a hover on an expression: what it is and its type."""
-    ty = _type_text(node.ty)
+    ty = type_text(node.ty)
     if ty is None:
         return None
     if isinstance(node, Call) and hasattr(node.op, "name"):

@@ -27,7 +27,9 @@ from lsprotocol import types as lsp
 from pygls.capabilities import get_capability
 
 from .. import convert
-from ..syntax import DTYPE, KEYWORDS, M, T, known_ops, terminal
+from ...compiler.parser.lower import DTYPE_NAME
+from ..known_ops import known_ops
+from ..tokens import M, T, shown_keywords, terminal
 from . import Refused, current_analysis_for, guarded
 
 if TYPE_CHECKING:
@@ -118,9 +120,9 @@ def check_new_name(analysis: "Analysis", symbol: "Symbol", new_name: str) -> str
         raise Refused(f"'{written}' is not a valid {what} name: a {what} name is "
                       f"{sigil + ' followed by ' if sigil else ''}{rule}.")
     if kind in ("type", "constructor"):
-        if name in KEYWORDS or name in ("Tensor", "match", "meta"):
+        if name in shown_keywords() or name in ("Tensor", "match", "meta"):
             raise Refused(f"'{name}' is a keyword and cannot name a {what}.")
-        if DTYPE.fullmatch(name):
+        if DTYPE_NAME.fullmatch(name):
             raise Refused(f"'{name}' would be read as a dtype, not as a {what}.")
     if kind == "constructor" and (name in known_ops() or name in analysis.syntax.ops_in_text):
         raise Refused(f"'{name}' is an operator name; a constructor of that name would "
@@ -132,13 +134,13 @@ def check_new_name(analysis: "Analysis", symbol: "Symbol", new_name: str) -> str
 def _check_collision(analysis: "Analysis", symbol: "Symbol", name: str) -> None:
     if name == symbol.name:
         return
-    index, syntax = analysis.index, analysis.syntax
+    index, scopes = analysis.index, analysis.syntax.scopes
     if symbol.kind == "local":
-        mine = syntax.region(symbol)
+        mine = scopes.region(symbol)
         for other in index.symbols:
             if other.kind != "local" or other.name != name or other.definition is None:
                 continue
-            theirs = syntax.region(other)
+            theirs = scopes.region(other)
             if mine is None or theirs is None or (mine[0] <= theirs[1] and theirs[0] <= mine[1]):
                 raise Refused(f"%{name} is already bound in the scope of %{symbol.name} "
                               f"(line {_line(analysis, other.definition)}); renaming would "

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from .. import convert
-from ..syntax import TOKEN_MODIFIERS, TOKEN_TYPES
+from ..tokens import TOKEN_MODIFIERS, TOKEN_TYPES
 from . import current_analysis_for, guarded
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ For an operator: `op.signature()` (positional inputs, then every attribute with 
 with one parameter per input and attribute; for an `@` global: its `def` line.  The active
 parameter counts the commas at the call's level before the cursor, unless the current
 argument already says `name=`, which picks that attribute.  The call is found in the text
-around the cursor (`syntax.cursor_context`), so this works while the line does not parse.
+around the cursor (`cursor.cursor_context`), so this works while the line does not parse.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from pygls.capabilities import get_capability
 
 from .. import convert
 from ...compiler.ir.span import Source
-from ..syntax import cursor_context, known_ops
+from ..cursor import cursor_context
+from ..known_ops import known_ops
 from . import guarded, text_for
-from .hover import _type_text, signature as global_signature
+from .hover import signature as global_signature, type_text
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -70,7 +71,7 @@ def global_signature_help(analyses, name: str, call, offsets: bool) -> lsp.Signa
             label = global_signature(name, func)
             parts = []
             for p in func.params:
-                ty = _type_text(p.type_annotation)
+                ty = type_text(p.type_annotation)
                 parts.append((f"%{p.name}" + (f": {ty}" if ty else ""), None))
             active = call.arg_index if call.arg_index < len(parts) else None
             info = lsp.SignatureInformation(label=label, parameters=_parameters(label, parts, offsets),
