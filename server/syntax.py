@@ -34,7 +34,7 @@ from ..compiler.parser import ParseResult, Symbol
 from ..compiler.parser.annotations import is_annotation
 from ..compiler.parser.grammar import grammar
 from ..compiler.ir.dtypes import DTYPE_NAMES
-from ..compiler.parser.lower import _DTYPE as DTYPE  # the parser's own rule for dtype names
+from ..compiler.parser.lower_types import DTYPE  # the parser's own rule for dtype names
 
 # ---- the legend --------------------------------------------------------------------------
 TOKEN_TYPES = ("variable", "parameter", "function", "type", "typeParameter", "enumMember",
