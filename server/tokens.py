@@ -20,7 +20,8 @@ from functools import lru_cache
 from ..compiler.parser import ParseResult, Symbol
 from ..compiler.parser.annotations import is_annotation
 from ..compiler.parser.grammar import grammar, keywords
-from ..compiler.parser.lower import DTYPE_NAME, NULL_NAMES
+from ..compiler.parser.lower import NULL_NAMES
+from ..compiler.parser.lower_types import DTYPE_NAME
 from .known_ops import known_ops
 
 # ---- the legend --------------------------------------------------------------------------

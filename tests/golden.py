@@ -36,7 +36,7 @@ from relaylens.compiler.interpreter.interpreter import InterpreterError
 from relaylens.compiler.ir import LayerSpan, sequential
 from relaylens.compiler.ir.functor import ExprMutator
 from relaylens.compiler.ir.module import IRModule
-from relaylens.compiler.ir.structural import first_mismatch
+from relaylens.compiler.ir.structural_equal import first_mismatch
 from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.parser import parse
 from relaylens.compiler.printer import print_module

@@ -166,7 +166,7 @@ ROUND_TRIP = [name for name in ACCEPTED + sorted(EXTENDED)]
 @pytest.mark.parametrize("name", ROUND_TRIP)
 @pytest.mark.parametrize("spans", [False, True], ids=["plain", "spans"])
 def test_print_parse_round_trip(name: str, spans: bool) -> None:
-    from relaylens.compiler.ir.structural import assert_structural_equal
+    from relaylens.compiler.ir.structural_equal import assert_structural_equal
     from relaylens.compiler.printer import print_module
 
     first = parse(read(name), name)

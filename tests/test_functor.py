@@ -43,7 +43,7 @@ from relaylens.compiler.ir import (
     op,
     post_order,
 )
-from relaylens.compiler.ir.structural import assert_structural_equal
+from relaylens.compiler.ir.structural_equal import assert_structural_equal
 
 N = 50_000
 F32 = TensorType((), "float32")

@@ -60,7 +60,7 @@ from relaylens.compiler.ir import (
     op,
     scalar_type,
 )
-from relaylens.compiler.ir.structural import assert_structural_equal, structural_equal
+from relaylens.compiler.ir.structural_equal import assert_structural_equal, structural_equal
 from relaylens.compiler.metadata import encode_metadata
 from relaylens.compiler.parser import parse
 from relaylens.compiler.printer import print_module

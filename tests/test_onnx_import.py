@@ -22,7 +22,7 @@ from relaylens.compiler.frontend.onnx import OnnxImportError, import_onnx  # noq
 from relaylens.compiler.interpreter import interpret  # noqa: E402
 from relaylens.compiler.ir import ANY, Call, Constant, LayerSpan  # noqa: E402
 from relaylens.compiler.ir.functor import post_order  # noqa: E402
-from relaylens.compiler.ir.structural import structural_equal  # noqa: E402
+from relaylens.compiler.ir.structural_equal import structural_equal  # noqa: E402
 from relaylens.compiler.lower.pipeline import lower_build  # noqa: E402
 from relaylens.compiler.lower.runtime.jit import JIT  # noqa: E402
 from relaylens.compiler.parser import parse  # noqa: E402

@@ -1,5 +1,5 @@
 """Pooling, padding, resizing (compiler/ops/pooling.py) and the plumbing ops
-(compiler/ops/plumbing.py): shape inference, errors, and numerics checked against
+(compiler/ops/plumbing.py, qnn.py): shape inference, errors, and numerics checked against
 independent implementations written here (direct loops, np.pad, hand-worked cases,
 the quantization formulas)."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from relaylens.compiler.ir.types import ANY, UNIT, FuncType, GlobalTypeVar, TensorType, TupleType, TypeCall
 from relaylens.compiler.ops import AttrError, OpPattern, OpTypeError, get_op
-from relaylens.compiler.ops.plumbing import fixed_point_multiplier
+from relaylens.compiler.ops.qnn import fixed_point_multiplier
 
 
 def T(shape, dtype="float32"):

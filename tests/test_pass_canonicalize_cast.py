@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from relaylens.compiler.interpreter import interpret
-from relaylens.compiler.ir.structural import assert_structural_equal, structural_equal
+from relaylens.compiler.ir.structural_equal import assert_structural_equal, structural_equal
 from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.span_check import spanless

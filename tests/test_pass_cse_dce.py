@@ -19,7 +19,7 @@ from relaylens.compiler.interpreter import InterpreterError, interpret
 from relaylens.compiler.ir import Call, LayerSpan, sequential
 from relaylens.compiler.ir.functor import ExprMutator, post_order
 from relaylens.compiler.ir.module import IRModule
-from relaylens.compiler.ir.structural import first_mismatch
+from relaylens.compiler.ir.structural_equal import first_mismatch
 from relaylens.compiler.ir.types import TensorType
 from relaylens.compiler.parser import parse
 from relaylens.compiler.transform import PassContext, get_pass

@@ -13,7 +13,7 @@ import numpy as np
 
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir import LayerSpan
-from relaylens.compiler.ir.structural import assert_structural_equal
+from relaylens.compiler.ir.structural_equal import assert_structural_equal
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass

@@ -11,7 +11,7 @@ import pytest
 from relaylens.compiler.check import check_text
 from relaylens.compiler.ir.expr import Call
 from relaylens.compiler.ir.functor import post_order
-from relaylens.compiler.ir.structural import assert_structural_equal
+from relaylens.compiler.ir.structural_equal import assert_structural_equal
 from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.span_check import spanless
 

@@ -20,7 +20,7 @@ from relaylens.compiler.ir import LayerSpan, sequential
 from relaylens.compiler.ir.span import MAX_ORIGINS
 from relaylens.compiler.ir.functor import ExprMutator
 from relaylens.compiler.ir.module import IRModule
-from relaylens.compiler.ir.structural import first_mismatch
+from relaylens.compiler.ir.structural_equal import first_mismatch
 from relaylens.compiler.ir.types import TensorType
 from relaylens.compiler.parser import parse
 from relaylens.compiler.transform import PassContext, get_pass

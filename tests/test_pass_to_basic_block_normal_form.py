@@ -12,7 +12,7 @@ import pytest
 from relaylens.compiler.check import check_text
 from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ir.expr import Let
-from relaylens.compiler.ir.structural import assert_structural_equal
+from relaylens.compiler.ir.structural_equal import assert_structural_equal
 from relaylens.compiler.printer import print_module
 from relaylens.compiler.transform import PassContext, get_pass
 from relaylens.compiler.transform.passes.to_basic_block_normal_form import basic_block_violations

@@ -65,12 +65,8 @@ from relaylens.compiler.ir import (
     Var,
     op,
 )
-from relaylens.compiler.ir.structural import (
-    assert_structural_equal,
-    first_mismatch,
-    structural_equal,
-    structural_hash,
-)
+from relaylens.compiler.ir.structural_equal import assert_structural_equal, first_mismatch, structural_equal
+from relaylens.compiler.ir.structural_hash import structural_hash
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -722,7 +718,7 @@ def test_hash_is_deterministic_across_processes():
     code = (
         "import numpy as np\n"
         "from relaylens.compiler.ir import *\n"
-        "from relaylens.compiler.ir.structural import structural_hash\n"
+        "from relaylens.compiler.ir.structural_hash import structural_hash\n"
         "x = Var('x', TensorType((1, 8), 'float32'))\n"
         "e = Function((x,), Call(op('nn.conv2d'), (x, Constant(np.ones((2, 2), 'float32'))),"
         " Attrs({'data_layout': 'NCHW', 'padding': (IntImm(1), IntImm(1)), 'g': GlobalVar('g')}),"

@@ -31,7 +31,8 @@ import numpy as np
 from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
 from ..ir.functor import post_order
-from ..ir.structural import structural_equal, structural_hash
+from ..ir.structural_equal import structural_equal
+from ..ir.structural_hash import structural_hash
 from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
 from .codegen.llvm_map import relocate

@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     nn_norm,
     plumbing,
     pooling,
+    qnn,
     reduce,
     transform,
     transform_index,

@@ -1,5 +1,5 @@
 """The geometry of the quantized ops, shared by their relations and numpy references
-(plumbing.py) and their compute rules (lower/te/topi/plumbing.py): the integer ranges
+(qnn.py) and their compute rules (lower/te/topi/plumbing.py): the integer ranges
 results saturate to, the quantization axis, requantize's rounding and compute dtype, and
 qnn.conv2d's layouts, strides, padding and output shape.
 """

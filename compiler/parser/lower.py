@@ -10,6 +10,10 @@ clause, each block and branch its own scope, `free_var` everywhere after it.  Gr
 numbers `%N` live in one table for the whole file, in document order, the last binding
 winning (TVM's printer relies on a number bound in one `if` branch being visible in the
 other).  Names in the IR are objects; the SymbolIndex records where each was written.
+
+This file holds the Lowerer: spans, definitions, scopes, expressions, patterns and
+attributes.  Types are lowered by lower_types.py and `meta[...]` references by
+lower_metadata.py, the two parts the Lowerer inherits.
 """
 
 from __future__ import annotations
@@ -30,20 +34,14 @@ from ..ir import expr as E
 from ..ir import types as T
 from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
-from ..metadata import MetadataError
-from ..ir.dtypes import dtype_problem
 from .annotations import split_annotation
 from .grammar import first_token, kids, last_token
 from .literals import LiteralError, parse_number, parse_string
+from .lower_metadata import MetadataLowering
+from .lower_types import TypeLowering
 from .symbols import Symbol, SymbolIndex
 
-# TVM reads a bare type name as a dtype when it starts with int, uint, float or bool; we
-# take a proper dtype pattern instead (so bfloat16 works) and read `int` as `int32`.
-# Public: the editor styles and protects these names by the same rule.
-DTYPE_NAME = re.compile(r"(?:bool|(?:u?int|float|bfloat)\d*|handle|e[45]m[23]_float\d*)(?:x\d+)?")
-_DEFAULT_WIDTH = {"int": "int32", "uint": "uint32", "float": "float32", "bfloat": "bfloat16"}
 NULL_NAMES = frozenset({"None", "nullptr"})  # attribute values that mean "no value"
-_META = re.compile(r"meta\[([^\]]+)\]\[(\d+)\]")
 _PROJECTION = re.compile(r"(.+)\.(\d+)")
 
 
@@ -60,7 +58,11 @@ class Statement:
     type_scopes: tuple[dict, ...]
 
 
-class Lowerer:
+class Lowerer(TypeLowering, MetadataLowering):
+    """Lowers one file's parse trees into its IRModule, recording names in the SymbolIndex
+    and problems in `diagnostics`; types and `meta[...]` references are lowered by the two
+    parts it inherits (lower_types.py, lower_metadata.py)."""
+
     def __init__(
         self,
         source: Source,
@@ -401,46 +403,6 @@ class Lowerer:
         data = self.constant_data(ref, span)
         return E.Constant(data, meta=ref, span=span2, ty=ty)
 
-    def constant_data(self, ref: A.MetaRef, span: Span):
-        """The tensor of `meta[relay.Constant][i]`; None for an unknown value.  Without a
-        metadata section (text printed with `show_meta_data=False`) the value is unknown but
-        not an error: the reference is recorded, and `unknown_constants_warning` makes one
-        warning for the file."""
-        table = self.module.metadata
-        if table is None:
-            self.unknown_constants.append(span)
-            return None
-        try:
-            return table.constant(ref.index)
-        except MetadataError as err:
-            self.error(str(err), span, source="metadata")
-            return None
-
-    def meta_attrs(self, ref: A.MetaRef, callee: E.Expr, span: Span) -> A.Attrs:
-        """A call's attributes written as a metadata entry: read from the section, by the
-        op's schema (metadata.py, `MetadataTable.attrs`); without the section, a warning and
-        the op's defaults."""
-        table = self.module.metadata
-        if table is None or self.attr_schema is None:
-            why = ("are in a metadata section that is not here" if table is None else
-                   "are read by the type check, which knows the operator's schema")
-            self.diagnostics.append(Diagnostic(
-                f"{ref}: the attributes {why}; the op's defaults are used", span, Severity.WARNING,
-                source="metadata"))
-            return A.EMPTY_ATTRS
-        kinds = self.attr_schema(callee.name) if isinstance(callee, E.Op) else {}
-        try:
-            fields = table.attrs(ref.key, ref.index, lambda name: kinds.get(name) in ("number", "bool"))
-        except MetadataError as err:
-            self.error(str(err), span, source="metadata")
-            return A.EMPTY_ATTRS
-        return A.Attrs(tuple((k, bool(v) if kinds[k] == "bool" and v in (0, 1) else v)
-                             for k, v in fields.items() if k in kinds))
-
-    def meta_ref(self, tok: Token) -> A.MetaRef:
-        m = _META.fullmatch(str(tok))
-        return A.MetaRef(m.group(1), int(m.group(2)))
-
     def x_name(self, tree: Tree, applied: bool = True) -> E.Expr:
         tok = kids(tree)[0]
         name = str(tok)
@@ -601,100 +563,6 @@ class Lowerer:
             return self.x_graph(tree)
         span = self.span(tree)
         return A.Opaque(self.source.text[span.start : span.end])  # attr_opaque, attr_opaque_call
-
-    # ---- types ------------------------------------------------------------------------------------
-    def type_params(self, tree: Tree) -> tuple[T.TypeVar, ...]:
-        found = []
-        for tok in kids(tree):
-            tv = T.TypeVar(str(tok), span=self.span(tok))
-            symbol = self.index.define("type_var", str(tok), self.span(tok), tv)
-            self.type_scopes[-1][str(tok)] = (tv, symbol)
-            found.append(tv)
-        return tuple(found)
-
-    def type(self, tree: Tree) -> T.Type:
-        kind = tree.data
-        span = self.span(tree)
-        if kind == "tensor_type":
-            shape_tree, dtype = kids(tree)
-            return T.TensorType(self.shape(shape_tree), self.dtype(dtype), span=span)
-        if kind == "type_name":
-            return self.type_name(kids(tree)[0], span)
-        if kind == "tuple_type":
-            return T.TupleType(tuple(self.type(c) for c in kids(tree)), span=span)
-        if kind == "func_type":
-            children = list(kids(tree))
-            self.type_scopes.append({})
-            try:
-                tps = self.type_params(children.pop(0)) if children and children[0].data == "type_params" else ()
-                types = [self.type(c) for c in children]
-            finally:
-                self.type_scopes.pop()
-            return T.FuncType(tuple(types[:-1]), types[-1], tps, span=span)
-        if kind == "type_call":
-            tok, *args = kids(tree)
-            return T.TypeCall(self.refer_type(tok), tuple(self.type(a) for a in args), span=span)
-        if kind == "incomplete_type":
-            return T.IncompleteType(span=span)
-        if kind == "ref_type":
-            return T.RefType(self.type(kids(tree)[0]), span=span)
-        if kind == "meta_type":
-            return T.MetaType(self.meta_ref(kids(tree)[0]), span=span)
-        raise AssertionError(f"unknown type tree {kind}")
-
-    def type_name(self, tok: Token, span: Span) -> T.Type:
-        name = str(tok)
-        for scope in reversed(self.type_scopes):
-            found = scope.get(name)
-            if found is not None:
-                self.index.refer(found[1], self.span(tok))
-                return found[0]
-        if DTYPE_NAME.fullmatch(name):
-            return T.TensorType((), self.dtype(tok), span=span)
-        return T.TypeCall(self.refer_type(tok), (), span=span)
-
-    def dtype(self, tok: Token) -> str:
-        """A dtype written in a type (`int` is `int32`), with an error at it when RelayLens
-        cannot use it: the one dtype rule, `dtype_problem`, so that check catches what
-        the passes and lowering could not carry."""
-        name = _DEFAULT_WIDTH.get(str(tok), str(tok))
-        problem = dtype_problem(name)
-        if problem is not None:
-            self.error(problem, self.span(tok), source="types")
-        return name
-
-    def refer_type(self, tok: Token) -> T.GlobalTypeVar:
-        name = str(tok)
-        gtv = self.module.get_global_type_var(name)
-        symbol = self.types.get(name)
-        if symbol is None:
-            symbol = self.types[name] = self.index.define("type", name, None, gtv)
-        self.index.refer(symbol, self.span(tok))
-        return gtv
-
-    def shape(self, tree: Tree) -> tuple:
-        dims = kids(tree) if tree.data == "shape" else [tree]
-        out = []
-        for dim in dims:
-            if dim.data == "dim_any":
-                out.append(T.ANY)
-            elif dim.data == "dim_meta":
-                out.append(self.meta_ref(kids(dim)[0]))
-            else:
-                tok = kids(dim)[0]
-                if tok.isdigit():  # the common case, without the literal rules
-                    out.append(int(tok))
-                    continue
-                try:
-                    value, dtype = parse_number(str(tok))
-                except LiteralError as err:
-                    self.error(str(err), self.span(tok), source="syntax")
-                    value, dtype = 0, "int32"
-                if dtype.startswith("float"):
-                    self.error(f"a dimension must be an integer, not {tok}", self.span(tok), source="syntax")
-                out.append(int(value) if dtype == "int32" else A.IntImm(int(value), dtype))
-        return tuple(out)
-
 
 _BINOPS = {
     "*": "multiply",

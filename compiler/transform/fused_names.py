@@ -18,7 +18,8 @@ import hashlib
 from ..ir.expr import Call, Function, Op
 from ..ir.functor import children, post_order
 from ..ir.module import IRModule
-from ..ir.structural import structural_equal, structural_hash
+from ..ir.structural_equal import structural_equal
+from ..ir.structural_hash import structural_hash
 from .names import NameSupply, mangle_module_name
 
 MAX_CANDIDATE = 80

@@ -31,7 +31,7 @@ from lsprotocol import types as lsp
 from .. import convert
 from ...compiler.ir.expr import ANNOTATED
 from ...compiler.ir.span import Span, document_span, sequential
-from ...compiler.ir.structural import first_mismatch
+from ...compiler.ir.structural_equal import first_mismatch
 from ...compiler.check import check_text
 from ...compiler.parser.annotations import is_annotation, split_annotation
 from ...compiler.printer.comments import annotation

@@ -27,7 +27,7 @@ from lsprotocol import types as lsp
 from pygls.capabilities import get_capability
 
 from .. import convert
-from ...compiler.parser.lower import DTYPE_NAME
+from ...compiler.parser.lower_types import DTYPE_NAME
 from ..known_ops import known_ops
 from ..tokens import M, T, shown_keywords, terminal
 from . import Refused, current_analysis_for, guarded

@@ -41,7 +41,7 @@ from ...ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem
 from ...ir.functor import ExprMutator
 from ...ir.module import IRModule
 from ...ir.span import sequential
-from ...ir.structural import structural_equal
+from ...ir.structural_equal import structural_equal
 from ...ops import get_op
 from ..infra import FunctionPass, PassContext, register_pass
 

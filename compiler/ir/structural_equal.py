@@ -1,9 +1,8 @@
-"""Structural equality and structural hashing of Relay IR.
+"""Structural equality of Relay IR.
 
     structural_equal(a, b, *, spans=False, types=False, map_free_vars=True) -> bool
     assert_structural_equal(a, b, **same keywords)   # AssertionError naming the first mismatch
     first_mismatch(a, b, **same keywords) -> Mismatch | None
-    structural_hash(x, *, spans=False) -> int         # equal => same hash
 
 `a` and `b` are expressions, types or IRModules (patterns and clauses work too).
 
@@ -43,23 +42,20 @@ The rules, in TVM's SEqual spirit:
   them), and the same type definitions (type params paired, constructors in order with
   their field types).  The module's name and metadata table are not compared.
 
-Nothing here recurses on the Python stack: the comparison runs on an explicit work stack
-and the hash on `functor.post_order`, so 50,000-deep chains are fine.  The hash is
-deterministic across processes (no salted `str` hashing), so it can key an on-disk cache.
+The value rules (shapes, attribute scalars, constant data) live in structural_keys.py,
+shared with structural_hash.py, which hashes consistently with these rules (equal => same
+hash); what a mismatch reports is in structural_report.py.
+
+Nothing here recurses on the Python stack: the comparison runs on an explicit work stack,
+so 50,000-deep chains are fine.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-
-from .attrs import Attrs, FloatImm, IntImm, MetaRef, Opaque
+from .attrs import Attrs
 from .expr import (
-    ANNOTATED,
     Call,
     Clause,
     Constant,
@@ -71,9 +67,7 @@ from .expr import (
     If,
     Let,
     Match,
-    Node,
     Op,
-    Pattern,
     PatternConstructor,
     PatternTuple,
     PatternVar,
@@ -84,13 +78,12 @@ from .expr import (
     Tuple,
     TupleGetItem,
     Var,
-    pattern_vars,
 )
-from .functor import children, post_order
 from .module import IRModule, TypeData
 from .span import AnySpan, origin_key
+from .structural_keys import SPANNED, arrays_equal, as_array, scalar_key, shapes_equal
+from .structural_report import Mismatch, Path, describe, render_path
 from .types import (
-    AnyDim,
     FuncType,
     GlobalTypeVar,
     IncompleteType,
@@ -103,13 +96,7 @@ from .types import (
     TypeVar,
 )
 
-__all__ = [
-    "Mismatch",
-    "assert_structural_equal",
-    "first_mismatch",
-    "structural_equal",
-    "structural_hash",
-]
+__all__ = ["Mismatch", "assert_structural_equal", "first_mismatch", "structural_equal"]
 
 _NoneType = type(None)
 
@@ -122,174 +109,10 @@ _SELF_EQUAL = frozenset({Op, GlobalVar, Constructor, Constant, ErrorExpr, Tensor
                          GlobalTypeVar, IncompleteType, MetaType, _NoneType})
 _EXPRS = frozenset({Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Let, If, Function,
                     RefCreate, RefRead, RefWrite, Constructor, Match, ErrorExpr})
-_NODES = _EXPRS | {PatternWildcard, PatternVar, PatternConstructor, PatternTuple, Clause}
-_SPANNED = frozenset(ANNOTATED)  # kinds whose spans the text keeps (expr.py)
 
 
 def _span_key(span: AnySpan | None) -> tuple:
     return origin_key(span)  # () for None; see span.py
-
-
-def _dim_key(dim: Any) -> Any:
-    if type(dim) is IntImm and dim.dtype == "int32":
-        return dim.value
-    return dim
-
-
-def _shapes_equal(a: tuple, b: tuple) -> bool:
-    if a == b:
-        return True
-    return len(a) == len(b) and all(_dim_key(x) == _dim_key(y) for x, y in zip(a, b))
-
-
-def _scalar_key(value: Any) -> Any:
-    """What an attribute scalar is, for comparing: ints and floats with their dtype."""
-    t = type(value)
-    if t is IntImm:
-        return ("int", value.value, value.dtype)
-    if t is int:
-        return ("int", value, "int32" if -(2**31) <= value < 2**31 else "int64")
-    if t is FloatImm:
-        return ("float", _float_key(value.value), value.dtype)
-    if t is float:
-        return ("float", _float_key(value), "float32")
-    if isinstance(value, np.bool_):
-        return (bool, bool(value))
-    if isinstance(value, np.integer):
-        return ("int", int(value), value.dtype.name)
-    if isinstance(value, np.floating):
-        return ("float", _float_key(float(value)), value.dtype.name)
-    return (t, value)
-
-
-def _float_key(x: float) -> Any:
-    return "nan" if math.isnan(x) else x
-
-
-def _as_array(data: Any) -> np.ndarray:
-    return data if isinstance(data, np.ndarray) else np.asarray(data)
-
-
-def _arrays_equal(a: np.ndarray, b: np.ndarray) -> bool:
-    """Same dtype and shape assumed.  Equal bytes are equal values; otherwise compare values
-    (0.0 equals -0.0, NaN equals NaN)."""
-    if a.dtype.kind != "O" and a.tobytes() == b.tobytes():
-        return True
-    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-
-
-# --------------------------------------------------------------------------- mismatches
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    """The first difference found: where (`@main.body.args[1]`), what, and the two sides."""
-
-    path: str
-    reason: str
-    left: Any
-    right: Any
-
-    def __str__(self) -> str:
-        lines = [f"structural mismatch at {self.path}: {self.reason}"]
-        for side, value in (("left: ", self.left), ("right:", self.right)):
-            text = describe(value)
-            span = getattr(value, "span", None) if isinstance(value, Node) else None
-            if span is not None:
-                text += f"    (at {span})"
-            lines.append(f"  {side} {text}")
-        return "\n".join(lines)
-
-
-# A path is a linked list of tuples, built only when a mismatch report is wanted:
-# (root_label,) | (parent, label) | (parent, label, index).
-Path = tuple | None
-
-
-def _render_path(path: Path) -> str:
-    parts: list[str] = []
-    while path is not None:
-        if len(path) == 1:
-            parts.append(path[0])
-            break
-        if len(path) == 2:
-            parts.append(path[1])
-        else:
-            index = path[2]
-            parts.append(f"{path[1]}[{index!r}]" if isinstance(index, str) else f"{path[1]}[{index}]")
-        path = path[0]
-    parts.reverse()
-    if len(parts) > 40:
-        parts = parts[:10] + [f".…({len(parts) - 30} more)…"] + parts[-20:]
-    text = "".join(parts)
-    if text.startswith("."):
-        text = text[1:]
-    return text or "<root>"
-
-
-def describe(x: Any, depth: int = 2) -> str:
-    """A short, bounded description of an IR value for messages (never the whole graph)."""
-    if x is None:
-        return "None"
-    if isinstance(x, Var):
-        ann = f": {describe(x.type_annotation, depth)}" if x.type_annotation is not None else ""
-        return f"Var(%{x.name}{ann})"
-    if isinstance(x, GlobalVar):
-        return f"GlobalVar(@{x.name})"
-    if isinstance(x, Op):
-        return f"Op({x.name})"
-    if isinstance(x, Constructor):
-        return f"Constructor({x.name} of {x.belongs_to.name})"
-    if isinstance(x, Constant):
-        if x.data is None:
-            return f"Constant({x.meta})"
-        arr = _as_array(x.data)
-        values = np.array2string(arr, threshold=8, edgeitems=2).replace("\n", "")
-        return f"Constant({arr.dtype}{list(arr.shape)} {values})"
-    if isinstance(x, (Call, Tuple, TupleGetItem, Let, Function, Match, ErrorExpr,
-                      PatternVar, PatternConstructor, PatternTuple)):
-        return repr(x)  # the nodes' own one-line repr (expr.py)
-    if isinstance(x, (Node, TypeData)):
-        return type(x).__name__
-    if isinstance(x, Type):
-        return _describe_type(x, depth)
-    if isinstance(x, IRModule):
-        return repr(x)
-    text = repr(x)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _describe_type(t: Any, depth: int) -> str:
-    if t is None:
-        return "None"
-    if isinstance(t, TensorType):
-        dims = ", ".join(str(_dim_key(d)) for d in t.shape)
-        return f"Tensor[({dims}), {t.dtype}]"
-    if isinstance(t, (TypeVar, GlobalTypeVar)):
-        return t.name
-    if isinstance(t, IncompleteType):
-        return "_"
-    if isinstance(t, MetaType):
-        return str(t.ref)
-    if depth <= 0:
-        return "…"
-
-    def many(items: tuple) -> str:
-        shown = ", ".join(_describe_type(i, depth - 1) for i in items[:6])
-        return shown + (", …" if len(items) > 6 else "")
-
-    if isinstance(t, TupleType):
-        return f"({many(t.fields)})"
-    if isinstance(t, FuncType):
-        return f"fn ({many(t.arg_types)}) -> {_describe_type(t.ret_type, depth - 1)}"
-    if isinstance(t, TypeCall):
-        return f"{t.func.name}[{many(t.args)}]" if t.args else t.func.name
-    if isinstance(t, RefType):
-        return f"ref({_describe_type(t.value, depth - 1)})"
-    return repr(t)
-
-
-# --------------------------------------------------------------------------- equality
 
 
 class _Equal:
@@ -375,7 +198,7 @@ class _Equal:
                     return self._fail(path, a, b, self._shared_reason(b, seen, "right"))
                 lmap[a] = b
                 rmap[b] = a
-            if spans and cls in _SPANNED and not self._spans_equal(a, b, path):
+            if spans and cls in SPANNED and not self._spans_equal(a, b, path):
                 return False
             if types and cls in _EXPRS:
                 push((a.ty, b.ty, path and (path, ".ty")))
@@ -388,7 +211,7 @@ class _Equal:
 
     def _fail(self, path: Path, a: Any, b: Any, reason: str) -> bool:
         if self.mismatch is None:
-            where = _render_path(path) if self.track else "?"
+            where = render_path(path) if self.track else "?"
             self.mismatch = Mismatch(where, reason, a, b)
         return False
 
@@ -491,7 +314,7 @@ class _Equal:
                 if len(u) != len(v):
                     return self._fail(p, a, b, f"attribute {key}: {len(u)} vs {len(v)} elements")
                 work.extend((u[i], v[i], p and (p, "", i)) for i in range(len(u) - 1, -1, -1))
-            elif _scalar_key(u) != _scalar_key(v):
+            elif scalar_key(u) != scalar_key(v):
                 return self._fail(p, a, b, f"attribute {key}: {u!r} vs {v!r}")
         return True
 
@@ -537,12 +360,12 @@ class _Equal:
                 or self._fail(path, a, b, f"constant {a.meta} vs {b.meta}")
         if da is db:
             return True
-        xa, xb = _as_array(da), _as_array(db)
+        xa, xb = as_array(da), as_array(db)
         if xa.dtype != xb.dtype:
             return self._fail(path, a, b, f"constant dtype {xa.dtype} vs {xb.dtype}")
         if xa.shape != xb.shape:
             return self._fail(path, a, b, f"constant shape {xa.shape} vs {xb.shape}")
-        return _arrays_equal(xa, xb) or self._fail(path, a, b, "constant values differ")
+        return arrays_equal(xa, xb) or self._fail(path, a, b, "constant values differ")
 
     def _call(self, a: Call, b: Call, path: Path) -> bool:
         if not self._lengths("arguments", a.args, b.args, a, b, path):
@@ -651,7 +474,7 @@ class _Equal:
     def _tensor_type(self, a: TensorType, b: TensorType, path: Path) -> bool:
         if a.dtype != b.dtype:
             return self._fail(path, a, b, f"dtype {a.dtype} vs {b.dtype}")
-        if not _shapes_equal(a.shape, b.shape):
+        if not shapes_equal(a.shape, b.shape):
             return self._fail(path, a, b, "shapes differ")
         return True
 
@@ -769,321 +592,3 @@ def assert_structural_equal(a: Any, b: Any, **kw: Any) -> None:
     mismatch = first_mismatch(a, b, **kw)
     if mismatch is not None:
         raise AssertionError(str(mismatch))
-
-
-# --------------------------------------------------------------------------- hashing
-
-# Kind tags: fixed integers, so the hash does not depend on PYTHONHASHSEED.
-(_H_NONE, _H_VAR, _H_GLOBAL, _H_CONST, _H_META_CONST, _H_OP, _H_CALL, _H_TUPLE, _H_GET, _H_LET,
- _H_IF, _H_FN, _H_REF_NEW, _H_REF_READ, _H_REF_WRITE, _H_CTOR, _H_MATCH, _H_ERROR, _H_CLAUSE,
- _H_P_WILD, _H_P_VAR, _H_P_CTOR, _H_P_TUPLE, _H_TENSOR, _H_TUPLE_T, _H_TVAR, _H_GTV, _H_TCALL,
- _H_FUNC_T, _H_REF_T, _H_INCOMPLETE, _H_META_T, _H_ANY, _H_ATTR, _H_MODULE, _H_TYPEDEF,
- _H_INT, _H_FLOAT, _H_STR, _H_BOOL, _H_OTHER, _H_LIST) = range(1, 43)
-
-_STR_HASHES: dict[str, int] = {}
-
-
-def _h_str(s: str) -> int:
-    h = _STR_HASHES.get(s)
-    if h is None:
-        h = int.from_bytes(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-        if len(_STR_HASHES) < 100_000:
-            _STR_HASHES[s] = h
-    return h
-
-
-def _h_bytes(b: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
-
-
-def _h_dim(d: Any) -> int:
-    d = _dim_key(d)
-    if type(d) is int:
-        return hash(d)
-    if isinstance(d, IntImm):
-        return hash((_H_INT, d.value, _h_str(d.dtype)))
-    if isinstance(d, AnyDim):
-        return _H_ANY
-    if isinstance(d, MetaRef):
-        return hash((_H_META_T, _h_str(d.key), d.index))
-    return hash((_H_OTHER, _h_str(repr(d))))
-
-
-def _h_span(span: AnySpan | None) -> int:
-    if span is None:
-        return _H_NONE
-    return hash(tuple([(_h_str(name), line, col) for name, line, col in origin_key(span)]))
-
-
-def _h_scalar(value: Any) -> int:
-    key = _scalar_key(value)
-    tag = key[0]
-    if tag == "int":
-        return hash((_H_INT, key[1], _h_str(key[2])))
-    if tag == "float":
-        x = key[1]
-        return hash((_H_FLOAT, _H_NONE if x == "nan" else x, _h_str(key[2])))
-    value = key[1]
-    if value is None:
-        return _H_NONE
-    if isinstance(value, bool):
-        return hash((_H_BOOL, int(value)))
-    if isinstance(value, str):
-        return hash((_H_STR, _h_str(value)))
-    if isinstance(value, MetaRef):
-        return hash((_H_META_T, _h_str(value.key), value.index))
-    if isinstance(value, Opaque):
-        return hash((_H_OTHER, _h_str(value.text)))
-    return hash((_H_OTHER, _h_str(type(value).__name__)))
-
-
-def _constant_hash(c: Constant) -> int:
-    if c.data is None:
-        meta = c.meta
-        return hash((_H_META_CONST, _h_str(meta.key), meta.index)) if meta is not None else _H_META_CONST
-    arr = _as_array(c.data)
-    kind = arr.dtype.kind
-    if arr.size <= 16 and kind in "biufc":  # the common scalar: no bytes, no copies
-        values = tuple([0 if v != v else v for v in arr.reshape(-1).tolist()])  # NaN -> 0
-        return hash((_H_CONST, _h_str(arr.dtype.str), arr.shape, values))
-    flat = arr.reshape(-1)
-    if flat.size > 4096:  # a sample, the same for any two equal arrays
-        flat = flat[:: flat.size // 1024]
-    if arr.dtype.kind == "O":
-        content = 0
-    else:
-        if arr.dtype.kind in "fc":
-            flat = flat + 0  # a copy, and -0.0 becomes 0.0 (they compare equal)
-            flat[np.isnan(flat)] = 0  # every NaN alike
-        content = _h_bytes(np.ascontiguousarray(flat).tobytes())
-    return hash((_H_CONST, _h_str(arr.dtype.str), arr.shape, content))
-
-
-def _attr_exprs(attrs: Attrs) -> list[Any]:
-    """The expressions inside attribute values (`@f` in `(attr=@f)`), in key order."""
-    found: list[Any] = []
-    for _, value in sorted(attrs.items()):
-        work = [value]
-        while work:
-            v = work.pop()
-            if isinstance(v, Expr):
-                found.append(v)
-            elif isinstance(v, (tuple, list)):
-                work.extend(reversed(v))
-    return found
-
-
-def _hash_children(node: Any) -> tuple[Any, ...]:
-    kids = children(node)
-    if type(node) in (Call, Function) and node.attrs:
-        extra = _attr_exprs(node.attrs)
-        if extra:
-            return kids + tuple(extra)
-    return kids
-
-
-class _Hasher:
-    """Hashes bottom-up; variables are numbered in the order a canonical walk first meets
-    them, so alpha-equivalent expressions (and shared vs duplicated subgraphs) hash alike."""
-
-    def __init__(self, spans: bool) -> None:
-        self.spans = spans
-        self.memo: dict[Any, int] = {}
-        self.var_numbers: dict[Var, int] = {}
-        self.tvar_numbers: dict[TypeVar, int] = {}
-        self.type_memo: dict[int, int] = {}  # id(type) -> hash; the types live as long as we do
-        self.keep: list[Any] = []  # types hashed outside an expression, kept alive for type_memo
-
-    def expr(self, root: Any) -> int:
-        memo = self.memo
-        if root in memo:
-            return memo[root]
-        node_hash = self._node
-        for node in post_order(root, _hash_children, memo):
-            memo[node] = node_hash(node)
-        return memo[root]
-
-    def _node(self, x: Any) -> int:
-        cls = type(x)
-        memo = self.memo
-        span = _h_span(x.span) if self.spans and cls in _SPANNED else 0
-        if cls is Var:
-            number = self.var_numbers.setdefault(x, len(self.var_numbers))
-            device = _H_NONE if x.virtual_device is None else self._attr_value(x.virtual_device)
-            return hash((_H_VAR, number, self.type(x.type_annotation), device, span))
-        if cls is Call:
-            return hash((_H_CALL, memo[x.op], tuple([memo[a] for a in x.args]), self._attrs(x.attrs),
-                         tuple([self.type(t) for t in x.type_args]), span))
-        if cls is Op:
-            return hash((_H_OP, _h_str(x.name), span))
-        if cls is Constant:
-            return hash((_constant_hash(x), span))
-        if cls is Tuple:
-            return hash((_H_TUPLE, tuple([memo[f] for f in x.fields]), span))
-        if cls is TupleGetItem:
-            return hash((_H_GET, memo[x.tuple_value], x.index, span))
-        if cls is Let:
-            return hash((_H_LET, memo[x.var], memo[x.value], memo[x.body], span))
-        if cls is Function:
-            return hash((_H_FN, tuple([memo[p] for p in x.params]), memo[x.body], self.type(x.ret_type),
-                         tuple([self.type(t) for t in x.type_params]), self._attrs(x.attrs), span))
-        if cls is GlobalVar:
-            return hash((_H_GLOBAL, _h_str(x.name), span))
-        if cls is If:
-            return hash((_H_IF, memo[x.cond], memo[x.true_branch], memo[x.false_branch], span))
-        if cls is RefCreate:
-            return hash((_H_REF_NEW, memo[x.value], span))
-        if cls is RefRead:
-            return hash((_H_REF_READ, memo[x.ref], span))
-        if cls is RefWrite:
-            return hash((_H_REF_WRITE, memo[x.ref], memo[x.value], span))
-        if cls is Constructor:
-            return hash((_H_CTOR, _h_str(x.name), _h_str(x.belongs_to.name), span))
-        if cls is Match:
-            clauses = tuple([self.clause(c) for c in x.clauses])
-            return hash((_H_MATCH, memo[x.data], clauses, x.complete, span))
-        if cls is ErrorExpr:
-            return hash((_H_ERROR, _h_str(x.message), span))
-        raise TypeError(f"structural_hash: cannot hash {cls.__name__}")
-
-    def clause(self, c: Clause) -> int:
-        return hash((_H_CLAUSE, self.pattern(c.lhs), self.expr(c.rhs)))
-
-    def pattern(self, root: Pattern) -> int:
-        done: dict[Pattern, int] = {}
-        stack: list[tuple[Pattern, bool]] = [(root, False)]
-        while stack:
-            p, expanded = stack.pop()
-            subs = p.patterns if isinstance(p, (PatternConstructor, PatternTuple)) else ()
-            if subs and not expanded:
-                stack.append((p, True))
-                stack.extend((s, False) for s in reversed(subs))
-                continue
-            span = 0  # patterns carry no printed span (expr.ANNOTATED)
-            if isinstance(p, PatternVar):
-                h = hash((_H_P_VAR, self.expr(p.var), span))
-            elif isinstance(p, PatternConstructor):
-                ctor = p.constructor
-                h = hash((_H_P_CTOR, _h_str(ctor.name), _h_str(ctor.belongs_to.name),
-                          tuple([done[s] for s in subs]), span))
-            elif isinstance(p, PatternTuple):
-                h = hash((_H_P_TUPLE, tuple([done[s] for s in subs]), span))
-            else:
-                h = hash((_H_P_WILD, span))
-            done[p] = h
-        return done[root]
-
-    def _attrs(self, attrs: Attrs) -> int:
-        if not attrs:
-            return _H_ATTR
-        items = []
-        for key, value in sorted(attrs.items()):
-            items.append((_h_str(key), self._attr_value(value)))
-        return hash((_H_ATTR, tuple(items)))
-
-    def _attr_value(self, value: Any) -> int:
-        # Attribute values nest shallowly (lists of ints); expressions are already hashed.
-        if isinstance(value, Expr):
-            return self.expr(value)
-        if isinstance(value, Type):
-            return self.type(value)
-        if isinstance(value, (tuple, list)):
-            return hash((_H_LIST, tuple([self._attr_value(v) for v in value])))
-        return _h_scalar(value)
-
-    def type(self, root: Any) -> int:
-        if root is None:
-            return _H_NONE
-        memo = self.type_memo
-        h = memo.get(id(root))
-        if h is not None:
-            return h
-        stack: list[tuple[Any, bool]] = [(root, False)]
-        while stack:
-            t, expanded = stack.pop()
-            if id(t) in memo:
-                continue
-            if not expanded:
-                kids = _type_children(t)
-                if kids:
-                    stack.append((t, True))
-                    stack.extend((k, False) for k in reversed(kids) if k is not None and id(k) not in memo)
-                    continue
-            memo[id(t)] = self._type_node(t)
-        return memo[id(root)]
-
-    def _type_node(self, t: Any) -> int:
-        memo, cls = self.type_memo, type(t)
-
-        def h(x: Any) -> int:
-            return _H_NONE if x is None else memo[id(x)]
-
-        if cls is TensorType:
-            return hash((_H_TENSOR, _h_str(t.dtype), tuple([_h_dim(d) for d in t.shape])))
-        if cls is TupleType:
-            return hash((_H_TUPLE_T, tuple([h(f) for f in t.fields])))
-        if cls is TypeVar:
-            return hash((_H_TVAR, self.tvar_numbers.setdefault(t, len(self.tvar_numbers))))
-        if cls is GlobalTypeVar:
-            return hash((_H_GTV, _h_str(t.name)))
-        if cls is TypeCall:
-            return hash((_H_TCALL, _h_str(t.func.name), tuple([h(a) for a in t.args])))
-        if cls is FuncType:
-            return hash((_H_FUNC_T, tuple([h(p) for p in t.type_params]),
-                         tuple([h(a) for a in t.arg_types]), h(t.ret_type)))
-        if cls is RefType:
-            return hash((_H_REF_T, h(t.value)))
-        if cls is IncompleteType:
-            return _H_INCOMPLETE
-        if cls is MetaType:
-            return hash((_H_META_T, _h_str(t.ref.key), t.ref.index))
-        raise TypeError(f"structural_hash: cannot hash type {cls.__name__}")
-
-    def module(self, mod: IRModule) -> int:
-        parts: list[Any] = [_H_MODULE]
-        for gtv, data in sorted(mod.type_definitions.items(), key=lambda kv: kv[0].name):
-            self.keep.append(data)
-            ctors = []
-            for ctor in data.constructors:
-                ctors.append((_h_str(ctor.name), tuple([self.type(t) for t in ctor.inputs])))
-            parts.append((_H_TYPEDEF, _h_str(gtv.name), tuple([self.type(v) for v in data.type_vars]),
-                          tuple(ctors)))
-        for gv, func in sorted(mod.functions.items(), key=lambda kv: kv[0].name):
-            parts.append((_h_str(gv.name), self.expr(func)))
-        return hash(tuple(parts))
-
-
-def _type_children(t: Any) -> tuple[Any, ...]:
-    cls = type(t)
-    if cls is TupleType:
-        return t.fields
-    if cls is FuncType:
-        return (*t.type_params, *t.arg_types, t.ret_type)
-    if cls is TypeCall:
-        return t.args
-    if cls is RefType:
-        return (t.value,)
-    return ()
-
-
-def structural_hash(x: Any, *, spans: bool = False) -> int:
-    """A hash consistent with `structural_equal(..., spans=spans)`: equal => same hash.
-
-    Sharing is not hashed (a shared and a duplicated subgraph hash alike, though they are
-    not equal); `ty` fields are not hashed.  Deterministic across processes.
-    """
-    hasher = _Hasher(spans)
-    if isinstance(x, IRModule):
-        return hasher.module(x)
-    if isinstance(x, Type):
-        hasher.keep.append(x)
-        return hasher.type(x)
-    if isinstance(x, Clause):
-        return hasher.clause(x)
-    if isinstance(x, Pattern):
-        for var in pattern_vars(x):
-            hasher.expr(var)
-        return hasher.pattern(x)
-    if x is None:
-        return _H_NONE
-    return hasher.expr(x)
