@@ -140,7 +140,9 @@ def test_explain_follows_an_expression_to_its_llvm_function_and_layers(capsys, t
     assert status == 0
     lines = out.splitlines()
     name = "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu"
-    at = lines.index(f"  fused into: {name}")
+    at = lines.index(f"  fused into: {name} (conv2d + bias_add + relu · /conv1/Conv)")
+    assert lines[at + 1].startswith("  why: ")  # the rule FuseOps applied
+    at += 1
     assert lines[at + 1] == f"  LLVM function: @{name}, module.ll lines {first}-{last}"  # as build -o wrote it
     assert module_ll.splitlines()[first - 1].startswith(f"define void @{name}(")
     count, first_own = re.fullmatch(r"    (\d+) instruction lines? compute this expression \(the first at line (\d+)\)",
@@ -152,5 +154,5 @@ def test_explain_follows_an_expression_to_its_llvm_function_and_layers(capsys, t
     dynamic = tmp_path / "dyn.relay"
     dynamic.write_text(DYNAMIC)
     status, out, _ = relaylens(capsys, "explain", f"{dynamic}:3:3")
-    assert status == 0 and "  fused into: tvmgen_default_fused_nn_relu\n  not lowered: " in out
+    assert status == 0 and "  fused into: tvmgen_default_fused_nn_relu (relu)\n" in out and "\n  not lowered: " in out
     assert "unknown (?) dimensions" in out and "LLVM function" not in out

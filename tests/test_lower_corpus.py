@@ -9,7 +9,10 @@ import zlib
 import pytest
 from test_pipeline_corpus import FILES, assert_same, build_ok, checked, random_inputs, runnable_reason
 
+from conftest import CORPUS
+from relaylens.compiler.driver import compile
 from relaylens.compiler.interpreter import interpret
+from relaylens.compiler.parser.result import is_unknown_constants_warning
 from relaylens.compiler.lower.pipeline import lower_build
 from relaylens.compiler.lower.runtime.jit import JIT
 
@@ -32,11 +35,26 @@ def clean(name: str) -> bool:
     return not any(d.is_error for d in checked(name).diagnostics)
 
 
+def printed_without_metadata(name: str) -> bool:
+    return any(is_unknown_constants_warning(d) for d in checked(name).diagnostics)
+
+
+def build_filled(name: str):
+    """A file printed without its metadata, built with its constants filled from a seed
+    (what `relaylens run` does); skips when a constant's type is unknown."""
+    result = compile((CORPUS / name).read_text(), name, unknown_seed=zlib.crc32(name.encode()), stop_after="passes")
+    errors = [d.message for d in result.diagnostics if d.is_error]
+    if any("no value and no known type" in e for e in errors):
+        pytest.skip("printed without its metadata, and nothing fixes the type of one of its constants")
+    assert not errors, errors
+    return result
+
+
 @pytest.mark.parametrize("name", [n for n in FILES])
 def test_corpus_file_compiles_and_matches_the_interpreter(name, jit):
     if not clean(name):
         pytest.skip("the file has errors")
-    result = build_ok(name)
+    result = build_filled(name) if printed_without_metadata(name) else build_ok(name)
     lowered = lower_build(result, jit=jit)
     if name in NOT_LOWERED:
         assert not lowered.ok
@@ -57,7 +75,7 @@ def test_the_corpus_runs_compiled_through_both_executors(jit):
     the kernels; both kinds are present in the corpus."""
     modes = {}
     for name in FILES:
-        if clean(name) and name not in NOT_LOWERED:
+        if clean(name) and name not in NOT_LOWERED and not printed_without_metadata(name):
             lowered = lower_build(build_ok(name), jit=jit)
             if lowered.executable is not None:
                 modes.setdefault(lowered.executable.mode, []).append(name)

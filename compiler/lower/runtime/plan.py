@@ -139,6 +139,8 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
         for node in post_order(expr, _outside_kernels):
             if node not in values and not isinstance(node, Op) and not (isinstance(node, Function) and node in kernel_names):
                 visit(node)
+        if expr not in values:  # a fused function itself as a value (`let %f = fn(...)`), not a call of it
+            raise NotDataflow("@main binds a fused function to a name")
         return values[expr]
 
     result = evaluate(main.body)
