@@ -94,7 +94,26 @@ class Documents:
         found = self.opened(uri)
         return found if found is not None else Document(uri, None, self._read(uri), False)
 
+    def workspace_file(self, uri: str) -> str:
+        """The real path of a regular file inside the workspace folders, no larger than the
+        limit, that `uri` names (the rule of the module docstring, for a file that is not
+        text: the weights beside a model); else `Unreadable`."""
+        real = self._located(uri)
+        try:
+            info = os.stat(real)
+        except OSError as err:
+            raise Unreadable(f"{uri} cannot be read: {err.strerror or err}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(f"{uri} is not a regular file; it is not read")
+        if info.st_size > self.limit.bytes:
+            raise Unreadable(f"{uri} is {self.limit.describe(info.st_size)}; it is not read")
+        return real
+
     def _read(self, uri: str) -> str:
+        return self._read_file(uri, self._located(uri))
+
+    def _located(self, uri: str) -> str:
+        """The real path `uri` names, when it is a file: URI inside the workspace folders."""
         parts = urlparse(uri)
         if parts.scheme != "file":
             raise Unreadable(f"{uri} is not open in the editor, and is not a file: URI")
@@ -115,7 +134,7 @@ class Documents:
             if any(_inside(lexical, root) for root in roots):
                 raise Unreadable(f"{uri} is a symlink out of the workspace folders; it is not read")
             raise Unreadable(f"{uri} is not open in the editor, and is outside the workspace folders")
-        return self._read_file(uri, real)
+        return real
 
     def _read_file(self, uri: str, real: str) -> str:
         most = self.limit.bytes

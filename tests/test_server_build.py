@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
@@ -103,8 +104,8 @@ def test_the_worker_supersedes_an_older_build_of_the_same_document() -> None:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert frames.read(proc.stdout) == ("ready", proc.pid)
-        frames.write(proc.stdin, ("build", 1, "file:///m.relay", 1, MNIST))
-        frames.write(proc.stdin, ("build", 2, "file:///m.relay", 2, MNIST + "\n"))
+        frames.write(proc.stdin, ("build", 1, "file:///m.relay", 1, MNIST, None))
+        frames.write(proc.stdin, ("build", 2, "file:///m.relay", 2, MNIST + "\n", None))
         seen = []
         while not seen or seen[-1][0] != "done":
             message = frames.read(proc.stdout)
@@ -114,6 +115,40 @@ def test_the_worker_supersedes_an_older_build_of_the_same_document() -> None:
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0
+
+
+def _worker_build(text: str, weights: str | None):
+    """The report of one build in a fresh worker process, given the weights' path."""
+    proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert frames.read(proc.stdout) == ("ready", proc.pid)
+        frames.write(proc.stdin, ("build", 1, "file:///w/model.relay", 1, text, weights))
+        while (message := frames.read(proc.stdout))[0] != "done":
+            pass
+        return message[2]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+WEIGHTED = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(3, 4), float32], %b: Tensor[(3), float32]) {\n"
+            "  %0 = nn.dense(%x, %w, units=3);\n  nn.bias_add(%0, %b)\n}\n")
+
+
+def test_the_worker_binds_the_weights_beside_a_model(tmp_path) -> None:
+    np.savez(tmp_path / "model.npz", w=np.ones((3, 4), "float32"), b=np.ones(3, "float32"))
+    report = _worker_build(WEIGHTED, str(tmp_path / "model.npz"))
+    assert report.weights == "model.npz" and not [d for d in report.diagnostics if d.severity == 1]
+    assert "def @main(%x" in report.snapshots[-1].text and "%w" not in report.snapshots[-1].text.split("{")[0]
+    np.savez(tmp_path / "model.npz", w=np.ones((4, 3), "float32"))
+    report = _worker_build(WEIGHTED, str(tmp_path / "model.npz"))  # a wrong shape: an error at %w
+    assert ["parameter %w is Tensor[(3, 4), float32] but model.npz gives Tensor[(4, 3), float32]"] == [
+        d.message for d in report.diagnostics if d.severity == 1]
+    (tmp_path / "model.npz").write_bytes(b"not a zip")
+    report = _worker_build(WEIGHTED, str(tmp_path / "model.npz"))  # unreadable: a warning, built without
+    assert report.weights is None and report.snapshots and any("cannot be read" in d.message for d in report.diagnostics)
 
 
 # --- end to end ----------------------------------------------------------------------------

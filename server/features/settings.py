@@ -1,6 +1,8 @@
 """The client's settings that change what the server answers (docs/lsp.md, "Settings").
 
     relaylens.inlayHints.types   bool, default true: type hints after bindings (inlay_hints.py)
+    relaylens.params.bind        bool, default true: a build binds the weights in `<stem>.npz`
+                                 beside a model, as `relaylens build` does (slow/builds.py)
 
 Read from initializationOptions at `initialize` (`{"inlayHints": {"types": false}}`, called
 from server.py) and from every workspace/didChangeConfiguration: its `settings` carry the
@@ -32,9 +34,14 @@ SECTION = "relaylens"
 @dataclass
 class Settings:
     inlay_types: bool = True
+    bind_params: bool = True
 
     def update(self, options: Any) -> bool:
-        """Take what `options` (the section's content) sets; True if anything changed."""
+        """Take what `options` (the section's content) sets; True if the inlay hints changed."""
+        weights = options.get("params") if isinstance(options, dict) else None
+        bind = weights.get("bind") if isinstance(weights, dict) else None
+        if isinstance(bind, bool):
+            self.bind_params = bind
         hints = options.get("inlayHints") if isinstance(options, dict) else None
         types = hints.get("types") if isinstance(hints, dict) else None
         if isinstance(types, bool) and types != self.inlay_types:

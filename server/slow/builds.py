@@ -8,7 +8,9 @@ when, the reports that came back, and what the client is told (docs/lsp.md).
     builds.find(uri, version)         a kept report (the last two versions), None = latest
     await builds.wait(uri, version)   the same, waiting for a build under way
 
-A version whose fast analysis has errors is not built.  A newer version supersedes the
+A build binds the weights in `<stem>.npz` beside a `file:` model when that file is inside
+the workspace (documents.py's rule) and `{"params": {"bind": false}}` did not turn it off,
+as `relaylens build` does; the worker reads them.  A version whose fast analysis has errors is not built.  A newer version supersedes the
 older build (the worker stops it).  A report is published (diagnostics, lens refresh)
 only while its version is the document's; older ones are kept for virtual documents
 that name their version.  A dead worker is reported on the document it was building
@@ -30,6 +32,7 @@ from lsprotocol import types as lsp
 
 from ...compiler.ir.span import Source
 from .. import convert
+from ..features import Refused
 from .process import WorkerProcess
 from .report import BuildReport, ReportDiagnostic
 
@@ -103,9 +106,14 @@ class Builds:
         self._watchdog: asyncio.TimerHandle | None = None
         self._stalled = False
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
+        self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
 
     def configure(self, options: Any) -> None:
-        """Read `{"build": {"enabled": bool, "debounceMs": int}}` (initializationOptions)."""
+        """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool}}`
+        (initializationOptions)."""
+        weights = options.get("params") if isinstance(options, dict) else None
+        if isinstance(weights, dict) and isinstance(weights.get("bind"), bool):
+            self.bind_params = weights["bind"]
         build = options.get("build") if isinstance(options, dict) else None
         if isinstance(build, dict):
             if isinstance(build.get("enabled"), bool):
@@ -223,11 +231,22 @@ class Builds:
             return  # built or being built
         self._void_jobs(uri)
         job = Job(next(self._ids), uri, version, text)
-        if not self.worker.send(("build", job.id, uri, version, text)):
+        if not self.worker.send(("build", job.id, uri, version, text, self._weights(uri))):
             self._fail_waiters(uri, version, "the build worker cannot start")
             return
         self.jobs[job.id] = job
         self._begin_progress(job)
+
+    def _weights(self, uri: str) -> str | None:
+        """The path of `<stem>.npz` beside the model, when there is one the server may read
+        (inside the workspace, under the size limit) and binding is on."""
+        stem, dot, suffix = uri.rpartition(".")
+        if not self.bind_params or not uri.startswith("file:") or not dot or "/" in suffix:
+            return None
+        try:
+            return self.server.documents.workspace_file(stem + ".npz")
+        except Refused:  # none there, or not one the server reads
+            return None
 
     def _void_jobs(self, uri: str) -> None:
         for job in self.jobs.values():
@@ -291,7 +310,8 @@ class Builds:
             if not future.done():
                 future.set_result(built)
         n = len(report.functions)
-        self._finish(job, "done", f"built in {report.seconds:.1f} s: {n} fused function{'s' * (n != 1)}",
+        bound = f", weights from {report.weights}" if report.weights else ""
+        self._finish(job, "done", f"built in {report.seconds:.1f} s: {n} fused function{'s' * (n != 1)}{bound}",
                      report.seconds, n, refresh=current)
 
     def _on_exit(self, code: int | None, was_ready: bool) -> None:
@@ -327,7 +347,7 @@ class Builds:
         queued = sorted(self.jobs.values(), key=lambda j: j.id)
         for job in queued:  # what was waiting goes to the next worker
             job.state = "queued"
-            self.worker.send(("build", job.id, job.uri, job.version, job.text))
+            self.worker.send(("build", job.id, job.uri, job.version, job.text, self._weights(job.uri)))
         if not queued and was_ready:
             self.worker.start()
 

@@ -2,7 +2,7 @@
 
 Messages (all tuples, first item the kind):
 
-    server -> worker   ("build", job, uri, version, text)   build this version
+    server -> worker   ("build", job, uri, version, text, weights)   build this version (weights: an .npz path or None)
                        ("cancel", job)                       stop it (or never start it)
                        ("forget", uri)                       drop the document's lowering cache
     worker -> server   ("ready", pid)                        imports done, taking jobs

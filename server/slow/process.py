@@ -2,7 +2,7 @@
 answers on the event loop, notice when it dies.
 
     worker = WorkerProcess(on_message, on_exit)
-    worker.send(("build", job, uri, version, text))   # starts the process if needed
+    worker.send(("build", job, uri, version, text, weights))   # starts the process if needed
     worker.pid, worker.state                          # "stopped" | "starting" | "ready" | "broken"
 
 `on_message(message)` gets every message of `frames.py`; `on_exit(code, was_ready)` is

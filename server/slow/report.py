@@ -101,6 +101,7 @@ class BuildReport:
     optimized_line_map: dict[int, tuple[int, int]] = field(default_factory=dict)
     exprs: list[ExprReport] = field(default_factory=list)  # sorted by (start, -end)
     seconds: float = 0.0
+    weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
 
     @property
     def lowered(self) -> bool:

@@ -16,8 +16,11 @@ worker, which reports it the same way (`internal_error`).
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable
+
+import numpy as np
 
 from ...compiler.build import BuildResult
 from ...compiler.diagnostics import Diagnostic, Severity
@@ -40,15 +43,29 @@ class Cancelled(BaseException):
 
 
 def build_report(uri: str, version: int | None, text: str, *, cache=None,
-                 progress: Progress | None = None) -> BuildReport:
+                 progress: Progress | None = None, weights: str | None = None) -> BuildReport:
+    """`weights`: the path of an .npz whose arrays are bound as @main's parameters first
+    (`<stem>.npz` beside the model); one that cannot be read is a warning, and the build
+    goes on without it."""
     started = time.monotonic()
     report = BuildReport(uri, version, text)
+    params, origin = {}, "params"
+    if weights is not None:
+        origin = os.path.basename(weights)
+        try:
+            with np.load(weights, allow_pickle=False) as archive:
+                params = {key: archive[key] for key in archive.files}
+            report.weights = origin
+        except Exception as err:  # noqa: BLE001 -- a bad archive is the user's file, not our bug
+            report.diagnostics.append(ReportDiagnostic(f"the weights in {origin} cannot be read ({err}); "
+                                                       "built without them", int(Severity.WARNING), None, "build"))
 
     def on_step(step: Step) -> None:  # the passes fill the first half of the bar, kernels the rest
         if progress is not None:
             progress(str(step), 0.5 * (step.index / step.total + (step.stage == "llvm")))
 
-    result = compile(text, uri, stop_after="llvm", cache=cache, progress=on_step)  # shown, never run
+    result = compile(text, uri, params=params, params_origin=origin, stop_after="llvm", cache=cache,
+                     progress=on_step)  # shown, never run
     source = result.checked.parsed.source if result.checked is not None else None
     report.diagnostics += _new_diagnostics(result, source)
     if not result.snapshots:

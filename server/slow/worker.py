@@ -44,7 +44,7 @@ class Jobs:
         kind = message[0]
         with self.lock:
             if kind == "build":
-                _, job, uri, _version, _text = message
+                _, job, uri, _version, _text, _weights = message
                 older = self.latest.get(uri)
                 if older is not None:
                     self.cancelled.add(older)
@@ -107,7 +107,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     while (message := jobs.queue.get()) is not None:
         while not jobs.forgotten.empty():
             caches.pop(jobs.forgotten.get(), None)
-        _, job, uri, version, text = message
+        _, job, uri, version, text, weights = message
         if jobs.is_void(job):
             frames.write(out, ("cancelled", job))
             continue
@@ -120,7 +120,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("progress", job, step, fraction))
 
         try:
-            report = build_report(uri, version, text, cache=cache, progress=progress)
+            report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights)
         except Cancelled:
             caches[uri] = cache.salvage()
             frames.write(out, ("cancelled", job))
