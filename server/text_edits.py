@@ -8,6 +8,7 @@ end)` (the `%` names bound in what was typed since).
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from .cursor import blank
 
@@ -27,8 +28,14 @@ def common_prefix(old: str, new: str) -> int:
 def map_offset(old: str, new: str, offset: int) -> int:
     """The offset in `old` that corresponds to `offset` in `new`: the same place in the
     common prefix or suffix, else the start of the edited region."""
+    return offset_mapper(old, new)(offset)
+
+
+def offset_mapper(old: str, new: str) -> Callable[[int], int]:
+    """`map_offset` for many offsets of one pair of texts: the common prefix and suffix are
+    found once."""
     if old == new:
-        return offset
+        return lambda offset: offset
     prefix = common_prefix(old, new)
     lo, hi = 0, min(len(old), len(new)) - prefix  # the common suffix, not overlapping it
     while lo < hi:
@@ -37,11 +44,16 @@ def map_offset(old: str, new: str, offset: int) -> int:
             lo = mid
         else:
             hi = mid - 1
-    if offset <= prefix:
-        return offset
-    if offset >= len(new) - lo:
-        return offset - len(new) + len(old)
-    return prefix
+    suffix_start = len(new) - lo
+
+    def mapped(offset: int) -> int:
+        if offset <= prefix:
+            return offset
+        if offset >= suffix_start:
+            return offset - len(new) + len(old)
+        return prefix
+
+    return mapped
 
 
 _TYPED_BINDER = re.compile(r"(?:let\s+|free_var\s+)?(%[A-Za-z_][A-Za-z0-9_/]*(?:\.[A-Za-z0-9_/]+)*)\s*(?::(?!:)|=(?![=>]))")

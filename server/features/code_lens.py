@@ -19,7 +19,7 @@ from .. import convert
 from ..slow import uris
 from ..slow.builds import Built
 from ..slow.report import FusedReport
-from ..text_edits import map_offset
+from ..text_edits import offset_mapper
 from ...compiler.ir.span import Source
 from . import guarded
 
@@ -95,6 +95,6 @@ def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
     text = doc.text
     now = Source(uri, text)
     why = "rebuilding…" if server.builds.building(uri) else "out of date (the text has errors)"
-    old = latest.report.text
+    moved = offset_mapper(text, latest.report.text)  # the built text's offsets in the current one
     return [lens for fn in latest.report.functions
-            for lens in lenses_for(latest, fn, convert.line(now, map_offset(text, old, fn.anchor[0])), why)]
+            for lens in lenses_for(latest, fn, convert.line(now, moved(fn.anchor[0])), why)]

@@ -44,7 +44,7 @@ class Jobs:
         kind = message[0]
         with self.lock:
             if kind == "build":
-                _, job, uri, _version, _text, _weights = message
+                job, uri = message[1], message[2]  # ("build", job, uri, version, text, weights)
                 older = self.latest.get(uri)
                 if older is not None:
                     self.cancelled.add(older)
