@@ -4,12 +4,14 @@
     print_expr(expr, *, spans=False, types=False) -> str
     print_type(ty) -> str
     print_attr_value(value) -> str
-    Printer(...).print_module(mod) -> PrintResult(text, locations)
+    Printer(...).print_module(mod) -> PrintResult(text, locations, constants)
+    NotePolicy: expr -> (type, span) written in its comment (Printer(note=...))
 """
 
 from .literals import print_attr_value
+from .exprs import NotePolicy
 from .printer import HEADER, Printer, PrintResult, print_expr, print_module
 from .types import print_type
 
-__all__ = ["HEADER", "Printer", "PrintResult", "print_attr_value", "print_expr", "print_module",
+__all__ = ["HEADER", "NotePolicy", "Printer", "PrintResult", "print_attr_value", "print_expr", "print_module",
            "print_type"]

@@ -22,7 +22,7 @@ theirs, which gives TVM's order: a call's arguments first, then its callee.
 
 from __future__ import annotations
 
-from typing import Generator, Iterable
+from typing import Callable, Generator, Iterable
 
 from ..ir.attrs import Attrs
 from ..ir.expr import (
@@ -50,6 +50,7 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.functor import children, post_order
+from ..ir.span import AnySpan
 from ..ir.types import Type
 from .comments import annotation
 from .doc import Close, Open, Scope, Tokens, newline
@@ -61,6 +62,8 @@ ARG, TAIL, VALUE = "arg", "tail", "value"  # where a child is printed (see the d
 ERROR_TEXT = "__error__"
 
 Printing = Generator[tuple[Expr, str], Tokens, Tokens]
+# which `/* ty=... span=... */` an expression gets: (type or None, span or None)
+NotePolicy = Callable[[Expr], tuple[Type | None, AnySpan | None]]
 
 
 def count_uses(roots: Iterable[Expr]) -> dict[Expr, int]:
@@ -124,10 +127,11 @@ class ExprWriter:
     on its own (a node reachable from two defs is written in both), so every def reads
     without the others, as our parser and the editor read them."""
 
-    def __init__(self, *, types: bool = False, spans: bool = False):
+    def __init__(self, *, types: bool = False, spans: bool = False, note: NotePolicy | None = None):
         self.uses: dict[Expr, int] = {}
         self.types = types
         self.spans = spans
+        self.note_policy = note
         self.names = Names()
         self.meta = MetaTable()
         self.memo: dict[Expr, Tokens] = {}
@@ -251,7 +255,12 @@ class ExprWriter:
         return tokens
 
     def _note(self, expr: Expr) -> str:
-        if not (self.types or self.spans) or type(expr) not in ANNOTATED:
+        if type(expr) not in ANNOTATED:
+            return ""
+        if self.note_policy is not None:
+            ty, span = self.note_policy(expr)
+            return annotation(self._type(ty) if ty is not None else None, span)
+        if not (self.types or self.spans):
             return ""
         ty = self._type(expr.ty) if self.types and expr.ty is not None else None
         return annotation(ty, expr.span if self.spans else None)

@@ -23,23 +23,16 @@ with the section rewritten to match.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
 from .. import convert
-from ...compiler.ir.expr import ANNOTATED
 from ...compiler.ir.span import Span, document_span, sequential
 from ...compiler.ir.structural_equal import first_mismatch
 from ...compiler.check import check_text
 from ...compiler.parser.annotations import is_annotation, split_annotation
-from ...compiler.printer.comments import annotation
-from ...compiler.printer.doc import render
-from ...compiler.printer.exprs import ExprWriter
-from ...compiler.printer.names import Names
-from ...compiler.printer.printer import HEADER, _metadata_section
-from ...compiler.printer.types import print_type_def
+from ...compiler.printer import NotePolicy, Printer
 from . import current_analysis_for, guarded
 
 if TYPE_CHECKING:
@@ -51,23 +44,17 @@ class Refusal(Exception):
     """Why the document is left as it is."""
 
 
-class _Writer(ExprWriter):
-    """The printer's expression writer, writing `span=` only for named origins (a node
-    parsed without a `span=` comment has only its document range: nothing to write)."""
-
-    def __init__(self, *, types: bool, spans: bool, commented: Mapping = MappingProxyType({})) -> None:
-        super().__init__(types=types, spans=False)
-        self.named_spans = spans
-        self.commented = commented  # only the user's own ty= comments are written back
-
-    def _note(self, expr) -> str:
-        if type(expr) not in ANNOTATED:
-            return ""
-        ty = self._type(expr.ty) if self.types and expr in self.commented and expr.ty is not None else None
+def _notes(*, types: bool, spans: bool, commented: Mapping) -> NotePolicy:
+    """The annotations written back: `ty=` only where the user wrote one, `span=` only for
+    named origins (a node parsed without a `span=` comment has only its document range:
+    nothing to write)."""
+    def note(expr):
+        ty = expr.ty if types and expr in commented else None
         span = None
-        if self.named_spans and expr.span is not None:
+        if spans and expr.span is not None:
             span = sequential(*(o for o in expr.span.origins() if not isinstance(o, Span)))
-        return annotation(ty, span)
+        return ty, span
+    return note
 
 
 def _start(node, source) -> int:
@@ -120,26 +107,16 @@ def format_text(analysis: "Analysis") -> str:
     types, spans = _check(analysis)
     result, source = analysis.result, analysis.source
     module = result.module
-    writer = _Writer(types=types, spans=spans, commented=analysis.commented)
-    items: list[tuple[int, object]] = []
-    for data in module.type_definitions.values():
-        items.append((_start(data, source), print_type_def(data)))
-    for gv, func in module.functions.items():
-        writer.names = Names()  # each definition reads on its own: no `%x1` for another def's `%x`
-        items.append((_start(func, source), writer.write_def(gv.name, func)))
-    items.sort(key=lambda item: item[0])
-    tokens: list = [HEADER + "\n"]
-    for i, (_, item) in enumerate(items):
-        tokens += ["\n", item, "\n"] if i else [item, "\n"]
-    text, _ = render(tokens)
+    printer = Printer(order=lambda item: _start(item, source), names_per_definition=True,
+                      note=_notes(types=types, spans=spans, commented=analysis.commented))
+    printed = printer.print_module(module)
     table = module.metadata
-    if table is not None:
-        if table.count("relay.Constant") != len(writer.meta.arrays) or any(a is None for a in writer.meta.arrays):
-            raise Refusal("the #[metadata] section holds constants the module does not use; "
-                          "the printer would drop them")
-        text += _metadata_section(writer.meta.arrays)
-    _verify(analysis, text, types, spans)
-    return text
+    if table is not None and (table.count("relay.Constant") != len(printed.constants)
+                              or any(a is None for a in printed.constants)):
+        raise Refusal("the #[metadata] section holds constants the module does not use; "
+                      "the printer would drop them")
+    _verify(analysis, printed.text, types, spans)
+    return printed.text
 
 
 def _count(comments, what: str) -> int:
