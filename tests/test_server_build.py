@@ -504,3 +504,25 @@ async def test_unknown_virtual_uris_are_lsp_errors(client: LanguageClient) -> No
     # and the real document still answers
     assert rows(await lenses(client, uri)) == {line_of(text, "nn.conv2d"): ["ƒ conv2d ⟨tvmgen_default_fused_nn_conv2d⟩", "LLVM IR",
                                                    "schedule (N steps)", "passes (1)"]}
+
+
+@asyncio_module
+async def test_a_pass_diff_has_an_aligned_side_with_hover(client: LanguageClient) -> None:
+    uri = await built(client, "mnist-aligned.relay", MNIST)
+    passes = _field(await client.protocol.send_request_async("relaylens/snapshots", {"uri": uri}), "passes")
+    assert getattr(passes[0], "aligned", None) is None  # none for the input
+    fuse = next(p for p in passes if _field(p, "name") == "FuseOps")
+    index = _field(fuse, "index")
+    aligned_uri = _field(fuse, "aligned")
+    assert aligned_uri == uris.make("pass", f"{index}-FuseOps.aligned.relay", uri, 1)
+    plain = _field(await virtual(client, _field(fuse, "uri")), "text")
+    aligned = _field(await virtual(client, aligned_uri), "text")
+    assert aligned != plain and re.sub(r"%\d+", "%", aligned) == re.sub(r"%\d+", "%", plain)
+    # hover on the second conv2d of the aligned text: found through the renumbering
+    lines = aligned.splitlines()
+    row = [i for i, line in enumerate(lines) if "nn.conv2d(" in line][1]
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(aligned_uri), lsp.Position(row, lines[row].index("nn.conv2d") + 3)))
+    assert "after FuseOps" in hover.contents.value and "`conv2/Conv`" in hover.contents.value
+    start = hover.range.start
+    assert lines[start.line][start.character:].startswith("nn.conv2d")

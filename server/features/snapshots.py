@@ -1,6 +1,6 @@
 """relaylens/snapshots {uri} -> the passes of the current version's build, each with the
-URI of the module after it, for a pass-pipeline view or a diff of two passes
-(docs/lsp.md).  null while the document's current version has no finished build."""
+URI of the module after it (and of the same numbered as the snapshot before, `aligned`),
+for a pass-pipeline view or a diff of two passes (docs/lsp.md).  null while the document's current version has no finished build."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def register(server: "RelayLensServer") -> None:
             return None
         report = built.report
         return {"uri": report.uri, "version": report.version,
-                "passes": [{"index": s.index, "name": s.pass_name, "changed": s.changed,
-                            "uri": uris.make("pass", s.file_name, report.uri, report.version)}
-                           for s in report.snapshots]}
+                "passes": [_entry(s, report) for s in report.snapshots]}
+
+
+def _entry(snapshot, report) -> dict[str, Any]:
+    entry = {"index": snapshot.index, "name": snapshot.pass_name, "changed": snapshot.changed,
+             "uri": uris.make("pass", snapshot.file_name, report.uri, report.version)}
+    if snapshot.index:
+        aligned = snapshot.file_name.removesuffix(".relay") + ".aligned.relay"
+        entry["aligned"] = uris.make("pass", aligned, report.uri, report.version)
+    return entry

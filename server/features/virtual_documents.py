@@ -49,6 +49,11 @@ def text_of(built: Built, vuri: VirtualUri) -> str:
         if index is None or not 0 <= index < len(report.snapshots):
             raise NotBuilt(f"there is no snapshot {index} (the build has {len(report.snapshots)})")
         snapshot = report.snapshots[index]
+        if vuri.aligned:
+            if snapshot.file_name.removesuffix(".relay") + ".aligned.relay" != vuri.name or index == 0:
+                raise NotBuilt(f"snapshot {index} is {snapshot.file_name}, and {vuri.name} is not its "
+                               "aligned form (there is none for the input)")
+            return built.aligned(index).text
         if snapshot.file_name != vuri.name:
             raise NotBuilt(f"snapshot {index} is {snapshot.file_name}, not {vuri.name}")
         return snapshot.text
@@ -155,7 +160,13 @@ def _snapshot_node(server, uri: str, position: lsp.Position):
         return None
     built, vuri, _, source = found
     snapshot = built.report.snapshots[vuri.pass_index]
-    node = snapshot.node_at(convert.offset(source, position))
+    offset = convert.offset(source, position)
+    if vuri.aligned:  # the node is found where the snapshot's own text has it
+        aligned = built.aligned(vuri.pass_index)
+        start, end, keys = snapshot.node_at(aligned.original_offset(offset)) or (0, 0, None)
+        node = (aligned.aligned_offset(start), aligned.aligned_offset(end), keys) if keys else None
+    else:
+        node = snapshot.node_at(offset)
     return (built, snapshot, source, node) if node is not None else None
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from ...compiler.ir.span import Source
+from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
 from ..features import Refused
 from .process import WorkerProcess
@@ -74,6 +75,15 @@ class Built:
         self.source = Source(report.uri, report.text)
         self._sources: dict[str, Source] = {}
         self._lines: dict[str, dict[int, tuple[int, int]]] = {}
+        self._aligned: dict[int, Aligned] = {}
+
+    def aligned(self, index: int) -> Aligned:
+        """Snapshot `index` renumbered as the one before it numbers the same statements
+        (for a diff of the two that shows what the pass changed, not the renumbering)."""
+        if index not in self._aligned:
+            snapshots = self.report.snapshots
+            self._aligned[index] = align_temporaries(snapshots[index - 1].text, snapshots[index].text)
+        return self._aligned[index]
 
     def text_source(self, key: str, text: str) -> Source:
         """A `Source` over one of the report's texts (a virtual document's), kept."""

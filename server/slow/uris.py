@@ -3,6 +3,7 @@
     relaylens:/llvm/module.ll?uri=<doc>&version=N          module.opt.ll, <fused>.ll, <fused>.opt.ll
     relaylens:/schedule/<fused>.txt?uri=<doc>&version=N
     relaylens:/pass/<index>-<PassName>.relay?uri=<doc>&version=N
+    relaylens:/pass/<index>-<PassName>.aligned.relay?...  numbered as the snapshot before
 
 `make` writes the canonical form; `parse` reads it and also the form VS Code's
 `Uri.toString()` writes (`=` and `&` of the query percent-encoded, the document URI then
@@ -44,6 +45,11 @@ class VirtualUri:
         if self.kind == "schedule":
             return self.name.removesuffix(".txt")
         return None
+
+    @property
+    def aligned(self) -> bool:
+        """A snapshot renumbered as the one before it (for a diff of the two)."""
+        return self.kind == "pass" and self.name.endswith(".aligned.relay")
 
     @property
     def pass_index(self) -> int | None:

@@ -36,6 +36,7 @@ export interface Snapshot {
     name: string;
     changed: boolean;
     uri: string;
+    aligned?: string; // the same module numbered as the snapshot before (absent for the input)
 }
 
 export interface Snapshots {

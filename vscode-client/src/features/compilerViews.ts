@@ -6,7 +6,8 @@
  * documents are the server's virtual documents.  Show LLVM IR opens the whole module's IR
  * beside the Relay file (so the line colours apply) with the cursor's fused function
  * selected.  Show Pass Pipeline lists the passes that changed the module and opens VS Code's
- * diff editor between the snapshot before and after the chosen one.  Explain shows the
+ * diff editor between the snapshot before and after the chosen one (the after side numbered
+ * as the before side, so the diff shows the pass's change and not the renumbering).  Explain shows the
  * server's hover at the cursor: the type and the provenance of the expression.
  */
 
@@ -106,7 +107,7 @@ async function showPassPipeline(server: ServerManager): Promise<void> {
     await vscode.commands.executeCommand(
         'vscode.diff',
         vscode.Uri.parse(before.uri),
-        vscode.Uri.parse(picked.pass.uri),
+        vscode.Uri.parse(picked.pass.aligned ?? picked.pass.uri), // renumbering aside
         `${before.name} ↔ ${picked.pass.name} (${editor.document.uri.path.split('/').pop()})`,
         { preview: false },
     );
