@@ -526,3 +526,34 @@ async def test_a_pass_diff_has_an_aligned_side_with_hover(client: LanguageClient
     assert "after FuseOps" in hover.contents.value and "`conv2/Conv`" in hover.contents.value
     start = hover.range.start
     assert lines[start.line][start.character:].startswith("nn.conv2d")
+
+
+@asyncio_module
+async def test_optimised_ir_and_assembly_views_with_and_without_debug_information(client: LanguageClient) -> None:
+    uri = await built(client, "mnist-views.relay", MNIST)
+    conv1 = line_of(MNIST, "%0 = nn.conv2d")
+    kernel = MNIST_FUSED[0]  # conv2d + add + relu, from lines conv1 .. conv1 + 2
+    texts = {}
+    for name in ("module.opt.nodebug.ll", f"{kernel}.opt.ll", f"{kernel}.opt.nodebug.ll",
+                 f"{kernel}.s", f"{kernel}.nodebug.s", "module.nodebug.s"):
+        doc = await virtual(client, uris.make("llvm", name, uri, 1))
+        texts[name] = _field(doc, "text")
+        assert _field(doc, "languageId") == ("plaintext" if name.endswith(".s") else "llvm")
+    assert "!dbg" in texts[f"{kernel}.opt.ll"] and "!dbg" not in texts[f"{kernel}.opt.nodebug.ll"]
+    assert not re.search(r"^!", texts["module.opt.nodebug.ll"], re.M)
+    assert ".loc\t" in texts[f"{kernel}.s"] and ".loc" not in texts[f"{kernel}.nodebug.s"]
+    assert f"\n{kernel}:\n" in texts[f"{kernel}.nodebug.s"] and ".cfi_" not in texts["module.nodebug.s"]
+    # go to definition from an instruction of the kernel, in both clean views, lands in its lines
+    for name in (f"{kernel}.opt.nodebug.ll", "module.nodebug.s"):
+        view = uris.make("llvm", name, uri, 1)
+        lines = texts[name].split("\n")
+        first = next(i for i, line in enumerate(lines) if line.startswith(("define", kernel + ":")) and kernel in line)
+        row = next(i for i in range(first, len(lines)) if re.match(r"\s+(%\S+ = )?\S*(fmul|fadd|fma|vfmadd|vmul|vadd)", lines[i]))
+        target = await client.text_document_definition_async(
+            lsp.DefinitionParams(lsp.TextDocumentIdentifier(view), lsp.Position(row, 2)))
+        assert target and target[0].uri == uri and conv1 <= target[0].range.start.line <= conv1 + 2, (name, lines[row])
+        hover = await client.text_document_hover_async(
+            lsp.HoverParams(lsp.TextDocumentIdentifier(view), lsp.Position(row, 2)))
+        assert f"in fused function `{kernel}`" in hover.contents.value
+    with pytest.raises(Exception, match="NAME\\[.opt\\]\\[.nodebug\\].ll"):
+        await virtual(client, uris.make("llvm", "module.nodebug.opt.ll", uri, 1))

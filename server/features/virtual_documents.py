@@ -10,6 +10,8 @@ the report has is a RequestFailed error saying why.
 
 from __future__ import annotations
 
+import asyncio
+import re
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from ..server import RelayLensServer
 
 METHOD = "relaylens/virtualDocument"
+_PARALLEL_PART = re.compile(r"\.par\d+(\.body)?$")  # a parallel loop the code generator outlined
 
 
 class InvalidUri(Refused):
@@ -62,15 +65,19 @@ def text_of(built: Built, vuri: VirtualUri) -> str:
                        "(see its diagnostics)")
     name = vuri.function
     if name is None:
-        return report.optimized_ir if vuri.optimized else report.llvm_ir
-    fn = report.function(name)
-    if fn is None:
-        raise NotBuilt(f"there is no fused function {name} in version {report.version} of {report.uri}")
-    if vuri.kind == "schedule":
-        return fn.schedule_text
-    if not fn.llvm_ir:
-        raise NotBuilt(f"{name} was not lowered (see the build diagnostics)")
-    return fn.optimized_ir if vuri.optimized else fn.llvm_ir
+        base = report.optimized_ir if vuri.optimized else report.llvm_ir
+    else:
+        fn = report.function(name)
+        if fn is None:
+            raise NotBuilt(f"there is no fused function {name} in version {report.version} of {report.uri}")
+        if vuri.kind == "schedule":
+            return fn.schedule_text
+        if not fn.llvm_ir:
+            raise NotBuilt(f"{name} was not lowered (see the build diagnostics)")
+        base = fn.optimized_ir if vuri.optimized else fn.llvm_ir
+    if vuri.assembly or vuri.nodebug:
+        return built.view(vuri, base).text
+    return base
 
 
 def parse(uri: str) -> VirtualUri:
@@ -100,7 +107,10 @@ def _llvm_target(server, uri: str, position: lsp.Position):
     if found is None or found[1].kind != "llvm":
         return None
     built, vuri, text, source = found
-    where = built.line_map(source.name, text).get(position.line + 1)
+    if vuri.assembly or vuri.nodebug:
+        where = built.view(vuri).lines.get(position.line + 1)  # made with its text
+    else:
+        where = built.line_map(source.name, text).get(position.line + 1)
     if where is None:
         return None
     line = min(where[0], len(built.source.line_starts))  # a location past the end: the last line
@@ -140,7 +150,7 @@ def llvm_hover(server, uri: str, position: lsp.Position) -> lsp.Hover | None:
     if expr is not None and expr.layers:
         parts += ["", "frontend layer" + "s" * (len(expr.layers) > 1) + ": "
                   + ", ".join(f"`{layer}`" for layer in expr.layers)]
-    fused = vuri.function or _function_of(report, ir_line, vuri)
+    fused = vuri.function or _function_of(built, ir_line, vuri)
     if fused:
         parts += ["", f"in fused function `{fused}`"]
     start = source.line_starts[ir_line - 1]
@@ -149,8 +159,12 @@ def llvm_hover(server, uri: str, position: lsp.Position) -> lsp.Hover | None:
                      range=where)
 
 
-def _function_of(report, ir_line: int, vuri: VirtualUri) -> str | None:
-    fn = report.function_of_line(ir_line, optimized=vuri.optimized)
+def _function_of(built, ir_line: int, vuri: VirtualUri) -> str | None:
+    if vuri.assembly or vuri.nodebug:  # the view's own lines: a function of it, or an outlined part
+        name = built.view(vuri).function_at(ir_line)
+        fn = built.report.function(_PARALLEL_PART.sub("", name)) if name else None
+    else:
+        fn = built.report.function_of_line(ir_line, optimized=vuri.optimized)
     return fn.name if fn is not None else None
 
 
@@ -216,7 +230,10 @@ def register(server: "RelayLensServer") -> None:
         vuri = parse(uri)
         try:
             built = await server.builds.wait(vuri.document, vuri.version)
-            text = text_of(built, vuri)
+            if vuri.assembly:  # code generation takes a while on a large model: off the event loop
+                text = await asyncio.to_thread(text_of, built, vuri)
+            else:
+                text = text_of(built, vuri)
         except NotBuilt as err:
             raise Refused(str(err)) from None
         except JsonRpcException:

@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 
 from ...compiler.ir.span import Source
+from ...compiler.lower.codegen.views import View, asm_view, ir_view
 from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
 from ..features import Refused
 from .process import WorkerProcess
 from .report import BuildReport, ReportDiagnostic
+from .uris import VirtualUri
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -76,6 +78,22 @@ class Built:
         self._sources: dict[str, Source] = {}
         self._lines: dict[str, dict[int, tuple[int, int]]] = {}
         self._aligned: dict[int, Aligned] = {}
+        self._views: dict[str, View] = {}
+
+    def view(self, vuri: VirtualUri, base: str | None = None) -> View:
+        """An LLVM IR text of the report (`base`) as the URI asks: as it is, without its
+        debug information, or as assembly (made here, the first time it is asked for with
+        its base text; NotBuilt when asked for without it before that)."""
+        if vuri.name not in self._views:
+            if base is None:
+                raise NotBuilt(f"{vuri.name} has not been made yet")
+            if vuri.assembly:
+                from ...compiler.lower.runtime.assembly import assembly  # lazy: loads LLVM's code generator, only for an assembly view
+
+                self._views[vuri.name] = asm_view(assembly(base), nodebug=vuri.nodebug)
+            else:
+                self._views[vuri.name] = ir_view(base, nodebug=vuri.nodebug)
+        return self._views[vuri.name]
 
     def aligned(self, index: int) -> Aligned:
         """Snapshot `index` renumbered as the one before it numbers the same statements

@@ -1,6 +1,8 @@
 """The `relaylens:` URI scheme of the virtual documents (docs/lsp.md).
 
     relaylens:/llvm/module.ll?uri=<doc>&version=N          module.opt.ll, <fused>.ll, <fused>.opt.ll
+    relaylens:/llvm/module.s?...                           assembly: module.s, <fused>.s
+    relaylens:/llvm/module.opt.nodebug.ll?...              any of these without debug information
     relaylens:/schedule/<fused>.txt?uri=<doc>&version=N
     relaylens:/pass/<index>-<PassName>.relay?uri=<doc>&version=N
     relaylens:/pass/<index>-<PassName>.aligned.relay?...  numbered as the snapshot before
@@ -19,6 +21,7 @@ from urllib.parse import parse_qs, quote, unquote
 SCHEME = "relaylens"
 KINDS = ("llvm", "schedule", "pass")
 _PASS = re.compile(r"^(\d+)-([^/]+)\.relay$")
+_LLVM_NAME = re.compile(r"^[^/.]+(\.opt)?(\.nodebug)?\.ll$|^[^/.]+(\.nodebug)?\.s$")
 
 
 class BadUri(ValueError):
@@ -33,14 +36,24 @@ class VirtualUri:
     version: int | None  # None: the latest build
 
     @property
+    def assembly(self) -> bool:
+        return self.kind == "llvm" and self.name.endswith(".s")
+
+    @property
+    def nodebug(self) -> bool:
+        """Debug metadata (IR) or directives (assembly) left out: codegen/views.py."""
+        return self.kind == "llvm" and ".nodebug." in self.name
+
+    @property
     def optimized(self) -> bool:
-        return self.kind == "llvm" and self.name.endswith(".opt.ll")
+        """From the O3 module: the .opt.ll views and assembly."""
+        return self.kind == "llvm" and (self.assembly or ".opt." in self.name)
 
     @property
     def function(self) -> str | None:
         """The fused function named (None for the module and the passes)."""
         if self.kind == "llvm":
-            stem = self.name.removesuffix(".ll").removesuffix(".opt")
+            stem = self.name.removesuffix(".ll").removesuffix(".s").removesuffix(".nodebug").removesuffix(".opt")
             return None if stem == "module" else stem
         if self.kind == "schedule":
             return self.name.removesuffix(".txt")
@@ -58,6 +71,8 @@ class VirtualUri:
 
     @property
     def language_id(self) -> str:
+        if self.assembly:
+            return "plaintext"
         return {"llvm": "llvm", "pass": "relay"}.get(self.kind, "plaintext")
 
 
@@ -98,6 +113,8 @@ def parse(uri: str) -> VirtualUri:
     found = VirtualUri(kind, name, document, version)
     if kind == "pass" and found.pass_index is None:
         raise BadUri(f"expected pass/<index>-<PassName>.relay: {uri}")
-    if kind == "llvm" and not name.endswith(".ll") or kind == "schedule" and not name.endswith(".txt"):
-        raise BadUri(f"expected {kind} names to end in {'.ll' if kind == 'llvm' else '.txt'}: {uri}")
+    if kind == "llvm" and not _LLVM_NAME.match(name):
+        raise BadUri(f"expected llvm names of the form NAME[.opt][.nodebug].ll or NAME[.nodebug].s: {uri}")
+    if kind == "schedule" and not name.endswith(".txt"):
+        raise BadUri(f"expected schedule names to end in .txt: {uri}")
     return found

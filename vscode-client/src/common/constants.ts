@@ -22,6 +22,9 @@ export const SETTINGS = {
 export const COMMANDS = {
     restart: 'relaylens.restartServer',
     showLlvmIr: 'relaylens.showLlvmIr',
+    showOptimizedIr: 'relaylens.showOptimizedIr',
+    showAssembly: 'relaylens.showAssembly',
+    toggleDebugInfo: 'relaylens.toggleDebugInfo',
     showPassPipeline: 'relaylens.showPassPipeline',
     showSchedule: 'relaylens.showSchedule',
     explain: 'relaylens.explain',

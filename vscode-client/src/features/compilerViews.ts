@@ -1,18 +1,22 @@
 /**
  * Commands that open what the compiler made of the Relay document in the active editor:
- * Show LLVM IR, Show Schedule, Show Pass Pipeline, Explain.
+ * Show LLVM IR, Show Optimised LLVM IR (O3), Show Assembly, Show Schedule, Show Pass
+ * Pipeline, Explain; and Show/Hide Debug Information in an LLVM IR or assembly view.
  *
  * Which fused function the cursor is in comes from the server's `relaylens/lineMap`; the
  * documents are the server's virtual documents.  Show LLVM IR opens the whole module's IR
  * beside the Relay file (so the line colours apply) with the cursor's fused function
  * selected.  Show Pass Pipeline lists the passes that changed the module and opens VS Code's
  * diff editor between the snapshot before and after the chosen one (the after side numbered
- * as the before side, so the diff shows the pass's change and not the renumbering).  Explain shows the
+ * as the before side, so the diff shows the pass's change and not the renumbering).
+ * The O3 and assembly views open the cursor's fused function (else the module) without
+ * debug information, as Compiler Explorer shows them; the toggle swaps a view for the same
+ * text with it (`<name>.opt.ll` ↔ `<name>.opt.nodebug.ll`, `<name>.s` ↔ `<name>.nodebug.s`).  Explain shows the
  * server's hover at the cursor: the type and the provenance of the expression.
  */
 
 import * as vscode from 'vscode';
-import { COMMANDS, LANGUAGE_ID } from '../common/constants';
+import { COMMANDS, LANGUAGE_ID, VIRTUAL_SCHEME } from '../common/constants';
 import { LineMap, LineMapFunction, LineMapRequest, SnapshotsRequest, virtualUri } from '../common/protocol';
 import { ServerManager } from '../common/server';
 import { openVirtual } from './virtualDocuments';
@@ -65,6 +69,31 @@ async function showLlvmIr(server: ServerManager, provider: LanguageOf): Promise<
     const first = fused?.llvm[0];
     const selection = first && new vscode.Range(first[0], 0, first[0], 0);
     await openVirtual(provider, vscode.Uri.parse(map.module), selection);
+}
+
+async function showCodeView(server: ServerManager, provider: LanguageOf, suffix: string, what: string): Promise<void> {
+    const editor = relayEditor();
+    const map = editor && (await lineMap(server, editor.document));
+    if (!editor || !map) {
+        return;
+    }
+    const stem = functionAt(map, editor.selection.active.line)?.name ?? 'module';
+    const uri = virtualUri('llvm', `${stem}${suffix}`, editor.document.uri, map.version);
+    await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: `RelayLens: ${what} of ${stem}` },
+        () => openVirtual(provider, uri),
+    );
+}
+
+async function toggleDebugInfo(provider: LanguageOf): Promise<void> {
+    const uri = vscode.window.activeTextEditor?.document.uri;
+    if (!uri || uri.scheme !== VIRTUAL_SCHEME || !uri.path.startsWith('/llvm/')) {
+        return;
+    }
+    const path = uri.path.includes('.nodebug.')
+        ? uri.path.replace('.nodebug.', '.')
+        : uri.path.replace(/(\.ll|\.s)$/, '.nodebug$1');
+    await openVirtual(provider, uri.with({ path }));
 }
 
 async function showSchedule(server: ServerManager, provider: LanguageOf): Promise<void> {
@@ -122,6 +151,11 @@ async function explain(): Promise<void> {
 export function registerCompilerViews(context: vscode.ExtensionContext, server: ServerManager, provider: LanguageOf): void {
     context.subscriptions.push(
         vscode.commands.registerCommand(COMMANDS.showLlvmIr, () => showLlvmIr(server, provider)),
+        vscode.commands.registerCommand(COMMANDS.showOptimizedIr, () =>
+            showCodeView(server, provider, '.opt.nodebug.ll', 'optimised LLVM IR')),
+        vscode.commands.registerCommand(COMMANDS.showAssembly, () =>
+            showCodeView(server, provider, '.nodebug.s', 'assembly')),
+        vscode.commands.registerCommand(COMMANDS.toggleDebugInfo, () => toggleDebugInfo(provider)),
         vscode.commands.registerCommand(COMMANDS.showSchedule, () => showSchedule(server, provider)),
         vscode.commands.registerCommand(COMMANDS.showPassPipeline, () => showPassPipeline(server)),
         vscode.commands.registerCommand(COMMANDS.explain, explain),
