@@ -17,8 +17,10 @@
  * LLVM_LINE returns to the Relay file; several more virtual documents (Show Schedule, Show
  * LLVM IR, lenses, F12 back and forth) still leave one language server and one build
  * worker under code-server, with no duplicated lens, and one tab each for the Relay file and
- * module.ll (F12 and lenses reuse the open pair); breaking a line shows an error
- * squiggle and the status bar counts the errors.
+ * module.ll (F12 and lenses reuse the open pair); the O3 and assembly views open without
+ * debug information and the toggle brings it back; the pass pipeline's diff of FuseOps opens
+ * (its after side numbered as the before side); breaking a line shows an error squiggle and
+ * the status bar counts the errors.
  *
  * Writes ARTIFACTS/result.json: {steps: {name: {ok, detail}}, relayLineAfterDefinition,
  * servers: {server, worker} (processes under code-server), errorsInStatus}, one
@@ -270,6 +272,48 @@ async function scenario(page, url) {
             throw new Error(`fused-function lenses missing or duplicated: ${JSON.stringify(perLine)} ${JSON.stringify(texts)}`);
         }
         return `${JSON.stringify(result.servers)}; lenses: ${texts.join(' | ').slice(0, 300)}`;
+    });
+
+    const editorText = async () => (await page.locator('.editor-group-container.active .view-lines').first().innerText());
+    await step(page, 'optimised-ir-and-assembly', async () => {
+        await page.locator('.tab', { hasText: model }).first().click();
+        await activeTab(page, model).waitFor();
+        await goToLine(page, Number(env('HOVER_LINE')));
+        await runCommand(page, 'RelayLens: Show Optimised LLVM IR (O3)');
+        await activeTab(page, '.opt.nodebug.ll').waitFor({ timeout: STEP_TIMEOUT });
+        await page.locator('.editor-group-container.active .view-lines', { hasText: 'define' }).waitFor();
+        if ((await editorText()).includes('!dbg')) {
+            throw new Error('the O3 view shows debug metadata');
+        }
+        await page.locator('.tab', { hasText: model }).first().click();
+        await runCommand(page, 'RelayLens: Show Assembly');
+        await activeTab(page, '.nodebug.s').waitFor({ timeout: STEP_TIMEOUT });
+        await page.locator('.editor-group-container.active .view-lines', { hasText: 'tvmgen_default_fused' }).waitFor();
+        if (/\.loc\s|\.cfi_/.test(await editorText())) {
+            throw new Error('the clean assembly view shows directives');
+        }
+        await runCommand(page, 'RelayLens: Show/Hide Debug Information');
+        await page.locator('.editor-group-container.active .tab.active', { hasText: /\.s$/ }).filter({ hasNotText: 'nodebug' })
+            .waitFor({ timeout: STEP_TIMEOUT });
+        await page.locator('.editor-group-container.active .view-lines', { hasText: '.cfi_' }).waitFor({ timeout: STEP_TIMEOUT });
+        return (await page.locator('.editor-group-container.active .tab.active').innerText()).trim();
+    });
+
+    await step(page, 'pass-diff-without-renumbering', async () => {
+        await page.locator('.tab', { hasText: model }).first().click();
+        await activeTab(page, model).waitFor();
+        await runCommand(page, 'RelayLens: Show Pass Pipeline');
+        const input = page.locator('.quick-input-widget input');
+        await input.waitFor({ state: 'visible' });
+        await input.fill('FuseOps'); // searching a pass by name
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: 'FuseOps' }).first().waitFor();
+        await page.keyboard.press('Enter');
+        const tab = page.locator('.tab.active', { hasText: '↔ FuseOps' });
+        await tab.first().waitFor({ timeout: STEP_TIMEOUT });
+        await page.locator('.editor-group-container.active .monaco-diff-editor').first().waitFor({ timeout: STEP_TIMEOUT });
+        // the status bar speaks of the Relay file the snapshots come from, not "not built"
+        await page.locator('.statusbar-item', { hasText: 'Relay: built in' }).waitFor({ timeout: 10_000 });
+        return (await tab.first().innerText()).trim();
     });
 
     await step(page, 'broken-line-diagnostic', async () => {

@@ -2,13 +2,15 @@
  * The status bar item with the build state of the active Relay document:
  * `building…` (with the pass or function being worked on), `built in N ms`, or the number
  * of errors in its diagnostics.  A document with errors is not built (docs/lsp.md), so
- * errors win over an older build result.
+ * errors win over an older build result.  With one of the compiler's views focused (a pass
+ * snapshot, a diff of two, LLVM IR, assembly) it shows the state of the Relay document that
+ * view was made from.
  */
 
 import * as vscode from 'vscode';
 import { BuildEvents, BuildProgress } from '../common/builds';
-import { COMMANDS, LANGUAGE_ID } from '../common/constants';
-import { BuildFinished } from '../common/protocol';
+import { COMMANDS, LANGUAGE_ID, VIRTUAL_SCHEME } from '../common/constants';
+import { BuildFinished, parseVirtualUri } from '../common/protocol';
 
 export class BuildStatus implements vscode.Disposable {
     private readonly item = vscode.window.createStatusBarItem('relaylens.build', vscode.StatusBarAlignment.Left, 10);
@@ -45,14 +47,23 @@ export class BuildStatus implements vscode.Disposable {
         this.update();
     }
 
-    private update(): void {
+    /** The Relay document whose state to show: the active one, or the one a view is of. */
+    private relayDocument(): vscode.Uri | undefined {
         const document = vscode.window.activeTextEditor?.document;
-        if (!document || document.languageId !== LANGUAGE_ID) {
+        if (document?.uri.scheme === VIRTUAL_SCHEME) {
+            return parseVirtualUri(document.uri)?.document;
+        }
+        return document?.languageId === LANGUAGE_ID ? document.uri : undefined;
+    }
+
+    private update(): void {
+        const uri = this.relayDocument();
+        if (!uri) {
             this.item.hide();
             return;
         }
-        const errors = vscode.languages.getDiagnostics(document.uri).filter((d) => d.severity === vscode.DiagnosticSeverity.Error).length;
-        const build = this.finished.get(document.uri.toString());
+        const errors = vscode.languages.getDiagnostics(uri).filter((d) => d.severity === vscode.DiagnosticSeverity.Error).length;
+        const build = this.finished.get(uri.toString());
         const progress = [...this.running.values()].pop();
         if (progress) {
             const detail = progress.message ? `: ${progress.message}` : '';
