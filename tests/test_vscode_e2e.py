@@ -59,7 +59,7 @@ def tools() -> dict[str, str]:
         pytest.skip(f"chromium cannot be installed here: {setup.stderr.strip()}")
     assert setup.returncode == 0, f"setup-e2e.sh failed:\n{setup.stderr[-4000:]}"
     found = dict(line.split("=", 1) for line in setup.stdout.splitlines() if "=" in line)
-    vsix = run("scripts/vsix.sh", timeout=900)
+    vsix = run("scripts/vsix.sh", timeout=900, env={**os.environ, "PYTHON": sys.executable})
     assert vsix.returncode == 0, f"vsix.sh failed:\n{vsix.stdout[-2000:]}\n{vsix.stderr[-2000:]}"
     found["VSIX"] = vsix.stdout.strip().splitlines()[-1]
     return found
@@ -115,3 +115,32 @@ def test_the_extension_in_code_server(tools, tmp_path):
     assert result["errorsInStatus"] == error_count("\n".join(broken) + "\n", tmp_path), report
     assert scenario.returncode == 0, report
     assert sorted(p.name for p in ARTIFACTS.glob("*.png"))[:1] == ["01-open-and-build.png"]
+
+
+def test_zero_configuration_in_code_server(tools, tmp_path):
+    """A new user: no interpreter setting and no Python on the PATH that has relaylens.
+    Opening a model offers to create a private environment; one click installs the wheel the
+    .vsix carries (and its dependencies) there, and the model builds."""
+    if not (CORPUS / MODEL).is_file():
+        pytest.skip(f"no corpus at {CORPUS}")
+    base = Path(getattr(sys, "_base_executable", "") or shutil.which("python3") or "")
+    if not base.is_file() or subprocess.run([str(base), "-c", "import relaylens"], capture_output=True).returncode == 0:
+        pytest.skip(f"no Python without relaylens to play a new user with ({base})")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / MODEL).write_text((CORPUS / MODEL).read_text())
+    path = tmp_path / "bin"  # the PATH a new user has: a python3 without relaylens
+    path.mkdir()
+    (path / "python3").symlink_to(base)
+    artifacts = ARTIFACTS.with_name("e2e-zero-config")
+    shutil.rmtree(artifacts, ignore_errors=True)
+    env = {**os.environ, **tools, "PATH": f"{path}:/usr/local/bin:/usr/bin:/bin", "ZERO_CONFIG": "1",
+           "WORKSPACE": str(workspace), "MODEL": str(workspace / MODEL), "ARTIFACTS": str(artifacts)}
+    env.pop("VIRTUAL_ENV", None)
+    scenario = run(shutil.which("node") or "node", "e2e/scenario.js", env=env, timeout=900)
+    result = json.loads((artifacts / "result.json").read_text())
+    report = json.dumps(result, indent=2)[:6000] + "\n" + scenario.stderr[-3000:]
+    assert list(result["steps"]) == ["offer-private-environment", "private-environment-builds"], report
+    assert all(step["ok"] for step in result["steps"].values()), report
+    assert "cannot import relaylens.server" in result["offer"], report
+    assert result["servers"] == {"server": 1, "worker": 1}, report

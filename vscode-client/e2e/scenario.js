@@ -22,6 +22,11 @@
  * (its after side numbered as the before side); breaking a line shows an error squiggle and
  * the status bar counts the errors.
  *
+ * With ZERO_CONFIG=1 it plays a new user instead: no `relaylens.server.pythonPath` and no
+ * Python on the PATH that has relaylens; opening the model offers to create a private
+ * environment, one click on "Create Environment" installs the .vsix's wheel into it, and
+ * the model builds.
+ *
  * Writes ARTIFACTS/result.json: {steps: {name: {ok, detail}}, relayLineAfterDefinition,
  * servers: {server, worker} (processes under code-server), errorsInStatus}, one
  * screenshot per step, and code-server's log; exits 1 when a step failed.
@@ -66,11 +71,13 @@ function codeServerArgs(...rest) {
         '--extensions-dir', path.join(scratch, 'extensions'), ...rest];
 }
 
+const ZERO_CONFIG = process.env.ZERO_CONFIG === '1';
+
 function writeSettings() {
     const dir = path.join(scratch, 'user-data', 'User');
     fs.mkdirSync(dir, { recursive: true });
     fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
-        'relaylens.server.pythonPath': env('PYTHON'),
+        ...(ZERO_CONFIG ? {} : { 'relaylens.server.pythonPath': env('PYTHON') }),
         'workbench.startupEditor': 'none',
         'security.workspace.trust.enabled': false,
         'telemetry.telemetryLevel': 'off',
@@ -167,19 +174,48 @@ function activeTab(page, name) {
     return page.locator('.editor-group-container.active .tab.active', { hasText: name });
 }
 
+async function openModel(page, model) {
+    await page.keyboard.press('Control+P');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(model);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: model }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await activeTab(page, model).waitFor();
+}
+
+async function zeroConfigScenario(page, url) {
+    const model = path.basename(env('MODEL'));
+    await page.goto(url);
+    await page.locator('.monaco-workbench').waitFor({ timeout: STEP_TIMEOUT });
+    const offered = await step(page, 'offer-private-environment', async () => {
+        await openModel(page, model);
+        const toast = page.locator('.notification-toast', { hasText: 'private Python environment' });
+        await toast.waitFor({ timeout: STEP_TIMEOUT });
+        const text = (await toast.innerText()).replace(/\s+/g, ' ');
+        result.offer = text;
+        await toast.locator('a.monaco-button, .monaco-button', { hasText: 'Create Environment' }).first().click();
+        return text.slice(0, 300);
+    });
+    if (!offered) {
+        return;
+    }
+    await step(page, 'private-environment-builds', async () => {
+        await page.locator('.tab', { hasText: model }).first().click();
+        const built = page.locator('.statusbar-item', { hasText: 'Relay: built in' });
+        await built.waitFor({ timeout: 600_000 }); // pip installs the dependencies first
+        result.servers = relaylensProcesses(codeServerPid);
+        return (await built.innerText()).trim();
+    });
+}
+
 async function scenario(page, url) {
     const model = path.basename(env('MODEL'));
     await page.goto(url);
     await page.locator('.monaco-workbench').waitFor({ timeout: STEP_TIMEOUT });
 
     const opened = await step(page, 'open-and-build', async () => {
-        await page.keyboard.press('Control+P');
-        const input = page.locator('.quick-input-widget input');
-        await input.waitFor({ state: 'visible' });
-        await input.fill(model);
-        await page.locator('.quick-input-list .monaco-list-row', { hasText: model }).first().waitFor();
-        await page.keyboard.press('Enter');
-        await activeTab(page, model).waitFor();
+        await openModel(page, model);
         const built = page.locator('.statusbar-item', { hasText: 'Relay: built in' });
         await built.waitFor({ timeout: STEP_TIMEOUT });
         return (await built.innerText()).trim();
@@ -347,7 +383,8 @@ async function main() {
     try {
         const page = context.pages()[0] ?? (await context.newPage());
         page.setDefaultTimeout(STEP_TIMEOUT);
-        await scenario(page, `http://127.0.0.1:${port}/?folder=${encodeURIComponent(env('WORKSPACE'))}`);
+        const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(env('WORKSPACE'))}`;
+        await (ZERO_CONFIG ? zeroConfigScenario(page, url) : scenario(page, url));
     } finally {
         await context.close().catch(() => undefined);
         server.kill('SIGTERM');

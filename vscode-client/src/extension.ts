@@ -9,6 +9,7 @@
 import * as vscode from 'vscode';
 import { BuildEvents } from './common/builds';
 import { CLIENT_NAME, COMMANDS, SETTINGS } from './common/constants';
+import { PrivateEnvironment } from './common/privateEnv';
 import { onDidChangePython } from './common/python';
 import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
@@ -20,7 +21,7 @@ let server: ServerManager | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
     const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
-    server = new ServerManager(output);
+    server = new ServerManager(output, new PrivateEnvironment(context, output));
     const builds = new BuildEvents(server);
     const provider = registerVirtualDocuments(context, server, builds);
     registerCompilerViews(context, server, provider);

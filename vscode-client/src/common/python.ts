@@ -1,10 +1,11 @@
 /**
  * Which Python runs the server, and whether it can.
  *
- * Order: the `relaylens.server.pythonPath` setting; else the active interpreter of the
- * Python extension when it is installed; else `python3` on the PATH.  `checkPython` runs
- * the chosen interpreter once and turns every way it can fail (not found, not runnable,
- * relaylens not importable) into a sentence that says what to set.
+ * `candidatePythons` lists them in order: the `relaylens.server.pythonPath` setting alone
+ * when it is set; else the active interpreter of the Python extension when it is installed,
+ * the private environment (privateEnv.ts) when one was made, and `python3` on the PATH.
+ * `checkPython` runs an interpreter once and turns every way it can fail (not found, not
+ * runnable, relaylens not importable) into a sentence that says what to set.
  */
 
 import { execFile } from 'child_process';
@@ -16,7 +17,7 @@ export interface PythonChoice {
     /** The interpreter: an absolute path or a command looked up on the PATH. */
     command: string;
     /** Where it came from, for messages. */
-    source: 'setting' | 'python extension' | 'default';
+    source: 'setting' | 'python extension' | 'private environment' | 'default';
 }
 
 /** The part of the Python extension's API we use (`environments`, stable since 2023). */
@@ -52,25 +53,30 @@ async function pythonExtensionApi(): Promise<PythonExtensionApi | undefined> {
     }
 }
 
-/** The interpreter to use for `resource` (or the first workspace folder). */
-export async function resolvePython(resource?: vscode.Uri): Promise<PythonChoice> {
+/** The interpreters to try for `resource` (or the first workspace folder), in order. */
+export async function candidatePythons(resource?: vscode.Uri, privatePython?: string): Promise<PythonChoice[]> {
     const configured = vscode.workspace.getConfiguration(SETTINGS.section, resource).get<string>(SETTINGS.pythonPath, '');
     if (configured.trim()) {
-        return { command: expand(configured, resource), source: 'setting' };
+        return [{ command: expand(configured, resource), source: 'setting' }];
     }
+    const found: PythonChoice[] = [];
     const environments = (await pythonExtensionApi())?.environments;
     if (environments) {
         try {
             const active = environments.getActiveEnvironmentPath(resource);
             const executable = (await environments.resolveEnvironment(active.path))?.executable.uri?.fsPath;
             if (executable) {
-                return { command: executable, source: 'python extension' };
+                found.push({ command: executable, source: 'python extension' });
             }
         } catch {
-            // fall through to the default
+            // the next candidates
         }
     }
-    return { command: FALLBACK_PYTHON, source: 'default' };
+    if (privatePython) {
+        found.push({ command: privatePython, source: 'private environment' });
+    }
+    found.push({ command: FALLBACK_PYTHON, source: 'default' });
+    return found;
 }
 
 /** Fires when the Python extension's active interpreter changes (never without it). */
@@ -83,7 +89,11 @@ export async function onDidChangePython(listener: () => void): Promise<vscode.Di
 const NOT_IMPORTABLE = 3;
 const PROBE = [
     'import importlib.util, sys',
-    `sys.exit(0 if importlib.util.find_spec(${JSON.stringify(SERVER_MODULE)}) else ${NOT_IMPORTABLE})`,
+    'try:',
+    `    found = importlib.util.find_spec(${JSON.stringify(SERVER_MODULE)})`,
+    'except ModuleNotFoundError:  # its package is missing: find_spec raises for a dotted name',
+    '    found = None',
+    `sys.exit(0 if found else ${NOT_IMPORTABLE})`,
 ].join('\n');
 
 /** Why `python` cannot run the server, as a message for the user; undefined when it can. */

@@ -1,16 +1,19 @@
 /**
  * Starting, stopping and restarting the language server (`<python> -m relaylens.server`).
  *
- * One `ServerManager` owns the current `LanguageClient`.  A start resolves the interpreter
- * (python.ts), checks it can import the server, and only then spawns it; any failure is an
- * error message with what to set, plus a line in the output channel.  Features that talk to
+ * One `ServerManager` owns the current `LanguageClient`.  A start tries the interpreters
+ * python.ts lists until one can import the server, and only then spawns it; when none can,
+ * the error message says what to set and, when the .vsix carries the relaylens wheel and
+ * no interpreter was configured, offers to create a private environment (privateEnv.ts);
+ * every failure is also a line in the output channel.  Features that talk to
  * the server subscribe to `onDidStart` and read `client`, so they survive restarts.
  */
 
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, RevealOutputChannelOn, ServerOptions, State } from 'vscode-languageclient/node';
 import { CLIENT_ID, CLIENT_NAME, COMMANDS, LANGUAGE_ID, SERVER_MODULE, SETTINGS, VIRTUAL_SCHEME } from './constants';
-import { checkPython, resolvePython } from './python';
+import { PrivateEnvironment } from './privateEnv';
+import { PythonChoice, candidatePythons, checkPython } from './python';
 
 /** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
 function initializationOptions(): { inlayHints: { types: boolean }; files: { maxBytes: number } } {
@@ -33,7 +36,7 @@ export class ServerManager implements vscode.Disposable {
     /** Fires when the client stops (restart, failure, shutdown). */
     readonly onDidStop = this.stopped.event;
 
-    constructor(private readonly output: vscode.LogOutputChannel) {}
+    constructor(private readonly output: vscode.LogOutputChannel, private readonly privateEnv: PrivateEnvironment) {}
 
     /** The running client, if any. */
     get client(): LanguageClient | undefined {
@@ -93,14 +96,52 @@ export class ServerManager implements vscode.Disposable {
         }
     }
 
+    /** The first interpreter that can run the server; else the first one's problem. */
+    private async choosePython(): Promise<{ python?: PythonChoice; problem?: string; configured: boolean }> {
+        const candidates = await candidatePythons(vscode.window.activeTextEditor?.document.uri, this.privateEnv.ready());
+        let problem: string | undefined;
+        for (const python of candidates) {
+            const why = await checkPython(python);
+            this.output.info(`Python: ${python.command} (${python.source})${why ? `: ${why}` : ''}`);
+            if (!why) {
+                return { python, configured: false };
+            }
+            problem ??= why;
+        }
+        return { problem, configured: candidates[0].source === 'setting' };
+    }
+
+    /** One message, one click: make the private environment, then start again. */
+    private async offerPrivateEnvironment(problem: string): Promise<void> {
+        const create = 'Create Environment';
+        const choice = await vscode.window.showErrorMessage(
+            `${problem} RelayLens can create a private Python environment with relaylens in it (in the extension's storage).`,
+            create, 'Open Settings');
+        if (choice === 'Open Settings') {
+            await vscode.commands.executeCommand('workbench.action.openSettings', 'relaylens.server.pythonPath');
+        } else if (choice === create) {
+            const made = await this.privateEnv.create();
+            if (made.python) {
+                this.output.info(`private environment ready: ${made.python}`);
+                await this.restart();
+            } else {
+                const message = `RelayLens: could not create the Python environment (${made.error}). See the RelayLens output.`;
+                this.output.error(message);
+                void showProblem(message);
+            }
+        }
+    }
+
     private async doStart(): Promise<void> {
-        const python = await resolvePython(vscode.window.activeTextEditor?.document.uri);
-        this.output.info(`Python: ${python.command} (${python.source})`);
-        const problem = await checkPython(python);
-        if (problem) {
+        const { python, problem, configured } = await this.choosePython();
+        if (!python) {
             this.failed = true;
-            this.output.error(problem);
-            void showProblem(problem);
+            this.output.error(problem ?? 'no Python');
+            if (!configured && this.privateEnv.wheel) {
+                void this.offerPrivateEnvironment(problem ?? 'RelayLens: no Python can run the server.');
+            } else {
+                void showProblem(problem ?? 'RelayLens: no Python can run the server.');
+            }
             return;
         }
         const serverOptions: ServerOptions = {
