@@ -105,6 +105,8 @@ def _node(n, go, env, values) -> np.ndarray:
         return np.where(go(n.cond), go(n.a), go(n.b)).astype(dt)
     if isinstance(n, te.Binary):
         return _binary(n.op, go(n.a), go(n.b), n.a.dtype).astype(dt)
+    if isinstance(n, te.Call) and n.name == "reinterpret":
+        return np.asarray(go(n.args[0])).view(dt)
     if isinstance(n, te.Call):
         return _call(n.name, [go(a) for a in n.args]).astype(dt)
     raise TypeError(f"cannot evaluate {type(n).__name__} here")
