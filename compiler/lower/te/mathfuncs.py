@@ -26,9 +26,9 @@ Accuracy (against the exact function, over every float32 input; measured by the 
   range reduction, a degree-5 polynomial, a power-of-two scaling); 0 below -87.33 (no
   subnormal results), inf above, NaN stays NaN.
 * `fast_tanh`: a (9, 8)-degree odd/even rational function on x clamped to [-9, 9];
-  relative error at most 4e-7, |result| <= 1.
+  relative error at most 4e-7 where the result is normal, |result| <= 1.
 * `fast_erf`: an (11, 10)-degree odd/even rational function on x clamped to [-4, 4];
-  relative error at most 4e-7, |result| <= 1.
+  relative error at most 4e-7 where the result is normal, |result| <= 1.
 
 The polynomial coefficients are our own near-minimax fits (least squares on Chebyshev
 nodes, iteratively reweighted; relative error weighting), rounded to float32.
