@@ -137,10 +137,11 @@ def jit():
     return JIT(num_threads=1)
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid"])
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf"])
 def test_compiled_code_gives_the_evaluated_bits(jit, name):
     """The code generator inlines the same expression: a vectorised loop over the grid
-    returns exactly what te_eval computed (so the accuracy tests above cover it)."""
+    returns exactly what te_eval computed (so the accuracy tests above cover it); te_eval
+    computes a fast intrinsic by that expression too."""
     n = len(X)
     a, out = te.Buffer("a", (n,), "float32"), te.Buffer("out", (n,), "float32")
     i = te.Var("i")
@@ -149,8 +150,19 @@ def test_compiled_code_gives_the_evaluated_bits(jit, name):
     jit.load(jit.optimize(str(generate([func], "t.relay"))))
     got = jit.kernel(func)(X)
     want = _evaluate(mathfuncs.INLINED[name])
+    if name.startswith("fast_"):
+        np.testing.assert_array_equal(_evaluate(lambda v: te.intrinsic(name, v)).view(np.int32), want.view(np.int32))
     np.testing.assert_array_equal(got.view(np.int32)[~np.isnan(want)], want.view(np.int32)[~np.isnan(want)])
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_fast_intrinsics_on_float64_are_exact(jit):
+    x = np.linspace(-5, 5, 33)
+    a, out = te.Buffer("a", (33,), "float64"), te.Buffer("out", (33,), "float64")
+    i = te.Var("i")
+    func = ln.PrimFunc("fast_f64", (a, out), ln.For(i, 33, ln.Store(out, i, te.intrinsic("fast_erf", te.BufferLoad(a, i, "float64")))))
+    jit.load(jit.optimize(str(generate([func], "t.relay"))))
+    np.testing.assert_allclose(jit.kernel(func)(x), [math.erf(v) for v in x], rtol=1e-15)
 
 
 def test_float16_goes_through_float32():

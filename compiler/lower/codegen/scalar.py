@@ -6,9 +6,11 @@ Integer division and remainder never trap: a zero divisor acts as 1 and `MIN / -
 as the numpy reference does.  Float arithmetic is exact IEEE steps except in an
 accumulation (`em.contract`), where a*b+c may fuse into an FMA.
 
-`exp`, `tanh`, `erf` and `sigmoid` on float32 (and float16, through float32) are inlined
-as straight-line arithmetic (te/mathfuncs.py, with their error bounds), which the loop
-vectoriser widens into SIMD code; on float64 they stay calls to LLVM's intrinsics or libm.
+`exp`, `tanh`, `erf`, `sigmoid` and the fast approximations `fast_exp`, `fast_tanh`,
+`fast_erf` on float32 (and float16, through float32) are inlined as straight-line
+arithmetic (te/mathfuncs.py, with their error bounds), which the loop vectoriser widens
+into SIMD code; on float64 they stay calls to LLVM's intrinsics or libm (the fast ones are
+the exact ones there).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ INLINED_DTYPES = ("float32", "float16")
 
 def calls_libm(name: str, src: str) -> bool:
     """Whether `call` emits a libm call for intrinsic `name` on an argument of `src`."""
-    return name in LIBM and not (name in INLINED and src in INLINED_DTYPES)
+    return name.removeprefix("fast_") in LIBM and not (name in INLINED and src in INLINED_DTYPES)
 
 
 # --------------------------------------------------------------------------- types
@@ -257,6 +259,8 @@ def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
         f32 = ir.FloatType()
         y = em.inline(INLINED[name], x if src == "float32" else b.fpext(x, f32))
         return y if src == "float32" else b.fptrunc(y, x.type)
+    if name.startswith("fast_"):  # float64: the exact function
+        return call(em, name.removeprefix("fast_"), args, src, dtype)
     if name in _LLVM_MATH:
         return b.call(_intrinsic(em.module, _LLVM_MATH[name], x.type), [x])
     if name == "rsqrt":

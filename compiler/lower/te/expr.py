@@ -110,10 +110,11 @@ class Binary(PrimExpr):
 # Math intrinsics (float unless noted): exp log log2 log10 sqrt rsqrt sin cos tan atan tanh
 # erf sigmoid abs (any) floor ceil round (half away from zero) trunc isnan isinf isfinite
 # (-> bool) not (bool) popcount; reinterpret (the same bits as another dtype of the same
-# width: `intrinsic("reinterpret", v, dtype="float32")`)
+# width: `intrinsic("reinterpret", v, dtype="float32")`); fast_exp fast_tanh fast_erf (the
+# approximations of mathfuncs.py on float32 and float16, exact on float64)
 INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
               "tanh", "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "isnan",
-              "isinf", "isfinite", "not", "neg", "reinterpret")
+              "isinf", "isfinite", "not", "neg", "reinterpret", "fast_exp", "fast_tanh", "fast_erf")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

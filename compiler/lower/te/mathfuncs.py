@@ -4,12 +4,13 @@ approximations of TVM's FastMath ops.
 Each function takes a float32 `PrimExpr` and returns one built only from arithmetic,
 comparisons, selects, `floor`, `abs`, casts and bit reinterpretation: no call that the
 loop vectoriser cannot widen, so an element-wise loop over them becomes SIMD code.  The
-code generator inlines the accurate ones for the float32 (and float16, through float32)
-intrinsics `exp`, `tanh`, `erf` and `sigmoid` (codegen/scalar.py, `INLINED`); the
-compute rules of `fast_exp`, `fast_tanh`, `fast_erf` and `nn.fast_softmax` build the
-fast ones into their bodies, as TVM's TOPI does.  te/evaluate.py runs the same
-expressions in numpy, step for step in float32, which is how the tests sweep the whole
-float32 range (tests/test_mathfuncs.py).
+code generator inlines them for the float32 (and float16, through float32) intrinsics
+`exp`, `tanh`, `erf`, `sigmoid` and `fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`;
+codegen/scalar.py); the compute rules of the FastMath ops (`fast_exp`, ...,
+`nn.fast_softmax`) call the fast intrinsics, so schedules print `fast_exp(x)`, not the
+expansion.  te/evaluate.py evaluates the fast intrinsics by these very expressions, step
+for step in float32 (the accurate ones by numpy's exact functions); the tests sweep the
+whole float32 range that way (tests/test_mathfuncs.py).
 
 Accuracy (against the exact function, over every float32 input; measured by the tests):
 
@@ -189,8 +190,9 @@ def fast_erf(x: te.PrimExpr) -> te.PrimExpr:
     return _within_one(xc * _poly(s, _FAST_ERF_P) / _poly(s, _FAST_ERF_Q))
 
 
-# intrinsic -> its float32 expansion, for the code generator
+# intrinsic -> its float32 expansion, which the code generator inlines
 INLINED: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
-    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid}
+    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid,
+    "fast_exp": fast_exp, "fast_tanh": fast_tanh, "fast_erf": fast_erf}
 FAST: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
     "exp": fast_exp, "tanh": fast_tanh, "erf": fast_erf}

@@ -11,7 +11,6 @@ bounds of te/mathfuncs.py; on float64 they are exact.
 from __future__ import annotations
 
 from .. import expr as te
-from .. import mathfuncs
 from .registry import register_compute
 
 # op -> intrinsic, for the float-only math functions
@@ -38,11 +37,9 @@ for _name, _intrinsic in _MATH.items():
 
 
 def fast(name: str, v: te.PrimExpr) -> te.PrimExpr:
-    """The fast approximation of intrinsic `name` ("exp", "tanh", "erf") of v: built in
-    float32 (float16 widened to it), the exact intrinsic on float64."""
-    if v.dtype == "float64":
-        return te.intrinsic(name, v)
-    return te.cast(mathfuncs.FAST[name](te.cast(v, "float32")), v.dtype)
+    """The fast approximation of intrinsic `name` ("exp", "tanh", "erf") of v (computed in
+    float32 for float16; mathfuncs.py), the exact intrinsic on float64."""
+    return te.intrinsic(name if v.dtype == "float64" else f"fast_{name}", v)
 
 
 def _fast_rule(name: str, intrinsic: str) -> None:
