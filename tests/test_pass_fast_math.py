@@ -131,3 +131,21 @@ def test_fast_ops_interpreted_are_the_exact_functions(built):
     with np.errstate(over="ignore"):
         for g, want in zip(got, _exact(x)):
             np.testing.assert_allclose(np.asarray(g), want.astype(np.float32), rtol=1e-5, atol=1e-37)  # float32 steps
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float16", 1e-3), ("float64", 1e-13)])
+def test_fast_ops_on_other_floats(dtype, rtol):
+    """float16 is computed in float32; on float64 the fast ops are the exact functions."""
+    text = HEADER + f"""def @main(%x: Tensor[(64), {dtype}]) {{
+  (exp(%x), tanh(%x), erf(%x), nn.softmax(%x))
+}}
+"""
+    result = compile(text, "m.relay", opt_level=4)
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert "fast_exp(" in print_module(result.module)
+    x = np.linspace(-5, 5, 64).astype(dtype)
+    wide = x.astype(np.float64)
+    softmax = np.exp(wide - wide.max()) / np.exp(wide - wide.max()).sum()
+    for got, want in zip(result.executable.run(x), [np.exp(wide), np.tanh(wide), _erf(wide), softmax]):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=1e-300)
