@@ -173,3 +173,12 @@ def test_float16_goes_through_float32():
     jit = JIT(num_threads=1)
     jit.load(jit.optimize(str(generate([func], "t.relay"))))
     np.testing.assert_array_equal(jit.kernel(func)(x16), np.tanh(x16.astype(np.float64)).astype(np.float16))
+
+
+def test_reinterpret_reads_the_same_bits():
+    x = te.placeholder((3,), "float32", "x")
+    bits = te.compute((3,), lambda i: te.reinterpret(x[i], "int32"), "bits")
+    values = np.asarray([1.0, -0.0, np.inf], dtype=np.float32)
+    np.testing.assert_array_equal(te_eval.evaluate(bits, {x: values})[0], values.view(np.int32))
+    with pytest.raises(TypeError, match="widths differ"):
+        te.reinterpret(te.Var("n", "int64"), "float32")
