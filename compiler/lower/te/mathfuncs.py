@@ -12,13 +12,15 @@ expansion.  te/evaluate.py evaluates the fast intrinsics by these very expressio
 for step in float32 (the accurate ones by numpy's exact functions); the tests sweep the
 whole float32 range that way (tests/test_mathfuncs.py).
 
-Accuracy (against the exact function, over every float32 input; measured by the tests):
+Accuracy (against the exact function, over every float32 input; the bounds the tests hold
+them to, with some margin: the largest errors on the tests' grid are 0.9 ulp for `exp`,
+1.3 for `tanh`, 1.8 for `erf`, 2.3 for `sigmoid`):
 
 * `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
   range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
   exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
 * `tanh`: at most 3 ulp; odd, tanh(±0) = ±0, ±1 beyond ±9.1 and at ±inf.
-* `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from |x| = 3.92 on and at ±inf.
+* `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from about |x| = 3.92 on and at ±inf.
 * `sigmoid`: 1 / (1 + exp(-x)) as the op's reference computes it in float32: at most
   4 ulp where the result is at least 2^-126; below that (x < -87.3) the reference's own
   formula loses precision the same way, and where exp(-x) overflows (x < -88.72) both
