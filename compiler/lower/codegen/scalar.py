@@ -268,11 +268,6 @@ def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
     if name == "sigmoid":
         e = b.call(_intrinsic(em.module, "exp", x.type), [b.fneg(x)])
         return b.fdiv(ir.Constant(x.type, 1.0), b.fadd(ir.Constant(x.type, 1.0), e))
-    if name in LIBM:  # not inlined: float64
-        if src == "float64":
-            return b.call(declare(em.module, name, x.type, [x.type]), [x])
-        f32 = ir.FloatType()
-        wide = x if src == "float32" else b.fpext(x, f32)
-        y = b.call(declare(em.module, name + "f", f32, [f32]), [wide])
-        return y if src == "float32" else b.fptrunc(y, x.type)
+    if name in LIBM and src == "float64":  # float32 and float16 are inlined above
+        return b.call(declare(em.module, name, x.type, [x.type]), [x])
     raise LoweringError(f"LLVM code generation: intrinsic {name} on {src}")
