@@ -79,7 +79,8 @@ def compile_kernel(text: str, threads: int, opt_level: int):
 
     result = compile(text, "chain.relay", opt_level=opt_level, jit=JIT(num_threads=threads))
     if result.executable is None:
-        raise SystemExit(f"error: the chain does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
+        first = next(d for d in result.diagnostics if d.is_error)
+        raise SystemExit(f"error: the chain does not build: {first.render()}")
     return R.single_kernel(result.lowered)
 
 
@@ -112,7 +113,8 @@ def ms(seconds: float | None) -> str:
 
 def table(results: dict[str, dict], runs: int, n: int) -> list[str]:
     out = [f"`f((x + y) * 0.5)` over {n:,} float32, ms (median of {runs}):", "",
-           "| f | RelayLens, 1 thread | RelayLens, 2 threads | FastMath (opt-level 4), 1 thread | numpy | numpy ÷ RelayLens (1 thread) |",
+           "| f | RelayLens, 1 thread | RelayLens, 2 threads | FastMath (opt-level 4), 1 thread | numpy "
+           "| numpy ÷ RelayLens (1 thread) |",
            "|---|---:|---:|---:|---:|---:|"]
     for fn, f in results.items():
         out.append(f"| {fn} | {ms(f['kernel_1thread_s'])} | {ms(f['kernel_2threads_s'])} | "

@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from relaylens.compiler.build import NOT_IMPLEMENTED, RELAY_BUILD_PIPELINE, build_text, make_pipeline, relay_build_passes
+from relaylens.compiler.build import (NOT_IMPLEMENTED, RELAY_BUILD_PIPELINE, build_text, make_pipeline,
+                                      relay_build_passes)
 from relaylens.compiler.check import check_text
 from relaylens.compiler.cli import main
 from relaylens.compiler.driver import compile

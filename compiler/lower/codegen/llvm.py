@@ -42,8 +42,8 @@ from ..errors import LoweringError
 from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
 from ..te import expr as te
 from .debuginfo import DebugInfo, source_location
-from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes, mem_type,
-                     reg_type)
+from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
+                     mem_type, reg_type)
 
 SMALL_ALLOCA_BYTES = 4096
 BUFFER_ALIGN = 64
