@@ -41,6 +41,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "FlattenAtrousConv",
     "InferType",
     "SimplifyExprPostAlterOp",
+    "FastMath",  # opt_level 4 (relay_build_passes)
     "FoldConstant",
     "PlanDevices",
     "FuseOps",
@@ -48,7 +49,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
 )
 NOT_IMPLEMENTED = (
     "qnn.Legalize", "Legalize", "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
-    "AlterOpLayout", "FastMath",
+    "AlterOpLayout",
 )
 
 
@@ -84,6 +85,12 @@ class BuildResult:
         return not any(d.is_error for d in self.diagnostics)
 
 
+def relay_build_passes(opt_level: int = 3) -> list[str]:
+    """The pipeline without the passes above `opt_level` (FastMath is 4), which TVM's
+    Sequential skips."""
+    return [n for n in RELAY_BUILD_PIPELINE if get_pass(n).opt_level <= opt_level]
+
+
 def make_pipeline(names: tuple[str, ...] | list[str] | None = None) -> Sequential:
     return Sequential([get_pass(n) for n in (names or RELAY_BUILD_PIPELINE)], name="relay.build")
 
@@ -104,7 +111,7 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
     if progress is not None:
         instruments.append(_Progress(progress))
     try:
-        pipeline = make_pipeline(passes)
+        pipeline = make_pipeline(passes or relay_build_passes(opt_level))
     except KeyError as err:
         result.diagnostics.append(Diagnostic(str(err.args[0]), None, Severity.ERROR, source="build"))
         result.snapshots = recorder.snapshots
@@ -112,7 +119,8 @@ def build_module(mod: IRModule, *, name: str = "<module>", passes: list[str] | N
     current = ""
     reported: set = {(d.source, d.span) for d in checked.diagnostics} if checked is not None else set()
     try:
-        with PassContext(opt_level=opt_level, config=dict(config or {}), instruments=instruments):
+        with PassContext(opt_level=opt_level, required_pass=tuple(passes or ()),  # named: run whatever the level
+                         config=dict(config or {}), instruments=instruments):
             for p in pipeline.passes:
                 current = p.name
                 mod = p(mod)

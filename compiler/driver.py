@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .build import RELAY_BUILD_PIPELINE, BuildResult, build_module
+from .build import BuildResult, build_module, relay_build_passes
 from .check import check_text
 from .diagnostics import Diagnostic, Severity
 from .lower.pipeline import LoweringCache, lower_build
@@ -88,8 +88,9 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     result.diagnostics += errors or filled
     if errors or stop_after == "check":
         return result
+    steps = _pass_steps(progress, passes or relay_build_passes(opt_level))
     built = build_module(module, name=name, checked=checked, passes=passes, opt_level=opt_level,
-                         config=config, strict=strict, progress=_pass_steps(progress, passes))
+                         config=config, strict=strict, progress=steps)
     built.diagnostics[:0] = [*checked.diagnostics, *filled]  # the check's warnings come first
     if not built.ok or not built.snapshots or stop_after == "passes":
         return built
@@ -107,10 +108,10 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     return built
 
 
-def _pass_steps(progress: Progress | None, passes: list[str] | None):
+def _pass_steps(progress: Progress | None, passes: list[str]):
     if progress is None:
         return None
-    pipeline = list(passes or RELAY_BUILD_PIPELINE)
+    pipeline = list(passes)
     done = [0]
 
     def on_pass(pass_name: str) -> None:  # passes run InferType inside too: not a step of their own

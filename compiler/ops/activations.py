@@ -104,7 +104,8 @@ def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 SOFTMAXES = {
     "nn.softmax": (_softmax, "exp(x) / sum(exp(x)) along axis."),
-    "nn.fast_softmax": (_softmax, "softmax with a fast approximation of exp (here: exact)."),
+    "nn.fast_softmax": (_softmax, "softmax with fast_exp in place of exp (what FastMath makes of "
+                                  "nn.softmax)."),
     "nn.log_softmax": (_log_softmax, "log(softmax(x)) along axis, computed as x - max - "
                                      "log(sum(exp(x - max)))."),
 }

@@ -42,8 +42,8 @@ from ..errors import LoweringError
 from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
 from ..te import expr as te
 from .debuginfo import DebugInfo, source_location
-from .scalar import (I1, I32, I64, I8, LIBM, PTR, VOID, binary, call, cast, constant, declare, elem_bytes, mem_type,
-                     reg_type)
+from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
+                     mem_type, reg_type)
 
 SMALL_ALLOCA_BYTES = 4096
 BUFFER_ALIGN = 64
@@ -129,6 +129,7 @@ class _Emitter:
         self.memo: dict[int, ir.Value] = {}
         self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
+        self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
         self.builder.debug_metadata = debug.location(where, scope)
 
     @contextlib.contextmanager
@@ -363,6 +364,19 @@ class _Emitter:
             return call(self, e.name, args, e.args[0].dtype, e.dtype)
         raise LoweringError(f"LLVM code generation: {type(e).__name__} must be lowered before code generation")
 
+    def inline(self, expand: Callable[[te.PrimExpr], te.PrimExpr], x: ir.Value) -> ir.Value:
+        """`expand(v)`, an expression of one float32 variable (te/mathfuncs.py), emitted
+        with v = x, in exact IEEE steps (its error bound assumes no FMA contraction)."""
+        var = te.Var("v", "float32")
+        body = expand(var)
+        self._inlined.append(body)
+        self.vars[id(var)] = x
+        contract, self.contract = self.contract, False
+        try:
+            return self.expr(body)
+        finally:
+            self.contract = contract
+
     def select(self, e: te.Select) -> ir.Value:
         cond = self.expr(e.cond)
         if not (self.reads_memory(e.a) or self.reads_memory(e.b)):
@@ -425,7 +439,7 @@ def _vectorizable(s: For) -> bool:
     for st in stores:
         written.setdefault(id(st.buffer), []).append(st.index)
     for e in _walk_exprs([e for st in stmts for e in _stmt_exprs(st)]):
-        if isinstance(e, te.Call) and e.name in LIBM:
+        if isinstance(e, te.Call) and calls_libm(e.name, e.args[0].dtype):
             return False
         if isinstance(e, te.Binary) and e.op == "pow" and not te.is_float(e.dtype):
             return False

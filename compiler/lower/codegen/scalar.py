@@ -5,6 +5,12 @@ i8).  `binary`, `cast` and `call` emit one scalar operation with the emitter's b
 Integer division and remainder never trap: a zero divisor acts as 1 and `MIN / -1` wraps,
 as the numpy reference does.  Float arithmetic is exact IEEE steps except in an
 accumulation (`em.contract`), where a*b+c may fuse into an FMA.
+
+`exp`, `tanh`, `erf`, `sigmoid` and the fast approximations `fast_exp`, `fast_tanh`,
+`fast_erf` on float32 (and float16, through float32) are inlined as straight-line
+arithmetic (te/mathfuncs.py, with their error bounds), which the loop vectoriser widens
+into SIMD code; on float64 they stay calls to LLVM's intrinsics or libm (the fast ones are
+the exact ones there).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import llvmlite.ir as ir
 
 from ..errors import LoweringError
 from ..te import expr as te
+from ..te.mathfuncs import INLINED
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -25,9 +32,15 @@ VOID = ir.VoidType()
 _LLVM_MATH = {"exp": "exp", "log": "log", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
               "sin": "sin", "cos": "cos", "tan": "tan", "atan": "atan", "tanh": "tanh",
               "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc", "abs": "fabs"}
-# float functions called in libm (single precision: name + "f"); loops calling them
-# do not vectorise
+# float functions called in libm where they are not inlined; loops calling them do not
+# vectorise
 LIBM = ("erf",)
+INLINED_DTYPES = ("float32", "float16")
+
+
+def calls_libm(name: str, src: str) -> bool:
+    """Whether `call` emits a libm call for intrinsic `name` on an argument of `src`."""
+    return name.removeprefix("fast_") in LIBM and not (name in INLINED and src in INLINED_DTYPES)
 
 
 # --------------------------------------------------------------------------- types
@@ -221,6 +234,8 @@ def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
 def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
     """A math intrinsic on an argument of dtype `src`, giving `dtype`."""
     b, x = em.builder, args[0]
+    if name == "reinterpret":
+        return b.bitcast(x, reg_type(dtype))
     if name == "not":
         return b.not_(x)
     if name == "neg":
@@ -240,6 +255,12 @@ def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
             return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.sub(ir.Constant(x.type, 0), x), x)
         # a float function of an integer: computed in float64
         return cast(b, call(em, name, [cast(b, x, src, "float64")], "float64", "float64"), "float64", dtype)
+    if name in INLINED and src in INLINED_DTYPES:
+        f32 = ir.FloatType()
+        y = em.inline(INLINED[name], x if src == "float32" else b.fpext(x, f32))
+        return y if src == "float32" else b.fptrunc(y, x.type)
+    if name.startswith("fast_"):  # float64: the exact function
+        return call(em, name.removeprefix("fast_"), args, src, dtype)
     if name in _LLVM_MATH:
         return b.call(_intrinsic(em.module, _LLVM_MATH[name], x.type), [x])
     if name == "rsqrt":
@@ -247,11 +268,6 @@ def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
     if name == "sigmoid":
         e = b.call(_intrinsic(em.module, "exp", x.type), [b.fneg(x)])
         return b.fdiv(ir.Constant(x.type, 1.0), b.fadd(ir.Constant(x.type, 1.0), e))
-    if name in LIBM:
-        if src == "float64":
-            return b.call(declare(em.module, name, x.type, [x.type]), [x])
-        f32 = ir.FloatType()
-        wide = x if src == "float32" else b.fpext(x, f32)
-        y = b.call(declare(em.module, name + "f", f32, [f32]), [wide])
-        return y if src == "float32" else b.fptrunc(y, x.type)
+    if name in LIBM and src == "float64":  # float32 and float16 are inlined above
+        return b.call(declare(em.module, name, x.type, [x.type]), [x])
     raise LoweringError(f"LLVM code generation: intrinsic {name} on {src}")

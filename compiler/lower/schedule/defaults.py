@@ -76,7 +76,7 @@ PARALLEL_MIN = 16384
 INNER_MIN = 64
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
-          "erf", "sigmoid")
+          "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf")
 
 
 def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], name: str) -> Schedule:

@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from . import expr as te
+from . import mathfuncs
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -105,9 +106,22 @@ def _node(n, go, env, values) -> np.ndarray:
         return np.where(go(n.cond), go(n.a), go(n.b)).astype(dt)
     if isinstance(n, te.Binary):
         return _binary(n.op, go(n.a), go(n.b), n.a.dtype).astype(dt)
+    if isinstance(n, te.Call) and n.name == "reinterpret":
+        return np.asarray(go(n.args[0])).view(dt)
+    if isinstance(n, te.Call) and n.name.startswith("fast_"):
+        return _fast(n.name, go(n.args[0])).astype(dt)
     if isinstance(n, te.Call):
         return _call(n.name, [go(a) for a in n.args]).astype(dt)
     raise TypeError(f"cannot evaluate {type(n).__name__} here")
+
+
+def _fast(name: str, x: np.ndarray) -> np.ndarray:
+    """A fast approximation as compiled code computes it: its float32 expression
+    (mathfuncs.py) evaluated step for step; on float64 the exact function."""
+    if x.dtype == np.float64:
+        return _call(name.removeprefix("fast_"), [x])
+    v = te.Var("v", "float32")
+    return _eval(mathfuncs.INLINED[name](v), {id(v): x.astype(np.float32)}, {})
 
 
 def _binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:

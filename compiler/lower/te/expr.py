@@ -109,10 +109,12 @@ class Binary(PrimExpr):
 
 # Math intrinsics (float unless noted): exp log log2 log10 sqrt rsqrt sin cos tan atan tanh
 # erf sigmoid abs (any) floor ceil round (half away from zero) trunc isnan isinf isfinite
-# (-> bool) not (bool) popcount
+# (-> bool) not (bool) popcount; reinterpret (the same bits as another dtype of the same
+# width: `intrinsic("reinterpret", v, dtype="float32")`); fast_exp fast_tanh fast_erf (the
+# approximations of mathfuncs.py on float32 and float16, exact on float64)
 INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
               "tanh", "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "isnan",
-              "isinf", "isfinite", "not", "neg")
+              "isinf", "isfinite", "not", "neg", "reinterpret", "fast_exp", "fast_tanh", "fast_erf")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -272,6 +274,14 @@ def sigmoid(x): return intrinsic("sigmoid", x)
 def abs(x): return intrinsic("abs", x)  # noqa: A001 (te.abs, as TVM spells it)
 def floor(x): return intrinsic("floor", x)
 def ceil(x): return intrinsic("ceil", x)
+
+
+def reinterpret(value: Any, dtype: str) -> Call:
+    """The bits of `value` read as `dtype` (of the same width)."""
+    value = as_expr(value)
+    if bits(value.dtype) != bits(dtype):
+        raise TypeError(f"reinterpret {value.dtype} as {dtype}: widths differ")
+    return intrinsic("reinterpret", value, dtype=dtype)
 
 
 def cast(value: Any, dtype: str) -> PrimExpr:

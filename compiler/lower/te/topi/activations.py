@@ -3,6 +3,7 @@
 A softmax is four computes, numerically stable as the numpy reference: the maximum along
 the axis, exp(x - max), the sum of those, and the quotient (`log_softmax`: the maximum,
 the sum of exp(x - max), and x - max - log(sum)).  float16 is computed in float32.
+`nn.fast_softmax` is softmax with the fast exp (elemwise.py `fast`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .. import expr as te
+from .elemwise import fast
 from .registry import register_compute
 
 
@@ -50,15 +52,24 @@ def _max_along(x: te.Tensor, axis: int, name: str) -> te.Tensor:
                       f"{name}_maxelem")
 
 
-@register_compute("nn.softmax", "nn.fast_softmax")
-def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    axis = attrs.axis % x.ndim
+def _softmax(x: te.Tensor, axis: int, exp_fn) -> te.Tensor:
+    axis = axis % x.ndim
     wide = _wide(x.dtype)
     big = _max_along(x, axis, "T_softmax")
-    exp = te.compute(x.shape, lambda *i: te.exp(te.cast(x[i], wide) - big[_drop(i, axis)]), "T_softmax_exp")
+    exp = te.compute(x.shape, lambda *i: exp_fn(te.cast(x[i], wide) - big[_drop(i, axis)]), "T_softmax_exp")
     k = te.reduce_axis(x.shape[axis], "k")
     total = te.compute(big.shape, lambda *r: te.sum(exp[_put(r, axis, k)], k), "T_softmax_expsum")
     return te.compute(x.shape, lambda *i: te.cast(exp[i] / total[_drop(i, axis)], x.dtype), "T_softmax_norm")
+
+
+@register_compute("nn.softmax")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _softmax(x, attrs.axis, te.exp)
+
+
+@register_compute("nn.fast_softmax")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    return _softmax(x, attrs.axis, lambda v: fast("exp", v))
 
 
 @register_compute("nn.log_softmax")

@@ -3,7 +3,9 @@ cast, the `*_like` constructors and `fixed_point_multiply`.
 
 Each rule reads its input at the output position; the semantics are those of the numpy
 computes in `compiler/ops/elemwise.py` (rounding ops copy integers, `round` takes halves
-away from zero, the `fast_*` ops are exact).
+away from zero).  The `fast_*` ops (what the FastMath pass makes of exp, tanh and erf)
+compute TVM-style approximations on float32 and float16 (through float32), with the error
+bounds of te/mathfuncs.py; on float64 they are exact.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from .registry import register_compute
 # op -> intrinsic, for the float-only math functions
 _MATH = {"sigmoid": "sigmoid", "tanh": "tanh", "exp": "exp", "log": "log", "log2": "log2",
          "log10": "log10", "sqrt": "sqrt", "rsqrt": "rsqrt", "erf": "erf", "sin": "sin", "cos": "cos",
-         "tan": "tan", "atan": "atan", "fast_exp": "exp", "fast_tanh": "tanh", "fast_erf": "erf"}
+         "tan": "tan", "atan": "atan"}
 
 _ROUNDING = ("floor", "ceil", "round", "trunc")
 
@@ -32,6 +34,22 @@ def _intrinsic_rule(name: str, intrinsic: str) -> None:
 
 for _name, _intrinsic in _MATH.items():
     _intrinsic_rule(_name, _intrinsic)
+
+
+def fast(name: str, v: te.PrimExpr) -> te.PrimExpr:
+    """The fast approximation of intrinsic `name` ("exp", "tanh", "erf") of v (computed in
+    float32 for float16; mathfuncs.py), the exact intrinsic on float64."""
+    return te.intrinsic(name if v.dtype == "float64" else f"fast_{name}", v)
+
+
+def _fast_rule(name: str, intrinsic: str) -> None:
+    @register_compute(name)
+    def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+        return _map(name, x, lambda v: fast(intrinsic, v))
+
+
+for _intrinsic in ("exp", "tanh", "erf"):
+    _fast_rule(f"fast_{_intrinsic}", _intrinsic)
 
 
 def _rounding_rule(name: str) -> None:

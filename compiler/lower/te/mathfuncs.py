@@ -1,0 +1,200 @@
+"""float32 exp, tanh, erf and sigmoid as tensor-expression arithmetic, and the fast
+approximations of TVM's FastMath ops.
+
+Each function takes a float32 `PrimExpr` and returns one built only from arithmetic,
+comparisons, selects, `floor`, `abs`, casts and bit reinterpretation: no call that the
+loop vectoriser cannot widen, so an element-wise loop over them becomes SIMD code.  The
+code generator inlines them for the float32 (and float16, through float32) intrinsics
+`exp`, `tanh`, `erf`, `sigmoid` and `fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`;
+codegen/scalar.py); the compute rules of the FastMath ops (`fast_exp`, ...,
+`nn.fast_softmax`) call the fast intrinsics, so schedules print `fast_exp(x)`, not the
+expansion.  te/evaluate.py evaluates the fast intrinsics by these very expressions, step
+for step in float32 (the accurate ones by numpy's exact functions); the tests sweep the
+whole float32 range that way (tests/test_mathfuncs.py).
+
+Accuracy (against the exact function, over every float32 input; the bounds the tests hold
+them to, with some margin: the largest errors on the tests' grid are 0.9 ulp for `exp`,
+1.3 for `tanh`, 1.8 for `erf`, 2.3 for `sigmoid`):
+
+* `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
+  range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
+  exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
+* `tanh`: at most 3 ulp; odd, tanh(±0) = ±0, ±1 beyond ±9.1 and at ±inf.
+* `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from about |x| = 3.92 on and at ±inf.
+* `sigmoid`: 1 / (1 + exp(-x)) as the op's reference computes it in float32: at most
+  4 ulp where the result is at least 2^-126; below that (x < -87.3) the reference's own
+  formula loses precision the same way, and where exp(-x) overflows (x < -88.72) both
+  give 0.
+* `fast_exp`: relative error at most 5e-6 for x in [-87.33, 88.72] (a single-constant
+  range reduction, a degree-5 polynomial, a power-of-two scaling); 0 below -87.33 (no
+  subnormal results), inf above, NaN stays NaN.
+* `fast_tanh`: a (9, 8)-degree odd/even rational function on x clamped to [-9, 9];
+  relative error at most 4e-7 where the result is normal, |result| <= 1.
+* `fast_erf`: an (11, 10)-degree odd/even rational function on x clamped to [-4, 4];
+  relative error at most 4e-7 where the result is normal, |result| <= 1.
+
+The polynomial coefficients are our own near-minimax fits (least squares on Chebyshev
+nodes, iteratively reweighted; relative error weighting), rounded to float32.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from . import expr as te
+
+F32 = "float32"
+LOG2E = 1.4426950408889634
+LN2_HI = 0.693359375  # 355/512: k * LN2_HI is exact for |k| < 2^15
+LN2_LO = -2.12194440e-4  # ln 2 - LN2_HI
+LN2 = 0.6931471805599453
+
+
+def _c(value: float) -> te.Const:
+    return te.const(value, F32)
+
+
+def _poly(x: te.PrimExpr, coefficients: Sequence[float]) -> te.PrimExpr:
+    """c0 + c1 x + c2 x^2 + ... by Horner's rule."""
+    result: te.PrimExpr = _c(coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        result = result * x + c
+    return result
+
+
+def _clamp(x: te.PrimExpr, lo: float, hi: float) -> te.PrimExpr:
+    """x within [lo, hi]; NaN becomes lo (so that no NaN reaches a float-to-int cast)."""
+    return te.select(te.ge(x, lo), te.select(te.le(x, hi), x, _c(hi)), _c(lo))
+
+
+def _pow2(n: te.PrimExpr) -> te.PrimExpr:
+    """2^n as float32 for an int32 n in [-126, 127]: n + 127 in the exponent field."""
+    return te.reinterpret(te.binary("shl", n + 127, 23), F32)
+
+
+def _within_one(v: te.PrimExpr) -> te.PrimExpr:
+    """v kept within [-1, 1] (a rational fit may overshoot 1 by an ulp or two)."""
+    return te.select(te.gt(v, 1.0), _c(1.0), te.select(te.lt(v, -1.0), _c(-1.0), v))
+
+
+def _copysign(magnitude: te.PrimExpr, x: te.PrimExpr) -> te.PrimExpr:
+    return te.select(te.lt(x, 0.0), te.intrinsic("neg", magnitude), magnitude)
+
+
+# --------------------------------------------------------------------------- accurate
+
+# (e^r - 1 - r) / r^2 on |r| <= ln2 / 2, degree 4
+_EXP_G = (0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368736132979393,
+          0.001381455804221332)
+
+
+def exp(x: te.PrimExpr) -> te.PrimExpr:
+    """e^x: x = k ln2 + r (Cody-Waite, ln2 in two parts), e^r = 1 + r + r^2 G(r), and
+    2^k applied in two halves so that subnormal results round once."""
+    xc = _clamp(x, -104.0, 89.0)
+    k = te.floor(xc * LOG2E + 0.5)
+    r = (xc - k * LN2_HI) - k * LN2_LO
+    p = (r + r * r * _poly(r, _EXP_G)) + 1.0
+    n = te.cast(k, "int32")
+    half = te.binary("shr", n, 1)
+    scaled = (p * _pow2(half)) * _pow2(n - half)
+    return te.select(te.intrinsic("isnan", x), x, scaled)
+
+
+# (tanh(x) - x) / x^3 as a polynomial in x^2 on |x| <= 0.625, degree 4
+_TANH_P = (-0.3333328068256378, 0.13331441581249237, -0.05373971536755562, 0.02063908986747265,
+           -0.005704990588128567)
+_TANH_SMALL = 0.625
+
+
+def tanh(x: te.PrimExpr) -> te.PrimExpr:
+    """x + x^3 P(x^2) near 0; else sign(x) (1 - 2 / (e^{2|x|} + 1))."""
+    a = te.abs(x)
+    s = x * x
+    small = te.select(te.lt(a, 2.0 ** -12), x, x + (x * s) * _poly(s, _TANH_P))
+    big = _copysign(1.0 - 2.0 / (exp(a + a) + 1.0), x)
+    return te.select(te.lt(a, _TANH_SMALL), small, big)
+
+
+# erf(x) / x - 1 as a polynomial in x^2 on |x| <= 0.921875, degree 6
+_ERF_R = (0.12837916612625122, -0.37612634897232056, 0.11283695697784424, -0.026859400793910027,
+          0.00520103657618165, -0.0008142745355144143, 8.370247815037146e-05)
+_ERF_SMALL = 0.921875
+# log(erfc(a)) as a polynomial in a - 1.84375 on [0.921875, 4], degree 6 (a - 1.84375 is
+# exact for a up to 3.6875, by Sterbenz's lemma)
+_ERFC_CENTRE = 1.84375
+_ERFC_LOG = (-4.697091102600098, -4.130749702453613, -0.9154775738716125, -0.018897123634815216,
+             0.004163577686995268, -0.0008773499866947532, 0.00019473461725283414)
+
+
+def erf(x: te.PrimExpr) -> te.PrimExpr:
+    """x + x R(x^2) near 0; else sign(x) (1 - exp(L(|x|))) with L ~ log erfc, |x| taken
+    at most 4 (erf is 1 in float32 from 3.92 on)."""
+    a = te.abs(x)
+    small = x + x * _poly(x * x, _ERF_R)
+    ac = te.select(te.gt(a, 4.0), _c(4.0), a)  # NaN stays NaN
+    big = _copysign(1.0 - exp(_poly(ac - _ERFC_CENTRE, _ERFC_LOG)), x)
+    return te.select(te.lt(a, _ERF_SMALL), small, big)
+
+
+def sigmoid(x: te.PrimExpr) -> te.PrimExpr:
+    """1 / (1 + e^-x), the reference's formula."""
+    return 1.0 / (exp(te.intrinsic("neg", x)) + 1.0)
+
+
+# --------------------------------------------------------------------------- fast (FastMath)
+
+# (e^r - 1 - r) / r^2 on |r| <= ln2 / 2, degree 3
+_FAST_EXP_G = (0.499992311000824, 0.16667115688323975, 0.04189027473330498, 0.008312509395182133)
+_FAST_EXP_LO = -87.33  # the smallest k is -126: 2^k stays a normal float
+
+
+def fast_exp(x: te.PrimExpr) -> te.PrimExpr:
+    """e^x with one reduction constant, a degree-5 polynomial and a scaling by 2^k (k at
+    most 128, applied as 2^min(k, 127) times 1 or 2)."""
+    xc = _clamp(x, _FAST_EXP_LO, 89.0)
+    k = te.floor(xc * LOG2E + 0.5)
+    r = xc - k * LN2
+    p = (r + r * r * _poly(r, _FAST_EXP_G)) + 1.0
+    k1 = te.select(te.gt(k, 127.0), _c(127.0), k)
+    value = (p * _pow2(te.cast(k1, "int32"))) * ((k - k1) + 1.0)
+    value = te.select(te.lt(x, _FAST_EXP_LO), _c(0.0), value)
+    return te.select(te.intrinsic("isnan", x), x, value)
+
+
+# tanh(x) = x P(x^2) / Q(x^2) on [-9, 9]
+_FAST_TANH_P = (1.0, 0.1338096410036087, 0.0034955129958689213, 2.0607771148206666e-05,
+                1.3352746464079246e-08)
+_FAST_TANH_Q = (1.0, 0.467142790555954, 0.02587670274078846, 0.0003285508428234607,
+                7.775793733344472e-07)
+
+
+def fast_tanh(x: te.PrimExpr) -> te.PrimExpr:
+    """A rational function of x clamped to [-9, 9] (tanh is ±1 in float32 beyond), its
+    result kept within [-1, 1]."""
+    xc = te.select(te.gt(x, 9.0), _c(9.0), te.select(te.lt(x, -9.0), _c(-9.0), x))  # NaN stays
+    s = xc * xc
+    return _within_one(xc * _poly(s, _FAST_TANH_P) / _poly(s, _FAST_TANH_Q))
+
+
+# erf(x) = x P(x^2) / Q(x^2) on [-4, 4]
+_FAST_ERF_P = (1.1283791065216064, 0.1935209333896637, 0.05309804156422615, 0.003882167860865593,
+               0.00028451666003093123, 1.986675442822161e-06)
+_FAST_ERF_Q = (1.0, 0.5048360228538513, 0.11533956229686737, 0.015204913914203644,
+               0.0011852431343868375, 3.74164737877436e-05)
+
+
+def fast_erf(x: te.PrimExpr) -> te.PrimExpr:
+    """A rational function of x clamped to [-4, 4] (erf is ±1 in float32 beyond 3.92),
+    its result kept within [-1, 1]."""
+    xc = te.select(te.gt(x, 4.0), _c(4.0), te.select(te.lt(x, -4.0), _c(-4.0), x))  # NaN stays
+    s = xc * xc
+    return _within_one(xc * _poly(s, _FAST_ERF_P) / _poly(s, _FAST_ERF_Q))
+
+
+# intrinsic -> its float32 expansion, which the code generator inlines
+INLINED: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
+    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid,
+    "fast_exp": fast_exp, "fast_tanh": fast_tanh, "fast_erf": fast_erf}
+FAST: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
+    "exp": fast_exp, "tanh": fast_tanh, "erf": fast_erf}

@@ -1,0 +1,186 @@
+"""The float32 math of te/mathfuncs.py against float64 numpy, over the whole float32 range.
+
+Every function is evaluated (te_eval, float32 step for step) on a dense grid of bit
+patterns covering all finite float32 values of both signs, subnormals included, plus
+±0, ±inf and NaN, and its error is held to the bound its docstring states.  The same
+expressions compiled (inlined by the code generator into a vectorised loop) must give
+the very same bits, so the bounds hold for compiled code too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.lower.codegen.llvm import generate
+from relaylens.compiler.lower.runtime.jit import JIT
+from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.te import evaluate as te_eval
+from relaylens.compiler.lower.te import expr as te
+from relaylens.compiler.lower.te import mathfuncs
+
+STEP = 2039  # every 2039th bit pattern: a million values per sign
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 2.0 ** -149, -(2.0 ** -149), 2.0 ** -126, 88.72283, 88.72284,
+           -87.33655, -103.97, -103.98, 9.0, 9.1, 3.92, -3.92, 0.625, 0.921875, 3.6875, 4.0]
+
+
+def _grid() -> np.ndarray:
+    bits = np.arange(0, 0x7F800000, STEP, dtype=np.int64).astype(np.int32)
+    x = bits.view(np.float32)
+    return np.concatenate([x, -x, np.asarray(SPECIAL, dtype=np.float32)])
+
+
+X = _grid()
+X64 = X.astype(np.float64)
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _exact(name: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if name == "exp":
+            return np.exp(X64)
+        if name == "tanh":
+            return np.tanh(X64)
+        if name == "erf":
+            return np.asarray(_erf(X64), dtype=np.float64)
+        return 1 / (1 + np.exp(-X64))
+
+
+def _evaluate(fn) -> np.ndarray:
+    x = te.placeholder(X.shape, "float32", "x")
+    return te_eval.evaluate(te.compute(X.shape, lambda i: fn(x[i]), "y"), {x: X})[0]
+
+
+def _ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """|got - exact| in units of the float32 spacing at exact (0 where equal, NaN alike)."""
+    with np.errstate(all="ignore"):
+        rounded = exact.astype(np.float32)
+        spacing = np.maximum(np.spacing(np.abs(rounded)).astype(np.float64), 2.0 ** -149)
+        err = np.abs(got.astype(np.float64) - exact) / spacing
+    same = (got == rounded) | (np.isnan(got) & np.isnan(exact))
+    return np.where(same, 0.0, err)
+
+
+def _specials_agree(got: np.ndarray, exact: np.ndarray) -> None:
+    """NaN exactly where the exact value is NaN; infinities and signed zeros as exact."""
+    with np.errstate(all="ignore"):
+        rounded = exact.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(rounded))
+    inf = np.isinf(rounded)
+    np.testing.assert_array_equal(got[inf], rounded[inf])
+    zero = rounded == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(rounded[zero]))
+
+
+@pytest.mark.parametrize("name, bound", [("exp", 2.0), ("tanh", 3.0), ("erf", 3.0)])
+def test_accurate_functions_within_their_ulp_bound(name, bound):
+    got, exact = _evaluate(mathfuncs.INLINED[name]), _exact(name)
+    assert got.dtype == np.float32
+    _specials_agree(got, exact)
+    ulps = _ulps(got, exact)
+    worst = int(np.argmax(ulps))
+    assert ulps[worst] <= bound, f"{name}({X[worst]!r}) = {got[worst]!r}, exact {exact[worst]!r}: {ulps[worst]:.2f} ulp"
+
+
+def test_exp_subnormal_results_round_once():
+    """Where e^x is subnormal, the result is the exact value rounded (within 1 spacing)."""
+    got, exact = _evaluate(mathfuncs.exp), _exact("exp")
+    sub = (exact < 2.0 ** -126) & (exact > 0)
+    assert sub.sum() > 1000
+    assert np.max(np.abs(got[sub].astype(np.float64) - exact[sub])) <= 2.0 ** -149
+
+
+def test_tanh_and_erf_are_odd_and_bounded():
+    for name in ("tanh", "erf"):
+        got = _evaluate(mathfuncs.INLINED[name])
+        finite = ~np.isnan(got)
+        assert np.all(np.abs(got[finite]) <= 1)
+        half = (len(X) - len(SPECIAL)) // 2
+        np.testing.assert_array_equal(got[:half], -got[half:2 * half])
+
+
+def test_sigmoid_within_4_ulp_and_as_the_reference_below_normal_results():
+    got, exact = _evaluate(mathfuncs.sigmoid), _exact("sigmoid")
+    normal = exact >= 2.0 ** -126
+    ulps = _ulps(got, exact)
+    assert np.nanmax(np.where(normal, ulps, 0)) <= 4
+    with np.errstate(all="ignore"):
+        reference = (1 / (1 + np.exp(-X))).astype(np.float32)  # the op's float32 formula
+    tiny = ~normal & ~np.isnan(exact)
+    assert np.all(np.abs(got[tiny].astype(np.float64) - reference[tiny]) <= 2.0 ** -126 * 4e-7 + 2.0 ** -148)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(X))
+
+
+@pytest.mark.parametrize("name, bound", [("exp", 5e-6), ("tanh", 4e-7), ("erf", 4e-7)])
+def test_fast_functions_within_their_relative_bound(name, bound):
+    got, exact = _evaluate(mathfuncs.FAST[name]), _exact(name)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(X))
+    check = ~np.isnan(X)
+    if name == "exp":  # no subnormal results: 0 below -87.33, inf where e^x overflows
+        assert np.all(got[X < -87.33] == 0) and np.all(got[X > 88.7229] == np.inf)
+        check &= (X >= -87.33) & (X <= 88.7228)
+    else:
+        assert np.all(np.abs(got[check]) <= 1)
+        tiny = check & (np.abs(exact) < 2.0 ** -126)  # subnormal results: within a spacing or two
+        assert np.all(np.abs(got[tiny].astype(np.float64) - exact[tiny]) <= 2.0 ** -148)
+        check &= ~tiny
+    with np.errstate(all="ignore"):
+        rel = np.abs(got[check].astype(np.float64) - exact[check]) / np.abs(exact[check])
+    rel = np.where(got[check] == exact[check], 0, rel)  # ±0 exactly
+    assert np.max(rel) <= bound, f"fast_{name}: relative error {np.max(rel):.3g} at x={X[check][np.argmax(rel)]!r}"
+
+
+@pytest.fixture(scope="module")
+def jit():
+    return JIT(num_threads=1)
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf"])
+def test_compiled_code_gives_the_evaluated_bits(jit, name):
+    """The code generator inlines the same expression: a vectorised loop over the grid
+    returns exactly what te_eval computed (so the accuracy tests above cover it); te_eval
+    computes a fast intrinsic by that expression too."""
+    n = len(X)
+    a, out = te.Buffer("a", (n,), "float32"), te.Buffer("out", (n,), "float32")
+    i = te.Var("i")
+    value = te.intrinsic(name, te.BufferLoad(a, i, "float32"))
+    func = ln.PrimFunc(f"grid_{name}", (a, out), ln.For(i, n, ln.Store(out, i, value), "vectorized"))
+    jit.load(jit.optimize(str(generate([func], "t.relay"))))
+    got = jit.kernel(func)(X)
+    want = _evaluate(mathfuncs.INLINED[name])
+    if name.startswith("fast_"):
+        np.testing.assert_array_equal(_evaluate(lambda v: te.intrinsic(name, v)).view(np.int32), want.view(np.int32))
+    np.testing.assert_array_equal(got.view(np.int32)[~np.isnan(want)], want.view(np.int32)[~np.isnan(want)])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_fast_intrinsics_on_float64_are_exact(jit):
+    x = np.linspace(-5, 5, 33)
+    a, out = te.Buffer("a", (33,), "float64"), te.Buffer("out", (33,), "float64")
+    i = te.Var("i")
+    value = te.intrinsic("fast_erf", te.BufferLoad(a, i, "float64"))
+    func = ln.PrimFunc("fast_f64", (a, out), ln.For(i, 33, ln.Store(out, i, value)))
+    jit.load(jit.optimize(str(generate([func], "t.relay"))))
+    np.testing.assert_allclose(jit.kernel(func)(x), [math.erf(v) for v in x], rtol=1e-15)
+
+
+def test_float16_goes_through_float32():
+    x16 = np.linspace(-6, 6, 97).astype(np.float16)
+    a, out = te.Buffer("a", (97,), "float16"), te.Buffer("out", (97,), "float16")
+    i = te.Var("i")
+    value = te.tanh(te.BufferLoad(a, i, "float16"))
+    func = ln.PrimFunc("tanh_f16", (a, out), ln.For(i, 97, ln.Store(out, i, value)))
+    jit = JIT(num_threads=1)
+    jit.load(jit.optimize(str(generate([func], "t.relay"))))
+    np.testing.assert_array_equal(jit.kernel(func)(x16), np.tanh(x16.astype(np.float64)).astype(np.float16))
+
+
+def test_reinterpret_reads_the_same_bits():
+    x = te.placeholder((3,), "float32", "x")
+    bits = te.compute((3,), lambda i: te.reinterpret(x[i], "int32"), "bits")
+    values = np.asarray([1.0, -0.0, np.inf], dtype=np.float32)
+    np.testing.assert_array_equal(te_eval.evaluate(bits, {x: values})[0], values.view(np.int32))
+    with pytest.raises(TypeError, match="widths differ"):
+        te.reinterpret(te.Var("n", "int64"), "float32")
