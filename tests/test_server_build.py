@@ -11,6 +11,7 @@ import asyncio
 import os
 import pickle
 import re
+import tempfile
 import signal
 import subprocess
 import sys
@@ -141,11 +142,13 @@ def test_the_worker_binds_the_weights_beside_a_model(tmp_path) -> None:
     np.savez(tmp_path / "model.npz", w=np.ones((3, 4), "float32"), b=np.ones(3, "float32"))
     report = _worker_build(WEIGHTED, str(tmp_path / "model.npz"))
     assert report.weights == "model.npz" and not [d for d in report.diagnostics if d.severity == 1]
+    assert report.bound == ("w", "b")
     assert "def @main(%x" in report.snapshots[-1].text and "%w" not in report.snapshots[-1].text.split("{")[0]
     np.savez(tmp_path / "model.npz", w=np.ones((4, 3), "float32"))
     report = _worker_build(WEIGHTED, str(tmp_path / "model.npz"))  # a wrong shape: an error at %w
     assert ["parameter %w is Tensor[(3, 4), float32] but model.npz gives Tensor[(4, 3), float32]"] == [
         d.message for d in report.diagnostics if d.severity == 1]
+    assert report.bound == ()
     (tmp_path / "model.npz").write_bytes(b"not a zip")
     report = _worker_build(WEIGHTED, str(tmp_path / "model.npz"))  # unreadable: a warning, built without
     assert report.weights is None and report.snapshots and any("cannot be read" in d.message for d in report.diagnostics)
@@ -557,3 +560,37 @@ async def test_optimised_ir_and_assembly_views_with_and_without_debug_informatio
         assert f"in fused function `{kernel}`" in hover.contents.value
     with pytest.raises(Exception, match="NAME\\[.opt\\]\\[.nodebug\\].ll"):
         await virtual(client, uris.make("llvm", "module.nodebug.opt.ll", uri, 1))
+
+
+WORKSPACE = Path(tempfile.gettempdir()) / "relaylens-bound-workspace"
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]))
+async def rooted(lsp_client: LanguageClient):
+    """A client whose workspace holds a model and its weights."""
+    WORKSPACE.mkdir(exist_ok=True)
+    (WORKSPACE / "model.relay").write_text(WEIGHTED)
+    np.savez(WORKSPACE / "model.npz", w=np.ones((3, 4), "float32"), b=np.ones(3, "float32"))
+    lsp_client.feature(FINISHED)(on_finished)
+    root = WORKSPACE.as_uri()
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=lsp.ClientCapabilities(), root_uri=root,
+        workspace_folders=[lsp.WorkspaceFolder(uri=root, name="w")]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio
+async def test_the_editor_says_the_weights_were_bound(rooted: LanguageClient) -> None:
+    uri = (WORKSPACE / "model.relay").as_uri()
+    rooted.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=WEIGHTED)))
+    done = await finished(uri, 1)
+    assert done["state"] == "done" and done["weights"] == "model.npz"
+    line = WEIGHTED.splitlines()[1]
+    hover = await rooted.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(1, line.index("%w") + 1)))
+    assert "**bound** to `w` of `model.npz`" in hover.contents.value
+    hover = await rooted.text_document_hover_async(lsp.HoverParams(
+        lsp.TextDocumentIdentifier(uri), lsp.Position(1, line.index("%x") + 1)))
+    assert "bound" not in hover.contents.value  # the real input stays a parameter

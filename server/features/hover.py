@@ -27,7 +27,7 @@ from ...compiler.printer.types import print_type_def, type_params_text
 from ..slow.uris import is_virtual
 from . import analysis_for, guarded, virtual_documents
 from .navigation import symbol_at
-from .provenance_hover import provenance_markdown
+from .provenance_hover import bound_markdown, provenance_markdown
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -130,7 +130,11 @@ def register(server: "RelayLensServer") -> None:
         if found is not None:
             analysis, symbol = found
             span = analysis.index.at(convert.offset(analysis.source, params.position))[1]
-            return _markdown(describe(symbol, analysis.result.module), convert.range_of(span))
+            text = describe(symbol, analysis.result.module)
+            module = analysis.result.module
+            if isinstance(symbol.node, Var) and "main" in module and symbol.node in module["main"].params:
+                text = _joined(text, bound_markdown(server, uri, symbol.name))
+            return _markdown(text, convert.range_of(span))
         analysis = analysis_for(server, uri)
         if analysis is None:
             return None

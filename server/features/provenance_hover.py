@@ -44,6 +44,16 @@ def provenance_markdown(server: "RelayLensServer", uri: str, key: tuple[int, int
                     report.function(expr.fused) if expr.fused else None)
 
 
+def bound_markdown(server: "RelayLensServer", uri: str, name: str) -> str | None:
+    """For a hover on @main's parameter `name`: the file whose array the build bound it
+    to, when the current build did."""
+    built = server.builds.current(uri)
+    if built is None or name not in built.report.bound:
+        return None
+    return (f"**bound** to `{name}` of `{built.report.weights}`: a constant in the build, folded with "
+            "what it feeds (the setting `relaylens.params.bind` turns this off)")
+
+
 def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
     """Frontend layers, then the fused function, then each pass that changed the
     expression itself, as before → after."""

@@ -102,6 +102,7 @@ class BuildReport:
     exprs: list[ExprReport] = field(default_factory=list)  # sorted by (start, -end)
     seconds: float = 0.0
     weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
+    bound: tuple[str, ...] = ()  # the @main parameters it bound (constants in the build)
 
     @property
     def lowered(self) -> bool:

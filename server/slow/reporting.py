@@ -70,6 +70,9 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
     report.diagnostics += _new_diagnostics(result, source)
     if not result.snapshots:
         return _finish(report, started)
+    if params and "main" in result.snapshots[0].module:  # the input snapshot: after binding
+        left = {p.name for p in result.snapshots[0].module["main"].params}
+        report.bound = tuple(name for name in params if name not in left)
     prov = result.provenance
     report.snapshots = _snapshots(prov)
     report.exprs = _exprs(prov)

@@ -17,6 +17,7 @@ export const SETTINGS = {
     pythonPath: 'server.pythonPath',
     inlayTypes: 'inlayHints.types', // sent to the server (docs/lsp.md, "Settings")
     maxBytes: 'files.maxBytes', // sent to the server at start (docs/lsp.md, "Initialization options")
+    bindParams: 'params.bind', // sent to the server (docs/lsp.md, "Settings")
 } as const;
 
 export const COMMANDS = {

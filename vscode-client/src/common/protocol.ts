@@ -52,6 +52,7 @@ export interface BuildFinished {
     current: boolean;
     seconds: number;
     functions: number;
+    weights?: string | null; // the .npz beside the model whose arrays the build bound
 }
 
 export const VirtualDocumentRequest = new RequestType<{ uri: string }, VirtualDocument, void>('relaylens/virtualDocument');

@@ -76,8 +76,10 @@ export class BuildStatus implements vscode.Disposable {
             this.item.text = '$(warning) Relay: build crashed';
             this.item.tooltip = 'The build worker stopped and was restarted; edit or save to build again';
         } else if (build?.state === 'done') {
-            this.item.text = `$(check) Relay: built in ${Math.round(build.seconds * 1000)} ms`;
-            this.item.tooltip = `Version ${build.version}: ${build.functions} fused function${build.functions === 1 ? '' : 's'} lowered`;
+            const weights = build.weights ? ` · weights ${build.weights}` : '';
+            this.item.text = `$(check) Relay: built in ${Math.round(build.seconds * 1000)} ms${weights}`;
+            this.item.tooltip = `Version ${build.version}: ${build.functions} fused function${build.functions === 1 ? '' : 's'} lowered`
+                + (build.weights ? `; @main's parameters bound to the arrays of ${build.weights} (the setting relaylens.params.bind turns this off)` : '');
         } else {
             this.item.text = '$(circle-outline) Relay: not built';
             this.item.tooltip = 'No build of this version yet';
