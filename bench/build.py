@@ -46,8 +46,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-MODELS = ("resnet50", "mobilenet", "gpt2")
-LABELS = {"resnet50": "ResNet-50", "mobilenet": "MobileNet v2", "gpt2": "GPT-2 block"}
+MODELS = ("resnet50", "mobilenet", "gpt2", "bert")
+LABELS = {"resnet50": "ResNet-50", "mobilenet": "MobileNet v2", "gpt2": "GPT-2 block",
+          "bert": "BERT-base encoder (12 layers, 128 tokens)"}
 
 
 # --- the networks, as ONNX graphs -----------------------------------------------------------
@@ -161,57 +162,92 @@ def mobilenet_onnx():
     return g.model("mobilenet_v2", {"input": (1, 3, 224, 224)}, _classifier(g, x, 1280), (1, 1000))
 
 
-def gpt2_block_onnx(tokens: int = 128, d: int = 768, heads: int = 12):
-    g = OnnxGraph(seed=2)
-    hd = d // heads
+class _Transformer:
+    """The pieces of a transformer layer as exporters write them: 2-D Gemms between
+    reshapes, heads split by Reshape + Transpose, LayerNormalization."""
 
-    def shape(name: str, dims: tuple[int, ...]) -> str:
-        return g.init(name, np.array(dims, dtype=np.int64))
+    def __init__(self, g: OnnxGraph, tokens: int, d: int, heads: int) -> None:
+        self.g, self.tokens, self.d, self.heads = g, tokens, d, heads
 
-    def scalar(name: str, value: float) -> str:
-        return g.init(name, np.float32(value))
+    def shape(self, name: str, dims: tuple[int, ...]) -> str:
+        return self.g.init(name, np.array(dims, dtype=np.int64))
 
-    def layer_norm(x: str, p: str) -> str:
-        return g.node("LayerNormalization", [x, g.uniform(f"{p}.weight", (d,), 0.5, 1.5),
-                                             g.uniform(f"{p}.bias", (d,), -0.1, 0.1)],
+    def scalar(self, name: str, value: float) -> str:
+        return self.g.init(name, np.float32(value))
+
+    def layer_norm(self, x: str, p: str) -> str:
+        g = self.g
+        return g.node("LayerNormalization", [x, g.uniform(f"{p}.weight", (self.d,), 0.5, 1.5),
+                                             g.uniform(f"{p}.bias", (self.d,), -0.1, 0.1)],
                       f"{p}/LayerNormalization", axis=-1, epsilon=1e-5)
 
-    def linear(x: str, p: str, n_in: int, n_out: int) -> str:
-        """x (1, tokens, n_in) -> (1, tokens, n_out) through a 2-D Gemm, as exporters write it."""
-        flat = g.node("Reshape", [x, shape(f"{p}.shape_in", (tokens, n_in))], f"{p}/Reshape")
-        y = g.node("Gemm", [flat, g.weight(f"{p}.weight", (n_out, n_in)), g.uniform(f"{p}.bias", (n_out,), -0.1, 0.1)],
-                   f"{p}/Gemm", transB=1)
-        return g.node("Reshape", [y, shape(f"{p}.shape_out", (1, tokens, n_out))], f"{p}/Reshape_1")
+    def linear(self, x: str, p: str, n_in: int, n_out: int) -> str:
+        """x (1, tokens, n_in) -> (1, tokens, n_out) through a 2-D Gemm."""
+        g, tokens = self.g, self.tokens
+        flat = g.node("Reshape", [x, self.shape(f"{p}.shape_in", (tokens, n_in))], f"{p}/Reshape")
+        y = g.node("Gemm", [flat, g.weight(f"{p}.weight", (n_out, n_in)),
+                            g.uniform(f"{p}.bias", (n_out,), -0.1, 0.1)], f"{p}/Gemm", transB=1)
+        return g.node("Reshape", [y, self.shape(f"{p}.shape_out", (1, tokens, n_out))], f"{p}/Reshape_1")
 
-    def split_heads(x: str, p: str, perm: list[int]) -> str:
-        x = g.node("Reshape", [x, shape(f"{p}.heads", (1, tokens, heads, hd))], f"{p}/Reshape")
-        return g.node("Transpose", [x], f"{p}/Transpose", perm=perm)
+    def split_heads(self, x: str, p: str, perm: list[int]) -> str:
+        hd = self.d // self.heads
+        x = self.g.node("Reshape", [x, self.shape(f"{p}.heads", (1, self.tokens, self.heads, hd))], f"{p}/Reshape")
+        return self.g.node("Transpose", [x], f"{p}/Transpose", perm=perm)
 
+    def attention(self, q: str, k: str, v: str, p: str, mask: str | None = None) -> str:
+        """Scaled dot-product attention over split heads, merged back to (1, tokens, d)."""
+        g = self.g
+        s = g.node("MatMul", [self.split_heads(q, f"{p}/q", [0, 2, 1, 3]),
+                              self.split_heads(k, f"{p}/k", [0, 2, 3, 1])], f"{p}/MatMul")
+        s = g.node("Div", [s, self.scalar(f"{p}.scale", (self.d // self.heads) ** 0.5)], f"{p}/Div")
+        if mask is not None:
+            s = g.node("Add", [s, mask], f"{p}/Add")
+        s = g.node("Softmax", [s], f"{p}/Softmax", axis=-1)
+        o = g.node("MatMul", [s, self.split_heads(v, f"{p}/v", [0, 2, 1, 3])], f"{p}/MatMul_1")
+        o = g.node("Transpose", [o], f"{p}/Transpose", perm=[0, 2, 1, 3])
+        return g.node("Reshape", [o, self.shape(f"{p}.merge", (1, self.tokens, self.d))], f"{p}/Reshape")
+
+
+def gpt2_block_onnx(tokens: int = 128, d: int = 768, heads: int = 12):
+    g = OnnxGraph(seed=2)
+    t = _Transformer(g, tokens, d, heads)
     causal = np.triu(np.full((tokens, tokens), -1e4, dtype=np.float32), k=1)[None, None]
     x = "hidden_states"
-    a = layer_norm(x, "ln_1")
-    qkv = linear(a, "attn.c_attn", d, 3 * d)
-    q, k, v = g.node("Split", [qkv, shape("attn.split", (d, d, d))], "attn/Split", outputs=3, axis=2)
-    q = split_heads(q, "attn/q", [0, 2, 1, 3])
-    k = split_heads(k, "attn/k", [0, 2, 3, 1])
-    v = split_heads(v, "attn/v", [0, 2, 1, 3])
-    s = g.node("MatMul", [q, k], "attn/MatMul")
-    s = g.node("Div", [s, scalar("attn.scale", hd ** 0.5)], "attn/Div")
-    s = g.node("Add", [s, g.init("attn.causal_mask", causal)], "attn/Add")
-    s = g.node("Softmax", [s], "attn/Softmax", axis=-1)
-    o = g.node("MatMul", [s, v], "attn/MatMul_1")
-    o = g.node("Transpose", [o], "attn/Transpose", perm=[0, 2, 1, 3])
-    o = g.node("Reshape", [o, shape("attn.merge", (1, tokens, d))], "attn/Reshape")
-    x = g.node("Add", [x, linear(o, "attn.c_proj", d, d)], "Add")
-    m = linear(layer_norm(x, "ln_2"), "mlp.c_fc", d, 4 * d)
-    cube = g.node("Pow", [m, scalar("gelu.three", 3.0)], "mlp/act/Pow")
-    inner = g.node("Add", [m, g.node("Mul", [cube, scalar("gelu.c", 0.044715)], "mlp/act/Mul")], "mlp/act/Add")
-    t = g.node("Tanh", [g.node("Mul", [inner, scalar("gelu.sqrt_2_pi", 0.7978845608)], "mlp/act/Mul_1")],
-               "mlp/act/Tanh")
-    t = g.node("Add", [t, scalar("gelu.one", 1.0)], "mlp/act/Add_1")
-    gelu = g.node("Mul", [g.node("Mul", [m, scalar("gelu.half", 0.5)], "mlp/act/Mul_2"), t], "mlp/act/Mul_3")
-    x = g.node("Add", [x, linear(gelu, "mlp.c_proj", 4 * d, d)], "Add_1")
+    qkv = t.linear(t.layer_norm(x, "ln_1"), "attn.c_attn", d, 3 * d)
+    q, k, v = g.node("Split", [qkv, t.shape("attn.split", (d, d, d))], "attn/Split", outputs=3, axis=2)
+    o = t.attention(q, k, v, "attn", g.init("attn.causal_mask", causal))
+    x = g.node("Add", [x, t.linear(o, "attn.c_proj", d, d)], "Add")
+    m = t.linear(t.layer_norm(x, "ln_2"), "mlp.c_fc", d, 4 * d)
+    cube = g.node("Pow", [m, t.scalar("gelu.three", 3.0)], "mlp/act/Pow")
+    inner = g.node("Add", [m, g.node("Mul", [cube, t.scalar("gelu.c", 0.044715)], "mlp/act/Mul")], "mlp/act/Add")
+    th = g.node("Tanh", [g.node("Mul", [inner, t.scalar("gelu.sqrt_2_pi", 0.7978845608)], "mlp/act/Mul_1")],
+                "mlp/act/Tanh")
+    th = g.node("Add", [th, t.scalar("gelu.one", 1.0)], "mlp/act/Add_1")
+    gelu = g.node("Mul", [g.node("Mul", [m, t.scalar("gelu.half", 0.5)], "mlp/act/Mul_2"), th], "mlp/act/Mul_3")
+    x = g.node("Add", [x, t.linear(gelu, "mlp.c_proj", 4 * d, d)], "Add_1")
     return g.model("gpt2_block", {"hidden_states": (1, tokens, d)}, x, (1, tokens, d))
+
+
+def bert_base_onnx(layers: int = 12, tokens: int = 128, d: int = 768, heads: int = 12):
+    """BERT-base's encoder (post-LayerNorm layers, GELU by erf), as Hugging Face's export
+    writes it; the embeddings are left out: the input is the embedded sequence."""
+    g = OnnxGraph(seed=3)
+    t = _Transformer(g, tokens, d, heads)
+    x = "hidden_states"
+    for i in range(layers):
+        p = f"encoder.layer.{i}"
+        q, k, v = (t.linear(x, f"{p}.attention.self.{n}", d, d) for n in ("query", "key", "value"))
+        o = t.linear(t.attention(q, k, v, f"{p}/attention/self"), f"{p}.attention.output.dense", d, d)
+        x = t.layer_norm(g.node("Add", [o, x], f"{p}/attention/output/Add"), f"{p}.attention.output.LayerNorm")
+        h = t.linear(x, f"{p}.intermediate.dense", d, 4 * d)
+        e = g.node("Erf", [g.node("Div", [h, t.scalar(f"{p}.gelu.sqrt2", 2 ** 0.5)], f"{p}/intermediate/Div")],
+                   f"{p}/intermediate/Erf")
+        e = g.node("Add", [e, t.scalar(f"{p}.gelu.one", 1.0)], f"{p}/intermediate/Add")
+        h = g.node("Mul", [g.node("Mul", [h, e], f"{p}/intermediate/Mul"), t.scalar(f"{p}.gelu.half", 0.5)],
+                   f"{p}/intermediate/Mul_1")
+        o = t.linear(h, f"{p}.output.dense", 4 * d, d)
+        x = t.layer_norm(g.node("Add", [o, x], f"{p}/output/Add"), f"{p}.output.LayerNorm")
+    return g.model("bert_base", {"hidden_states": (1, tokens, d)}, x, (1, tokens, d))
 
 
 def require(package: str) -> None:
@@ -223,7 +259,8 @@ def require(package: str) -> None:
                          f".venv/bin/pip install -e '.[test]' (or run `make bench`)")
 
 
-ONNX_MODELS: dict[str, Callable] = {"resnet50": resnet50_onnx, "mobilenet": mobilenet_onnx, "gpt2": gpt2_block_onnx}
+ONNX_MODELS: dict[str, Callable] = {"resnet50": resnet50_onnx, "mobilenet": mobilenet_onnx, "gpt2": gpt2_block_onnx,
+                                    "bert": bert_base_onnx}
 
 
 @dataclass

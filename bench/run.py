@@ -1,6 +1,6 @@
 """How fast RelayLens's compiled code runs, beside numpy, our interpreter and onnxruntime.
 
-    python bench/run.py [--runs N] [--interp-runs N] [--models resnet50,mobilenet,gpt2]
+    python bench/run.py [--runs N] [--interp-runs N] [--models resnet50,mobilenet,gpt2,bert]
                         [--skip-models] [--skip-micro] [--json out.json]
 
 Threads: RelayLens's parallel loops run on RELAYLENS_NUM_THREADS threads (default: the
@@ -9,9 +9,10 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
 
 1. Models (bench/build.py's networks: the ONNX model and the Relay text our frontend
    makes of it, so all sides run one graph), median of N runs after 2 warm-ups:
-   * compiled: `lowered.executable.run(input, *weights)`, the AOT entry (the weights are
-     @main parameters, so each run also copies them to aligned buffers: that copy, timed
-     on its own, is the "copy-in" column);
+   * compiled: built with the weights bound (`compile(text, params=weights)`, as
+     `relay.build(mod, params=...)` and `relaylens build --params`), so they are constants
+     folded and packed at build time; `lowered.executable.run(input)` calls the AOT entry
+     with the real input alone;
    * interpreter: the reference interpreter (numpy, one op at a time) on the checked
      module, `--interp-runs` times (default 1: it is slow);
    * onnxruntime: an InferenceSession of the ONNX model (all graph optimisations on), the
@@ -97,12 +98,12 @@ def ort_session(model, threads: int):
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def compile_text(text: str, name: str, threads: int | None = None):
-    """Compile Relay text to machine code (raises SystemExit with the first error)."""
+def compile_text(text: str, name: str, threads: int | None = None, params: dict | None = None):
+    """Compile Relay text to machine code, `params` bound (raises SystemExit with the first error)."""
     from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.runtime.jit import JIT
 
-    result = compile(text, name, jit=JIT(num_threads=threads))
+    result = compile(text, name, params=params, jit=JIT(num_threads=threads))
     if result.executable is None:
         raise SystemExit(f"error: {name} does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
     return result, result.lowered
@@ -123,24 +124,20 @@ def model_inputs(model) -> dict[str, np.ndarray]:
 
 def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) -> dict:
     from relaylens.compiler.interpreter import Interpreter
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
 
-    result, lowering = compile_text(model.text, f"{model.key}.relay", threads)
+    started = time.perf_counter()
+    result, lowering = compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
+    build_s = time.perf_counter() - started
     feeds = model_inputs(model)
     by_param = {model.inputs[name]: value for name, value in feeds.items()}
-    args = [by_param[p] if p in by_param else model.params[p] for p in model.param_order]
+    inputs = [by_param[p.name] for p in result.snapshots[0].module["main"].params]  # what binding left
     exe = lowering.executable
-    ours = exe.run(*args)
-
-    def copy_in() -> None:
-        for a in args:
-            aligned_empty(a.shape, a.dtype)[...] = a
-
+    ours = exe.run(*inputs)
     session = ort_session(model.onnx, threads)
     reference = session.run(None, feeds)[0]
     figures = {
-        "compiled_s": median_s(lambda: exe.run(*args), runs),
-        "copy_in_s": median_s(copy_in, runs),
+        "compiled_s": median_s(lambda: exe.run(*inputs), runs),
+        "build_s": build_s,
         "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs),
         "max_abs_diff": float(np.abs(ours - reference).max()),
         "max_abs_output": float(np.abs(reference).max()),
@@ -149,8 +146,8 @@ def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) ->
     if top:
         figures["kernels"] = kernel_profile(lowering, runs)[:top]
     if interp_runs:
-        module = result.snapshots[0].module  # the checked input, as `relaylens run --interp`
-        figures["interpreter_s"] = median_s(lambda: Interpreter(module).call("main", args), interp_runs,
+        module = result.snapshots[0].module  # the checked input, weights bound, as `relaylens run --interp`
+        figures["interpreter_s"] = median_s(lambda: Interpreter(module).call("main", inputs), interp_runs,
                                             warm_ups=0)
     figures["ratio_to_onnxruntime"] = figures["compiled_s"] / figures["onnxruntime_s"]
     return figures
@@ -370,11 +367,12 @@ def ms(seconds: float | None) -> str:
 def model_table(models: dict[str, dict], threads: int, runs: int, interp_runs: int) -> list[str]:
     out = [f"Inference latency, ms (median of {runs} after {WARM_UPS} warm-ups; interpreter: "
            f"{interp_runs or 'not run'}), {threads_text(threads)}:", "",
-           "| model | RelayLens compiled | of which copy-in of weights | interpreter | onnxruntime "
+           "| model | RelayLens compiled (weights bound) | its build | interpreter | onnxruntime "
            "| compiled ÷ onnxruntime | max abs diff (output max) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, f in models.items():
-        out.append(f"| {B.LABELS[key]} | {ms(f['compiled_s'])} | {ms(f['copy_in_s'])} ({f['weights_mib']:,.0f} MiB)"
+        out.append(f"| {B.LABELS[key]} ({f['weights_mib']:,.0f} MiB of weights) | {ms(f['compiled_s'])}"
+                   f" | {f['build_s']:.1f} s"
                    f" | {ms(f.get('interpreter_s'))} | {ms(f['onnxruntime_s'])} | {f['ratio_to_onnxruntime']:.1f}x"
                    f" | {f['max_abs_diff']:.1e} ({f['max_abs_output']:.1f}) |")
     for key, f in models.items():

@@ -10,6 +10,7 @@ the very same bits, so the bounds hold for compiled code too.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -184,3 +185,20 @@ def test_reinterpret_reads_the_same_bits():
     np.testing.assert_array_equal(te_eval.evaluate(bits, {x: values})[0], values.view(np.int32))
     with pytest.raises(TypeError, match="widths differ"):
         te.reinterpret(te.Var("n", "int64"), "float32")
+
+
+@pytest.mark.parametrize("exponent", [1, 2, 3, 4])
+def test_a_small_whole_power_is_products_not_a_pow_call(exponent: int) -> None:
+    """GPT-2's GELU computes `x ** 3`: 16 scalar powf calls per vector before."""
+    from relaylens.compiler.driver import compile
+
+    text = f'#[version = "0.0.5"]\ndef @main(%x: Tensor[(4096), float32]) {{\n  power(%x, {exponent}f)\n}}\n'
+    built = compile(text, "pow.relay")
+    assert not re.search(r"@(llvm\.)?pow", built.lowered.optimized_ir)
+    x = np.random.default_rng(exponent).standard_normal(4096).astype(np.float32) * 30
+    x[:7] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -3e38]
+    got, want = built.executable.run(x), np.power(x, np.float32(exponent))
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.signbit(got), np.signbit(want))
+    finite = np.isfinite(want) & (want != 0)
+    assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    assert np.max(np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))) <= 2
