@@ -33,6 +33,9 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "ToBasicBlockNormalForm",
     "SimplifyInference",
     "EliminateCommonSubexpr",
+    "CombineParallelConv2D",  # these three: opt level 4, so skipped by the default level 3, as in TVM
+    "CombineParallelDense",
+    "CombineParallelBatchMatmul",
     "FoldConstant",
     "FoldScaleAxis",
     "SimplifyExpr",
@@ -47,8 +50,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "qnn.Legalize", "Legalize", "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
-    "AlterOpLayout", "FastMath",
+    "qnn.Legalize", "Legalize", "AlterOpLayout", "FastMath",
 )
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from .build import RELAY_BUILD_PIPELINE, BuildResult, build_module
 from .check import check_text
 from .diagnostics import Diagnostic, Severity
+from .transform import PassContext, get_pass
 from .lower.pipeline import LoweringCache, lower_build
 from .transform.bind_params import bind_params_by_name
 from .unknown_values import fill_unknown_constants
@@ -89,7 +90,7 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     if errors or stop_after == "check":
         return result
     built = build_module(module, name=name, checked=checked, passes=passes, opt_level=opt_level,
-                         config=config, strict=strict, progress=_pass_steps(progress, passes))
+                         config=config, strict=strict, progress=_pass_steps(progress, passes, opt_level))
     built.diagnostics[:0] = [*checked.diagnostics, *filled]  # the check's warnings come first
     if not built.ok or not built.snapshots or stop_after == "passes":
         return built
@@ -107,10 +108,13 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     return built
 
 
-def _pass_steps(progress: Progress | None, passes: list[str] | None):
+def _pass_steps(progress: Progress | None, passes: list[str] | None, opt_level: int = 3):
+    """Progress per pass of the pipeline that runs at `opt_level` (a pass of a higher
+    level, CombineParallelConv2D at 3, is not a step)."""
     if progress is None:
         return None
-    pipeline = list(passes or RELAY_BUILD_PIPELINE)
+    context = PassContext(opt_level=opt_level)
+    pipeline = [n for n in (passes or RELAY_BUILD_PIPELINE) if _runs(n, context)]
     done = [0]
 
     def on_pass(pass_name: str) -> None:  # passes run InferType inside too: not a step of their own
@@ -119,6 +123,13 @@ def _pass_steps(progress: Progress | None, passes: list[str] | None):
         progress(Step("passes", pass_name, max(done[0], 1), len(pipeline)))
 
     return on_pass
+
+
+def _runs(name: str, context: PassContext) -> bool:
+    try:
+        return context.enabled(get_pass(name))
+    except KeyError:  # an unknown name: build_module reports it
+        return True
 
 
 def _kernel_steps(progress: Progress | None, built: BuildResult):

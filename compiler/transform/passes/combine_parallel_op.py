@@ -228,9 +228,11 @@ class ParallelOpCombiner:
             combined = self.make_following_call(combined, group, level, parent)
             _fill(combined, [b[level] for b in group])
             level += 1
-        self.update_outputs(combined, group, level - 1, subst)
-        for branch in group:
-            SIBuilder(branch[level - 1]).recursively_fill_span(subst[branch[level - 1]], inputs=[combined])
+        shares: dict[Expr, Expr] = {}
+        self.update_outputs(combined, group, level - 1, shares)
+        for old, share in shares.items():
+            SIBuilder(old).recursively_fill_span(share, inputs=[combined])
+        subst.update(shares)
 
     def check_level(self, group: Group, depth: int, parent: int) -> bool:
         call = group[0][depth]
