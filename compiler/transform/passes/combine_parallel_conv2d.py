@@ -84,6 +84,7 @@ class Conv2DCombiner(ParallelOpCombiner):
         for a in get_op("nn.conv2d").attrs:  # in the op's order, as printed
             if a.name == "channels":
                 new["channels"] = IntImm(channels)
+                written.pop("channels", None)
             elif a.name in written:
                 new[a.name] = written.pop(a.name)
         new.update(written)
