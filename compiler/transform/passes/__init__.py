@@ -17,3 +17,4 @@ from . import fold_scale_axis  # noqa: F401  (and its Backward/Forward members)
 from . import combine_parallel_conv2d  # noqa: F401
 from . import combine_parallel_dense  # noqa: F401
 from . import combine_parallel_batch_matmul  # noqa: F401
+from . import defuse_ops  # noqa: F401
