@@ -31,6 +31,8 @@ from .transform.infra import Pass, PassInstrument, Snapshot
 RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in src/relay/backend/utils.cc, then FuseOps
     "RemoveUnusedFunctions",
     "ToBasicBlockNormalForm",
+    "qnn.Legalize",
+    "Legalize",
     "SimplifyInference",
     "EliminateCommonSubexpr",
     "CombineParallelConv2D",  # these three: opt level 4, so skipped by the default level 3, as in TVM
@@ -50,7 +52,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "qnn.Legalize", "Legalize", "AlterOpLayout", "FastMath",
+    "AlterOpLayout", "FastMath",
 )
 
 
