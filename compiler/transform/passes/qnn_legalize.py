@@ -20,10 +20,10 @@ out_dtype written (the qnn op's result dtype, int32 unless it said otherwise).  
 other QnnLegalize rules are for ops our registry does not have (qnn.conv2d_transpose,
 the qnn unary ops).
 
-QnnCanonicalize: TVM lowers qnn.quantize, qnn.dequantize and qnn.requantize to Relay
-arithmetic here.  Not done yet: they stay ops, lowered by compute rules that compute
-TVM's canonical forms (compiler/ops/qnn.py), so values agree but the fused functions of a
-quantized model are named after the qnn ops, not after the arithmetic.
+QnnCanonicalize: qnn.quantize and qnn.dequantize become Relay arithmetic as TVM lowers
+them (qnn_canonicalize.py); qnn.requantize is not canonicalized yet: it stays an op,
+lowered by a compute rule that computes TVM's canonical form, so values agree but the
+fused functions of a quantized model name it where TVM names its arithmetic.
 
 Spans: see legalize.py.
 """
