@@ -20,10 +20,8 @@ out_dtype written (the qnn op's result dtype, int32 unless it said otherwise).  
 other QnnLegalize rules are for ops our registry does not have (qnn.conv2d_transpose,
 the qnn unary ops).
 
-QnnCanonicalize: qnn.quantize and qnn.dequantize become Relay arithmetic as TVM lowers
-them (qnn_canonicalize.py); qnn.requantize is not canonicalized yet: it stays an op,
-lowered by a compute rule that computes TVM's canonical form, so values agree but the
-fused functions of a quantized model name it where TVM names its arithmetic.
+QnnCanonicalize: qnn.quantize, qnn.dequantize and qnn.requantize become Relay arithmetic
+as TVM lowers them (qnn_canonicalize.py, which lists the forms it leaves as ops).
 
 Spans: see legalize.py.
 """
