@@ -31,8 +31,13 @@ from .transform.infra import Pass, PassInstrument, Snapshot
 RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in src/relay/backend/utils.cc, then FuseOps
     "RemoveUnusedFunctions",
     "ToBasicBlockNormalForm",
+    "qnn.Legalize",
+    "Legalize",
     "SimplifyInference",
     "EliminateCommonSubexpr",
+    "CombineParallelConv2D",  # these three: opt level 4, so skipped by the default level 3, as in TVM
+    "CombineParallelDense",
+    "CombineParallelBatchMatmul",
     "FoldConstant",
     "FoldScaleAxis",
     "SimplifyExpr",
@@ -48,7 +53,6 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "qnn.Legalize", "Legalize", "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
     "AlterOpLayout",
 )
 

@@ -11,6 +11,7 @@ from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.ir.expr import Constant
 from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.lower.pipeline import LoweringCache
+from relaylens.compiler.transform import get_pass
 
 TEXT = """#[version = "0.0.5"]
 def @main(%x: Tensor[(2, 8), float32], %w: Tensor[(4, 8), float32], %b: Tensor[(4), float32],

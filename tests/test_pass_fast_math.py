@@ -136,7 +136,9 @@ def test_fast_ops_interpreted_are_the_exact_functions(built):
 
 @pytest.mark.parametrize("dtype, rtol", [("float16", 1e-3), ("float64", 1e-13)])
 def test_fast_ops_on_other_floats(dtype, rtol):
-    """float16 is computed in float32; on float64 the fast ops are the exact functions."""
+    """float16 is computed in float32; on float64 the fast ops are the exact functions,
+    but for erf, which x86's Legalize computes in float32 first (as TVM does), so it is
+    fast_erf's float32 approximation (4e-7 relative) there."""
     text = HEADER + f"""def @main(%x: Tensor[(64), {dtype}]) {{
   (exp(%x), tanh(%x), erf(%x), nn.softmax(%x))
 }}
@@ -147,6 +149,8 @@ def test_fast_ops_on_other_floats(dtype, rtol):
     x = np.linspace(-5, 5, 64).astype(dtype)
     wide = x.astype(np.float64)
     softmax = np.exp(wide - wide.max()) / np.exp(wide - wide.max()).sum()
-    for got, want in zip(result.executable.run(x), [np.exp(wide), np.tanh(wide), _erf(wide), softmax]):
+    for name, got, want in zip(("exp", "tanh", "erf", "softmax"), result.executable.run(x),
+                               [np.exp(wide), np.tanh(wide), _erf(wide), softmax]):
         assert got.dtype == dtype
-        np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=1e-300)
+        tolerance = 1e-6 if (name, dtype) == ("erf", "float64") else rtol
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=tolerance, atol=1e-300, err_msg=name)

@@ -13,3 +13,4 @@ from . import (  # noqa: F401
     transform,
     transform_index,
 )
+from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)

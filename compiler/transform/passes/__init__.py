@@ -15,3 +15,9 @@ from . import flatten_atrous_conv  # noqa: F401
 from . import plan_devices  # noqa: F401
 from . import fold_scale_axis  # noqa: F401  (and its Backward/Forward members)
 from . import fast_math  # noqa: F401
+from . import combine_parallel_conv2d  # noqa: F401
+from . import combine_parallel_dense  # noqa: F401
+from . import combine_parallel_batch_matmul  # noqa: F401
+from . import defuse_ops  # noqa: F401
+from . import dynamic_to_static  # noqa: F401
+from . import legalize, legalize_x86, qnn_legalize, qnn_canonicalize  # noqa: F401

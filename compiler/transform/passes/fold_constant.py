@@ -361,3 +361,9 @@ class FoldConstant(FunctionPass):
         out = folder.fold(func)
         self.diagnostics += folder.diagnostics
         return out
+
+
+def fold_expression(expr: Expr, mod: IRModule, ctx: PassContext) -> Expr:
+    """`expr` folded on its own, as this pass folds it in place (DynamicToStatic folds the
+    arguments of a dynamic call one by one, as TVM does)."""
+    return _Folder(mod, FoldBudget(max_fold_bytes(ctx, mod))).fold(expr)

@@ -1,0 +1,151 @@
+"""Dynamic forms of static ops (TVM's `dyn.*`): an attribute of the static op arrives as a
+tensor argument instead, known only at run time.
+
+    dyn.reshape(%x, %shape)   ==  reshape(%x, newshape=<the values of %shape>)
+
+One table, `DYNAMIC_FORMS`, says for each dynamic op which static op it stands for and
+which of its arguments hold which attribute (and how to read them from an array).  The
+table drives the op definitions below (relation: the result's rank and dtype, every
+extent `?`; reference: the static op's reference on the attribute values read from the
+arguments) and DynamicToStatic (transform/passes/dynamic_to_static.py), which rewrites a
+dynamic call whose attribute arguments are constants into its static op.
+
+The other attributes of a dynamic op are the static op's; the moved ones stay accepted
+as unused attributes (TVM prints `dyn.reshape(%x, %s, newshape=[])`).  No compute rule:
+a dynamic op runs in the interpreter only, so it must become static before lowering.
+TVM's dyn ops without a static op here (dyn.topk, dyn.nn.upsampling3d,
+dyn.sparse_to_dense) are not defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir.types import ANY, TensorType
+from .attrs import ANY as ANY_VALUE
+from .attrs import Attr
+from .registry import BROADCAST, INJECTIVE, OUT_EWISE_FUSABLE, OpPattern, OpTypeError, define, get_op
+from .shapes import check_dtype, check_rank, dims, known, tensor, type_text
+
+
+def _ints(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(v) for v in np.asarray(a).reshape(-1))
+
+
+def _floats(a: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(v) for v in np.asarray(a).reshape(-1))
+
+
+def _int(a: np.ndarray) -> int:
+    return int(np.asarray(a).reshape(-1)[0])
+
+
+def _float(a: np.ndarray) -> float:
+    return float(np.asarray(a).reshape(-1)[0])
+
+
+def _int_lists(a: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(v) for v in row) for row in np.asarray(a))
+
+
+@dataclass(frozen=True)
+class DynamicForm:
+    name: str  # dyn.reshape
+    static: str  # reshape
+    inputs: tuple[str, ...]  # the dynamic op's arguments
+    moved: dict[int, tuple[str, Callable[[np.ndarray], Any]]]  # argument -> (static attribute, reader)
+    rank: Callable[[list[TensorType], Any], int]  # the result's rank from the argument types
+    dtype: Callable[[list[TensorType], Any], str]
+    pattern: OpPattern = INJECTIVE
+    also_constant: tuple[int, ...] = ()  # arguments TVM also wants constant before rewriting
+    define: bool = field(default=True)  # False: the op is defined elsewhere (dyn.broadcast_to)
+
+    def kept_args(self) -> list[int]:
+        return [i for i in range(len(self.inputs)) if i not in self.moved]
+
+    def static_attrs(self, attrs: Any, values: dict[int, np.ndarray]) -> dict[str, Any]:
+        """The static op's attributes: the dynamic call's own, then the moved ones read
+        from `values` (argument index -> array)."""
+        moved = {name for name, _ in self.moved.values()}
+        out = {a.name: attrs[a.name] for a in get_op(self.static).attrs if a.name not in moved and a.name in attrs}
+        for index, (name, read) in self.moved.items():
+            out[name] = read(values[index])
+        return out
+
+
+def _length(ty: TensorType, op: str, arg: int) -> int:
+    """The static length of a 1-D shape-like argument."""
+    if ty.ndim != 1 or not known(dims(ty)[0]):
+        raise OpTypeError(f"{op}: argument {arg} must be a 1-D tensor of static length, found {type_text(ty)}", arg)
+    return check_rank(int(dims(ty)[0]), f"{op}: the result")
+
+
+def _data_dtype(ts, attrs) -> str:
+    return ts[0].dtype
+
+
+def _attr_dtype(default_from: int | None):
+    def dtype(ts, attrs) -> str:
+        if attrs.dtype:
+            return check_dtype(attrs.dtype)
+        return ts[default_from].dtype if default_from is not None else "float32"
+    return dtype
+
+
+DYNAMIC_FORMS: dict[str, DynamicForm] = {f.name: f for f in (
+    DynamicForm("dyn.reshape", "reshape", ("data", "newshape"), {1: ("newshape", _ints)},
+                lambda ts, a: _length(ts[1], "dyn.reshape", 1), _data_dtype),
+    DynamicForm("dyn.squeeze", "squeeze", ("data", "axis"), {1: ("axis", _ints)},
+                lambda ts, a: ts[0].ndim - _length(ts[1], "dyn.squeeze", 1), _data_dtype),
+    DynamicForm("dyn.tile", "tile", ("data", "reps"), {1: ("reps", _ints)},
+                lambda ts, a: max(ts[0].ndim, _length(ts[1], "dyn.tile", 1)), _data_dtype, BROADCAST),
+    DynamicForm("dyn.broadcast_to", "broadcast_to", ("data", "shape"), {1: ("shape", _ints)},
+                lambda ts, a: _length(ts[1], "dyn.broadcast_to", 1), _data_dtype, BROADCAST, define=False),
+    DynamicForm("dyn.zeros", "zeros", ("shape",), {0: ("shape", _ints)},
+                lambda ts, a: _length(ts[0], "dyn.zeros", 0), _attr_dtype(None), OpPattern.ELEMWISE),
+    DynamicForm("dyn.ones", "ones", ("shape",), {0: ("shape", _ints)},
+                lambda ts, a: _length(ts[0], "dyn.ones", 0), _attr_dtype(None), OpPattern.ELEMWISE),
+    DynamicForm("dyn.full", "full", ("fill_value", "shape"), {1: ("shape", _ints)},
+                lambda ts, a: _length(ts[1], "dyn.full", 1), _attr_dtype(0), OpPattern.ELEMWISE),
+    DynamicForm("dyn.one_hot", "one_hot", ("indices", "on_value", "off_value", "depth"), {3: ("depth", _int)},
+                lambda ts, a: ts[0].ndim + 1, _attr_dtype(1), OUT_EWISE_FUSABLE),
+    DynamicForm("dyn.strided_slice", "strided_slice", ("data", "begin", "end", "strides"),
+                {1: ("begin", _ints), 2: ("end", _ints), 3: ("strides", _ints)},
+                lambda ts, a: ts[0].ndim, _data_dtype),
+    DynamicForm("dyn.nn.pad", "nn.pad", ("data", "pad_width", "pad_value"), {1: ("pad_width", _int_lists)},
+                lambda ts, a: ts[0].ndim, _data_dtype, also_constant=(2,)),
+    DynamicForm("dyn.image.resize2d", "image.resize2d", ("data", "size", "roi"),
+                {1: ("size", _ints), 2: ("roi", _floats)},
+                lambda ts, a: ts[0].ndim, lambda ts, a: check_dtype(a.out_dtype) if a.out_dtype else ts[0].dtype),
+    DynamicForm("dyn.nn.upsampling", "nn.upsampling", ("data", "scale_h", "scale_w"),
+                {1: ("scale_h", _float), 2: ("scale_w", _float)}, lambda ts, a: ts[0].ndim, _data_dtype),
+)}
+
+
+def _define(form: DynamicForm) -> None:
+    moved = {name for name, _ in form.moved.values()}
+    attrs = tuple(a for a in get_op(form.static).attrs if a.name not in moved)
+    attrs += tuple(Attr(name, ANY_VALUE, None, "unused: the value is an argument") for name in sorted(moved))
+    opdef = define(form.name, form.inputs, form.pattern, attrs=attrs,
+                   doc=f"{form.static} with {', '.join(sorted(moved))} given as tensor arguments, known at run "
+                       f"time; every extent of the result is `?`.")
+
+    @opdef.relation
+    def _(*args: Any) -> TensorType:
+        *types, attrs = args
+        ts = [tensor(t, f"{form.name}: {n}", i) for i, (t, n) in enumerate(zip(types, form.inputs))]
+        return TensorType((ANY,) * form.rank(ts, attrs), form.dtype(ts, attrs))
+
+    @opdef.reference
+    def _(*args: Any) -> np.ndarray:
+        *values, attrs = args
+        static = form.static_attrs(attrs, {i: values[i] for i in form.moved})
+        return get_op(form.static).evaluate([values[i] for i in form.kept_args()], static)
+
+
+for _form in DYNAMIC_FORMS.values():
+    if _form.define:
+        _define(_form)
