@@ -104,27 +104,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         plan = OutputPlan.of([args.file, weights.path, *specs], force=args.force)
         plan.add(args.output, f"-o {args.output}")
         plan.check()
-    name, text, bad_encoding = read_source(args.file)
-    if bad_encoding is not None:
-        report([bad_encoding], name, err)
+    program = load_program(args, weights, err)
+    if program is None:
         return EXIT_ERRORS
-    result = parse(text, name)
-    if any(is_unknown_constants_warning(d) for d in result.diagnostics):  # printed without its metadata
-        result = check_text(text, name)  # their types, from ty= comments or their use
-    report(result.diagnostics, name, err)
-    if any(d.is_error for d in result.diagnostics):
-        return EXIT_ERRORS
-    module, filled = fill_unknown_constants(result.module, args.seed)  # the same values the build draws
-    report(filled, name, err)
-    if any(d.is_error for d in filled):
-        return EXIT_ERRORS
-    if "main" not in module:
-        print(render(Diagnostic("there is no @main to run"), name), file=err)
-        return EXIT_ERRORS
-    arguments = bind_and_match(module, name, args, weights, err)
-    if arguments is None:
-        return EXIT_ERRORS
-    params, inputs, everything = arguments
+    name, text, module, params, inputs, everything = program
 
     try:
         if args.interp:
@@ -151,6 +134,33 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         print_outputs(outputs, out)
     return EXIT_OK
+
+
+def load_program(args: argparse.Namespace, weights: ParamsFile, err: TextIO):
+    """(name, text, module, weights to bind, arguments of the compiled @main, arguments of
+    @main as written) for `args.file`, its weights and `--input`s (or random inputs from
+    `args.seed`); None after reporting errors in the input.  `run` and `profile` share it."""
+    name, text, bad_encoding = read_source(args.file)
+    if bad_encoding is not None:
+        report([bad_encoding], name, err)
+        return None
+    result = parse(text, name)
+    if any(is_unknown_constants_warning(d) for d in result.diagnostics):  # printed without its metadata
+        result = check_text(text, name)  # their types, from ty= comments or their use
+    report(result.diagnostics, name, err)
+    if any(d.is_error for d in result.diagnostics):
+        return None
+    module, filled = fill_unknown_constants(result.module, args.seed)  # the same values the build draws
+    report(filled, name, err)
+    if any(d.is_error for d in filled):
+        return None
+    if "main" not in module:
+        print(render(Diagnostic("there is no @main to run"), name), file=err)
+        return None
+    arguments = bind_and_match(module, name, args, weights, err)
+    if arguments is None:
+        return None
+    return (name, text, module, *arguments)
 
 
 def check_against_interpreter(module, arrays: list[Value], value: Value, err: TextIO) -> bool:
