@@ -51,7 +51,7 @@ class OrtProfile:
 
 
 def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int, threads: int) -> OrtProfile:
-    try:
+    try:  # only --compare needs them, and onnxruntime takes a while to load
         import onnx
         import onnxruntime as ort
     except ImportError as err:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import llvmlite.binding as llvm
+
 # LLVM host CPU name -> (FMA datapath bits, FMA units), where the ISA width misleads
 FMA_DATAPATH = {
     "znver4": (256, 2), "znver3": (256, 2), "znver2": (256, 2), "znver1": (128, 2),
@@ -38,7 +40,6 @@ class Peak:
 
 
 def machine_peak(threads: int, *, cpuinfo: str = "/proc/cpuinfo") -> Peak:
-    import llvmlite.binding as llvm
 
     cpu = llvm.get_host_cpu_name()
     features = llvm.get_host_cpu_features()

@@ -13,7 +13,7 @@ An object `{"displayTimeUnit": "ms", "traceEvents": [...], "otherData": {...}}`:
 `ts` and `dur` are microseconds (floats: the clock is read in ns), `ts` counted from the
 first call of the first counted run.  Kernel calls run one after the other on the
 calling thread (their parallel loops fork and join inside), so the slices nest properly.
-tests/data/chrome_trace.schema.json is the JSON schema of exactly what this writes.
+tests/schemas/chrome_trace.schema.json is the JSON schema of exactly what this writes.
 """
 
 from __future__ import annotations
