@@ -138,6 +138,7 @@ def test_kernel_times_lie_inside_the_run(one_kernel, two_kernels):
             assert all(start <= end for start, end in spans)
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
             assert sum(end - start for start, end in spans) <= prof.in_entry[run] <= prof.end_to_end[run]
+        assert 0 < prof.covered("call") <= prof.covered("entry") <= 1
 
 
 def test_the_timed_entry_computes_what_the_entry_computes(two_kernels):

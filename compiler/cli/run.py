@@ -45,11 +45,12 @@ from ..check import check_text
 from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import Interpreter, InterpreterError, Value, value_text
-from ..interpreter.values import static_shape, type_mismatch, type_text
+from ..interpreter.values import type_mismatch, type_text
 from ..ir.expr import Function, Var
-from ..ir.types import TensorType, TupleType, Type
+from ..ir.types import TupleType
 from ..parser import parse
 from ..parser.result import is_unknown_constants_warning
+from ..random_inputs import InputError, draw_inputs
 from ..transform.bind_params import bind_params_by_name
 from ..unknown_values import fill_unknown_constants
 from .array_files import load_array
@@ -57,7 +58,6 @@ from .build_options import ParamsFile, add_build_options, params_file, pass_conf
 from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .outputs import OutputPlan, write_files
 
-INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 
 
@@ -261,46 +261,13 @@ def _type_of(param: Var) -> str:
 
 
 def random_inputs(params: Sequence[Var], seed: int) -> tuple[list[Value], list[str]]:
-    """A random value per parameter of `params`, drawn in order; and a line per parameter."""
-    rng = np.random.default_rng(seed)
-    values: list[Value] = []
-    notes: list[str] = []
-    for param in params:
-        ty = param.type_annotation
-        if ty is None:
-            raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "
-                             f"pass --input {param.name}=FILE.npy")
-        try:
-            values.append(_random(rng, ty, param))
-        except MemoryError:
-            raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} does not fit "
-                             f"in memory") from None
-        notes.append(f"%{param.name}: {type_text(ty)}")
-    return values, notes
-
-
-def _random(rng: np.random.Generator, ty: Type, param: Var) -> Value:
-    if isinstance(ty, TupleType):
-        return tuple(_random(rng, t, param) for t in ty.fields)
-    if not isinstance(ty, TensorType):
-        raise UsageError(f"cannot make a random input for %{param.name} of type {type_text(ty)}: "
-                         f"only tensors (and tuples of tensors) can be generated")
-    shape = static_shape(ty)
-    if shape is None:
-        raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} has dimensions "
-                         f"known only at run time; pass --input {param.name}=FILE.npy")
+    """A random value per parameter of `params`, drawn in order (random_inputs.py); and a
+    line per parameter.  One that cannot be drawn is a UsageError."""
     try:
-        dtype = np.dtype(ty.dtype)
-    except TypeError:
-        raise UsageError(f"cannot make a random input for %{param.name}: numpy has no dtype "
-                         f"{ty.dtype}") from None
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(*INT_RANGE, size=shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) < 0.5
-    raise UsageError(f"cannot make a random input for %{param.name} of dtype {ty.dtype}")
+        return draw_inputs(params, seed)
+    except InputError as err:
+        hint = f"; pass --input {err.param}=FILE.npy" if err.given else ""
+        raise UsageError(f"{err}{hint}") from None
 
 
 # --- outputs ----------------------------------------------------------------------------

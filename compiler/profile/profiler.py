@@ -92,7 +92,19 @@ class Profile:
 
     @property
     def kernel_ns(self) -> float:
+        """The kernels' time: the sum of every call site's median."""
         return sum(r.ns for r in self.rows)
+
+    def covered(self, of: str = "entry") -> float:
+        """The median over the runs of (the kernels' time in the run) / (the run's time
+        `of` "entry": first kernel start to last kernel end, or "call": the entry's call
+        from Python).  Per run, so that a run slowed down everywhere (another process on
+        the CPU) compares with itself; the sum of medians does not."""
+        spans = self.in_entry if of == "entry" else self.end_to_end
+        sums = [0] * len(spans)
+        for run, _, start, end in self.events:
+            sums[run] += end - start
+        return float(np.median([k / s for k, s in zip(sums, spans) if s])) if spans else 0.0
 
     @property
     def run_ns(self) -> float:

@@ -36,10 +36,10 @@ def profile_table(prof: Profile) -> str:
     out.append(f"     {'all kernels':<{NAME_WIDTH}} {sum(r.calls for r in prof.rows):>5g} {kernels / 1e6:>9.4f} "
                f"{'':>19} {100 * kernels / run:>5.1f} {flops / kernels if kernels else 0:>8.1f} "
                f"{100 * (flops / kernels) / prof.peak.gflops if kernels else 0:>6.1f}")
-    out += ["", f"end-to-end: {prof.run_ns / 1e6:.3f} ms median per run (the entry called from Python); "
-                f"kernels {kernels / 1e6:.3f} ms = {100 * kernels / run:.1f}% of it, "
-                f"{100 * kernels / prof.entry_ns if prof.entry_ns else 0:.1f}% of the "
-                f"{prof.entry_ns / 1e6:.3f} ms from the first kernel's start to the last one's end"]
+    out += ["", f"end-to-end: {prof.run_ns / 1e6:.3f} ms median per run (the entry called from Python), "
+                f"{prof.entry_ns / 1e6:.3f} ms from the first kernel's start to the last one's end; "
+                f"per run, the kernels take {100 * prof.covered('entry'):.1f}% of the latter and "
+                f"{100 * prof.covered('call'):.1f}% of the former (medians)"]
     layers = {k: v for k, v in prof.layers.items() if k is not None}
     if layers:
         out += ["", "time per ONNX layer (a kernel's time shared among its layers by their FLOPs):"]
