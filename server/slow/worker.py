@@ -145,7 +145,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
 def _profile(message: tuple, jobs: Jobs, out: BinaryIO) -> None:
     """Build to machine code and profile (profiling.py); answer ("profiled", job, report)."""
-    from .profiling import ProfileReport, profile_report  # lazy: as the build's
+    # lazy: the worker says it is ready before the compiler loads
+    from .profiling import ProfileReport, profile_report
     from .reporting import Cancelled
 
     _, job, uri, version, text, weights, runs = message[:7]
