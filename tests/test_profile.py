@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
@@ -19,7 +20,7 @@ from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.runtime.timing import TimedEntry
 from relaylens.compiler.profile.attribution import attribute
 from relaylens.compiler.profile.cost import call_flops, function_bytes, function_flops
-from relaylens.compiler.profile.peak import Peak, machine_peak
+from relaylens.compiler.profile.peak import Peak, machine_peak, measured_ghz
 from relaylens.compiler.profile.profiler import profile
 from relaylens.compiler.profile.table import profile_table
 from relaylens.compiler.profile.trace import chrome_trace
@@ -209,11 +210,20 @@ def test_flop_rules():
 def test_the_peak_says_how_it_was_derived(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\ncpu MHz\t\t: 2000.000\n")
-    peak = machine_peak(1, cpuinfo=str(cpuinfo))
+    peak = machine_peak(1, cpuinfo=str(cpuinfo), measure=False)
     assert "2.00 GHz" in peak.derivation and "estimate" in peak.derivation
     per_cycle = peak.gflops / 2.0  # FMA units × lanes × 2
     assert per_cycle == round(per_cycle) and per_cycle >= 4
     cores = min(2, os.cpu_count() or 1)
-    assert machine_peak(2, cpuinfo=str(cpuinfo)).gflops == pytest.approx(cores * peak.gflops)
-    missing = machine_peak(1, cpuinfo=str(tmp_path / "none"))
+    assert machine_peak(2, cpuinfo=str(cpuinfo), measure=False).gflops == pytest.approx(cores * peak.gflops)
+    missing = machine_peak(1, cpuinfo=str(tmp_path / "none"), measure=False)
     assert "assumed" in missing.derivation
+
+
+def test_the_clock_is_measured_on_x86():
+    ghz = measured_ghz()
+    if not llvm.get_process_triple().startswith("x86_64"):
+        assert ghz is None
+        return
+    assert ghz is not None and 0.3 < ghz < 10  # a clock, not a number of iterations or nanoseconds
+    assert "measured" in machine_peak(1).derivation

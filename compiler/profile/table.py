@@ -33,7 +33,7 @@ def profile_table(prof: Profile) -> str:
     out.append("-" * len(header))
     kernels = prof.kernel_ns
     flops = sum(r.flops for r in prof.rows)
-    out.append(f"     {'all kernels':<{NAME_WIDTH}} {sum(r.calls for r in prof.rows):>5g} {kernels / 1e6:>9.4f} "
+    out.append(f"     {'all kernels (the sum of the rows)':<{NAME_WIDTH}} {sum(r.calls for r in prof.rows):>5g} {kernels / 1e6:>9.4f} "
                f"{'':>19} {100 * kernels / run:>5.1f} {flops / kernels if kernels else 0:>8.1f} "
                f"{100 * (flops / kernels) / prof.peak.gflops if kernels else 0:>6.1f}")
     out += ["", f"end-to-end: {prof.run_ns / 1e6:.3f} ms median per run (the entry called from Python), "
