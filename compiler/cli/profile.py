@@ -36,7 +36,7 @@ from ..profile.trace import chrome_trace
 from .build_options import add_build_options, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
-from .run import load_program
+from .program import load_program
 
 DEFAULT_RUNS = 10
 
