@@ -115,3 +115,11 @@ def test_compare_with_onnxruntime_on_the_demo_model(capsys, tmp_path):
     differences = [float(r[-1]) for r in rows.values()]
     assert differences == sorted(differences, reverse=True)  # the layer to work on next first
     assert "ORT_ENABLE_ALL" in table
+
+
+def test_a_main_without_kernels(capsys, tmp_path):
+    path = tmp_path / "id.relay"
+    path.write_text("def @main(%x: Tensor[(2), float32]) { %x }\n")
+    status, out, err = relaylens(capsys, "profile", path, "--runs", "2")
+    assert status == 0, err
+    assert "calls no kernel" in out and "nan" not in out

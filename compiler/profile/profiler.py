@@ -104,7 +104,8 @@ class Profile:
         sums = [0] * len(spans)
         for run, _, start, end in self.events:
             sums[run] += end - start
-        return float(np.median([k / s for k, s in zip(sums, spans) if s])) if spans else 0.0
+        ratios = [k / s for k, s in zip(sums, spans) if s]
+        return float(np.median(ratios)) if ratios else 0.0
 
     @property
     def run_ns(self) -> float:

@@ -24,6 +24,8 @@ def profile_table(prof: Profile) -> str:
            f"{prof.threads} thread{'s' if prof.threads != 1 else ''}, "
            f"{'AOT entry' if prof.mode == 'aot' else 'interpreter with compiled kernels'}"]
     out.extend(f"note: {n}" for n in prof.notes)
+    if not prof.rows:
+        out.append("note: @main calls no kernel (it returns its inputs or constants): there is nothing to time")
     header = (f"{'#':>3}  {'fused function':<{NAME_WIDTH}} {'calls':>5} {'ms':>9} {'[min–max]':>19} "
               f"{'%run':>5} {'GFLOP/s':>8} {'%peak':>6} {'MB':>8} {'GB/s':>7}")
     out += ["", header, "-" * len(header)]
