@@ -37,27 +37,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 import numpy as np
 
-from ..check import check_text
 from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import Interpreter, InterpreterError, Value, value_text
-from ..interpreter.values import static_shape, type_mismatch, type_text
-from ..ir.expr import Function, Var
-from ..ir.types import TensorType, TupleType, Type
-from ..parser import parse
-from ..parser.result import is_unknown_constants_warning
-from ..transform.bind_params import bind_params_by_name
-from ..unknown_values import fill_unknown_constants
-from .array_files import load_array
-from .build_options import ParamsFile, add_build_options, params_file, pass_config, terminal_progress
-from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
+from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
+from .program import load_program, random_inputs  # noqa: F401 -- random_inputs: tests draw as run does
 
-INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 
 
@@ -104,27 +95,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         plan = OutputPlan.of([args.file, weights.path, *specs], force=args.force)
         plan.add(args.output, f"-o {args.output}")
         plan.check()
-    name, text, bad_encoding = read_source(args.file)
-    if bad_encoding is not None:
-        report([bad_encoding], name, err)
+    program = load_program(args, weights, err)
+    if program is None:
         return EXIT_ERRORS
-    result = parse(text, name)
-    if any(is_unknown_constants_warning(d) for d in result.diagnostics):  # printed without its metadata
-        result = check_text(text, name)  # their types, from ty= comments or their use
-    report(result.diagnostics, name, err)
-    if any(d.is_error for d in result.diagnostics):
-        return EXIT_ERRORS
-    module, filled = fill_unknown_constants(result.module, args.seed)  # the same values the build draws
-    report(filled, name, err)
-    if any(d.is_error for d in filled):
-        return EXIT_ERRORS
-    if "main" not in module:
-        print(render(Diagnostic("there is no @main to run"), name), file=err)
-        return EXIT_ERRORS
-    arguments = bind_and_match(module, name, args, weights, err)
-    if arguments is None:
-        return EXIT_ERRORS
-    params, inputs, everything = arguments
+    name, text, module, params, inputs, everything = program
 
     try:
         if args.interp:
@@ -172,125 +146,6 @@ def check_against_interpreter(module, arrays: list[Value], value: Value, err: Te
         print(f"check {label}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g}"
               f"{'  DIFFERS' if bad else ''}", file=err)
     return ok
-
-
-# --- inputs -----------------------------------------------------------------------------
-
-
-def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsFile, err: TextIO):
-    """(the weights to bind, the arguments of the compiled @main, the arguments of @main as
-    written) from the weights archive and `--input`s, or random inputs; None after reporting
-    weights that do not fit @main (bind_params_by_name's diagnostics, exit 1)."""
-    main = module["main"]
-    given = load_inputs(main, args.inputs or [])
-    params = {key: array for key, array in weights.read().items() if key not in given}  # an --input wins
-    weights.announce(len(params), err)
-    _, errors = bind_params_by_name(module, params, origin=weights.path or "params")  # as the build will
-    if errors:
-        report(errors, name, err)
-        return None
-    free = [p for p in main.params if p.name not in params]
-    if not args.inputs:
-        inputs, notes = random_inputs(free, args.seed)
-        if notes:  # nothing left to give: no note
-            print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
-            for line in notes:
-                print(f"  {line}", file=err)
-    else:
-        inputs = match_inputs(free, given)
-    supplied = iter(inputs)
-    return params, inputs, [params[p.name] if p.name in params else next(supplied) for p in main.params]
-
-
-def _param_list(main: Function) -> str:
-    return ", ".join("%" + p.name for p in main.params) or "none"
-
-
-def load_inputs(main: Function, specs: list[str]) -> dict[str, tuple[np.ndarray, str]]:
-    """name → (array, the file it came from), one per `--input NAME=FILE.npy`."""
-    names = {p.name for p in main.params}
-    given: dict[str, tuple[np.ndarray, str]] = {}
-    for spec in specs:
-        key, sep, path = spec.partition("=")
-        key = key.strip().lstrip("%")
-        if not sep or not key or not path:
-            raise UsageError(f"--input expects NAME=FILE.npy, got {spec!r}")
-        if key not in names:
-            raise UsageError(f"--input {spec}: @main has no parameter %{key} "
-                             f"(its parameters: {_param_list(main)})")
-        given[key] = (load_array(path, f"--input {key}={path}"), path)
-    return given
-
-
-def match_inputs(params: Sequence[Var], given: dict[str, tuple[np.ndarray, str]]) -> list[np.ndarray]:
-    """The arguments for `params` (@main's parameters not bound), in order; a missing or
-    ill-fitting input is a UsageError."""
-    missing = [p for p in params if p.name not in given]
-    if missing:
-        lines = [f"  %{p.name}: {_type_of(p)}" for p in missing]
-        raise UsageError(
-            f"missing input{'s' if len(missing) != 1 else ''} for @main:\n" + "\n".join(lines) + "\n"
-            f"pass --input NAME=FILE.npy (or bind it with --params FILE.npz); with no --input at all, "
-            f"random inputs are used")
-    arrays = []
-    for param in params:
-        array, origin = given[param.name]
-        ty = param.type_annotation
-        if isinstance(ty, TupleType):
-            raise UsageError(f"input %{param.name} has type {type_text(ty)}: only tensor parameters "
-                             f"can be given from .npy files")
-        if type_mismatch(array, ty) is not None:
-            raise UsageError(f"input %{param.name} from {origin} is {value_text(array)}, but @main "
-                             f"expects %{param.name}: {type_text(ty)}")
-        arrays.append(array)
-    return arrays
-
-
-def _type_of(param: Var) -> str:
-    return type_text(param.type_annotation) if param.type_annotation is not None else "(no type annotation)"
-
-
-def random_inputs(params: Sequence[Var], seed: int) -> tuple[list[Value], list[str]]:
-    """A random value per parameter of `params`, drawn in order; and a line per parameter."""
-    rng = np.random.default_rng(seed)
-    values: list[Value] = []
-    notes: list[str] = []
-    for param in params:
-        ty = param.type_annotation
-        if ty is None:
-            raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "
-                             f"pass --input {param.name}=FILE.npy")
-        try:
-            values.append(_random(rng, ty, param))
-        except MemoryError:
-            raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} does not fit "
-                             f"in memory") from None
-        notes.append(f"%{param.name}: {type_text(ty)}")
-    return values, notes
-
-
-def _random(rng: np.random.Generator, ty: Type, param: Var) -> Value:
-    if isinstance(ty, TupleType):
-        return tuple(_random(rng, t, param) for t in ty.fields)
-    if not isinstance(ty, TensorType):
-        raise UsageError(f"cannot make a random input for %{param.name} of type {type_text(ty)}: "
-                         f"only tensors (and tuples of tensors) can be generated")
-    shape = static_shape(ty)
-    if shape is None:
-        raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} has dimensions "
-                         f"known only at run time; pass --input {param.name}=FILE.npy")
-    try:
-        dtype = np.dtype(ty.dtype)
-    except TypeError:
-        raise UsageError(f"cannot make a random input for %{param.name}: numpy has no dtype "
-                         f"{ty.dtype}") from None
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(*INT_RANGE, size=shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) < 0.5
-    raise UsageError(f"cannot make a random input for %{param.name} of dtype {ty.dtype}")
 
 
 # --- outputs ----------------------------------------------------------------------------

@@ -19,7 +19,8 @@ any other type (functions, ADTs, refs) is printed as Relay writes it.  Labels lo
 Only the requested range is answered: the bindings are found by bisection in the symbol
 index (sorted once per analysis, by `Analysis.prepare`), so a screen of a 20,000-line file
 costs its own bindings, not the file's.  The setting `relaylens.inlayHints.types`
-(settings.py) turns hints off: the answer is then [].
+(settings.py) turns type hints off.  After a profile (relaylens/profile, profile.py), the
+hints of its figures are added on each fused group's first line.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ...compiler.ir.expr import Expr, Var
 from ...compiler.ir.types import TensorType, TupleType, Type
 from ...compiler.printer import print_type
 from ...compiler.printer.literals import dim_text
-from . import analysis_for, guarded, settings
+from . import analysis_for, guarded, profile, settings
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -127,12 +128,11 @@ def register(server: "RelayLensServer") -> None:
     @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
     @guarded(default=[])
     def inlay_hint(params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
-        if not settings.of(server).inlay_types:
-            return []
         analysis = analysis_for(server, params.text_document.uri)
         if analysis is None or analysis.syntax_only:
             return []
         source = analysis.source
         start = convert.offset(source, params.range.start)
         end = convert.offset(source, params.range.end)
-        return type_hints(analysis, start, end)
+        types = type_hints(analysis, start, end) if settings.of(server).inlay_types else []
+        return types + profile.profile_hints(server, params.text_document.uri, source, start, end)

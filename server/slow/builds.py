@@ -36,6 +36,7 @@ from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
 from ..features import Refused
 from .process import WorkerProcess
+from .profiles import Profiles
 from .report import BuildReport, ReportDiagnostic
 from .uris import VirtualUri
 
@@ -135,6 +136,7 @@ class Builds:
         self._stalled = False
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
+        self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
 
     def configure(self, options: Any) -> None:
         """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool}}`
@@ -170,6 +172,7 @@ class Builds:
     def closed(self, uri: str) -> None:
         self._cancel_timer(uri)
         self._unbuilt.pop(uri, None)
+        self.profiles.forget(uri)
         self._void_jobs(uri)
         self.reports.pop(uri, None)
         self._fail_waiters(uri, None, "the document was closed")
@@ -289,6 +292,8 @@ class Builds:
 
     # ---- what the worker says ---------------------------------------------------------
     def _on_message(self, message: tuple) -> None:
+        if self.profiles.handle(message):
+            return
         kind = message[0]
         job = self.jobs.get(message[1]) if kind != "ready" and len(message) > 1 else None
         if job is not None:
@@ -345,6 +350,7 @@ class Builds:
     def _on_exit(self, code: int | None, was_ready: bool) -> None:
         why = f"it made no progress for {STALL_SECONDS:.0f} s" if self._stalled else _exit_reason(code)
         self._stalled = False
+        self.profiles.worker_stopped(why)
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None

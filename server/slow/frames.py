@@ -3,12 +3,14 @@
 Messages (all tuples, first item the kind):
 
     server -> worker   ("build", job, uri, version, text, weights)   build this version (weights: an .npz path or None)
+                       ("profile", job, uri, version, text, weights, runs)   run it, every kernel timed
                        ("cancel", job)                       stop it (or never start it)
                        ("forget", uri)                       drop the document's lowering cache
     worker -> server   ("ready", pid)                        imports done, taking jobs
                        ("started", job)
                        ("progress", job, message, fraction)  fraction in [0, 1]
                        ("done", job, report)                 a `BuildReport`
+                       ("profiled", job, report)             a `ProfileReport` (profiling.py)
                        ("cancelled", job)
 
 A newer "build" for a URI cancels the worker's older jobs for that URI by itself.  Both

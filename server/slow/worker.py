@@ -13,6 +13,9 @@ and a build only slows down.
 Per document, the worker keeps the lowering cache of its last build: a rebuild re-lowers
 only the fused functions whose structure changed.  A build that is cancelled hands what
 it lowered to the next one.  stdin closing ends the process.
+
+A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
+runs the model; it is never superseded by a build, only cancelled.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class Jobs:
                 if older is not None:
                     self.cancelled.add(older)
                 self.latest[uri] = job
+                self.queue.put(message)
+            elif kind == "profile":  # ("profile", job, uri, version, text, weights, runs): never superseded
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -107,7 +112,10 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     while (message := jobs.queue.get()) is not None:
         while not jobs.forgotten.empty():
             caches.pop(jobs.forgotten.get(), None)
-        _, job, uri, version, text, weights = message
+        if message[0] == "profile":
+            _profile(message, jobs, out)
+            continue
+        _, job, uri, version, text, weights = message[:6]
         if jobs.is_void(job):
             frames.write(out, ("cancelled", job))
             continue
@@ -133,6 +141,34 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("cancelled", job))
         else:
             frames.write(out, ("done", job, report))
+
+
+def _profile(message: tuple, jobs: Jobs, out: BinaryIO) -> None:
+    """Build to machine code and profile (profiling.py); answer ("profiled", job, report)."""
+    # lazy: the worker says it is ready before the compiler loads
+    from .profiling import ProfileReport, profile_report
+    from .reporting import Cancelled
+
+    _, job, uri, version, text, weights, runs = message[:7]
+    if jobs.is_void(job):
+        frames.write(out, ("cancelled", job))
+        return
+    frames.write(out, ("started", job))
+
+    def progress(step: str, fraction: float) -> None:
+        if jobs.is_void(job):
+            raise Cancelled(step)
+        frames.write(out, ("progress", job, step, fraction))
+
+    try:
+        report = profile_report(uri, version, text, runs=runs, weights=weights, progress=progress)
+    except Cancelled:
+        frames.write(out, ("cancelled", job))
+        return
+    except Exception as err:  # noqa: BLE001 -- a bug: an answer saying so, not a dead worker
+        traceback.print_exc()
+        report = ProfileReport(uri, version, error=f"internal error: {type(err).__name__}: {err}")
+    frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
 
 
 def _lower_priority() -> None:

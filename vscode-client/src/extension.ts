@@ -15,6 +15,7 @@ import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
 import { registerCompilerViews } from './features/compilerViews';
 import { LineColours } from './features/lineColours';
+import { registerProfile } from './features/profile';
 import { registerVirtualDocuments } from './features/virtualDocuments';
 
 let server: ServerManager | undefined;
@@ -25,6 +26,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const builds = new BuildEvents(server);
     const provider = registerVirtualDocuments(context, server, builds);
     registerCompilerViews(context, server, provider);
+    registerProfile(context, server);
     const restart = () => server?.restart();
     context.subscriptions.push(
         output,

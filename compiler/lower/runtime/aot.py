@@ -11,9 +11,14 @@ call of the fused function in the Relay source, so the entry's lines too map bac
 @main.  Kernels are called through their addresses, so each kernel's machine code lives
 in its own engine and survives a rebuild that did not change it (the compile cache).  This is TVM's AOT executor in miniature: no graph interpreted at run
 time, no allocation per inference.
+
+A `probe` (timing.py's clock, for the profiler) adds parameters after `kernels` and code
+before and after each kernel call; the entry without one is unchanged.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from llvmlite import ir
 
@@ -25,30 +30,47 @@ _I8P = ir.IntType(8).as_pointer()
 _I64 = ir.IntType(64)
 
 
-def entry_module(plan: Plan, name: str = ENTRY, debug=None) -> ir.Module:
+class EntryProbe(Protocol):
+    """Code around every kernel call of the entry (step `k` of the plan)."""
+
+    params: list[ir.Type]  # extra parameters of the entry, after `kernels`
+
+    def start(self, builder: ir.IRBuilder, args: list[ir.Argument]) -> None: ...
+    def before(self, builder: ir.IRBuilder, k: int) -> None: ...
+    def after(self, builder: ir.IRBuilder, k: int) -> None: ...
+
+
+def entry_module(plan: Plan, name: str = ENTRY, debug=None, probe: EntryProbe | None = None) -> ir.Module:
     """The LLVM module holding the entry function and declarations of the kernels.
     `debug(module, function, span) -> callable(span) -> DILocation | None`, when given,
     attaches debug information (the code generator provides it)."""
     module = ir.Module(name="relaylens_main")
-    fnty = ir.FunctionType(ir.VoidType(), [_I8P.as_pointer()] * 3 + [_I8P, _I8P.as_pointer()])
+    extra = probe.params if probe is not None else []
+    fnty = ir.FunctionType(ir.VoidType(), [_I8P.as_pointer()] * 3 + [_I8P, _I8P.as_pointer()] + extra)
     fn = ir.Function(module, fnty, name)
-    inputs, outputs, constants, workspace, table = fn.args
+    inputs, outputs, constants, workspace, table = fn.args[:5]
     for arg, label in zip(fn.args, ("inputs", "outputs", "constants", "workspace", "kernels")):
         arg.name = label
         arg.add_attribute("noalias")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     location = debug(module, fn, None) if debug is not None else None
+    if probe is not None:
+        probe.start(builder, list(fn.args[5:]))
 
     tables = {"input": inputs, "output": outputs, "const": constants}
     order = {name: k for k, name in enumerate(kernel_order(plan))}
-    for step in plan.steps:
+    for k, step in enumerate(plan.steps):
         if location is not None:
             builder.debug_metadata = location(step.span)
         ptrs = [_pointer(builder, b, tables, workspace) for b in step.args + step.outs]
         kernel_type = ir.FunctionType(ir.VoidType(), [_I8P] * len(ptrs))
         slot = builder.gep(table, [ir.Constant(_I64, order[step.kernel])], inbounds=True)
         kernel = builder.bitcast(builder.load(slot), kernel_type.as_pointer(), name=step.kernel)
+        if probe is not None:
+            probe.before(builder, k)
         builder.call(kernel, ptrs)
+        if probe is not None:
+            probe.after(builder, k)
     builder.ret_void()
     return module
 

@@ -74,6 +74,11 @@ class Executable:
             raise LoweringError("this build stopped at LLVM IR (machine_code=False): it cannot run")
         if self.plan is None:
             return self._interpret(args)
+        return self.run_entry(self._entry, args)
+
+    def run_entry(self, entry, args: Sequence[Any], *extra: int) -> Any:
+        """Run @main through `entry`, the AOT entry or a variant of it (timing.py's, whose
+        `extra` parameters, addresses, follow the kernel table), on `args` as `run` takes them."""
         plan = self.plan
         flat = _flatten_args(args)
         if len(flat) != len(plan.inputs):
@@ -87,9 +92,9 @@ class Executable:
             inputs.append(_as_buffer(a))
         outputs = [aligned_empty(b.shape, b.dtype) for b in plan.outputs]
         input_table, output_table = _pointers(inputs), _pointers(outputs)  # alive for the call
-        self._entry(ctypes.addressof(input_table), ctypes.addressof(output_table),
+        entry(ctypes.addressof(input_table), ctypes.addressof(output_table),
                     ctypes.addressof(self._const_table), self._workspace.ctypes.data,
-                    ctypes.addressof(self._kernel_table))
+                    ctypes.addressof(self._kernel_table), *extra)
         for k, b in enumerate(plan.outputs):  # outputs that are inputs, constants or repeated
             if b.ref.kind == "input":
                 outputs[k][...] = inputs[b.ref.index]

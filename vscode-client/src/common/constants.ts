@@ -32,6 +32,7 @@ export const COMMANDS = {
     showOutput: 'relaylens.showOutput',
     open: 'relaylens.open', // invoked by the server's code lenses (docs/lsp.md)
     goToSource: 'relaylens.goToSource', // F12 in a virtual document
+    profile: 'relaylens.profile', // runs generated code: only on this command (docs/lsp.md, relaylens/profile)
 } as const;
 
 /** The Python extension, asked for its active interpreter when installed. */

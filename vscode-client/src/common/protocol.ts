@@ -55,9 +55,45 @@ export interface BuildFinished {
     weights?: string | null; // the .npz beside the model whose arrays the build bound
 }
 
+export interface ProfileFunction {
+    name: string;
+    display_name: string;
+    calls: number;
+    ms: number;
+    min_ms: number;
+    max_ms: number;
+    percent: number;
+    gflops: number;
+    percent_of_peak: number;
+    mbytes: number;
+    gbytes_per_s: number;
+    anchors: number[]; // 0-based lines
+    lines: Record<string, number>; // 0-based line -> ms
+    layers: Record<string, number>;
+}
+
+export interface ProfileReport {
+    uri: string;
+    version: number;
+    current: boolean;
+    error: string | null;
+    mode: string;
+    runs: number;
+    threads: number;
+    run_ms: number;
+    kernels_ms: number;
+    peak: string;
+    attribution: string;
+    notes: string[];
+    functions: ProfileFunction[];
+    lines: Record<string, number>;
+    layers: Record<string, number>;
+}
+
 export const VirtualDocumentRequest = new RequestType<{ uri: string }, VirtualDocument, void>('relaylens/virtualDocument');
 export const LineMapRequest = new RequestType<{ uri: string }, LineMap | null, void>('relaylens/lineMap');
 export const SnapshotsRequest = new RequestType<{ uri: string }, Snapshots | null, void>('relaylens/snapshots');
+export const ProfileRequest = new RequestType<{ uri: string; runs: number }, ProfileReport, void>('relaylens/profile');
 export const BuildFinishedNotification = new NotificationType<BuildFinished>('relaylens/buildFinished');
 
 /**

@@ -1,0 +1,144 @@
+"""`relaylens profile`: where the time of a compiled run goes, per kernel, Relay line and layer.
+
+    relaylens profile FILE [--params P.npz | --no-params] [--input NAME=FILE.npy ...] [--seed N]
+                           [--runs N] [--threads N] [--peak GFLOPS] [-o TRACE.json] [--force]
+                           [--compare MODEL.onnx]
+
+FILE is built by driver.compile() and run as `relaylens run` runs it (the same weights,
+inputs and random inputs: run.py's `load_program`), once to warm up and then `--runs`
+times with every kernel call timed inside the compiled entry (compiler/profile/).  The
+table goes to stdout, slowest kernel first; `-o` writes a Chrome trace (Perfetto,
+chrome://tracing) with one slice per kernel call; `--compare` runs onnxruntime's own
+profiler on MODEL.onnx with the same inputs and prints, per ONNX layer, our time beside
+onnxruntime's (compiler/profile/compare.py).
+
+Generated code runs only on this command (and run), never on open.  Exit status as for
+every command: 1 for errors in the program, 2 for usage errors (a bad input, an unwritable
+trace, a model onnxruntime cannot load or run on these inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from ..diagnostics import Diagnostic
+from ..driver import compile
+from ..interpreter import InterpreterError
+from ..lower.runtime.jit import JIT, default_num_threads
+from ..profile.compare import CompareError, compare_table, onnxruntime_profile
+from ..profile.peak import given_peak, machine_peak
+from ..profile.profiler import profile
+from ..profile.table import profile_table
+from ..profile.trace import chrome_trace
+from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
+from .outputs import OutputPlan, write_files
+from .program import load_program
+
+DEFAULT_RUNS = 10
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "profile",
+        help="time every kernel of a compiled run, mapped to Relay lines and ONNX layers",
+        description="Build FILE, run it once to warm up and then --runs times with every fused-function "
+                    "call timed inside the compiled entry, and print the kernels slowest first with the "
+                    "Relay lines and ONNX layers compiled into each.",
+    )
+    parser.add_argument("file", metavar="FILE", help="a .relay file, or - for stdin")
+    parser.add_argument("--input", dest="inputs", action="append", metavar="NAME=FILE.npy",
+                        help="the value of parameter %%NAME (repeatable); none: random inputs from --seed")
+    add_build_options(parser, "weights to bind, keyed by parameter name (default: FILE's .npz beside it, "
+                              "if any)")
+    parser.add_argument("--seed", type=_count(0), default=0, metavar="N", help="seed of random inputs (0)")
+    parser.add_argument("--runs", type=_count(1), default=DEFAULT_RUNS, metavar="N",
+                        help=f"timed runs after the warm-up (default {DEFAULT_RUNS})")
+    parser.add_argument("--threads", type=_count(1), default=None, metavar="N",
+                        help="threads of the parallel loops (default RELAYLENS_NUM_THREADS, else the CPUs)")
+    parser.add_argument("--peak", type=_positive, default=None, metavar="GFLOPS",
+                        help="the machine's peak instead of the estimate from its vector width and clock")
+    parser.add_argument("-o", "--output", metavar="TRACE.json", help="write a Chrome trace (Perfetto)")
+    parser.add_argument("--force", action="store_true", help="allow TRACE.json to replace an existing file")
+    parser.add_argument("--compare", metavar="MODEL.onnx",
+                        help="also profile MODEL.onnx with onnxruntime and compare per ONNX layer")
+    parser.set_defaults(run=run)
+
+
+def _count(least: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got {text!r}")
+        return value
+    return parse
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    config = pass_config(args.config)
+    weights = params_file(args.file, args)
+    plan = None
+    if args.output is not None:
+        specs = [spec.partition("=")[2] or None for spec in args.inputs or []]
+        plan = OutputPlan.of([args.file, weights.path, args.compare, *specs], force=args.force)
+        plan.add(args.output, f"-o {args.output}")
+        plan.check()
+    if args.compare is not None and not Path(args.compare).is_file():
+        raise UsageError(f"--compare {args.compare}: no such file")
+    threads = args.threads or default_num_threads()
+    program = load_program(args, weights, err)
+    if program is None:
+        return EXIT_ERRORS
+    name, text, _module, params, inputs, _everything = program
+    with terminal_progress(err) as progress:
+        built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
+                        progress=progress, unknown_seed=args.seed, jit=JIT(threads))
+    report([d for d in built.diagnostics if d.is_error], name, err)
+    if built.executable is None:
+        return EXIT_ERRORS
+    peak = given_peak(args.peak) if args.peak else machine_peak(threads)
+    try:
+        prof = profile(built, inputs, runs=args.runs, peak=peak, threads=threads)
+    except InterpreterError as exc:
+        print(render(exc.diagnostic("run"), name), file=err)
+        return EXIT_ERRORS
+    except MemoryError as exc:
+        print(render(Diagnostic(f"not enough memory to run @main ({exc})"), name), file=err)
+        return EXIT_ERRORS
+    print(profile_table(prof), file=out)
+    if args.compare is not None:
+        try:
+            theirs = onnxruntime_profile(args.compare, _named_inputs(built, inputs), runs=args.runs, threads=threads)
+        except CompareError as exc:
+            raise UsageError(str(exc)) from None
+        print("", file=out)
+        print(compare_table(prof, theirs), file=out)
+    if args.output is not None:
+        document = json.dumps(chrome_trace(prof), indent=None).encode()
+        write_files({Path(args.output): lambda f: f.write(document)})
+    return EXIT_OK
+
+
+def _named_inputs(built, inputs) -> dict:
+    """The compiled @main's inputs by parameter name (the ONNX graph's input names)."""
+    plan = built.executable.plan
+    if plan is not None:
+        return {n: a for (n, _, _), a in zip(plan.inputs, inputs)}
+    main = built.module["main"]
+    return {p.name: a for p, a in zip(main.params, inputs)}

@@ -1,0 +1,173 @@
+"""Our time per ONNX layer beside onnxruntime's, joined by node name.
+
+    theirs = onnxruntime_profile("model.onnx", {"input": x}, runs=10, threads=2)
+    print(compare_table(prof, theirs))
+
+onnxruntime's own profiler (SessionOptions.enable_profiling) writes one `Node` event
+`<node name>_kernel_time` per node and run, and one `Session` event `model_run` per run
+(formats-reference.md §3).  The per-node figures come from a session with graph
+optimisations off (ORT_DISABLE_ALL): only then does every event carry the name of a node
+of the ONNX file, which is what our spans carry (every expression the importer made names
+its node); with them on, onnxruntime fuses and renames (`r_nchwc`) and the join would be
+guesswork.  So the per-layer figures compare our optimised kernels with onnxruntime's
+unoptimised per-node kernels; the end-to-end figure of a second session with every
+optimisation on (ORT_ENABLE_ALL, the default) is printed beside them as the fair total.
+
+A node without a name is reported by onnxruntime as `<OpType>_<graph index>` and named by
+our importer `<OpType>_<k>` (frontend/onnx/spans.py); the event's `node_index` maps one to
+the other.  The first run is a warm-up; a node's time is the median over the counted runs
+of its time in each run.  Rows are sorted by how much more time we spend on the layer
+than onnxruntime does (ours − theirs), the layer to work on next first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..frontend.onnx.spans import node_names
+from .profiler import Profile
+
+ROWS = 30
+
+
+class CompareError(Exception):
+    """The model cannot be profiled by onnxruntime on these inputs (a usage error)."""
+
+
+@dataclass
+class OrtProfile:
+    model: str
+    nodes: dict[str, float]  # node name (as our importer names it) -> ns, median per run
+    ops: dict[str, str] = field(default_factory=dict)  # node name -> op type
+    run_ns: float = 0.0  # median model_run, optimisations off, profiling on
+    optimized_run_ns: float = 0.0  # median run, every optimisation on, no profiling
+    version: str = ""
+
+
+def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int, threads: int) -> OrtProfile:
+    try:  # only --compare needs them, and onnxruntime takes a while to load
+        import onnx
+        import onnxruntime as ort
+    except ImportError as err:
+        raise CompareError(f"--compare needs onnxruntime and onnx ({err.name} is not installed)") from None
+    try:
+        graph = onnx.load(model, load_external_data=False).graph
+    except Exception as err:  # noqa: BLE001 -- a file that is not a model is the user's
+        raise CompareError(f"--compare {model}: not an ONNX model ({err})") from None
+    ours = node_names(graph.node)
+    with tempfile.TemporaryDirectory(prefix="relaylens-ort-") as folder:
+        options = ort.SessionOptions()
+        options.enable_profiling = True
+        options.profile_file_prefix = os.path.join(folder, "ort")
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.intra_op_num_threads = threads
+        session = _session(ort, model, options)
+        feed = _feed(session, inputs, model)
+        for _ in range(runs + 1):
+            _run(session, feed, model)
+        with open(session.end_profiling(), encoding="utf-8") as f:
+            events = json.load(f)
+    plain = ort.SessionOptions()
+    plain.intra_op_num_threads = threads
+    optimized = _session(ort, model, plain)
+    times = []
+    for k in range(runs + 1):
+        started = time.monotonic_ns()
+        _run(optimized, feed, model)
+        if k:
+            times.append(time.monotonic_ns() - started)
+    result = OrtProfile(model, {}, run_ns=0.0, optimized_run_ns=float(np.median(times)), version=ort.__version__)
+    _read_events(events, graph, ours, result)
+    return result
+
+
+def _session(ort, model: str, options):
+    try:
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 -- onnxruntime's own message says what is wrong
+        raise CompareError(f"--compare {model}: onnxruntime cannot load it: {str(err).strip()[:300]}") from None
+
+
+def _feed(session, inputs: dict[str, np.ndarray], model: str) -> dict[str, np.ndarray]:
+    """Our inputs by onnxruntime's input names: by name, else in order when the counts agree."""
+    wanted = [i.name for i in session.get_inputs()]
+    if all(name in inputs for name in wanted):
+        return {name: inputs[name] for name in wanted}
+    if len(wanted) == len(inputs):
+        return dict(zip(wanted, inputs.values()))
+    raise CompareError(f"--compare {model}: its inputs are {', '.join(wanted)}; the program's are "
+                     f"{', '.join(inputs) or 'none'}")
+
+
+def _run(session, feed, model: str) -> None:
+    try:
+        session.run(None, feed)
+    except Exception as err:  # noqa: BLE001
+        raise CompareError(f"--compare {model}: onnxruntime cannot run it on these inputs: "
+                         f"{str(err).strip()[:300]}") from None
+
+
+def _read_events(events: list[dict], graph, ours: list[str], result: OrtProfile) -> None:
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("cat") == "Session" and e.get("name") == "model_run")[1:]  # the first: warm-up
+    result.run_ns = float(np.median([(end - start) * 1e3 for start, end in runs])) if runs else 0.0
+    per_run: dict[str, list[float]] = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or not name.endswith("_kernel_time"):
+            continue
+        run = next((k for k, (start, end) in enumerate(runs) if start <= e["ts"] <= end), None)
+        if run is None:
+            continue
+        node = _our_name(name.removesuffix("_kernel_time"), e.get("args", {}), graph, ours)
+        times = per_run.setdefault(node, [0.0] * len(runs))
+        times[run] += float(e["dur"]) * 1e3
+        result.ops[node] = str(e.get("args", {}).get("op_name", ""))
+    result.nodes = {node: float(np.median(times)) for node, times in per_run.items()}
+
+
+def _our_name(name: str, args: dict, graph, ours: list[str]) -> str:
+    try:
+        index = int(args.get("node_index", -1))
+    except (TypeError, ValueError):
+        return name
+    if 0 <= index < len(ours) and not graph.node[index].name:
+        return ours[index]
+    return name
+
+
+def compare_table(prof: Profile, theirs: OrtProfile) -> str:
+    ours = {layer: ns for layer, ns in prof.layers.items() if layer is not None}
+    names = sorted(set(ours) | set(theirs.nodes), key=lambda n: -(ours.get(n, 0.0) - theirs.nodes.get(n, 0.0)))
+    out = [f"beside onnxruntime {theirs.version} ({theirs.model}, per node: graph optimisations off, so that "
+           "every node keeps its name):",
+           f"{'ONNX layer':<40} {'op':<12} {'ours ms':>9} {'ort ms':>9} {'ratio':>7} {'ours−ort':>9}"]
+    for name in names[:ROWS]:
+        a, b = ours.get(name), theirs.nodes.get(name)
+        ratio = f"{a / b:.2f}x" if a is not None and b else "—"
+        label = name if len(name) <= 40 else name[:39] + "…"
+        out.append(f"{label:<40} {theirs.ops.get(name, '')[:12]:<12} {_ms(a)} {_ms(b)} {ratio:>7} "
+                   f"{((a or 0.0) - (b or 0.0)) / 1e6:>9.4f}")
+    if len(names) > ROWS:
+        out.append(f"... {len(names) - ROWS} more")
+    missing_ours = sum(1 for n in theirs.nodes if n not in ours)
+    if missing_ours:
+        out.append(f"{missing_ours} node(s) onnxruntime runs have no kernel time here (folded at compile time, "
+                   "or only moved data that fusion removed): '—'")
+    ours_total, ort_total = sum(ours.values()), sum(theirs.nodes.values())
+    out += [f"{'all layers':<40} {'':<12} {ours_total / 1e6:>9.4f} {ort_total / 1e6:>9.4f} "
+            f"{(ours_total / ort_total if ort_total else 0):>6.2f}x",
+            f"end-to-end: ours {prof.run_ns / 1e6:.3f} ms; onnxruntime {theirs.run_ns / 1e6:.3f} ms unoptimised "
+            f"and profiling, {theirs.optimized_run_ns / 1e6:.3f} ms with every optimisation on (ORT_ENABLE_ALL)",
+            "ours: each kernel's time shared among its layers by FLOPs; sorted by ours − ort, largest first."]
+    return "\n".join(out)
+
+
+def _ms(ns: float | None) -> str:
+    return f"{'—':>9}" if ns is None else f"{ns / 1e6:>9.4f}"

@@ -1,0 +1,144 @@
+"""The editor's Profile command, in the worker: build to machine code, run, time every kernel.
+
+    report = profile_report(uri, version, text, runs=10, weights=path, progress=callback)
+
+The same profiler as `relaylens profile` (compiler/profile/), on the same kind of build
+(the weights `<stem>.npz` beside the model bound, constants printed without their
+metadata filled from seed 0), run on random inputs drawn from seed 0 for the parameters
+left (compiler/random_inputs.py): the editor has no input files.  Generated code runs only
+here, on the user's explicit command.  The build does not use the editor's lowering cache
+(its kernels stop at LLVM IR and have no machine code).
+
+`ProfileReport` is plain data for the server (pickled), with offsets and lines in the
+text that was profiled; `relaylens/profile` (docs/lsp.md) returns it as JSON.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ...compiler.driver import Step, compile
+from ...compiler.interpreter import InterpreterError
+from ...compiler.ir.functor import post_order
+from ...compiler.lower.runtime.jit import JIT, default_num_threads
+from ...compiler.profile.peak import machine_peak
+from ...compiler.profile.profiler import Profile, profile
+from ...compiler.random_inputs import InputError, draw_inputs
+from .reporting import CONTAINED
+
+SEED = 0
+
+
+@dataclass(frozen=True)
+class FunctionFigures:
+    """One compiled kernel (all its call sites)."""
+
+    name: str  # the kernel's symbol
+    display_name: str
+    calls: float  # per run
+    ms: float  # median per run
+    min_ms: float
+    max_ms: float
+    percent: float  # of the run
+    gflops: float
+    percent_of_peak: float
+    mbytes: float
+    gbytes_per_s: float
+    anchors: list[int]  # 0-based lines of its call sites' first source expression (where hints go)
+    lines: dict[int, float]  # 0-based line -> ms (shared by FLOPs)
+    layers: dict[str, float]  # ONNX layer -> ms
+
+
+@dataclass
+class ProfileReport:
+    uri: str
+    version: int | None
+    error: str | None = None  # why nothing was profiled
+    mode: str = ""  # "aot" or "interpreter"
+    runs: int = 0
+    threads: int = 0
+    run_ms: float = 0.0  # median end-to-end
+    kernels_ms: float = 0.0
+    peak: str = ""  # how the peak was estimated
+    attribution: str = "a kernel's time shared among its lines and layers by their FLOPs"
+    notes: list[str] = field(default_factory=list)
+    functions: list[FunctionFigures] = field(default_factory=list)  # slowest first
+    lines: dict[int, float] = field(default_factory=dict)  # 0-based line -> ms
+    layers: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["lines"] = {str(k): v for k, v in self.lines.items()}  # JSON keys are strings
+        for f in data["functions"]:
+            f["lines"] = {str(k): v for k, v in f["lines"].items()}
+        return data
+
+
+def profile_report(uri: str, version: int | None, text: str, *, runs: int, weights: str | None,
+                   progress: Callable[[str, float], None] | None = None) -> ProfileReport:
+    report = ProfileReport(uri, version)
+    params = {}
+    if weights is not None:
+        try:
+            with np.load(weights, allow_pickle=False) as archive:
+                params = {key: archive[key] for key in archive.files}
+        except Exception as err:  # noqa: BLE001 -- a bad archive is the user's file
+            report.notes.append(f"the weights in {os.path.basename(weights)} cannot be read ({err}); "
+                                "profiled without them")
+
+    def on_step(step: Step) -> None:
+        if progress is not None:
+            progress(str(step), 0.8 * (0.5 * (step.index / step.total + (step.stage == "llvm"))))
+
+    threads = default_num_threads()
+    built = compile(text, uri, params=params, params_origin=os.path.basename(weights or "params"),
+                    unknown_seed=SEED, jit=JIT(threads), progress=on_step)
+    exe = built.executable
+    if exe is None:
+        errors = [d.message for d in built.diagnostics if d.is_error]
+        report.error = "the build failed: " + (errors[0] if errors else "no @main to run")
+        return report
+    main = built.module["main"]
+    try:
+        inputs, _ = draw_inputs(main.params, SEED)
+    except InputError as err:
+        report.error = str(err)
+        return report
+    if progress is not None:
+        progress(f"running {runs} times", 0.85)
+    try:
+        prof = profile(built, inputs, runs=runs, peak=machine_peak(threads), threads=threads)
+    except (InterpreterError, MemoryError) as err:
+        report.error = f"@main failed to run: {err}"
+        return report
+    _fill(report, prof, built)
+    return report
+
+
+def _fill(report: ProfileReport, prof: Profile, built) -> None:
+    run = prof.run_ns or 1.0
+    report.mode, report.runs, report.threads = prof.mode, prof.runs, prof.threads
+    report.run_ms, report.kernels_ms = prof.run_ns / 1e6, prof.kernel_ns / 1e6
+    report.peak = prof.peak.derivation
+    report.notes += prof.notes
+    prov = built.provenance
+    text = prov.source.text if prov.source is not None else ""
+    for row in prof.rows:
+        anchors = {text.count("\n", 0, min(keys)[0]) for site in row.sites if (keys := _keys(site.func, prov))}
+        report.functions.append(FunctionFigures(
+            row.kernel, row.display_name, row.calls, row.ns / 1e6, row.low / 1e6, row.high / 1e6,
+            100 * row.ns / run, row.gflops, 100 * row.gflops / prof.peak.gflops if prof.peak.gflops else 0.0,
+            row.bytes / 1e6, row.gbytes, sorted(anchors),
+            {line - 1: ns / 1e6 for line, ns in row.lines.items() if line is not None},
+            {layer: ns / 1e6 for layer, ns in row.layers.items() if layer is not None}))
+    report.lines = {line - 1: ns / 1e6 for line, ns in prof.lines.items() if line is not None}
+    report.layers = {layer: ns / 1e6 for layer, ns in prof.layers.items() if layer is not None}
+
+
+def _keys(func, prov) -> list[tuple[int, int]]:
+    """The source ranges of what a fused function computes (as its lenses: reporting.py)."""
+    return [k for node in post_order(func.body) if isinstance(node, CONTAINED) for k in prov.keys_of(node)]

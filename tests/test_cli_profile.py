@@ -1,0 +1,125 @@
+"""`relaylens profile` in process through `cli.main`: the table, the trace file, the
+onnxruntime comparison on the demo model, and the exit codes of bad usage and bad input.
+Times are measured, never asserted."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.cli import main
+
+from json_schema_subset import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((Path(__file__).parent / "schemas" / "chrome_trace.schema.json").read_text())
+
+MODEL = """\
+def @main(%x: Tensor[(2, 8), float32], %w: Tensor[(4, 8), float32]) {
+  %0 = nn.dense(%x, %w, units=4) /* span=/fc/Gemm:0:0 */;
+  nn.relu(%0) /* span=/relu/Relu:0:0 */
+}
+"""
+
+
+def relaylens(capsys, *args) -> tuple[int, str, str]:
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "model.relay"
+    path.write_text(MODEL)
+    np.savez(tmp_path / "model.npz", w=np.ones((4, 8), dtype="float32"))
+    return path
+
+
+def test_the_table_and_the_trace(capsys, model, tmp_path):
+    trace = tmp_path / "trace.json"
+    status, out, err = relaylens(capsys, "profile", model, "--runs", "3", "--threads", "1", "-o", trace)
+    assert status == 0, err
+    assert "dense + relu · /fc/Gemm" in out and "lines 2-3" in out
+    assert "/fc/Gemm" in out and "3 runs after a warm-up, 1 thread" in out
+    assert re.search(r"peak: 1 core × [\d.]+ GHz", out)
+    assert "shared among the Relay lines and layers" in out
+    document = json.loads(trace.read_text())
+    assert validate(document, SCHEMA) == []
+    assert sum(e.get("cat") == "kernel" for e in document["traceEvents"]) == 3
+
+
+def test_a_given_peak_replaces_the_estimate(capsys, model):
+    status, out, _ = relaylens(capsys, "profile", model, "--runs", "1", "--peak", "50")
+    assert status == 0 and "peak: 50 GFLOP/s (given with --peak)" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--runs", "0"], "--runs: expected an integer >= 1"),
+    (["--threads", "x"], "--threads: expected an integer >= 1"),
+    (["--peak", "-1"], "--peak: expected a positive number"),
+    (["--compare", "missing.onnx"], "--compare missing.onnx: no such file"),
+])
+def test_usage_errors(capsys, model, args, message):
+    try:
+        status = main(["profile", str(model), *args])
+    except SystemExit as exit_:  # argparse's own errors
+        status = exit_.code
+    assert status == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_existing_trace_needs_force(capsys, model, tmp_path):
+    trace = tmp_path / "trace.json"
+    trace.write_text("mine")
+    status, _, err = relaylens(capsys, "profile", model, "--runs", "1", "-o", trace)
+    assert status == 2 and "--force" in err and trace.read_text() == "mine"
+    assert relaylens(capsys, "profile", model, "--runs", "1", "-o", trace, "--force")[0] == 0
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_errors_in_the_program(capsys, tmp_path):
+    bad = tmp_path / "bad.relay"
+    bad.write_text("def @main(%x: Tensor[(2), float32]) { add(%x, %y) }\n")
+    status, out, err = relaylens(capsys, "profile", bad)
+    assert status == 1 and "bad.relay:1:" in err and out == ""
+
+
+def test_compare_with_a_file_that_is_not_a_model(capsys, model, tmp_path):
+    fake = tmp_path / "fake.onnx"
+    fake.write_bytes(b"not a model")
+    status, _, err = relaylens(capsys, "profile", model, "--runs", "1", "--compare", fake)
+    assert status == 2 and "fake.onnx" in err and "Traceback" not in err
+
+
+def test_compare_with_onnxruntime_on_the_demo_model(capsys, tmp_path):
+    pytest.importorskip("onnxruntime")
+    onnx_model = ROOT / "examples" / "small_cnn.onnx"
+    relay = tmp_path / "small_cnn.relay"
+    assert relaylens(capsys, "import", onnx_model, "--shape", "input=1,1,28,28", "-o", relay)[0] == 0
+    status, out, err = relaylens(capsys, "profile", relay, "--input", f"input={ROOT / 'examples' / 'digit.npy'}",
+                                 "--runs", "2", "--threads", "1", "--compare", onnx_model)
+    assert status == 0, err
+    table = out[out.index("beside onnxruntime"):]
+    rows = {line.split()[0]: line.split() for line in table.splitlines()[2:] if line.startswith("/")}
+    # every layer of the model, ours and onnxruntime's time both measured, joined by node name
+    assert {"/conv1/Conv", "/conv2/Conv", "/pool1/MaxPool", "/fc/Gemm", "/relu1/Relu"} <= set(rows)
+    for name in ("/conv1/Conv", "/conv2/Conv", "/fc/Gemm"):
+        ours, theirs, ratio = rows[name][2:5]
+        assert float(ours) > 0 and float(theirs) > 0
+        assert float(ratio.rstrip("x")) == pytest.approx(float(ours) / float(theirs), rel=0.05, abs=0.02)
+    differences = [float(r[-1]) for r in rows.values()]
+    assert differences == sorted(differences, reverse=True)  # the layer to work on next first
+    assert "ORT_ENABLE_ALL" in table
+
+
+def test_a_main_without_kernels(capsys, tmp_path):
+    path = tmp_path / "id.relay"
+    path.write_text("def @main(%x: Tensor[(2), float32]) { %x }\n")
+    status, out, err = relaylens(capsys, "profile", path, "--runs", "2")
+    assert status == 0, err
+    assert "calls no kernel" in out and "nan" not in out
