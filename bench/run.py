@@ -26,7 +26,7 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
    ResNet-50 (layer1 and layer3) with bias and relu, dense with bias (ResNet-50's fc, a
    64x512x512 and GPT-2's 128x768 -> 3072), each a single fused function called on aligned
    buffers; beside onnxruntime's Conv / Gemm node and numpy's BLAS (`x @ w.T + b`).  The
-   peak is cores x clock x FMA units x lanes x 2 (see `peak()`).
+   peak is cores x measured clock x FMA units x datapath lanes x 2 (compiler/profile/peak.py).
 Goals (issue 5): fused element-wise chains faster than numpy; ResNet-50 within 3x of
 onnxruntime at the same thread count.  The lines under the tables say whether this run
 meets them.  Run on an idle machine: with two cores shared, every parallel kernel waits
@@ -304,23 +304,12 @@ KERNELS = (
 
 
 def peak(threads: int) -> tuple[float, str]:
-    """(GFLOP/s, the formula): cores used x clock x FMA units x float32 lanes x 2.  The
-    clock is /proc/cpuinfo's "cpu MHz" (the nominal clock under KVM; turbo not counted);
-    lanes 16 with AVX-512F, 8 with AVX2, else 4; two FMA units per core (Intel Xeon
-    Scalable Gold/Platinum since Skylake-SP: ports 0 and 5 for 512-bit FMA)."""
-    mhz, flags = 0.0, set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("cpu MHz") and not mhz:
-                mhz = float(line.split(":", 1)[1])
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
-    cores = min(threads, len(os.sched_getaffinity(0)))
-    gflops = cores * mhz / 1000 * 2 * lanes * 2
-    return gflops, f"{cores} cores x {mhz / 1000:.2f} GHz x 2 FMA units x {lanes} lanes x 2 = {gflops:,.1f} GFLOP/s"
+    """(GFLOP/s, how it was derived): the profiler's estimate (compiler/profile/peak.py:
+    the FMA datapath of this CPU, its measured clock, the threads)."""
+    from relaylens.compiler.profile.peak import machine_peak
+
+    found = machine_peak(threads)
+    return found.gflops, found.derivation
 
 
 def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
@@ -467,8 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n\n".join("\n".join(s) for s in sections))
     print(f"\nMachine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
     if args.json:
+        top, formula = peak(threads)
         payload = {"bench": "run", "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
-                   "load": load, "machine": info, "peak_gflops": peak(threads)[0], "peak_formula": peak(threads)[1],
+                   "load": load, "machine": info, "peak_gflops": top, "peak_formula": formula,
                    "models": models, "chains": chains, "kernels": kernels}
         args.json.write_text(json.dumps(payload, indent=1) + "\n")
     return 0
