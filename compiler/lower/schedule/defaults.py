@@ -46,6 +46,16 @@
      128x64 by 128 (K = 64) from 12-14 to 24.  Before FMA contraction: 512x64 by 512 from
      7 to 17-19; at K = 32 it still gained a little (7 to 8-10), at K = 16 it lost (6-8 to
      5-6): RFACTOR_MIN is 64, which leaves K = 32 to the tile.
+   * a pooling window (a reduction tagged "nn.*pool*") whose output rows have at least
+     POOL_LANES_MIN elements: the last axis split by the vector width (or half of it,
+     when that divides the row and the whole width does not: no guard in the vector
+     loop), the window loops outside that part and the part vectorized, so each window
+     step updates a vector of outputs; the other axes fused, parallel when the work is
+     large.  Measured (1 thread, best of 15, onnxruntime beside): max_pool2d 3x3 stride 2
+     on 1x64x112x112 from 5.1 to 1.3 ms (onnxruntime 0.2: the stride-2 reads are
+     gathers), avg_pool2d 3x3 stride 1 on 1x64x56x56 from 0.89 to 0.40 ms (0.09).
+     Computing the padded input once instead of inlining it helped the strided max pool
+     (1.0 ms) and hurt the average (0.58): inlined.
    * another reduction: its data axes fused into one loop (parallel when the work is
      large), the reduction loops inside.
    * an injective stage: two loops, the inner one the trailing axes fused until it has at
@@ -74,6 +84,7 @@ VECTOR_BYTES = 64
 UNROLL = 4
 PARALLEL_MIN = 16384
 INNER_MIN = 64
+POOL_LANES_MIN = 8  # the shortest output row a pooling window is vectorized along
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
           "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf")
@@ -178,10 +189,35 @@ def _schedule_reduction(sch: Schedule, stage: Stage) -> None:
     t = stage.tensor
     if not stage.axes:
         return
+    if "pool" in t.op.tag and stage.axes[-1].extent >= POOL_LANES_MIN:
+        return _schedule_pool(sch, stage)
     axis = sch.fuse(t, *stage.axes) if len(stage.axes) > 1 else stage.axes[0]
     work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
     if axis.extent > 1 and work >= PARALLEL_MIN:
         sch.parallel(t, axis)
+
+
+def _schedule_pool(sch: Schedule, stage: Stage) -> None:
+    """A pooling window: the output's last axis split by the vector width and vectorized
+    inside the window loops, so one window step updates a vector of outputs (the data
+    axes before it fused, parallel when the work is large)."""
+    t = stage.tensor
+    vw, extent = vector_width(t.dtype), stage.axes[-1].extent
+    lanes = next((d for d in (vw, vw // 2) if extent % d == 0), vw)  # no guard when a width divides
+    outer, inner = _tile_last(sch, stage, lanes)
+    sch.reorder(t, *outer, *stage.reduce_axes, *inner)
+    for axis in inner:
+        sch.vectorize(t, axis)
+    loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
+    if loop.extent > 1 and _size(t.shape) * _size(a.extent for a in stage.reduce_axes) >= PARALLEL_MIN:
+        sch.parallel(t, loop)
+
+
+def _tile_last(sch: Schedule, stage: Stage, vw: int) -> tuple[list, list]:
+    """The last data axis split by `vw`: (outer loops, [its inner part])."""
+    axes = list(stage.axes)
+    o, i = sch.split(stage.tensor, axes[-1], vw)
+    return axes[:-1] + [o], [i]
 
 
 def _is_anchor(stage: Stage) -> bool:
