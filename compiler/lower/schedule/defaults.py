@@ -36,7 +36,9 @@
        T.rf[i, j, kl] = sum over ko of a[i, ko*16 + kl] * w[j, ko*16 + kl]
        T[i, j]        = sum over kl of T.rf[i, j, kl]
      T, the lane total, takes the product's place; its readers (bias, relu) become
-     injective stages of their own.  T is tiled 4 x 4 (RF_TILE), its tile loop fused and
+     injective stages of their own.  T is tiled 4 x 4 (RF_TILE), its tile loops fused
+     (the columns' outside the rows', so a tile of w's rows stays in L1 while every row
+     of a passes: 128x768 by 3072, 1 thread, 8.0-8.9 ms before, 7.7-8.0 after) and
      parallel when the work is large, and T.rf is computed at that loop: ko outside, the
      4 x 4 tile unrolled, kl vectorized, so each step loads 4 rows of a and 4 of w as
      whole vectors for 16 FMAs into 16 registers; then T adds each vector's 16 lanes
@@ -367,6 +369,8 @@ def _schedule_rfactor(sch: Schedule, lanes: Stage, total: Stage) -> None:
     rows = min(RF_TILE[0], axes[-2].extent) if len(axes) > 1 else 1
     cols = min(RF_TILE[1], axes[-1].extent)
     outer, inner = _split_tile(sch, t, axes, rows, cols)
+    if len(outer) > 1:  # columns outside rows: a tile of weight rows stays in L1 across all rows
+        outer[-2], outer[-1] = outer[-1], outer[-2]
     sch.reorder(t, *outer, *inner, *total.reduce_axes)
     loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
     for axis in inner:
