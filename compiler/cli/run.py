@@ -1,7 +1,7 @@
 """`relaylens run`: run @main of a file on numpy inputs.
 
     relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params P.npz | --no-params]
-                       [--config KEY=JSON ...] [--seed N] [-o OUT.npz] [--force]
+                       [--config KEY=JSON ...] [--seed N] [-o OUT.npz] [--force] [--no-cache]
 
 By default the file is built by driver.compile() (relay.build's passes, lowering, machine
 code) and run compiled; `--interp` runs the reference interpreter instead, and `--check`
@@ -53,7 +53,7 @@ from ..parser.result import is_unknown_constants_warning
 from ..transform.bind_params import bind_params_by_name
 from ..unknown_values import fill_unknown_constants
 from .array_files import load_array
-from .build_options import ParamsFile, add_build_options, params_file, pass_config, terminal_progress
+from .build_options import ParamsFile, add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .outputs import OutputPlan, write_files
 
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             with terminal_progress(err) as progress:
                 built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                                progress=progress, unknown_seed=args.seed)
+                                progress=progress, unknown_seed=args.seed, disk_cache=disk_cache(args))
             report([d for d in built.diagnostics if d.is_error], name, err)
             if built.executable is None:
                 return EXIT_ERRORS

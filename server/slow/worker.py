@@ -12,7 +12,10 @@ and a build only slows down.
 
 Per document, the worker keeps the lowering cache of its last build: a rebuild re-lowers
 only the fused functions whose structure changed.  A build that is cancelled hands what
-it lowered to the next one.  stdin closing ends the process.
+it lowered to the next one.  Behind those, the persistent kernel cache shared with every
+other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
+so a model built before, by the CLI or another editor, lowers nothing.  stdin closing
+ends the process.
 """
 
 from __future__ import annotations
@@ -89,6 +92,18 @@ class GenerationalCache:
         return self.previous
 
 
+def disk_cache():
+    """The persistent kernel cache the environment names, or None (RELAYLENS_NO_CACHE=1, or
+    a RELAYLENS_CACHE_SIZE that does not read: said on stderr, the server's log)."""
+    from ...compiler.lower.disk_cache import environment_cache  # lazy: as the compiler below
+
+    try:
+        return environment_cache()
+    except ValueError as err:
+        print(f"relaylens worker: no kernel cache: {err}", file=sys.stderr)
+        return None
+
+
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     # lazy: the worker says it is ready before the compiler loads
     from ...compiler.lower.pipeline import LoweringCache
@@ -104,6 +119,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     threading.Thread(target=read_all, name="relaylens-worker-reader", daemon=True).start()
     caches: dict[str, object] = {}
     frames.write(out, ("ready", os.getpid()))
+    disk = disk_cache()
     while (message := jobs.queue.get()) is not None:
         while not jobs.forgotten.empty():
             caches.pop(jobs.forgotten.get(), None)
@@ -120,7 +136,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("progress", job, step, fraction))
 
         try:
-            report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights)
+            report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights,
+                                  disk_cache=disk)
         except Cancelled:
             caches[uri] = cache.salvage()
             frames.write(out, ("cancelled", job))

@@ -136,3 +136,17 @@ def source_file(text: str) -> tuple[str, str] | None:
     DIFile: the Relay file the module was built from)."""
     m = _DIFILE.search(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+def refile(text: str, filename: str, directory: str) -> str:
+    """`text` with every DIFile naming `filename` in `directory` (a kernel cached from a
+    build of another file, or of the same file under another name)."""
+    new = f'!DIFile(filename: "{_escaped(filename)}", directory: "{_escaped(directory)}"'
+    return _DIFILE.sub(lambda _m: new, text)
+
+
+def _escaped(text: str) -> str:
+    """A metadata string's contents as LLVM prints them: printable ASCII but `"` and `\\`
+    as is, every other byte of the UTF-8 as `\\XX`."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\{b:02X}"
+                   for b in text.encode("utf-8"))
