@@ -94,19 +94,27 @@ def disabled() -> bool:
 
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
-    """The package version and a digest of the source files lowering runs (lower/, ops/,
-    ir/): a change to any of them makes every key new."""
+    """The package version and a digest of the source files lowering runs: a change to
+    any of them makes every key new."""
     try:
         release = version("relaylens")
     except PackageNotFoundError:
         release = "unknown"
-    root = Path(__file__).resolve().parents[1]  # the compiler package
+    return f"{release}+{source_digest()[:16]}"
+
+
+KERNEL_SOURCES = ("lower", "ops", "ir")  # the compiler's folders whose code decides a kernel
+
+
+def source_digest(root: Path | None = None) -> str:
+    """SHA-256 of the .py files under `root`'s KERNEL_SOURCES (root: the compiler package)."""
+    root = root or Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for folder in ("lower", "ops", "ir"):
+    for folder in KERNEL_SOURCES:
         for path in sorted((root / folder).rglob("*.py")):
-            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
             digest.update(path.read_bytes())
-    return f"{release}+{digest.hexdigest()[:16]}"
+    return digest.hexdigest()
 
 
 def cache_key(structural: int, signature: Any, options: Any) -> str:

@@ -138,11 +138,15 @@ def source_file(text: str) -> tuple[str, str] | None:
     return (m.group(1), m.group(2)) if m else None
 
 
+_DIFILE_ANY = re.compile(r"!DIFile\([^)]*\)")  # fields in either order: llvmlite sorts them, LLVM does not
+_DIFILE_FIELD = re.compile(r'\b(filename|directory): "(?:[^"\\]|\\.)*"')
+
+
 def refile(text: str, filename: str, directory: str) -> str:
     """`text` with every DIFile naming `filename` in `directory` (a kernel cached from a
     build of another file, or of the same file under another name)."""
-    new = f'!DIFile(filename: "{_escaped(filename)}", directory: "{_escaped(directory)}"'
-    return _DIFILE.sub(lambda _m: new, text)
+    fields = {"filename": _escaped(filename), "directory": _escaped(directory)}
+    return _DIFILE_ANY.sub(lambda m: _DIFILE_FIELD.sub(lambda f: f'{f[1]}: "{fields[f[1]]}"', m[0]), text)
 
 
 def _escaped(text: str) -> str:
