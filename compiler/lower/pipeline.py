@@ -312,6 +312,8 @@ def _moved(texts: list[str], old_locations: list, func: Function) -> list[str]:
     for a, b in zip(old_locations, _locations(func)):
         if a is not None and b is not None:
             moved.setdefault(a, b)
+    if all(a == b for a, b in moved.items()):  # nothing moved (the same file built again)
+        return texts
     return relocate(texts, moved)
 
 
