@@ -172,3 +172,32 @@ def test_the_editors_worker_reads_and_writes_the_cache(tmp_path) -> None:
     assert sorted(tmp_path.iterdir()) == entries  # nothing new lowered
     assert all(p.stat().st_mtime > 1000 for p in entries)  # every entry read (a hit marks it used)
     assert second.optimized_ir == compile(_moved(MODEL), "file:///w/b.relay", stop_after="llvm").lowered.optimized_ir
+
+
+def test_the_servers_cache_options_reach_the_worker(tmp_path) -> None:
+    import asyncio
+
+    from relaylens.server.slow.builds import cache_environment
+    from relaylens.server.slow.process import WorkerProcess
+
+    assert cache_environment({"enabled": False, "maxBytes": "64M", "directory": str(tmp_path)}) == {
+        "RELAYLENS_NO_CACHE": "1", "RELAYLENS_CACHE_SIZE": "64M", "RELAYLENS_CACHE_DIR": str(tmp_path)}
+    assert cache_environment({"enabled": True, "maxBytes": 1 << 20}) == {
+        "RELAYLENS_NO_CACHE": "0", "RELAYLENS_CACHE_SIZE": "1048576"}
+    assert cache_environment({"enabled": "yes", "maxBytes": True, "directory": 3}) == {}
+
+    async def build() -> tuple:
+        loop = asyncio.get_running_loop()
+        done, ended = loop.create_future(), loop.create_future()
+        worker = WorkerProcess(lambda m: m[0] == "done" and not done.done() and done.set_result(m),
+                               lambda *_: ended.done() or ended.set_result(None))
+        worker.env.update(cache_environment({"directory": str(tmp_path / "kernels")}))
+        worker.send(("build", 1, "file:///w/a.relay", 1, MODEL, None))
+        try:
+            return await asyncio.wait_for(done, 120)
+        finally:
+            worker.kill()  # on_exit follows, once the process is reaped
+            await asyncio.wait_for(ended, 30)
+
+    report = asyncio.run(build())[2]
+    assert len(list((tmp_path / "kernels").iterdir())) == len(report.functions) >= 2
