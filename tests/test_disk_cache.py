@@ -14,7 +14,8 @@ from relaylens.compiler.lower.disk_cache import DiskCache, Entry, cache_key, def
 
 
 def _entry(size: int = 100, tag: str = "a") -> Entry:
-    return Entry({"name": tag, "locations": [[1, 2], None]}, {"llvm_ir": tag.encode() * size, "object": os.urandom(size)})
+    return Entry({"name": tag, "locations": [[1, 2], None]},
+                 {"llvm_ir": tag.encode() * size, "object": os.urandom(size)})
 
 
 def test_an_entry_reads_back_as_written(tmp_path) -> None:

@@ -11,7 +11,6 @@ import sys
 import textwrap
 
 import numpy as np
-import pytest
 
 from relaylens.compiler.cli import main
 from relaylens.compiler.driver import compile
