@@ -11,9 +11,10 @@ Optimisation is LLVM's O3 pipeline (new pass manager) for the host CPU and its f
 makes one MCJIT engine (`load_keeping_object` also returns the object code MCJIT made,
 and `load_object` loads such object code again without compiling anything); the JIT
 keeps every engine alive until it is dropped itself (a long-running process frees
-machine code by dropping the JIT), and a `Kernel` keeps its JIT alive.  Parallel loops run on libgomp's thread team, `num_threads` wide
-(RELAYLENS_NUM_THREADS, else the number of CPUs), through the module's
-`relaylens_num_threads` global, which `load` sets.
+machine code by dropping the JIT), and a `Kernel` keeps its JIT alive.  Parallel loops
+run on libgomp's thread team, `num_threads` wide (RELAYLENS_NUM_THREADS, else the number
+of CPUs), through the module's `relaylens_num_threads` global, which `load` (and
+`load_object`) sets.
 """
 
 from __future__ import annotations
