@@ -200,3 +200,26 @@ def test_the_servers_cache_options_reach_the_worker(tmp_path) -> None:
 
     report = asyncio.run(build())[2]
     assert len(list((tmp_path / "kernels").iterdir())) == len(report.functions) >= 2
+
+
+def test_object_code_loads_again_under_another_name_with_the_jits_thread_count() -> None:
+    import ctypes
+
+    from relaylens.compiler.lower.codegen.llvm import NUM_THREADS_GLOBAL
+    from relaylens.compiler.lower.errors import LoweringError
+
+    text = (f"@{NUM_THREADS_GLOBAL} = global i32 1\n"
+            "define void @k(ptr %out) {\n"
+            f"  %n = load i32, ptr @{NUM_THREADS_GLOBAL}\n  store i32 %n, ptr %out\n  ret void\n}}\n")
+    _, obj = JIT(num_threads=2).load_keeping_object(text)
+    jit = JIT(num_threads=3)
+    jit.load_object(obj, {"renamed": "k"})
+    out = np.zeros(1, "int32")
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(jit.address("renamed"))(out.ctypes.data)
+    assert out[0] == 3
+    try:  # (damaged object code is never loaded: LLVM would crash; the entry's checksum guards it)
+        JIT().load_object(obj, {"renamed": "missing"})
+    except LoweringError as err:
+        assert "defines no missing" in err.message
+    else:
+        raise AssertionError("loaded a symbol the object lacks")

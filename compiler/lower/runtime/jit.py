@@ -179,8 +179,9 @@ class JIT:
     def load_object(self, data: bytes, names: dict[str, str]) -> llvm.ExecutionEngine:
         """Object code made by `load_keeping_object` (of this target), loaded without
         compiling: `names` maps each name `address` will be asked for to its symbol in
-        the object (a kernel cached under another name).  A symbol the object lacks, or
-        object code LLVM cannot read, raises `LoweringError`."""
+        the object (a kernel cached under another name).  A symbol the object lacks raises
+        `LoweringError`.  Damaged object code may crash LLVM: the caller checks it first
+        (the disk cache's checksum)."""
         engine = llvm.create_mcjit_compiler(self.parse(""), self._target_machine())
         try:
             engine.add_object_file(llvm.ObjectFileRef.from_data(data))
