@@ -121,7 +121,8 @@ class LoweringCache:
         return None
 
     def put(self, lowered: LoweredFunction) -> None:
-        self._entries.setdefault(structural_hash(lowered.func), []).append(lowered)
+        """Newest first: a kernel given machine code later is found before its LLVM-only self."""
+        self._entries.setdefault(structural_hash(lowered.func), []).insert(0, lowered)
 
 
 @dataclass
