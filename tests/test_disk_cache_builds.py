@@ -223,3 +223,21 @@ def test_object_code_loads_again_under_another_name_with_the_jits_thread_count()
         assert "defines no missing" in err.message
     else:
         raise AssertionError("loaded a symbol the object lacks")
+
+
+def test_a_kernel_given_machine_code_is_not_compiled_again_from_memory() -> None:
+    from relaylens.compiler.lower.pipeline import LoweringCache
+
+    class CountingJIT(JIT):
+        loads = 0
+
+        def load(self, text):
+            CountingJIT.loads += 1
+            return super().load(text)
+
+    cache, jit = LoweringCache(), CountingJIT()
+    compile(MODEL, "m.relay", cache=cache, jit=jit, stop_after="llvm")
+    compile(MODEL, "m.relay", cache=cache, jit=jit)
+    after_first = CountingJIT.loads
+    compile(MODEL, "m.relay", cache=cache, jit=jit)
+    assert CountingJIT.loads - after_first == 1  # the AOT entry alone
