@@ -19,7 +19,10 @@ primitive function's structural hash (spans are not part of it: the same kernel 
 another line is a hit), its tensor signature, the target (`jit.target_id()`), LLVM's
 options (`jit.OPTIONS`), the build's options, the package version and a digest of the
 compiler's own source files that lowering runs (`compiler_version()`: lower/, ops/, ir/),
-so that any change to the compiler invalidates every entry.
+so that any change to the compiler invalidates every entry.  The structural hash reads a
+sample of a large constant's values; that is enough, because a non-scalar constant is a
+buffer the kernel is passed (te/compose.py), never part of its code, and the signature
+counts those buffers and their shapes.
 
 One file per entry, `<key>.kernel`: a magic line, the SHA-256 of the rest, then the rest
 (zlib): a JSON header (the caller's `meta`, the blob lengths) and the blobs.  A file
