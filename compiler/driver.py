@@ -4,6 +4,7 @@ and the benchmarks all call it; none of them stitches the stages together itself
 
     result = compile(text, "model.relay")                  # check, passes, lowering, machine code
     result = compile(text, uri, stop_after="llvm", cache=c)   # what the editor shows: no machine code
+    result = compile(text, name, disk_cache=DiskCache.default())   # kernels kept on disk
     result.snapshots, result.fused_names                  # the module after every pass; kernel names
     result.provenance                                     # what each expression became (lazy)
     result.lowered, result.executable                     # LLVM IR, schedules; what runs
@@ -35,6 +36,7 @@ import numpy as np
 from .build import BuildResult, build_module, relay_build_passes
 from .check import check_text
 from .diagnostics import Diagnostic, Severity
+from .lower.disk_cache import DiskCache
 from .lower.pipeline import LoweringCache, lower_build
 from .transform.bind_params import bind_params_by_name
 from .unknown_values import fill_unknown_constants
@@ -62,13 +64,16 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
             params_origin: str = "params", passes: list[str] | None = None, opt_level: int = 3,
             config: dict[str, Any] | None = None, stop_after: str = "machine_code",
             cache: LoweringCache | None = None, jit=None, progress: Progress | None = None,
-            strict: bool = False, unknown_seed: int | None = None) -> BuildResult:
+            strict: bool = False, unknown_seed: int | None = None,
+            disk_cache: DiskCache | None = None) -> BuildResult:
     """Build `text` (named `name` in diagnostics and spans) up to the stage `stop_after`.
 
     `params` are weights by parameter name (`params_origin`, the file they came from, names
     them in errors); `passes` replaces relay.build's pipeline by passes named as TVM names them; `config`
     is the PassContext's (`--config KEY=JSON`); `cache` keeps lowered kernels between
-    builds (the editor's rebuild after an edit re-lowers only what changed); `strict`
+    builds (the editor's rebuild after an edit re-lowers only what changed); `disk_cache`
+keeps them on disk for every process (lower/disk_cache.py: the CLI's and the editor's
+builds pass `DiskCache.default()`, tests a temporary directory); `strict`
     re-raises a failing pass instead of reporting it (for tests).  `unknown_seed` gives the
     constants of unknown value (text printed without its metadata) values drawn from it
     (unknown_values.py) before the passes, so that such a model lowers and runs.
@@ -96,7 +101,8 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
         return built
     try:
         built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
-                                    progress=_kernel_steps(progress, built))
+                                    progress=_kernel_steps(progress, built), disk=disk_cache,
+                                    options={"opt_level": opt_level, "config": config or {}})
     except Exception as err:  # a bug in lowering: say so, keep what the passes made
         if strict:
             raise

@@ -12,6 +12,9 @@ CI=true a missing corpus stops the run instead, since CI always has it beside th
     parse_expr_ok(t)  @main's body, for a file holding one bare expression
     errors(text)      [(line, col, message)] of the error diagnostics, in source order
 
+Every build the tests make keeps its kernels in a temporary directory of the session
+($RELAYLENS_CACHE_DIR), never in the user's cache.
+
 The helpers are fixtures that return plain functions (session-scoped, so hypothesis tests
 may take them too).  Warnings never fail `parse_ok`: a missing version header and a global
 the file does not define are warnings by design.
@@ -63,6 +66,20 @@ def pytest_configure(config) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, hard))
     except (ImportError, ValueError, OSError):  # not on every platform
         pass
+    _private_kernel_cache()
+
+
+def _private_kernel_cache() -> None:
+    """Builds in tests (the CLI in process, servers and workers they start) use a kernel
+    cache of their own, never the user's ~/.cache/relaylens: $RELAYLENS_CACHE_DIR set to a
+    temporary directory for the session and every process it starts, removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="relaylens-test-kernels-")
+    os.environ["RELAYLENS_CACHE_DIR"] = directory
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
 
 
 def _describe(diagnostics) -> str:

@@ -8,6 +8,7 @@
     relaylens import MODEL.onnx [-o OUT.relay]     import_.py   an ONNX model as Relay text + params
     relaylens profile FILE [--runs N] [-o T.json]  profile.py   where the time goes: kernels, lines, layers
     relaylens serve [--tcp --port N]               serve.py     the language server
+    relaylens cache [--info | --clear]             cache.py     the kernel cache on disk
 
 Shared by them, and importing none of them: common.py (exit codes, `UsageError`, reading
 a source, reporting diagnostics), build_options.py (`--params`, `--no-params`, `--config`,
@@ -32,12 +33,12 @@ import traceback
 from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
 
-from . import build, check, explain, import_, print_, profile, run, serve
+from . import build, cache, check, explain, import_, print_, profile, run, serve
 from .common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, PROG, UsageError
 
 __all__ = ["main", "build_parser", "UsageError", "EXIT_OK", "EXIT_ERRORS", "EXIT_USAGE", "EXIT_INTERNAL"]
 
-SUBCOMMANDS = (check, print_, run, profile, build, explain, import_, serve)  # in the order --help lists them
+SUBCOMMANDS = (check, print_, run, profile, build, explain, import_, serve, cache)  # in the order --help lists them
 
 
 def _version() -> str:

@@ -2,7 +2,7 @@
 
     relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--force] [--passes A,B,C]
                          [--print-after-all] [--opt-level 0..4] [--params P.npz | --no-params]
-                         [--config KEY=JSON ...]
+                         [--config KEY=JSON ...] [--no-cache]
 
 One driver.compile() call, stopping as early as the request allows: after the passes for
 the printed module, at LLVM IR for `--emit llvm|llvm-opt|schedule`, at machine code for
@@ -26,7 +26,7 @@ from typing import TextIO
 from ..driver import compile
 from ..lower.artifacts import FILES, write_build
 from ..printer import print_module
-from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 from .outputs import OutputPlan, commit_build_dir, staging_dir
 
@@ -82,7 +82,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     stop_after = "machine_code" if args.output else "passes" if args.emit == "relay" else "llvm"
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", passes=passes,
-                         opt_level=args.opt_level, config=config, stop_after=stop_after, progress=progress)
+                         opt_level=args.opt_level, config=config, stop_after=stop_after, progress=progress,
+                         disk_cache=disk_cache(args))
     report(result.diagnostics, name, err)
     if not result.snapshots:
         return EXIT_ERRORS
@@ -118,4 +119,4 @@ def _emitted(lowered, emit: str) -> str:
         return lowered.llvm_ir
     if emit == "llvm-opt":
         return lowered.optimized_ir
-    return "\n".join(f.schedule.record_text() for f in lowered.functions.values())
+    return "\n".join(f.schedule_text for f in lowered.functions.values())

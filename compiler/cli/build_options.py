@@ -6,12 +6,15 @@ before the pipeline, the PassContext's config, and progress on a terminal.
     --no-params         bind nothing, not even the archive found beside FILE
     --config KEY=JSON   one PassContext option (repeatable), e.g.
                         --config relay.FuseOps.max_depth=1
+    --no-cache          neither read nor write the kernel cache on disk (lower/disk_cache.py;
+                        RELAYLENS_NO_CACHE=1 does the same for every command)
 
 Without either params option, `<stem>.npz` beside FILE (model.npz for model.relay, as
 `relaylens import` writes them) is bound when it exists, and the command says so once on
 stderr.  An archive that cannot be read, `--params` with `--no-params`, and a `--config`
 that is not KEY=JSON are usage errors (exit 2); arrays that do not fit @main are the
-driver's diagnostics (exit 1).
+driver's diagnostics (exit 1).  A RELAYLENS_CACHE_SIZE that does not read is a usage
+error too.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, Iterator, TextIO
 import numpy as np
 
 from ..driver import Step
+from ..lower.disk_cache import ENV_SIZE, DiskCache, environment_cache
 from .array_files import load_archive
 from .common import PROG, STDIN, UsageError, plural
 
@@ -36,6 +40,18 @@ def add_build_options(parser: argparse.ArgumentParser, params_help: str) -> None
                         help="bind no parameters (not even FILE's .npz beside it)")
     parser.add_argument("--config", action="append", metavar="KEY=JSON",
                         help="a PassContext option (repeatable), e.g. relay.FuseOps.max_depth=1")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the kernel cache on disk (see relaylens cache --info)")
+
+
+def disk_cache(args: argparse.Namespace) -> DiskCache | None:
+    """The kernel cache on disk the build uses: None for --no-cache or RELAYLENS_NO_CACHE."""
+    if args.no_cache:
+        return None
+    try:
+        return environment_cache()
+    except ValueError as exc:
+        raise UsageError(f"{ENV_SIZE}: {exc}") from None
 
 
 # --- weights ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ..driver import compile
 from ..lower.artifacts import source_map
 from ..lower.codegen.llvm_map import function_ranges, line_locations, source_file
 from ..printer import print_type
-from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 
 _WHERE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<col>\d+)$")
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     weights.announce(len(params), err)
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                         stop_after="llvm", progress=progress)
+                         stop_after="llvm", progress=progress, disk_cache=disk_cache(args))
     lowering = result.lowered.diagnostics if result.lowered is not None else []
     report([d for d in result.diagnostics if d.is_error and not any(d is e for e in lowering)], name, err)
     if not result.snapshots:

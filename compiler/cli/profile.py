@@ -33,7 +33,7 @@ from ..profile.peak import given_peak, machine_peak
 from ..profile.profiler import profile
 from ..profile.table import profile_table
 from ..profile.trace import chrome_trace
-from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
 from .program import load_program
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     name, text, _module, params, inputs, _everything = program
     with terminal_progress(err) as progress:
         built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                        progress=progress, unknown_seed=args.seed, jit=JIT(threads))
+                        progress=progress, unknown_seed=args.seed, jit=JIT(threads), disk_cache=disk_cache(args))
     report([d for d in built.diagnostics if d.is_error], name, err)
     if built.executable is None:
         return EXIT_ERRORS

@@ -1,7 +1,7 @@
 """`relaylens run`: run @main of a file on numpy inputs.
 
     relaylens run FILE [--interp | --check] [--input NAME=FILE.npy ...] [--params P.npz | --no-params]
-                       [--config KEY=JSON ...] [--seed N] [-o OUT.npz] [--force]
+                       [--config KEY=JSON ...] [--seed N] [-o OUT.npz] [--force] [--no-cache]
 
 By default the file is built by driver.compile() (relay.build's passes, lowering, machine
 code) and run compiled; `--interp` runs the reference interpreter instead, and `--check`
@@ -44,7 +44,7 @@ import numpy as np
 from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import Interpreter, InterpreterError, Value, value_text
-from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
 from .program import load_program, random_inputs  # noqa: F401 -- random_inputs: tests draw as run does
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             with terminal_progress(err) as progress:
                 built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                                progress=progress, unknown_seed=args.seed)
+                                progress=progress, unknown_seed=args.seed, disk_cache=disk_cache(args))
             report([d for d in built.diagnostics if d.is_error], name, err)
             if built.executable is None:
                 return EXIT_ERRORS

@@ -40,7 +40,7 @@ def write_build(build, lowered, directory: str | Path) -> list[Path]:
     llvm_ir, optimized = lowered.llvm_ir, lowered.optimized_ir
     put("module.ll", llvm_ir)
     put("module.opt.ll", optimized)
-    put("schedules.txt", "\n".join(f.schedule.record_text() for f in lowered.functions.values()))
+    put("schedules.txt", "\n".join(f.schedule_text for f in lowered.functions.values()))
     exe = lowered.executable
     if exe is not None and exe.plan is not None:
         put("graph.json", exe.plan.graph_json() + "\n")

@@ -16,12 +16,22 @@ primitive function (TVM's compile-engine cache): rebuilding after an edit re-low
 the functions whose structure changed.  A hit whose name or source position differs (a
 line inserted above it, a layer before it renamed) is re-pointed, not re-lowered: its
 LLVM texts get the new name and debug locations (`_relocated`), its machine code is the
-same and is called by address.
+same and is called by address.  Within one build, structurally equal functions are
+lowered once (a build without a cache gets one of its own).
+
+Behind it, the disk cache (`disk`, disk_cache.py) keeps each kernel's LLVM texts, its
+schedule record and its object code across processes.  A kernel found there is composed
+(its constants and signature are needed) but not scheduled, generated, optimised or
+compiled: its object code is loaded, and its texts are re-pointed as above, from the
+kernel name, source file and node locations the entry recorded.  An entry written by a
+build without machine code (the editor's) gets its object code the first time a build
+needs it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,7 +45,8 @@ from ..ir.structural_equal import structural_equal
 from ..ir.structural_hash import structural_hash
 from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
-from .codegen.llvm_map import relocate
+from .codegen.llvm_map import refile, relocate
+from .disk_cache import DiskCache, Entry, cache_key
 from .errors import LoweringError
 from .runtime.executable import make_executable
 from .runtime.jit import JIT
@@ -49,21 +60,47 @@ SOURCE = "lower"
 
 @dataclass
 class LoweredFunction:
-    """One fused function, lowered: every stage kept for the editor and `build -o`."""
+    """One fused function, lowered: every stage kept for the editor and `build -o`.
+
+    A kernel read from the disk cache has no schedule in memory: `schedule` and `prim`
+    are made again on first use (the default schedule is a pure function of `composed`),
+    while `schedule_text` and `schedule_steps` read what the cache kept."""
 
     name: str
     func: Function  # the primitive Relay function
     composed: Composed
-    schedule: Schedule
-    prim: PrimFunc
     llvm_ir: str  # its own module, unoptimised
     optimized_ir: str
     address: int = 0  # of its machine code
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
+    scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
+    record: tuple[str, int] | None = field(default=None, repr=False)  # (text, steps) from the disk cache
 
     @property
     def constants(self) -> list[np.ndarray]:
         return [data for _, data in self.composed.constants]
+
+    @property
+    def schedule(self) -> Schedule:
+        return self._scheduled()[0]
+
+    @property
+    def prim(self) -> PrimFunc:
+        return self._scheduled()[1]
+
+    @property
+    def schedule_text(self) -> str:
+        """Every step of the schedule with the loop nest after it (`Schedule.record_text`)."""
+        return self.record[0] if self.scheduled is None and self.record else self.schedule.record_text()
+
+    @property
+    def schedule_steps(self) -> int:
+        return self.record[1] if self.scheduled is None and self.record else len(self.schedule.record)
+
+    def _scheduled(self) -> tuple[Schedule, PrimFunc]:
+        if self.scheduled is None:
+            self.scheduled = _schedule(self.composed, self.name, self.func)
+        return self.scheduled
 
 
 class LoweringCache:
@@ -84,7 +121,8 @@ class LoweringCache:
         return None
 
     def put(self, lowered: LoweredFunction) -> None:
-        self._entries.setdefault(structural_hash(lowered.func), []).append(lowered)
+        """Newest first: a kernel given machine code later is found before its LLVM-only self."""
+        self._entries.setdefault(structural_hash(lowered.func), []).insert(0, lowered)
 
 
 @dataclass
@@ -119,13 +157,18 @@ class Lowered:
 
 
 def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
-                progress: Callable[[str], None] | None = None, machine_code: bool = True) -> Lowered:
+                progress: Callable[[str], None] | None = None, machine_code: bool = True,
+                disk: DiskCache | None = None, options: dict[str, Any] | None = None) -> Lowered:
     """Lower every fused function of a successful build, then plan and compile @main.
 
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
     language server's build worker), without the memory and time of machine code.  Such
-    a build cannot run; its kernels and cache entries have no address."""
+    a build cannot run; its kernels and cache entries have no address.  `disk` is the
+    persistent cache behind `cache` (disk_cache.py), `options` the build's options that
+    key it (the driver's opt_level and PassContext config).  Structurally equal
+    functions are lowered once per build even without a `cache`."""
     jit = jit or JIT()
+    cache = cache if cache is not None else LoweringCache()
     source_name = result.name
     lowered = Lowered({}, [], source_name=source_name, jit=jit)
     seen: set[str] = set()
@@ -136,13 +179,13 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
         if progress is not None:
             progress(name)
         try:
-            entry = cache.get(name, func) if cache is not None else None
+            entry = cache.get(name, func)
             if entry is not None and machine_code and entry.engine is None:
-                entry = None  # cached by a build that stopped at LLVM IR
+                entry = _with_machine_code(entry, jit)  # cached by a build that stopped at LLVM IR
+                cache.put(entry)
             if entry is None:
-                entry = lower_function(func, name, source_name, jit, machine_code)
-                if cache is not None:
-                    cache.put(entry)
+                entry = _lower_through_disk(func, name, source_name, jit, machine_code, disk, options)
+                cache.put(entry)
             lowered.functions[name] = entry
         except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(f"{name}: {err.message}", err.span or func.span,
@@ -157,32 +200,122 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 
 def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
     """One primitive function through every stage to machine code (or to optimised LLVM IR)."""
-    composed = compose(func)
+    return _lower(func, name, source_name, jit, machine_code, compose(func))[0]
+
+
+def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
+           composed: Composed) -> tuple[LoweredFunction, bytes]:
+    """`lower_function` from its composition; with the object code of its machine code."""
+    schedule, prim = _schedule(composed, name, func)
+    text = str(codegen.generate([prim], source_name))
+    optimized = jit.optimize(text)
+    fn = LoweredFunction(name, func, composed, text, optimized, scheduled=(schedule, prim))
+    if not machine_code:
+        return fn, b""
+    fn.engine, obj = jit.load_keeping_object(optimized)
+    fn.address = jit.address(name)
+    return fn, obj
+
+
+def _schedule(composed: Composed, name: str, func: Function) -> tuple[Schedule, PrimFunc]:
     schedule = default_schedule(composed.outputs, composed.placeholders, name)
     prim = schedule.lower()
     prim.span = prim.span or func.span
-    text = str(codegen.generate([prim], source_name))
-    optimized = jit.optimize(text)
+    return schedule, prim
+
+
+def _with_machine_code(entry: LoweredFunction, jit) -> LoweredFunction:
+    """A kernel lowered to optimised LLVM IR only, with machine code made from that IR."""
+    engine = jit.load(entry.optimized_ir)
+    return dataclasses.replace(entry, engine=engine, address=jit.address(entry.name))
+
+
+# --- the disk cache -------------------------------------------------------------------
+
+
+def _lower_through_disk(func: Function, name: str, source_name: str, jit, machine_code: bool,
+                        disk: DiskCache | None, options: dict[str, Any] | None) -> LoweredFunction:
+    """`func` from the disk cache if it holds it (machine code loaded, not compiled; debug
+    information re-pointed at `func`'s lines), else lowered and written there."""
+    composed = compose(func)
+    if disk is None:
+        return _lower(func, name, source_name, jit, machine_code, composed)[0]
+    key = cache_key(structural_hash(func), _signature(composed), options or {})
+    stored = disk.get(key)
+    if stored is not None:
+        try:
+            return _from_disk(stored, func, name, source_name, composed, jit, machine_code, disk, key)
+        except (LoweringError, KeyError, TypeError, ValueError, UnicodeDecodeError):
+            disk.corrupt += 1  # intact on disk but not usable here: lowered again, written over
+    fn, obj = _lower(func, name, source_name, jit, machine_code, composed)
+    disk.put(key, _disk_entry(fn, obj))
+    return fn
+
+
+def _signature(composed: Composed) -> list:
+    """The kernel's parameters and results, as the key and the runtime see them (two
+    structurally equal functions may share a constant in one and not in the other)."""
+    return [[[list(t.shape), str(t.dtype)] for t in group]
+            for group in (composed.inputs, [t for t, _ in composed.constants], composed.outputs)]
+
+
+def _locations(func: Function) -> list:
+    """The Relay (line, column) of every node of `func`, in the order structural equality pairs them."""
+    return [source_location(node.span) for node in post_order(func)]
+
+
+def _disk_entry(fn: LoweredFunction, obj: bytes) -> Entry:
+    meta = {"name": fn.name, "locations": _locations(fn.func), "steps": fn.schedule_steps}
+    blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode(),
+             "schedule": fn.schedule_text.encode()}
+    if obj:
+        blobs["object"] = obj
+    return Entry(meta, blobs)
+
+
+def _from_disk(stored: Entry, func: Function, name: str, source_name: str, composed: Composed, jit,
+               machine_code: bool, disk: DiskCache, key: str) -> LoweredFunction:
+    meta, blobs = stored.meta, stored.blobs
+    old = meta["name"]
+    texts = [_renamed(blobs[k].decode(), old, name) for k in ("llvm_ir", "optimized_ir")]
+    directory, filename = os.path.split(source_name)
+    texts = [refile(t, filename or source_name, directory or ".") for t in texts]
+    llvm_ir, optimized_ir = _moved(texts, [tuple(x) if x else None for x in meta["locations"]], func)
+    record = (_renamed(blobs["schedule"].decode(), old, name), int(meta["steps"]))
+    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, record=record)
     if not machine_code:
-        return LoweredFunction(name, func, composed, schedule, prim, text, optimized)
-    engine = jit.load(optimized)
-    return LoweredFunction(name, func, composed, schedule, prim, text, optimized,
-                           jit.address(name), engine)
+        return fn
+    if "object" in blobs:
+        fn.engine = jit.load_object(blobs["object"], {name: old})
+    else:  # written by a build that stopped at LLVM IR: compile its IR, and keep the code
+        fn.engine, obj = jit.load_keeping_object(optimized_ir)
+        disk.put(key, Entry(meta, {**blobs, "object": obj}))
+    fn.address = jit.address(name)
+    return fn
 
 
 def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunction:
     """`entry` for a structurally equal `func` elsewhere in the source, under `name`: the
     same machine code; LLVM texts renamed and their debug information moved to `func`'s
     expressions (paired in evaluation order, as structural equality pairs them)."""
+    renamed = [_renamed(text, entry.name, name) for text in (entry.llvm_ir, entry.optimized_ir)]
+    llvm_ir, optimized_ir = _moved(renamed, _locations(entry.func), func)
+    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir)
+
+
+def _renamed(text: str, old: str, new: str) -> str:
+    return text if old == new else text.replace(f'@{old}', f'@{new}').replace(f'"{old}', f'"{new}')
+
+
+def _moved(texts: list[str], old_locations: list, func: Function) -> list[str]:
+    """`texts` with the debug locations of the nodes at `old_locations` moved to `func`'s."""
     moved: dict[tuple[int, int], tuple[int, int]] = {}
-    for old, new in zip(post_order(entry.func), post_order(func)):
-        a, b = source_location(old.span), source_location(new.span)
+    for a, b in zip(old_locations, _locations(func)):
         if a is not None and b is not None:
             moved.setdefault(a, b)
-    renamed = [text.replace(f'@{entry.name}', f'@{name}').replace(f'"{entry.name}', f'"{name}')
-               for text in (entry.llvm_ir, entry.optimized_ir)]
-    llvm_ir, optimized_ir = relocate(renamed, moved)
-    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir)
+    if all(a == b for a, b in moved.items()):  # nothing moved (the same file built again)
+        return texts
+    return relocate(texts, moved)
 
 
 def _link(texts: list[str]) -> str:

@@ -121,6 +121,20 @@ class Built:
         return self._lines[key]
 
 
+def cache_environment(cache: dict) -> dict[str, str]:
+    """The worker's environment for initializationOptions `cache`; values of the wrong
+    type are ignored (the environment's, or the defaults, stay)."""
+    env: dict[str, str] = {}
+    if isinstance(cache.get("enabled"), bool):
+        env["RELAYLENS_NO_CACHE"] = "0" if cache["enabled"] else "1"
+    size = cache.get("maxBytes")
+    if isinstance(size, (int, str)) and not isinstance(size, bool) and str(size).strip():
+        env["RELAYLENS_CACHE_SIZE"] = str(size).strip()
+    if isinstance(cache.get("directory"), str) and cache["directory"].strip():
+        env["RELAYLENS_CACHE_DIR"] = cache["directory"].strip()
+    return env
+
+
 class Builds:
     def __init__(self, server: "RelayLensServer") -> None:
         self.server = server
@@ -139,8 +153,13 @@ class Builds:
         self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
 
     def configure(self, options: Any) -> None:
-        """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool}}`
-        (initializationOptions)."""
+        """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool},
+        "cache": {"enabled": bool, "maxBytes": int | "512M", "directory": str}}`
+        (initializationOptions; `cache` is the worker's kernel cache on disk, given to it as
+        RELAYLENS_NO_CACHE, RELAYLENS_CACHE_SIZE and RELAYLENS_CACHE_DIR)."""
+        cache = options.get("cache") if isinstance(options, dict) else None
+        if isinstance(cache, dict):
+            self.worker.env.update(cache_environment(cache))
         weights = options.get("params") if isinstance(options, dict) else None
         if isinstance(weights, dict) and isinstance(weights.get("bind"), bool):
             self.bind_params = weights["bind"]

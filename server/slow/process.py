@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from typing import Callable
 
@@ -39,6 +40,7 @@ class WorkerProcess:
         self._proc: asyncio.subprocess.Process | None = None
         self._backlog: list[bytes] = []
         self._closing = False
+        self.env: dict[str, str] = {}  # set in the worker's environment over the server's (from the next start)
 
     def send(self, message: tuple) -> bool:
         """Queue a message for the worker (starting it if needed); False when broken."""
@@ -65,7 +67,8 @@ class WorkerProcess:
     async def _run(self) -> None:
         try:
             proc = await asyncio.create_subprocess_exec(
-                *COMMAND, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+                *COMMAND, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                env={**os.environ, **self.env} if self.env else None)
         except OSError as err:
             log.error("cannot start the build worker: %s", err)
             self._ended(None, False)

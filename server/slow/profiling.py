@@ -79,7 +79,7 @@ class ProfileReport:
 
 
 def profile_report(uri: str, version: int | None, text: str, *, runs: int, weights: str | None,
-                   progress: Callable[[str, float], None] | None = None) -> ProfileReport:
+                   progress: Callable[[str, float], None] | None = None, disk_cache=None) -> ProfileReport:
     report = ProfileReport(uri, version)
     params = {}
     if weights is not None:
@@ -96,7 +96,7 @@ def profile_report(uri: str, version: int | None, text: str, *, runs: int, weigh
 
     threads = default_num_threads()
     built = compile(text, uri, params=params, params_origin=os.path.basename(weights or "params"),
-                    unknown_seed=SEED, jit=JIT(threads), progress=on_step)
+                    unknown_seed=SEED, jit=JIT(threads), progress=on_step, disk_cache=disk_cache)
     exe = built.executable
     if exe is None:
         errors = [d.message for d in built.diagnostics if d.is_error]

@@ -43,10 +43,11 @@ class Cancelled(BaseException):
 
 
 def build_report(uri: str, version: int | None, text: str, *, cache=None,
-                 progress: Progress | None = None, weights: str | None = None) -> BuildReport:
+                 progress: Progress | None = None, weights: str | None = None,
+                 disk_cache=None) -> BuildReport:
     """`weights`: the path of an .npz whose arrays are bound as @main's parameters first
     (`<stem>.npz` beside the model); one that cannot be read is a warning, and the build
-    goes on without it."""
+    goes on without it.  `disk_cache`: the persistent kernel cache (lower/disk_cache.py)."""
     started = time.monotonic()
     report = BuildReport(uri, version, text)
     params, origin = {}, "params"
@@ -65,7 +66,7 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
             progress(str(step), 0.5 * (step.index / step.total + (step.stage == "llvm")))
 
     result = compile(text, uri, params=params, params_origin=origin, stop_after="llvm", cache=cache,
-                     progress=on_step)  # shown, never run
+                     progress=on_step, disk_cache=disk_cache)  # shown, never run
     source = result.checked.parsed.source if result.checked is not None else None
     report.diagnostics += _new_diagnostics(result, source)
     if not result.snapshots:
@@ -155,8 +156,8 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
             anchor=min(anchors),
             ranges=tuple(keys),
             layers=_layers(func),
-            schedule_text=fn.schedule.record_text() if fn is not None else "",
-            schedule_steps=len(fn.schedule.record) if fn is not None else 0,
+            schedule_text=fn.schedule_text if fn is not None else "",
+            schedule_steps=fn.schedule_steps if fn is not None else 0,
             llvm_ir=fn.llvm_ir if fn is not None else "",
             optimized_ir=fn.optimized_ir if fn is not None else "",
             module_lines=_lines_of(name, ranges),

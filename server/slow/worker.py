@@ -12,7 +12,10 @@ and a build only slows down.
 
 Per document, the worker keeps the lowering cache of its last build: a rebuild re-lowers
 only the fused functions whose structure changed.  A build that is cancelled hands what
-it lowered to the next one.  stdin closing ends the process.
+it lowered to the next one.  Behind those, the persistent kernel cache shared with every
+other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
+so a model built before, by the CLI or another editor, lowers nothing.  stdin closing
+ends the process.
 
 A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
 runs the model; it is never superseded by a build, only cancelled.
@@ -94,6 +97,18 @@ class GenerationalCache:
         return self.previous
 
 
+def disk_cache():
+    """The persistent kernel cache the environment names, or None (RELAYLENS_NO_CACHE=1, or
+    a RELAYLENS_CACHE_SIZE that does not read: said on stderr, the server's log)."""
+    from ...compiler.lower.disk_cache import environment_cache  # lazy: as the compiler below
+
+    try:
+        return environment_cache()
+    except ValueError as err:
+        print(f"relaylens worker: no kernel cache: {err}", file=sys.stderr)
+        return None
+
+
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     # lazy: the worker says it is ready before the compiler loads
     from ...compiler.lower.pipeline import LoweringCache
@@ -109,11 +124,12 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     threading.Thread(target=read_all, name="relaylens-worker-reader", daemon=True).start()
     caches: dict[str, object] = {}
     frames.write(out, ("ready", os.getpid()))
+    disk = disk_cache()
     while (message := jobs.queue.get()) is not None:
         while not jobs.forgotten.empty():
             caches.pop(jobs.forgotten.get(), None)
         if message[0] == "profile":
-            _profile(message, jobs, out)
+            _profile(message, jobs, out, disk)
             continue
         _, job, uri, version, text, weights = message[:6]
         if jobs.is_void(job):
@@ -128,7 +144,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("progress", job, step, fraction))
 
         try:
-            report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights)
+            report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights,
+                                  disk_cache=disk)
         except Cancelled:
             caches[uri] = cache.salvage()
             frames.write(out, ("cancelled", job))
@@ -143,7 +160,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("done", job, report))
 
 
-def _profile(message: tuple, jobs: Jobs, out: BinaryIO) -> None:
+def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     """Build to machine code and profile (profiling.py); answer ("profiled", job, report)."""
     # lazy: the worker says it is ready before the compiler loads
     from .profiling import ProfileReport, profile_report
@@ -161,7 +178,8 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO) -> None:
         frames.write(out, ("progress", job, step, fraction))
 
     try:
-        report = profile_report(uri, version, text, runs=runs, weights=weights, progress=progress)
+        report = profile_report(uri, version, text, runs=runs, weights=weights, progress=progress,
+                                disk_cache=disk)
     except Cancelled:
         frames.write(out, ("cancelled", job))
         return

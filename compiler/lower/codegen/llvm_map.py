@@ -136,3 +136,21 @@ def source_file(text: str) -> tuple[str, str] | None:
     DIFile: the Relay file the module was built from)."""
     m = _DIFILE.search(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+_DIFILE_ANY = re.compile(r"!DIFile\([^)]*\)")  # fields in either order: llvmlite sorts them, LLVM does not
+_DIFILE_FIELD = re.compile(r'\b(filename|directory): "(?:[^"\\]|\\.)*"')
+
+
+def refile(text: str, filename: str, directory: str) -> str:
+    """`text` with every DIFile naming `filename` in `directory` (a kernel cached from a
+    build of another file, or of the same file under another name)."""
+    fields = {"filename": _escaped(filename), "directory": _escaped(directory)}
+    return _DIFILE_ANY.sub(lambda m: _DIFILE_FIELD.sub(lambda f: f'{f[1]}: "{fields[f[1]]}"', m[0]), text)
+
+
+def _escaped(text: str) -> str:
+    """A metadata string's contents as LLVM prints them: printable ASCII but `"` and `\\`
+    as is, every other byte of the UTF-8 as `\\XX`."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\{b:02X}"
+                   for b in text.encode("utf-8"))

@@ -6,12 +6,15 @@
     add = jit.kernel(funcs[0])          # a Kernel: add(x, y) -> output array
     out = add(x, y)
 
-Optimisation is LLVM's O3 pipeline (new pass manager) for the host CPU and its features.
-Each `load` makes one MCJIT engine; the JIT keeps every engine alive until it is dropped
-itself (a long-running process frees machine code by dropping the JIT), and a `Kernel`
-keeps its JIT alive.  Parallel loops run on libgomp's thread team, `num_threads` wide
-(RELAYLENS_NUM_THREADS, else the number of CPUs), through the module's
-`relaylens_num_threads` global, which `load` sets.
+Optimisation is LLVM's O3 pipeline (new pass manager) for the host CPU and its features
+(`OPTIONS`; `target_id()` names the target, for the on-disk kernel cache).  Each `load`
+makes one MCJIT engine (`load_keeping_object` also returns the object code MCJIT made,
+and `load_object` loads such object code again without compiling anything); the JIT
+keeps every engine alive until it is dropped itself (a long-running process frees
+machine code by dropping the JIT), and a `Kernel` keeps its JIT alive.  Parallel loops
+run on libgomp's thread team, `num_threads` wide (RELAYLENS_NUM_THREADS, else the number
+of CPUs), through the module's `relaylens_num_threads` global, which `load` (and
+`load_object`) sets.
 """
 
 from __future__ import annotations
@@ -107,6 +110,16 @@ def _aligned(a: np.ndarray) -> bool:
     return a.flags.c_contiguous and a.ctypes.data % BUFFER_ALIGN == 0
 
 
+# What `optimize` asks of LLVM: part of every on-disk cache key (disk_cache.py).
+OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
+
+
+def target_id() -> str:
+    """The target machine code is made for: triple, CPU, its features, LLVM's version."""
+    return " ".join([llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+                     "llvm-" + ".".join(map(str, llvm.llvm_version_info))])
+
+
 class JIT:
     """Host target machine, O3 optimisation, MCJIT engines."""
 
@@ -114,7 +127,8 @@ class JIT:
         _initialize()
         self.num_threads = num_threads or default_num_threads()
         self.target_machine = self._target_machine()
-        self._engines: list[tuple[llvm.ExecutionEngine, set[str]]] = []
+        # each engine, the names it answers for, and their symbols where they differ
+        self._engines: list[tuple[llvm.ExecutionEngine, set[str], dict[str, str]]] = []
 
     @staticmethod
     def _target_machine() -> llvm.TargetMachine:
@@ -136,10 +150,10 @@ class JIT:
     def optimize(self, text: str | ir.Module) -> str:
         """The O3-optimised text of a module (verified first)."""
         mod = self.parse(text)
-        options = llvm.create_pipeline_tuning_options(speed_level=3)
-        options.loop_vectorization = True
-        options.slp_vectorization = True
-        options.loop_unrolling = True
+        options = llvm.create_pipeline_tuning_options(speed_level=OPTIONS["speed_level"])
+        options.loop_vectorization = OPTIONS["loop_vectorization"]
+        options.slp_vectorization = OPTIONS["slp_vectorization"]
+        options.loop_unrolling = OPTIONS["loop_unrolling"]
         builder = llvm.create_pass_builder(self.target_machine, options)
         with _quiet_missed_vectorization():
             builder.getModulePassManager().run(mod, builder)
@@ -148,22 +162,50 @@ class JIT:
     def load(self, text: str | ir.Module) -> llvm.ExecutionEngine:
         """Compile a (usually optimised) module to machine code in a new engine (which
         the JIT keeps alive; returned for callers that hold their code's engine)."""
+        return self.load_keeping_object(text)[0]
+
+    def load_keeping_object(self, text: str | ir.Module) -> tuple[llvm.ExecutionEngine, bytes]:
+        """`load`, and the object code MCJIT made for the module (what `load_object` takes)."""
         mod = self.parse(text)
         defined = {f.name for f in mod.functions if not f.is_declaration}
         has_threads = any(g.name == NUM_THREADS_GLOBAL for g in mod.global_variables)
         engine = llvm.create_mcjit_compiler(mod, self._target_machine())
+        objects: list[bytes] = []
+        engine.set_object_cache(notify_func=lambda _module, data: objects.append(bytes(data)))
         engine.finalize_object()
+        self._finish(engine, defined, has_threads)
+        return engine, objects[0] if objects else b""
+
+    def load_object(self, data: bytes, names: dict[str, str]) -> llvm.ExecutionEngine:
+        """Object code made by `load_keeping_object` (of this target), loaded without
+        compiling: `names` maps each name `address` will be asked for to its symbol in
+        the object (a kernel cached under another name).  A symbol the object lacks raises
+        `LoweringError`.  Damaged object code may crash LLVM: the caller checks it first
+        (the disk cache's checksum)."""
+        engine = llvm.create_mcjit_compiler(self.parse(""), self._target_machine())
+        try:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            engine.finalize_object()
+        except RuntimeError as err:
+            raise LoweringError(f"unreadable object code: {str(err).strip()}") from None
+        for symbol in names.values():
+            if not engine.get_function_address(symbol):
+                raise LoweringError(f"the object code defines no {symbol}")
+        self._finish(engine, set(names), bool(engine.get_global_value_address(NUM_THREADS_GLOBAL)), names)
+        return engine
+
+    def _finish(self, engine: llvm.ExecutionEngine, defined: set[str], has_threads: bool,
+                symbols: dict[str, str] | None = None) -> None:
         if has_threads:
             address = engine.get_global_value_address(NUM_THREADS_GLOBAL)
             ctypes.c_int32.from_address(address).value = self.num_threads
-        self._engines.append((engine, defined))
-        return engine
+        self._engines.append((engine, defined, symbols or {}))
 
     def address(self, name: str) -> int:
         """The machine-code address of a loaded function (the latest load wins)."""
-        for engine, defined in reversed(self._engines):
+        for engine, defined, symbols in reversed(self._engines):
             if name in defined:
-                return engine.get_function_address(name)
+                return engine.get_function_address(symbols.get(name, name))
         raise KeyError(f"no loaded function named {name}")
 
     def kernel(self, func: PrimFunc) -> Kernel:

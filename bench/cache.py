@@ -1,0 +1,123 @@
+"""What the kernel cache on disk saves: a cold build against a build of a model built before.
+
+    python bench/cache.py [--models resnet50,mobilenet,gpt2] [--json out.json]
+
+The models are bench/build.py's (ONNX graphs written with onnx.helper, imported and
+printed as typed Relay text).  Per model, each build with a fresh `JIT` and
+`LoweringCache` (nothing in memory), one run each:
+  * cold: an empty cache directory (the build writes every kernel into it);
+  * warm, this process: the same text, the directory the cold build filled;
+  * warm, another process: a new Python process builds the text with a line inserted
+    above the first binding (every kernel moves: debug information re-pointed), timed
+    inside the process as the others are, and as wall time with the interpreter's start;
+  * the editor's build (to optimised LLVM IR, no machine code), cold and warm.
+Times are of `driver.compile()`, split into check + passes and lowering.  The cache
+directory is temporary and removed at the end.  Run on an idle machine: the load average
+is printed first, with NOT IDLE when something else runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from build import LABELS, LINE_ABOVE, MODELS, WARM_UP, load_model, load_note, machine, machine_lines, ms  # noqa: E402
+
+
+def timed_build(text: str, name: str, directory: str | None, stop_after: str = "machine_code") -> dict:
+    """One `compile()` with nothing in memory; seconds (total, check + passes, lowering) and cache counts."""
+    from relaylens.compiler.driver import compile
+    from relaylens.compiler.lower.disk_cache import DiskCache
+    from relaylens.compiler.lower.pipeline import LoweringCache
+    from relaylens.compiler.lower.runtime.jit import JIT
+
+    disk = DiskCache(directory) if directory is not None else None
+    jit, marks = JIT(), {}
+    start = time.perf_counter()
+    result = compile(text, name, cache=LoweringCache(), jit=jit, disk_cache=disk, stop_after=stop_after,
+                     progress=lambda step: marks.setdefault(step.stage, time.perf_counter()))
+    done = time.perf_counter()
+    if not result.ok or result.lowered is None:
+        raise SystemExit(f"error: {name} does not build")
+    lowering = marks.get("llvm", done)
+    return {"total": done - start, "passes": lowering - start, "lowering": done - lowering,
+            "hits": disk.hits if disk else 0, "misses": disk.misses if disk else 0,
+            "functions": len(result.lowered.functions)}
+
+
+def in_another_process(text: str, name: str, directory: str) -> dict:
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        from cache import timed_build
+        print(json.dumps(timed_build(sys.stdin.read(), {name!r}, {directory!r})))
+    """)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], input=text, capture_output=True, text=True, check=True)
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures["wall"] = time.perf_counter() - start
+    return figures
+
+
+def measure(key: str) -> dict:
+    model = load_model(key)
+    name = f"{key}.relay"
+    with tempfile.TemporaryDirectory(prefix="relaylens-bench-cache-") as directory:
+        cold = timed_build(model.text, name, directory)
+        warm = timed_build(model.text, name, directory)
+        other = in_another_process(LINE_ABOVE.apply(model.text), name, directory)
+    with tempfile.TemporaryDirectory(prefix="relaylens-bench-cache-") as directory:
+        editor_cold = timed_build(model.text, name, directory, stop_after="llvm")
+        editor_warm = timed_build(model.text, name, directory, stop_after="llvm")
+        size = sum(p.stat().st_size for p in Path(directory).iterdir())
+    return {"cold": cold, "warm": warm, "other process": other, "editor cold": editor_cold,
+            "editor warm": editor_warm, "editor entries bytes": size}
+
+
+def table(figures: dict[str, dict]) -> list[str]:
+    out = ["Build with nothing in memory, ms (one run each):", "",
+           "| model | build | hits / misses | check + passes | lowering | total | of cold |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for key, f in figures.items():
+        for label, cold_label in (("cold", "cold"), ("warm", "cold"), ("other process", "cold"),
+                                  ("editor cold", "editor cold"), ("editor warm", "editor cold")):
+            b = f[label]
+            share = b["total"] / f[cold_label]["total"]
+            wall = f" (process: {ms(b['wall'])})" if "wall" in b else ""
+            out.append(f"| {LABELS[key]} | {label} | {b['hits']} / {b['misses']} | {ms(b['passes'])} | "
+                       f"{ms(b['lowering'])} | {ms(b['total'])}{wall} | {share:.0%} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
+    ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args(argv)
+    keys = [k.strip() for k in args.models.split(",") if k.strip()]
+    if not keys or any(k not in MODELS for k in keys):
+        ap.error(f"choose models from {', '.join(MODELS)}")
+    load = load_note()
+    print(f"Before the run: {load}", file=sys.stderr)
+    timed_build(WARM_UP, "warm_up.relay", None)  # grammar, LLVM targets, libgomp: once per process
+    figures = {}
+    for key in keys:
+        figures[key] = measure(key)
+        print(f"  measured {LABELS[key]}", file=sys.stderr, flush=True)
+    print("\n".join(table(figures)))
+    print(f"\nMachine ({load} before the run):\n" + "\n".join(machine_lines(machine())))
+    if args.json:
+        args.json.write_text(json.dumps({"bench": "cache", "load": load, "models": figures}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""The persistent kernel cache: lowered kernels on disk, shared by every process that
+builds (the CLI, the editor's build worker, the benchmarks), so a model built once opens
+fast anywhere.
+
+    cache = DiskCache.default()              # $RELAYLENS_CACHE_DIR, else the XDG cache dir
+    cache = environment_cache()              # the same, or None when $RELAYLENS_NO_CACHE is set
+    key = cache_key(structural_hash(func), signature, options)
+    entry = cache.get(key)                   # an Entry, or None (absent, corrupt, truncated)
+    cache.put(key, Entry(meta, {"llvm_ir": b"...", "object": b"..."}))
+    cache.info(), cache.clear()              # `relaylens cache --info / --clear`
+
+Where: `$RELAYLENS_CACHE_DIR`, else `$XDG_CACHE_HOME/relaylens/kernels`, else
+`~/.cache/relaylens/kernels`.  Size bound: `$RELAYLENS_CACHE_SIZE` (bytes, or with a
+K/M/G suffix; default 1 GiB); when a `put` takes the directory past it, the entries used
+longest ago are removed (a hit sets its file's modification time: LRU by access time).
+
+The key (`cache_key`) is a SHA-256 of everything that decides the machine code: the
+primitive function's structural hash (spans are not part of it: the same kernel at
+another line is a hit), its tensor signature, the target (`jit.target_id()`), LLVM's
+options (`jit.OPTIONS`), the build's options, the package version and a digest of the
+compiler's own source files that lowering runs (`compiler_version()`: lower/, ops/, ir/),
+so that any change to the compiler invalidates every entry.  The structural hash reads a
+sample of a large constant's values; that is enough, because a non-scalar constant is a
+buffer the kernel is passed (te/compose.py), never part of its code, and the signature
+counts those buffers and their shapes.
+
+One file per entry, `<key>.kernel`: a magic line, the SHA-256 of the rest, then the rest
+(zlib): a JSON header (the caller's `meta`, the blob lengths) and the blobs.  A file
+whose magic, checksum or contents do not read is removed and reported as a miss, so a
+corrupt or truncated entry is rebuilt, never trusted.  Writers write a temporary file in
+the directory and rename it over the entry (atomic on POSIX): concurrent writers of one
+key leave one whole entry.  The cache never fails a build: a directory that cannot be
+written is counted in `errors` and the build goes on without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .runtime.jit import OPTIONS, target_id
+
+ENV_DIR = "RELAYLENS_CACHE_DIR"
+ENV_SIZE = "RELAYLENS_CACHE_SIZE"
+ENV_OFF = "RELAYLENS_NO_CACHE"  # set (to anything but 0): builds use no disk cache
+DEFAULT_MAX_BYTES = 1 << 30
+SCHEMA = 1  # of the entry format and of what callers put in it; bump on a change
+MAGIC = b"relaylens-kernel 1\n"
+SUFFIX = ".kernel"
+_DIGEST = hashlib.sha256().digest_size
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def default_directory() -> Path:
+    """$RELAYLENS_CACHE_DIR, else $XDG_CACHE_HOME/relaylens/kernels, else ~/.cache/relaylens/kernels."""
+    explicit = os.environ.get(ENV_DIR, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".cache") / "relaylens" / "kernels"
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `1073741824`, `512M`, `1G`, `1.5GiB`; ValueError naming the text otherwise."""
+    m = _SIZE.match(text)
+    if m is None:
+        raise ValueError(f"a cache size must be a number of bytes, optionally with K, M, G or T, not {text!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def default_max_bytes() -> int:
+    """$RELAYLENS_CACHE_SIZE if set (ValueError when it does not read), else 1 GiB."""
+    text = os.environ.get(ENV_SIZE, "").strip()
+    return parse_size(text) if text else DEFAULT_MAX_BYTES
+
+
+def environment_cache() -> DiskCache | None:
+    """`DiskCache.default()`, or None when $RELAYLENS_NO_CACHE is set to anything but 0
+    (ValueError for a $RELAYLENS_CACHE_SIZE that does not read)."""
+    return None if disabled() else DiskCache.default()
+
+
+def disabled() -> bool:
+    """$RELAYLENS_NO_CACHE is set to anything but 0."""
+    return os.environ.get(ENV_OFF, "").strip() not in ("", "0")
+
+
+@lru_cache(maxsize=1)
+def compiler_version() -> str:
+    """The package version and a digest of the source files lowering runs: a change to
+    any of them makes every key new."""
+    try:
+        release = version("relaylens")
+    except PackageNotFoundError:
+        release = "unknown"
+    return f"{release}+{source_digest()[:16]}"
+
+
+KERNEL_SOURCES = ("lower", "ops", "ir")  # the compiler's folders whose code decides a kernel
+
+
+def source_digest(root: Path | None = None) -> str:
+    """SHA-256 of the .py files under `root`'s KERNEL_SOURCES (root: the compiler package)."""
+    root = root or Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for folder in KERNEL_SOURCES:
+        for path in sorted((root / folder).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(structural: int, signature: Any, options: Any) -> str:
+    """The entry's key: SHA-256 of the kernel's structural hash and tensor `signature`, the
+    build's `options`, the target, LLVM's options and the compiler's version (JSON-able)."""
+    parts = {"schema": SCHEMA, "structural": structural, "signature": signature, "options": options,
+             "target": target_id(), "llvm": OPTIONS, "compiler": compiler_version()}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class Entry:
+    """What one key holds: `meta` (JSON-able) and named byte blobs."""
+
+    meta: dict[str, Any]
+    blobs: dict[str, bytes]
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    directory: Path
+    entries: int
+    bytes: int
+    max_bytes: int
+
+
+class DiskCache:
+    """Entries in one directory, at most `max_bytes` of them (see the module doc)."""
+
+    def __init__(self, directory: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.hits = self.misses = self.corrupt = self.errors = 0
+        self._total: int | None = None  # bytes on disk, as last counted plus what we wrote
+
+    @classmethod
+    def default(cls) -> DiskCache:
+        """The cache the environment names (ValueError for a $RELAYLENS_CACHE_SIZE that does not read)."""
+        return cls(default_directory(), default_max_bytes())
+
+    def path(self, key: str) -> Path:
+        return self.directory / (key + SUFFIX)
+
+    def get(self, key: str) -> Entry | None:
+        """The entry under `key`, or None.  A file that does not read whole is removed."""
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            self.misses += 1
+            return None
+        entry = _decode(data)
+        if entry is None:
+            self.corrupt += 1
+            self.misses += 1
+            _remove(path)
+            return None
+        self.hits += 1
+        try:
+            os.utime(path)  # used now: the last to be evicted
+        except OSError:
+            pass
+        return entry
+
+    def put(self, key: str, entry: Entry) -> None:
+        """Store `entry` under `key` (replacing any), then evict past the size bound."""
+        data = _encode(entry)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.directory)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(temporary, self.path(key))
+            except BaseException:
+                _remove(Path(temporary))
+                raise
+        except OSError:
+            self.errors += 1
+            return
+        if self._total is None:
+            self._total = self._count()
+        else:
+            self._total += len(data)
+        if self._total > self.max_bytes:
+            self.evict()
+
+    def _files(self) -> list[tuple[Path, int, float]]:
+        """(path, size, last use) of every entry; temporary files of writers are not entries."""
+        found = []
+        try:
+            with os.scandir(self.directory) as it:
+                for e in it:
+                    if e.name.endswith(SUFFIX) and not e.name.startswith("."):
+                        try:
+                            st = e.stat()
+                        except OSError:  # removed by another process meanwhile
+                            continue
+                        found.append((Path(e.path), st.st_size, st.st_mtime))
+        except OSError:
+            pass
+        return found
+
+    def _count(self) -> int:
+        return sum(size for _, size, _ in self._files())
+
+    def evict(self) -> int:
+        """Remove the entries used longest ago until the rest fit in `max_bytes`; how many went."""
+        files = sorted(self._files(), key=lambda f: f[2])
+        total = sum(size for _, size, _ in files)
+        removed = 0
+        for path, size, _ in files:
+            if total <= self.max_bytes:
+                break
+            if _remove(path):
+                removed += 1
+            total -= size
+        self._total = total
+        return removed
+
+    def info(self) -> CacheInfo:
+        files = self._files()
+        return CacheInfo(self.directory, len(files), sum(size for _, size, _ in files), self.max_bytes)
+
+    def clear(self) -> int:
+        """Remove every entry (and writers' leftovers); how many entries went."""
+        removed = sum(1 for path, _, _ in self._files() if _remove(path))
+        try:
+            for leftover in self.directory.glob(".tmp-*" + SUFFIX):
+                _remove(leftover)
+        except OSError:
+            pass
+        self._total = 0
+        return removed
+
+
+def _encode(entry: Entry) -> bytes:
+    header = json.dumps({"schema": SCHEMA, "meta": entry.meta,
+                         "blobs": [[name, len(blob)] for name, blob in entry.blobs.items()]}).encode()
+    body = zlib.compress(len(header).to_bytes(4, "little") + header + b"".join(entry.blobs.values()), 1)
+    return MAGIC + hashlib.sha256(body).digest() + body
+
+
+def _decode(data: bytes) -> Entry | None:
+    """The entry in `data`, or None for anything that is not a whole, intact entry."""
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _DIGEST:
+        return None
+    digest, body = data[len(MAGIC):len(MAGIC) + _DIGEST], data[len(MAGIC) + _DIGEST:]
+    if hashlib.sha256(body).digest() != digest:
+        return None
+    try:
+        raw = zlib.decompress(body)
+        size = int.from_bytes(raw[:4], "little")
+        header = json.loads(raw[4:4 + size])
+        if header.get("schema") != SCHEMA:
+            return None
+        blobs, at = {}, 4 + size
+        for name, length in header["blobs"]:
+            blobs[name] = raw[at:at + length]
+            at += length
+        if at != len(raw):
+            return None
+        return Entry(header["meta"], blobs)
+    except (zlib.error, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remove(path: Path) -> bool:
+    try:
+        path.unlink()
+        return True
+    except OSError:
+        return False

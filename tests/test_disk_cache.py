@@ -1,0 +1,140 @@
+"""The kernel cache on disk as storage (lower/disk_cache.py): entries read back whole or
+not at all, the size bound evicts the entry used longest ago, and the key changes with
+everything that changes machine code."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from relaylens.compiler.lower import disk_cache
+from relaylens.compiler.lower.disk_cache import DiskCache, Entry, cache_key, default_directory, parse_size
+
+
+def _entry(size: int = 100, tag: str = "a") -> Entry:
+    return Entry({"name": tag, "locations": [[1, 2], None]},
+                 {"llvm_ir": tag.encode() * size, "object": os.urandom(size)})
+
+
+def test_an_entry_reads_back_as_written(tmp_path) -> None:
+    cache = DiskCache(tmp_path)
+    entry = _entry()
+    cache.put("k1", entry)
+    assert cache.get("k1") == entry
+    assert cache.get("k2") is None
+    assert (cache.hits, cache.misses) == (1, 1)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped byte", "empty", "not an entry"])
+def test_a_damaged_entry_is_a_miss_and_is_removed(tmp_path, damage) -> None:
+    cache = DiskCache(tmp_path)
+    cache.put("k", _entry(2000))
+    path = cache.path("k")
+    data = path.read_bytes()
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped byte":
+        data = data[:-10] + bytes([data[-10] ^ 0x40]) + data[-9:]
+    elif damage == "empty":
+        data = b""
+    else:
+        data = b"int main() { return 0; }\n" * 10
+    path.write_bytes(data)
+    assert cache.get("k") is None
+    assert cache.corrupt == 1 and not path.exists()
+    rebuilt = _entry(2000)
+    cache.put("k", rebuilt)
+    assert cache.get("k") == rebuilt
+
+
+def test_the_size_bound_evicts_the_entries_used_longest_ago(tmp_path) -> None:
+    probe = DiskCache(tmp_path / "probe")
+    probe.put("x", _entry(1000))
+    one = probe.path("x").stat().st_size
+    cache = DiskCache(tmp_path / "c", max_bytes=3 * one + one // 2)
+    for k, key in enumerate(["old", "middle", "new"]):
+        cache.put(key, _entry(1000))
+        os.utime(cache.path(key), (1000 + k, 1000 + k))
+    assert cache.get("old") is not None  # a hit: "old" is now the most recently used
+    cache.put("fourth", _entry(1000))
+    assert not cache.path("middle").exists()
+    assert all(cache.path(k).exists() for k in ("old", "new", "fourth"))
+    assert cache.info().bytes <= cache.max_bytes
+
+
+def test_concurrent_writers_of_one_key_leave_one_whole_entry(tmp_path) -> None:
+    cache = DiskCache(tmp_path)
+    entries = [_entry(50_000, tag) for tag in "abcdefgh"]
+    threads = [threading.Thread(target=DiskCache(tmp_path).put, args=("k", e)) for e in entries]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert cache.get("k") in entries
+    assert [p.name for p in tmp_path.iterdir()] == [cache.path("k").name]  # no temporary file left
+
+
+def test_an_unwritable_directory_never_fails_a_put(tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    cache = DiskCache(blocker / "kernels")
+    cache.put("k", _entry())
+    assert cache.errors == 1 and cache.get("k") is None
+
+
+def test_clear_removes_every_entry_and_info_counts_them(tmp_path) -> None:
+    cache = DiskCache(tmp_path, max_bytes=12345)
+    for key in ("a", "b", "c"):
+        cache.put(key, _entry())
+    info = cache.info()
+    assert (info.directory, info.entries, info.max_bytes) == (tmp_path, 3, 12345)
+    assert info.bytes == sum(p.stat().st_size for p in tmp_path.iterdir())
+    assert cache.clear() == 3 and cache.info().entries == 0
+
+
+def test_the_key_changes_with_whatever_changes_the_machine_code(monkeypatch) -> None:
+    signature = [[[[1, 16], "float32"]], [], [[[1, 8], "float32"]]]
+    base = cache_key(123, signature, {"opt_level": 3, "config": {}})
+    assert base == cache_key(123, signature, {"config": {}, "opt_level": 3})
+    assert base != cache_key(124, signature, {"opt_level": 3, "config": {}})
+    assert base != cache_key(123, [[[[1, 16], "float16"]], [], [[[1, 8], "float32"]]], {"opt_level": 3, "config": {}})
+    assert base != cache_key(123, signature, {"opt_level": 2, "config": {}})
+    assert base != cache_key(123, signature, {"opt_level": 3, "config": {"relay.FuseOps.max_depth": 1}})
+    monkeypatch.setattr(disk_cache, "compiler_version", lambda: "0.0.0+another")
+    assert base != cache_key(123, signature, {"opt_level": 3, "config": {}})
+    monkeypatch.undo()
+    monkeypatch.setattr(disk_cache, "target_id", lambda: "x86_64-unknown-linux-gnu another-cpu +avx2")
+    assert base != cache_key(123, signature, {"opt_level": 3, "config": {}})
+
+
+def test_the_compiler_version_changes_with_the_sources_lowering_runs(tmp_path) -> None:
+    for folder in ("lower", "ops", "ir", "cli"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.py").write_text("x = 1\n")
+    before = disk_cache.source_digest(tmp_path)
+    (tmp_path / "cli" / "a.py").write_text("x = 2\n")  # the CLI makes no kernel
+    assert disk_cache.source_digest(tmp_path) == before
+    for folder in ("lower", "ops", "ir"):
+        (tmp_path / folder / "a.py").write_text("x = 2\n")
+        after = disk_cache.source_digest(tmp_path)
+        assert after != before
+        before = after
+    assert disk_cache.compiler_version().endswith("+" + disk_cache.source_digest()[:16])
+
+
+def test_where_the_cache_is_and_how_large_it_may_grow(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RELAYLENS_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_directory() == tmp_path / "mine"
+    monkeypatch.delenv("RELAYLENS_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_directory() == tmp_path / "xdg" / "relaylens" / "kernels"
+    assert [parse_size(t) for t in ("4096", "512M", "1G", "1.5GiB", "2k")] == [4096, 512 << 20, 1 << 30,
+                                                                               3 << 29, 2048]
+    with pytest.raises(ValueError, match="'lots'"):
+        parse_size("lots")
+    monkeypatch.setenv("RELAYLENS_CACHE_SIZE", "10M")
+    assert DiskCache.default().max_bytes == 10 << 20
+    monkeypatch.setenv("RELAYLENS_NO_CACHE", "1")
+    assert disk_cache.environment_cache() is None
