@@ -35,7 +35,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         new LineColours(server, builds),
         vscode.commands.registerCommand(COMMANDS.restart, restart),
         vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show()),
-        vscode.workspace.onDidChangeConfiguration((e) => [SETTINGS.pythonPath, SETTINGS.maxBytes].some((key) => e.affectsConfiguration(`${SETTINGS.section}.${key}`)) && restart()),
+        vscode.workspace.onDidChangeConfiguration((e) => [SETTINGS.pythonPath, SETTINGS.maxBytes, SETTINGS.cacheEnabled].some((key) => e.affectsConfiguration(`${SETTINGS.section}.${key}`)) && restart()),
         await onDidChangePython(restart),
     );
     await server.start();

@@ -18,6 +18,7 @@ export const SETTINGS = {
     inlayTypes: 'inlayHints.types', // sent to the server (docs/lsp.md, "Settings")
     maxBytes: 'files.maxBytes', // sent to the server at start (docs/lsp.md, "Initialization options")
     bindParams: 'params.bind', // sent to the server (docs/lsp.md, "Settings")
+    cacheEnabled: 'cache.enabled', // sent to the server at start (docs/lsp.md, "Initialization options")
 } as const;
 
 export const COMMANDS = {

@@ -16,12 +16,15 @@ import { PrivateEnvironment } from './privateEnv';
 import { PythonChoice, candidatePythons, checkPython } from './python';
 
 /** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
-function initializationOptions(): { inlayHints: { types: boolean }; files: { maxBytes: number }; params: { bind: boolean } } {
+function initializationOptions(): {
+    inlayHints: { types: boolean }; files: { maxBytes: number }; params: { bind: boolean }; cache: { enabled: boolean };
+} {
     const config = vscode.workspace.getConfiguration(SETTINGS.section);
     return {
         inlayHints: { types: config.get<boolean>(SETTINGS.inlayTypes, true) },
         files: { maxBytes: config.get<number>(SETTINGS.maxBytes, 64 << 20) },
         params: { bind: config.get<boolean>(SETTINGS.bindParams, true) },
+        cache: { enabled: config.get<boolean>(SETTINGS.cacheEnabled, true) },
     };
 }
 
