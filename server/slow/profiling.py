@@ -19,8 +19,6 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-import numpy as np
-
 from ...compiler.driver import Step, compile
 from ...compiler.interpreter import InterpreterError
 from ...compiler.ir.functor import post_order
@@ -29,6 +27,7 @@ from ...compiler.profile.peak import machine_peak
 from ...compiler.profile.profiler import Profile, profile
 from ...compiler.random_inputs import InputError, draw_inputs
 from .reporting import CONTAINED
+from .weights import read_weights
 
 SEED = 0
 
@@ -81,14 +80,9 @@ class ProfileReport:
 def profile_report(uri: str, version: int | None, text: str, *, runs: int, weights: str | None,
                    progress: Callable[[str, float], None] | None = None, disk_cache=None) -> ProfileReport:
     report = ProfileReport(uri, version)
-    params = {}
-    if weights is not None:
-        try:
-            with np.load(weights, allow_pickle=False) as archive:
-                params = {key: archive[key] for key in archive.files}
-        except Exception as err:  # noqa: BLE001 -- a bad archive is the user's file
-            report.notes.append(f"the weights in {os.path.basename(weights)} cannot be read ({err}); "
-                                "profiled without them")
+    params, problem = read_weights(weights)
+    if problem is not None:
+        report.notes.append(f"{problem}; profiled without them")
 
     def on_step(step: Step) -> None:
         if progress is not None:

@@ -20,8 +20,6 @@ import os
 import time
 from typing import Callable
 
-import numpy as np
-
 from ...compiler.build import BuildResult
 from ...compiler.diagnostics import Diagnostic, Severity
 from ...compiler.driver import Step, compile
@@ -31,6 +29,7 @@ from ...compiler.ir.span import LayerSpan, Source, Span
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from ...compiler.provenance import Provenance
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
+from .weights import read_weights
 
 Progress = Callable[[str, float], None]
 CONTAINED = (Call, Tuple, TupleGetItem, Constant)  # what a fused function "contains"
@@ -50,16 +49,13 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
     goes on without it.  `disk_cache`: the persistent kernel cache (lower/disk_cache.py)."""
     started = time.monotonic()
     report = BuildReport(uri, version, text)
-    params, origin = {}, "params"
-    if weights is not None:
-        origin = os.path.basename(weights)
-        try:
-            with np.load(weights, allow_pickle=False) as archive:
-                params = {key: archive[key] for key in archive.files}
-            report.weights = origin
-        except Exception as err:  # noqa: BLE001 -- a bad archive is the user's file, not our bug
-            report.diagnostics.append(ReportDiagnostic(f"the weights in {origin} cannot be read ({err}); "
-                                                       "built without them", int(Severity.WARNING), None, "build"))
+    origin = os.path.basename(weights) if weights is not None else "params"
+    params, problem = read_weights(weights)
+    if problem is not None:
+        report.diagnostics.append(ReportDiagnostic(f"{problem}; built without them", int(Severity.WARNING),
+                                                   None, "build"))
+    elif weights is not None:
+        report.weights = origin
 
     def on_step(step: Step) -> None:  # the passes fill the first half of the bar, kernels the rest
         if progress is not None:
