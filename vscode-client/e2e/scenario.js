@@ -19,8 +19,9 @@
  * worker under code-server, with no duplicated lens, and one tab each for the Relay file and
  * module.ll (F12 and lenses reuse the open pair); the O3 and assembly views open without
  * debug information and the toggle brings it back; the pass pipeline's diff of FuseOps opens
- * (its after side numbered as the before side); breaking a line shows an error squiggle and
- * the status bar counts the errors.
+ * (its after side numbered as the before side); Profile lists the kernels with their times
+ * and puts the figures as inlay hints on the fused groups' lines; breaking a line shows an
+ * error squiggle and the status bar counts the errors.
  *
  * With ZERO_CONFIG=1 it plays a new user instead: no `relaylens.server.pythonPath` and no
  * Python on the PATH that has relaylens; opening the model offers to create a private
@@ -350,6 +351,26 @@ async function scenario(page, url) {
         // the status bar speaks of the Relay file the snapshots come from, not "not built"
         await page.locator('.statusbar-item', { hasText: 'Relay: built in' }).waitFor({ timeout: 10_000 });
         return (await tab.first().innerText()).trim();
+    });
+
+    await step(page, 'profile', async () => {
+        await page.keyboard.press('Escape');
+        await page.locator('.tab', { hasText: model }).first().click();
+        await activeTab(page, model).waitFor();
+        await runCommand(page, 'RelayLens: Profile');
+        const table = page.locator('.quick-input-widget', { hasText: 'RelayLens profile:' });
+        await table.waitFor({ timeout: STEP_TIMEOUT });
+        const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+        result.profileRows = rows.map((r) => r.replace(/\s+/g, ' ').trim()).slice(0, 6);
+        if (!rows.some((r) => /ms · .*% · .*GFLOP\/s/.test(r))) {
+            throw new Error(`no kernel rows with figures: ${JSON.stringify(result.profileRows)}`);
+        }
+        await page.screenshot({ path: path.join(artifacts, 'profile-table.png') }).catch(() => undefined);
+        await page.keyboard.press('Escape');
+        // the figures as inlay hints on the fused groups' first lines
+        const hint = page.locator('.editor-group-container.active .view-lines', { hasText: /ms · [0-9.]+%/ });
+        await hint.first().waitFor({ timeout: 30_000 });
+        return result.profileRows.join(' | ').slice(0, 300);
     });
 
     await step(page, 'broken-line-diagnostic', async () => {
