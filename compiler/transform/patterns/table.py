@@ -104,7 +104,8 @@ def _entry(name: str, func: Function, diagnostics: list[Diagnostic]) -> PatternE
             constants.add(param)
     if not isinstance(func.body, (Call, Tuple, TupleGetItem)):
         diagnostics.append(Diagnostic(f"@{name}: a pattern's result must be a call, a tuple or a projection",
-                                      func.body.span or func.span, Severity.ERROR, source=SOURCE))
+                                      func.span if isinstance(func.body, Var) else func.body.span, Severity.ERROR,
+                                      source=SOURCE))
         ok = False
     composite = func.attrs.get("Composite")
     if composite is not None and not isinstance(composite, str):
