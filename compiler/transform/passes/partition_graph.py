@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from ...diagnostics import Diagnostic, Severity
 from ...ir.attrs import Attrs, IntImm
 from ...ir.expr import Call, Constant, Expr, Function, GlobalVar, Tuple, TupleGetItem, Var
-from ...ir.functor import ExprMutator
+from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
 from ...ir.span import cover, sequential
 from ...ir.types import TupleType
@@ -119,7 +119,7 @@ class _Partitioner(ExprMutator):
             if node not in index_of:
                 index_of[node] = len(fields)
                 fields.append(self.visit(node))
-        members = [n for n in region.nodes if not (isinstance(n, Call) and n.op in (BEGIN, END))]
+        members = _members(region, list(index_of))
         spans = [n.span for n in members]
         params: list[Var] = []
         call_args: list[Expr] = []
@@ -146,6 +146,21 @@ class _Partitioner(ExprMutator):
         else:
             for node, i in index_of.items():
                 meta.outputs[node] = TupleGetItem(call, i, ty=node.ty, span=span)
+
+
+def _members(region: Region, outputs: list[Expr]) -> list[Expr]:
+    """The region's expressions (not its annotations) in evaluation order."""
+    def inside(e: Expr):
+        return children(e) if e in region.nodes else ()
+
+    seen: set[Expr] = set()
+    found: list[Expr] = []
+    for out in outputs:
+        for node in post_order(out, inside, seen):
+            seen.add(node)
+            if node in region.nodes and not (isinstance(node, Call) and node.op in (BEGIN, END)):
+                found.append(node)
+    return found
 
 
 def _is_constant(expr: Expr) -> bool:
