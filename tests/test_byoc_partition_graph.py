@@ -216,3 +216,31 @@ def test_realistic_table_on_corpus_cnns(model, composites):
     found = {n.op.attrs["Composite"] for f in externals for n in post_order(f.body)
              if isinstance(n, Call) and isinstance(n.op, Function)}
     assert found == composites
+
+
+TWO_CONVS = f"""def @main(%x: {D}, %w: {W}, %w2: Tensor[(4, 4, 3, 3), float32]) {{
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %1 = nn.relu(%0);
+  %2 = nn.conv2d(%1, %w2, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  nn.relu(%2)
+}}"""
+
+
+def test_a_region_of_two_convolutions_runs_through_its_fused_kernels():
+    """Two convolutions are more than one kernel can hold: the reference codegen fuses the
+    external function's body (external_codegen.py) and @main runs in the interpreter with
+    the compiled kernels, still equal to the interpreter alone."""
+    table = "def @conv2d_relu(%x, %w) { nn.relu(nn.conv2d(%x, %w)) }"
+    mod = parse_typed(TWO_CONVS)
+    args = random_inputs(mod)
+    want = Interpreter(mod).call("main", args)
+    config = byoc_config(patterns=table, targets=["mynpu"])
+    parted = compile('#[version = "0.0.5"]\n' + TWO_CONVS, "m.relay", passes=[*BYOC, *RELAY_BUILD_PIPELINE],
+                     config=config, strict=True)
+    assert parted.ok
+    external = parted.module["tvmgen_default_mynpu_main_0"]
+    assert external.attrs["Compiler"] == "mynpu" and not external.is_primitive
+    assert sorted(parted.fused_names.values()) == ["tvmgen_default_fused_nn_conv2d_nn_relu",
+                                                   "tvmgen_default_fused_nn_conv2d_nn_relu_1"]
+    assert parted.executable.mode == "interpreter"
+    np.testing.assert_allclose(parted.executable.run(*args), want, rtol=1e-5, atol=1e-4)
