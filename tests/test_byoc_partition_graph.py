@@ -244,3 +244,19 @@ def test_a_region_of_two_convolutions_runs_through_its_fused_kernels():
                                                    "tvmgen_default_fused_nn_conv2d_nn_relu_1"]
     assert parted.executable.mode == "interpreter"
     np.testing.assert_allclose(parted.executable.run(*args), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.slow
+@needs_corpus
+def test_partitioned_corpus_cnn_runs_as_before():
+    """The example table on a corpus CNN (float16, constants drawn from a seed): the
+    partitioned build computes exactly what the plain build computes (about 40 s)."""
+    path = CORPUS / "009.relay"
+    text = path.read_text()
+    config = byoc_config(patterns=REALISTIC.read_text(), targets=["mynpu"])
+    parted = compile(text, str(path), passes=[*BYOC, *RELAY_BUILD_PIPELINE], config=config, unknown_seed=0)
+    plain = compile(text, str(path), unknown_seed=0)
+    assert parted.ok and plain.ok
+    assert any(f.attrs.get("Compiler") == "mynpu" for f in parted.module.functions.values())
+    args = random_inputs(plain.snapshots[0].module)
+    np.testing.assert_array_equal(parted.executable.run(*args), plain.executable.run(*args))
