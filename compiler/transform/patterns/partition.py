@@ -119,9 +119,10 @@ class _Grouper:
                 return None  # overlaps a group made before
             if node is not root and any(u not in inside for u in self.users.get(node, ())):
                 return None  # an inner value is used outside the group
-        spans = [e.span for e in post_order(root) if e in set(interior)]
+        inner = set(interior)
+        members = [e for e in post_order(root, _stop_at(inputs)) if e in inner]
+        spans = [e.span for e in members]
         func = Function(tuple(inputs[a] for a in args), body, None, span=cover(*spans))  # no ret_type, as TVM
-        members = [e for e in post_order(root, _stop_at(inputs)) if e in set(interior)]
         group = Group(root, found, args, func, partitioned_from_pattern(body), members)
         for node in interior:
             self.group_of[node] = group
