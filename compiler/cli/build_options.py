@@ -117,7 +117,8 @@ def byoc_config(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, A
         try:
             text = Path(args.patterns).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--patterns {args.patterns}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+            why = getattr(exc, "strerror", None) or exc
+            raise UsageError(f"--patterns {args.patterns}: cannot read it ({why})") from None
         config["relay.byoc.patterns"] = {"name": args.patterns, "text": text}
     if args.target is not None:
         targets = [t.strip() for t in args.target.split(",") if t.strip()]
