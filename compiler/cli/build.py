@@ -2,7 +2,7 @@
 
     relaylens build FILE [--emit relay|llvm|llvm-opt|schedule] [-o DIR] [--force] [--passes A,B,C]
                          [--print-after-all] [--opt-level 0..4] [--params P.npz | --no-params]
-                         [--config KEY=JSON ...] [--no-cache]
+                         [--config KEY=JSON ...] [--no-cache] [--patterns FILE --target T [--target-ops A,B]]
 
 One driver.compile() call, stopping as early as the request allows: after the passes for
 the printed module, at LLVM IR for `--emit llvm|llvm-opt|schedule`, at machine code for
@@ -26,7 +26,8 @@ from typing import TextIO
 from ..driver import compile
 from ..lower.artifacts import FILES, write_build
 from ..printer import print_module
-from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
+from .build_options import (add_build_options, add_byoc_options, byoc_config, disk_cache, params_file, pass_config,
+                            terminal_progress)
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 from .outputs import OutputPlan, commit_build_dir, staging_dir
 
@@ -51,6 +52,7 @@ def add_parser(commands) -> None:
                         help="the PassContext opt_level, 0 to 4 as in TVM (3)")
     add_build_options(parser, "bind the parameters of @main named in FILE.npz as constants "
                               "(default: FILE's .npz beside it, if any)")
+    add_byoc_options(parser)
     parser.add_argument("--force", action="store_true",
                         help="allow DIR's files to be replaced even when relaylens build did not write them")
     parser.set_defaults(run=run)
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.emit not in EMIT:
         raise UsageError(f"--emit {args.emit}: expected one of {', '.join(EMIT)}")
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    config = pass_config(args.config)
+    config = byoc_config(args, pass_config(args.config))
     weights = params_file(args.file, args)
     if args.output:
         plan = OutputPlan.of([args.file, weights.path], force=args.force)

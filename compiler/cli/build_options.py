@@ -9,6 +9,12 @@ before the pipeline, the PassContext's config, and progress on a terminal.
     --no-cache          neither read nor write the kernel cache on disk (lower/disk_cache.py;
                         RELAYLENS_NO_CACHE=1 does the same for every command)
 
+`build` also takes the BYOC options (docs/byoc.md), which are PassContext options too:
+
+    --patterns FILE     a pattern table in Relay text (relay.byoc.patterns), read here
+    --target T[,U]      the external compilers, in priority order (relay.byoc.targets)
+    --target-ops A,B    ops the first target takes one by one (relay.byoc.ops)
+
 Without either params option, `<stem>.npz` beside FILE (model.npz for model.relay, as
 `relaylens import` writes them) is bound when it exists, and the command says so once on
 stderr.  An archive that cannot be read, `--params` with `--no-params`, and a `--config`
@@ -109,6 +115,36 @@ def pass_config(specs: list[str] | None) -> dict[str, Any]:
         except ValueError as exc:
             raise UsageError(f"--config {key}: {value!r} is not JSON ({exc}); a string needs quotes, "
                              f"as in {key}='\"text\"'") from None
+    return config
+
+
+# --- BYOC -------------------------------------------------------------------------------
+
+
+def add_byoc_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--patterns", metavar="FILE", help="a BYOC pattern table in Relay text (MergeComposite)")
+    parser.add_argument("--target", metavar="T[,U]", help="external compilers for AnnotateTarget, in priority order")
+    parser.add_argument("--target-ops", metavar="A,B", help="ops the first --target takes one by one (AnnotateTarget)")
+
+
+def byoc_config(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the BYOC options added; an unreadable pattern file is a usage error."""
+    if args.patterns is not None:
+        try:
+            text = Path(args.patterns).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or exc
+            raise UsageError(f"--patterns {args.patterns}: cannot read it ({why})") from None
+        config["relay.byoc.patterns"] = {"name": args.patterns, "text": text}
+    if args.target is not None:
+        targets = [t.strip() for t in args.target.split(",") if t.strip()]
+        if not targets:
+            raise UsageError("--target needs at least one name")
+        config["relay.byoc.targets"] = targets
+    if args.target_ops is not None:
+        if args.target is None:
+            raise UsageError("--target-ops needs --target (the target that takes them)")
+        config["relay.byoc.ops"] = [o.strip() for o in args.target_ops.split(",") if o.strip()]
     return config
 
 

@@ -1,7 +1,8 @@
 """Plumbing ops seen in printed IR: annotations, devices, lowered calls, memory, the VM
 and dynamic broadcast (reference §7.7).  The quantized ops are in qnn.py.
 
-* `annotation.stop_fusion`, `on_device`, `device_copy` pass their argument through (any
+* `annotation.stop_fusion`, `on_device`, `device_copy`, and the BYOC region markers
+  `annotation.compiler_begin`/`compiler_end`, pass their argument through (any
   type: a tensor, a tuple, an ADT value, a function).  The device attributes changed
   between TVM versions (`virtual_device` in v0.9+, `se_scope`/`device_type` before), so
   those ops keep attributes their schema does not list.
@@ -44,6 +45,12 @@ _identity("device_copy", "The value itself, copied from one virtual device to an
                  Attr("dst_virtual_device", ANY_VALUE, None, "the destination device")),
           open_attrs=True)
 
+_identity("annotation.compiler_begin", "The value itself, entering a region offloaded to `compiler` "
+                                       "(AnnotateTarget writes it; PartitionGraph removes it).",
+          attrs=(Attr("compiler", STR, doc="the external compiler (target) of the region"),))
+_identity("annotation.compiler_end", "The value itself, leaving a region offloaded to `compiler` "
+                                     "(AnnotateTarget writes it; PartitionGraph removes it).",
+          attrs=(Attr("compiler", STR, doc="the external compiler (target) of the region"),))
 
 # ---- checking a function against argument types ------------------------------------------------------
 

@@ -8,7 +8,10 @@ once); longer than 80 characters, it is cut to 80 and given `_<hash>_` of the wh
 candidate (a stable 64-bit BLAKE2 hex digest: TVM's was its C++ std::hash, which no
 other program can reproduce).  The NameSupply prepends the module prefix, turns dots into
 underscores and keeps names unique; structurally identical functions share one name, as
-they share one compiled kernel in TVM's cache.
+they share one compiled kernel in TVM's cache.  An external function (`Compiler=...`) whose
+`global_symbol` has the module's prefix (PartitionGraph's `tvmgen_default_mynpu_main_0`) is
+named by it, as an external codegen names its symbol; other external functions (printed
+by TVM's Collage, `collage_...`) get a fused name like any primitive function.
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ def name_primitive_functions(mod: IRModule, names: NameSupply | None = None) -> 
     result: dict[Function, str] = {}
     by_hash: dict[int, list[tuple[Function, str]]] = {}
     for func in primitive_functions(mod):
+        symbol = func.attrs.get("global_symbol") if "Compiler" in func.attrs else None
+        if isinstance(symbol, str) and symbol.startswith(names.prefix + "_"):  # PartitionGraph's symbol
+            result[func] = names.reserve_name(symbol, add_prefix=False)
+            continue
         key = structural_hash(func)
         same = next((name for other, name in by_hash.get(key, ())
                      if structural_equal(func, other, types=True)), None)

@@ -43,7 +43,7 @@ class Executable:
         self._kernel_names = _all_fused(module, lowered)
         constants = {func: lowered.functions[name].constants for func, name in self._kernel_names.items()}
         try:
-            self.plan = plan_main(module["main"], self._kernel_names, constants)
+            self.plan = plan_main(module["main"], self._kernel_names, constants, dict(module.functions))
         except NotDataflow as why:
             self.why_interpreted = str(why)
         if self.plan is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir.expr import Call, Constant, Function, Let, Op, Tuple, TupleGetItem, Var
+from ...ir.expr import Call, Constant, Function, GlobalVar, Let, Op, Tuple, TupleGetItem, Var
 from ...ir.functor import children, post_order
 from ...ir.types import TensorType, TupleType, Type
 
@@ -80,10 +80,18 @@ class Plan:
 
 
 def plan_main(main: Function, kernel_names: dict[Function, str],
-              kernel_constants: dict[Function, list[np.ndarray]]) -> Plan:
+              kernel_constants: dict[Function, list[np.ndarray]],
+              externals: dict[GlobalVar, Function] | None = None) -> Plan:
     """Plan @main, whose primitive functions are named by `kernel_names`; each kernel also
     takes its own lifted constants (`kernel_constants`), which the plan appends as
-    `const` arguments."""
+    `const` arguments.  `externals` are the global functions a call may name instead of a
+    function literal (PartitionGraph's `@tvmgen_default_<target>_main_0`), each a kernel."""
+    externals = {gv: f for gv, f in (externals or {}).items() if f in kernel_names}
+
+    def kernel_of(callee) -> Function | None:
+        if isinstance(callee, GlobalVar):
+            return externals.get(callee)
+        return callee if isinstance(callee, Function) and callee in kernel_names else None
     inputs: list[tuple[str, tuple[int, ...], str]] = []
     values: dict[Any, Any] = {}
     for param in main.params:
@@ -115,16 +123,17 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
             values[node] = values[node.tuple_value][node.index]
         elif isinstance(node, Let):
             raise NotDataflow("a let inside an expression")  # chains are walked by evaluate()
-        elif isinstance(node, Call) and isinstance(node.op, Function) and node.op in kernel_names:
+        elif isinstance(node, Call) and kernel_of(node.op) is not None:
+            kernel = kernel_of(node.op)
             args: list[Buffer] = []
             for a in node.args:
                 args.extend(_leaves(values[a]))
-            args.extend(constant(c) for c in kernel_constants.get(node.op, ()))
+            args.extend(constant(c) for c in kernel_constants.get(kernel, ()))
             ty = _typed(node)
             outs = [Buffer(shape, dtype, Ref("temp", -1)) for shape, dtype in _leaf_types(ty)]
             temps.extend(outs)
             values[node] = tuple(outs) if isinstance(ty, TupleType) else outs[0]
-            steps.append(Step(kernel_names[node.op], node.op, args, outs, node.span))
+            steps.append(Step(kernel_names[kernel], kernel, args, outs, node.span))
         else:
             what = type(node).__name__
             if isinstance(node, Call):
@@ -137,7 +146,7 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
             values[expr.var] = evaluate(expr.value)
             expr = expr.body
         for node in post_order(expr, _outside_kernels):
-            if node not in values and not isinstance(node, Op) and not (isinstance(node, Function) and node in kernel_names):
+            if node not in values and not isinstance(node, Op) and kernel_of(node) is None:
                 visit(node)
         if expr not in values:  # a fused function itself as a value (`let %f = fn(...)`), not a call of it
             raise NotDataflow("@main binds a fused function to a name")

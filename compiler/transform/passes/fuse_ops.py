@@ -33,6 +33,11 @@ Opaque op", "root of its group (anchor: nn.conv2d, OutEWiseFusable)").  Recordin
 what the partitioner computes anyway and never changes what it fuses; the build carries
 the lines into the provenance index and the editor's hover.
 
+External functions (`Compiler=...`, from PartitionGraph) are not fused as host code, as
+in TVM; with no vendor codegen behind them, the reference external codegen
+(transform/external_codegen.py) decides after the host functions are fused: one kernel
+for the whole function, or its body fused like any other.
+
 Expects typed input (required: InferType).  Guarantees: every operator call but the
 non-computational ones sits inside a primitive function.
 
@@ -55,6 +60,7 @@ from ...ir.module import IRModule
 from ...ir.span import cover, sequential
 from ...ir.types import TensorType, TupleType
 from ...ops import OpPattern, get_op
+from ..external_codegen import reference_codegen
 from ..infra import FunctionPass, PassContext, register_pass
 from .fold_constant import NON_COMPUTATIONAL
 
@@ -534,7 +540,12 @@ class FuseOps(FunctionPass):
 
     def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
         self.fusion_reasons = {}
-        return super().run(mod, ctx)
+        out = super().run(mod, ctx)
+        # external functions: no vendor codegen here, ours compiles them (external_codegen.py)
+        external = {gv: f for gv, f in out.functions.items() if f.attrs.get("Compiler") is not None}
+        changed = {gv: new for gv, f in external.items()
+                   if (new := reference_codegen(f, lambda host: self.transform_function(host, out, ctx))) is not f}
+        return out.with_functions(changed) if changed else out
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         if func.attrs.get("Compiler") is not None:

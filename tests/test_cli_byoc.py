@@ -1,0 +1,82 @@
+"""`relaylens build --patterns FILE --target T [--target-ops A,B]`: the BYOC passes from
+the command line, their errors at their place, and the usage errors (docs/byoc.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from relaylens.compiler.cli import main
+
+MODEL = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  %3 = exp(%2);
+  %4 = add(%3, %2);
+  nn.relu(%4)
+}
+"""
+TABLE = """def @conv2d_bias_relu(%x, %w, %b) {
+  %0 = nn.conv2d(%x, %w);
+  %1 = nn.bias_add(%0, %b);
+  nn.relu(%1)
+}
+def @add_relu(%x, %y) { nn.relu(add(%x, %y)) }
+"""
+BYOC = "MergeComposite,AnnotateTarget,MergeCompilerRegions,PartitionGraph"
+
+
+def relaylens(capsys, *args) -> tuple[int, str, str]:
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "model.relay").write_text(MODEL)
+    (tmp_path / "table.relay").write_text(TABLE)
+    return tmp_path / "model.relay", tmp_path / "table.relay"
+
+
+def test_build_partitions_for_the_target(capsys, files):
+    model, table = files
+    status, out, err = relaylens(capsys, "build", model, "--passes", BYOC, "--patterns", table, "--target", "mynpu")
+    assert status == 0, err
+    assert 'Compiler="mynpu", global_symbol="tvmgen_default_mynpu_main_0"' in out
+    assert 'Composite="mynpu.conv2d_bias_relu"' in out and 'Composite="mynpu.add_relu"' in out
+    assert "@tvmgen_default_mynpu_main_3(%1, %0)" in out
+
+
+def test_target_ops_offload_single_ops(capsys, files):
+    model, _ = files
+    status, out, err = relaylens(capsys, "build", model, "--passes", "AnnotateTarget,MergeCompilerRegions,PartitionGraph",
+                                 "--target", "mynpu", "--target-ops", "exp")
+    assert status == 0, err
+    assert "def @tvmgen_default_mynpu_main_" in out
+    main_text = out.split("def @main", 1)[1].split("\n}", 1)[0]
+    assert "exp(" not in main_text and "nn.conv2d(" in main_text
+
+
+def test_errors_in_the_table_are_placed_in_the_table(capsys, files):
+    model, table = files
+    table.write_text('def @p(%x, Constants=["w"]) { nn.relu(%x) }\n')
+    status, _, err = relaylens(capsys, "build", model, "--passes", BYOC, "--patterns", table, "--target", "mynpu")
+    assert status == 1
+    assert f"{table}:1:1: error: @p: Constants names 'w'" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--patterns", "missing.relay"], "--patterns missing.relay: cannot read it"),
+    (["--target-ops", "exp"], "--target-ops needs --target"),
+    (["--target", ","], "--target needs at least one name"),
+])
+def test_usage_errors(capsys, files, args, message):
+    model, _ = files
+    status, _, err = relaylens(capsys, "build", model, "--passes", BYOC, *args)
+    assert status == 2
+    assert message in err
