@@ -40,6 +40,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "CanonicalizeOps",
     "FlattenAtrousConv",
     "InferType",
+    "AlterOpLayout",
     "SimplifyExprPostAlterOp",
     "FoldConstant",
     "PlanDevices",
@@ -48,7 +49,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
 )
 NOT_IMPLEMENTED = (
     "qnn.Legalize", "Legalize", "CombineParallelConv2D", "CombineParallelDense", "CombineParallelBatchMatmul",
-    "AlterOpLayout", "FastMath",
+    "FastMath",
 )
 
 
