@@ -118,10 +118,10 @@ def nchwc_kind(op: str, plan, acc: str) -> bool:
 def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
                  strides: Sequence[int], dilation: Sequence[int], acc: str) -> te.Tensor:
     """TVM's conv2d_NCHWc: `padded` (N, C/x, H, W, x) convolved with the packed `weight`
-    (O/y, C/x, KH, KW, x, y) into (N, O/y, OH, OW, y), summed over the input channels
-    (block, then channel in the block), then the kernel window: nn.conv2d's order, so the
-    sums round as they did before AlterOpLayout.  The schedule vectorises over the y
-    output channels of a block, the weight's last axis."""
+    (O/y, C/x, KH, KW, x, y) into (N, O/y, OH, OW, y), summed over the input channel
+    blocks, the kernel window, then the channels of a block, TVM's order (the x channels
+    of one pixel are contiguous; the sums round a little differently from nn.conv2d's).
+    The schedule vectorises over the y output channels of a block, the weight's last axis."""
     _, icb, kh, kw, ic_bn, _ = weight.shape
     rcb, ry, rx = te.reduce_axis(icb, "rcb"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     rci = te.reduce_axis(ic_bn, "rci")
@@ -129,6 +129,6 @@ def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
 
     def body(b, ob, y, x, lane):
         value = te.cast(padded[b, rcb, y * sy + ry * dy, x * sx + rx * dx, rci], acc)
-        return te.sum(value * te.cast(weight[ob, rcb, ry, rx, rci, lane], acc), axis=[rcb, rci, ry, rx])
+        return te.sum(value * te.cast(weight[ob, rcb, ry, rx, rci, lane], acc), axis=[rcb, ry, rx, rci])
 
     return te.compute(tuple(out_shape), body, "T_conv2d_NCHWc", tag="nn.contrib_conv2d_NCHWc")
