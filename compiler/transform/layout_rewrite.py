@@ -30,9 +30,11 @@ Layouts are TVM's strings: upper-case letters primal axes, `16c` a sub-axis of C
 reports; it is a layout (the rewrite goes on), and transforming from it to itself is
 nothing.
 
-Spans: a layout_transform or expand_dims made for an input takes the span of the call
-that needs it; one that transforms a result back takes the span of the rewritten call
-(the producer); a rewritten call keeps the span of the call it replaces.
+Spans: a layout_transform or expand_dims made for a call's input takes the span of that
+input (of the call, when the input has none); one that takes a result back to its old
+layout takes the span of the expression that reads it (the result's own at a function's
+end).  So a source expression leads to its own kernel, not to the transforms around it.
+A rewritten call keeps the span of the call it replaces.
 """
 
 from __future__ import annotations
@@ -435,11 +437,12 @@ class LayoutRewriter(ExprFunctor):
                     Attrs({"src_layout": src.name, "dst_layout": dst.name}), span=span)
 
     def realize(self, value, span=None) -> Expr:
-        """A rewritten value as a plain expression in its original layout."""
+        """A rewritten value as a plain expression in its original layout; the transform
+        back takes `span` (its reader's), else the value's own."""
         if isinstance(value, Altered):
-            return self.transform(value.value, value.new, value.old, value.value.span)
+            return self.transform(value.value, value.new, value.old, span or value.value.span)
         if isinstance(value, AlteredTuple):
-            fields = tuple(self.realize(f) for f in value.fields)
+            fields = tuple(self.realize(f, span) for f in value.fields)
             if all(a is b for a, b in zip(fields, value.node.fields)):
                 return value.node
                 return replace(value.node, fields=fields)
@@ -456,19 +459,19 @@ class LayoutRewriter(ExprFunctor):
         for name, many in fields:
             old = getattr(expr, name)
             if many:
-                new = tuple(self._plain(e) for e in old)
+                new = tuple(self._plain(e, expr.span) for e in old)
                 if any(a is not b for a, b in zip(new, old)):
                     changes[name] = new
             else:
-                new = self._plain(old)
+                new = self._plain(old, expr.span)
                 if new is not old:
                     changes[name] = new
         return replace(expr, **changes) if changes else expr
 
-    def _plain(self, e):
+    def _plain(self, e, span=None):
         if not isinstance(e, Expr):
             return e
-        return self.realize(self.memo[e]) if e in self.memo else e
+        return self.realize(self.memo[e], span) if e in self.memo else e
 
     visit_var = visit_global_var = visit_constant = visit_op = visit_constructor = visit_default
     visit_let = visit_if = visit_function = visit_ref_create = visit_ref_read = visit_default
@@ -496,7 +499,7 @@ class LayoutRewriter(ExprFunctor):
             out = None
         if out is not None:
             return out
-        new_args = tuple(self.realize(a) for a in args)
+        new_args = tuple(self.realize(a, call.span) for a in args)
         new_op = self._plain(call.op)
         if new_op is call.op and all(a is b for a, b in zip(new_args, call.args)):
             return call
@@ -537,10 +540,10 @@ class LayoutRewriter(ExprFunctor):
 
         def fix(item: Expr, k: int) -> Expr:
             if same(old_cur[k], old_prd[k]):
-                return self.transform(item, new_prd[k], new_cur[k], ref.span)
+                return self.transform(item, new_prd[k], new_cur[k], item.span or ref.span)
             if old_prd[k] is not None:
-                item = self.transform(item, new_prd[k], old_prd[k], ref.span)
-            return self.transform(item, old_cur[k], new_cur[k], ref.span)
+                item = self.transform(item, new_prd[k], old_prd[k], item.span or ref.span)
+            return self.transform(item, old_cur[k], new_cur[k], item.span or ref.span)
 
         transformed, k = [], 0
         for arg in new_call.args:

@@ -21,8 +21,7 @@ Expects: typed input (required: InferType; a call whose inputs have no type is l
 alone).  Guarantees: the same values; new nodes have `ty` None until the next InferType.
 
 Spans: see layout_rewrite.py (a rewritten call keeps its span; a layout_transform or
-expand_dims takes the span of the call that needs it, or of the call whose result it
-transforms back).
+expand_dims takes the span of the expression it transforms).
 """
 
 from __future__ import annotations
