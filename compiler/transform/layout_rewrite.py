@@ -279,10 +279,11 @@ def _pool(op_name: str):
         a = get_op(op_name).normalize_attrs(attrs)
         layout = a.layout
         if not a.out_layout and new_in is not None and new_in[0] is not None:
-            layout = new_in[0].name
-            if parse(layout).index_of("h") >= 0 or parse(layout).index_of("w") >= 0:
+            if new_in[0].index_of("h") >= 0 or new_in[0].index_of("w") >= 0:
                 return None
-            attrs = attrs.with_(layout=layout)
+            if new_in[0].name != layout:
+                layout = new_in[0].name
+                attrs = attrs.with_(layout=layout)
         return Inferred([parse(layout)], [parse(layout)], attrs)
     return rule
 
@@ -324,7 +325,8 @@ def _build_rules() -> dict[str, Rule]:
     for name in ("nn.relu", "nn.leaky_relu", "clip", "cast", "sigmoid", "tanh"):
         if get_op(name) is not None:
             rules[name] = _elemwise
-    for name in ("nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc"):
+    for name in ("nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc",
+                 "nn.conv2d_transpose", "nn.conv3d"):
         rules[name] = _conv(name)
     for name in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_max_pool2d", "nn.global_avg_pool2d",
                  "nn.adaptive_max_pool2d", "nn.adaptive_avg_pool2d"):

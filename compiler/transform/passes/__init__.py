@@ -15,3 +15,4 @@ from . import flatten_atrous_conv  # noqa: F401
 from . import plan_devices  # noqa: F401
 from . import fold_scale_axis  # noqa: F401  (and its Backward/Forward members)
 from . import alter_op_layout  # noqa: F401
+from . import convert_layout  # noqa: F401
