@@ -32,10 +32,15 @@ from conftest import CORPUS
 MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
 FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
-MNIST_FUSED = ["tvmgen_default_fused_nn_conv2d_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d",
-               "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", "tvmgen_default_fused_nn_max_pool2d_1",
-               "tvmgen_default_fused_reshape", "tvmgen_default_fused_nn_dense_add_nn_relu",
-               "tvmgen_default_fused_nn_dense_add_nn_relu_1", "tvmgen_default_fused_nn_dense_add"]
+MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions, weights unbound: packed at run time
+    "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+    "tvmgen_default_fused_expand_dims_layout_transform", "tvmgen_default_fused_layout_transform_2",
+    "tvmgen_default_fused_expand_dims_layout_transform_1", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu",
+    "tvmgen_default_fused_nn_max_pool2d", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1",
+    "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_layout_transform_reshape",
+    "tvmgen_default_fused_nn_dense_add_nn_relu", "tvmgen_default_fused_nn_dense_add_nn_relu_1",
+    "tvmgen_default_fused_nn_dense_add"]
+MNIST_CONV = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
 
 
 def corpus(name: str) -> str:
@@ -85,9 +90,9 @@ def test_the_report_of_mnist_is_plain_data_with_every_fused_function() -> None:
     report = build_report("file:///m.relay", 3, MNIST)
     assert pickle.loads(pickle.dumps(report)).functions == report.functions
     assert [f.name for f in report.functions] == MNIST_FUSED and not report.diagnostics
-    conv = report.functions[0]
+    conv = next(f for f in report.functions if f.name == MNIST_CONV)
     assert conv.anchor[0] == MNIST.index("nn.conv2d(%input")
-    assert conv.layers == ("conv1/Conv", "conv1/Add", "relu1/Relu") and conv.passes == 1
+    assert conv.layers == ("conv1/Conv", "conv1/Add", "relu1/Relu") and conv.passes == 2  # AlterOpLayout, FuseOps
     assert report.snapshots[conv.snapshot].pass_name == "FuseOps"
     assert conv.llvm_ir.startswith("; ModuleID") and conv.schedule_steps == conv.schedule_text.count("# step ") > 1
     first, last = conv.module_lines[0]
@@ -95,7 +100,7 @@ def test_the_report_of_mnist_is_plain_data_with_every_fused_function() -> None:
     assert report.function_of_line(first + 1).name == conv.name
     expr = report.expr_at(MNIST.index("nn.relu(%1)") + 2)
     assert (expr.layers, expr.fused, [c.pass_name for c in expr.changes]) == (
-        ("relu1/Relu",), conv.name, ["FuseOps"])
+        ("relu1/Relu",), conv.name, ["AlterOpLayout", "FuseOps"])
     assert report.snapshots[1].text is report.snapshots[0].text  # unchanged passes share
 
 
@@ -248,32 +253,46 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
     uri = await built(client, "073.relay", text)
     found = await lenses(client, uri)
     conv_add, conv = line_of(text, "%0 = nn.conv2d"), line_of(text, "%1 = nn.conv2d")
-    assert rows(found) == {
-        conv_add: ["ƒ conv2d + add ⟨tvmgen_default_fused_nn_conv2d_add⟩", "LLVM IR", "schedule (N steps)", "passes (1)"],
-        conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_conv2d⟩", "LLVM IR", "schedule (N steps)", "passes (1)"]}
+    add = line_of(text, "add(%0, %1)")
+    found_rows = rows(found)
+    assert {conv_add: found_rows[conv_add], conv: found_rows[conv]} == {  # AlterOpLayout, FuseOps
+        conv_add: ["ƒ conv2d + add ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add⟩", "LLVM IR",
+                   "schedule (N steps)", "passes (2)"],
+        conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc⟩", "LLVM IR", "schedule (N steps)",
+               "passes (2)"]}
+    # AlterOpLayout's layout_transforms: each input and weight to NCHW4c / OIHW4i4o on its
+    # parameter's line (identical kernels share a name), the result back to NCHW on the add
+    params = [line_of(text, f"%{p}: Tensor") for p in ("x1", "w1", "x2", "w2")]
+    assert {line: found_rows[line][0] for line in found_rows if line not in (conv_add, conv)} == {
+        **{line: f"ƒ fn ⟨tvmgen_default_fused_layout_transform{suffix}⟩"
+           for line, suffix in zip(params, ("", "_1", "", "_1"))},
+        add: "ƒ add ⟨tvmgen_default_fused_layout_transform_2⟩"}
     assert {lens.command.command for lens in found} == {"relaylens.open"}
     schedule = next(lens.command for lens in found if lens.command.title.startswith("schedule"))
     doc = await virtual(client, schedule.arguments[0])
     assert _field(doc, "languageId") == "plaintext"
     assert schedule.title == f"schedule ({_field(doc, 'text').count('# step ')} steps)"
     llvm = [lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR"]
-    assert [uris.parse(u).function for u in llvm] == ["tvmgen_default_fused_nn_conv2d_add",
-                                                      "tvmgen_default_fused_nn_conv2d"]
+    assert [uris.parse(u).function for u in llvm] == [
+        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc",
+        "tvmgen_default_fused_layout_transform_2"]
     assert all(uris.parse(u).document == uri and uris.parse(u).version == 1 for u in llvm)
     # the build reported work-done progress: begin, reports, end
     ends = [r for reports in client.progress_reports.values() for r in reports
             if isinstance(r, lsp.WorkDoneProgressEnd)]
-    assert any(e.message.startswith("built in") and e.message.endswith("2 fused functions") for e in ends)
+    assert any(e.message.startswith("built in") and e.message.endswith("7 fused functions") for e in ends)
     progress = next(reports for reports in client.progress_reports.values()
-                    if isinstance(reports[-1], lsp.WorkDoneProgressEnd) and "2 fused" in reports[-1].message)
+                    if isinstance(reports[-1], lsp.WorkDoneProgressEnd) and "7 fused" in reports[-1].message)
     assert isinstance(progress[0], lsp.WorkDoneProgressBegin) and progress[0].title == "RelayLens build"
     assert any(isinstance(r, lsp.WorkDoneProgressReport) and r.message == "pass FuseOps" for r in progress)
     # the line map: the conv2d+add group spans the first conv2d and the final add
     line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
     functions = {_field(f, "name"): f for f in _field(line_map, "functions")}
-    add = line_of(text, "add(%0, %1)")
-    assert _field(functions["tvmgen_default_fused_nn_conv2d_add"], "relay") == [[conv_add, conv_add + 3], [add, add]]
-    assert _field(line_map, "lines") and all(relay in range(conv_add, add + 1)
+    assert _field(functions["tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add"], "relay") == [
+        [conv_add, conv_add + 3], [add, add]]
+    assert _field(line_map, "lines") and all(relay in range(params[0], add + 1)
                                              for _, relay in _field(line_map, "lines"))
 
 
