@@ -303,11 +303,12 @@ async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageC
     names = [symbol(lens) for lens in found if lens.command.title.startswith("ƒ ")]
     assert names == MNIST_FUSED
     conv1 = line_of(MNIST, "%0 = nn.conv2d")
-    assert rows(found)[conv1] == ["ƒ conv2d + add + relu · conv1/Conv ⟨tvmgen_default_fused_nn_conv2d_add_nn_relu⟩",
-                                  "LLVM IR", "schedule (N steps)", "passes (1)"]
-    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ reshape · flatten/Reshape ⟨tvmgen_default_fused_reshape⟩"
+    assert rows(found)[conv1] == [f"ƒ conv2d + add + relu · conv1/Conv ⟨{MNIST_CONV}⟩",
+                                  "LLVM IR", "schedule (N steps)", "passes (2)"]
+    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ reshape · flatten/Reshape ⟨tvmgen_default_fused_layout_transform_reshape⟩"
     # open the first kernel's LLVM IR; definition on a multiply-add line leads to the conv2d
-    llvm_uri = next(lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR")
+    llvm_uri = next(lens.command.arguments[0] for lens in found
+                    if lens.command.title == "LLVM IR" and lens.range.start.line == conv1)
     doc = await virtual(client, llvm_uri)
     assert _field(doc, "languageId") == "llvm" and _field(doc, "version") == 1
     lines = _field(doc, "text").split("\n")
@@ -328,14 +329,14 @@ async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageC
     module = _field(await virtual(client, uris.make("llvm", "module.ll", uri, 1)), "text").split("\n")
     assert all(any(line.startswith("define") and f"@{name}(" in line for line in module) for name in MNIST_FUSED)
     # the pass snapshot the "passes" lens opens: definition on the fused function's conv2d
-    passes = next(lens for lens in found if lens.command.title.startswith("passes"))
+    passes = next(lens for lens in found if lens.command.title.startswith("passes") and lens.range.start.line == conv1)
     snap_uri, selection = passes.command.arguments
     assert uris.parse(snap_uri).name.endswith("-FuseOps.relay")
     snapshot = _field(await virtual(client, snap_uri), "text").split("\n")
     first = selection["start"]["line"] if isinstance(selection, dict) else selection.start.line
     assert "Primitive=1" in snapshot[first]
-    conv_line = next(i for i in range(first, len(snapshot)) if "nn.conv2d(" in snapshot[i])
-    column = snapshot[conv_line].index("nn.conv2d(")
+    conv_line = next(i for i in range(first, len(snapshot)) if "nn.contrib_conv2d_NCHWc(" in snapshot[i])
+    column = snapshot[conv_line].index("nn.contrib_conv2d_NCHWc(")
     snap_doc = lsp.TextDocumentIdentifier(snap_uri)
     target = await client.text_document_definition_async(
         lsp.DefinitionParams(snap_doc, lsp.Position(conv_line, column + 3)))
