@@ -53,6 +53,13 @@ class ConvertLayoutError(ValueError):
     """A desired layout an op cannot take, or a malformed desired_layouts."""
 
 
+def _changed(call: Call, attrs: Attrs, changes: dict[str, str]) -> Attrs:
+    """`attrs` with the changes that are changes (a layout already in force is not written
+    again, so a conv2d asked for the layouts it has is left as it is)."""
+    current = _attrs(call)
+    return attrs.with_(**{k: v for k, v in changes.items() if getattr(current, k, None) != v})
+
+
 def _conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
     data_layout, kernel_layout = _two(call, desired)
     tile = re.fullmatch(r"NCHW(\d*)c", data_layout)
@@ -79,10 +86,10 @@ def _conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
                 and isinstance(data_ty.shape[1], int) and data_ty.shape[1] % size):
             return Call(call.op, tuple(args), call.attrs)
         new["kernel_layout"] = kernel_layout
-        return Call(op("nn.contrib_conv2d_NCHWc"), tuple(args), attrs.with_(**new))
+        return Call(op("nn.contrib_conv2d_NCHWc"), tuple(args), attrs.with_(**new))  # all layouts written
     else:
         raise ConvertLayoutError(f"ConvertLayout: nn.conv2d layout {data_layout} is not supported")
-    return Call(call.op, tuple(args), attrs.with_(**new))
+    return Call(call.op, tuple(args), _changed(call, attrs, new))
 
 
 def _is_var(e) -> bool:
@@ -113,14 +120,14 @@ def _with_kernel_default(name: str, defaults: dict[str, str]):
             new["kernel_layout"] = defaults[data_layout]
         else:
             raise ConvertLayoutError(f"ConvertLayout: {name} layout {data_layout} is not supported")
-        return Call(call.op, tuple(args), attrs.with_(**new))
+        return Call(call.op, tuple(args), _changed(call, attrs, new))
     return convert
 
 
 def _pool(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
     if not desired:
         raise ConvertLayoutError(f"ConvertLayout: {call.op.name} needs one desired layout")
-    return Call(call.op, tuple(args), attrs.with_(layout=desired[0], out_layout=desired[0]))
+    return Call(call.op, tuple(args), _changed(call, attrs, {"layout": desired[0], "out_layout": desired[0]}))
 
 
 def _two(call: Call, desired: list[str]) -> tuple[str, str]:
