@@ -48,7 +48,7 @@ from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, op
 from ..ir.functor import ExprFunctor, FIELDS
 from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType
-from ..ops import get_op
+from ..ops import all_ops, get_op
 from ..ops.registry import BROADCAST, ELEMWISE
 
 
@@ -313,8 +313,6 @@ def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
 
 
 def _build_rules() -> dict[str, Rule]:
-    from ..ops import all_ops
-
     rules: dict[str, Rule] = {}
     for d in all_ops():
         if d.inputs == ("data",) and d.pattern == ELEMWISE:
@@ -446,7 +444,7 @@ class LayoutRewriter(ExprFunctor):
             fields = tuple(self.realize(f, span) for f in value.fields)
             if all(a is b for a, b in zip(fields, value.node.fields)):
                 return value.node
-                return replace(value.node, fields=fields)
+            return replace(value.node, fields=fields)
         return value
 
     # ---- the walk
@@ -483,7 +481,7 @@ class LayoutRewriter(ExprFunctor):
         if all(f is g for f, g in zip(fields, node.fields)):
             return node
         if not any(isinstance(f, (Altered, AlteredTuple)) for f in fields):
-                return replace(node, fields=tuple(fields))
+            return replace(node, fields=tuple(fields))
         return AlteredTuple(node, fields)
 
     def visit_tuple_get_item(self, node: TupleGetItem):

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import llvmlite.binding as llvm
+
 from ..ir.attrs import Attrs, IntImm
 from ..ir.expr import Call, op
 from ..ir.types import TensorType
@@ -36,8 +38,6 @@ from ..ops import get_op
 def host_simd_lanes() -> int:
     """32-bit lanes of the host's widest useful vector (TVM's get_simd_32bit_lanes)."""
     try:
-        import llvmlite.binding as llvm
-
         features = llvm.get_host_cpu_features()
         has = {name for name, on in features.items() if on}
     except Exception:  # noqa: BLE001 -- no LLVM: the narrowest choice

@@ -39,9 +39,10 @@ import re
 from typing import Any
 
 from ...ir.attrs import Attrs
-from ...ir.expr import Call, Function, Op, op
+from ...ir.expr import Call, Function, Op, Var, op
 from ...ir.module import IRModule
 from ...ir.types import TensorType
+from ...ops import get_op
 from ...ops.conv_geometry import is_depthwise
 from ..infra import FunctionPass, PassContext, register_pass
 from ..layout_rewrite import LayoutRewriter
@@ -93,12 +94,10 @@ def _conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
 
 
 def _is_var(e) -> bool:
-    from ...ir.expr import Var
     return isinstance(e, Var)
 
 
 def _attrs(call: Call):
-    from ...ops import get_op
     return get_op(call.op.name).normalize_attrs(call.attrs)
 
 
