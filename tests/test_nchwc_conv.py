@@ -1,4 +1,4 @@
-"""nn.contrib_conv2d_NCHWc as AlterOpLayout makes it: the compiled kernel (conv_blocked.py's
+"""nn.contrib_conv2d_NCHWc (and the depthwise one) as AlterOpLayout makes it: the compiled kernel (conv_blocked.py's
 compute, conv.py's schedule over the packed weight) against the interpreter and against
 nn.conv2d's numpy reference on the unblocked tensors."""
 
@@ -41,3 +41,23 @@ def @main(%x: Tensor[(1, {ci // ib}, {n}, {n}, {ib}), float32], %w: Tensor[({co 
     assert got.shape == want.shape == (1, co // ob, out, out, ob)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(interpreted, want, rtol=1e-4, atol=1e-4)
+
+
+def test_nchwc_depthwise_conv_compiled_equals_numpy():
+    c, b, n = 32, 16, 9
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, {c // b}, {n}, {n}, {b}), float32], %w: Tensor[({c // b}, 1, 3, 3, 1, {b}), float32]) {{
+  nn.contrib_depthwise_conv2d_NCHWc(%x, %w, strides=[2, 2], padding=[1, 1, 1, 1], groups={c}, channels={c}, kernel_size=[3, 3], data_layout="NCHW{b}c", kernel_layout="OIHW1i{b}o", out_layout="NCHW{b}c")
+}}"""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, c, n, n)).astype("float32")
+    w = rng.standard_normal((c, 1, 3, 3)).astype("float32")
+    lt = get_op("layout_transform")
+    xb = lt.evaluate([x], {"src_layout": "NCHW", "dst_layout": f"NCHW{b}c"})
+    wb = lt.evaluate([w], {"src_layout": "OIHW", "dst_layout": f"OIHW1i{b}o"})
+    result = compile(text, "dw.relay", passes=["InferType", "FuseOps", "InferType"])
+    assert result.ok, [d.message for d in result.diagnostics]
+    got = result.executable.run(xb, wb)
+    want = get_op("nn.conv2d").evaluate([x, w], {"strides": (2, 2), "padding": (1,) * 4, "groups": c})
+    want = lt.evaluate([want], {"src_layout": "NCHW", "dst_layout": f"NCHW{b}c"})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

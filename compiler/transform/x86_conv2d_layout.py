@@ -6,8 +6,10 @@ topi/x86/conv2d.py `_get_default_config`).
 
 A float32 `nn.conv2d` in NCHW/OIHW without groups and with static shapes becomes
 `nn.contrib_conv2d_NCHWc` with data layout NCHW{ic_bn}c, kernel layout OIHW{ic_bn}i{oc_bn}o
-and out layout NCHW{oc_bn}c (channels set to the output channels); the layout rewriter
-then puts the layout_transforms around it.  The fallback config picks
+and out layout NCHW{oc_bn}c (channels set to the output channels); a depthwise one (one
+filter per channel, no dilation) becomes `nn.contrib_depthwise_conv2d_NCHWc` with kernel
+layout OIHW1i{oc_bn}o (topi/x86/depthwise_conv2d.py's fallback picks the blocks the same
+way).  The layout rewriter then puts the layout_transforms around it.  The fallback config picks
 
     oc_bn = the largest divisor of the output channels up to simd_lanes
     ic_bn = the largest divisor of the input channels up to oc_bn
@@ -17,8 +19,7 @@ differ in their row tiles).  `simd_lanes` is TVM's get_simd_32bit_lanes for the 
 16 with AVX-512 F and BW, 8 with AVX2, 4 otherwise; RelayLens compiles for the host, so
 `host_simd_lanes()` asks LLVM for the host's features.
 
-Not done here (TVM does them): depthwise conv2d to contrib_depthwise_conv2d_NCHWc,
-int8 conv2d to the VNNI layout, winograd for the auto-scheduler; float16/float64 conv2d
+Not done here (TVM does them): int8 conv2d to the VNNI layout, winograd for the auto-scheduler; float16/float64 conv2d
 stay as they are (TVM alters them too; our NCHWc schedule is for float32).
 """
 
@@ -32,6 +33,7 @@ from ..ir.attrs import Attrs, IntImm
 from ..ir.expr import Call, op
 from ..ir.types import TensorType
 from ..ops import get_op
+from ..ops.conv_geometry import is_depthwise
 
 
 @lru_cache(maxsize=1)
@@ -62,13 +64,21 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call 
     if not (isinstance(data, TensorType) and isinstance(weight, TensorType)):
         return None
     a = get_op("nn.conv2d").normalize_attrs(attrs)
-    if (a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or a.groups != 1
+    if (a.data_layout != "NCHW" or a.kernel_layout != "OIHW"
             or a.out_layout not in ("", "NCHW") or data.dtype != "float32" or weight.dtype != "float32"
             or (a.out_dtype or "float32") != "float32"
             or not all(isinstance(d, int) for d in (*data.shape, *weight.shape))):
         return None
-    out_c, in_c = weight.shape[0], weight.shape[1]
-    ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+    out_c, in_c = weight.shape[0], data.shape[1]
+    if a.groups == 1:
+        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+        kernel, name = f"OIHW{ic_bn}i{oc_bn}o", "nn.contrib_conv2d_NCHWc"
+    elif (is_depthwise(a.groups, in_c, out_c) and weight.shape[1] == 1 and out_c == in_c
+          and tuple(a.dilation) == (1, 1)):
+        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+        kernel, name = f"OIHW1i{oc_bn}o", "nn.contrib_depthwise_conv2d_NCHWc"
+    else:  # grouped, or depthwise with a channel multiplier or dilation: TVM's generic kernels
+        return None
     new = attrs.with_(channels=IntImm(out_c), data_layout=f"NCHW{ic_bn}c",
-                      kernel_layout=f"OIHW{ic_bn}i{oc_bn}o", out_layout=f"NCHW{oc_bn}c")
-    return Call(op("nn.contrib_conv2d_NCHWc"), tuple(args), new)
+                      kernel_layout=kernel, out_layout=f"NCHW{oc_bn}c")
+    return Call(op(name), tuple(args), new)

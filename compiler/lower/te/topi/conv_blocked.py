@@ -132,3 +132,29 @@ def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
         return te.sum(value * te.cast(weight[ob, rcb, ry, rx, rci, lane], acc), axis=[rcb, ry, rx, rci])
 
     return te.compute(tuple(out_shape), body, "T_conv2d_NCHWc", tag="nn.contrib_conv2d_NCHWc")
+
+
+def nchwc_depthwise_kind(op: str, plan, acc: str) -> bool:
+    """Whether `nn.contrib_depthwise_conv2d_NCHWc` has AlterOpLayout's layouts: data and
+    output NCHW[x]c, kernel OIHW1i[x]o (one filter per channel), summed in float32."""
+    d, k, o = plan.data_layout, plan.kernel_layout, plan.out_layout
+    return (op == "nn.contrib_depthwise_conv2d_NCHWc" and acc == "float32"
+            and [a for a, _ in d.axes] == list("NCHWc") and [a for a, _ in k.axes] == list("OIHWio")
+            and [a for a, _ in o.axes] == list("NCHWc") and k.factor("I") == 1
+            and d.factor("C") == k.factor("O") == o.factor("C"))
+
+
+def nchwc_depthwise2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
+                      strides: Sequence[int], dilation: Sequence[int], acc: str) -> te.Tensor:
+    """TVM's depthwise_conv2d_NCHWc: `padded` (N, C/x, H, W, x) with the packed `weight`
+    (C/x, 1, KH, KW, 1, x), channel by channel: both read at the same lane."""
+    _, _, kh, kw, _, _ = weight.shape
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    (sy, sx), (dy, dx) = strides, dilation
+
+    def body(b, cb, y, x, lane):
+        value = te.cast(padded[b, cb, y * sy + ry * dy, x * sx + rx * dx, lane], acc)
+        return te.sum(value * te.cast(weight[cb, 0, ry, rx, 0, lane], acc), axis=[ry, rx])
+
+    return te.compute(tuple(out_shape), body, "T_depthwise_conv2d_NCHWc",
+                      tag="nn.contrib_depthwise_conv2d_NCHWc")
