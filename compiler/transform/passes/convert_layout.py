@@ -22,8 +22,8 @@ as TVM's:
 
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
 AlterOpLayout): element-wise ops, broadcasts, pooling, concatenate; layout_transforms
-where a layout changes.  A desired layout that the op cannot take is an error naming
-the op and the layout.
+where a layout changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
+`diagnostics`) naming the op and the layout, and the function is left as it was.
 
 Expects: typed input (required: InferType, CanonicalizeOps, as TVM's, and InferType
 again: TVM types every function pass's result).  Guarantees: the
@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...diagnostics import Diagnostic, Severity
 from ...ir.attrs import Attrs
 from ...ir.expr import Call, Function, Op, Var, op
 from ...ir.module import IRModule
@@ -51,7 +52,12 @@ CONFIG_KEY = "relay.ConvertLayout.desired_layouts"
 
 
 class ConvertLayoutError(ValueError):
-    """A desired layout an op cannot take, or a malformed desired_layouts."""
+    """A desired layout an op cannot take, or a malformed desired_layouts; `span` is the
+    call's, when it is about one."""
+
+    def __init__(self, message: str, span=None) -> None:
+        super().__init__(message)
+        self.span = span
 
 
 def _changed(call: Call, attrs: Attrs, changes: dict[str, str]) -> Attrs:
@@ -165,14 +171,22 @@ class ConvertLayout(FunctionPass):
 
     def __init__(self, desired_layouts: dict[str, list[str]] | None = None) -> None:
         self.desired = desired_layouts
+        self.diagnostics: list[Diagnostic] = []
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
-        wanted = desired_layouts(self.desired if self.desired is not None else ctx.get(CONFIG_KEY, {}))
-
         def change(call: Call, attrs: Attrs, args: list) -> Call | None:
             if not isinstance(call.op, Op) or call.op.name not in wanted:
                 return None
             convert = CONVERTERS.get(call.op.name)
-            return None if convert is None else convert(call, attrs, args, wanted[call.op.name])
+            try:
+                return None if convert is None else convert(call, attrs, args, wanted[call.op.name])
+            except ConvertLayoutError as err:
+                err.span = err.span or call.span
+                raise
 
-        return LayoutRewriter(change).rewrite(func)
+        try:
+            wanted = desired_layouts(self.desired if self.desired is not None else ctx.get(CONFIG_KEY, {}))
+            return LayoutRewriter(change).rewrite(func)
+        except ConvertLayoutError as err:  # the user's layouts: an error in the input, function unchanged
+            self.diagnostics.append(Diagnostic(str(err), err.span, Severity.ERROR, source="ConvertLayout"))
+            return func
