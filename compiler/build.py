@@ -45,6 +45,7 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "CanonicalizeOps",
     "FlattenAtrousConv",
     "InferType",
+    "AlterOpLayout",
     "SimplifyExprPostAlterOp",
     "FastMath",  # opt_level 4 (relay_build_passes)
     "FoldConstant",
@@ -53,7 +54,6 @@ RELAY_BUILD_PIPELINE = (  # GetPassPrefix(is_homogeneous=true, is_vm=false) in s
     "InferType",
 )
 NOT_IMPLEMENTED = (
-    "AlterOpLayout",
 )
 
 

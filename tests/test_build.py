@@ -46,7 +46,7 @@ def test_relay_build_pipeline_on_the_example(mnist):
     assert [n for n in ran[1:] if n != "InferType"] == [n for n in members if n != "InferType"]
     assert _outside_primitive(mnist.module) == []
     names = set(mnist.fused_names.values())
-    assert "tvmgen_default_fused_nn_conv2d_add_nn_relu" in names
+    assert "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu" in names
     assert "tvmgen_default_fused_nn_max_pool2d" in names
     for snap in mnist.snapshots:
         assert spanless(snap.module) == [], f"a span was lost in {snap.pass_name}"
@@ -60,7 +60,7 @@ def test_provenance_of_an_add_that_was_fused(mnist):
     assert source.text[key[0]:key[1]].startswith("add(%0, %conv1_bias)")
     assert prov.layers(key) == ["conv1/Add"]
     name, func = prov.fused_function(key)
-    assert name == "tvmgen_default_fused_nn_conv2d_add_nn_relu" and func.is_primitive
+    assert name == "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu" and func.is_primitive
     stages = [stage.pass_name for stage, nodes in prov.changes(key)]
     assert "FuseOps" in stages
     fuse_stage = next(stage for stage, _ in prov.changes(key) if stage.pass_name == "FuseOps")
@@ -101,7 +101,7 @@ def test_explain_command(capsys):
     assert out.splitlines()[0].endswith("add(%0, %conv1_bias)")
     assert "frontend layer: conv1/Add" in out
     assert "after FuseOps" in out
-    assert "fused into: tvmgen_default_fused_nn_conv2d_add_nn_relu" in out
+    assert "fused into: tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu" in out
 
 
 def test_explain_bad_location(capsys):

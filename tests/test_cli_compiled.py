@@ -81,11 +81,11 @@ def _npy(tmp_path: Path, array: np.ndarray) -> Path:
 def test_emit_llvm_prints_the_kernels_and_the_entry(capsys, model):
     status, out, _ = relaylens(capsys, "build", model, "--emit", "llvm")
     assert status == 0
-    assert "define void @tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu(" in out
+    assert "define void @tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu(" in out
     assert "define void @tvmgen_default___tvm_main__(" in out
     assert "!DICompileUnit" in out and 'filename: "model.relay"' in out
     status, out, _ = relaylens(capsys, "build", model, "--emit", "schedule")
-    assert status == 0 and "# step 0: create_schedule(tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu" in out
+    assert status == 0 and "# step 0: create_schedule(tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu" in out
 
 
 def test_build_output_directory_has_every_artefact(capsys, model, tmp_path):
@@ -96,16 +96,19 @@ def test_build_output_directory_has_every_artefact(capsys, model, tmp_path):
     assert names == [".relaylens-build.json", "graph.json", "map.json", "module.ll", "module.opt.ll",
                      "module.relay", "params.npz", "schedules.txt"]
     graph = json.loads((out / "graph.json").read_text())
-    assert [n["name"] for n in graph["nodes"] if n["op"] == "tvm_op"] == [
-        "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d"]
+    assert [n["name"] for n in graph["nodes"] if n["op"] == "tvm_op"] == [  # AlterOpLayout's NCHW4c
+        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+        "tvmgen_default_fused_expand_dims_expand_dims_layout_transform",
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d",
+        "tvmgen_default_fused_layout_transform_2"]
     assert [graph["nodes"][i]["name"] for i in graph["arg_nodes"]] == ["x", "w", "b"]
     mapping = json.loads((out / "map.json").read_text())
-    conv = mapping["functions"][0]
-    assert conv["name"] == "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu"
+    conv = next(f for f in mapping["functions"] if "conv2d" in f["name"])
+    assert conv["name"] == "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
     assert conv["relay"][0]["line"] == 3 and conv["relay"][0]["end_line"] == 5
     ll = (out / "module.ll").read_text().splitlines()
     first, last = conv["llvm"]["first_line"], conv["llvm"]["last_line"]
-    assert ll[first - 1].startswith("define void @tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu(")
+    assert ll[first - 1].startswith("define void @tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu(")
     relay_lines = {tuple(v)[0] for v in conv["llvm"]["lines"].values()}
     assert relay_lines == {3, 4, 5}  # conv2d, bias_add and relu each own some instructions
     assert all(first <= int(n) <= last for n in conv["llvm"]["lines"])
@@ -133,13 +136,14 @@ def test_explain_follows_an_expression_to_its_llvm_function_and_layers(capsys, t
     path.write_text(LAYERED)
     assert relaylens(capsys, "build", path, "-o", tmp_path / "out")[0] == 0
     module_ll = (tmp_path / "out" / "module.ll").read_text()
-    conv = json.loads((tmp_path / "out" / "map.json").read_text())["functions"][0]
+    conv = json.loads((tmp_path / "out" / "map.json").read_text())["functions"]
+    conv = next(f for f in conv if "conv2d" in f["name"])
     first, last = conv["llvm"]["first_line"], conv["llvm"]["last_line"]
 
     status, out, _ = relaylens(capsys, "explain", f"{path}:5:8")  # the relu
     assert status == 0
     lines = out.splitlines()
-    name = "tvmgen_default_fused_nn_conv2d_expand_dims_add_nn_relu"
+    name = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
     at = lines.index(f"  fused into: {name} (conv2d + bias_add + relu · /conv1/Conv)")
     assert lines[at + 1].startswith("  why: ")  # the rule FuseOps applied
     at += 1

@@ -31,7 +31,7 @@ def explain(capsys, where: str) -> tuple[int, str, str]:
 
 def test_a_located_line_leads_to_its_relay_expression(capsys, built):
     ir = (built / "out" / "module.ll").read_text()
-    fused = next(name for name in function_ranges(ir) if name.startswith("tvmgen_default_fused_nn_conv2d"))
+    fused = next(name for name in function_ranges(ir) if name.startswith("tvmgen_default_fused_nn_contrib_conv2d_NCHWc"))
     first, last = function_ranges(ir)[fused]
     at = next(n for n in range(first, last + 1) if n in line_locations(ir))
     line, col = line_locations(ir)[at]

@@ -70,7 +70,7 @@ def test_make_demo_runs_end_to_end(tmp_path):
     assert "frontend layer: /conv2/Conv" in explained
     assert re.search(r"small_cnn\.relay:\d+:\d+: nn\.conv2d\(", explained)
     m = re.search(r"  LLVM function: @(\S+), module\.ll lines (\d+)-(\d+)", explained)
-    assert m and m.group(1).startswith("tvmgen_default_fused_nn_conv2d_")
+    assert m and m.group(1).startswith("tvmgen_default_fused_nn_contrib_conv2d_NCHWc_")
     module_ll = (tmp_path / "module.ll").read_text().splitlines()
     assert module_ll[int(m.group(2)) - 1].startswith(f"define void @{m.group(1)}(")
     assert "frontend layers compiled into it: /conv2/Conv, /bn2/BatchNormalization, /relu2/Relu" in explained

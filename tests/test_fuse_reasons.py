@@ -148,7 +148,7 @@ def test_the_provenance_and_the_report_carry_the_reason_to_the_source_expression
     expr = report.expr_at(conv + 2)
     assert expr.fusion == prov.fusion_reason(key)
     relu = report.expr_at(text.index("nn.relu(") + 2)
-    assert relu.fusion.startswith("root of its group (anchor: nn.conv2d, OutEWiseFusable)")
+    assert relu.fusion.startswith("root of its group (anchor: nn.contrib_conv2d_NCHWc, OutEWiseFusable)")  # AlterOpLayout
 
 
 def test_the_hover_shows_why_under_the_fused_function_line() -> None:

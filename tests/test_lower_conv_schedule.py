@@ -193,7 +193,8 @@ def test_fused_epilogues_match_the_interpreter(jit):
     lowered = lower_build(build_text(RESNET_BLOCK, "block"), jit=jit)
     assert lowered.executable.mode == "aot"
     convs = [f for name, f in lowered.functions.items() if "conv2d" in name]
-    assert len(convs) == 2 and all("T_weight_pack" in stage_names(f) for f in convs)
+    # AlterOpLayout made them NCHWc convolutions of packed weights, epilogues in blocks
+    assert len(convs) == 2 and all("T_conv2d_NCHWc" in stage_names(f) for f in convs)
     np.testing.assert_allclose(lowered.executable.run(*args), np.asarray(want), **ATOL)
 
 

@@ -185,15 +185,19 @@ def test_demo_model_batch_norm_folds_into_the_conv():
     text = print_module(imported.module, spans=True)
     without = compile(text, "small_cnn.relay", params=imported.params, stop_after="passes", strict=True,
                       passes=[n for n in RELAY_BUILD_PIPELINE if n != "FoldScaleAxis"])
-    assert "tvmgen_default_fused_nn_conv2d_add_multiply_add_nn_relu" in without.fused_names.values()
+    assert "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_multiply_add_nn_relu" in without.fused_names.values()
     result = compile(text, "small_cnn.relay", params=imported.params, strict=True)
     assert result.ok, [d.message for d in result.diagnostics]
     # the batch norm's multiply went into the conv weight; its shift stays an add after the
     # conv's own bias (TVM's pipeline merges no add(add(x, c1), c2) after CanonicalizeOps)
+    # (AlterOpLayout: NCHWc convolutions, weights packed at build time, the input and the
+    # flattened result transformed at run time)
     assert sorted(set(result.fused_names.values())) == [
-        "tvmgen_default_fused_nn_conv2d_add_add_nn_relu", "tvmgen_default_fused_nn_conv2d_add_add_nn_relu_1",
+        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_reshape",
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_add_nn_relu",
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_add_nn_relu_1",
         "tvmgen_default_fused_nn_dense_add", "tvmgen_default_fused_nn_max_pool2d",
-        "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_reshape"]
+        "tvmgen_default_fused_nn_max_pool2d_1"]
     folded = next(s.module for s in result.snapshots if s.pass_name == "BackwardFoldScaleAxis")
     weights = [c.args[1] for c in folded_convs(folded)]
     assert [sorted({o.name for o in w.span.origins() if isinstance(o, LayerSpan)} & {"/conv1/Conv", "/conv2/Conv",
@@ -271,7 +275,10 @@ def test_a_conv_whose_weight_is_scaled_at_run_time_is_explained_by_its_own_funct
 }"""
     result = build_text(text, "unbound.relay", strict=True)
     names = sorted(set(result.fused_names.values()))
-    assert names == ["tvmgen_default_fused_multiply", "tvmgen_default_fused_nn_conv2d"]
+    assert names == ["tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+                     "tvmgen_default_fused_multiply_layout_transform",
+                     "tvmgen_default_fused_nn_contrib_conv2d_NCHWc"]  # AlterOpLayout's NCHW3c
     prov = Provenance(result)
     key = prov.key_at(text.index("nn.conv2d"))
-    assert prov.fused_function(key)[0] == "tvmgen_default_fused_nn_conv2d"
+    # the scaled weight, packed for the NCHWc conv, is computed in a kernel of its own
+    assert prov.fused_function(key)[0] == "tvmgen_default_fused_multiply_layout_transform"

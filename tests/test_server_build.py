@@ -33,10 +33,15 @@ from conftest import CORPUS
 MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
 FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
-MNIST_FUSED = ["tvmgen_default_fused_nn_conv2d_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d",
-               "tvmgen_default_fused_nn_conv2d_add_nn_relu_1", "tvmgen_default_fused_nn_max_pool2d_1",
-               "tvmgen_default_fused_reshape", "tvmgen_default_fused_nn_dense_add_nn_relu",
-               "tvmgen_default_fused_nn_dense_add_nn_relu_1", "tvmgen_default_fused_nn_dense_add"]
+MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions, weights unbound: packed at run time
+    "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+    "tvmgen_default_fused_expand_dims_layout_transform", "tvmgen_default_fused_layout_transform_2",
+    "tvmgen_default_fused_expand_dims_layout_transform_1", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu",
+    "tvmgen_default_fused_nn_max_pool2d", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1",
+    "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_layout_transform_reshape",
+    "tvmgen_default_fused_nn_dense_add_nn_relu", "tvmgen_default_fused_nn_dense_add_nn_relu_1",
+    "tvmgen_default_fused_nn_dense_add"]
+MNIST_CONV = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
 
 
 def corpus(name: str) -> str:
@@ -86,9 +91,9 @@ def test_the_report_of_mnist_is_plain_data_with_every_fused_function() -> None:
     report = build_report("file:///m.relay", 3, MNIST)
     assert pickle.loads(pickle.dumps(report)).functions == report.functions
     assert [f.name for f in report.functions] == MNIST_FUSED and not report.diagnostics
-    conv = report.functions[0]
+    conv = next(f for f in report.functions if f.name == MNIST_CONV)
     assert conv.anchor[0] == MNIST.index("nn.conv2d(%input")
-    assert conv.layers == ("conv1/Conv", "conv1/Add", "relu1/Relu") and conv.passes == 1
+    assert conv.layers == ("conv1/Conv", "conv1/Add", "relu1/Relu") and conv.passes == 2  # AlterOpLayout, FuseOps
     assert report.snapshots[conv.snapshot].pass_name == "FuseOps"
     assert conv.llvm_ir.startswith("; ModuleID") and conv.schedule_steps == conv.schedule_text.count("# step ") > 1
     first, last = conv.module_lines[0]
@@ -96,7 +101,7 @@ def test_the_report_of_mnist_is_plain_data_with_every_fused_function() -> None:
     assert report.function_of_line(first + 1).name == conv.name
     expr = report.expr_at(MNIST.index("nn.relu(%1)") + 2)
     assert (expr.layers, expr.fused, [c.pass_name for c in expr.changes]) == (
-        ("relu1/Relu",), conv.name, ["FuseOps"])
+        ("relu1/Relu",), conv.name, ["AlterOpLayout", "FuseOps"])
     assert report.snapshots[1].text is report.snapshots[0].text  # unchanged passes share
 
 
@@ -251,32 +256,46 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
     uri = await built(client, "073.relay", text)
     found = await lenses(client, uri)
     conv_add, conv = line_of(text, "%0 = nn.conv2d"), line_of(text, "%1 = nn.conv2d")
-    assert rows(found) == {
-        conv_add: ["ƒ conv2d + add ⟨tvmgen_default_fused_nn_conv2d_add⟩", "LLVM IR", "schedule (N steps)", "passes (1)"],
-        conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_conv2d⟩", "LLVM IR", "schedule (N steps)", "passes (1)"]}
+    add = line_of(text, "add(%0, %1)")
+    found_rows = rows(found)
+    assert {conv_add: found_rows[conv_add], conv: found_rows[conv]} == {  # AlterOpLayout, FuseOps
+        conv_add: ["ƒ conv2d + add ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add⟩", "LLVM IR",
+                   "schedule (N steps)", "passes (2)"],
+        conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc⟩", "LLVM IR", "schedule (N steps)",
+               "passes (2)"]}
+    # AlterOpLayout's layout_transforms: each input and weight to NCHW4c / OIHW4i4o on its
+    # parameter's line (identical kernels share a name), the result back to NCHW on the def
+    params = [line_of(text, f"%{p}: Tensor") for p in ("x1", "w1", "x2", "w2")]
+    assert {line: found_rows[line][0] for line in found_rows if line not in (conv_add, conv)} == {
+        **{line: f"ƒ fn ⟨tvmgen_default_fused_layout_transform{suffix}⟩"
+           for line, suffix in zip(params, ("", "_1", "", "_1"))},
+        line_of(text, "def @main"): "ƒ fn ⟨tvmgen_default_fused_layout_transform_2⟩"}
     assert {lens.command.command for lens in found} == {"relaylens.open"}
     schedule = next(lens.command for lens in found if lens.command.title.startswith("schedule"))
     doc = await virtual(client, schedule.arguments[0])
     assert _field(doc, "languageId") == "plaintext"
     assert schedule.title == f"schedule ({_field(doc, 'text').count('# step ')} steps)"
     llvm = [lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR"]
-    assert [uris.parse(u).function for u in llvm] == ["tvmgen_default_fused_nn_conv2d_add",
-                                                      "tvmgen_default_fused_nn_conv2d"]
+    assert [uris.parse(u).function for u in llvm] == [
+        "tvmgen_default_fused_layout_transform_2",
+        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc"]
     assert all(uris.parse(u).document == uri and uris.parse(u).version == 1 for u in llvm)
     # the build reported work-done progress: begin, reports, end
     ends = [r for reports in client.progress_reports.values() for r in reports
             if isinstance(r, lsp.WorkDoneProgressEnd)]
-    assert any(e.message.startswith("built in") and e.message.endswith("2 fused functions") for e in ends)
+    assert any(e.message.startswith("built in") and e.message.endswith("7 fused functions") for e in ends)
     progress = next(reports for reports in client.progress_reports.values()
-                    if isinstance(reports[-1], lsp.WorkDoneProgressEnd) and "2 fused" in reports[-1].message)
+                    if isinstance(reports[-1], lsp.WorkDoneProgressEnd) and "7 fused" in reports[-1].message)
     assert isinstance(progress[0], lsp.WorkDoneProgressBegin) and progress[0].title == "RelayLens build"
     assert any(isinstance(r, lsp.WorkDoneProgressReport) and r.message == "pass FuseOps" for r in progress)
     # the line map: the conv2d+add group spans the first conv2d and the final add
     line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
     functions = {_field(f, "name"): f for f in _field(line_map, "functions")}
-    add = line_of(text, "add(%0, %1)")
-    assert _field(functions["tvmgen_default_fused_nn_conv2d_add"], "relay") == [[conv_add, conv_add + 3], [add, add]]
-    assert _field(line_map, "lines") and all(relay in range(conv_add, add + 1)
+    assert _field(functions["tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add"], "relay") == [
+        [conv_add, conv_add + 3], [add, add]]
+    assert _field(line_map, "lines") and all(relay in range(line_of(text, "def @main"), add + 1)
                                              for _, relay in _field(line_map, "lines"))
 
 
@@ -287,11 +306,12 @@ async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageC
     names = [symbol(lens) for lens in found if lens.command.title.startswith("ƒ ")]
     assert names == MNIST_FUSED
     conv1 = line_of(MNIST, "%0 = nn.conv2d")
-    assert rows(found)[conv1] == ["ƒ conv2d + add + relu · conv1/Conv ⟨tvmgen_default_fused_nn_conv2d_add_nn_relu⟩",
-                                  "LLVM IR", "schedule (N steps)", "passes (1)"]
-    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ reshape · flatten/Reshape ⟨tvmgen_default_fused_reshape⟩"
+    assert rows(found)[conv1] == [f"ƒ conv2d + add + relu · conv1/Conv ⟨{MNIST_CONV}⟩",
+                                  "LLVM IR", "schedule (N steps)", "passes (2)"]
+    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ reshape · flatten/Reshape ⟨tvmgen_default_fused_layout_transform_reshape⟩"
     # open the first kernel's LLVM IR; definition on a multiply-add line leads to the conv2d
-    llvm_uri = next(lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR")
+    llvm_uri = next(lens.command.arguments[0] for lens in found
+                    if lens.command.title == "LLVM IR" and lens.range.start.line == conv1)
     doc = await virtual(client, llvm_uri)
     assert _field(doc, "languageId") == "llvm" and _field(doc, "version") == 1
     lines = _field(doc, "text").split("\n")
@@ -312,14 +332,14 @@ async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageC
     module = _field(await virtual(client, uris.make("llvm", "module.ll", uri, 1)), "text").split("\n")
     assert all(any(line.startswith("define") and f"@{name}(" in line for line in module) for name in MNIST_FUSED)
     # the pass snapshot the "passes" lens opens: definition on the fused function's conv2d
-    passes = next(lens for lens in found if lens.command.title.startswith("passes"))
+    passes = next(lens for lens in found if lens.command.title.startswith("passes") and lens.range.start.line == conv1)
     snap_uri, selection = passes.command.arguments
     assert uris.parse(snap_uri).name.endswith("-FuseOps.relay")
     snapshot = _field(await virtual(client, snap_uri), "text").split("\n")
     first = selection["start"]["line"] if isinstance(selection, dict) else selection.start.line
     assert "Primitive=1" in snapshot[first]
-    conv_line = next(i for i in range(first, len(snapshot)) if "nn.conv2d(" in snapshot[i])
-    column = snapshot[conv_line].index("nn.conv2d(")
+    conv_line = next(i for i in range(first, len(snapshot)) if "nn.contrib_conv2d_NCHWc(" in snapshot[i])
+    column = snapshot[conv_line].index("nn.contrib_conv2d_NCHWc(")
     snap_doc = lsp.TextDocumentIdentifier(snap_uri)
     target = await client.text_document_definition_async(
         lsp.DefinitionParams(snap_doc, lsp.Position(conv_line, column + 3)))
@@ -346,16 +366,20 @@ async def test_hover_shows_provenance_and_the_fused_function(client: LanguageCli
     fuse = next(p for p in passes if _field(p, "name") == "FuseOps")
     index, snapshot = _field(fuse, "index"), _field(fuse, "uri")
     assert snapshot == uris.make("pass", f"{index}-FuseOps.relay", uri, 1)
-    assert f"- [#{index} FuseOps]({snapshot}#L4): `nn.conv2d(%input, %conv1_weight" in slow
-    assert "→ `nn.conv2d(%p0, %p1, padding=[2, 2, 2, 2]" in slow
-    assert "**fused into** conv2d + add + relu · conv1/Conv  \n`tvmgen_default_fused_nn_conv2d_add_nn_relu`" in slow
-    assert uris.make("llvm", "tvmgen_default_fused_nn_conv2d_add_nn_relu.ll", uri, 1) in slow
+    alter = next(p for p in passes if _field(p, "name") == "AlterOpLayout")
+    assert (f"- [#{_field(alter, 'index')} AlterOpLayout]({_field(alter, 'uri')}#L5): "
+            "`nn.conv2d(%input, %conv1_weight, padding=[2, 2, 2, 2]") in slow
+    assert "→ `nn.contrib_conv2d_NCHWc(" in slow  # x86's blocked convolution
+    assert f"- [#{index} FuseOps]({snapshot}#L17): `nn.contrib_conv2d_NCHWc(%0, %1" in slow
+    assert re.search(r"→ `nn.contrib_conv2d_NCHWc\(%p0\d*, %p1, padding=\[2, 2, 2, 2\]", slow)
+    assert f"**fused into** conv2d + add + relu · conv1/Conv  \n`{MNIST_CONV}`" in slow
+    assert uris.make("llvm", f"{MNIST_CONV}.ll", uri, 1) in slow
     # on the relu, a different layer, the same fused function
     relu = line_of(MNIST, "%2 = nn.relu")
     hover = await client.text_document_hover_async(
         lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(relu, 8)))
     assert "`relu1/Relu`" in hover.contents.value
-    assert "`tvmgen_default_fused_nn_conv2d_add_nn_relu`" in hover.contents.value
+    assert f"`{MNIST_CONV}`" in hover.contents.value
 
 
 @asyncio_module
@@ -399,9 +423,10 @@ async def test_an_edit_during_a_build_never_shows_the_old_report(client: Languag
     assert (await finished(uri, 2))["state"] == "done"
     old = [f for f in FINISHES if f["uri"] == uri and f["version"] == 1]
     assert [f["state"] for f in old] == ["cancelled"]  # superseded, never published
-    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "%0 = nn.conv2d") + 1, conv]
+    assert {line_of(text, "%0 = nn.conv2d") + 1, conv} <= set(rows(await lenses(client, uri)))
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
-    assert "**fused into** conv2d" in hover.contents.value and "`tvmgen_default_fused_nn_conv2d`" in hover.contents.value
+    assert ("**fused into** conv2d" in hover.contents.value
+            and "`tvmgen_default_fused_nn_contrib_conv2d_NCHWc`" in hover.contents.value)
 
 
 @asyncio_module
@@ -414,13 +439,16 @@ async def test_builds_wait_for_edits_to_settle(client: LanguageClient) -> None:
             [lsp.TextDocumentContentChangeWholeDocument(text="\n" * version + text)]))
     assert (await finished(uri, 4))["state"] == "done"
     assert [f["version"] for f in FINISHES if f["uri"] == uri] == [1, 4]
-    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "nn.conv2d") + 4]
+    # AlterOpLayout's input transforms on the parameters' line, the conv (and its result's
+    # transform back) on its own
+    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "def @main") + 4, line_of(text, "nn.conv2d") + 4]
     # an edit that breaks the text is not built; its build diagnostics are cleared
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
         lsp.VersionedTextDocumentIdentifier(uri=uri, version=5),
         [lsp.TextDocumentContentChangeWholeDocument(text=text.replace("nn.conv2d(", "nn.conv2d(("))]))
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     assert [lens.command.title for lens in await lenses(client, uri) if lens.command.title.startswith("ƒ ")] == [
+        "ƒ fn · out of date (the text has errors)"] * 3 + [
         "ƒ conv2d · out of date (the text has errors)"]  # version 4's, marked
     with pytest.raises(JsonRpcException) as err:
         await virtual(client, uris.make("llvm", "module.ll", uri, 5))
@@ -445,9 +473,9 @@ async def test_a_killed_worker_is_reported_and_replaced(client: LanguageClient) 
     # the server still answers, and saving builds again in a new worker
     assert not await lenses(client, uri)
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-    assert (await finished(uri, 1, "done"))["functions"] == 8
+    assert (await finished(uri, 1, "done"))["functions"] == len(MNIST_FUSED)
     assert not [d for d in client.diagnostics[uri] if d.source == "relaylens-build"]
-    assert len(await lenses(client, uri)) == 4 * 8
+    assert len(await lenses(client, uri)) == 4 * len(MNIST_FUSED)
     status = await client.protocol.send_request_async("relaylens/status", {})
     assert _field(_field(status, "worker"), "pid") not in (None, pid)
     assert _field(_field(status, "worker"), "restarts") >= 1
@@ -505,8 +533,9 @@ async def test_unknown_virtual_uris_are_lsp_errors(client: LanguageClient) -> No
     assert not await client.text_document_definition_async(lsp.DefinitionParams(nothing, lsp.Position(3, 3)))
     assert await client.protocol.send_request_async("relaylens/lineMap", {"uri": "file:///never/opened.relay"}) is None
     # and the real document still answers
-    assert rows(await lenses(client, uri)) == {line_of(text, "nn.conv2d"): ["ƒ conv2d ⟨tvmgen_default_fused_nn_conv2d⟩", "LLVM IR",
-                                                   "schedule (N steps)", "passes (1)"]}
+    assert rows(await lenses(client, uri))[line_of(text, "nn.conv2d")][:4] == [
+        "ƒ conv2d ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc⟩", "LLVM IR", "schedule (N steps)", "passes (2)"]
+
 
 
 @asyncio_module

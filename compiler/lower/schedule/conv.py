@@ -61,15 +61,16 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         blocked = _lane_operands(sch, stage)
         if blocked is None:
             continue
-        data = [ld.tensor for ld in _loads(stage.body.source) if all(ld.tensor is not s.tensor for s in blocked)]
+        data = [ld.tensor for ld in _loads(stage.body.source) if all(ld.tensor is not t for t in blocked)]
         others = _copies(sch, data)
+        packs = [sch[t] for t in blocked if t.op is not None]
         epilogue = _epilogue(sch, stage)
         if epilogue is None:
             epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
         _schedule_tile(sch, stage, epilogue, depthwise=not data,
                        channels_inside=_channels_inside(blocked, data))
         done.update((id(stage), id(epilogue)))
-        for operands, inner in ((blocked, 2), (others, 1)):
+        for operands, inner in ((packs, 2), (others, 1)):
             for operand in operands:
                 if id(operand) not in done:
                     _schedule_copy(sch, operand, inner)
@@ -96,27 +97,31 @@ def _loads(e: te.PrimExpr) -> list[te.Load]:
     return [n for n in te.nodes(e) if isinstance(n, te.Load)]
 
 
-def _lane_operands(sch: Schedule, stage: Stage) -> list[Stage] | None:
+def _lane_operands(sch: Schedule, stage: Stage) -> list[te.Tensor] | None:
     """The blocked operands when `stage` is a blocked convolution: a sum tagged conv
     with 5 data axes whose last (the lane) is only ever the last index of computed
-    operands (the packed weight; for depthwise the blocked input too)."""
+    operands (the packed weight; for depthwise the blocked input too), or, for
+    nn.contrib_conv2d_NCHWc, of the packed weight it is given."""
     body = stage.body
     if (stage.inlined or not isinstance(body, te.Reduce) or body.combiner != "sum"
             or "conv" not in stage.tensor.op.tag or len(stage.axes) != 5):
         return None
     lane = stage.tensor.op.axes[-1]
-    found: list[Stage] = []
+    found: list[te.Tensor] = []
     for ld in _loads(body.source):
         uses = [k for k, i in enumerate(ld.indices) if any(n is lane for n in te.nodes(i))]
         if not uses:
             continue
-        if uses != [len(ld.indices) - 1] or ld.indices[-1] is not lane or ld.tensor.op is None:
+        if uses != [len(ld.indices) - 1] or ld.indices[-1] is not lane:
             return None
-        operand = sch[ld.tensor]
-        if operand.inlined or operand.is_reduction:
-            return None
-        if operand not in found:
-            found.append(operand)
+        if ld.tensor.op is None and "NCHWc" not in stage.tensor.op.tag:
+            return None  # only the NCHWc convolution reads a packed weight it was given
+        if ld.tensor.op is not None:
+            operand = sch[ld.tensor]
+            if operand.inlined or operand.is_reduction:
+                return None
+        if all(ld.tensor is not t for t in found):
+            found.append(ld.tensor)
     return found or None
 
 
@@ -130,15 +135,18 @@ def _copies(sch: Schedule, data: list[te.Tensor]) -> list[Stage]:
 def _epilogue(sch: Schedule, conv: Stage) -> Stage | None:
     """The injective stage that alone reads `conv` (N, B, OH, OW, 16), each time at its
     own NCHW position: conv[n, c // 16, y, x, c % 16] with (n, c, y, x) its axes (n may
-    read as 0 when the batch is 1)."""
+    read as 0 when the batch is 1); or, for an NCHWc convolution, the blocked stage that
+    reads it at its own (n, b, y, x, lane)."""
     if sch.is_output(conv):
         return None
     t = conv.tensor
     readers = [s for s in sch.stages if not s.inlined and any(
         ld.tensor is t for ld in _loads(sch.effective_body(s)))]
-    if len(readers) != 1 or readers[0].is_reduction or len(readers[0].axes) != 4:
+    if len(readers) != 1 or readers[0].is_reduction or len(readers[0].axes) not in (4, 5):
         return None
     reader = readers[0]
+    if len(reader.axes) == 5:
+        return reader if _reads_in_place(sch, reader, t) else None
     if reader.tensor.shape[1] > t.shape[1] * t.shape[4] or reader.tensor.shape[2:] != t.shape[2:4]:
         return None
     n, c, y, x = reader.tensor.op.axes
@@ -153,6 +161,17 @@ def _epilogue(sch: Schedule, conv: Stage) -> Stage | None:
     return reader
 
 
+def _reads_in_place(sch: Schedule, reader: Stage, t: te.Tensor) -> bool:
+    """Whether the blocked `reader` (an NCHWc convolution's bias, relu...) has t's shape and
+    reads t only at its own position."""
+    if tuple(reader.tensor.shape) != tuple(t.shape):
+        return False
+    axes = reader.tensor.op.axes
+    return all(all(i is a or (isinstance(i, te.Const) and i.value == 0 and a.extent == 1)
+                   for i, a in zip(ld.indices, axes))
+               for ld in _loads(sch.effective_body(reader)) if ld.tensor is t)
+
+
 def _is_op(e: te.PrimExpr, op: str, axis: te.IterVar, c: int) -> bool:
     return (isinstance(e, te.Binary) and e.op == op and e.a is axis
             and isinstance(e.b, te.Const) and e.b.value == c)
@@ -165,9 +184,9 @@ def _bytes(t: te.Tensor) -> int:
     return n
 
 
-def _channels_inside(blocked: list[Stage], data: list[te.Tensor]) -> bool:
+def _channels_inside(blocked: list[te.Tensor], data: list[te.Tensor]) -> bool:
     """Whether the tile loop runs over the channel blocks innermost (see the module doc)."""
-    weight = sum(_bytes(s.tensor) for s in blocked)
+    weight = sum(_bytes(t) for t in blocked)
     size = max((_bytes(t) for t in data), default=0)
     return size > weight and size > CACHE_BYTES // 2
 

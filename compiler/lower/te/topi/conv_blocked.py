@@ -103,3 +103,58 @@ def blocked_depthwise2d(data: te.Tensor, weight: te.Tensor, out_shape: Sequence[
 
     blocked = te.compute((n, blocks, oh, ow, BLOCK), body, f"T_conv2d_NCHW{BLOCK}c", tag="nn.conv2d")
     return _unblock(blocked, out_shape)
+
+
+def nchwc_kind(op: str, plan, acc: str) -> bool:
+    """Whether `nn.contrib_conv2d_NCHWc` has the layouts AlterOpLayout gives it: data
+    NCHW[x]c, kernel OIHW[x]i[y]o, output NCHW[y]c, no groups, summed in float32."""
+    d, k, o = plan.data_layout, plan.kernel_layout, plan.out_layout
+    return (op == "nn.contrib_conv2d_NCHWc" and plan.groups == 1 and acc == "float32"
+            and [a for a, _ in d.axes] == list("NCHWc") and [a for a, _ in k.axes] == list("OIHWio")
+            and [a for a, _ in o.axes] == list("NCHWc") and d.factor("C") == k.factor("I")
+            and o.factor("C") == k.factor("O"))
+
+
+def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
+                 strides: Sequence[int], dilation: Sequence[int], acc: str) -> te.Tensor:
+    """TVM's conv2d_NCHWc: `padded` (N, C/x, H, W, x) convolved with the packed `weight`
+    (O/y, C/x, KH, KW, x, y) into (N, O/y, OH, OW, y), summed over the input channel
+    blocks, the kernel window, then the channels of a block, TVM's order (the x channels
+    of one pixel are contiguous; the sums round a little differently from nn.conv2d's).
+    The schedule vectorises over the y output channels of a block, the weight's last axis."""
+    _, icb, kh, kw, ic_bn, _ = weight.shape
+    rcb, ry, rx = te.reduce_axis(icb, "rcb"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    rci = te.reduce_axis(ic_bn, "rci")
+    (sy, sx), (dy, dx) = strides, dilation
+
+    def body(b, ob, y, x, lane):
+        value = te.cast(padded[b, rcb, y * sy + ry * dy, x * sx + rx * dx, rci], acc)
+        return te.sum(value * te.cast(weight[ob, rcb, ry, rx, rci, lane], acc), axis=[rcb, ry, rx, rci])
+
+    return te.compute(tuple(out_shape), body, "T_conv2d_NCHWc", tag="nn.contrib_conv2d_NCHWc")
+
+
+def nchwc_depthwise_kind(op: str, plan, acc: str) -> bool:
+    """Whether `nn.contrib_depthwise_conv2d_NCHWc` has AlterOpLayout's layouts: data and
+    output NCHW[x]c, kernel OIHW1i[x]o (one filter per channel), summed in float32."""
+    d, k, o = plan.data_layout, plan.kernel_layout, plan.out_layout
+    return (op == "nn.contrib_depthwise_conv2d_NCHWc" and acc == "float32"
+            and [a for a, _ in d.axes] == list("NCHWc") and [a for a, _ in k.axes] == list("OIHWio")
+            and [a for a, _ in o.axes] == list("NCHWc") and k.factor("I") == 1
+            and d.factor("C") == k.factor("O") == o.factor("C"))
+
+
+def nchwc_depthwise2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
+                      strides: Sequence[int], dilation: Sequence[int], acc: str) -> te.Tensor:
+    """TVM's depthwise_conv2d_NCHWc: `padded` (N, C/x, H, W, x) with the packed `weight`
+    (C/x, 1, KH, KW, 1, x), channel by channel: both read at the same lane."""
+    _, _, kh, kw, _, _ = weight.shape
+    ry, rx = te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
+    (sy, sx), (dy, dx) = strides, dilation
+
+    def body(b, cb, y, x, lane):
+        value = te.cast(padded[b, cb, y * sy + ry * dy, x * sx + rx * dx, lane], acc)
+        return te.sum(value * te.cast(weight[cb, 0, ry, rx, 0, lane], acc), axis=[ry, rx])
+
+    return te.compute(tuple(out_shape), body, "T_depthwise_conv2d_NCHWc",
+                      tag="nn.contrib_depthwise_conv2d_NCHWc")

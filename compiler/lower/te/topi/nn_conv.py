@@ -10,7 +10,9 @@ so the result comes out directly in `out_layout`.  A split spatial axis (NCHW4w)
 LoweringError.
 
 A float32 conv2d in NCHW/OIHW without groups, or depthwise, with at least 16 channels
-is computed channel-blocked instead (conv_blocked.py).
+is computed channel-blocked instead (conv_blocked.py), and so is the float32
+nn.contrib_conv2d_NCHWc and nn.contrib_depthwise_conv2d_NCHWc that AlterOpLayout makes
+(NCHW[x]c, OIHW[x]i[y]o or OIHW1i[x]o, NCHW[y]c: their operands are blocked already).
 
 A transposed convolution is a convolution with the flipped kernel over `T_pad`, the input
 dilated by the strides (zeros between elements) and padded by dilation*(K-1) - padding.
@@ -29,7 +31,8 @@ from ....ops.conv_geometry import ConvSpec, Layout, conv_plan, forward_shape, is
 from ....ops.nn_conv import CONV1D, CONV1D_T, CONV2D, CONV2D_NCHWC, CONV2D_T, CONV3D, DW_CONV2D_NCHWC
 from ...errors import LoweringError
 from .. import expr as te
-from .conv_blocked import blocked_conv2d, blocked_depthwise2d, blocked_kind
+from .conv_blocked import (blocked_conv2d, blocked_depthwise2d, blocked_kind, nchwc_conv2d, nchwc_depthwise2d,
+                           nchwc_depthwise_kind, nchwc_kind)
 from .registry import register_compute
 
 Indices = dict[str, te.PrimExpr]
@@ -194,6 +197,10 @@ def _conv_rule(spec: ConvSpec):
                 padded = pad_spatial(data, plan.data_layout, spec.spatial, plan.pad_before, plan.pad_after)
                 if kind == "conv":
                     result = blocked_conv2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
+                elif nchwc_kind(op, plan, acc):
+                    result = nchwc_conv2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
+                elif nchwc_depthwise_kind(op, plan, acc):
+                    result = nchwc_depthwise2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
                 else:
                     result = conv_forward(op, padded, plan.data_layout, weight, plan.kernel_layout,
                                           out_type.shape, plan.out_layout, spec.spatial, plan.strides,

@@ -1,0 +1,84 @@
+"""What TVM's x86 strategy makes of a conv2d in AlterOpLayout, untuned (TVM:
+python/tvm/topi/x86/conv2d_alter_op.py `_alter_conv2d_layout` with the fallback config of
+topi/x86/conv2d.py `_get_default_config`).
+
+    alter_conv2d(call, attrs, args, simd_lanes=16) -> Call | None
+
+A float32 `nn.conv2d` in NCHW/OIHW without groups and with static shapes becomes
+`nn.contrib_conv2d_NCHWc` with data layout NCHW{ic_bn}c, kernel layout OIHW{ic_bn}i{oc_bn}o
+and out layout NCHW{oc_bn}c (channels set to the output channels); a depthwise one (one
+filter per channel, no dilation) becomes `nn.contrib_depthwise_conv2d_NCHWc` with kernel
+layout OIHW1i{oc_bn}o (topi/x86/depthwise_conv2d.py's fallback picks the blocks the same
+way).  The layout rewriter then puts the layout_transforms around it.  The fallback config picks
+
+    oc_bn = the largest divisor of the output channels up to simd_lanes
+    ic_bn = the largest divisor of the input channels up to oc_bn
+
+(the same for 1x1 kernels and the others: conv2d_avx_1x1 and conv2d_avx_common only
+differ in their row tiles).  `simd_lanes` is TVM's get_simd_32bit_lanes for the target:
+16 with AVX-512 F and BW, 8 with AVX2, 4 otherwise; RelayLens compiles for the host, so
+`host_simd_lanes()` asks LLVM for the host's features.
+
+Not done here (TVM does them): int8 conv2d to the VNNI layout, winograd for the auto-scheduler; float16/float64 conv2d
+stay as they are (TVM alters them too; our NCHWc schedule is for float32).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+
+from ..ir.attrs import Attrs, IntImm
+from ..ir.expr import Call, op
+from ..ir.types import TensorType
+from ..ops import get_op
+from ..ops.conv_geometry import is_depthwise
+
+
+@lru_cache(maxsize=1)
+def host_simd_lanes() -> int:
+    """32-bit lanes of the host's widest useful vector (TVM's get_simd_32bit_lanes)."""
+    try:
+        features = llvm.get_host_cpu_features()
+        has = {name for name, on in features.items() if on}
+    except Exception:  # noqa: BLE001 -- no LLVM: the narrowest choice
+        return 4
+    if {"avx512f", "avx512bw"} <= has:
+        return 16
+    return 8 if "avx2" in has else 4
+
+
+def largest_divisor(n: int, limit: int) -> int:
+    return next(bn for bn in range(min(limit, n), 0, -1) if n % bn == 0)
+
+
+def blocks(in_channels: int, out_channels: int, simd_lanes: int) -> tuple[int, int]:
+    """(ic_bn, oc_bn) of the fallback config."""
+    oc_bn = largest_divisor(out_channels, simd_lanes)
+    return largest_divisor(in_channels, oc_bn), oc_bn
+
+
+def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call | None:
+    data, weight = (a.ty for a in call.args)
+    if not (isinstance(data, TensorType) and isinstance(weight, TensorType)):
+        return None
+    a = get_op("nn.conv2d").normalize_attrs(attrs)
+    if (a.data_layout != "NCHW" or a.kernel_layout != "OIHW"
+            or a.out_layout not in ("", "NCHW") or data.dtype != "float32" or weight.dtype != "float32"
+            or (a.out_dtype or "float32") != "float32"
+            or not all(isinstance(d, int) for d in (*data.shape, *weight.shape))):
+        return None
+    out_c, in_c = weight.shape[0], data.shape[1]
+    if a.groups == 1:
+        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+        kernel, name = f"OIHW{ic_bn}i{oc_bn}o", "nn.contrib_conv2d_NCHWc"
+    elif (is_depthwise(a.groups, in_c, out_c) and weight.shape[1] == 1 and out_c == in_c
+          and tuple(a.dilation) == (1, 1)):
+        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+        kernel, name = f"OIHW1i{oc_bn}o", "nn.contrib_depthwise_conv2d_NCHWc"
+    else:  # grouped, or depthwise with a channel multiplier or dilation: TVM's generic kernels
+        return None
+    new = attrs.with_(channels=IntImm(out_c), data_layout=f"NCHW{ic_bn}c",
+                      kernel_layout=kernel, out_layout=f"NCHW{oc_bn}c")
+    return Call(op(name), tuple(args), new)
