@@ -270,10 +270,13 @@ def test_snapshot_names():
 
 def test_graph_document_labels_the_pass():
     result = built(SMALL)
-    index, doc = graph_document(result.snapshots, "FuseOps", "small.relay")
-    assert result.snapshots[index].pass_name == "FuseOps"
-    assert doc["label"] == "small.relay after FuseOps"
-    check_collection(doc)
+    doc = graph_document(result.snapshots, "FuseOps", "small.relay")
+    assert result.snapshots[doc.index].pass_name == doc.pass_name == "FuseOps"
+    assert doc.collection["label"] == "small.relay after FuseOps"
+    check_collection(doc.collection)
+    dense = next(n for n in doc.collection["graphs"][0]["nodes"] if n["label"] == "nn.dense")
+    start, end = doc.offsets["main"][dense["id"]]
+    assert SMALL[start:end] == "nn.dense(%x, %w)"
 
 
 # --- layout ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 command line (`relaylens graph --after PASS`) and the server (`relaylens/graph`) share.
 
     index = snapshot_index(["input", "RemoveUnusedFunctions", ...], "FuseOps")
-    doc = graph_document(snapshots, "FuseOps", "model.relay")   # Model Explorer's JSON
+    doc = graph_document(snapshots, "FuseOps", "model.relay")   # .collection: Model Explorer's JSON
 
 A pass is named as the pipeline names it (TVM's names: `FuseOps`), case-insensitively;
 a pass that ran several times (`FoldConstant`, `InferType`) means its first run, and
@@ -13,6 +13,7 @@ snapshot (after the whole pipeline).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .explorer_json import graph_collection
@@ -44,10 +45,22 @@ def snapshot_index(names: Sequence[str], after: str | int | None) -> int:
     raise UnknownPass(f"no pass {after!r} ran; the snapshots are: {ran}")
 
 
-def graph_document(snapshots: Sequence[Any], after: str | int | None, name: str) -> tuple[int, dict[str, Any]]:
-    """(the snapshot's index, Model Explorer's graph collection of its module); `snapshots`
-    are the build's (each with `pass_name` and `module`)."""
+@dataclass(frozen=True)
+class GraphDocument:
+    """The graph of one snapshot, as the server sends it (docs/lsp.md, `relaylens/graph`)."""
+
+    index: int  # the snapshot's
+    pass_name: str
+    collection: dict[str, Any]  # Model Explorer's graph JSON
+    offsets: dict[str, dict[str, tuple[int, int]]]  # graph id -> node id -> its first document range
+
+
+def graph_document(snapshots: Sequence[Any], after: str | int | None, name: str) -> GraphDocument:
+    """The graph collection of the snapshot after the pass `after`; `snapshots` are the
+    build's (each with `pass_name` and `module`)."""
     index = snapshot_index([s.pass_name for s in snapshots], after)
     snap = snapshots[index]
+    graphs = module_graphs(snap.module)
     label = f"{name} after {snap.pass_name}" if index else f"{name} (input)"
-    return index, graph_collection(module_graphs(snap.module), label)
+    offsets = {g.id: {n.id: n.keys[0] for n in g.nodes if n.keys} for g in graphs}
+    return GraphDocument(index, snap.pass_name, graph_collection(graphs, label), offsets)

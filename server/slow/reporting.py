@@ -43,10 +43,12 @@ class Cancelled(BaseException):
 
 
 def build_report(uri: str, version: int | None, text: str, *, cache=None,
-                 progress: Progress | None = None, weights: str | None = None) -> BuildReport:
+                 progress: Progress | None = None, weights: str | None = None,
+                 keep: Callable[[BuildResult], None] | None = None) -> BuildReport:
     """`weights`: the path of an .npz whose arrays are bound as @main's parameters first
     (`<stem>.npz` beside the model); one that cannot be read is a warning, and the build
-    goes on without it."""
+    goes on without it.  `keep(result)` is given the driver's result (the worker keeps its
+    snapshots for graph requests)."""
     started = time.monotonic()
     report = BuildReport(uri, version, text)
     params, origin = {}, "params"
@@ -66,6 +68,8 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
 
     result = compile(text, uri, params=params, params_origin=origin, stop_after="llvm", cache=cache,
                      progress=on_step)  # shown, never run
+    if keep is not None:
+        keep(result)
     source = result.checked.parsed.source if result.checked is not None else None
     report.diagnostics += _new_diagnostics(result, source)
     if not result.snapshots:
