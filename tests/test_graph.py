@@ -410,6 +410,16 @@ def test_cli_refuses_to_replace_a_file_and_reports_bad_input(small, tmp_path, ca
     assert f"{bad}:3:" in capsys.readouterr().err
 
 
+def test_cli_never_writes_over_its_inputs(small, tmp_path, capsys):
+    weights = tmp_path / "small.npz"
+    np.savez(weights, w=np.eye(4, dtype="float32"))
+    assert main(["graph", str(small), "-o", str(weights.with_suffix(".json")), "--force"]) == 0
+    assert "binding 1 parameter from" in capsys.readouterr().err
+    assert main(["graph", str(small), "--after", "input", "--mapping", str(weights), "--force"]) == 2
+    assert "refusing to overwrite the input" in capsys.readouterr().err
+    assert main(["graph", str(small), "-o", str(small), "--force"]) == 2
+
+
 def test_html_page_has_the_panel_and_no_outside_resource():
     graph = module_graphs(built(SMALL).module)[0]
     page, _ = graph_html(graph, "t</title><script>", SMALL)

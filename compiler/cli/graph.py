@@ -65,14 +65,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(f"-o {args.output}: expected a file ending in {', '.join(KINDS)}")
     if args.mapping is not None and not args.after:
         raise UsageError("--mapping needs --after PASS (the pass whose before and after it maps)")
-    plan = OutputPlan.of([args.file], force=args.force)
+    config = pass_config(args.config)
+    weights = params_file(args.file, args)
+    plan = OutputPlan.of([args.file, weights.path], force=args.force)
     if args.output not in (None, STDIN):
         plan.add(args.output, f"-o {args.output}")
     if args.mapping is not None:
         plan.add(args.mapping, f"--mapping {args.mapping}")
     plan.check()
-    config = pass_config(args.config)
-    weights = params_file(args.file, args)
     name, text, bad_encoding = read_source(args.file)
     if bad_encoding is not None:
         report([bad_encoding], name, err)

@@ -7,7 +7,8 @@ In the page: click a node to see its operator, attributes, output types, fronten
 fused function and Relay span, with the Relay line itself when `source_text` is given;
 click a group's name to collapse it (its members and their edges are hidden, the box
 keeps its place and says how many nodes it holds) or expand it again; the buttons
-collapse or expand every group, and zoom.
+collapse or expand every group, and zoom.  `page.html#node=ID` opens with node ID selected
+(and in view), a link to one node.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ body {{ margin: 0; font: 13px sans-serif; display: flex; height: 100vh; }}
 #panel {{ width: 340px; border-left: 1px solid #ccc; padding: 8px 12px; overflow: auto; }}
 #panel pre {{ white-space: pre-wrap; background: #f3f3f3; padding: 4px; font-size: 11px; }}
 #panel td {{ vertical-align: top; font: 11px monospace; padding: 1px 4px; word-break: break-all; }}
+#panel td:first-child {{ white-space: nowrap; }} #panel p {{ overflow-wrap: anywhere; }}
 .node {{ cursor: pointer; }} .node.selected rect {{ stroke: #d60; stroke-width: 2.5; }}
 .group text {{ cursor: pointer; }} .group.collapsed rect {{ fill-opacity: 0.35; stroke-dasharray: none; }}
 .hidden {{ display: none; }}
@@ -109,8 +111,10 @@ body {{ margin: 0; font: 13px sans-serif; display: flex; height: 100vh; }}
   document.getElementById('zoomin').onclick = () => setZoom(zoom * 1.25);
   document.getElementById('zoomout').onclick = () => setZoom(zoom / 1.25);
   refresh();
-  const first = svg.querySelector('.node');  // the drawing is centred: start at its first node
-  if (first) first.scrollIntoView({{block: 'start', inline: 'center'}});
+  const wanted = location.hash.startsWith('#node=') ? decodeURIComponent(location.hash.slice(6)) : null;
+  if (wanted && data.nodes[wanted]) show(wanted);  // page.html#node=n12 opens with n12 selected
+  const first = svg.querySelector(wanted && data.nodes[wanted] ? '.node.selected' : '.node');
+  if (first) first.scrollIntoView({{block: wanted ? 'center' : 'start', inline: 'center'}});
 }})();
 </script></body></html>
 """
