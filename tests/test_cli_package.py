@@ -38,7 +38,7 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_the_subcommands_are_the_commands_of_the_parser():
     commands = next(a for a in cli.build_parser()._actions if a.dest == "command")
-    assert set(commands.choices) == {"check", "print", "run", "profile", "build", "explain", "import", "serve", "cache"}
+    assert set(commands.choices) == {"check", "print", "run", "profile", "build", "explain", "import", "serve", "cache", "graph"}
     assert {c if c not in ("print", "import") else c + "_" for c in commands.choices} == SUBCOMMANDS
 
 

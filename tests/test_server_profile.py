@@ -28,7 +28,7 @@ def test_the_report_has_figures_per_fused_function_and_per_line() -> None:
     report = profile_report("file:///m.relay", 4, MNIST, runs=2, weights=None)
     assert report.error is None and report.version == 4 and report.mode == "aot"
     assert pickle.loads(pickle.dumps(report)) == report
-    conv = next(f for f in report.functions if f.name == "tvmgen_default_fused_nn_conv2d_add_nn_relu")
+    conv = next(f for f in report.functions if f.name == "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu")
     assert conv.anchors == [MNIST.count("\n", 0, MNIST.index("nn.conv2d(%input"))]
     assert set(conv.layers) == {"conv1/Conv", "conv1/Add", "relu1/Relu"}
     for f in report.functions:  # attribution sums to the kernel's time
@@ -108,7 +108,7 @@ async def test_profile_request_hints_and_staleness(client: LanguageClient) -> No
         client.protocol.send_request_async("relaylens/profile", {"uri": uri, "runs": 2}), 120)
     assert _get(answer, "error") is None and _get(answer, "version") == 1 and _get(answer, "current") is True
     functions = _get(answer, "functions")
-    conv = next(f for f in functions if _get(f, "name") == "tvmgen_default_fused_nn_conv2d_add_nn_relu")
+    conv = next(f for f in functions if _get(f, "name") == "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu")
     conv_line = MNIST.count("\n", 0, MNIST.index("nn.conv2d(%input"))
     assert _get(conv, "anchors") == [conv_line]
     hints = await _hints(client, uri, MNIST)

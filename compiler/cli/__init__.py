@@ -5,6 +5,7 @@
     relaylens run FILE [--interp|--check] ...      run.py       @main compiled (or interpreted)
     relaylens build FILE [--emit KIND] [-o DIR]    build.py     the pass pipeline, LLVM IR, artefacts
     relaylens explain FILE:LINE:COL                explain.py   what the passes made of one expression
+    relaylens graph FILE [--after PASS] [-o OUT]   graph.py     the dataflow graph after a pass (JSON, SVG, HTML)
     relaylens import MODEL.onnx [-o OUT.relay]     import_.py   an ONNX model as Relay text + params
     relaylens profile FILE [--runs N] [-o T.json]  profile.py   where the time goes: kernels, lines, layers
     relaylens serve [--tcp --port N]               serve.py     the language server
@@ -21,7 +22,8 @@ Exit status: 0 clean (warnings allowed), 1 errors in the input, 2 usage errors (
 arguments, a file that cannot be read or written), 3 an internal error (a bug in
 RelayLens; set RELAYLENS_TRACEBACK=1 to see where).  No input ever produces a Python
 traceback.  `-` names standard input, reported as `<stdin>`.  Diagnostics go to stderr;
-only `print`, `run`, `profile`, `build` and `explain` write results to stdout (`import` without -o).
+only `print`, `run`, `profile`, `build` and `explain` write results to stdout (`import` and
+`graph` without -o).
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ import traceback
 from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
 
-from . import build, cache, check, explain, import_, print_, profile, run, serve
+from . import build, cache, check, explain, graph, import_, print_, profile, run, serve
 from .common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, PROG, UsageError
 
 __all__ = ["main", "build_parser", "UsageError", "EXIT_OK", "EXIT_ERRORS", "EXIT_USAGE", "EXIT_INTERNAL"]
 
-SUBCOMMANDS = (check, print_, run, profile, build, explain, import_, serve, cache)  # in the order --help lists them
+SUBCOMMANDS = (check, print_, run, profile, build, explain, graph, import_, serve, cache)  # in the order --help lists them
 
 
 def _version() -> str:

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..frontend.onnx.spans import node_names
 from .profiler import Profile
 
 ROWS = 30
@@ -60,6 +59,8 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
         graph = onnx.load(model, load_external_data=False).graph
     except Exception as err:  # noqa: BLE001 -- a file that is not a model is the user's
         raise CompareError(f"--compare {model}: not an ONNX model ({err})") from None
+    from ..frontend.onnx.spans import node_names  # lazy: onnx is an optional dependency (relaylens[onnx])
+
     ours = node_names(graph.node)
     with tempfile.TemporaryDirectory(prefix="relaylens-ort-") as folder:
         options = ort.SessionOptions()

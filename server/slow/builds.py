@@ -7,6 +7,7 @@ when, the reports that came back, and what the client is told (docs/lsp.md).
     builds.current(uri)               the `Built` of the document's current version, or None
     builds.find(uri, version)         a kept report (the last two versions), None = latest
     await builds.wait(uri, version)   the same, waiting for a build under way
+    await builds.graph(uri, version, after)   (Built, GraphDocument): the graph of a snapshot
 
 A build binds the weights in `<stem>.npz` beside a `file:` model when that file is inside
 the workspace (documents.py's rule) and `{"params": {"bind": false}}` did not turn it off,
@@ -16,6 +17,9 @@ only while its version is the document's; older ones are kept for virtual docume
 that name their version.  A dead worker is reported on the document it was building
 and started again; the build that killed it is not retried.  So is a build that made no
 progress for 5 minutes (a pass in an endless loop): the worker is killed.
+
+A graph is computed by the worker from the snapshots of its last build of the document
+(the server holds printed texts, not IR): the request waits for the build, then asks.
 """
 
 from __future__ import annotations
@@ -149,6 +153,7 @@ class Builds:
         self._watchdog: asyncio.TimerHandle | None = None
         self._stalled = False
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
+        self._graphs: dict[int, asyncio.Future] = {}  # graph requests sent to the worker
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
         self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
 
@@ -248,6 +253,22 @@ class Builds:
             raise NotBuilt(f"the build of {uri} (version {target}) did not finish within "
                            f"{WAIT_SECONDS:.0f} s") from None
 
+    async def graph(self, uri: str, version: int | None, after: str | int | None) -> tuple[Built, Any]:
+        """The report of that version (None: the latest, waiting as `wait` does) and the
+        worker's GraphDocument of its snapshot after the pass `after` (NotBuilt: why not)."""
+        built = await self.wait(uri, version)
+        request = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        if not self.worker.send(("graph", request, uri, built.report.version, after)):
+            raise NotBuilt("the build worker cannot start")
+        self._graphs[request] = future
+        try:
+            return built, await asyncio.wait_for(future, WAIT_SECONDS)
+        except asyncio.TimeoutError:
+            raise NotBuilt(f"the build worker did not answer within {WAIT_SECONDS:.0f} s") from None
+        finally:
+            self._graphs.pop(request, None)
+
     def status(self) -> dict:
         return {"worker": {"pid": self.worker.pid, "state": self.worker.state,
                            "restarts": self.worker.restarts},
@@ -314,6 +335,14 @@ class Builds:
         if self.profiles.handle(message):
             return
         kind = message[0]
+        if kind == "graph":  # ("graph", request, GraphDocument | None, why)
+            future = self._graphs.get(message[1])
+            if future is not None and not future.done():
+                if message[2] is None:
+                    future.set_exception(NotBuilt(message[3]))
+                else:
+                    future.set_result(message[2])
+            return
         job = self.jobs.get(message[1]) if kind != "ready" and len(message) > 1 else None
         if job is not None:
             self._handle(kind, job, message)
@@ -374,6 +403,9 @@ class Builds:
             self._watchdog.cancel()
             self._watchdog = None
         broken = self.worker.state == "broken"
+        for future in self._graphs.values():  # the new worker has no build to draw
+            if not future.done():
+                future.set_exception(NotBuilt(f"the build worker stopped ({why}); build again and retry"))
         for job in sorted(self.jobs.values(), key=lambda j: j.id):
             if job.void:
                 del self.jobs[job.id]

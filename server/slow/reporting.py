@@ -43,10 +43,12 @@ class Cancelled(BaseException):
 
 def build_report(uri: str, version: int | None, text: str, *, cache=None,
                  progress: Progress | None = None, weights: str | None = None,
-                 disk_cache=None) -> BuildReport:
+                 disk_cache=None, keep: Callable[[BuildResult], None] | None = None) -> BuildReport:
     """`weights`: the path of an .npz whose arrays are bound as @main's parameters first
     (`<stem>.npz` beside the model); one that cannot be read is a warning, and the build
-    goes on without it.  `disk_cache`: the persistent kernel cache (lower/disk_cache.py)."""
+    goes on without it.  `disk_cache`: the persistent kernel cache (lower/disk_cache.py).
+    `keep(result)` is given the driver's result (the worker keeps its snapshots for graph
+    requests)."""
     started = time.monotonic()
     report = BuildReport(uri, version, text)
     origin = os.path.basename(weights) if weights is not None else "params"
@@ -63,6 +65,8 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
 
     result = compile(text, uri, params=params, params_origin=origin, stop_after="llvm", cache=cache,
                      progress=on_step, disk_cache=disk_cache)  # shown, never run
+    if keep is not None:
+        keep(result)
     source = result.checked.parsed.source if result.checked is not None else None
     report.diagnostics += _new_diagnostics(result, source)
     if not result.snapshots:

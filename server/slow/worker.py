@@ -14,8 +14,11 @@ Per document, the worker keeps the lowering cache of its last build: a rebuild r
 only the fused functions whose structure changed.  A build that is cancelled hands what
 it lowered to the next one.  Behind those, the persistent kernel cache shared with every
 other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
-so a model built before, by the CLI or another editor, lowers nothing.  stdin closing
-ends the process.
+so a model built before, by the CLI or another editor, lowers nothing.  It also keeps the
+last finished build's snapshots, to answer ("graph", request, uri, version, pass) with the
+graph of one of them (compiler/graph/snapshots.py): ("graph", request, GraphDocument, None),
+or ("graph", request, None, why) when it has no such build or no such pass.  Graph requests
+queue behind builds, in the order they came.  stdin closing ends the process.
 
 A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
 runs the model; it is never superseded by a build, only cancelled.
@@ -56,7 +59,7 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind == "profile":  # ("profile", job, uri, version, text, weights, runs): never superseded
+            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -123,13 +126,19 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
     threading.Thread(target=read_all, name="relaylens-worker-reader", daemon=True).start()
     caches: dict[str, object] = {}
+    kept: dict[str, tuple[int | None, list]] = {}  # uri -> (version, snapshots) of its last build
     frames.write(out, ("ready", os.getpid()))
     disk = disk_cache()
     while (message := jobs.queue.get()) is not None:
         while not jobs.forgotten.empty():
-            caches.pop(jobs.forgotten.get(), None)
+            forgotten = jobs.forgotten.get()
+            caches.pop(forgotten, None)
+            kept.pop(forgotten, None)
         if message[0] == "profile":
             _profile(message, jobs, out, disk)
+            continue
+        if message[0] == "graph":
+            frames.write(out, _graph(kept, *message[1:5]))
             continue
         _, job, uri, version, text, weights = message[:6]
         if jobs.is_void(job):
@@ -143,9 +152,10 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
                 raise Cancelled(step)
             frames.write(out, ("progress", job, step, fraction))
 
+        results: list = []  # the driver's result, kept once the build is done
         try:
             report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights,
-                                  disk_cache=disk)
+                                  disk_cache=disk, keep=results.append)
         except Cancelled:
             caches[uri] = cache.salvage()
             frames.write(out, ("cancelled", job))
@@ -154,6 +164,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             traceback.print_exc()  # to stderr: the server's log
             report = internal_error(uri, version, text, err)
         caches[uri] = cache.current
+        if results:
+            kept[uri] = (version, results[0].snapshots)
         if jobs.is_void(job):
             frames.write(out, ("cancelled", job))
         else:
@@ -187,6 +199,21 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
         traceback.print_exc()
         report = ProfileReport(uri, version, error=f"internal error: {type(err).__name__}: {err}")
     frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
+
+def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tuple:
+    """The answer to a graph request: the graph document of the kept build, or why not."""
+    from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
+
+    version_kept, snapshots = kept.get(uri, (None, None))
+    if snapshots is None or version_kept != version:
+        return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
+    try:
+        return ("graph", request, graph_document(snapshots, after, uri), None)
+    except UnknownPass as err:
+        return ("graph", request, None, str(err))
+    except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker
+        traceback.print_exc()
+        return ("graph", request, None, f"internal error: {type(err).__name__}: {err}")
 
 
 def _lower_priority() -> None:

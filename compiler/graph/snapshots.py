@@ -1,0 +1,66 @@
+"""Which snapshot a user means by a pass, and its graph document: the one rule that the
+command line (`relaylens graph --after PASS`) and the server (`relaylens/graph`) share.
+
+    index = snapshot_index(["input", "RemoveUnusedFunctions", ...], "FuseOps")
+    doc = graph_document(snapshots, "FuseOps", "model.relay")   # .collection: Model Explorer's JSON
+
+A pass is named as the pipeline names it (TVM's names: `FuseOps`), case-insensitively;
+a pass that ran several times (`FoldConstant`, `InferType`) means its first run, and
+`NAME#2` its second; a number is the snapshot's index (0 is the input, as the pass view
+numbers them); `input` is the module before any pass; no pass at all means the last
+snapshot (after the whole pipeline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .explorer_json import graph_collection
+from .model import module_graphs
+
+
+class UnknownPass(ValueError):
+    """The message names what was asked and what there is."""
+
+
+def snapshot_index(names: Sequence[str], after: str | int | None) -> int:
+    if not names:
+        raise UnknownPass("the build made no snapshot")
+    if after is None or after == "":
+        return len(names) - 1
+    if isinstance(after, int) or str(after).isdigit():
+        index = int(after)
+        if index < len(names):
+            return index
+        raise UnknownPass(f"there is no snapshot {index}: the build made {len(names)} (0 to {len(names) - 1})")
+    name, _, nth = str(after).partition("#")
+    wanted = int(nth) if nth.isdigit() and int(nth) > 0 else 1 if not nth else 0
+    runs = [i for i, n in enumerate(names) if n.lower() == name.lower()]
+    if wanted and len(runs) >= wanted:
+        return runs[wanted - 1]
+    ran = ", ".join(dict.fromkeys(names))
+    if runs:
+        raise UnknownPass(f"{name} ran {len(runs)} time{'s' * (len(runs) > 1)}, so {after!r} names no snapshot")
+    raise UnknownPass(f"no pass {after!r} ran; the snapshots are: {ran}")
+
+
+@dataclass(frozen=True)
+class GraphDocument:
+    """The graph of one snapshot, as the server sends it (docs/lsp.md, `relaylens/graph`)."""
+
+    index: int  # the snapshot's
+    pass_name: str
+    collection: dict[str, Any]  # Model Explorer's graph JSON
+    offsets: dict[str, dict[str, tuple[int, int]]]  # graph id -> node id -> its first document range
+
+
+def graph_document(snapshots: Sequence[Any], after: str | int | None, name: str) -> GraphDocument:
+    """The graph collection of the snapshot after the pass `after`; `snapshots` are the
+    build's (each with `pass_name` and `module`)."""
+    index = snapshot_index([s.pass_name for s in snapshots], after)
+    snap = snapshots[index]
+    graphs = module_graphs(snap.module)
+    label = f"{name} after {snap.pass_name}" if index else f"{name} (input)"
+    offsets = {g.id: {n.id: n.keys[0] for n in g.nodes if n.keys} for g in graphs}
+    return GraphDocument(index, snap.pass_name, graph_collection(graphs, label), offsets)

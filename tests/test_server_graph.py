@@ -1,0 +1,140 @@
+"""`relaylens/graph`: the worker computes the graph of a kept build's snapshot, the server
+answers the request with Model Explorer's JSON and each node's document range
+(docs/lsp.md).  The worker alone first, then end to end over stdio with pytest-lsp; every
+wait is for a notification or a response, never a sleep."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from relaylens.server.slow import frames
+
+TEXT = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(4, 4), float32]) {
+  %0 = nn.dense(%x, %w) /* span=fc1/Gemm:0:0 */;
+  %1 = nn.relu(%0) /* span=fc1/Relu:0:0 */;
+  add(%1, %x) /* span=out/Add:0:0 */
+}
+"""
+FINISHED = "relaylens/buildFinished"
+asyncio_module = pytest.mark.asyncio(loop_scope="module")
+
+
+def _until(proc, kind: str) -> tuple:
+    while (message := frames.read(proc.stdout))[0] != kind:
+        pass
+    return message
+
+
+def test_the_worker_draws_the_snapshots_of_its_last_build() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert frames.read(proc.stdout) == ("ready", proc.pid)
+        frames.write(proc.stdin, ("graph", 5, "file:///g.relay", 1, None))  # nothing built yet
+        assert _until(proc, "graph") == ("graph", 5, None, "the build worker keeps no build of version 1 of file:///g.relay")
+        frames.write(proc.stdin, ("build", 1, "file:///g.relay", 1, TEXT, None))
+        frames.write(proc.stdin, ("graph", 6, "file:///g.relay", 1, "FuseOps"))  # queued behind the build
+        assert _until(proc, "done")[1] == 1
+        _, request, doc, why = _until(proc, "graph")
+        assert (request, why, doc.pass_name) == (6, None, "FuseOps")
+        nodes = doc.collection["graphs"][0]["nodes"]
+        dense = next(n for n in nodes if n["label"] == "nn.dense")
+        assert dense["namespace"].endswith("fused_nn_dense") or "fused_nn_dense" in dense["namespace"]
+        start, end = doc.offsets["main"][dense["id"]]
+        assert TEXT[start:end].startswith("nn.dense(%x, %w)")
+        frames.write(proc.stdin, ("graph", 7, "file:///g.relay", 1, "NoSuchPass"))
+        assert "no pass 'NoSuchPass' ran" in _until(proc, "graph")[3]
+        frames.write(proc.stdin, ("graph", 8, "file:///g.relay", 2, None))  # a version it did not build
+        assert _until(proc, "graph")[2] is None
+        frames.write(proc.stdin, ("forget", "file:///g.relay"))
+        frames.write(proc.stdin, ("build", 2, "file:///other.relay", 1, TEXT, None))
+        frames.write(proc.stdin, ("graph", 9, "file:///g.relay", 1, None))  # forgotten with its document
+        assert _until(proc, "graph")[2] is None
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+
+
+# --- end to end ----------------------------------------------------------------------------
+
+FINISHES: list[dict] = []
+WAKE: list[asyncio.Future] = []
+
+
+def on_finished(params) -> None:
+    FINISHES.append(params if isinstance(params, dict) else dict(params._asdict()))
+    while WAKE:
+        future = WAKE.pop()
+        if not future.done():
+            future.set_result(None)
+
+
+async def finished(uri: str, version: int, timeout: float = 120) -> dict:
+    async def wait() -> dict:
+        while True:
+            for params in FINISHES:
+                if params["uri"] == uri and params["version"] == version:
+                    return params
+            future = asyncio.get_running_loop().create_future()
+            WAKE.append(future)
+            await future
+
+    return await asyncio.wait_for(wait(), timeout)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]),
+    scope="module",
+)
+async def client(lsp_client: LanguageClient):
+    lsp_client.feature(FINISHED)(on_finished)
+    await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _get(result, name: str):
+    return result[name] if isinstance(result, dict) else getattr(result, name)
+
+
+@asyncio_module
+async def test_relaylens_graph_answers_with_the_json_and_ranges(client: LanguageClient) -> None:
+    uri = "file:///tmp/relaylens-graph/g.relay"
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=TEXT)))
+    assert (await finished(uri, 1))["state"] == "done"
+    result = await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": "input"})
+    assert (_get(result, "passName"), _get(result, "index"), _get(result, "version")) == ("input", 0, 1)
+    graph = _get(result, "graph")
+    nodes = _get(_get(graph, "graphs")[0], "nodes")
+    by_label = {_get(n, "label"): n for n in nodes}
+    assert _get(by_label["nn.dense"], "namespace") == "fc1"
+    ranges = _get(_get(result, "ranges"), "main")
+    dense = _get(ranges, _get(by_label["nn.dense"], "id"))
+    start = _get(dense, "start")
+    assert (_get(start, "line"), _get(start, "character")) == (2, TEXT.split("\n")[2].index("nn.dense"))
+    fused = await client.protocol.send_request_async("relaylens/graph", {"uri": uri})
+    assert _get(fused, "passName") == "InferType" and _get(fused, "index") > 0
+    groups = _get(_get(_get(fused, "graph"), "graphs")[0], "groupNodeAttributes")
+    values = groups.values() if isinstance(groups, dict) else groups._asdict().values()  # a namedtuple here
+    assert any(_get(g, "kind") == "fused function" for g in values)
+
+
+@asyncio_module
+async def test_relaylens_graph_says_why_it_cannot(client: LanguageClient) -> None:
+    uri = "file:///tmp/relaylens-graph/g.relay"
+    with pytest.raises(JsonRpcException, match="no pass 'Nope' ran"):
+        await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": "Nope"})
+    with pytest.raises(JsonRpcException, match="has no build"):
+        await client.protocol.send_request_async("relaylens/graph", {"uri": "file:///tmp/relaylens-graph/none.relay"})
+    with pytest.raises(JsonRpcException, match="`after` is a pass name"):
+        await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": [1]})
