@@ -19,8 +19,11 @@ that names no parameter, or does not fit its parameter's type, is an error (exit
 Inputs are matched to the remaining parameters by name (`%x` takes `--input x=x.npy`).
 Each must fit the parameter's annotated type (dtype exactly, every known dimension).
 Given no `--input` at all, every remaining parameter gets a random value drawn from
-`--seed` (normal for floats, integers in [0, 10) for ints, fair coins for bools), and a
-note on stderr says so.
+`--seed` by its role (random_data.py: a batch-norm variance or gamma uniform(0.5, 1.5), a
+mean or bias small, a weight scaled by its fan-in, indices below the size of the axis they
+index, other floats normal(0, 1), other integers in [0, 10), booleans fair coins), and a
+note on stderr gives the seed, the rule, and each parameter with its role.  `--params` may
+give some of them: the rest are drawn.
 
 The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` to an
 .npz archive: a tensor result under the key `output`, a tuple's fields under
@@ -51,13 +54,13 @@ from ..ir.types import TensorType, TupleType, Type
 from ..parser import parse
 from ..parser.result import is_unknown_constants_warning
 from ..transform.bind_params import bind_params_by_name
+from ..random_data import DATA, RULE, Role, draw, find_roles
 from ..unknown_values import fill_unknown_constants
 from .array_files import load_array
 from .build_options import ParamsFile, add_build_options, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, PROG, UsageError, read_source, render, report
 from .outputs import OutputPlan, write_files
 
-INT_RANGE = (0, 10)  # random integers are drawn from [0, 10): safe as indices and shapes
 CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
 
 
@@ -191,9 +194,10 @@ def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsF
         return None
     free = [p for p in main.params if p.name not in params]
     if not args.inputs:
-        inputs, notes = random_inputs(free, args.seed)
+        inputs, notes = random_inputs(free, args.seed, find_roles(module))
         if notes:  # nothing left to give: no note
             print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
+            print(f"  {RULE}", file=err)
             for line in notes:
                 print(f"  {line}", file=err)
     else:
@@ -250,9 +254,13 @@ def _type_of(param: Var) -> str:
     return type_text(param.type_annotation) if param.type_annotation is not None else "(no type annotation)"
 
 
-def random_inputs(params: Sequence[Var], seed: int) -> tuple[list[Value], list[str]]:
-    """A random value per parameter of `params`, drawn in order; and a line per parameter."""
+def random_inputs(params: Sequence[Var], seed: int,
+                  roles: dict[object, Role] | None = None) -> tuple[list[Value], list[str]]:
+    """A random value per parameter of `params`, drawn in order from `seed` by its role in
+    `roles` (random_data.find_roles; a parameter without one is plain data); and a line
+    per parameter naming its type and, when it has one, its role."""
     rng = np.random.default_rng(seed)
+    roles = roles or {}
     values: list[Value] = []
     notes: list[str] = []
     for param in params:
@@ -260,18 +268,19 @@ def random_inputs(params: Sequence[Var], seed: int) -> tuple[list[Value], list[s
         if ty is None:
             raise UsageError(f"cannot make a random input for %{param.name}: it has no type annotation; "
                              f"pass --input {param.name}=FILE.npy")
+        role = roles.get(param, DATA)
         try:
-            values.append(_random(rng, ty, param))
+            values.append(_random(rng, ty, param, role))
         except MemoryError:
             raise UsageError(f"cannot make a random input for %{param.name}: {type_text(ty)} does not fit "
                              f"in memory") from None
-        notes.append(f"%{param.name}: {type_text(ty)}")
+        notes.append(f"%{param.name}: {type_text(ty)}" + (f"  {role.describe()}" if role is not DATA else ""))
     return values, notes
 
 
-def _random(rng: np.random.Generator, ty: Type, param: Var) -> Value:
+def _random(rng: np.random.Generator, ty: Type, param: Var, role: Role) -> Value:
     if isinstance(ty, TupleType):
-        return tuple(_random(rng, t, param) for t in ty.fields)
+        return tuple(_random(rng, t, param, DATA) for t in ty.fields)
     if not isinstance(ty, TensorType):
         raise UsageError(f"cannot make a random input for %{param.name} of type {type_text(ty)}: "
                          f"only tensors (and tuples of tensors) can be generated")
@@ -284,13 +293,9 @@ def _random(rng: np.random.Generator, ty: Type, param: Var) -> Value:
     except TypeError:
         raise UsageError(f"cannot make a random input for %{param.name}: numpy has no dtype "
                          f"{ty.dtype}") from None
-    if dtype.kind == "f":
-        return rng.standard_normal(shape).astype(dtype)
-    if dtype.kind in "iu":
-        return rng.integers(*INT_RANGE, size=shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.random(shape) < 0.5
-    raise UsageError(f"cannot make a random input for %{param.name} of dtype {ty.dtype}")
+    if dtype.kind not in "fiub":
+        raise UsageError(f"cannot make a random input for %{param.name} of dtype {ty.dtype}")
+    return draw(rng, ty, role)
 
 
 # --- outputs ----------------------------------------------------------------------------
