@@ -6,7 +6,7 @@
 By default the file is built by driver.compile() (relay.build's passes, lowering, machine
 code) and run compiled; `--interp` runs the reference interpreter instead, and `--check`
 runs both and compares each output as compiler/numerics/compare.py does (NaN equals NaN at
-the same place; a tolerance per dtype, float32 rtol 1e-4 / atol 1e-5; the worst element's
+the same place; a tolerance per dtype, float32 1e-5 + 1e-4 * max|reference|; the worst element's
 index and both values), exit 1 when one differs, after bisecting the kernels to the first
 whose outputs differ from the reference on the same inputs (run_numerics.py).  Any run
 whose output holds NaN or an infinity that the inputs did not says which expression made
