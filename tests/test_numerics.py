@@ -216,3 +216,32 @@ def test_every_kernel_of_a_correct_build_matches():
     assert len(checks) > 4 and all(c.ok for c in checks)
     reference = Interpreter(built.module).call("main", [x])
     assert compare(built.executable.run(x), reference).ok
+
+
+# --- the corpus -------------------------------------------------------------------------------
+
+
+def _corpus():
+    from conftest import corpus_names
+    return corpus_names()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _corpus())
+def test_corpus_runs_to_finite_outputs_or_names_the_source(capsys, name, tmp_path):
+    """Compiled, on role-based random data: finite outputs, or a warning naming where the
+    first non-finite value came from."""
+    from conftest import CORPUS
+
+    out = tmp_path / "out.npz"
+    status, _, err = relaylens(capsys, "run", CORPUS / name, "-o", out)
+    if status != 0:
+        pytest.skip(f"{name} does not run: {err.strip().splitlines()[-1][:100] if err.strip() else status}")
+    with np.load(out) as data:
+        finite = all(np.isfinite(data[k]).all() for k in data.files if data[k].dtype.kind == "f")
+    if finite:
+        assert "the output holds" not in err
+    else:
+        assert "the output holds" in err
+        assert ("the first non-finite value" in err or "already hold NaN" in err
+                or "the compiled kernel gives" in err), err
