@@ -3,6 +3,9 @@
     Interpreter(module).call("main", [x, w])      run a global function
     Interpreter(module).evaluate(expr, {var: v})  evaluate one expression
     interpret(module, *args, entry="main")        the two lines above in one
+    Interpreter(module, kernels={fn: k}, observe=f)   fused calls to compiled kernels;
+                                                  f(call, args, result) after each op or
+                                                  kernel call (numerics/: NaN tracing, bisection)
 
 Algorithm note.  Evaluation is a small abstract machine with an explicit work stack
 and a value stack, so neither a 10,000-op dataflow chain nor a deep Relay recursion
