@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.cli import main
+from relaylens.compiler.random_data import RULE
 from relaylens.compiler.transform.passes import fuse_ops
 
 MODEL = """#[version = "0.0.5"]
@@ -104,7 +105,7 @@ def test_check_compares_the_bound_build_with_the_interpreter_on_the_same_weights
 def test_parameters_not_given_get_random_values_and_an_input_wins_over_a_weight(capsys, tmp_path, model, x):
     status, _, err = relaylens(capsys, "run", model, "--params", weights(tmp_path), "--seed", "1")
     assert status == 0
-    assert err == "relaylens: note: no inputs given; using random inputs (seed 1):\n  %x: Tensor[(2, 8), float32]\n"
+    assert err == f"relaylens: note: no inputs given; using random inputs (seed 1):\n  {RULE}\n  %x: Tensor[(2, 8), float32]\n"
     zeros = tmp_path / "zeros.npy"
     np.save(zeros, np.zeros((4, 8), "float32"))
     out = tmp_path / "out.npz"

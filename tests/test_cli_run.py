@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.cli import main
+from relaylens.compiler.random_data import RULE
 
 from conftest import CORPUS
 RELAYLENS = Path(sys.executable).parent / "relaylens"
@@ -192,6 +193,7 @@ def test_random_inputs_with_note_and_seed_determinism(capsys, tmp_path):
         assert status == 0 and stdout == ""
         assert stderr.splitlines() == [
             f"relaylens: note: no inputs given; using random inputs (seed {seed}):",
+            f"  {RULE}",
             "  %x: Tensor[(2, 2), float32]",
             "  %n: Tensor[(2), int32]",
             "  %b: bool",
@@ -261,15 +263,16 @@ def test_runtime_error_rendered_with_span_and_exit_1(capsys, tmp_path):
     status, stdout, stderr = relaylens(capsys, "run", path, "--interp")
     assert (status, stdout) == (1, "")
     lines = stderr.splitlines()
-    assert lines[:3] == [
+    assert lines[:4] == [
         "relaylens: note: no inputs given; using random inputs (seed 0):",
+        f"  {RULE}",
         "  %x: Tensor[(2), float32]",
         "  %y: Tensor[(3), float32]",
     ]
-    assert lines[3] == (f"{path}:3:3: error: add: shapes cannot be broadcast together: "
+    assert lines[4] == (f"{path}:3:3: error: add: shapes cannot be broadcast together: "
                         "Tensor[(2), float32] and Tensor[(3), float32]")
-    assert lines[4:6] == ["    3 |   add(%a, %b)", "      |   ^~~~~~~~~~~"]
-    assert lines[6] == f"{path}:6:3: note: in this call of @f"
+    assert lines[5:7] == ["    3 |   add(%a, %b)", "      |   ^~~~~~~~~~~"]
+    assert lines[7] == f"{path}:6:3: note: in this call of @f"
 
 
 def test_no_main(capsys, tmp_path):

@@ -25,7 +25,8 @@ from relaylens.compiler.parser import parse
 from relaylens.compiler.printer.types import print_type
 from relaylens.compiler.transform.span_check import spanless
 from relaylens.compiler.typing.unknown_constants import unknown_constants
-from relaylens.compiler.unknown_values import draw, fill_unknown_constants
+from relaylens.compiler.random_data import Role
+from relaylens.compiler.unknown_values import draw_constant, fill_unknown_constants
 
 from conftest import CORPUS, corpus_file
 
@@ -175,15 +176,16 @@ def test_draw_is_deterministic_and_depends_on_seed_index_and_role():
     from relaylens.compiler.ir.types import TensorType
 
     ty = TensorType((16, 8, 3, 3), "float32")
-    a = draw(1, 0, ty, "weight")
+    weight = Role("weight")
+    a = draw_constant(1, 0, ty, weight)
     assert a.dtype == np.float32 and a.shape == (16, 8, 3, 3)
-    assert np.array_equal(a, draw(1, 0, ty, "weight"))
-    assert not np.array_equal(a, draw(2, 0, ty, "weight"))
-    assert not np.array_equal(a, draw(1, 1, ty, "weight"))
+    assert np.array_equal(a, draw_constant(1, 0, ty, weight))
+    assert not np.array_equal(a, draw_constant(2, 0, ty, weight))
+    assert not np.array_equal(a, draw_constant(1, 1, ty, weight))
     assert abs(float(a.std()) - 1 / np.sqrt(72)) < 0.05
-    var = draw(1, 4, TensorType((64,), "float32"), "positive")
+    var = draw_constant(1, 4, TensorType((64,), "float32"), Role("scale"))
     assert (var > 0).all()
-    assert set(np.unique(draw(0, 0, TensorType((50,), "int32")))) <= {0, 1}
+    assert set(np.unique(draw_constant(0, 0, TensorType((50,), "int32")))) <= {0, 1}
 
 
 def test_fill_refuses_a_constant_of_unknown_type():

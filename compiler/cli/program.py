@@ -26,6 +26,7 @@ from ..ir.expr import Function, Var
 from ..ir.types import TupleType
 from ..parser import parse
 from ..parser.result import is_unknown_constants_warning
+from ..random_data import RULE, find_roles
 from ..random_inputs import InputError, draw_inputs
 from ..transform.bind_params import bind_params_by_name
 from ..unknown_values import fill_unknown_constants
@@ -76,9 +77,10 @@ def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsF
         return None
     free = [p for p in main.params if p.name not in params]
     if not args.inputs:
-        inputs, notes = random_inputs(free, args.seed)
+        inputs, notes = random_inputs(free, args.seed, find_roles(module))
         if notes:  # nothing left to give: no note
             print(f"{PROG}: note: no inputs given; using random inputs (seed {args.seed}):", file=err)
+            print(f"  {RULE}", file=err)
             for line in notes:
                 print(f"  {line}", file=err)
     else:
@@ -135,11 +137,13 @@ def _type_of(param: Var) -> str:
     return type_text(param.type_annotation) if param.type_annotation is not None else "(no type annotation)"
 
 
-def random_inputs(params: Sequence[Var], seed: int) -> tuple[list[Value], list[str]]:
-    """A random value per parameter of `params`, drawn in order (random_inputs.py); and a
-    line per parameter.  One that cannot be drawn is a UsageError."""
+def random_inputs(params: Sequence[Var], seed: int,
+                  roles: dict | None = None) -> tuple[list[Value], list[str]]:
+    """A random value per parameter of `params`, drawn in order by its role in `roles`
+    (random_inputs.py, random_data.py); and a line per parameter.  One that cannot be drawn
+    is a UsageError."""
     try:
-        return draw_inputs(params, seed)
+        return draw_inputs(params, seed, roles)
     except InputError as err:
         hint = f"; pass --input {err.param}=FILE.npy" if err.given else ""
         raise UsageError(f"{err}{hint}") from None

@@ -5,8 +5,12 @@
 
 By default the file is built by driver.compile() (relay.build's passes, lowering, machine
 code) and run compiled; `--interp` runs the reference interpreter instead, and `--check`
-runs both and reports, per output, the largest absolute and relative difference (exit 1
-when one exceeds rtol 1e-4 / atol 1e-5).
+runs both and compares each output as compiler/numerics/compare.py does (NaN equals NaN at
+the same place; a tolerance per dtype, float32 1e-5 + 1e-4 * max|reference|; the worst element's
+index and both values), exit 1 when one differs, after bisecting the kernels to the first
+whose outputs differ from the reference on the same inputs (run_numerics.py).  Any run
+whose output holds NaN or an infinity that the inputs did not says which expression made
+the first one (its line:col, layer and, compiled, its fused function).
 
 Weights are bound as relay.build(mod, params) binds them (build_options.py): the arrays of
 `--params` (or of FILE's `<stem>.npz`) named like parameters of @main become constants
@@ -19,8 +23,11 @@ that names no parameter, or does not fit its parameter's type, is an error (exit
 Inputs are matched to the remaining parameters by name (`%x` takes `--input x=x.npy`).
 Each must fit the parameter's annotated type (dtype exactly, every known dimension).
 Given no `--input` at all, every remaining parameter gets a random value drawn from
-`--seed` (normal for floats, integers in [0, 10) for ints, fair coins for bools), and a
-note on stderr says so.
+`--seed` by its role (random_data.py: a batch-norm variance or gamma uniform(0.5, 1.5), a
+mean or bias small, a weight scaled by its fan-in, indices below the size of the axis they
+index, other floats normal(0, 1), other integers in [0, 10), booleans fair coins), and a
+note on stderr gives the seed, the rule, and each parameter with its role.  `--params` may
+give some of them: the rest are drawn.
 
 The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` to an
 .npz archive: a tensor result under the key `output`, a tuple's fields under
@@ -44,12 +51,12 @@ import numpy as np
 from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import Interpreter, InterpreterError, Value, value_text
+from ..numerics import find_nonfinite_compiled, find_nonfinite_interpreted
 from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
 from .program import load_program, random_inputs  # noqa: F401 -- random_inputs: tests draw as run does
-
-CHECK_RTOL, CHECK_ATOL = 1e-4, 1e-5
+from .run_numerics import check_outputs, warn_nonfinite
 
 
 def add_parser(commands) -> None:
@@ -103,6 +110,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         if args.interp:
             value = Interpreter(module).call("main", everything)
+            warn_nonfinite(value, everything, lambda: find_nonfinite_interpreted(module, everything), name, err)
         else:
             with terminal_progress(err) as progress:
                 built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
@@ -111,7 +119,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if built.executable is None:
                 return EXIT_ERRORS
             value = built.executable.run(*inputs)
-            if args.check and not check_against_interpreter(module, everything, value, err):
+            warn_nonfinite(value, everything, lambda: find_nonfinite_compiled(built, inputs), name, err)
+            if args.check and not check_outputs(module, everything, value, built, inputs, name, err, flatten):
                 return EXIT_ERRORS
     except InterpreterError as exc:
         print(render(exc.diagnostic("run"), name), file=err)
@@ -127,25 +136,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def check_against_interpreter(module, arrays: list[Value], value: Value, err: TextIO) -> bool:
-    """Print the largest error of each compiled output against the interpreter's."""
-    want = flatten(Interpreter(module).call("main", arrays))
-    ok = True
-    for (label, got), (_, ref) in zip(flatten(value), want):
-        got, ref = np.asarray(got), np.asarray(ref)
-        if got.shape != ref.shape or got.dtype != ref.dtype:
-            print(f"check {label}: Tensor[{got.shape}, {got.dtype}] but the interpreter gives "
-                  f"Tensor[{ref.shape}, {ref.dtype}]", file=err)
-            ok = False
-            continue
-        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-        abs_err = float(diff.max()) if diff.size else 0.0
-        rel_err = float((diff / np.maximum(np.abs(ref.astype(np.float64)), 1e-30)).max()) if diff.size else 0.0
-        bad = not np.allclose(got, ref, rtol=CHECK_RTOL, atol=CHECK_ATOL, equal_nan=True)
-        ok = ok and not bad
-        print(f"check {label}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g}"
-              f"{'  DIFFERS' if bad else ''}", file=err)
-    return ok
 
 
 # --- outputs ----------------------------------------------------------------------------

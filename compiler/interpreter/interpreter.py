@@ -3,6 +3,9 @@
     Interpreter(module).call("main", [x, w])      run a global function
     Interpreter(module).evaluate(expr, {var: v})  evaluate one expression
     interpret(module, *args, entry="main")        the two lines above in one
+    Interpreter(module, kernels={fn: k}, observe=f)   fused calls to compiled kernels;
+                                                  f(call, args, result) after each op or
+                                                  kernel call (numerics/: NaN tracing, bisection)
 
 Algorithm note.  Evaluation is a small abstract machine with an explicit work stack
 and a value stack, so neither a 10,000-op dataflow chain nor a deep Relay recursion
@@ -29,7 +32,7 @@ failed, with a note per enclosing call site; nothing numpy raises leaks out.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -111,10 +114,12 @@ EVAL, FINISH, BIND, BRANCH, MATCH, STORE, RETURN = range(7)
 
 class Interpreter:
     def __init__(self, module: IRModule | None = None, *, check_types: bool = True,
-                 kernels: Mapping[Function, Any] | None = None) -> None:
+                 kernels: Mapping[Function, Any] | None = None,
+                 observe: Callable[[Call, tuple, Value], None] | None = None) -> None:
         self.module = module if module is not None else IRModule()
         self.check_types = check_types  # run type relations and `-> T` checks at run time
         self.kernels = kernels or {}  # primitive function -> compiled kernel(*args) -> value
+        self.observe = observe  # called (call, args, result) after each op call and kernel call
         self._globals: dict[GlobalVar, Closure] = {}
         self._ops: dict[str, Any] = {}
         self._attrs: dict[Call, Any] = {}
@@ -251,6 +256,8 @@ class Interpreter:
                     return
                 else:
                     result = self._call_value(node, callee, args)
+            if self.observe is not None:
+                self.observe(node, args, result)
             frame.vals[node] = result
             values.append(result)
             return

@@ -25,6 +25,7 @@ from ...compiler.ir.functor import post_order
 from ...compiler.lower.runtime.jit import JIT, default_num_threads
 from ...compiler.profile.peak import machine_peak
 from ...compiler.profile.profiler import Profile, profile
+from ...compiler.random_data import find_roles
 from ...compiler.random_inputs import InputError, draw_inputs
 from .reporting import CONTAINED
 from .weights import read_weights
@@ -98,7 +99,7 @@ def profile_report(uri: str, version: int | None, text: str, *, runs: int, weigh
         return report
     main = built.module["main"]
     try:
-        inputs, _ = draw_inputs(main.params, SEED)
+        inputs, _ = draw_inputs(main.params, SEED, find_roles(built.module))
     except InputError as err:
         report.error = str(err)
         return report

@@ -106,8 +106,14 @@ class Executable:
 
     # --- interpreter with compiled kernels ------------------------------------------
     def _interpret(self, args: Sequence[Any]) -> Any:
-        kernels = {func: _KernelCall(self.lowered.functions[name]) for func, name in self._kernel_names.items()}
-        return Interpreter(self.module, kernels=kernels).call("main", list(args))
+        return Interpreter(self.module, kernels=self.kernel_calls()).call("main", list(args))
+
+    def kernel_calls(self) -> dict[Function, "_KernelCall"]:
+        """Each fused function of the module with its compiled kernel as a Python callable
+        (`kernel(*relay_values) -> value`, `.name` its symbol): for the interpreter to call
+        the kernels one by one, as `_interpret` does and the numerics tools (NaN tracing,
+        bisection against the reference) do with an observer."""
+        return {func: _KernelCall(self.lowered.functions[name]) for func, name in self._kernel_names.items()}
 
 
 class _KernelCall:
@@ -115,6 +121,7 @@ class _KernelCall:
 
     def __init__(self, fn) -> None:
         self.fn = fn
+        self.name = fn.name
         self.call = ctypes.CFUNCTYPE(None, *[_VOIDP] * len(fn.prim.params))(fn.address)
         self.constants = [_aligned_copy(c) for c in fn.constants]
 
