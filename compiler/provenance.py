@@ -81,11 +81,19 @@ class Provenance:
                         same_op[key] = (name, func)
         self.fused.update(same_op)
         # FuseOps records its input in evaluation order: when several nodes carry one source
-        # expression (a rewrite into several ops), the last computes its value and speaks for it
+        # expression (a rewrite into several ops), the last computes its value and speaks for
+        # it; a layout_transform that only moves it (MOVES) speaks only when nothing else does
         self.fusion: dict[Key, str] = {}
+        moves: dict[Key, str] = {}
         for node, reason in build.fusion_reasons.items():
+            moving = isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in MOVES
             for key in self.keys_of(node):
-                self.fusion[key] = reason
+                if moving:
+                    moves[key] = reason
+                else:
+                    self.fusion[key] = reason
+        for key, reason in moves.items():
+            self.fusion.setdefault(key, reason)
 
     def keys_of(self, node: Expr) -> list[Key]:
         if node.span is None:
@@ -166,12 +174,17 @@ class Provenance:
     def display_name(self, func: Function, width: int = 72) -> str:
         """A fused function as a person names it: the operators of the source expressions
         it computes, in evaluation order (`nn.` dropped), then its first frontend layer:
-        "conv2d + batch_norm + relu · /conv1/Conv".  The `tvmgen_…` symbol stays its name
-        in the IR; this is for lenses, tabs and tables."""
+        "conv2d + batch_norm + relu · /conv1/Conv".  A call a pass made to move data
+        (AlterOpLayout's layout_transform, which carries the span of what it moves) is named
+        by its own operator.  The `tvmgen_…` symbol stays its name in the IR; this is for
+        lenses, tabs and tables."""
         ops: dict[str, None] = {}
         layers: dict[str, None] = {}
         for node in post_order(func.body):
             if not isinstance(node, Call):
+                continue
+            if isinstance(node.op, Op) and node.op.name in MOVES:  # named by what it does, not what it moves
+                ops.setdefault(node.op.name)
                 continue
             for key in self.keys_of(node):
                 source = self.source_node(key)
@@ -190,6 +203,9 @@ class Provenance:
         if node is None or node.span is None:
             return []
         return [o.name for o in node.span.origins() if isinstance(o, LayerSpan)]
+
+
+MOVES = ("layout_transform",)  # ops passes insert to move data between layouts
 
 
 def _same_op(node: Expr, source: Expr | None) -> bool:

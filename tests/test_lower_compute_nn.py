@@ -27,6 +27,8 @@ NO_RULE = {
     "vm.shape_of": "reads a runtime shape (VM)",
     "vm.reshape_tensor": "a VM view with a runtime shape argument",
     "dyn.broadcast_to": "a dynamic shape (every extent `?`)",
+    "annotation.compiler_begin": "a region marker of AnnotateTarget; PartitionGraph removes it",
+    "annotation.compiler_end": "a region marker of AnnotateTarget; PartitionGraph removes it",
 }
 
 

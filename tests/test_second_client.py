@@ -147,8 +147,8 @@ def _fused_names(text: str) -> dict[str, str]:
 def test_code_lenses_name_the_fused_functions(seen: dict, model: Model) -> None:
     expected = set(_fused_names(model.text).values())
     assert _fused_names(model.text) == {  # AlterOpLayout: NCHWc convs, layout_transforms of inputs and result
-        "tvmgen_default_fused_layout_transform": "fn", "tvmgen_default_fused_layout_transform_1": "fn",
-        "tvmgen_default_fused_layout_transform_2": "fn",
+        "tvmgen_default_fused_layout_transform": "layout_transform", "tvmgen_default_fused_layout_transform_1": "layout_transform",
+        "tvmgen_default_fused_layout_transform_2": "layout_transform",
         "tvmgen_default_fused_nn_contrib_conv2d_NCHWc": "conv2d",
         "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add": "conv2d + add"}
     for lenses in (seen["lenses"], seen["fixed"]["lenses"]):

@@ -264,23 +264,24 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
         conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc⟩", "LLVM IR", "schedule (N steps)",
                "passes (2)"]}
     # AlterOpLayout's layout_transforms: each input and weight to NCHW4c / OIHW4i4o on its
-    # parameter's line (identical kernels share a name), the result back to NCHW on the def
+    # parameter's line (identical kernels share a name), the result back to NCHW on the line
+    # of the result's expression
     params = [line_of(text, f"%{p}: Tensor") for p in ("x1", "w1", "x2", "w2")]
     assert {line: found_rows[line][0] for line in found_rows if line not in (conv_add, conv)} == {
-        **{line: f"ƒ fn ⟨tvmgen_default_fused_layout_transform{suffix}⟩"
+        **{line: f"ƒ layout_transform ⟨tvmgen_default_fused_layout_transform{suffix}⟩"
            for line, suffix in zip(params, ("", "_1", "", "_1"))},
-        line_of(text, "def @main"): "ƒ fn ⟨tvmgen_default_fused_layout_transform_2⟩"}
+        add: "ƒ layout_transform ⟨tvmgen_default_fused_layout_transform_2⟩"}
     assert {lens.command.command for lens in found} == {"relaylens.open"}
     schedule = next(lens.command for lens in found if lens.command.title.startswith("schedule"))
     doc = await virtual(client, schedule.arguments[0])
     assert _field(doc, "languageId") == "plaintext"
     assert schedule.title == f"schedule ({_field(doc, 'text').count('# step ')} steps)"
     llvm = [lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR"]
-    assert [uris.parse(u).function for u in llvm] == [
-        "tvmgen_default_fused_layout_transform_2",
+    assert [uris.parse(u).function for u in llvm] == [  # in line order
         "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
         "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
-        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc"]
+        "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc",
+        "tvmgen_default_fused_layout_transform_2"]
     assert all(uris.parse(u).document == uri and uris.parse(u).version == 1 for u in llvm)
     # the build reported work-done progress: begin, reports, end
     ends = [r for reports in client.progress_reports.values() for r in reports
@@ -308,7 +309,7 @@ async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageC
     conv1 = line_of(MNIST, "%0 = nn.conv2d")
     assert rows(found)[conv1] == [f"ƒ conv2d + add + relu · conv1/Conv ⟨{MNIST_CONV}⟩",
                                   "LLVM IR", "schedule (N steps)", "passes (2)"]
-    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ reshape · flatten/Reshape ⟨tvmgen_default_fused_layout_transform_reshape⟩"
+    assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ layout_transform + reshape · flatten/Reshape ⟨tvmgen_default_fused_layout_transform_reshape⟩"
     # open the first kernel's LLVM IR; definition on a multiply-add line leads to the conv2d
     llvm_uri = next(lens.command.arguments[0] for lens in found
                     if lens.command.title == "LLVM IR" and lens.range.start.line == conv1)
@@ -439,8 +440,8 @@ async def test_builds_wait_for_edits_to_settle(client: LanguageClient) -> None:
             [lsp.TextDocumentContentChangeWholeDocument(text="\n" * version + text)]))
     assert (await finished(uri, 4))["state"] == "done"
     assert [f["version"] for f in FINISHES if f["uri"] == uri] == [1, 4]
-    # AlterOpLayout's input transforms on the parameters' line, the conv (and its result's
-    # transform back) on its own
+    # AlterOpLayout's input transforms on the parameters' line, the conv and its result's
+    # transform back on the conv's
     assert sorted(rows(await lenses(client, uri))) == [line_of(text, "def @main") + 4, line_of(text, "nn.conv2d") + 4]
     # an edit that breaks the text is not built; its build diagnostics are cleared
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
@@ -448,8 +449,9 @@ async def test_builds_wait_for_edits_to_settle(client: LanguageClient) -> None:
         [lsp.TextDocumentContentChangeWholeDocument(text=text.replace("nn.conv2d(", "nn.conv2d(("))]))
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     assert [lens.command.title for lens in await lenses(client, uri) if lens.command.title.startswith("ƒ ")] == [
-        "ƒ fn · out of date (the text has errors)"] * 3 + [
-        "ƒ conv2d · out of date (the text has errors)"]  # version 4's, marked
+        "ƒ layout_transform · out of date (the text has errors)"] * 2 + [
+        "ƒ conv2d · out of date (the text has errors)",  # version 4's, marked; the result's
+        "ƒ layout_transform · out of date (the text has errors)"]  # transform on its line
     with pytest.raises(JsonRpcException) as err:
         await virtual(client, uris.make("llvm", "module.ll", uri, 5))
     assert "has errors" in err.value.message

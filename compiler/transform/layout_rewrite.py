@@ -32,7 +32,8 @@ nothing.
 
 Spans: a layout_transform or expand_dims made for a call's input takes the span of that
 input (of the call, when the input has none); one that takes a result back to its old
-layout takes the span of the expression that reads it (the function's, for its result).  So a source expression leads to its own kernel, not to the transforms around it.
+layout takes the span of the expression that reads it (the result expression's, for the
+function's result: its lens sits on that line, not on the def line beside the inputs').  So a source expression leads to its own kernel, not to the transforms around it.
 A rewritten call keeps the span of the call it replaces.
 """
 
@@ -394,7 +395,7 @@ class LayoutRewriter(ExprFunctor):
         self.keep: list[Expr] = []  # the memo's keys stay alive
 
     def rewrite(self, func: Function) -> Function:
-        body = self.realize(self.visit(func.body), func.span or func.body.span)
+        body = self.realize(self.visit(func.body), func.body.span or func.span)
         if body is func.body:
             return func
         return replace(func, body=body)
