@@ -77,6 +77,12 @@ class ParamsFile:
         what = f"{self.path} (found beside the input; --no-params ignores it)" if self.found else f"--params {self.path}"
         return {key.lstrip("%"): array for key, array in load_archive(self.path, what).items()}
 
+    def load(self, err: TextIO) -> dict[str, np.ndarray]:
+        """`read`, then `announce`: what a command that binds the weights does first."""
+        params = self.read()
+        self.announce(len(params), err)
+        return params
+
     def announce(self, count: int, err: TextIO) -> None:
         """Say, once and before the binding (whose errors it explains), that an archive the
         user did not name is bound."""

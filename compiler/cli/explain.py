@@ -59,8 +59,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
     line, col = int(m["line"]), int(m["col"])
-    params = weights.read()
-    weights.announce(len(params), err)
+    params = weights.load(err)
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
                          stop_after="llvm", progress=progress, disk_cache=disk_cache(args))

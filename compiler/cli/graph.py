@@ -77,8 +77,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if bad_encoding is not None:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
-    params = weights.read()
-    weights.announce(len(params), err)
+    params = weights.load(err)
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
                          stop_after="passes", progress=progress)
