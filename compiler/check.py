@@ -111,6 +111,8 @@ def recheck(previous: CheckResult, text: str,
     change.retyped = True
     commented = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    for node, ty in written.items():  # statements nothing uses are not typed: keep what they wrote
+        commented.setdefault(node, ty)
     return CheckResult(parsed, tuple(diagnostics), commented), change
 
 
