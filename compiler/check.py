@@ -21,18 +21,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
-from .ir.expr import Expr, Function, GlobalVar, Op
+from .ir.expr import Call, ErrorExpr, Expr, Function, GlobalVar, Op, Var
+from .ir.functor import children
 from .ir.functor import post_order
 from .ir.types import Type
 from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
-from .parser.incremental import Change, prepare
+from .parser.incremental import Change, cone, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
 from .typing import infer_types
-from .typing.infer import infer_expr_types
+from .typing.infer import TypeChecker, infer_expr_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +92,15 @@ def recheck(previous: CheckResult, text: str,
     commented: dict = {}
     typed = infer_expr_types(previous.module, pending.value, pending.is_new, check_annotations=True,
                              commented=commented)
-    alone = (typed is not None and typed[0] is not None and typed[0] == pending.statement.value.ty
-             and not pending.diagnostics and not typed[1] and pending.statement.symbol.references
-             and _uses_are_fixed(previous.module, pending.old_uses()))
+    holes = isinstance(pending.value, ErrorExpr) and isinstance(pending.statement.value, ErrorExpr)
+    alone = typed is not None and pending.statement.symbol.references and (
+        holes  # `%5 = ⁇` still (typing inside a broken statement): ERROR before and after
+        or (typed[0] is not None and typed[0] == pending.statement.value.ty and not pending.diagnostics
+            and not typed[1] and _uses_are_fixed(previous.module, pending.old_uses())))
+    local = typed is not None and pending.statement.symbol.references and \
+        _uses_are_fixed(previous.module, pending.old_uses())
     kept = [d for d in previous.type_diagnostics if not _within(d, pending.start, pending.old_end)]
+    old_uses = _uses(pending.old_nodes())
     parsed, change = pending.commit()
     old = set(change.old_nodes)
     written = {n: t for n, t in previous.commented.items() if n not in old}
@@ -107,6 +113,10 @@ def recheck(previous: CheckResult, text: str,
         return CheckResult(parsed, tuple(diagnostics), written), change
     for node, ty in pending.written.items():
         written[value if node is pending.value else node] = ty
+    if local:
+        done = _retype_cone(parsed, change, previous.type_diagnostics, written, old_uses)
+        if done is not None:
+            return done
     _forget_types(parsed, written)
     change.retyped = True
     commented = {}
@@ -127,6 +137,118 @@ def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:
             done.add(node)
             if not isinstance(node, Op):
                 object.__setattr__(node, "ty", written.get(node))
+def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnostic, ...],
+                 written: dict, old_uses: set[int]) -> tuple[CheckResult, Change] | None:
+    """Type the re-read statement again, with what depends on its value (`cone`), the rest
+    of the module keeping its types; None when that may differ from a whole check (then
+    type the whole module): a module with constants of unknown value (their one note
+    depends on every use), a use in a definition's value whose signature is not written
+    in full, an operand of the cone with no type, a function whose type changes, and an
+    edit that changes which values the statement uses (a whole check types only what
+    the definitions use: what is typed may change then).  Statements of the cone that
+    nothing uses (their uses are themselves unused) are not typed, as in a whole check."""
+    state = parsed.incremental
+    if state is None or state.lowerer.unknown_constants:
+        return None
+    found = cone(parsed, change.piece, CONE_LIMIT)
+    if found is None:
+        return None
+    if any(f.ret_type is None or any(p.type_annotation is None for p in f.params) for f, _ in found.functions):
+        return None
+    if _uses(change.nodes) != old_uses:
+        return None  # a value used or no longer used: what is typed at all may change
+    live = _live(found)
+    if found.pieces[0] not in live:
+        return None
+    found.pieces = [p for p in found.pieces if p in live]
+    nodes = found.nodes()
+    mine = set(nodes)
+    checker = TypeChecker(parsed.module, check_annotations=True)
+    commented: dict = {}
+    checker.commented = commented
+    for gv, func in parsed.module.functions.items():
+        if gv.ty is None:
+            return None
+        checker.global_types[gv] = gv.ty
+        if func not in mine and func.ty is not None:
+            checker.types[func] = func.ty
+            checker.seeded.add(func)
+    for node in nodes:
+        operands = [c for c in children(node) if isinstance(c, Expr) and c not in mine]
+        if isinstance(node, Call) and not isinstance(node.op, Op) and node.op not in mine:
+            operands.append(node.op)
+        for c in operands:
+            if c.ty is None:
+                if isinstance(c, (Var, GlobalVar, Op)):
+                    continue  # a binder typed from its annotation, a global from its signature
+                return None
+            checker.types[c] = c.ty
+            checker.seeded.add(c)
+    old_types = {f: f.ty for f, _ in found.functions}
+    for node in nodes:  # as the parser left them: the types their comments wrote
+        object.__setattr__(node, "ty", written.get(node))
+    for piece in found.pieces:
+        checker.walk(piece.info.value)
+    for func, _ in found.functions:
+        checker.walk(func)
+    checker.retry_pending(final=True)
+    checker.finish()
+    if any(f.ty != old for f, old in old_types.items()):
+        return None
+    regions = [(p.base, p.limit) for p in found.pieces if p in live] + [(p.base, p.limit) for _, p in found.functions]
+    bodies = {id(f.body) for f, _ in found.functions}
+    kept = [d for d in diagnostics if not _in_regions(d, regions) and not _of_bodies(d, bodies, found.functions)]
+    for node, ty in written.items():
+        if node not in mine:
+            commented[node] = ty
+    change.cone = len(found.pieces)
+    result = CheckResult(parsed, tuple(sorted([*kept, *checker.diagnostics], key=_line_col)), commented)
+    return result, change
+
+
+CONE_LIMIT = 1 << 30
+
+
+def _uses(nodes: list[Expr]) -> set[int]:
+    """The nodes other than `nodes` (and other than operators) that `nodes` use."""
+    ids = {id(n) for n in nodes}
+    out = set()
+    for n in nodes:
+        for c in (*children(n), *([n.op] if isinstance(n, Call) else [])):
+            if isinstance(c, Expr) and not isinstance(c, Op) and id(c) not in ids:
+                out.add(id(c))
+    return out
+
+
+def _live(found) -> set:
+    """The statements of `found` a definition uses (through the others): a statement's
+    uses are all in the cone, the later ones; a use in a body's value is a definition's."""
+    live: set = set()
+    users: dict[int, list] = {}
+    tails = {id(p) for _, p in found.functions}
+    for piece in reversed(found.pieces):
+        info = piece.info
+        for reference in info.symbol.references:
+            user = found.place(reference)
+            if id(user) in tails or user in live:
+                live.add(piece)
+                break
+    return live
+
+
+def _in_regions(d: Diagnostic, regions: list[tuple[int, int]]) -> bool:
+    span = document_span(d.span)
+    return span is not None and any(start <= span.start < end for start, end in regions)
+
+
+def _of_bodies(d: Diagnostic, bodies: set[int], functions) -> bool:
+    """A diagnostic a function's exit made at its body (its result against its annotation)."""
+    span = document_span(d.span)
+    return span is not None and d.message.startswith("the function returns") and any(
+        (b := document_span(f.body.span)) is not None and (b.start, b.end) == (span.start, span.end)
+        for f, _ in functions)
+
+
 def _too_large(text: str, name: str, max_chars: int) -> CheckResult:
     """What `check_text` gives for a text over the size limit: nothing read, one error."""
     source = Source(name, text)

@@ -193,9 +193,10 @@ def test_what_cannot_be_re_read_alone_falls_back() -> None:
 
 
 def retyped(checked: CheckResult, text: str) -> CheckResult:
-    """Re-check `text`: the statement re-read, the module typed again; as a whole check."""
+    """Re-check `text`: the statement re-read, then it and what uses it typed again (or
+    the whole module); as a whole check."""
     done = recheck(checked, text)
-    assert done is not None and done[1].retyped
+    assert done is not None and (done[1].retyped or done[1].cone)
     assert summary(done[0]) == summary(check_text(text, NAME))
     return done[0]
 
@@ -284,3 +285,45 @@ def test_the_server_analyses_a_statement_edit_incrementally() -> None:
     whole = Analyses().update(NAME, 2, edited)
     assert [(e[0].start, e[0].end, str(e[1].ty)) for e in second.exprs.entries] == \
         [(e[0].start, e[0].end, str(e[1].ty)) for e in whole.exprs.entries]
+
+
+def test_a_changed_type_types_only_what_uses_it() -> None:
+    """The statements after it that use it, through one another, are typed again, the
+    rest keeps its types; one whose uses are all unused is not typed (a whole check
+    types only what the definitions use), and the definition's annotated result is
+    checked again."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = add(%x, %x);\n"
+            "  %1 = negative(%0) /* ty=Tensor[(4), float32] */;\n"
+            "  %2 = negative(%1) /* ty=Tensor[(4), float32] */;\n"
+            "  %3 = add(%0, %x);\n"
+            "  %4 = add(%x, %x);\n"
+            "  add(%3, %4)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    edited = text.replace("%0 = add(%x, %x);", "%0 = sum(%x, %x);")
+    done = recheck(checked, edited)
+    assert done is not None and not done[1].retyped
+    assert done[1].cone == 2  # %0 and %3; %1 and %2 are unused
+    assert summary(done[0]) == summary(check_text(edited, NAME))
+    assert [d.source for d in done[0].diagnostics] == ["types"]
+    back = recheck(done[0], text)
+    assert back is not None and back[1].cone == 2
+    assert summary(back[0]) == summary(check_text(text, NAME))
+
+
+def test_typing_inside_a_broken_statement_types_nothing_again() -> None:
+    text = chain(30)
+    checked = check_text(text, NAME, incremental=True)
+    steps = ["  %12 = add(%11,;", "  %12 = add(%11, ;", "  %12 = add(%11, %;", "  %12 = add(%11, %1;",
+             "  %12 = add(%11, %11);"]
+    for step in steps:
+        edited = text.replace("  %12 = add(%11, %11);", step)
+        done = recheck(checked, edited)
+        assert done is not None, step
+        checked, change = done
+        assert summary(checked) == summary(check_text(edited, NAME)), step
+        if step not in (steps[0], steps[-1]):
+            assert not change.retyped and not change.cone, step  # a hole before and after
+    assert not checked.diagnostics

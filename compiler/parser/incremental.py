@@ -117,7 +117,9 @@ class Change:
     new_end: int
     nodes: list[E.Expr]  # the statement's nodes after the commit (its value first)
     old_nodes: list[E.Expr]  # the nodes the statement had before
+    piece: Piece | None = None  # the statement's new region
     retyped: bool = False  # the whole module was typed again (compiler/check.py)
+    cone: int = 0  # or else the number of statements typed again
 
     @property
     def delta(self) -> int:
@@ -260,7 +262,7 @@ class Pending:
                 diagnostics.append(unknown_constants_warning(spans))
         diagnostics.sort(key=diagnostic_order)
         result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
-        return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes)
+        return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes, self.piece)
 
     def _forget(self, gone: list[tuple[Span, Symbol]], index: SymbolIndex) -> None:
         """Take the old statement's uses and nested definitions out of the index."""
@@ -541,3 +543,65 @@ def _repoint(node: E.Expr, old: E.Expr, new: E.Expr) -> None:
             object.__setattr__(node, f.name, new)
         elif isinstance(v, tuple) and any(x is old for x in v):
             object.__setattr__(node, f.name, tuple(new if x is old else x for x in v))
+
+
+@dataclass
+class Cone:
+    """What depends on a re-read statement's value: the statements that use it, and
+    those that use them, in text order (`pieces`, the statement's own first); and the
+    definitions whose body value, after their last statement, uses one (`functions`,
+    with the region of that value)."""
+
+    pieces: list[Piece]
+    functions: list[tuple[E.Function, Piece]]
+    anchors: Anchors
+
+    def place(self, span: Span) -> Piece:
+        """The region a span starts in."""
+        return self.anchors.piece_at(span.start)
+
+    def nodes(self) -> list[E.Expr]:
+        """Every node the cone's statements and body values made (their own, not those
+        they refer to), and the functions."""
+        out: list[E.Expr] = []
+        for piece in self.pieces:
+            out += _walk(piece.info.value, _starting_in(piece))  # type: ignore[union-attr]
+        for func, piece in self.functions:
+            out += _walk(func, _starting_in(piece))
+        return out
+
+
+def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
+    """The cone of the statement at `piece` (after a commit), or None when it has more
+    than `limit` statements or a use is found in no statement or body value."""
+    anchors = result.incremental.anchors  # type: ignore[union-attr]
+    seen = {id(piece)}
+    order, queue = [piece], [piece]
+    functions: dict[int, tuple[E.Function, Piece]] = {}
+    while queue:
+        statement = queue.pop().info
+        for reference in statement.symbol.references:  # type: ignore[union-attr]
+            user = anchors.piece_at(reference.start)
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if isinstance(user.info, Statement):
+                order.append(user)
+                queue.append(user)
+                if len(order) > limit:
+                    return None
+                continue
+            owner = [f for f in result.module.functions.values()
+                     if (s := document_span(f.span)) is not None and s.start <= reference.start < s.end]
+            if len(owner) != 1:
+                return None
+            functions[id(owner[0])] = (owner[0], user)
+    order.sort(key=lambda p: p.base)
+    return Cone(order, list(functions.values()), anchors)
+
+
+def _starting_in(piece: Piece):
+    def here(node: E.Expr) -> bool:
+        span = document_span(node.span)
+        return span is not None and span.starts_in(piece)
+    return here
