@@ -32,6 +32,7 @@ from .parser import ParseResult, parse
 from .parser.incremental import Change, cone, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
+from .support import gc_paused
 from .typing import infer_types
 from .typing.infer import TypeChecker, infer_expr_types
 
@@ -86,6 +87,11 @@ def recheck(previous: CheckResult, text: str,
     """
     if max_chars is not None and len(text) > max_chars:
         return None
+    with gc_paused():  # the cycle collector would walk the whole module on each pass
+        return _recheck(previous, text)
+
+
+def _recheck(previous: CheckResult, text: str) -> tuple[CheckResult, Change] | None:
     pending = prepare(previous.parsed, text)
     if pending is None:
         return None
