@@ -17,7 +17,7 @@ takes the scanner, which is itself linear work (4 s for 20 MB).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
@@ -57,20 +57,27 @@ class CheckResult:
 MAX_SOURCE_CHARS = 32 << 20
 
 
+Parsed = Callable[[ParseResult, tuple[Diagnostic, ...]], None]
+
+
 def check_text(text: str, name: str = "<input>", incremental: bool = False,
-               max_chars: int | None = MAX_SOURCE_CHARS) -> CheckResult:
+               max_chars: int | None = MAX_SOURCE_CHARS, on_parsed: Parsed | None = None) -> CheckResult:
     """`incremental`: keep what `recheck` needs to re-check the next version of the text.
-    `max_chars`: a longer text is not read; the result is an empty module and one error."""
+    `max_chars`: a longer text is not read; the result is an empty module and one error.
+    `on_parsed(parsed, ())`: called once the text is parsed, before it is typed (the
+    language server publishes the syntax and name diagnostics then)."""
     if max_chars is not None and len(text) > max_chars:
         return _too_large(text, name, max_chars)
     parsed = parse(text, name, incremental, attr_schema=attr_schema)
+    if on_parsed is not None:
+        on_parsed(parsed, ())
     commented: dict = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
 
 
-def recheck(previous: CheckResult, text: str,
-            max_chars: int | None = MAX_SOURCE_CHARS) -> tuple[CheckResult, Change] | None:
+def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE_CHARS,
+            on_parsed: Parsed | None = None) -> tuple[CheckResult, Change] | None:
     """Check `text`, an edit of `previous`'s text, re-reading only the statement the edit
     changed; None when that cannot be done (then `check_text` the whole of it).  The
     result is what `check_text` gives; `previous` is spent (its nodes, index and spans
@@ -81,17 +88,19 @@ def recheck(previous: CheckResult, text: str,
     old statement used no `fn` with an unannotated parameter.  Otherwise the type of
     something else may change (a statement after it; what an ERROR flows back into; a
     parameter typed by the old use; nothing, for an unused statement a whole check does
-    not type): then the module, with the statement in it, is typed again from scratch,
-    which costs a fifth of a whole check.  A text over `max_chars` gives None (`check_text`
-    then says it is too large).
+    not type): then the statement and what uses it are typed again (`_retype_cone`), or
+    when that cannot be done the module, from scratch, which costs a fifth of a whole
+    check.  Before that, `on_parsed(parsed, type diagnostics outside the statement)` is
+    called (the language server publishes them at once).  A text over `max_chars` gives
+    None (`check_text` then says it is too large).
     """
     if max_chars is not None and len(text) > max_chars:
         return None
     with gc_paused():  # the cycle collector would walk the whole module on each pass
-        return _recheck(previous, text)
+        return _recheck(previous, text, on_parsed)
 
 
-def _recheck(previous: CheckResult, text: str) -> tuple[CheckResult, Change] | None:
+def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None) -> tuple[CheckResult, Change] | None:
     pending = prepare(previous.parsed, text)
     if pending is None:
         return None
@@ -119,6 +128,8 @@ def _recheck(previous: CheckResult, text: str) -> tuple[CheckResult, Change] | N
         return CheckResult(parsed, tuple(diagnostics), written), change
     for node, ty in pending.written.items():
         written[value if node is pending.value else node] = ty
+    if on_parsed is not None:
+        on_parsed(parsed, tuple(kept))
     if local:
         done = _retype_cone(parsed, change, previous.type_diagnostics, written, old_uses)
         if done is not None:

@@ -14,7 +14,9 @@ the analysis builds the lookup tables of hover and definition (`Analysis.prepare
 stage is published only for the version it was computed on; the slow path's stage
 (`build`) stays, whatever its version, until the next build replaces it, so neither
 path clears the other.  Documents of our `relaylens:` scheme (virtual documents a client
-may open) are not analysed.
+may open) are not analysed.  A long document (`EARLY_CHARS`) gets its diagnostics twice
+for one version: syntax and names (and the type diagnostics of an edit that stand) as
+soon as it is parsed, then all of them once typed: typing 20,000 lines takes 0.3 s.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ STICKY = frozenset({BUILD})  # stages published whatever their version (the slow
 
 
 class DiagnosticStore:
+    EARLY_CHARS = 200_000  # a document this long gets its syntax diagnostics before its types
+
     def __init__(self, server: "RelayLensServer") -> None:
         self.server = server
         self._by_stage: dict[tuple[str, str], tuple[int | None, list[lsp.Diagnostic]]] = {}
@@ -70,7 +74,13 @@ class DiagnosticStore:
         if doc is None:
             return
         version = doc.version
-        analysis = self.server.analyses.update(uri, version, doc.text)
+        early = None
+        if len(doc.text) >= self.EARLY_CHARS:
+            def early(parsed, type_diagnostics) -> None:  # syntax first, types after
+                items = [convert.diagnostic(d, parsed.source, uri) for d in (*parsed.diagnostics, *type_diagnostics)]
+                self.set(FAST, uri, version, items)
+                self.sync(uri, version)
+        analysis = self.server.analyses.update(uri, version, doc.text, early)
         current = self.server.documents.opened(uri)
         if current is None or current.version != version:  # a newer edit arrived; its own run will publish
             return
