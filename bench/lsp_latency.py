@@ -345,6 +345,8 @@ async def measure_editing(server: Server, text: str, reps: int, requests: int, l
                                          ("change → diagnostics, mending", spot, closer)):
                 if where is None:
                     continue
+                if doc.lines[where.line][where.character] == char:  # made 0 by an edit above
+                    char = "1"
                 await asyncio.sleep(pause)
                 waiting, sent = doc.replace(where, char)
                 figures.add(measure, (await client.received(waiting, sent, timeout))[1])

@@ -112,6 +112,10 @@ def analyse(uri: str, version: int | None, text: str, previous: Analysis | None 
         note = Diagnostic(f"this document is {limit.describe(size)}: it is only parsed "
                           "(no type checking, no build)", severity=Severity.WARNING, source="size")
         return Analysis(uri, version, parse(text, uri), (note,), syntax_only=True)
+    if previous is not None and previous.source.text == text and not previous.syntax_only:
+        # a new version of the same text (an edit undone before it was analysed, say)
+        return Analysis(uri, version, previous.result, previous.type_diagnostics, previous.commented,
+                        _syntax=previous._syntax, _exprs=previous._exprs)
     if previous is not None and previous.result.incremental is not None:
         try:
             done = recheck(previous.checked(), text, on_parsed=on_parsed)

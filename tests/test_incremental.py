@@ -327,3 +327,12 @@ def test_typing_inside_a_broken_statement_types_nothing_again() -> None:
         if step not in (steps[0], steps[-1]):
             assert not change.retyped and not change.cone, step  # a hole before and after
     assert not checked.diagnostics
+
+
+def test_a_new_version_of_the_same_text_keeps_the_analysis() -> None:
+    analyses = Analyses()
+    text = chain(50)
+    first = analyses.update(NAME, 1, text)
+    second = analyses.update(NAME, 2, text)
+    assert second.version == 2 and second.result is first.result
+    assert second.diagnostics == first.diagnostics
