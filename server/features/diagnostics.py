@@ -6,7 +6,8 @@ version they were computed on.  didOpen analyses at once.  didChange is debounce
 URI, and a newer edit cancels the pending run: a change to a document that was quiet
 (no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
 take edits sent together as one; a change while the document is busy (being typed in,
-or just analysed: edits that queued up meanwhile) waits for 150 ms without changes.  So
+or analysed a moment ago, 30 ms: edits that queued up meanwhile) waits for 150 ms
+without changes.  So
 one edit shows its diagnostics after one analysis, and a burst of typing costs one
 analysis, not one per keystroke.  didClose clears the document's diagnostics.  A
 result is published only if its version is still the document's version; once it is,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ..server import RelayLensServer
 
 DEBOUNCE_SECONDS = 0.15  # a busy document's changes wait for a pause this long
+QUEUED_SECONDS = 0.03  # a change read this soon after an analysis was sent during it
 COALESCE_SECONDS = 0.01  # a quiet document's change waits this long for the edits sent with it
 FAST = "fast"  # parse + names + types
 STICKY = frozenset({BUILD})  # stages published whatever their version (the slow path's)
@@ -48,7 +50,8 @@ class DiagnosticStore:
         self.server = server
         self._by_stage: dict[tuple[str, str], tuple[int | None, list[lsp.Diagnostic]]] = {}
         self._pending: dict[str, asyncio.Task] = {}
-        self._active: dict[str, float] = {}  # uri -> time of its last change or analysis
+        self._active: dict[str, float] = {}  # uri -> time of its last change
+        self._analysed: dict[str, float] = {}  # uri -> when its last analysis ended
 
     def set(self, stage: str, uri: str, version: int | None, items: list[lsp.Diagnostic]) -> None:
         self._by_stage[(stage, uri)] = (version, items)
@@ -87,7 +90,7 @@ class DiagnosticStore:
         items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.diagnostics]
         self.set(FAST, uri, version, items)
         self.sync(uri, version)
-        self._active[uri] = time.monotonic()
+        self._analysed[uri] = time.monotonic()
         asyncio.get_running_loop().call_soon(self._prepare, analysis)
 
     def _prepare(self, analysis) -> None:
@@ -102,7 +105,8 @@ class DiagnosticStore:
         """Analyse `uri` soon if it was quiet, after a pause in its changes if busy."""
         now = time.monotonic()
         pending = self._pending.pop(uri, None)
-        busy = pending is not None or now - self._active.get(uri, float("-inf")) < DEBOUNCE_SECONDS
+        busy = (pending is not None or now - self._active.get(uri, float("-inf")) < DEBOUNCE_SECONDS
+                or now - self._analysed.get(uri, float("-inf")) < QUEUED_SECONDS)
         self._active[uri] = now
         if pending is not None:
             pending.cancel()
@@ -119,6 +123,7 @@ class DiagnosticStore:
         self.cancel(uri)
         self.clear(uri)
         self._active.pop(uri, None)
+        self._analysed.pop(uri, None)
 
     async def _later(self, uri: str, delay: float) -> None:
         try:
