@@ -17,6 +17,7 @@ takes the scanner, which is itself linear work (4 s for 20 MB).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -131,7 +132,7 @@ def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None) -> tupl
     if on_parsed is not None:
         on_parsed(parsed, tuple(kept))
     if local:
-        done = _retype_cone(parsed, change, previous.type_diagnostics, written, old_uses)
+        done = _retype_cone(parsed, change, tuple(kept), written, old_uses)
         if done is not None:
             return done
     _forget_types(parsed, written)
@@ -212,9 +213,8 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
     checker.finish()
     if any(f.ty != old for f, old in old_types.items()):
         return None
-    regions = [(p.base, p.limit) for p in found.pieces if p in live] + [(p.base, p.limit) for _, p in found.functions]
-    bodies = {id(f.body) for f, _ in found.functions}
-    kept = [d for d in diagnostics if not _in_regions(d, regions) and not _of_bodies(d, bodies, found.functions)]
+    regions = sorted([(p.base, p.limit) for p in found.pieces] + [(p.base, p.limit) for _, p in found.functions])
+    kept = [d for d in diagnostics if not _in_regions(d, regions) and not _of_bodies(d, found.functions)]
     for node, ty in written.items():
         if node not in mine:
             commented[node] = ty
@@ -223,7 +223,7 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
     return result, change
 
 
-CONE_LIMIT = 1 << 30
+CONE_LIMIT = 1 << 30  # statements in a cone; no limit: a whole check costs as much
 
 
 def _uses(nodes: list[Expr]) -> set[int]:
@@ -254,11 +254,15 @@ def _live(found) -> set:
 
 
 def _in_regions(d: Diagnostic, regions: list[tuple[int, int]]) -> bool:
+    """Whether `d` starts in one of `regions` (sorted, not overlapping)."""
     span = document_span(d.span)
-    return span is not None and any(start <= span.start < end for start, end in regions)
+    if span is None:
+        return False
+    i = bisect_right(regions, (span.start, float("inf"))) - 1
+    return i >= 0 and regions[i][0] <= span.start < regions[i][1]
 
 
-def _of_bodies(d: Diagnostic, bodies: set[int], functions) -> bool:
+def _of_bodies(d: Diagnostic, functions) -> bool:
     """A diagnostic a function's exit made at its body (its result against its annotation)."""
     span = document_span(d.span)
     return span is not None and d.message.startswith("the function returns") and any(

@@ -15,20 +15,25 @@ read in (`Statement`).  After an edit:
    two texts).  It must lie inside one recorded statement and leave what the scanner
    sees alone (no comment, string or keyword in it): the scan and the line table are
    then the old ones with the edit spliced in (`scan.rescan`, `Source.edited`).  The statement's new
-   text is parsed alone (the grammar's `stmt` start) and lowered in the scopes it was
-   read in, its spans anchored to a new region.  Nothing shared is touched yet: names it
+   text is parsed alone (the grammar's `stmt` start); if it does not parse, it is
+   recovered as the whole-file parse recovers a statement of a body (recovery.py: the
+   same diagnostics, the same hole `%N = ⁇`), in a stand-in body (`_read_statement`).
+   Then it is lowered in the scopes it was read in, its spans anchored to a new region.  Nothing shared is touched yet: names it
    uses are recorded aside, and any name the file does not define sends the edit to a
    full parse.  The result is a `Pending` re-read.
 2. The caller types the new value (compiler/check.py): if its type is the old one,
    nothing after it can change, and
 3. `Pending.commit()` copies the new value into the old node object (so every statement
-   that refers to `%N` sees it), swaps the statement's index entries and diagnostics,
-   and moves the regions after it.  The previous `ParseResult` is spent: its module,
-   index and spans now describe the new text.
+   that refers to `%N` sees it), or, when the value is another kind of node (a call
+   became a hole, or back), points the nodes that use `%N` at the new one; it swaps the
+   statement's index entries and diagnostics (a syntax error found on its `;` is its
+   own) and moves the regions after it.  The previous `ParseResult` is spent: its
+   module, index and spans now describe the new text.  `cone` then finds what depends
+   on the statement's value, for typing it again.
 
-Anything else (an edit across statements, in a header or a comment, a statement that
-no longer parses, a changed type) returns None: the caller parses the whole file, which
-is what recovers from syntax errors.
+Anything else (an edit across statements, in a header or a comment, a syntax error
+whose recovery reaches past the statement) returns None: the caller parses the whole
+file.
 """
 
 from __future__ import annotations
@@ -577,7 +582,7 @@ def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
     anchors = result.incremental.anchors  # type: ignore[union-attr]
     seen = {id(piece)}
     order, queue = [piece], [piece]
-    functions: dict[int, tuple[E.Function, Piece]] = {}
+    functions: dict[tuple[int, int], tuple[E.Function, Piece]] = {}
     while queue:
         statement = queue.pop().info
         for reference in statement.symbol.references:  # type: ignore[union-attr]
@@ -595,7 +600,7 @@ def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
                      if (s := document_span(f.span)) is not None and s.start <= reference.start < s.end]
             if len(owner) != 1:
                 return None
-            functions[id(owner[0])] = (owner[0], user)
+            functions[id(owner[0]), id(user)] = (owner[0], user)
     order.sort(key=lambda p: p.base)
     return Cone(order, list(functions.values()), anchors)
 

@@ -21,7 +21,7 @@ from ..ir.span import Source, Span
 from ..metadata import MetadataError, parse_metadata
 from ..support import gc_paused
 from .errors import HOLE
-from .grammar import grammar, kids, parse_type_text
+from .grammar import kids, parse_type_text
 from .incremental import Incremental, anchor
 from .lower import AttrSchema, Lowerer
 from .recovery import recover
