@@ -1,6 +1,7 @@
 """Language-server latency and memory: RelayLens beside mlir-lsp-server, with one client.
 
-    python bench/lsp_latency.py [--quick] [--reps K] [--breaks B] [--requests R] [--inputs resnet50,...] [--json out.json]
+    python bench/lsp_latency.py [--quick] [--reps K] [--breaks B] [--requests R]
+                                [--inputs resnet50,...] [--json out.json]
     python bench/lsp_latency.py --profile          # where the fast path's time goes
     sh bench/mlir_setup.sh                         # installs mlir-lsp-server (Debian mlir-16-tools)
 

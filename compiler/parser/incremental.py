@@ -18,11 +18,12 @@ read in (`Statement`).  After an edit:
    text is parsed alone (the grammar's `stmt` start); if it does not parse, it is
    recovered as the whole-file parse recovers a statement of a body (recovery.py: the
    same diagnostics, the same hole `%N = ⁇`), in a stand-in body (`_read_statement`).
-   Then it is lowered in the scopes it was read in, its spans anchored to a new region.  Nothing shared is touched yet: names it
-   uses are recorded aside, and any name the file does not define sends the edit to a
-   full parse.  The result is a `Pending` re-read.
+   Then it is lowered in the scopes it was read in, its spans anchored to a new region.
+   Nothing shared is touched yet: names it uses are recorded aside, and any name the
+   file does not define sends the edit to a full parse.  The result is a `Pending`
+   re-read.
 2. The caller types the new value (compiler/check.py): if its type is the old one,
-   nothing after it can change, and
+   nothing after it can change (else it types what depends on it again), and
 3. `Pending.commit()` copies the new value into the old node object (so every statement
    that refers to `%N` sees it), or, when the value is another kind of node (a call
    became a hole, or back), points the nodes that use `%N` at the new one; it swaps the
