@@ -1,7 +1,8 @@
 """A long document gets its syntax diagnostics before its types
 (server/features/diagnostics.py `EARLY_CHARS`, compiler/check.py `on_parsed`): two
 publications for one version, the first with what the parse found (and, after an edit,
-the type diagnostics that stand), the second with everything."""
+the previous type diagnostics outside the edited statement), the second with
+everything."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def test_a_long_document_gets_its_syntax_diagnostics_first() -> None:
     assert server.published == [
         (1, messages(whole.parsed.diagnostics)),
         (1, messages(whole.diagnostics)),
-        (2, messages([*broken.parsed.diagnostics, *whole.type_diagnostics])),  # %1's type error stands
+        (2, messages([*broken.parsed.diagnostics, *whole.type_diagnostics])),  # %1's type error, from version 1
         (2, messages(broken.diagnostics)),
     ]
 
