@@ -30,7 +30,7 @@ from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
-from .parser.incremental import Change, cone, prepare
+from .parser.incremental import Change, Cone, cone, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
 from .support import gc_paused
@@ -178,7 +178,10 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
     live = _live(found)
     if found.pieces[0] not in live:
         return None
+    dead = [p for p in found.pieces if p not in live]
     found.pieces = [p for p in found.pieces if p in live]
+    for node in Cone(dead, [], found.anchors).nodes():  # as a whole check leaves them:
+        object.__setattr__(node, "ty", written.get(node))  # the types their comments wrote
     nodes = found.nodes()
     mine = set(nodes)
     checker = TypeChecker(parsed.module, check_annotations=True)

@@ -336,3 +336,28 @@ def test_a_new_version_of_the_same_text_keeps_the_analysis() -> None:
     second = analyses.update(NAME, 2, text)
     assert second.version == 2 and second.result is first.result
     assert second.diagnostics == first.diagnostics
+
+
+def test_an_unused_statement_of_the_cone_is_typed_when_used_again() -> None:
+    """%2 and %1 fall out of use (%3 takes %0 instead), %0's type changes (they are not
+    typed again: a whole check types only what is used, and leaves them the types their
+    comments wrote), then %3 uses %2 again: it is typed from the new %0."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = add(%x, %x);\n"
+            "  %1 = negative(%0);\n"
+            "  %2 = negative(%1);\n"
+            "  %3 = add(%2, %x);\n"
+            "  %3\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    edits = [("%3 = add(%2, %x);", "%3 = add(%0, %x);"), ("%0 = add(%x, %x);", "%0 = sum(%x);"),
+             ("%3 = add(%0, %x);", "%3 = add(%2, %x);")]
+    for old, new in edits:
+        text = text.replace(old, new)
+        done = recheck(checked, text)
+        assert done is not None, new
+        checked = done[0]
+        assert summary(checked) == summary(check_text(text, NAME)), new
+        if new == "%0 = sum(%x);":
+            assert done[1].cone == 2  # %0 and %3 typed again, %1 and %2 unused
