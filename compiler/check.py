@@ -30,7 +30,7 @@ from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
-from .parser.incremental import Change, Cone, cone, prepare
+from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
 from .support import gc_paused
@@ -73,8 +73,23 @@ def check_text(text: str, name: str = "<input>", incremental: bool = False,
     if on_parsed is not None:
         on_parsed(parsed, ())
     commented: dict = {}
-    diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
+    checker.commented = commented
+    diagnostics = checker.run()
+    if parsed.incremental is not None:
+        _note_unused(parsed, checker.types, commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
+
+
+def _note_unused(parsed: ParseResult, typed: Mapping, commented: dict) -> None:
+    """Add to `commented` the types the comments of unused statements wrote (a whole
+    check types only what the definitions use): `recheck` needs them if an edit uses
+    such a statement again."""
+    for piece in parsed.incremental.anchors.pieces:  # type: ignore[union-attr]
+        if piece.info is not None and piece.info.value not in typed:
+            for node in own_nodes(piece):
+                if node.ty is not None:
+                    commented.setdefault(node, node.ty)
 
 
 def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE_CHARS,

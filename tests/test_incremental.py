@@ -10,6 +10,7 @@ the edits did not touch must have moved with the text.
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -361,3 +362,30 @@ def test_an_unused_statement_of_the_cone_is_typed_when_used_again() -> None:
         assert summary(checked) == summary(check_text(text, NAME)), new
         if new == "%0 = sum(%x);":
             assert done[1].cone == 2  # %0 and %3 typed again, %1 and %2 unused
+
+
+def test_a_name_never_defined_and_no_longer_used_leaves_the_index() -> None:
+    text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = @nowhere(%9);")
+    checked = check_text(text, NAME, incremental=True)
+    assert any(s.kind == "global" and s.name == "nowhere" for s in checked.parsed.index.symbols)
+    for new_line in ("  %10 = add(%9,;", "  %10 = add(%9, %9);"):  # broken, then mended
+        text = re.sub(r"  %10 = .*;", new_line, text, count=1)
+        done = recheck(checked, text)
+        assert done is not None, new_line
+        checked = done[0]
+        assert summary(checked) == summary(check_text(text, NAME)), new_line
+
+
+def test_a_statement_unused_from_the_start_keeps_its_comment_types_for_a_later_use() -> None:
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = negative(%x) /* ty=Tensor[(4), float32] */;\n"
+            "  %1 = negative(%0) /* ty=Tensor[(4), float32] */;\n"
+            "  %2 = add(%0, %x) /* ty=Tensor[(4), float32] */;\n"
+            "  %2\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)  # %1 is not typed: nothing uses it
+    text = text.replace("%2 = add(%0, %x)", "%2 = add(%1, %x)")
+    done = recheck(checked, text)
+    assert done is not None
+    assert summary(done[0]) == summary(check_text(text, NAME))

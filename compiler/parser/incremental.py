@@ -283,6 +283,8 @@ class Pending:
                     if refs[i] is span:
                         del refs[i]
                         break
+                if symbol.definition is None and not refs:  # a name never defined, used no more
+                    dropped.add(id(symbol))
         if dropped:
             index.symbols[:] = [s for s in index.symbols if id(s) not in dropped]
             graph = self.previous.incremental.graph_symbols(index)  # type: ignore[union-attr]
@@ -571,7 +573,7 @@ class Cone:
         they refer to), and the functions."""
         out: list[E.Expr] = []
         for piece in self.pieces:
-            out += _walk(piece.info.value, _starting_in(piece))  # type: ignore[union-attr]
+            out += own_nodes(piece)
         for func, piece in self.functions:
             out += _walk(func, _starting_in(piece))
         return out
@@ -604,6 +606,11 @@ def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
             functions[id(owner[0]), id(user)] = (owner[0], user)
     order.sort(key=lambda p: p.base)
     return Cone(order, list(functions.values()), anchors)
+
+
+def own_nodes(piece: Piece) -> list[E.Expr]:
+    """The nodes the statement at `piece` made (its value first), not those it uses."""
+    return _walk(piece.info.value, _starting_in(piece))  # type: ignore[union-attr]
 
 
 def _starting_in(piece: Piece):
