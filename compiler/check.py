@@ -231,7 +231,8 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
     checker.finish()
     if any(f.ty != old for f, old in old_types.items()):
         return None
-    regions = sorted([(p.base, p.limit) for p in found.pieces] + [(p.base, p.limit) for _, p in found.functions])
+    regions = sorted([(p.base, p.limit) for p in found.pieces] +  # a body's value: up to the end of its definition
+                     [(p.base, min(p.limit, document_span(f.span).end)) for f, p in found.functions])
     kept = [d for d in diagnostics if not _in_regions(d, regions) and not _of_bodies(d, found.functions)]
     for node, ty in written.items():
         if node not in mine:

@@ -389,3 +389,22 @@ def test_a_statement_unused_from_the_start_keeps_its_comment_types_for_a_later_u
     done = recheck(checked, text)
     assert done is not None
     assert summary(done[0]) == summary(check_text(text, NAME))
+
+
+def test_the_cone_keeps_the_diagnostics_of_the_definitions_after_it() -> None:
+    """The text after a body's last statement is one region up to the end of the file;
+    what the cone types again there ends with the definition."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @f(%a: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = negative(%a);\n"
+            "  %0\n"
+            "}\n"
+            "def @main(%x: Tensor[(3), float32]) -> Tensor[(4), float32] {\n"
+            "  @f(%x)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    assert [d.source for d in checked.diagnostics] == ["types"]
+    edited = text.replace("%0 = negative(%a);", "%0 = sum(%a);")
+    done = recheck(checked, edited)
+    assert done is not None and done[1].cone == 1
+    assert summary(done[0]) == summary(check_text(edited, NAME))
