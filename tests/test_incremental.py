@@ -185,6 +185,7 @@ def test_what_cannot_be_re_read_alone_falls_back() -> None:
         "another name": "  %11 = add(%9, %9);",
         "a comment": "  %10 = add(%9, %9) /* x */;",
         "an undefined global": "  %10 = @nowhere(%9);",
+        "the hole character, which the scanner reports": "  %10 = add(%9, \u2047%9);",
     }
     for why, new_line in cases.items():
         assert recheck(checked, text.replace(line, new_line)) is None, why

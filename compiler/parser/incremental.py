@@ -56,12 +56,12 @@ from .recovery import MAX_RECOVERIES, recover
 from .lower import Lowerer, Statement
 from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
                      unknown_constants_warning)
-from .scan import rescan
+from .scan import HOLE, rescan
 from .symbols import Symbol, SymbolIndex
 
 # characters whose insertion or removal may change what the scanner sees (comments,
-# strings, metadata, the `#[version]` header)
-_SCANNED = frozenset('/*"#')
+# strings, metadata, the `#[version]` header, the recovery's hole, which it reports)
+_SCANNED = frozenset('/*"#' + HOLE)
 
 
 @dataclass
