@@ -189,6 +189,9 @@ def test_what_cannot_be_re_read_alone_falls_back() -> None:
     }
     for why, new_line in cases.items():
         assert recheck(checked, text.replace(line, new_line)) is None, why
+    no_value = text.replace("  %19\n}", "}")  # the body ends with a statement: an error on its `;`
+    checked_no_value = check_text(no_value, NAME, incremental=True)
+    assert recheck(checked_no_value, no_value.replace("  %19 = add(%18, %18);", "  %19 = add(%18,  %18);")) is None
     header = text.replace("%x: Tensor[(4), float32]) ->", "%x: Tensor[(4), float32] ) ->")
     assert recheck(checked, header) is None, "an edit outside the statements"
     assert summary(checked) == summary(check_text(text, NAME)), "a refused edit changes nothing"

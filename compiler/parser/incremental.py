@@ -317,6 +317,8 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         return None
     if _broken_elsewhere(previous.diagnostics, stmt_start, old_end):
         return None
+    if previous.scan.code[old_end + 1 : old_end + 200].lstrip().startswith("}"):
+        return None  # the body's last statement, no value after it: the error on its `;` is the body's
 
     scanned = rescan(previous.scan, text, start, old_stop, new_stop)
     if scanned is None:
