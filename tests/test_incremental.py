@@ -412,3 +412,20 @@ def test_the_cone_keeps_the_diagnostics_of_the_definitions_after_it() -> None:
     done = recheck(checked, edited)
     assert done is not None and done[1].cone == 1
     assert summary(done[0]) == summary(check_text(edited, NAME))
+
+
+def test_a_number_defined_inside_a_statement_and_used_after_it() -> None:
+    """Graph numbers are one table for the file: a `%1` of a `fn` body inside `%0`'s
+    statement may be used after it; an edit of that statement keeps the use."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) {\n"
+            "  %0 = fn (%y: Tensor[(4), float32]) { %1 = negative(%y); %1 };\n"
+            "  %2 = %0(%x);\n"
+            "  (%2, %1)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    assert any(s.name == "1" and len(s.references) == 2 for s in checked.parsed.index.symbols)
+    edited = text.replace("negative(%y)", "negative(%y )")
+    done = recheck(checked, edited)
+    result = done[0] if done is not None else check_text(edited, NAME, incremental=True)
+    assert summary(result) == summary(check_text(edited, NAME))

@@ -319,6 +319,8 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         return None
     if previous.scan.code[old_end + 1 : old_end + 200].lstrip().startswith("}"):
         return None  # the body's last statement, no value after it: the error on its `;` is the body's
+    if _used_outside(previous.index, statement, stmt_start, old_end):
+        return None
 
     scanned = rescan(previous.scan, text, start, old_stop, new_stop)
     if scanned is None:
@@ -409,6 +411,19 @@ def changed_range(old: str, new: str) -> tuple[int, int, int]:
 def _inside(d: Diagnostic, start: int, end: int) -> bool:
     span = document_span(d.span)
     return span is not None and start <= span.start and span.end <= end and span.start < end
+
+
+def _used_outside(index: SymbolIndex, statement: Statement, start: int, end: int) -> bool:
+    """Whether a name the statement defines inside it (a `%N` in a `fn` body, say; graph
+    numbers are one table for the file) is used after it: the commit drops the old
+    definition, and those uses would lose it."""
+    entries = index.entries()
+    lo, hi = index.between(start, end)
+    for span, symbol in entries[lo:hi]:
+        if span is symbol.definition and symbol is not statement.symbol:
+            if any(not start <= r.start < end for r in symbol.references):
+                return True
+    return False
 
 
 def _on_semicolon(d: Diagnostic, end: int) -> bool:
