@@ -429,3 +429,18 @@ def test_a_number_defined_inside_a_statement_and_used_after_it() -> None:
     done = recheck(checked, edited)
     result = done[0] if done is not None else check_text(edited, NAME, incremental=True)
     assert summary(result) == summary(check_text(edited, NAME))
+
+
+def test_a_number_defined_anew_inside_a_statement_changes_what_an_earlier_use_is_told() -> None:
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) {\n"
+            "  %0 = add(%x, %5);\n"
+            "  %1 = fn (%y: Tensor[(4), float32]) { %2 = negative(%y); %2 };\n"
+            "  (%0, %1)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    assert [d.message for d in checked.diagnostics] == ["%5 is not defined"]
+    edited = text.replace("%2 = negative(%y); %2", "%5 = negative(%y); %5")
+    done = recheck(checked, edited)
+    result = done[0] if done is not None else check_text(edited, NAME, incremental=True)
+    assert summary(result) == summary(check_text(edited, NAME))

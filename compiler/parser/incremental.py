@@ -370,6 +370,9 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
          lowerer.unknown_constants) = saved
     if grew or any(s.definition is None for s, _ in recorder.uses):
         return None  # a name the file does not define: the full parse warns about it
+    if {(s.kind, s.name) for s in recorder.symbols if s is not symbol and s.definition is not None} != \
+            _defined_inside(previous.index, statement, stmt_start, old_end):
+        return None  # names defined anew or no more: what uses elsewhere are told may change
     pending = Pending(previous, source, scanned, k, new_piece, statement, value, symbol, recorder,
                       diagnostics, stmt_start, old_end, new_end, constants=constants)
     old_value = statement.value
@@ -411,6 +414,13 @@ def changed_range(old: str, new: str) -> tuple[int, int, int]:
 def _inside(d: Diagnostic, start: int, end: int) -> bool:
     span = document_span(d.span)
     return span is not None and start <= span.start and span.end <= end and span.start < end
+
+
+def _defined_inside(index: SymbolIndex, statement: Statement, start: int, end: int) -> set[tuple[str, str]]:
+    """The names the statement at [start, end) defines inside it (besides its own)."""
+    entries = index.entries()
+    lo, hi = index.between(start, end)
+    return {(sym.kind, sym.name) for span, sym in entries[lo:hi] if span is sym.definition and sym is not statement.symbol}
 
 
 def _used_outside(index: SymbolIndex, statement: Statement, start: int, end: int) -> bool:
