@@ -1,6 +1,7 @@
 """Language-server latency and memory: RelayLens beside mlir-lsp-server, with one client.
 
-    python bench/lsp_latency.py [--quick] [--reps K] [--requests R] [--inputs resnet50,...] [--json out.json]
+    python bench/lsp_latency.py [--quick] [--reps K] [--breaks B] [--requests R]
+                                [--inputs resnet50,...] [--json out.json]
     python bench/lsp_latency.py --profile          # where the fast path's time goes
     sh bench/mlir_setup.sh                         # installs mlir-lsp-server (Debian mlir-16-tools)
 
@@ -24,7 +25,10 @@ plain dicts), in two sessions per server and input:
     later (`--pause`) a hover, the first on that version; 0.3 s later the next edit: one
     edit and one look, as a person makes them.  (With `--pause 0` the edits follow each
     other as in typing, which RelayLens debounces by design, and each hover comes while
-    the server still indexes the version.)  After another pause, R hovers and R
+    the server still indexes the version.)  Then B statements (`--breaks`, 10) from the
+    middle down are broken (the `)` that closes a Relay statement's call, the `:` of an
+    MLIR one, replaced by a blank: a syntax error), edited while broken (the operand digit,
+    as above) and mended, each edit timed the same way.  After another pause, R hovers and R
     definitions on operand uses near the middle; one of each beforehand is not timed
     (pygls builds its converters for a message type on first use).  Last, the resident
     memory (VmRSS, and the peak VmHWM) of the server process and of RelayLens's build
@@ -137,6 +141,27 @@ def edit_spots(text: str, k: int) -> list[Spot]:
         if use is not None and use.group(1)[-1] != "0":
             spots.append(Spot(i, use.end(1) - 1))
     return _from_middle(spots, text.count("\n"), k)
+
+
+def break_spots(text: str, k: int) -> list[tuple[Spot, str, Spot | None]]:
+    """`k` statements to break and mend, one per binding line from the middle down: the
+    character that closes the statement's operation (the last `)` of a Relay line, the
+    `:` before an MLIR type), which a blank replaces; with it, the edit spot of that
+    line (`edit_spots`) if it has one, to edit the statement while it is broken."""
+    found = []
+    for i, line in enumerate(text.split("\n")):
+        head = _BINDING.match(line)
+        if head is None:
+            continue
+        at = line.rfind(")") if ")" in line[head.end():] else line.find(" : ", head.end()) + 1
+        if at > head.end():
+            use = _USE.search(line, head.end())
+            inside = Spot(i, use.end(1) - 1) if use is not None and use.group(1)[-1] != "0" and use.end(1) <= at \
+                else None
+            found.append((Spot(i, at), line[at], inside))
+    lines = text.count("\n")
+    ordered = [f for f in found if f[0].line >= lines // 2] + [f for f in found if f[0].line < lines // 2]
+    return [ordered[i % len(ordered)] for i in range(k)] if ordered else []
 
 
 def use_spots(text: str, k: int) -> list[Spot]:
@@ -290,7 +315,7 @@ async def measure_opens(server: Server, text: str, reps: int, logs: Path, figure
 
 
 async def measure_editing(server: Server, text: str, reps: int, requests: int, logs: Path, figures: Figures,
-                          timeout: float, lens_timeout: float, build: bool, pause: float) -> None:
+                          timeout: float, lens_timeout: float, build: bool, pause: float, breaks: int = 0) -> None:
     """A fresh server as an editor starts it: open, lenses (ours), edits, hovers,
     definitions, memory."""
     client = await LspClient.start(server.command, logs / f"{server.name}-editing.log")
@@ -315,6 +340,17 @@ async def measure_editing(server: Server, text: str, reps: int, requests: int, l
             await asyncio.sleep(pause)
             use = uses[i % len(uses)]
             figures.add("first hover after an edit", (await doc.at("textDocument/hover", use))[1])
+        for spot, closer, inside in break_spots(text, breaks):  # break a statement, edit it, mend it
+            for measure, where, char in (("change → diagnostics, breaking", spot, " "),
+                                         ("change → diagnostics, inside the broken statement", inside, "0"),
+                                         ("change → diagnostics, mending", spot, closer)):
+                if where is None:
+                    continue
+                if doc.lines[where.line][where.character] == char:  # made 0 by an edit above
+                    char = "1"
+                await asyncio.sleep(pause)
+                waiting, sent = doc.replace(where, char)
+                figures.add(measure, (await client.received(waiting, sent, timeout))[1])
         await asyncio.sleep(pause)
         for method, measure in (("textDocument/hover", "hover"), ("textDocument/definition", "definition")):
             answered = 0
@@ -381,12 +417,13 @@ async def run(args, inputs: dict[str, str], servers: list[Server], logs: Path) -
             print(f"{LABELS[key]}: {server.name} ...", file=sys.stderr, flush=True)
             await measure_opens(server, body, args.opens, logs, figures, args.timeout)
             await measure_editing(server, body, args.reps, args.requests, logs, figures, args.timeout,
-                                  args.lens_timeout, not args.no_build, args.pause)
+                                  args.lens_timeout, not args.no_build, args.pause, args.breaks)
     return results
 
 
-MEASURES = ("open → diagnostics", "change → diagnostics", "first hover after an edit", "hover", "definition",
-            "codeLens", "lenses ready (build)")
+MEASURES = ("open → diagnostics", "change → diagnostics", "change → diagnostics, breaking",
+            "change → diagnostics, inside the broken statement", "change → diagnostics, mending",
+            "first hover after an edit", "hover", "definition", "codeLens", "lenses ready (build)")
 
 
 def _ms(samples: list[float] | None, which) -> str:
@@ -538,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=20, help="edits (each followed by one hover)")
     ap.add_argument("--requests", type=int, default=100, help="hovers, definitions and lens requests")
     ap.add_argument("--opens", type=int, default=5, help="opens per input")
-    ap.add_argument("--quick", action="store_true", help="5 edits, 20 requests, 2 opens")
+    ap.add_argument("--breaks", type=int, default=10,
+                    help="statements broken, edited while broken and mended (3 edits each)")
+    ap.add_argument("--quick", action="store_true", help="5 edits, 3 breaks, 20 requests, 2 opens")
     ap.add_argument("--json", type=Path, help="write every sample here")
     ap.add_argument("--mlir", help="the mlir-lsp-server binary (default: on PATH or /usr/lib/llvm-*/bin)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer")
@@ -555,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         return profile([k for k in keys if k.startswith("chain")] or ["chain20000"])
     if args.quick:
-        args.reps, args.requests, args.opens = 5, 20, 2
+        args.reps, args.breaks, args.requests, args.opens = 5, 3, 20, 2
     servers = [Server(RELAYLENS, [sys.executable, "-m", "relaylens.server"], "relay", ".relay")]
     mlir = find_mlir(args.mlir)
     if mlir is None:

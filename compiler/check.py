@@ -17,22 +17,25 @@ takes the scanner, which is itself linear work (4 s for 20 MB).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
-from .ir.expr import Expr, Function, GlobalVar, Op
+from .ir.expr import Call, ErrorExpr, Expr, Function, GlobalVar, Op, Var
+from .ir.functor import children
 from .ir.functor import post_order
 from .ir.types import Type
 from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
-from .parser.incremental import Change, prepare
+from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
+from .support import gc_paused
 from .typing import infer_types
-from .typing.infer import infer_expr_types
+from .typing.infer import TypeChecker, infer_expr_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,20 +58,42 @@ class CheckResult:
 MAX_SOURCE_CHARS = 32 << 20
 
 
+Parsed = Callable[[ParseResult, tuple[Diagnostic, ...]], None]
+
+
 def check_text(text: str, name: str = "<input>", incremental: bool = False,
-               max_chars: int | None = MAX_SOURCE_CHARS) -> CheckResult:
+               max_chars: int | None = MAX_SOURCE_CHARS, on_parsed: Parsed | None = None) -> CheckResult:
     """`incremental`: keep what `recheck` needs to re-check the next version of the text.
-    `max_chars`: a longer text is not read; the result is an empty module and one error."""
+    `max_chars`: a longer text is not read; the result is an empty module and one error.
+    `on_parsed(parsed, ())`: called once the text is parsed, before it is typed (the
+    language server publishes the syntax and name diagnostics then)."""
     if max_chars is not None and len(text) > max_chars:
         return _too_large(text, name, max_chars)
     parsed = parse(text, name, incremental, attr_schema=attr_schema)
+    if on_parsed is not None:
+        on_parsed(parsed, ())
     commented: dict = {}
-    diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
+    checker.commented = commented
+    diagnostics = checker.run()
+    if parsed.incremental is not None:
+        _note_unused(parsed, checker.types, commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
 
 
-def recheck(previous: CheckResult, text: str,
-            max_chars: int | None = MAX_SOURCE_CHARS) -> tuple[CheckResult, Change] | None:
+def _note_unused(parsed: ParseResult, typed: Mapping, commented: dict) -> None:
+    """Add to `commented` the types the comments of unused statements wrote (a whole
+    check types only what the definitions use): `recheck` needs them if an edit uses
+    such a statement again."""
+    for piece in parsed.incremental.anchors.pieces:  # type: ignore[union-attr]
+        if piece.info is not None and piece.info.value not in typed:
+            for node in own_nodes(piece):
+                if node.ty is not None:
+                    commented.setdefault(node, node.ty)
+
+
+def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE_CHARS,
+            on_parsed: Parsed | None = None) -> tuple[CheckResult, Change] | None:
     """Check `text`, an edit of `previous`'s text, re-reading only the statement the edit
     changed; None when that cannot be done (then `check_text` the whole of it).  The
     result is what `check_text` gives; `previous` is spent (its nodes, index and spans
@@ -79,22 +104,34 @@ def recheck(previous: CheckResult, text: str,
     old statement used no `fn` with an unannotated parameter.  Otherwise the type of
     something else may change (a statement after it; what an ERROR flows back into; a
     parameter typed by the old use; nothing, for an unused statement a whole check does
-    not type): then the module, with the statement in it, is typed again from scratch,
-    which costs a fifth of a whole check.  A text over `max_chars` gives None (`check_text`
-    then says it is too large).
+    not type): then the statement and what uses it are typed again (`_retype_cone`), or
+    when that cannot be done the module, from scratch, which costs a fifth of a whole
+    check.  Before that, `on_parsed(parsed, type diagnostics outside the statement)` is
+    called (the language server publishes them at once).  A text over `max_chars` gives
+    None (`check_text` then says it is too large).
     """
     if max_chars is not None and len(text) > max_chars:
         return None
+    with gc_paused():  # the cycle collector would walk the whole module on each pass
+        return _recheck(previous, text, on_parsed)
+
+
+def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None) -> tuple[CheckResult, Change] | None:
     pending = prepare(previous.parsed, text)
     if pending is None:
         return None
     commented: dict = {}
     typed = infer_expr_types(previous.module, pending.value, pending.is_new, check_annotations=True,
                              commented=commented)
-    alone = (typed is not None and typed[0] is not None and typed[0] == pending.statement.value.ty
-             and not pending.diagnostics and not typed[1] and pending.statement.symbol.references
-             and _uses_are_fixed(previous.module, pending.old_uses()))
+    holes = isinstance(pending.value, ErrorExpr) and isinstance(pending.statement.value, ErrorExpr)
+    alone = typed is not None and pending.statement.symbol.references and (
+        holes  # `%5 = ⁇` still (typing inside a broken statement): ERROR before and after
+        or (typed[0] is not None and typed[0] == pending.statement.value.ty and not pending.diagnostics
+            and not typed[1] and _uses_are_fixed(previous.module, pending.old_uses())))
+    local = typed is not None and pending.statement.symbol.references and \
+        _uses_are_fixed(previous.module, pending.old_uses())
     kept = [d for d in previous.type_diagnostics if not _within(d, pending.start, pending.old_end)]
+    old_uses = _uses(pending.old_nodes())
     parsed, change = pending.commit()
     old = set(change.old_nodes)
     written = {n: t for n, t in previous.commented.items() if n not in old}
@@ -107,10 +144,18 @@ def recheck(previous: CheckResult, text: str,
         return CheckResult(parsed, tuple(diagnostics), written), change
     for node, ty in pending.written.items():
         written[value if node is pending.value else node] = ty
+    if on_parsed is not None:
+        on_parsed(parsed, tuple(kept))
+    if local:
+        done = _retype_cone(parsed, change, tuple(kept), written, old_uses)
+        if done is not None:
+            return done
     _forget_types(parsed, written)
     change.retyped = True
     commented = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    for node, ty in written.items():  # statements nothing uses are not typed: keep what they wrote
+        commented.setdefault(node, ty)
     return CheckResult(parsed, tuple(diagnostics), commented), change
 
 
@@ -125,6 +170,125 @@ def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:
             done.add(node)
             if not isinstance(node, Op):
                 object.__setattr__(node, "ty", written.get(node))
+def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnostic, ...],
+                 written: dict, old_uses: set[int]) -> tuple[CheckResult, Change] | None:
+    """Type the re-read statement again, with what depends on its value (`cone`), the rest
+    of the module keeping its types; None when that may differ from a whole check (then
+    type the whole module): a module with constants of unknown value (their one note
+    depends on every use), a use in a definition's value whose signature is not written
+    in full, an operand of the cone with no type, a function whose type changes, and an
+    edit that changes which values the statement uses (a whole check types only what
+    the definitions use: what is typed may change then).  Statements of the cone that
+    nothing uses (their uses are themselves unused) are not typed, as in a whole check."""
+    state = parsed.incremental
+    if state is None or state.lowerer.unknown_constants:
+        return None
+    found = cone(parsed, change.piece, CONE_LIMIT)
+    if found is None:
+        return None
+    if any(f.ret_type is None or any(p.type_annotation is None for p in f.params) for f, _ in found.functions):
+        return None
+    if _uses(change.nodes) != old_uses:
+        return None  # a value used or no longer used: what is typed at all may change
+    live = _live(found)
+    if found.pieces[0] not in live:
+        return None
+    dead = [p for p in found.pieces if p not in live]
+    found.pieces = [p for p in found.pieces if p in live]
+    for node in Cone(dead, [], found.anchors).nodes():  # as a whole check leaves them:
+        object.__setattr__(node, "ty", written.get(node))  # the types their comments wrote
+    nodes = found.nodes()
+    mine = set(nodes)
+    checker = TypeChecker(parsed.module, check_annotations=True)
+    commented: dict = {}
+    checker.commented = commented
+    for gv, func in parsed.module.functions.items():
+        if gv.ty is None:
+            return None
+        checker.global_types[gv] = gv.ty
+        if func not in mine and func.ty is not None:
+            checker.types[func] = func.ty
+            checker.seeded.add(func)
+    for node in nodes:
+        operands = [c for c in children(node) if isinstance(c, Expr) and c not in mine]
+        if isinstance(node, Call) and not isinstance(node.op, Op) and node.op not in mine:
+            operands.append(node.op)
+        for c in operands:
+            if c.ty is None:
+                if isinstance(c, (Var, GlobalVar, Op)):
+                    continue  # a binder typed from its annotation, a global from its signature
+                return None
+            checker.types[c] = c.ty
+            checker.seeded.add(c)
+    old_types = {f: f.ty for f, _ in found.functions}
+    for node in nodes:  # as the parser left them: the types their comments wrote
+        object.__setattr__(node, "ty", written.get(node))
+    for piece in found.pieces:
+        checker.walk(piece.info.value)
+    for func, _ in found.functions:
+        checker.walk(func)
+    checker.retry_pending(final=True)
+    checker.finish()
+    if any(f.ty != old for f, old in old_types.items()):
+        return None
+    regions = sorted([(p.base, p.limit) for p in found.pieces] +  # a body's value: up to the end of its definition
+                     [(p.base, min(p.limit, document_span(f.span).end)) for f, p in found.functions])
+    kept = [d for d in diagnostics if not _in_regions(d, regions) and not _of_bodies(d, found.functions)]
+    for node, ty in written.items():
+        if node not in mine:
+            commented[node] = ty
+    change.cone = len(found.pieces)
+    result = CheckResult(parsed, tuple(sorted([*kept, *checker.diagnostics], key=_line_col)), commented)
+    return result, change
+
+
+CONE_LIMIT = 1 << 30  # statements in a cone; no limit: a whole check costs as much
+
+
+def _uses(nodes: list[Expr]) -> set[int]:
+    """The nodes other than `nodes` (and other than operators) that `nodes` use."""
+    ids = {id(n) for n in nodes}
+    out = set()
+    for n in nodes:
+        for c in (*children(n), *([n.op] if isinstance(n, Call) else [])):
+            if isinstance(c, Expr) and not isinstance(c, Op) and id(c) not in ids:
+                out.add(id(c))
+    return out
+
+
+def _live(found) -> set:
+    """The statements of `found` a definition uses (through the others): a statement's
+    uses are all in the cone, the later ones; a use in a body's value is a definition's."""
+    live: set = set()
+    users: dict[int, list] = {}
+    tails = {id(p) for _, p in found.functions}
+    for piece in reversed(found.pieces):
+        info = piece.info
+        for reference in info.symbol.references:
+            user = found.place(reference)
+            if id(user) in tails or user in live:
+                live.add(piece)
+                break
+    return live
+
+
+def _in_regions(d: Diagnostic, regions: list[tuple[int, int]]) -> bool:
+    """Whether `d` starts in one of `regions` (sorted, not overlapping)."""
+    span = document_span(d.span)
+    if span is None:
+        return False
+    i = bisect_right(regions, (span.start, float("inf"))) - 1
+    return i >= 0 and regions[i][0] <= span.start < regions[i][1]
+
+
+def _of_bodies(d: Diagnostic, functions) -> bool:
+    """A diagnostic a function's exit made at its body (its result against its annotation)."""
+    span = document_span(d.span)
+    return span is not None and d.message.startswith("the function returns") and any(
+        (b := document_span(f.body.span)) is not None and (b.start, b.end) == (span.start, span.end)
+        for f, _ in functions)
+
+
 def _too_large(text: str, name: str, max_chars: int) -> CheckResult:
     """What `check_text` gives for a text over the size limit: nothing read, one error."""
     source = Source(name, text)

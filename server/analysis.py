@@ -14,6 +14,10 @@ An edit inside one statement of a long body is analysed incrementally (`recheck`
 only that statement is read and typed again, compiler/parser/incremental.py): the new
 analysis takes over the previous one's module, index and expression table, updated in
 place, and the previous analysis is spent (`spent`; requests never read a spent one).
+A statement the edit left unparsable is re-read alone too, recovered as a whole parse
+would (a hole).  When typing remains to be done after the parse (a whole check, or an
+edit that changed a type), `on_parsed` hears of the syntax diagnostics first (the
+diagnostics feature publishes them at once for long documents).
 
 A document over the size limit (`SizeLimit`, documents.py) is only parsed: its analysis
 is `syntax_only` (no types, never built) and carries one warning saying so.  A file the
@@ -34,7 +38,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..compiler.check import CheckResult, check_text, recheck
+from ..compiler.check import CheckResult, Parsed, check_text, recheck
 from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex, parse
@@ -97,18 +101,24 @@ class Analysis:
 
 
 def analyse(uri: str, version: int | None, text: str, previous: Analysis | None = None,
-            limit: SizeLimit | None = None) -> Analysis:
+            limit: SizeLimit | None = None, on_parsed: Parsed | None = None) -> Analysis:
     """Analyse `text`: incrementally from `previous` (an analysis of the same document,
     spent if that succeeds) when the edit allows it, else from scratch; only parse it
-    when it is over `limit`."""
+    when it is over `limit`.  `on_parsed` is called with the syntax and name diagnostics
+    (and the type diagnostics known to stand) before the types are inferred, when that
+    is still to do (compiler/check.py)."""
     size = limit.size_over(text) if limit is not None else None
     if size is not None:
         note = Diagnostic(f"this document is {limit.describe(size)}: it is only parsed "
                           "(no type checking, no build)", severity=Severity.WARNING, source="size")
         return Analysis(uri, version, parse(text, uri), (note,), syntax_only=True)
+    if previous is not None and previous.source.text == text and not previous.syntax_only:
+        # a new version of the same text (an edit undone before it was analysed, say)
+        return Analysis(uri, version, previous.result, previous.type_diagnostics, previous.commented,
+                        _syntax=previous._syntax, _exprs=previous._exprs)
     if previous is not None and previous.result.incremental is not None:
         try:
-            done = recheck(previous.checked(), text)
+            done = recheck(previous.checked(), text, on_parsed=on_parsed)
         except Exception:  # noqa: BLE001 -- a bug in the shortcut must not cost the analysis
             log.exception("incremental analysis of %s failed; analysing it whole", uri)
             done = None
@@ -119,7 +129,7 @@ def analyse(uri: str, version: int | None, text: str, previous: Analysis | None 
                 previous._exprs[0].splice(change, checked.parsed.source)
                 analysis._exprs.append(previous._exprs[0])
             return analysis
-    checked = check_text(text, uri, incremental=True)
+    checked = check_text(text, uri, incremental=True, on_parsed=on_parsed)
     return Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
 
 
@@ -134,12 +144,13 @@ class Analyses:
         self._good: dict[str, Analysis] = {}  # the latest analysis without syntax errors
         self._files: dict[str, Analysis] = {}  # uri → analysis of a file read from disk
 
-    def update(self, uri: str, version: int | None, text: str) -> Analysis:
-        """Analyse this version unless it already is; keep it as the latest."""
+    def update(self, uri: str, version: int | None, text: str, on_parsed: Parsed | None = None) -> Analysis:
+        """Analyse this version unless it already is; keep it as the latest.  `on_parsed`:
+        see `analyse`."""
         known = self._latest.get(uri)
         if known is not None and known.version == version and known.source.text == text:
             return known
-        analysis = analyse(uri, version, text, known, self.limit)
+        analysis = analyse(uri, version, text, known, self.limit, on_parsed)
         self._latest[uri] = analysis
         if not analysis.has_syntax_errors:
             self._good[uri] = analysis

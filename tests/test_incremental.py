@@ -10,6 +10,7 @@ the edits did not touch must have moved with the text.
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -104,17 +105,45 @@ def edit(rng: random.Random, text: str, piece: Piece) -> str:
     return rng.choice(choices) if choices else text
 
 
+def breaking_edit(rng: random.Random, text: str, piece: Piece) -> str:
+    """A small edit that leaves the statement of `piece` unparsable, as keystrokes do:
+    the code cut short after some character (`%5 = add(%4,`), a `)` or `,` dropped, or
+    a stray `,`, `)` or word typed."""
+    start, end = piece.base, piece.limit
+    body = text[start:end].split("/*")[0].rstrip()
+    eq = body.find("=")
+    if eq < 0 or len(body) <= eq + 2:
+        return text
+    choices = [text[: start + rng.randrange(eq + 2, len(body))] + text[start + len(body):]]
+    for mark in ")", ",", "(":
+        at = body.rfind(mark)
+        if at > eq:
+            choices.append(text[: start + at] + text[start + at + 1 :])
+    at = start + rng.randrange(eq + 2, len(body) + 1)
+    choices += [text[:at] + rng.choice([",", ")", " x", "(", " %"]) + text[at:]]
+    return rng.choice(choices)
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_random_edits_agree_with_a_full_check(name: str) -> None:
+    """Edits that keep the text valid, edits that break a statement, and mending it (the
+    text before the break back), in random order."""
     text = corpus_file(name).read_text()
     rng = random.Random(name)
     checked = check_text(text, NAME, incremental=True)
-    incremental = 0
-    for _ in range(20):
+    incremental = broken = 0
+    good = None  # the text before the last breaking edit
+    for _ in range(24):
         pieces = statements(checked)
         if not pieces:
             break
-        new = edit(rng, text, rng.choice(pieces))
+        if good is not None and rng.random() < 0.5:
+            new, good = good, None
+        elif rng.random() < 0.4:
+            new = breaking_edit(rng, text, rng.choice(pieces))
+            good = good or text
+        else:
+            new = edit(rng, text, rng.choice(pieces))
         checked.parsed.index.entries()  # as the server has it: the index built
         done = recheck(checked, new)
         if done is None:
@@ -122,9 +151,11 @@ def test_random_edits_agree_with_a_full_check(name: str) -> None:
         else:
             checked = done[0]
             incremental += 1
+            broken += any(d.source == "syntax" for d in checked.diagnostics)
             assert summary(checked) == summary(check_text(new, NAME)), f"after {incremental} incremental edits"
         text = new
     assert incremental >= 3, "the edits should mostly be re-checked incrementally"
+    assert broken >= 1, "edits that break a statement should be re-read alone"
 
 
 def test_a_chain_of_edits_moves_the_spans_after_them() -> None:
@@ -150,23 +181,27 @@ def test_what_cannot_be_re_read_alone_falls_back() -> None:
     checked = check_text(text, NAME, incremental=True)
     line = "  %10 = add(%9, %9);"
     cases = {
-        "a syntax error": "  %10 = add(%9, %9;",
         "two statements": "  %10 = add(%9, %9); %99 = add(%9, %9)",
         "another name": "  %11 = add(%9, %9);",
         "a comment": "  %10 = add(%9, %9) /* x */;",
         "an undefined global": "  %10 = @nowhere(%9);",
+        "the hole character, which the scanner reports": "  %10 = add(%9, \u2047%9);",
     }
     for why, new_line in cases.items():
         assert recheck(checked, text.replace(line, new_line)) is None, why
+    no_value = text.replace("  %19\n}", "}")  # the body ends with a statement: an error on its `;`
+    checked_no_value = check_text(no_value, NAME, incremental=True)
+    assert recheck(checked_no_value, no_value.replace("  %19 = add(%18, %18);", "  %19 = add(%18,  %18);")) is None
     header = text.replace("%x: Tensor[(4), float32]) ->", "%x: Tensor[(4), float32] ) ->")
     assert recheck(checked, header) is None, "an edit outside the statements"
     assert summary(checked) == summary(check_text(text, NAME)), "a refused edit changes nothing"
 
 
 def retyped(checked: CheckResult, text: str) -> CheckResult:
-    """Re-check `text`: the statement re-read, the module typed again; as a whole check."""
+    """Re-check `text`: the statement re-read, then it and what uses it typed again (or
+    the whole module); as a whole check."""
     done = recheck(checked, text)
-    assert done is not None and done[1].retyped
+    assert done is not None and (done[1].retyped or done[1].cone)
     assert summary(done[0]) == summary(check_text(text, NAME))
     return done[0]
 
@@ -255,3 +290,157 @@ def test_the_server_analyses_a_statement_edit_incrementally() -> None:
     whole = Analyses().update(NAME, 2, edited)
     assert [(e[0].start, e[0].end, str(e[1].ty)) for e in second.exprs.entries] == \
         [(e[0].start, e[0].end, str(e[1].ty)) for e in whole.exprs.entries]
+
+
+def test_a_changed_type_types_only_what_uses_it() -> None:
+    """The statements after it that use it, through one another, are typed again, the
+    rest keeps its types; one whose uses are all unused is not typed (a whole check
+    types only what the definitions use), and the definition's annotated result is
+    checked again."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = add(%x, %x);\n"
+            "  %1 = negative(%0) /* ty=Tensor[(4), float32] */;\n"
+            "  %2 = negative(%1) /* ty=Tensor[(4), float32] */;\n"
+            "  %3 = add(%0, %x);\n"
+            "  %4 = add(%x, %x);\n"
+            "  add(%3, %4)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    edited = text.replace("%0 = add(%x, %x);", "%0 = sum(%x, %x);")
+    done = recheck(checked, edited)
+    assert done is not None and not done[1].retyped
+    assert done[1].cone == 2  # %0 and %3; %1 and %2 are unused
+    assert summary(done[0]) == summary(check_text(edited, NAME))
+    assert [d.source for d in done[0].diagnostics] == ["types"]
+    back = recheck(done[0], text)
+    assert back is not None and back[1].cone == 2
+    assert summary(back[0]) == summary(check_text(text, NAME))
+
+
+def test_typing_inside_a_broken_statement_types_nothing_again() -> None:
+    text = chain(30)
+    checked = check_text(text, NAME, incremental=True)
+    steps = ["  %12 = add(%11,;", "  %12 = add(%11, ;", "  %12 = add(%11, %;", "  %12 = add(%11, %1;",
+             "  %12 = add(%11, %11);"]
+    for step in steps:
+        edited = text.replace("  %12 = add(%11, %11);", step)
+        done = recheck(checked, edited)
+        assert done is not None, step
+        checked, change = done
+        assert summary(checked) == summary(check_text(edited, NAME)), step
+        if step not in (steps[0], steps[-1]):
+            assert not change.retyped and not change.cone, step  # a hole before and after
+    assert not checked.diagnostics
+
+
+def test_a_new_version_of_the_same_text_keeps_the_analysis() -> None:
+    analyses = Analyses()
+    text = chain(50)
+    first = analyses.update(NAME, 1, text)
+    second = analyses.update(NAME, 2, text)
+    assert second.version == 2 and second.result is first.result
+    assert second.diagnostics == first.diagnostics
+
+
+def test_an_unused_statement_of_the_cone_is_typed_when_used_again() -> None:
+    """%2 and %1 fall out of use (%3 takes %0 instead), %0's type changes (they are not
+    typed again: a whole check types only what is used, and leaves them the types their
+    comments wrote), then %3 uses %2 again: it is typed from the new %0."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = add(%x, %x);\n"
+            "  %1 = negative(%0);\n"
+            "  %2 = negative(%1);\n"
+            "  %3 = add(%2, %x);\n"
+            "  %3\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    edits = [("%3 = add(%2, %x);", "%3 = add(%0, %x);"), ("%0 = add(%x, %x);", "%0 = sum(%x);"),
+             ("%3 = add(%0, %x);", "%3 = add(%2, %x);")]
+    for old, new in edits:
+        text = text.replace(old, new)
+        done = recheck(checked, text)
+        assert done is not None, new
+        checked = done[0]
+        assert summary(checked) == summary(check_text(text, NAME)), new
+        if new == "%0 = sum(%x);":
+            assert done[1].cone == 2  # %0 and %3 typed again, %1 and %2 unused
+
+
+def test_a_name_never_defined_and_no_longer_used_leaves_the_index() -> None:
+    text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = @nowhere(%9);")
+    checked = check_text(text, NAME, incremental=True)
+    assert any(s.kind == "global" and s.name == "nowhere" for s in checked.parsed.index.symbols)
+    for new_line in ("  %10 = add(%9,;", "  %10 = add(%9, %9);"):  # broken, then mended
+        text = re.sub(r"  %10 = .*;", new_line, text, count=1)
+        done = recheck(checked, text)
+        assert done is not None, new_line
+        checked = done[0]
+        assert summary(checked) == summary(check_text(text, NAME)), new_line
+
+
+def test_a_statement_unused_from_the_start_keeps_its_comment_types_for_a_later_use() -> None:
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = negative(%x) /* ty=Tensor[(4), float32] */;\n"
+            "  %1 = negative(%0) /* ty=Tensor[(4), float32] */;\n"
+            "  %2 = add(%0, %x) /* ty=Tensor[(4), float32] */;\n"
+            "  %2\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)  # %1 is not typed: nothing uses it
+    text = text.replace("%2 = add(%0, %x)", "%2 = add(%1, %x)")
+    done = recheck(checked, text)
+    assert done is not None
+    assert summary(done[0]) == summary(check_text(text, NAME))
+
+
+def test_the_cone_keeps_the_diagnostics_of_the_definitions_after_it() -> None:
+    """The text after a body's last statement is one region up to the end of the file;
+    what the cone types again there ends with the definition."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @f(%a: Tensor[(4), float32]) -> Tensor[(4), float32] {\n"
+            "  %0 = negative(%a);\n"
+            "  %0\n"
+            "}\n"
+            "def @main(%x: Tensor[(3), float32]) -> Tensor[(4), float32] {\n"
+            "  @f(%x)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    assert [d.source for d in checked.diagnostics] == ["types"]
+    edited = text.replace("%0 = negative(%a);", "%0 = sum(%a);")
+    done = recheck(checked, edited)
+    assert done is not None and done[1].cone == 1
+    assert summary(done[0]) == summary(check_text(edited, NAME))
+
+
+def test_a_number_defined_inside_a_statement_and_used_after_it() -> None:
+    """Graph numbers are one table for the file: a `%1` of a `fn` body inside `%0`'s
+    statement may be used after it; an edit of that statement keeps the use."""
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) {\n"
+            "  %0 = fn (%y: Tensor[(4), float32]) { %1 = negative(%y); %1 };\n"
+            "  %2 = %0(%x);\n"
+            "  (%2, %1)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    assert any(s.name == "1" and len(s.references) == 2 for s in checked.parsed.index.symbols)
+    edited = text.replace("negative(%y)", "negative(%y )")
+    done = recheck(checked, edited)
+    result = done[0] if done is not None else check_text(edited, NAME, incremental=True)
+    assert summary(result) == summary(check_text(edited, NAME))
+
+
+def test_a_number_defined_anew_inside_a_statement_changes_what_an_earlier_use_is_told() -> None:
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(4), float32]) {\n"
+            "  %0 = add(%x, %5);\n"
+            "  %1 = fn (%y: Tensor[(4), float32]) { %2 = negative(%y); %2 };\n"
+            "  (%0, %1)\n"
+            "}\n")
+    checked = check_text(text, NAME, incremental=True)
+    assert [d.message for d in checked.diagnostics] == ["%5 is not defined"]
+    edited = text.replace("%2 = negative(%y); %2", "%5 = negative(%y); %5")
+    done = recheck(checked, edited)
+    result = done[0] if done is not None else check_text(edited, NAME, incremental=True)
+    assert summary(result) == summary(check_text(edited, NAME))

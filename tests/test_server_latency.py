@@ -97,6 +97,20 @@ async def test_edits_queued_behind_an_analysis_wait_for_a_pause(store, clock) ->
 
 
 @pytest.mark.asyncio
+async def test_a_change_a_while_after_a_long_analysis_runs_at_once(store, clock) -> None:
+    """A long analysis ended 0.1 s ago (its syntax diagnostics were published long
+    before): the change was made after it, not queued behind it."""
+    store, delays = store
+    clock([99.0, 100.0, 100.1])
+    store.schedule(URI)  # the change analysed ...
+    store._pending.pop(URI)
+    store.analyse_now(URI)  # ... until 100.0
+    store.schedule(URI)
+    await asyncio.sleep(0)
+    assert delays == [COALESCE_SECONDS, COALESCE_SECONDS]
+
+
+@pytest.mark.asyncio
 async def test_the_published_analysis_is_indexed_before_any_request(store) -> None:
     store, _ = store
     store.analyse_now(URI)

@@ -40,7 +40,7 @@ _NAMED = {
 }
 _EXPRESSION_STARTS = {"LOCAL", "GRAPH", "GLOBAL", "NUMBER", "META_REF", "FN", "IF", "LPAR", "REF", "TRUE"}
 _CONTINUATIONS = {"EQOP", "RELOP", "ADDOP", "MULOP", "DOT", "HOLE"}
-_BINDING = re.compile(r"\s*(?:let\s|%\d+\s*=)")
+BINDING = re.compile(r"\s*(?:let\s|%\d+\s*=)")  # a statement that binds a name starts here
 _PREVIOUS = re.compile(r"(%[\w.:/\-]+|@[\w/]+|[\w./]+|\S)\s*$")
 
 
@@ -86,7 +86,7 @@ def describe(
         if before.endswith(";"):
             semi = len(before) - 1
             start = max(text.rfind(";", 0, semi), text.rfind("{", 0, semi)) + 1
-            if _BINDING.match(text, start) and pos - semi > 1:
+            if BINDING.match(text, start) and pos - semi > 1:
                 # `let %x = v; }`: the binding needs a body; a hole stands for it
                 mended = text[: semi + 1] + HOLE + text[semi + 2 :]
                 message = "a block ends with a value, but nothing follows this binding"
@@ -101,7 +101,7 @@ def describe(
         opened = _unclosed_paren(text, pos)
         line_end = text.find("\n", pos)
         rest_of_line = text[pos + 1:line_end if line_end >= 0 else len(text)]
-        if opened is not None and (_BINDING.match(text, pos + 1) or not rest_of_line.strip()):
+        if opened is not None and (BINDING.match(text, pos + 1) or not rest_of_line.strip()):
             at = len(text[:pos].rstrip())
             diag = _diag("expected ')' to close this call", source, base + at, base + at)
             notes = ((Span(source, base + opened, base + opened + 1), "the '(' opened here"),)

@@ -15,20 +15,26 @@ read in (`Statement`).  After an edit:
    two texts).  It must lie inside one recorded statement and leave what the scanner
    sees alone (no comment, string or keyword in it): the scan and the line table are
    then the old ones with the edit spliced in (`scan.rescan`, `Source.edited`).  The statement's new
-   text is parsed alone (the grammar's `stmt` start) and lowered in the scopes it was
-   read in, its spans anchored to a new region.  Nothing shared is touched yet: names it
-   uses are recorded aside, and any name the file does not define sends the edit to a
-   full parse.  The result is a `Pending` re-read.
+   text is parsed alone (the grammar's `stmt` start); if it does not parse, it is
+   recovered as the whole-file parse recovers a statement of a body (recovery.py: the
+   same diagnostics, the same hole `%N = ⁇`), in a stand-in body (`_read_statement`).
+   Then it is lowered in the scopes it was read in, its spans anchored to a new region.
+   Nothing shared is touched yet: names it uses are recorded aside, and any name the
+   file does not define sends the edit to a full parse.  The result is a `Pending`
+   re-read.
 2. The caller types the new value (compiler/check.py): if its type is the old one,
-   nothing after it can change, and
+   nothing after it can change (else it types what depends on it again), and
 3. `Pending.commit()` copies the new value into the old node object (so every statement
-   that refers to `%N` sees it), swaps the statement's index entries and diagnostics,
-   and moves the regions after it.  The previous `ParseResult` is spent: its module,
-   index and spans now describe the new text.
+   that refers to `%N` sees it), or, when the value is another kind of node (a call
+   became a hole, or back), points the nodes that use `%N` at the new one; it swaps the
+   statement's index entries and diagnostics (a syntax error found on its `;` is its
+   own) and moves the regions after it.  The previous `ParseResult` is spent: its
+   module, index and spans now describe the new text.  `cone` then finds what depends
+   on the statement's value, for typing it again.
 
-Anything else (an edit across statements, in a header or a comment, a statement that
-no longer parses, a changed type) returns None: the caller parses the whole file, which
-is what recovers from syntax errors.
+Anything else (an edit across statements, in a header or a comment, a syntax error
+whose recovery reaches past the statement) returns None: the caller parses the whole
+file.
 """
 
 from __future__ import annotations
@@ -44,20 +50,18 @@ from ..ir import expr as E
 from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
-from .errors import AFTER_DEFINITION
+from .errors import AFTER_DEFINITION, BINDING
 from .grammar import first_token, grammar, kids
+from .recovery import MAX_RECOVERIES, recover
 from .lower import Lowerer, Statement
 from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
                      unknown_constants_warning)
-from .scan import rescan
+from .scan import HOLE, rescan
 from .symbols import Symbol, SymbolIndex
 
 # characters whose insertion or removal may change what the scanner sees (comments,
-# strings, metadata, the `#[version]` header)
-_SCANNED = frozenset('/*"#')
-_META_CONSTANT = re.compile(r"meta\[relay\.Constant\]\[\d+\]")  # what lower.py reads as a constant
-# ... unless it is an attribute's value (`const_shape=meta[...]`), which lower.py keeps as a MetaRef
-_ATTRIBUTE_VALUE = re.compile(r"(?<![%\w.])[A-Za-z_]\w*\s*=\s*\Z")
+# strings, metadata, the `#[version]` header, the recovery's hole, which it reports)
+_SCANNED = frozenset('/*"#' + HOLE)
 
 
 @dataclass
@@ -119,7 +123,9 @@ class Change:
     new_end: int
     nodes: list[E.Expr]  # the statement's nodes after the commit (its value first)
     old_nodes: list[E.Expr]  # the nodes the statement had before
+    piece: Piece | None = None  # the statement's new region
     retyped: bool = False  # the whole module was typed again (compiler/check.py)
+    cone: int = 0  # or else the number of statements typed again
 
     @property
     def delta(self) -> int:
@@ -181,6 +187,8 @@ class Pending:
     old_end: int
     new_end: int
     written: dict = field(default_factory=dict)  # the new nodes' types from `ty=` comments
+    users: list[E.Expr] | None = None  # when the value's class changed: the nodes using it
+    constants: list[Span] = field(default_factory=list)  # its `meta[relay.Constant]` of no value
 
     def is_new(self, node: E.Expr) -> bool:
         """Whether `node` was made by this re-read (not a node it refers to)."""
@@ -209,8 +217,14 @@ class Pending:
         assert state is not None
         old_nodes = self.old_nodes()
         old, new = self.statement.value, self.value
-        for f in fields(new):  # the node others refer to takes the new content
-            object.__setattr__(old, f.name, getattr(new, f.name))
+        if self.users is None:
+            for f in fields(new):  # the node others refer to takes the new content
+                object.__setattr__(old, f.name, getattr(new, f.name))
+        else:  # another class of node: those that use it are pointed at the new one
+            for user in self.users:
+                _repoint(user, old, new)
+            self.statement.value = self.statement.symbol.node = new
+            old = new
         nodes = [old, *_walk(old, self.is_new)[1:]]
 
         index = prev.index
@@ -237,22 +251,24 @@ class Pending:
             added.append((span, symbol))
         added.sort(key=lambda e: (e[0].start, -e[0].end))
 
-        diagnostics = [d for d in prev.diagnostics if not _inside(d, self.start, self.old_end)]
+        diagnostics = [d for d in prev.diagnostics if not _own(d, self.start, self.old_end)]
+        kept_constants = [c for c in state.lowerer.unknown_constants if not self.start <= c.start < self.old_end]
         state.anchors.replace(self.index, self.piece, self.new_end - self.old_end)
         self.piece.info = self.statement
         state.anchors.current = self.source
+        self.diagnostics = [_anchored(d, self.source) if _on_semicolon(d, self.new_end) else d
+                            for d in self.diagnostics]  # its region is the text after
         entries[lo:hi] = added
         diagnostics += self.diagnostics
         if prev.module.metadata is None:  # the one warning about unknown constants, counted again
             diagnostics = [d for d in diagnostics if not is_unknown_constants_warning(d)]
-            code = self.scanned.code
-            spans = [Span(self.source, m.start(), m.end()) for m in _META_CONSTANT.finditer(code)
-                     if not _ATTRIBUTE_VALUE.search(code, max(0, m.start() - 80), m.start())]
+            spans = state.lowerer.unknown_constants = sorted([*kept_constants, *self.constants],
+                                                             key=lambda s: s.start)
             if spans:
                 diagnostics.append(unknown_constants_warning(spans))
         diagnostics.sort(key=diagnostic_order)
         result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
-        return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes)
+        return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes, self.piece)
 
     def _forget(self, gone: list[tuple[Span, Symbol]], index: SymbolIndex) -> None:
         """Take the old statement's uses and nested definitions out of the index."""
@@ -267,6 +283,8 @@ class Pending:
                     if refs[i] is span:
                         del refs[i]
                         break
+                if symbol.definition is None and not refs:  # a name never defined, used no more
+                    dropped.add(id(symbol))
         if dropped:
             index.symbols[:] = [s for s in index.symbols if id(s) not in dropped]
             graph = self.previous.incremental.graph_symbols(index)  # type: ignore[union-attr]
@@ -299,29 +317,37 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         return None
     if _broken_elsewhere(previous.diagnostics, stmt_start, old_end):
         return None
+    if previous.scan.code[old_end + 1 : old_end + 200].lstrip().startswith("}"):
+        return None  # the body's last statement, no value after it: the error on its `;` is the body's
+    if _used_outside(previous.index, statement, stmt_start, old_end):
+        return None
 
     scanned = rescan(previous.scan, text, start, old_stop, new_stop)
     if scanned is None:
         return None
     source = previous.source.edited(text, start, old_stop, new_stop)
+    new_piece = Piece(stmt_start, new_end)
+    object.__setattr__(source, "anchors", anchors)
+    anchors.forced = new_piece  # the spans of the syntax errors too
     try:
-        tree = grammar().parse(scanned.code[stmt_start:new_end], start="stmt")
-    except LarkError:
+        read = _read_statement(scanned.code, stmt_start, new_end, source, previous.diagnostics)
+    finally:
+        anchors.forced = None
+    if read is None:
         return None
+    tree, tree_base, syntax = read
     if tree.data != "graph_stmt" or str(kids(tree)[0])[1:] != statement.name:
         return None
-    if first_token(tree).start_pos != 0:
+    if tree_base + first_token(tree).start_pos != stmt_start:
         return None  # blanks before a statement belong to the text between statements
 
-    new_piece = Piece(stmt_start, new_end)
     lowerer = state.lowerer
     recorder = _Recorder()
-    diagnostics: list[Diagnostic] = []
+    diagnostics: list[Diagnostic] = list(syntax)
     saved = (lowerer.source, lowerer.index, lowerer.diagnostics, lowerer.annotations, lowerer.graph,
              lowerer.scopes, lowerer.type_scopes, lowerer.globals, lowerer.types, lowerer.base,
              lowerer.unknown_constants)
     known = (len(lowerer.globals), len(lowerer.types), len(lowerer.module.global_vars))
-    object.__setattr__(source, "anchors", anchors)
     anchors.forced = new_piece
     try:
         lowerer.source, lowerer.index, lowerer.diagnostics = source, recorder, diagnostics
@@ -330,10 +356,11 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         lowerer.scopes = list(statement.scopes)
         lowerer.type_scopes = list(statement.type_scopes)
         lowerer.globals, lowerer.types = dict(lowerer.globals), dict(lowerer.types)
-        lowerer.base = stmt_start
+        lowerer.base = tree_base
         lowerer.unknown_constants = []  # the file's warning is made again on commit
         _, value, symbol = lowerer.graph_statement(tree)
         grew = (len(lowerer.globals), len(lowerer.types), len(lowerer.module.global_vars)) != known
+        constants = lowerer.unknown_constants
     except Exception:  # noqa: BLE001 -- the full parse reports whatever this was
         return None
     finally:
@@ -343,14 +370,22 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
          lowerer.unknown_constants) = saved
     if grew or any(s.definition is None for s, _ in recorder.uses):
         return None  # a name the file does not define: the full parse warns about it
+    if {(s.kind, s.name) for s in recorder.symbols if s is not symbol and s.definition is not None} != \
+            _defined_inside(previous.index, statement, stmt_start, old_end):
+        return None  # names defined anew or no more: what uses elsewhere are told may change
     pending = Pending(previous, source, scanned, k, new_piece, statement, value, symbol, recorder,
-                      diagnostics, stmt_start, old_end, new_end)
+                      diagnostics, stmt_start, old_end, new_end, constants=constants)
     old_value = statement.value
-    if type(value) is not type(old_value) or not pending.is_new(value):
+    if not pending.is_new(value):
         return None
     span = document_span(old_value.span)
     if span is None or not span.starts_in(piece):  # the value is not this statement's own node
         return None
+    if type(value) is not type(old_value):  # `%5 = add(...)` became `%5 = ⁇` (or back)
+        users = _users(previous, statement)
+        if users is None:
+            return None
+        pending.users = users
     pending.written = {n: n.ty for n in _walk(value, pending.is_new) if n.ty is not None}
     return pending
 
@@ -381,10 +416,41 @@ def _inside(d: Diagnostic, start: int, end: int) -> bool:
     return span is not None and start <= span.start and span.end <= end and span.start < end
 
 
+def _defined_inside(index: SymbolIndex, statement: Statement, start: int, end: int) -> set[tuple[str, str]]:
+    """The names the statement at [start, end) defines inside it (besides its own)."""
+    entries = index.entries()
+    lo, hi = index.between(start, end)
+    return {(sym.kind, sym.name) for span, sym in entries[lo:hi] if span is sym.definition and sym is not statement.symbol}
+
+
+def _used_outside(index: SymbolIndex, statement: Statement, start: int, end: int) -> bool:
+    """Whether a name the statement defines inside it (a `%N` in a `fn` body, say; graph
+    numbers are one table for the file) is used after it: the commit drops the old
+    definition, and those uses would lose it."""
+    entries = index.entries()
+    lo, hi = index.between(start, end)
+    for span, symbol in entries[lo:hi]:
+        if span is symbol.definition and symbol is not statement.symbol:
+            if any(not start <= r.start < end for r in symbol.references):
+                return True
+    return False
+
+
+def _on_semicolon(d: Diagnostic, end: int) -> bool:
+    span = document_span(d.span)
+    return d.source == "syntax" and span is not None and span.start == end
+
+
+def _own(d: Diagnostic, start: int, end: int) -> bool:
+    """Whether `d` is the statement's at [start, end): inside it, or a syntax error
+    found on its `;`."""
+    return _inside(d, start, end) or _on_semicolon(d, end)
+
+
 def _noted_from_outside(diagnostics: list[Diagnostic], start: int, end: int) -> bool:
     """Whether a diagnostic outside the statement points into it (a note would go stale)."""
     for d in diagnostics:
-        if not d.notes or _inside(d, start, end):
+        if not d.notes or _own(d, start, end):
             continue
         for note_span, _ in d.notes:
             span = document_span(note_span)
@@ -413,3 +479,169 @@ def _walk(root: E.Expr, keep) -> list[E.Expr]:
         out.append(node)
         stack.extend(children(node))
     return out
+
+
+# What a statement re-read with a syntax error is parsed in: a definition whose body holds
+# it alone, then a value (the whole-file parse sees it in its real body, in the same state).
+_PREFIX = "def @f() {"
+
+
+def _suffix(code: str, end: int) -> str:
+    """What follows the statement's `;` in the text it is re-read in: as in `code`, a line
+    end, another binding or another value (the words of a syntax error on the `;` depend
+    on it: errors.py)."""
+    line_end = code.find("\n", end + 1)
+    if not code[end + 1 : line_end if line_end >= 0 else len(code)].strip():
+        return "\n%0 }"
+    return " %0 = %0; %0 }" if BINDING.match(code, end + 1) else " %0 }"
+
+
+def _read_statement(code: str, start: int, end: int, source: Source,
+                    previous: list[Diagnostic]) -> tuple[Tree, int, list[Diagnostic]] | None:
+    """The tree of the statement at code[start:end] (its `;` at `end`), the offset its
+    token positions count from, and its syntax errors; None if the whole file must be read.
+
+    A statement that does not parse is recovered as the whole-file parse recovers it in
+    its body (recovery.py): the same diagnostics, the same hole.  That holds when every
+    error lies in the statement or on its `;` (the parser cannot have seen what follows),
+    and the mended body still holds the statement alone; otherwise None."""
+    try:
+        return grammar().parse(code[start:end], start="stmt"), start, []
+    except LarkError:
+        pass
+    before = max(code.rfind(";", 0, start), code.rfind("{", 0, start))  # where the body's
+    if before < 0 or code[before + 1:start].strip():  # previous statement ends
+        return None
+    base = before + 1 - len(_PREFIX)
+    text = _PREFIX + code[before + 1 : end + 1] + _suffix(code, end)
+    syntax: list[Diagnostic] = []
+    errors: list[int] = []
+    tree = recover(text, "item", True, base, source, syntax, errors)
+    if tree is None or not all(start <= base + e <= end for e in errors):
+        return None
+    if len(errors) + sum(d.source == "syntax" for d in previous) >= MAX_RECOVERIES:
+        return None  # the whole-file parse may give up on the definition
+    block = kids(tree)[-1]
+    if not isinstance(block, Tree) or block.data != "block":
+        return None
+    parts = kids(block)
+    tail = len(text) - len("%0 }")
+    if len(parts) != 2 or not isinstance(parts[0], Tree) or first_token(parts[1]).start_pos != tail:
+        return None
+    return parts[0], base, syntax
+
+
+def _users(previous: "ParseResult", statement: Statement) -> list[E.Expr] | None:
+    """The nodes that hold the statement's value as an operand (as many as `%N` has
+    uses), found from the uses' places; None if some use is not found."""
+    value = statement.value
+    anchors = previous.incremental.anchors  # type: ignore[union-attr]
+    references = statement.symbol.references
+    pieces = {id(p): p for p in (anchors.piece_at(r.start) for r in references)}
+    users: dict[int, E.Expr] = {}
+    count = 0
+    for piece in pieces.values():
+        # a use in a statement, or in a body's value after its last statement
+        roots = [piece.info.value] if isinstance(piece.info, Statement) else list(previous.module.functions.values())
+
+        def here(node: E.Expr, piece: Piece = piece) -> bool:
+            span = document_span(node.span)
+            return span is not None and span.starts_in(piece)
+
+        for root in roots:
+            for node in _walk(root, here):
+                if node is not value and id(node) not in users:
+                    uses = sum(1 for c in _operands(node) if c is value)
+                    if uses:
+                        users[id(node)] = node
+                        count += uses
+    return list(users.values()) if count == len(references) else None
+
+
+def _operands(node: E.Expr) -> list:
+    """The expressions a node holds in its fields (its operands)."""
+    out = []
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if isinstance(v, E.Expr):
+            out.append(v)
+        elif isinstance(v, tuple):
+            out += [x for x in v if isinstance(x, E.Expr)]
+    return out
+
+
+def _repoint(node: E.Expr, old: E.Expr, new: E.Expr) -> None:
+    """Make `node` hold `new` wherever it held `old`."""
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if v is old:
+            object.__setattr__(node, f.name, new)
+        elif isinstance(v, tuple) and any(x is old for x in v):
+            object.__setattr__(node, f.name, tuple(new if x is old else x for x in v))
+
+
+@dataclass
+class Cone:
+    """What depends on a re-read statement's value: the statements that use it, and
+    those that use them, in text order (`pieces`, the statement's own first); and the
+    definitions whose body value, after their last statement, uses one (`functions`,
+    with the region of that value)."""
+
+    pieces: list[Piece]
+    functions: list[tuple[E.Function, Piece]]
+    anchors: Anchors
+
+    def place(self, span: Span) -> Piece:
+        """The region a span starts in."""
+        return self.anchors.piece_at(span.start)
+
+    def nodes(self) -> list[E.Expr]:
+        """Every node the cone's statements and body values made (their own, not those
+        they refer to), and the functions."""
+        out: list[E.Expr] = []
+        for piece in self.pieces:
+            out += own_nodes(piece)
+        for func, piece in self.functions:
+            out += _walk(func, _starting_in(piece))
+        return out
+
+
+def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
+    """The cone of the statement at `piece` (after a commit), or None when it has more
+    than `limit` statements or a use is found in no statement or body value."""
+    anchors = result.incremental.anchors  # type: ignore[union-attr]
+    seen = {id(piece)}
+    order, queue = [piece], [piece]
+    functions: dict[tuple[int, int], tuple[E.Function, Piece]] = {}
+    while queue:
+        statement = queue.pop().info
+        for reference in statement.symbol.references:  # type: ignore[union-attr]
+            user = anchors.piece_at(reference.start)
+            if id(user) in seen:
+                continue
+            seen.add(id(user))
+            if isinstance(user.info, Statement):
+                order.append(user)
+                queue.append(user)
+                if len(order) > limit:
+                    return None
+                continue
+            owner = [f for f in result.module.functions.values()
+                     if (s := document_span(f.span)) is not None and s.start <= reference.start < s.end]
+            if len(owner) != 1:
+                return None
+            functions[id(owner[0]), id(user)] = (owner[0], user)
+    order.sort(key=lambda p: p.base)
+    return Cone(order, list(functions.values()), anchors)
+
+
+def own_nodes(piece: Piece) -> list[E.Expr]:
+    """The nodes the statement at `piece` made (its value first), not those it uses."""
+    return _walk(piece.info.value, _starting_in(piece))  # type: ignore[union-attr]
+
+
+def _starting_in(piece: Piece):
+    def here(node: E.Expr) -> bool:
+        span = document_span(node.span)
+        return span is not None and span.starts_in(piece)
+    return here

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 from lark import Tree
-from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import Diagnostic, Severity
 from ..ir.expr import Function
@@ -21,17 +20,16 @@ from ..ir.module import IRModule
 from ..ir.span import Source, Span
 from ..metadata import MetadataError, parse_metadata
 from ..support import gc_paused
-from .errors import HOLE, describe
-from .grammar import grammar, kids, parse_type_text
+from .errors import HOLE
+from .grammar import kids, parse_type_text
 from .incremental import Incremental, anchor
 from .lower import AttrSchema, Lowerer
+from .recovery import recover
 from .result import ParseResult, annotation_ends, diagnostic_order, unknown_constants_warning
 from .scan import Scan, scan
 from .symbols import SymbolIndex
 
-MAX_RECOVERIES = 50
 _DEF_NAME = re.compile(r"def\s+@([A-Za-z_][\w/]*)")
-_BINDER = re.compile(r"\s*(%\d+|let\s+%[^\s=:]+(?:\s*:[^=]*)?)\s*=")
 
 
 def parse(text: str, name: str = "<string>", incremental: bool = False,
@@ -113,78 +111,7 @@ def _parse_expression_file(lowerer: Lowerer, source: Source, code: str, diagnost
 def _parse_with_recovery(
     code: str, start: int, end: int, rule: str, statements: bool, source: Source, diagnostics: list[Diagnostic]
 ) -> Tree | None:
-    text = code[start:end]
-    parser = grammar()
-    seen: set[int] = set()
-    for _ in range(MAX_RECOVERIES):
-        try:
-            return parser.parse(text, start=rule)
-        except UnexpectedInput as err:
-            pos = _error_pos(err, text)
-            if pos in seen:  # no progress: this definition cannot be mended
-                return None
-            seen.add(pos)
-            diagnostic, mended = describe(err, text, pos, start, source, parser)
-            diagnostics.append(diagnostic)
-            if mended is None:
-                mended = _drop_statement(text, pos) if statements else None
-            if mended is None or mended == text:
-                return None
-            text = mended
-        except RecursionError:
-            diagnostics.append(Diagnostic("this definition is nested too deeply to read", Span(source, start, start + 1)))
-            return None
-    return None
-
-
-def _error_pos(err: UnexpectedInput, text: str) -> int:
-    if isinstance(err, UnexpectedEOF):
-        return len(text)
-    if isinstance(err, UnexpectedToken) and err.token.type == "$END":
-        return len(text)
-    pos = getattr(err, "pos_in_stream", None)
-    return len(text) if pos is None else pos
-
-
-def _drop_statement(text: str, pos: int) -> str | None:
-    """`text` with the statement around `pos` replaced by a hole, or None if `pos` is not
-    inside a block.
-
-    The statement starts after the last `;` or `{` before the error and ends at the next
-    `;` outside braces, or where its block closes (then it was the block's value).
-    Parentheses are not counted: an unbalanced one is the usual error."""
-    begin = max(text.rfind(";", 0, pos), text.rfind("{", 0, pos))
-    if begin < 0:
-        return None
-    begin += 1
-    depth = 0
-    stop, is_tail = len(text), True
-    for i in range(pos, len(text)):
-        c = text[i]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth < 0:
-                stop = i
-                break
-        elif c == ";" and depth == 0:
-            stop, is_tail = i, False
-            break
-    binder = _BINDER.match(text, begin, stop)
-    if binder is not None:
-        keep = binder.end()
-        filler = HOLE if keep < stop else ""
-        return text[:keep] + _blank(filler, stop - keep) + text[stop:]
-    if is_tail:
-        if stop - begin < 1:
-            return None
-        return text[:begin] + _blank(HOLE, stop - begin) + text[stop:]
-    return text[:begin] + _blank("", stop + 1 - begin) + text[stop + 1 :]
-
-
-def _blank(head: str, width: int) -> str:
-    return head + " " * (width - len(head))
+    return recover(code[start:end], rule, statements, start, source, diagnostics)
 
 
 def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], diagnostics: list[Diagnostic]) -> None:

@@ -1,0 +1,78 @@
+"""A long document gets its syntax diagnostics before its types
+(server/features/diagnostics.py `EARLY_CHARS`, compiler/check.py `on_parsed`): two
+publications for one version, the first with what the parse found (and, after an edit,
+the previous type diagnostics outside the edited statement), the second with
+everything."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from relaylens.compiler.check import check_text
+from relaylens.server.analysis import Analyses
+from relaylens.server.features.diagnostics import DiagnosticStore
+
+URI = "file:///long.relay"
+TEXT = ('#[version = "0.0.5"]\n'
+        "def @main(%x: Tensor[(4), float32], %y: Tensor[(3), float32]) {\n"
+        "  %0 = add(%x, %x);\n"
+        "  %1 = add(%0, %y);\n"
+        "  %2 = add(%0, %0);\n"
+        "  %3 = add(%2, %1);\n"
+        "  %3\n"
+        "}\n"
+        "def @f(%a: float32) {\n"
+        "  %0 = add(%a %a);\n"
+        "  %0\n"
+        "}\n")
+
+
+class Server:
+    """What DiagnosticStore reads of the language server."""
+
+    def __init__(self) -> None:
+        self.doc = SimpleNamespace(version=1, text=TEXT)
+        self.documents = SimpleNamespace(opened=lambda uri: self.doc)
+        self.analyses = Analyses()
+        self.published: list = []
+
+    def text_document_publish_diagnostics(self, params) -> None:
+        self.published.append((params.version, sorted(d.message for d in params.diagnostics)))
+
+
+def messages(diagnostics) -> list[str]:
+    return sorted(d.message for d in diagnostics)
+
+
+def test_a_long_document_gets_its_syntax_diagnostics_first() -> None:
+    server = Server()
+    store = DiagnosticStore(server)  # type: ignore[arg-type]
+    store.EARLY_CHARS = 0
+
+    async def run() -> None:
+        store.analyse_now(URI)
+        server.doc = SimpleNamespace(version=2, text=TEXT.replace("%2 = add(%0, %0);", "%2 = add(%0,;"))
+        store.analyse_now(URI)
+
+    asyncio.run(run())
+    whole = check_text(TEXT, URI)
+    assert whole.type_diagnostics and whole.parsed.diagnostics
+    broken = check_text(server.doc.text, URI)
+    assert server.published == [
+        (1, messages(whole.parsed.diagnostics)),
+        (1, messages(whole.diagnostics)),
+        (2, messages([*broken.parsed.diagnostics, *whole.type_diagnostics])),  # %1's type error, from version 1
+        (2, messages(broken.diagnostics)),
+    ]
+
+
+def test_a_short_document_gets_them_once() -> None:
+    server = Server()
+    store = DiagnosticStore(server)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        store.analyse_now(URI)
+
+    asyncio.run(run())
+    assert server.published == [(1, messages(check_text(TEXT, URI).diagnostics))]
