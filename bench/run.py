@@ -22,7 +22,8 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
    one fused kernel, against numpy written plainly (temporaries) and in place (`out=`).
    The kernel is called on aligned inputs with its output given; `run()` adds the copy-in
    and the output allocation of the executable.  Also with 1 thread, as numpy has.
-3. Kernels in GFLOP/s (2 x multiply-adds / time, bias and relu not counted): conv2d 3x3 of
+3. Kernels in GFLOP/s (2 x multiply-adds / time, bias and relu not counted; built without
+   AlterOpLayout, so that each is one kernel on NCHW arrays): conv2d 3x3 of
    ResNet-50 (layer1 and layer3) with bias and relu, dense with bias (ResNet-50's fc, a
    64x512x512 and GPT-2's 128x768 -> 3072), each a single fused function called on aligned
    buffers; beside onnxruntime's Conv / Gemm node and numpy's BLAS (`x @ w.T + b`).  The
@@ -98,12 +99,13 @@ def ort_session(model, threads: int):
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def compile_text(text: str, name: str, threads: int | None = None, params: dict | None = None):
+def compile_text(text: str, name: str, threads: int | None = None, params: dict | None = None,
+                 passes: list[str] | None = None):
     """Compile Relay text to machine code, `params` bound (raises SystemExit with the first error)."""
     from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.runtime.jit import JIT
 
-    result = compile(text, name, params=params, jit=JIT(num_threads=threads))
+    result = compile(text, name, params=params, passes=passes, jit=JIT(num_threads=threads))
     if result.executable is None:
         raise SystemExit(f"error: {name} does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
     return result, result.lowered
@@ -315,7 +317,12 @@ def peak(threads: int) -> tuple[float, str]:
 def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
     from relaylens.compiler.lower.runtime.jit import aligned_empty
 
-    _, lowering = compile_text(case.relay(), "kernel.relay", threads)
+    from relaylens.compiler.build import relay_build_passes
+
+    # one kernel on NCHW arrays, as onnxruntime's node takes them: AlterOpLayout would put
+    # the data's layout_transforms into kernels of their own (the models keep it)
+    passes = [p for p in relay_build_passes(3) if p != "AlterOpLayout"]
+    _, lowering = compile_text(case.relay(), "kernel.relay", threads, passes=passes)
     kernel, name = single_kernel(lowering)
     arrays = case.arrays()
     aligned = []
