@@ -19,7 +19,7 @@ across kernels; `max_abs`/`max_rel` per kernel show how much each one adds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -59,9 +59,11 @@ class _Differs(Exception):
     pass
 
 
-def bisect_kernels(build, inputs, every: bool = False) -> list[KernelCheck]:
+def bisect_kernels(build, inputs, every: bool = False,
+                   on_check: Callable[[KernelCheck], None] | None = None) -> list[KernelCheck]:
     """A check per kernel call of the built @main run on `inputs` (the compiled @main's
-    arguments), in call order; the last one is the first that differs unless `every`."""
+    arguments), in call order; the last one is the first that differs unless `every`.
+    `on_check` hears of each check as it is made (and may raise to stop the run)."""
     kernels = build.executable.kernel_calls()
     provenance = Provenance(build)
     places: dict[Function, FusedPlace] = {}
@@ -75,6 +77,8 @@ def bisect_kernels(build, inputs, every: bool = False) -> list[KernelCheck]:
                 places[func] = FusedPlace.of(build, func, kernel.name, provenance)
             check = KernelCheck(len(checks), places[func], [compare(g, w) for g, w in zip(leaves(got), leaves(want))])
             checks.append(check)
+            if on_check is not None:
+                on_check(check)
             if not check.ok and not every:
                 raise _Differs
             return got
