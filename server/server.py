@@ -27,8 +27,8 @@ from pygls.protocol import LanguageServerProtocol
 from .analysis import Analyses
 from .documents import Documents, SizeLimit
 from .features import (build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
-                       formatting, graph, hover, inlay_hints, line_map, navigation, profile, rename, semantic_tokens,
-                       settings, signature_help, snapshots, symbols, virtual_documents)
+                       formatting, graph, hover, inlay_hints, line_map, navigation, numerics, profile, rename,
+                       semantic_tokens, settings, signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
 from .stdio import start_stdio
 from .tcp import start_tcp
@@ -116,7 +116,8 @@ def build() -> RelayLensServer:
     _lifecycle(server)
     for feature in (diagnostics, code_actions, navigation, declaration, symbols, hover, rename, completion,
                     signature_help, semantic_tokens, folding, formatting, code_lens,
-                    virtual_documents, line_map, snapshots, graph, build_status, settings, inlay_hints, profile):
+                    virtual_documents, line_map, snapshots, graph, build_status, settings, inlay_hints, profile,
+                    numerics):
         feature.register(server)
     return server
 

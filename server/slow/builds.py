@@ -39,6 +39,7 @@ from ...compiler.lower.codegen.views import View, asm_view, ir_view
 from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
 from ..features import Refused
+from .editor_jobs import EditorJobs
 from .process import WorkerProcess
 from .profiles import Profiles
 from .report import BuildReport, ReportDiagnostic
@@ -156,6 +157,7 @@ class Builds:
         self._graphs: dict[int, asyncio.Future] = {}  # graph requests sent to the worker
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
         self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
+        self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics")  # and Check Numerics
 
     def configure(self, options: Any) -> None:
         """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool},
@@ -332,7 +334,7 @@ class Builds:
 
     # ---- what the worker says ---------------------------------------------------------
     def _on_message(self, message: tuple) -> None:
-        if self.profiles.handle(message):
+        if self.profiles.handle(message) or self.numerics.handle(message):
             return
         kind = message[0]
         if kind == "graph":  # ("graph", request, GraphDocument | None, why)
@@ -399,6 +401,7 @@ class Builds:
         why = f"it made no progress for {STALL_SECONDS:.0f} s" if self._stalled else _exit_reason(code)
         self._stalled = False
         self.profiles.worker_stopped(why)
+        self.numerics.worker_stopped(why)
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None

@@ -21,7 +21,9 @@ or ("graph", request, None, why) when it has no such build or no such pass.  Gra
 queue behind builds, in the order they came.  stdin closing ends the process.
 
 A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
-runs the model; it is never superseded by a build, only cancelled.
+runs the model; so does a "numerics" job (the Check Numerics command, numerics.py:
+("numerics", job, uri, version, text, weights, seed) -> ("checked", job, NumericsReport)).
+Neither is superseded by a build, only cancelled.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs)
+            elif kind in ("profile", "numerics", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -137,6 +139,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         if message[0] == "profile":
             _profile(message, jobs, out, disk)
             continue
+        if message[0] == "numerics":
+            _numerics(message, jobs, out, disk)
+            continue
         if message[0] == "graph":
             frames.write(out, _graph(kept, *message[1:5]))
             continue
@@ -174,11 +179,32 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
 def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     """Build to machine code and profile (profiling.py); answer ("profiled", job, report)."""
-    # lazy: the worker says it is ready before the compiler loads
-    from .profiling import ProfileReport, profile_report
-    from .reporting import Cancelled
+    from .profiling import ProfileReport, profile_report  # lazy: the worker says it is ready before the compiler loads
 
     _, job, uri, version, text, weights, runs = message[:7]
+    _one_shot(job, jobs, out, "profiled",
+              lambda progress: profile_report(uri, version, text, runs=runs, weights=weights, progress=progress,
+                                              disk_cache=disk),
+              lambda why: ProfileReport(uri, version, error=why))
+
+
+def _numerics(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
+    """Build to machine code and check numerics (numerics.py); answer ("checked", job, report)."""
+    from .numerics import NumericsReport, numerics_report  # lazy: as above
+
+    _, job, uri, version, text, weights, seed = message[:7]
+    _one_shot(job, jobs, out, "checked",
+              lambda progress: numerics_report(uri, version, text, weights=weights, seed=seed, progress=progress,
+                                               disk_cache=disk),
+              lambda why: NumericsReport(uri, version, seed=seed, error=why))
+
+
+def _one_shot(job: int, jobs: Jobs, out: BinaryIO, answer: str, work, failed) -> None:
+    """Run one job the editor asked for: `work(progress)` makes the report, sent as
+    (answer, job, report); a bug is `failed(why)`'s report; a cancel stops it at the next
+    progress step."""
+    from .reporting import Cancelled  # lazy: as above
+
     if jobs.is_void(job):
         frames.write(out, ("cancelled", job))
         return
@@ -190,15 +216,15 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
         frames.write(out, ("progress", job, step, fraction))
 
     try:
-        report = profile_report(uri, version, text, runs=runs, weights=weights, progress=progress,
-                                disk_cache=disk)
+        report = work(progress)
     except Cancelled:
         frames.write(out, ("cancelled", job))
         return
     except Exception as err:  # noqa: BLE001 -- a bug: an answer saying so, not a dead worker
         traceback.print_exc()
-        report = ProfileReport(uri, version, error=f"internal error: {type(err).__name__}: {err}")
-    frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
+        report = failed(f"internal error: {type(err).__name__}: {err}")
+    frames.write(out, ("cancelled", job) if jobs.is_void(job) else (answer, job, report))
+
 
 def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tuple:
     """The answer to a graph request: the graph document of the kept build, or why not."""
