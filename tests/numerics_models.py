@@ -5,9 +5,16 @@
         c = f*c + i*g; h = o*tanh(c); returns h after the last step
     BATCH_NORM_TEXT                               conv2d + batch_norm + relu with every
                                                   parameter free (variances among them)
+    miscompiled_tanh                              a fixture: the test-only fault of a wrong
+                                                  tanh kernel (import it into a test module)
 """
 
 from __future__ import annotations
+
+import pytest
+
+from relaylens.compiler.lower.te import expr as te
+from relaylens.compiler.ops import get_op
 
 BATCH_NORM_TEXT = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 4, 3, 3), float32], %w: Tensor[(4, 4, 1, 1), float32], %gamma: Tensor[(4), float32],
@@ -51,3 +58,19 @@ def lstm_text(steps: int = 35, hidden: int = 32, features: int = 16) -> str:
     lines.append(f"  {h}")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def miscompiled_tanh(monkeypatch):
+    """A test-only fault: tanh's compute rule computes sigmoid, so every kernel holding a tanh
+    is wrong while the interpreter (numpy) is right."""
+    opdef = get_op("tanh")
+    assert opdef.compute is not None
+
+    def wrong(x, attrs, out_type):
+        return te.compute(x.shape, lambda *i: te.intrinsic("sigmoid", x[i]), "T_tanh")
+
+    monkeypatch.setattr(opdef, "compute", wrong)
+    # the kernel cache on disk keys kernels by the compiler's sources, not by a patch made
+    # here: a wrong kernel must not be stored for the tests that follow
+    monkeypatch.setenv("RELAYLENS_NO_CACHE", "1")

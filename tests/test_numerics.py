@@ -8,16 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numerics_models import BATCH_NORM_TEXT, lstm_text
+from numerics_models import BATCH_NORM_TEXT, lstm_text, miscompiled_tanh  # noqa: F401 -- a fixture
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.cli import main
 from relaylens.compiler.driver import compile
 from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.ir.types import TensorType
-from relaylens.compiler.lower.te import expr as te
 from relaylens.compiler.numerics import bisect_kernels, compare, find_nonfinite_compiled, find_nonfinite_interpreted
-from relaylens.compiler.ops import get_op
 from relaylens.compiler.random_data import DATA, Role, draw, find_roles
 
 
@@ -163,22 +161,6 @@ def test_check_passes_when_both_sides_are_nan_at_the_same_places(capsys, bn_mode
 
 
 # --- the bisection ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def miscompiled_tanh(monkeypatch):
-    """A test-only fault: tanh's compute rule computes sigmoid, so every kernel holding a tanh
-    is wrong while the interpreter (numpy) is right."""
-    opdef = get_op("tanh")
-    assert opdef.compute is not None
-
-    def wrong(x, attrs, out_type):
-        return te.compute(x.shape, lambda *i: te.intrinsic("sigmoid", x[i]), "T_tanh")
-
-    monkeypatch.setattr(opdef, "compute", wrong)
-    # the kernel cache on disk keys kernels by the compiler's sources, not by a patch made
-    # here: a wrong kernel must not be stored for the tests that follow
-    monkeypatch.setenv("RELAYLENS_NO_CACHE", "1")
 
 
 def test_bisection_names_the_miscompiled_kernel(capsys, tmp_path, miscompiled_tanh):
