@@ -15,6 +15,7 @@ import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
 import { registerCompilerViews } from './features/compilerViews';
 import { LineColours } from './features/lineColours';
+import { registerNumerics } from './features/numerics';
 import { registerProfile } from './features/profile';
 import { registerVirtualDocuments } from './features/virtualDocuments';
 
@@ -27,6 +28,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const provider = registerVirtualDocuments(context, server, builds);
     registerCompilerViews(context, server, provider);
     registerProfile(context, server);
+    registerNumerics(context, server);
     const restart = () => server?.restart();
     context.subscriptions.push(
         output,

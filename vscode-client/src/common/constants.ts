@@ -34,6 +34,7 @@ export const COMMANDS = {
     open: 'relaylens.open', // invoked by the server's code lenses (docs/lsp.md)
     goToSource: 'relaylens.goToSource', // F12 in a virtual document
     profile: 'relaylens.profile', // runs generated code: only on this command (docs/lsp.md, relaylens/profile)
+    checkNumerics: 'relaylens.checkNumerics', // runs generated code too (docs/lsp.md, relaylens/checkNumerics)
 } as const;
 
 /** The Python extension, asked for its active interpreter when installed. */
