@@ -1,6 +1,6 @@
 """Relay programs for the numerics tests (test_numerics.py) and docs/cli.md's examples.
 
-    lstm_text(steps=35, hidden=32, features=16)   an unrolled LSTM: per step
+    lstm_text(steps=35, hidden=32, features=16, dtype="float32")   an unrolled LSTM: per step
         gates = dense(x_t, W_ih) + dense(h, W_hh) + b; i, f, o = sigmoid; g = tanh;
         c = f*c + i*g; h = o*tanh(c); returns h after the last step
     BATCH_NORM_TEXT                               conv2d + batch_norm + relu with every
@@ -27,13 +27,13 @@ def @main(%x: Tensor[(1, 4, 3, 3), float32], %w: Tensor[(4, 4, 1, 1), float32], 
 """
 
 
-def lstm_text(steps: int = 35, hidden: int = 32, features: int = 16) -> str:
+def lstm_text(steps: int = 35, hidden: int = 32, features: int = 16, dtype: str = "float32") -> str:
     """The unrolled LSTM as Relay text, one `%N = ...;` per expression."""
     h4 = 4 * hidden
     lines = ['#[version = "0.0.5"]',
-             f"def @main(%x: Tensor[({steps}, 1, {features}), float32], %w_ih: Tensor[({h4}, {features}), float32], "
-             f"%w_hh: Tensor[({h4}, {hidden}), float32], %bias: Tensor[({h4}), float32], "
-             f"%h0: Tensor[(1, {hidden}), float32], %c0: Tensor[(1, {hidden}), float32]) {{"]
+             f"def @main(%x: Tensor[({steps}, 1, {features}), {dtype}], %w_ih: Tensor[({h4}, {features}), {dtype}], "
+             f"%w_hh: Tensor[({h4}, {hidden}), {dtype}], %bias: Tensor[({h4}), {dtype}], "
+             f"%h0: Tensor[(1, {hidden}), {dtype}], %c0: Tensor[(1, {hidden}), {dtype}]) {{"]
     n = 0
 
     def let(expr: str) -> str:

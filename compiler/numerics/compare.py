@@ -12,6 +12,8 @@ Rules, one place:
   a large sum that cancelled (a convolution over 1152 terms of size 1 giving 0.0036), and
   its rounding error is the sum's, not its own size's — elementwise relative error flags
   correct kernels (ResNet-18's; docs/cli.md).  Integers and booleans must be equal.
+* A value that is not a tensor (a closure, a constructor: @main may return a function) is
+  not compared: the comparison says so and passes.
 * The worst element is the one that exceeds its tolerance the most (the largest |diff|),
   its index and both values printed; the largest absolute and elementwise relative errors
   are reported over the elements that are finite on both sides.
@@ -46,10 +48,11 @@ class Comparison:
     got: float | None = None  # the two values there
     want: float | None = None
     mismatch: str = ""  # shapes or dtypes that differ: nothing else is compared
+    note: str = ""  # why nothing was compared (not a tensor)
 
     def text(self) -> str:
-        if self.mismatch:
-            return self.mismatch
+        if self.mismatch or self.note:
+            return self.mismatch or self.note
         where = ""
         if self.worst is not None:
             where = f", worst at [{', '.join(map(str, self.worst))}]: {self.got:.8g} vs {self.want:.8g}"
@@ -61,6 +64,8 @@ class Comparison:
 
 def compare(got, want) -> Comparison:
     """`got` against the reference `want` (arrays of one shape and dtype)."""
+    if not all(isinstance(v, (np.ndarray, np.generic, int, float, bool)) for v in (got, want)):
+        return Comparison(True, "", 0.0, 0.0, note=f"{_kind(want)}: not compared (only tensors are)")
     got, want = np.asarray(got), np.asarray(want)
     dtype = str(want.dtype)
     rtol, atol = tolerance(want.dtype)
@@ -88,3 +93,9 @@ def compare(got, want) -> Comparison:
     index = np.unravel_index(int(np.argmax(excess)), got.shape)
     return Comparison(not bool(bad.any()), dtype, rtol, atol, max_abs, max_rel,
                       tuple(int(i) for i in index), float(g[index]), float(w[index]))
+
+
+def _kind(value) -> str:
+    name = type(value).__name__
+    return {"Closure": "a function", "Constructor": "a constructor", "ConstructorValue": "a value of a data type",
+            "RefValue": "a reference"}.get(name, f"a {name} value")
