@@ -251,10 +251,10 @@ def test_corpus_runs_to_finite_outputs_or_names_the_source(capsys, name):
 def test_when_every_kernel_agrees_the_run_says_so(capsys, tmp_path, monkeypatch):
     """The output comparison is made to fail (a stand-in for rounding amplified by a
     recurrence); the bisection then finds no kernel to blame and says what is left."""
-    from relaylens.compiler.cli import run_numerics
+    from relaylens.compiler.numerics import check
     from relaylens.compiler.numerics.compare import Comparison
 
-    monkeypatch.setattr(run_numerics, "compare", lambda got, want: Comparison(False, "float32", 1e-4, 1e-5, 1.0, 1.0))
+    monkeypatch.setattr(check, "compare", lambda got, want: Comparison(False, "float32", 1e-4, 1e-5, 1.0, 1.0))
     path = tmp_path / "lstm.relay"
     path.write_text(lstm_text(steps=2, hidden=8, features=4))
     status, _, err = relaylens(capsys, "run", path, "--check")

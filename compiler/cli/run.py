@@ -120,7 +120,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 return EXIT_ERRORS
             value = built.executable.run(*inputs)
             warn_nonfinite(value, everything, lambda: find_nonfinite_compiled(built, inputs), name, err)
-            if args.check and not check_outputs(module, everything, value, built, inputs, name, err, flatten):
+            if args.check and not check_outputs(module, everything, value, built, inputs, name, err):
                 return EXIT_ERRORS
     except InterpreterError as exc:
         print(render(exc.diagnostic("run"), name), file=err)

@@ -5,6 +5,7 @@ differs (compiler/numerics does the work; this module prints it).
     warn_nonfinite(value, args, trace, name, err)   after any run: a warning at the source of
                                                     the first non-finite value
     check_outputs(module, everything, value, build, inputs, name, err) -> ok   for --check
+                                                    (compiler/numerics/check.py's steps)
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Callable, TextIO
 
 from ..diagnostics import Diagnostic, Severity
 from ..interpreter import Interpreter, Value
-from ..numerics import bisect_kernels, compare, nonfinite_counts
-from ..numerics.bisect import compare_after_passes
+from ..numerics import nonfinite_counts
+from ..numerics.check import Explanation, compare_outputs, explain_difference
 from ..numerics.nonfinite import Origin
 from .common import PROG, plural, render
 
@@ -39,30 +40,26 @@ def warn_nonfinite(value: Value, args, trace: Callable[[], Origin | None], name:
     print(render(origin.diagnostic(), name), file=err)
 
 
-def check_outputs(module, everything: list[Value], value: Value, build, inputs, name: str, err: TextIO,
-                  flatten) -> bool:
+def check_outputs(module, everything: list[Value], value: Value, build, inputs, name: str, err: TextIO) -> bool:
     """Compare each compiled output with the interpreter's on the module as written; when
     one differs beyond its dtype's tolerance, bisect the kernels and name the first that
     differs.  True when every output agrees."""
-    want = flatten(Interpreter(module).call("main", everything))
-    if not want:
+    outputs = compare_outputs(value, Interpreter(module).call("main", everything))
+    if not outputs:
         print("check: @main returns no tensors (an empty tuple): nothing to compare", file=err)
-    ok = True
-    for (label, got), (_, ref) in zip(flatten(value), want):
-        c = compare(got, ref)
-        ok = ok and c.ok
+    for label, c in outputs:
         print(f"check {label}: {c.text()}{'' if c.ok else '  DIFFERS'}", file=err)
+    ok = all(c.ok for _, c in outputs)
     if not ok:
-        explain_difference(module, everything, build, inputs, name, err)
+        print_explanation(explain_difference(module, everything, build, inputs), build, name, err)
     return ok
 
 
-def explain_difference(module, everything, build, inputs, name: str, err: TextIO) -> None:
-    """Bisect: the first kernel whose outputs differ from the reference on the same inputs;
-    or, when every kernel agrees, how the module after the passes compares with the module
-    as written (the passes, or rounding accumulated over the kernels)."""
-    checks = bisect_kernels(build, inputs)
-    bad = next((c for c in checks if not c.ok), None)
+def print_explanation(explained: Explanation, build, name: str, err: TextIO) -> None:
+    """The first kernel whose outputs differ from the reference on the same inputs; or,
+    when every kernel agrees, how the module after the passes compares with the module as
+    written (the passes, or rounding accumulated over the kernels)."""
+    bad = explained.culprit
     if bad is not None:
         place = bad.place
         print(render(Diagnostic(
@@ -73,8 +70,8 @@ def explain_difference(module, everything, build, inputs, name: str, err: TextIO
                     + (f"; layers: {', '.join(place.layers)}" if place.layers else "")),),
             source="run"), name), file=err)
         return
+    checks, after = explained.kernels, explained.after_passes
     largest = max(checks, key=lambda c: c.max_rel, default=None)
-    after = compare_after_passes(module, everything, build, inputs)
     print(f"{PROG}: note: bisection: each of the {len(checks)} kernel calls matches the reference interpreter "
           f"on its own inputs" + (f" (largest: #{largest.index} {largest.place.display}, max rel error "
                                   f"{largest.max_rel:.3g})" if largest is not None else ""), file=err)

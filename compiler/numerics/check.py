@@ -56,6 +56,31 @@ def labelled(value: Any, name: str = "output") -> list[tuple[str, Any]]:
     return [(name, value)]
 
 
+def compare_outputs(got: Any, want: Any) -> list[tuple[str, Comparison]]:
+    """Each output of a run (`got`) against the reference's (`want`), labelled."""
+    return [(label, compare(g, w)) for (label, g), (_, w) in zip(labelled(got), labelled(want))]
+
+
+@dataclass
+class Explanation:
+    """Why outputs differ: the first kernel that differs on the same inputs (`culprit`),
+    or, when none does, every kernel's check and the passes' share (`after_passes`)."""
+
+    culprit: KernelCheck | None
+    kernels: list[KernelCheck]
+    after_passes: Comparison | None = None
+
+
+def explain_difference(module, everything: list, build, inputs: list,
+                       on_check: Callable[[KernelCheck], None] | None = None) -> Explanation:
+    """Bisect the kernels; when every kernel agrees on its own inputs, compare the module
+    after the passes (interpreted) with the module as written."""
+    kernels = bisect_kernels(build, inputs, on_check=on_check)
+    culprit = next((c for c in kernels if not c.ok), None)
+    after = compare_after_passes(module, everything, build, inputs) if culprit is None else None
+    return Explanation(culprit, kernels, after)
+
+
 def check_numerics(module, everything: list, build, inputs: list,
                    progress: Progress | None = None) -> NumericsCheck:
     def step(what: str, fraction: float) -> None:
@@ -66,7 +91,7 @@ def check_numerics(module, everything: list, build, inputs: list,
     got = build.executable.run(*inputs)
     step("running the reference interpreter", 0.1)
     want = Interpreter(module).call("main", list(everything))
-    result = NumericsCheck([(label, compare(g, w)) for (label, g), (_, w) in zip(labelled(got), labelled(want))])
+    result = NumericsCheck(compare_outputs(got, want))
     result.inputs_nonfinite = any(nonfinite_counts(a) != (0, 0) for a in everything)
     if not result.inputs_nonfinite:
         if nonfinite_counts(got) != (0, 0):
@@ -83,11 +108,8 @@ def check_numerics(module, everything: list, build, inputs: list,
         step(f"bisecting: kernel #{check.index} {check.place.display}", 0.5 + 0.4 * min(1.0, check.index / total))
 
     step("bisecting the kernels", 0.5)
-    result.kernels = bisect_kernels(build, inputs, on_check=kernel_checked)
-    result.culprit = next((c for c in result.kernels if not c.ok), None)
-    if result.culprit is None:
-        step("interpreting the module after the passes", 0.9)
-        result.after_passes = compare_after_passes(module, everything, build, inputs)
+    explained = explain_difference(module, everything, build, inputs, on_check=kernel_checked)
+    result.culprit, result.kernels, result.after_passes = explained.culprit, explained.kernels, explained.after_passes
     return result
 
 
