@@ -9,6 +9,9 @@ part, where.  The language server's Check Numerics command reads it (server/slow
     result.kernels, result.after_passes   # when no kernel differs: each kernel's error, and
                                           # the passes' share (the module after them, interpreted)
 
+    compare_outputs(got, want)                            # the two steps `run --check` prints
+    explain_difference(module, everything, build, inputs)   # (cli/run_numerics.py)
+
 `module` is the module as written and `everything` its @main's arguments (weights and
 inputs); `build` the compiled result of the same text with the weights bound, `inputs` the
 arguments left to its @main.  The steps are those of `relaylens run --check`: run both,
