@@ -211,6 +211,18 @@ def test_every_kernel_of_a_correct_build_matches():
     assert compare(built.executable.run(x), reference).ok
 
 
+def test_the_35_step_lstm_agrees_with_the_interpreter_on_random_data(capsys, tmp_path):
+    """Issue 22's unrolled LSTM (35 steps, dense + sigmoid/tanh) on the random data `run`
+    draws (weights scaled by fan-in): compiled code within float32 rounding of the
+    interpreter, no growth over the steps (docs/cli.md, bench/numerics.py lstm)."""
+    path = tmp_path / "lstm35.relay"
+    path.write_text(lstm_text(steps=35, hidden=32, features=16))
+    status, _, err = relaylens(capsys, "run", path, "--check")
+    assert status == 0, err
+    line = next(ln for ln in err.splitlines() if ln.startswith("check output:"))
+    assert float(line.split("max abs error ")[1].split(",")[0]) < 1e-6
+
+
 # --- the corpus -------------------------------------------------------------------------------
 
 
