@@ -375,6 +375,8 @@ async function scenario(page, url) {
         return result.profileRows.join(' | ').slice(0, 300);
     });
 
+    await checkNumericsStep(page, model);
+
     await step(page, 'broken-line-diagnostic', async () => {
         await page.locator('.tab', { hasText: model }).first().click();
         await activeTab(page, model).waitFor();
@@ -388,6 +390,26 @@ async function scenario(page, url) {
         const text = (await status.innerText()).trim();
         result.errorsInStatus = Number(/(\d+) error/.exec(text)[1]);
         return text;
+    });
+}
+
+/** RelayLens: Check Numerics on the model: its summary as a notification (084 agrees). */
+async function checkNumericsStep(page, model) {
+    await step(page, 'check-numerics', async () => {
+        await page.keyboard.press('Escape');
+        await page.locator('.tab', { hasText: model }).first().click();
+        await activeTab(page, model).waitFor();
+        await runCommand(page, 'RelayLens: Check Numerics');
+        const toast = page.locator('.notification-toast', { hasText: 'RelayLens numerics (seed 0)' }).first();
+        await toast.waitFor({ timeout: STEP_TIMEOUT });
+        const text = (await toast.innerText()).replace(/\s+/g, ' ').trim();
+        if (!/agree on \d+ output/.test(text)) {
+            throw new Error(`not the summary of an agreeing check: ${text}`);
+        }
+        result.numericsSummary = text;
+        await page.screenshot({ path: path.join(artifacts, 'check-numerics-summary.png') }).catch(() => undefined);
+        await page.keyboard.press('Escape');
+        return text.slice(0, 300);
     });
 }
 
