@@ -48,7 +48,8 @@ def lstm_weights(rng: np.random.Generator, hidden: int, features: int, kind: str
         w_hh = rng.normal(0, 1 / np.sqrt(hidden), (h4, hidden))
         bias = rng.normal(0, 0.1, h4)
     else:
-        w_ih, w_hh, bias = rng.standard_normal((h4, features)), rng.standard_normal((h4, hidden)), rng.standard_normal(h4)
+        w_ih, w_hh = rng.standard_normal((h4, features)), rng.standard_normal((h4, hidden))
+        bias = rng.standard_normal(h4)
     return {"w_ih": w_ih, "w_hh": w_hh, "bias": bias, "h0": np.zeros((1, hidden)), "c0": np.zeros((1, hidden))}
 
 
@@ -61,14 +62,16 @@ def lstm(args: argparse.Namespace) -> None:
     cache = LoweringCache()
     print(f"LSTM: {args.steps} steps, hidden {args.hidden}, features {args.features}, weights {args.weights}, "
           f"seed {args.seed}; h_k against float64 (max abs error, and / max|h_k|)")
-    print("| k | max abs h_k | float32 interpreter | after the passes (interpreted) | compiled | compiled vs interpreter |")
+    print("| k | max abs h_k | float32 interpreter | after the passes (interpreted) | compiled "
+          "| compiled vs interpreter |")
     print("|---:|---:|---:|---:|---:|---:|")
     for k in range(1, args.steps + 1):
         x = x64[:k]
-        ref = Interpreter(check_text(lstm_text(k, args.hidden, args.features, "float64"), "l64.relay").module).call(
-            "main", [x, *[weights[n] for n in order]])
+        text64 = lstm_text(k, args.hidden, args.features, "float64")
+        ref = Interpreter(check_text(text64, "l64.relay").module).call("main", [x, *[weights[n] for n in order]])
         text = lstm_text(k, args.hidden, args.features)
-        interp = Interpreter(check_text(text, "l.relay").module).call("main", [x.astype("float32"), *[w32[n] for n in order]])
+        interp = Interpreter(check_text(text, "l.relay").module).call(
+            "main", [x.astype("float32"), *[w32[n] for n in order]])
         built = compile(text, "l.relay", params=w32, cache=cache)
         x32 = x.astype("float32")
         after = Interpreter(built.module).call("main", [x32])
@@ -131,12 +134,14 @@ def report(result) -> None:
     for label, c in result.outputs:
         print(f"check {label}: {c.text()}{'' if c.ok else '  DIFFERS'}")
     if result.culprit is not None:
-        print(f"bisection: kernel #{result.culprit.index} {result.culprit.place.text()} differs: {result.culprit.text()}")
+        bad = result.culprit
+        print(f"bisection: kernel #{bad.index} {bad.place.text()} differs: {bad.text()}")
     elif result.kernels:
         print(f"bisection: each of the {len(result.kernels)} kernel calls matches on its own inputs")
         print_kernels(result.kernels)
         if result.after_passes is not None:
-            print(f"the module after the passes, interpreted, against the module as written: {result.after_passes.text()}")
+            print(f"the module after the passes, interpreted, against the module as written: "
+                  f"{result.after_passes.text()}")
 
 
 def print_kernels(checks) -> None:

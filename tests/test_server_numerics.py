@@ -160,4 +160,5 @@ async def test_checking_a_document_not_open_is_refused(client: LanguageClient) -
     with pytest.raises(JsonRpcException, match="not open"):
         await client.protocol.send_request_async("relaylens/checkNumerics", {"uri": "file:///tmp/none.relay"})
     with pytest.raises(JsonRpcException, match="seed"):
-        await client.protocol.send_request_async("relaylens/checkNumerics", {"uri": "file:///tmp/none.relay", "seed": -1})
+        await client.protocol.send_request_async("relaylens/checkNumerics",
+                                                 {"uri": "file:///tmp/none.relay", "seed": -1})

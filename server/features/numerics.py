@@ -12,8 +12,9 @@ at the expression that made the first NaN (in compiled code; the interpreter's, 
 another expression, as information).  They belong to the version checked: the next edit
 removes them, as it does the fast path's.  The answer is `NumericsReport.to_json()` plus
 `current` (the document is still at the version checked) and `diagnostics` (what was
-published, as LSP diagnostics; none when the document changed meanwhile).  A document that is not open, a cancelled request or a
-worker that died is a RequestFailed error; one that does not build or cannot run on
+published, as LSP diagnostics; none when the document changed meanwhile).  A document
+that is not open, a cancelled request or a worker that died is a RequestFailed error;
+one that does not build or cannot run on
 random inputs answers with `error` set.
 """
 

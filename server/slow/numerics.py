@@ -36,7 +36,7 @@ from ...compiler.random_data import RULE, find_roles
 from ...compiler.random_inputs import InputError, draw_inputs
 from ...compiler.unknown_values import fill_unknown_constants
 from .report import ReportDiagnostic
-from .reporting import _diagnostic
+from .reporting import _diagnostic, _range
 from .weights import read_weights
 
 SEED = 0
@@ -139,8 +139,8 @@ def _fill(report: NumericsReport, checked: NumericsCheck, built, source: Source)
         message = (f"kernel #{bad.index} {place.name} (\"{place.display}\") is the first whose outputs differ "
                    f"from the reference interpreter's on the same inputs: {bad.text()}")
         func = next(f for f, kernel in built.fused_names.items() if kernel == place.name)
-        report.findings += [ReportDiagnostic(message, int(Severity.WARNING), where, STAGE)
-                            for where in _line_runs(func, source)]
+        runs = _line_runs(func, source) or [_range(func.span, source)]  # a kernel the passes made: its span
+        report.findings += [ReportDiagnostic(message, int(Severity.WARNING), where, STAGE) for where in runs]
         parts.append(f"bisection: kernel #{bad.index} \"{place.display}\" (lines {place.lines or 'none'}) "
                      f"is the first that differs on the same inputs")
     elif not checked.ok:
