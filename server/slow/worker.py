@@ -61,12 +61,14 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind in ("profile", "numerics", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs)
+            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
             elif kind == "forget":
                 self.forgotten.put(message[1])
+            elif kind == "numerics":  # never superseded either: ("numerics", job, uri, version, text, weights, seed)
+                self.queue.put(message)
 
     def is_void(self, job: int) -> bool:
         with self.lock:
@@ -136,11 +138,11 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             forgotten = jobs.forgotten.get()
             caches.pop(forgotten, None)
             kept.pop(forgotten, None)
-        if message[0] == "profile":
-            _profile(message, jobs, out, disk)
-            continue
         if message[0] == "numerics":
             _numerics(message, jobs, out, disk)
+            continue
+        if message[0] == "profile":
+            _profile(message, jobs, out, disk)
             continue
         if message[0] == "graph":
             frames.write(out, _graph(kept, *message[1:5]))
@@ -179,18 +181,51 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
 def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     """Build to machine code and profile (profiling.py); answer ("profiled", job, report)."""
-    from .profiling import ProfileReport, profile_report  # lazy: the worker says it is ready before the compiler loads
+    # lazy: the worker says it is ready before the compiler loads
+    from .profiling import ProfileReport, profile_report
+    from .reporting import Cancelled
 
     _, job, uri, version, text, weights, runs = message[:7]
-    _one_shot(job, jobs, out, "profiled",
-              lambda progress: profile_report(uri, version, text, runs=runs, weights=weights, progress=progress,
-                                              disk_cache=disk),
-              lambda why: ProfileReport(uri, version, error=why))
+    if jobs.is_void(job):
+        frames.write(out, ("cancelled", job))
+        return
+    frames.write(out, ("started", job))
+
+    def progress(step: str, fraction: float) -> None:
+        if jobs.is_void(job):
+            raise Cancelled(step)
+        frames.write(out, ("progress", job, step, fraction))
+
+    try:
+        report = profile_report(uri, version, text, runs=runs, weights=weights, progress=progress,
+                                disk_cache=disk)
+    except Cancelled:
+        frames.write(out, ("cancelled", job))
+        return
+    except Exception as err:  # noqa: BLE001 -- a bug: an answer saying so, not a dead worker
+        traceback.print_exc()
+        report = ProfileReport(uri, version, error=f"internal error: {type(err).__name__}: {err}")
+    frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
+
+def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tuple:
+    """The answer to a graph request: the graph document of the kept build, or why not."""
+    from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
+
+    version_kept, snapshots = kept.get(uri, (None, None))
+    if snapshots is None or version_kept != version:
+        return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
+    try:
+        return ("graph", request, graph_document(snapshots, after, uri), None)
+    except UnknownPass as err:
+        return ("graph", request, None, str(err))
+    except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker
+        traceback.print_exc()
+        return ("graph", request, None, f"internal error: {type(err).__name__}: {err}")
 
 
 def _numerics(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     """Build to machine code and check numerics (numerics.py); answer ("checked", job, report)."""
-    from .numerics import NumericsReport, numerics_report  # lazy: as above
+    from .numerics import NumericsReport, numerics_report  # lazy: the worker says it is ready before the compiler loads
 
     _, job, uri, version, text, weights, seed = message[:7]
     _one_shot(job, jobs, out, "checked",
@@ -200,9 +235,9 @@ def _numerics(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
 
 
 def _one_shot(job: int, jobs: Jobs, out: BinaryIO, answer: str, work, failed) -> None:
-    """Run one job the editor asked for: `work(progress)` makes the report, sent as
-    (answer, job, report); a bug is `failed(why)`'s report; a cancel stops it at the next
-    progress step."""
+    """Run one job the editor asked for (the profile could too): `work(progress)` makes the
+    report, sent as (answer, job, report); a bug is `failed(why)`'s report; a cancel stops
+    it at the next progress step."""
     from .reporting import Cancelled  # lazy: as above
 
     if jobs.is_void(job):
@@ -224,22 +259,6 @@ def _one_shot(job: int, jobs: Jobs, out: BinaryIO, answer: str, work, failed) ->
         traceback.print_exc()
         report = failed(f"internal error: {type(err).__name__}: {err}")
     frames.write(out, ("cancelled", job) if jobs.is_void(job) else (answer, job, report))
-
-
-def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tuple:
-    """The answer to a graph request: the graph document of the kept build, or why not."""
-    from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
-
-    version_kept, snapshots = kept.get(uri, (None, None))
-    if snapshots is None or version_kept != version:
-        return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
-    try:
-        return ("graph", request, graph_document(snapshots, after, uri), None)
-    except UnknownPass as err:
-        return ("graph", request, None, str(err))
-    except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker
-        traceback.print_exc()
-        return ("graph", request, None, f"internal error: {type(err).__name__}: {err}")
 
 
 def _lower_priority() -> None:
