@@ -72,6 +72,18 @@ def test_a_correct_model_agrees_and_names_its_inputs() -> None:
     assert report.summary.startswith("compiled code and the reference interpreter agree on 1 output")
 
 
+def test_the_editor_checks_on_the_inputs_run_check_draws(tmp_path: Path, capsys) -> None:
+    from relaylens.compiler.cli import main
+
+    text = lstm_text(steps=4, hidden=8, features=4)
+    path = tmp_path / "lstm.relay"
+    path.write_text(text)
+    assert main(["run", str(path), "--check", "--seed", "5"]) == 0
+    line = next(ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("check output: "))
+    report = numerics_report(str(path), 1, text, weights=None, seed=5)
+    assert line == f"check output: {report.outputs[0].text}"
+
+
 def test_a_program_that_cannot_run_says_why() -> None:
     report = numerics_report("file:///w/d.relay", 1, "def @main(%x: Tensor[(?, 4), float32]) { nn.relu(%x) }\n",
                              weights=None)
