@@ -145,6 +145,10 @@ def report(result) -> None:
 
 
 def print_kernels(checks) -> None:
+    largest = max(checks, key=lambda c: c.max_abs, default=None)
+    if largest is not None:
+        print(f"  largest absolute error: #{largest.index} {largest.place.display}: {largest.max_abs:.3g}; "
+              f"largest elementwise relative errors:")
     worst = sorted(checks, key=lambda c: -c.max_rel)[:5]
     for c in worst:
         print(f"  #{c.index} {c.place.display}: max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}")
