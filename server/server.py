@@ -26,7 +26,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
 from .documents import Documents, SizeLimit
-from .features import (build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
+from .features import (byoc, build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
                        formatting, graph, hover, inlay_hints, line_map, navigation, profile, rename, semantic_tokens,
                        settings, signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
@@ -116,7 +116,7 @@ def build() -> RelayLensServer:
     _lifecycle(server)
     for feature in (diagnostics, code_actions, navigation, declaration, symbols, hover, rename, completion,
                     signature_help, semantic_tokens, folding, formatting, code_lens,
-                    virtual_documents, line_map, snapshots, graph, build_status, settings, inlay_hints, profile):
+                    virtual_documents, line_map, snapshots, graph, build_status, settings, inlay_hints, profile, byoc):
         feature.register(server)
     return server
 

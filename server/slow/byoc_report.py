@@ -25,6 +25,8 @@ Ranges are character offsets into the built text, as everywhere in the report.
 from __future__ import annotations
 
 import bisect
+import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -92,6 +94,14 @@ class ByocReport:
     def _starts(self) -> list[tuple[int, int]]:
         return [(c.range[0], -c.range[1]) for c in self.calls]
 
+    def call(self, key: Range) -> Placement | None:
+        """The placed call whose range is exactly `key`."""
+        return self._by_range.get(tuple(key))
+
+    @cached_property
+    def _by_range(self) -> dict[Range, Placement]:
+        return {c.range: c for c in self.calls}
+
     def call_at(self, offset: int) -> Placement | None:
         """The innermost placed call whose range holds `offset`."""
         i = bisect.bisect_right(self._starts, (offset, 0))
@@ -102,6 +112,21 @@ class ByocReport:
 
     def function(self, name: str) -> ExternalFunction | None:
         return next((f for f in self.functions if f.name == name), None)
+
+
+@dataclass(frozen=True)
+class ByocRequest:
+    """What the worker is told (pickled): the PassContext options, or None with problems."""
+
+    config: dict | None
+    table_uri: str | None
+    problems: tuple[tuple[Range | None, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """Equal for two requests that build alike (the table's text included)."""
+        data = json.dumps([self.config, self.problems], sort_keys=True, default=str)
+        return hashlib.sha1(data.encode()).hexdigest()
 
 
 def byoc_config(name: str | None, text: str | None, targets: list[str], ops: list[str]) -> dict[str, Any]:
