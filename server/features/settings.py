@@ -99,7 +99,7 @@ def register(server: "RelayLensServer") -> None:
         if chosen.update(section):
             _refresh(server)
         if byoc != (chosen.byoc_patterns, chosen.byoc_targets, chosen.byoc_ops):
-            server.builds.reconsider(list(server.workspace.text_documents))
+            server.builds.reconsider(server.documents.open_uris())
 
 
 def _refresh(server: "RelayLensServer") -> None:

@@ -72,7 +72,7 @@ def byoc_request(server: "RelayLensServer", uri: str, text: str) -> ByocRequest 
 def dependents(server: "RelayLensServer", table_uri: str) -> list[str]:
     """The open documents whose build reads the table `table_uri`."""
     found = []
-    for uri in _open_uris(server):
+    for uri in server.documents.open_uris():
         if uri == table_uri:
             continue
         doc = server.documents.opened(uri)
@@ -80,13 +80,6 @@ def dependents(server: "RelayLensServer", table_uri: str) -> list[str]:
         if request is not None and request.table_uri is not None and _same(request.table_uri, table_uri):
             found.append(uri)
     return found
-
-
-def _open_uris(server: "RelayLensServer") -> list[str]:
-    try:
-        return list(server.workspace.text_documents)
-    except RuntimeError:  # not initialized
-        return []
 
 
 def _same(a: str, b: str) -> bool:

@@ -375,6 +375,8 @@ async function scenario(page, url) {
         return result.profileRows.join(' | ').slice(0, 300);
     });
 
+    await step(page, 'byoc', () => byocStep(page));
+
     await step(page, 'broken-line-diagnostic', async () => {
         await page.locator('.tab', { hasText: model }).first().click();
         await activeTab(page, model).waitFor();
@@ -389,6 +391,39 @@ async function scenario(page, url) {
         result.errorsInStatus = Number(/(\d+) error/.exec(text)[1]);
         return text;
     });
+}
+
+/**
+ * BYOC: BYOC_MODEL names its pattern table in a `// relaylens:` line; it builds partitioned,
+ * with a lens per external function ("mynpu · 3 ops · conv2d_bias_relu"), and a hover on a
+ * call it offloaded names the target and the composite (its screenshot: byoc-model.png);
+ * the table then counts its matches in a lens on each def.
+ */
+async function byocStep(page) {
+    const model = path.basename(env('BYOC_MODEL'));
+    await page.keyboard.press('Escape');
+    await openModel(page, model);
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'mynpu · 3 ops · conv2d_bias_relu' });
+    await lens.first().waitFor({ timeout: STEP_TIMEOUT });
+    await page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'mynpu · 2 ops · add_relu' }).first().waitFor();
+    result.byocLenses = (await lensTexts(page)).filter((t) => t.startsWith('mynpu'));
+    await goToLine(page, Number(env('BYOC_HOVER_LINE')), Number(env('BYOC_HOVER_COLUMN')));
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'BYOC' }).first();
+    await hover.waitFor({ timeout: 30_000 });
+    const text = (await hover.innerText()).replace(/\s+/g, ' ');
+    result.byocHover = text;
+    if (!/BYOC: mynpu · composite mynpu\.conv2d_bias_relu \(pattern @conv2d_bias_relu\) in tvmgen_default_mynpu_main_0/.test(text)) {
+        throw new Error(`the hover does not say which composite and target took the call: ${text}`);
+    }
+    await page.screenshot({ path: path.join(artifacts, 'byoc-model.png') });
+    await page.keyboard.press('Escape');
+    await openModel(page, path.basename(env('BYOC_TABLE')));
+    const matched = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: /^matched 1 time in 1 model$/ });
+    await matched.first().waitFor({ timeout: STEP_TIMEOUT });
+    result.byocTableLenses = await lensTexts(page);
+    return `${result.byocLenses.join(' | ')}; ${text.slice(0, 200)}`;
 }
 
 async function main() {
