@@ -35,9 +35,9 @@ from ...compiler.ir.expr import Call, Expr, Function, Op
 from ...compiler.ir.functor import post_order
 from ...compiler.transform.infra import PassContext
 from ...compiler.transform.patterns import byoc_options, match
+from ...compiler.transform.patterns.options import BYOC_PASSES  # noqa: F401 -- what such a build runs first
 from ...compiler.transform.patterns.closest import closest, users_of
 
-BYOC_PASSES = ["MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph"]
 Range = tuple[int, int]
 ANNOTATIONS = ("annotation.compiler_begin", "annotation.compiler_end")
 

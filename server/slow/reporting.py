@@ -70,7 +70,7 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
     config = byoc.config if byoc is not None else None
     for where, message in byoc.problems if byoc is not None else ():
         report.diagnostics.append(ReportDiagnostic(message, int(Severity.ERROR), where, "byoc"))
-    passes = BYOC_PASSES + relay_build_passes(3) if config is not None else None
+    passes = [*BYOC_PASSES, *relay_build_passes(3)] if config is not None else None
     result = compile(text, uri, params=params, params_origin=origin, stop_after="llvm", cache=cache,
                      progress=on_step, disk_cache=disk_cache, passes=passes, config=config)  # shown, never run
     if keep is not None:
