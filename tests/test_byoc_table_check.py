@@ -65,3 +65,10 @@ def test_the_build_directive_reads_the_command_line_options() -> None:
     assert [p[2] for p in bad.problems] == [
         "relaylens directive: unknown option --taget (known: --patterns, --target, --target-ops)"]
     assert "--target is missing" in build_directive("// relaylens: --patterns t.relay\n").problems[0][2]
+
+
+def test_the_example_model_names_the_example_table() -> None:
+    model = ROOT / "examples" / "byoc" / "mynpu_model.relay"
+    found = build_directive(model.read_text(encoding="utf-8"))
+    assert (found.problems, found.targets) == ([], ["mynpu"])
+    assert (model.parent / found.patterns).resolve() == TABLE.resolve()
