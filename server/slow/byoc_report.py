@@ -1,7 +1,7 @@
 """What a BYOC build partitioned, as plain data for the editor (docs/byoc.md, "In the editor").
 
     config = byoc_config(patterns_name, patterns_text, targets, ops)   # the PassContext options
-    passes = BYOC_PASSES + relay_build_passes(3)                        # what such a build runs
+    passes = [*BYOC_PASSES, *relay_build_passes(3)]                     # what such a build runs
     report.byoc = byoc_report(result, config)                           # in the worker, after it
 
 Read from the module after PartitionGraph (the first pass after which every region is a
@@ -35,7 +35,6 @@ from ...compiler.ir.expr import Call, Expr, Function, Op
 from ...compiler.ir.functor import post_order
 from ...compiler.transform.infra import PassContext
 from ...compiler.transform.patterns import byoc_options, match
-from ...compiler.transform.patterns.options import BYOC_PASSES  # noqa: F401 -- what such a build runs first
 from ...compiler.transform.patterns.closest import closest, users_of
 
 Range = tuple[int, int]

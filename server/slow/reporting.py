@@ -28,7 +28,8 @@ from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from ...compiler.provenance import Provenance
-from .byoc_report import BYOC_PASSES, ByocRequest, byoc_report
+from ...compiler.transform.patterns.options import BYOC_PASSES
+from .byoc_report import ByocRequest, byoc_report
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
 from .weights import read_weights
 
