@@ -402,6 +402,7 @@ async function scenario(page, url) {
 async function byocStep(page) {
     const model = path.basename(env('BYOC_MODEL'));
     await page.keyboard.press('Escape');
+    await runCommand(page, 'View: Single Column Editor Layout'); // room for the lenses in the screenshot
     await openModel(page, model);
     const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'mynpu · 3 ops · conv2d_bias_relu' });
     await lens.first().waitFor({ timeout: STEP_TIMEOUT });
