@@ -8,7 +8,8 @@ Read from the module after PartitionGraph (the first pass after which every regi
 function) and from the build's input, through the spans (provenance.py):
 
 * `functions`: each external function (`Compiler=` set), its target, the patterns of the
-  composites inside it (their def names, in evaluation order), how many operator calls it
+  composites inside it (their def names, in evaluation order; an op it took alone, by
+  `--target-ops`, by its name), how many operator calls it
   holds (composites' included), the source ranges of those calls and where it prints in
   the PartitionGraph snapshot;
 * `matches`: each composite MergeComposite made, with the def that made it (the first def
@@ -45,7 +46,7 @@ ANNOTATIONS = ("annotation.compiler_begin", "annotation.compiler_end")
 class ExternalFunction:
     name: str  # tvmgen_default_mynpu_main_0
     target: str
-    patterns: tuple[str, ...]  # the def names of its composites, in evaluation order
+    patterns: tuple[str, ...]  # its composites' def names and the ops it took alone, in evaluation order
     ops: int  # operator calls inside it, composites' included
     ranges: tuple[Range, ...]  # the source ranges of those calls, sorted
     printed: Range | None  # where it prints in the PartitionGraph snapshot
@@ -162,6 +163,8 @@ def byoc_report(result, config: dict[str, Any]) -> ByocReport:
         names: list[str] = []
         ranges: set[Range] = set()
         ops = 0
+        inner = {n for f in post_order(func.body) if isinstance(f, Function) and "Composite" in f.attrs
+                 for n in post_order(f.body)}
         for node in post_order(func.body):
             if not isinstance(node, Call):
                 continue
@@ -174,7 +177,8 @@ def byoc_report(result, config: dict[str, Any]) -> ByocReport:
                     if _is_op_call(node_in):
                         for key in keys(node_in):
                             placed[key] = Placement(key, node_in.op.name, target, gv.name if target else None, index)
-            elif _is_op_call(node) and target is not None:
+            elif _is_op_call(node) and target is not None and node not in inner:  # taken one by one
+                names.append(node.op.name)
                 for key in keys(node):
                     placed.setdefault(key, Placement(key, node.op.name, target, gv.name))
         if target is None:
