@@ -60,3 +60,16 @@ def test_a_pattern_that_matches_says_so():
     found, users = calls(f"def @main(%a: {X}, %b: {X}) {{ nn.relu(add(%a, %b)) }}")
     near = closest(TABLE.entries, found["add"], users)
     assert (near.entry.name, near.why, near.root) == ("add_relu", None, found["nn.relu"])
+
+
+def test_a_pattern_that_fails_above_the_call_is_still_named():
+    """dense then add (not bias_add): @dense_bias is tried at the add, and says so."""
+    table = load_pattern_table("def @dense_bias(%x, %w, %b) { nn.bias_add(nn.dense(%x, %w), %b) }", "t.relay")
+    found, users = calls("def @main(%x: Tensor[(1, 8), float32], %w: Tensor[(4, 8), float32], %b: Tensor[(4), float32]) {"
+                         " add(nn.dense(%x, %w), %b) }")
+    near = closest(table.entries, found["nn.dense"], users)
+    assert (near.entry.name, near.root, near.why) == ("dense_bias", found["add"], "expected nn.bias_add, found add")
+    lone = calls("def @main(%x: Tensor[(1, 8), float32], %w: Tensor[(4, 8), float32]) { nn.dense(%x, %w) }")
+    near = closest(table.entries, lone[0]["nn.dense"], lone[1])  # nothing above it to be the root
+    assert (near.entry.name, near.why) == ("dense_bias", "nothing above it fits the pattern, which continues up to "
+                                                         "nn.bias_add")

@@ -4,12 +4,16 @@ on an op left on the host).
     near = closest(table.entries, call, users)   # a Near, or None: no pattern uses call's op
     near.entry.name, near.why                     # "conv2d_bias_relu", "%w must be a constant"
 
-A pattern is a candidate when it calls the op the call calls.  It is tried (matcher.py) at
-the call and at every expression that uses the call, up to the pattern's depth, and an
-attempt counts only when it reaches the call at one of the pattern's calls of that op.
-The closest attempt is the one that got furthest: the most pattern calls reached with an
-expression of their operator; ties go to the pattern written first (the table's priority).
-`why` is `explain`'s reason for that attempt, None when the pattern matches there after all
+A pattern is a candidate when it calls the op the call calls.  It is tried (matcher.py)
+where its root would be if that call of the op were this call: at the expressions as many
+uses above the call as the op's call is below the pattern's root.  The closest attempt is
+one that reached the call at a call of its op (else one that failed above it: a pattern
+`bias_add(dense(...))` tried at the `add` that uses a dense), then the one that got
+furthest: the most pattern calls reached with a call of their operator; ties go to the
+pattern written first (the table's priority).  A call whose value nothing uses as the
+pattern would (it is the output) gets the first pattern that calls its op, and says so.
+
+`why` is `explain`'s reason for the attempt, None when the pattern matches there after all
 (MergeComposite then dropped the match: it overlapped another, or a value inside it is
 also used outside).  `users` maps an expression to the expressions that use it.
 """
@@ -55,32 +59,39 @@ def users_of(body: Expr) -> dict[Expr, list[Expr]]:
     return users
 
 
-def _depth(pat: Expr) -> int:
-    kids = [c for c in children(pat) if not isinstance(c, Op)]
-    return 1 + max((_depth(c) for c in kids), default=0)
-
-
-def _around(call: Expr, users: Mapping[Expr, Sequence[Expr]], depth: int) -> list[Expr]:
-    """`call` and what uses it, up to `depth` - 1 uses away, nearest first."""
-    found, level = [call], [call]
-    for _ in range(depth - 1):
-        level = [u for e in level for u in users.get(e, ()) if u not in found]
-        found += level
+def _distances(pat: Expr, op: Op) -> set[int]:
+    """How many calls down from the pattern's root each of its calls of `op` is."""
+    found: set[int] = set()
+    level, d = [pat], 0
+    while level:
+        found.update(d for p in level if isinstance(p, Call) and p.op is op)
+        level = [c for p in level for c in children(p) if not isinstance(c, Op)]
+        d += 1
     return found
+
+
+def _up(call: Expr, users: Mapping[Expr, Sequence[Expr]], d: int) -> list[Expr]:
+    """The expressions `d` uses above `call` (through any path)."""
+    level = [call]
+    for _ in range(d):
+        level = list(dict.fromkeys(u for e in level for u in users.get(e, ())))
+    return level
 
 
 def closest(entries: Sequence[PatternEntry], call: Call, users: Mapping[Expr, Sequence[Expr]]) -> Near | None:
     best: Near | None = None
+    score = (False, -1)
     for entry in entries:
         body = entry.func.body
-        if not any(isinstance(p, Call) and p.op is call.op for p in post_order(body)):
-            continue
-        for root in _around(call, users, _depth(body)):
-            probe = _Probe(entry)
-            probe.visit(body, root)
-            if not any(e is call and p.op is call.op for p, e in probe.reached.items()):
-                continue
-            reached = len(probe.reached)
-            if best is None or reached > best.reached:
-                best = Near(entry, root, reached, explain(entry, root))
+        for d in sorted(_distances(body, call.op)):
+            for root in _up(call, users, d):
+                probe = _Probe(entry)
+                probe.visit(body, root)
+                aligned = any(e is call and p.op is call.op for p, e in probe.reached.items())
+                if (aligned, len(probe.reached)) > score:
+                    score = (aligned, len(probe.reached))
+                    best = Near(entry, root, len(probe.reached), explain(entry, root))
+            if best is None:  # nothing so many uses above the call: the pattern goes on above it
+                top = body.op.name if isinstance(body, Call) and isinstance(body.op, Op) else type(body).__name__.lower()
+                best = Near(entry, call, 0, f"nothing above it fits the pattern, which continues up to {top}")
     return best
