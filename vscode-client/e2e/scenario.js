@@ -396,7 +396,8 @@ async function scenario(page, url) {
 /**
  * BYOC: BYOC_MODEL names its pattern table in a `// relaylens:` line; it builds partitioned,
  * with a lens per external function ("mynpu · 3 ops · conv2d_bias_relu"), and a hover on a
- * call it offloaded names the target and the composite (its screenshot: byoc-model.png);
+ * call it offloaded names the target and the composite (screenshots byoc-model.png and
+ * byoc-hover.png, which docs/byoc.md shows);
  * the table then counts its matches in a lens on each def.
  */
 async function byocStep(page) {
@@ -408,6 +409,8 @@ async function byocStep(page) {
     await lens.first().waitFor({ timeout: STEP_TIMEOUT });
     await page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'mynpu · 2 ops · add_relu' }).first().waitFor();
     result.byocLenses = (await lensTexts(page)).filter((t) => t.startsWith('mynpu'));
+    await page.waitForTimeout(500); // the region colours follow the lenses' build
+    await page.screenshot({ path: path.join(artifacts, 'byoc-model.png') });
     await goToLine(page, Number(env('BYOC_HOVER_LINE')), Number(env('BYOC_HOVER_COLUMN')));
     await page.keyboard.press('Control+K');
     await page.keyboard.press('Control+I');
@@ -418,7 +421,8 @@ async function byocStep(page) {
     if (!/BYOC: mynpu · composite mynpu\.conv2d_bias_relu \(pattern @conv2d_bias_relu\) in tvmgen_default_mynpu_main_0/.test(text)) {
         throw new Error(`the hover does not say which composite and target took the call: ${text}`);
     }
-    await page.screenshot({ path: path.join(artifacts, 'byoc-model.png') });
+    await page.waitForTimeout(700); // the hover fades in
+    await page.screenshot({ path: path.join(artifacts, 'byoc-hover.png') });
     await page.keyboard.press('Escape');
     await openModel(page, path.basename(env('BYOC_TABLE')));
     const matched = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: /^matched 1 time in 1 model$/ });
