@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 Range = tuple[int, int]
 
 
-def byoc_request(server: "RelayLensServer", uri: str, text: str) -> ByocRequest | None:
+def byoc_request(server: "RelayLensServer", uri: str, text: str, read: bool = True) -> ByocRequest | None:
+    """`read=False`: only say which table (`table_uri`), without reading it."""
     found = build_directive(text)
     chosen = settings.of(server)
     if found is not None:
@@ -60,6 +61,7 @@ def byoc_request(server: "RelayLensServer", uri: str, text: str) -> ByocRequest 
         path = patterns if os.path.isabs(patterns) or base is None else os.path.join(base, patterns)
         table_uri = from_fs_path(os.path.normpath(path))
         name = os.path.normpath(path)
+    if table_uri is not None and read:
         try:
             table = server.documents.get(table_uri).text
         except Refused as err:
@@ -76,7 +78,7 @@ def dependents(server: "RelayLensServer", table_uri: str) -> list[str]:
         if uri == table_uri:
             continue
         doc = server.documents.opened(uri)
-        request = byoc_request(server, uri, doc.text) if doc is not None else None
+        request = byoc_request(server, uri, doc.text, read=False) if doc is not None else None
         if request is not None and request.table_uri is not None and _same(request.table_uri, table_uri):
             found.append(uri)
     return found
