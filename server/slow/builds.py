@@ -9,6 +9,9 @@ when, the reports that came back, and what the client is told (docs/lsp.md).
     await builds.wait(uri, version)   the same, waiting for a build under way
     await builds.graph(uri, version, after)   (Built, GraphDocument): the graph of a snapshot
 
+A model that names a BYOC pattern table (byoc_setup.py: its `// relaylens:` line, or the
+settings) is built partitioned, and built again when the table or the settings change,
+even at the same version; a pattern table itself is not built.
 A build binds the weights in `<stem>.npz` beside a `file:` model when that file is inside
 the workspace (documents.py's rule) and `{"params": {"bind": false}}` did not turn it off,
 as `relaylens build` does; the worker reads them.  A version whose fast analysis has errors is not built.  A newer version supersedes the
@@ -184,7 +187,7 @@ class Builds:
 
     def saved(self, uri: str) -> None:
         self._build_now(uri)
-        self.reconsider(dependents(self.server, uri))
+        self.reconsider(self._dependents(uri))
 
     def changed(self, uri: str, dependent: bool = True) -> None:
         """`dependent`: the models built with this document as their pattern table are
@@ -194,7 +197,7 @@ class Builds:
         if self.enabled:
             self._timers[uri] = asyncio.get_running_loop().call_later(self.debounce, self._build_later, uri)
         if dependent:
-            self.reconsider(dependents(self.server, uri))
+            self.reconsider(self._dependents(uri))
 
     def reconsider(self, uris: list[str]) -> None:
         """Build these open documents again if what their build would run changed (their
@@ -337,6 +340,14 @@ class Builds:
             return self.server.documents.workspace_file(stem + ".npz")
         except Refused:  # none there, or not one the server reads
             return None
+
+    def _dependents(self, uri: str) -> list[str]:
+        """The open models whose pattern table is `uri` (byoc_setup.py)."""
+        try:
+            return dependents(self.server, uri)
+        except Exception:  # noqa: BLE001 -- a bug there must not cost the document's own build
+            log.exception("finding the models built with %s failed", uri)
+            return []
 
     def _byoc(self, uri: str, text: str) -> ByocRequest | None:
         """The document's BYOC options (byoc_setup.py); None: a plain build."""
