@@ -162,6 +162,13 @@ async def test_the_table_checks_clean_and_finds_its_matches(client: LanguageClie
     await finished((WORKSPACE / "bound.relay").as_uri())
     await finished((WORKSPACE / "plain.relay").as_uri())
     assert await published(client, table) == []  # no "cannot infer the type" for the wildcards
+    # a Relay file like any other: hover and definition on a wildcard
+    use = line_of(TABLE, "  %0 = nn.conv2d(%x, %w);")
+    at = lsp.Position(use, TABLE.splitlines()[use].index("%x") + 1)
+    shown = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(table), at))
+    assert "`%x`" in shown.contents.value
+    [target] = await client.text_document_definition_async(lsp.DefinitionParams(lsp.TextDocumentIdentifier(table), at))
+    assert target.range.start.line == line_of(TABLE, "def @conv2d_bias_relu")
     rows = await lens_rows(client, table)
     assert rows[line_of(TABLE, "def @add_relu")] == ["matched 2 times in 2 models"]
     assert rows[line_of(TABLE, "def @conv2d_bias_relu")] == ["matched 1 time in 1 model"]
