@@ -42,6 +42,7 @@ from ..compiler.check import CheckResult, Parsed, check_text, recheck
 from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex, parse
+from ..compiler.transform.patterns.table_check import table_check
 from .documents import SizeLimit
 from .exprs import ExprIndex
 from .syntax import Syntax
@@ -61,8 +62,13 @@ class Analysis:
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
-        """Syntax and name diagnostics, then type diagnostics."""
-        return [*self.result.diagnostics, *self.type_diagnostics]
+        """Syntax and name diagnostics, then type diagnostics; a BYOC pattern table's read
+        as a table (its wildcards' unknown types are no warnings: table_check.py)."""
+        found = [*self.result.diagnostics, *self.type_diagnostics]
+        if self.syntax_only:
+            return found
+        as_table = table_check(self.result.module, found, self.source.text)
+        return found if as_table is None else as_table
 
     @property
     def exprs(self) -> "ExprIndex":

@@ -9,6 +9,7 @@ documents only here (tests/test_server_reads.py checks that nothing else does):
 
     documents.get(uri)      an opened document, else a file read as below; else `Unreadable`
     documents.opened(uri)   an opened document, or None (what the fast path and builds use)
+    documents.open_uris()   the URIs of the opened documents
 
 A document the client did not open is read only when it is a `file:` URI of a regular
 file inside a workspace folder (or the root URI) once symlinks are resolved, of at most
@@ -88,6 +89,13 @@ class Documents:
         except RuntimeError:  # not initialized: nothing is open
             return None
         return None if held is None else Document(uri, held.version, held.source, True)
+
+    def open_uris(self) -> list[str]:
+        """The URIs of the documents the client has open (as pygls keys them)."""
+        try:
+            return list(self.server.workspace.text_documents)
+        except RuntimeError:  # not initialized: nothing is open
+            return []
 
     def get(self, uri: str) -> Document:
         """The opened document, else the workspace file (see the module docstring)."""

@@ -26,7 +26,7 @@ from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
 from .documents import Documents, SizeLimit
-from .features import (build_status, code_actions, code_lens, completion, declaration, diagnostics, folding,
+from .features import (build_status, byoc, code_actions, code_lens, completion, declaration, diagnostics, folding,
                        formatting, graph, hover, inlay_hints, line_map, navigation, numerics, profile, rename,
                        semantic_tokens, settings, signature_help, snapshots, symbols, virtual_documents)
 from .slow.builds import Builds
@@ -117,7 +117,7 @@ def build() -> RelayLensServer:
     for feature in (diagnostics, code_actions, navigation, declaration, symbols, hover, rename, completion,
                     signature_help, semantic_tokens, folding, formatting, code_lens,
                     virtual_documents, line_map, snapshots, graph, build_status, settings, inlay_hints, profile,
-                    numerics):
+                    numerics, byoc):
         feature.register(server)
     return server
 

@@ -80,3 +80,24 @@ def test_usage_errors(capsys, files, args, message):
     status, _, err = relaylens(capsys, "build", model, "--passes", BYOC, *args)
     assert status == 2
     assert message in err
+
+
+def test_a_model_that_names_its_table_is_built_partitioned(tmp_path: Path, capsys) -> None:
+    """The `// relaylens: --patterns FILE --target T` line the editor reads (docs/byoc.md) is
+    the command line's too, the table's path relative to the model; its mistakes are errors
+    at the line; options on the command line win."""
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "t.relay").write_text(TABLE)
+    model = tmp_path / "model.relay"
+    model.write_text(MODEL.replace("def @main", "// relaylens: --patterns tables/t.relay --target mynpu\ndef @main"))
+    status, out, err = relaylens(capsys, "build", model, "--no-params")
+    assert (status, err) == (0, "")
+    main_text = out.split("def @main", 1)[1].split("\n}", 1)[0]
+    assert 'Compiler="mynpu"' in out and "Primitive=1" in main_text  # partitioned, then FuseOps (relay.build's)
+    status, out, _ = relaylens(capsys, "build", model, "--no-params", "--passes", BYOC, "--target", "other",
+                               "--patterns", tmp_path / "tables" / "t.relay")
+    assert status == 0 and 'Compiler="other"' in out and 'Compiler="mynpu"' not in out
+    model.write_text(MODEL.replace("def @main", "// relaylens: --patterns missing.relay --target mynpu\ndef @main"))
+    status, out, err = relaylens(capsys, "build", model, "--no-params")
+    assert status == 1 and out == ""
+    assert err.startswith(f"{model}:2:1: error: relaylens directive: --patterns missing.relay: cannot read ")

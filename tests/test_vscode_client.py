@@ -139,7 +139,8 @@ def test_the_vsix_packages_offline(node_modules):
             "relaylens.explain", "relaylens.restartServer"} <= commands
     assert set(manifest["contributes"]["configuration"]["properties"]) == {
         "relaylens.server.pythonPath", "relaylens.trace.server", "relaylens.inlayHints.types",
-        "relaylens.files.maxBytes", "relaylens.params.bind", "relaylens.cache.enabled"}
+        "relaylens.files.maxBytes", "relaylens.params.bind", "relaylens.cache.enabled",
+        "relaylens.byoc.patterns", "relaylens.byoc.target", "relaylens.byoc.targetOps"}
     assert {"relaylens.goToSource"} <= commands
     assert manifest["contributes"]["keybindings"] == [
         {"command": "relaylens.goToSource", "key": "f12", "when": "editorTextFocus && resourceScheme == relaylens"}]

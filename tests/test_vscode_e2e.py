@@ -85,6 +85,35 @@ def error_count(text: str, tmp_path: Path) -> int:
     return sum(1 for line in check.stderr.splitlines() if ": error: " in line)
 
 
+BYOC_MODEL = """#[version = "0.0.5"]
+// relaylens: --patterns mynpu_patterns.relay --target mynpu
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  %3 = exp(%2);
+  %4 = add(%3, %2);
+  nn.relu(%4)
+}
+"""
+
+
+def byoc_workspace(workspace: Path) -> dict[str, str]:
+    """The BYOC step's files (docs/byoc.md): a model that names its pattern table, its weights
+    (so the convolution's are constants, as the table's Constants= asks) and the table."""
+    import numpy as np
+
+    model = workspace / "byoc_model.relay"
+    model.write_text(BYOC_MODEL)
+    np.savez(workspace / "byoc_model.npz", w=np.ones((4, 3, 3, 3), "float32"), b=np.ones(4, "float32"))
+    table = workspace / "mynpu_patterns.relay"
+    shutil.copy(ROOT / "examples" / "byoc" / "mynpu_patterns.relay", table)
+    line = next(i for i, text in enumerate(BYOC_MODEL.splitlines(), 1) if "nn.bias_add(" in text)
+    column = BYOC_MODEL.splitlines()[line - 1].index("nn.bias_add(") + 4
+    return {"BYOC_MODEL": str(model), "BYOC_TABLE": str(table), "BYOC_HOVER_LINE": str(line),
+            "BYOC_HOVER_COLUMN": str(column)}
+
+
 def test_the_extension_in_code_server(tools, tmp_path):
     if not (CORPUS / MODEL).is_file():
         pytest.skip(f"no corpus at {CORPUS}")
@@ -96,8 +125,9 @@ def test_the_extension_in_code_server(tools, tmp_path):
     lines = text.splitlines()
     hover_line = next(i for i, line in enumerate(lines, 1) if "nn.conv2d(" in line)
     llvm_line, relay_line = first_located_line(model)
+    byoc = byoc_workspace(workspace)
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    env = {**os.environ, **tools, "PYTHON": sys.executable, "WORKSPACE": str(workspace), "MODEL": str(model),
+    env = {**byoc, **os.environ, **tools, "PYTHON": sys.executable, "WORKSPACE": str(workspace), "MODEL": str(model),
            "ARTIFACTS": str(ARTIFACTS), "HOVER_LINE": str(hover_line),
            "HOVER_COLUMN": str(lines[hover_line - 1].index("nn.conv2d(") + len("nn.con")),
            "BROKEN_LINE": str(hover_line), "LLVM_LINE": str(llvm_line)}
@@ -107,7 +137,8 @@ def test_the_extension_in_code_server(tools, tmp_path):
     steps = result["steps"]
     assert list(steps) == ["open-and-build", "hover", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
                            "one-server-many-documents", "optimised-ir-and-assembly",
-                           "pass-diff-without-renumbering", "profile", "check-numerics", "broken-line-diagnostic"], report
+                           "pass-diff-without-renumbering", "profile", "check-numerics", "byoc",
+                           "broken-line-diagnostic"], report
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
     assert result["servers"] == {"server": 1, "worker": 1}, report
@@ -115,6 +146,7 @@ def test_the_extension_in_code_server(tools, tmp_path):
     assert result["errorsInStatus"] == error_count("\n".join(broken) + "\n", tmp_path), report
     assert scenario.returncode == 0, report
     assert sorted(p.name for p in ARTIFACTS.glob("*.png"))[:1] == ["01-open-and-build.png"]
+    assert result["byocLenses"] == ["mynpu · 3 ops · conv2d_bias_relu", "mynpu · 2 ops · add_relu"], report
 
 
 def test_zero_configuration_in_code_server(tools, tmp_path):

@@ -8,6 +8,8 @@ One driver.compile() call, stopping as early as the request allows: after the pa
 the printed module, at LLVM IR for `--emit llvm|llvm-opt|schedule`, at machine code for
 `-o DIR` (graph.json and params.npz come from the executable's plan).  The weights are
 bound first (build_options.py: `--params`, or FILE's `<stem>.npz`), as relay.build does.
+A model whose `// relaylens: --patterns FILE --target T` line names a BYOC table (and no
+BYOC option on the command line) is partitioned first, as the editor builds it (docs/byoc.md).
 
 `build` prints the final module (with types and spans); `--print-after-all` prints every
 snapshot, each under a `// after PASS` banner.  `--emit` prints the LLVM IR (after O3 for
@@ -26,7 +28,9 @@ from typing import TextIO
 from ..driver import compile
 from ..lower.artifacts import FILES, write_build
 from ..printer import print_module
-from .build_options import (add_build_options, add_byoc_options, byoc_config, disk_cache, params_file, pass_config,
+from ..build import relay_build_passes
+from ..transform.patterns.options import BYOC_PASSES
+from .build_options import (add_build_options, add_byoc_options, byoc_config, directive_byoc, disk_cache, params_file, pass_config,
                             terminal_progress)
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 from .outputs import OutputPlan, commit_build_dir, staging_dir
@@ -79,6 +83,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if bad_encoding is not None:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
+    partitioned, problems = directive_byoc(args, name, text, config)
+    if problems:
+        report(problems, name, err)
+        return EXIT_ERRORS
+    if partitioned and passes is None:  # as partition_for_<target> runs before relay.build
+        passes = [*BYOC_PASSES, *relay_build_passes(args.opt_level)]
     params = weights.load(err)
     stop_after = "machine_code" if args.output else "passes" if args.emit == "relay" else "llvm"
     with terminal_progress(err) as progress:

@@ -34,8 +34,11 @@ from typing import Any, Iterator, TextIO
 
 import numpy as np
 
+from ..diagnostics import Diagnostic, Severity
 from ..driver import Step
+from ..ir.span import Source, Span
 from ..lower.disk_cache import ENV_SIZE, DiskCache, environment_cache
+from ..transform.patterns.directive import build_directive
 from .array_files import load_archive
 from .common import PROG, STDIN, UsageError, plural
 
@@ -152,6 +155,35 @@ def byoc_config(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, A
             raise UsageError("--target-ops needs --target (the target that takes them)")
         config["relay.byoc.ops"] = [o.strip() for o in args.target_ops.split(",") if o.strip()]
     return config
+
+
+def directive_byoc(args: argparse.Namespace, name: str, text: str,
+                   config: dict[str, Any]) -> tuple[bool, list[Diagnostic]]:
+    """A model's own `// relaylens: --patterns FILE --target T [--target-ops A,B]` line
+    (docs/byoc.md, "In the editor"), when the command line gives no BYOC option: its options
+    go into `config` (the table's path relative to the model's folder), and True says the
+    build partitions.  What the line gets wrong is an error at the line (exit 1)."""
+    if args.patterns is not None or args.target is not None or args.target_ops is not None:
+        return False, []
+    found = build_directive(text)
+    if found is None:
+        return False, []
+    span = Span(Source(name, text), found.start, found.end)
+    if found.problems:
+        return False, [Diagnostic(message, span, Severity.ERROR, source="byoc") for _, _, message in found.problems]
+    if found.patterns is not None:
+        path = Path(found.patterns) if name in (STDIN, "-") else Path(name).parent / found.patterns
+        try:
+            table = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            why = getattr(exc, "strerror", None) or exc
+            return False, [Diagnostic(f"relaylens directive: --patterns {found.patterns}: cannot read {path} ({why})",
+                                      span, Severity.ERROR, source="byoc")]
+        config["relay.byoc.patterns"] = {"name": str(path), "text": table}
+    config["relay.byoc.targets"] = found.targets
+    if found.ops:
+        config["relay.byoc.ops"] = found.ops
+    return True, []
 
 
 # --- progress ----------------------------------------------------------------------------

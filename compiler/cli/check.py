@@ -10,6 +10,7 @@ from typing import TextIO
 
 from ..check import check_text
 from ..diagnostics import Severity
+from ..transform.patterns.table_check import table_check
 from .common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, PROG, UsageError, plural, read_source, report
 
 
@@ -23,6 +24,13 @@ def add_parser(commands) -> None:
     parser.set_defaults(run=run)
 
 
+def _diagnostics(text: str, name: str) -> list:
+    """The file's diagnostics; a pattern table's as a table (docs/byoc.md)."""
+    checked = check_text(text, name)
+    as_table = table_check(checked.module, checked.diagnostics, text)
+    return checked.diagnostics if as_table is None else as_table
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     errors = warnings = files_reported = 0
     status = EXIT_OK
@@ -33,7 +41,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"{PROG}: {exc}", file=err)
             status = EXIT_USAGE
             continue
-        diagnostics = [bad_encoding] if bad_encoding else check_text(text, name).diagnostics
+        diagnostics = [bad_encoding] if bad_encoding else _diagnostics(text, name)
         report(diagnostics, name, err)
         file_errors = sum(d.severity == Severity.ERROR for d in diagnostics)
         file_warnings = sum(d.severity == Severity.WARNING for d in diagnostics)

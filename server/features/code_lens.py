@@ -21,7 +21,7 @@ from ..slow.builds import Built
 from ..slow.report import FusedReport
 from ..text_edits import offset_mapper
 from ...compiler.ir.span import Source
-from . import guarded
+from . import byoc, guarded
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -79,9 +79,10 @@ def register(server: "RelayLensServer") -> None:
     def code_lens(params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
         uri = params.text_document.uri
         built = server.builds.current(uri)
+        partitioned = byoc.lenses(server, uri, built)  # external functions; a pattern table's matches
         if built is not None:
-            return [lens for fn in built.report.functions for lens in lenses_for(built, fn)]
-        return stale_lenses(server, uri)
+            return [lens for fn in built.report.functions for lens in lenses_for(built, fn)] + partitioned
+        return stale_lenses(server, uri) + partitioned
 
 
 def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:

@@ -26,6 +26,7 @@ from ...compiler.printer import print_type
 from ...compiler.printer.types import print_type_def, type_params_text
 from ..slow.uris import is_virtual
 from . import analysis_for, guarded, virtual_documents
+from .byoc import hover_markdown as byoc_markdown
 from .navigation import symbol_at
 from .provenance_hover import bound_markdown, provenance_markdown
 
@@ -143,7 +144,8 @@ def register(server: "RelayLensServer") -> None:
         if hit is None:
             return None
         start, end, node = hit
-        slow = provenance_markdown(server, uri, (start, end), analysis.source.text, params.position)
+        slow = _joined(byoc_markdown(server, uri, (start, end), analysis.source.text, params.position),
+                       provenance_markdown(server, uri, (start, end), analysis.source.text, params.position))
         story = _joined(describe_expr(node) or (f"**call** `{node.op.name}`" if isinstance(node, Call) else None), slow)
         name = analysis.exprs.op_name_range(start, node)
         if name is not None and name[0] <= offset < name[1]:  # on the operator's name: its docs below

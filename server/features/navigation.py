@@ -16,6 +16,7 @@ from .. import convert
 from ...compiler.parser import Symbol
 from ..slow.uris import is_virtual
 from . import analysis_for, guarded, virtual_documents
+from .byoc import pattern_references
 
 if TYPE_CHECKING:
     from ..analysis import Analysis
@@ -54,7 +55,7 @@ def register(server: "RelayLensServer") -> None:
         spans = list(symbol.references)
         if params.context.include_declaration and symbol.definition is not None:
             spans.insert(0, symbol.definition)
-        return [convert.location(uri, span) for span in spans]
+        return [convert.location(uri, span) for span in spans] + pattern_references(server, uri, symbol)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     @guarded()

@@ -3,6 +3,10 @@
     relaylens.inlayHints.types   bool, default true: type hints after bindings (inlay_hints.py)
     relaylens.params.bind        bool, default true: a build binds the weights in `<stem>.npz`
                                  beside a model, as `relaylens build` does (slow/builds.py)
+    relaylens.byoc.patterns      a BYOC pattern table (a path relative to the workspace folder),
+    relaylens.byoc.target        "mynpu" or "mynpu,dsp", relaylens.byoc.targetOps "exp,nn.relu":
+                                 builds partition for them (slow/byoc_setup.py; a model's
+                                 `// relaylens: --patterns ...` line wins); a change rebuilds
 
 Read from initializationOptions at `initialize` (`{"inlayHints": {"types": false}}`, called
 from server.py) and from every workspace/didChangeConfiguration: its `settings` carry the
@@ -35,9 +39,18 @@ SECTION = "relaylens"
 class Settings:
     inlay_types: bool = True
     bind_params: bool = True
+    byoc_patterns: str = ""
+    byoc_targets: tuple[str, ...] = ()
+    byoc_ops: tuple[str, ...] = ()
 
     def update(self, options: Any) -> bool:
         """Take what `options` (the section's content) sets; True if the inlay hints changed."""
+        byoc = options.get("byoc") if isinstance(options, dict) else None
+        if isinstance(byoc, dict):
+            if isinstance(byoc.get("patterns"), str):
+                self.byoc_patterns = byoc["patterns"].strip()
+            self.byoc_targets = _names(byoc.get("target"), self.byoc_targets)
+            self.byoc_ops = _names(byoc.get("targetOps"), self.byoc_ops)
         weights = options.get("params") if isinstance(options, dict) else None
         bind = weights.get("bind") if isinstance(weights, dict) else None
         if isinstance(bind, bool):
@@ -48,6 +61,15 @@ class Settings:
             self.inlay_types = types
             return True
         return False
+
+
+def _names(value: Any, default: tuple[str, ...]) -> tuple[str, ...]:
+    """"a,b" or ["a", "b"] as names; anything else leaves `default`."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return default
+    return tuple(v.strip() for v in value if v.strip())
 
 
 _SETTINGS: "WeakKeyDictionary[Any, Settings]" = WeakKeyDictionary()
@@ -72,8 +94,12 @@ def register(server: "RelayLensServer") -> None:
     def changed(params: lsp.DidChangeConfigurationParams) -> None:
         settings = params.settings
         section = settings.get(SECTION, settings) if isinstance(settings, dict) else None
-        if of(server).update(section):
+        chosen = of(server)
+        byoc = (chosen.byoc_patterns, chosen.byoc_targets, chosen.byoc_ops)
+        if chosen.update(section):
             _refresh(server)
+        if byoc != (chosen.byoc_patterns, chosen.byoc_targets, chosen.byoc_ops):
+            server.builds.reconsider(server.documents.open_uris())
 
 
 def _refresh(server: "RelayLensServer") -> None:

@@ -9,6 +9,9 @@ when, the reports that came back, and what the client is told (docs/lsp.md).
     await builds.wait(uri, version)   the same, waiting for a build under way
     await builds.graph(uri, version, after)   (Built, GraphDocument): the graph of a snapshot
 
+A model that names a BYOC pattern table (byoc_setup.py: its `// relaylens:` line, or the
+settings) is built partitioned, and built again when the table or the settings change,
+even at the same version; a pattern table itself is not built.
 A build binds the weights in `<stem>.npz` beside a `file:` model when that file is inside
 the workspace (documents.py's rule) and `{"params": {"bind": false}}` did not turn it off,
 as `relaylens build` does; the worker reads them.  A version whose fast analysis has errors is not built.  A newer version supersedes the
@@ -40,6 +43,8 @@ from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
 from ..features import Refused
 from .editor_jobs import EditorJobs
+from ...compiler.transform.patterns.table_check import is_pattern_table
+from .byoc_setup import ByocRequest, byoc_request, dependents
 from .process import WorkerProcess
 from .profiles import Profiles
 from .report import BuildReport, ReportDiagnostic
@@ -158,6 +163,7 @@ class Builds:
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
         self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics")  # the editor's Check Numerics
         self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
+        self._byoc_keys: dict[str, str | None] = {}  # uri -> the BYOC request of its last build (byoc_setup.py)
 
     def configure(self, options: Any) -> None:
         """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool},
@@ -181,13 +187,25 @@ class Builds:
     def opened(self, uri: str) -> None:
         self._build_now(uri)
 
-    saved = opened
+    def saved(self, uri: str) -> None:
+        self._build_now(uri)
+        self.reconsider(self._dependents(uri))
 
-    def changed(self, uri: str) -> None:
+    def changed(self, uri: str, dependent: bool = True) -> None:
+        """`dependent`: the models built with this document as their pattern table are
+        built again too (byoc_setup.py), once edits have settled."""
         self._cancel_timer(uri)
         self._fail_superseded_waiters(uri)
         if self.enabled:
             self._timers[uri] = asyncio.get_running_loop().call_later(self.debounce, self._build_later, uri)
+        if dependent:
+            self.reconsider(self._dependents(uri))
+
+    def reconsider(self, uris: list[str]) -> None:
+        """Build these open documents again if what their build would run changed (their
+        pattern table, the BYOC settings), once edits have settled."""
+        for uri in uris:
+            self.changed(uri, dependent=False)
 
     def _build_later(self, uri: str) -> None:
         try:
@@ -198,6 +216,7 @@ class Builds:
     def closed(self, uri: str) -> None:
         self._cancel_timer(uri)
         self._unbuilt.pop(uri, None)
+        self._byoc_keys.pop(uri, None)
         self.profiles.forget(uri)
         self._void_jobs(uri)
         self.reports.pop(uri, None)
@@ -293,18 +312,21 @@ class Builds:
             self.server.diagnostics.cancel(uri)  # the fast path comes first
             self.server.diagnostics.analyse_now(uri)
             analysis = self.server.analyses.latest(uri)
-        if analysis is None or analysis.syntax_only or any(d.is_error for d in analysis.diagnostics):
+        if analysis is None or analysis.syntax_only or any(d.is_error for d in analysis.diagnostics) \
+                or is_pattern_table(analysis.result.module, text):  # a table is not a model
             self._void_jobs(uri)
             self._publish(uri, version, [])
             self._unbuilt[uri] = version
             self._fail_waiters(uri, version, self._why_not(uri, version))
             return
-        if self.find(uri, version) is not None or any(
-                j.uri == uri and j.version == version and not j.void for j in self.jobs.values()):
+        byoc = self._byoc(uri, text)
+        if self._byoc_keys.get(uri, None) == (byoc.key if byoc else None) and (self.find(uri, version) is not None or any(
+                j.uri == uri and j.version == version and not j.void for j in self.jobs.values())):
             return  # built or being built
         self._void_jobs(uri)
         job = Job(next(self._ids), uri, version, text)
-        if not self.worker.send(("build", job.id, uri, version, text, self._weights(uri))):
+        self._byoc_keys[uri] = byoc.key if byoc else None
+        if not self.worker.send(("build", job.id, uri, version, text, self._weights(uri), byoc)):
             self._fail_waiters(uri, version, "the build worker cannot start")
             return
         self.jobs[job.id] = job
@@ -319,6 +341,22 @@ class Builds:
         try:
             return self.server.documents.workspace_file(stem + ".npz")
         except Refused:  # none there, or not one the server reads
+            return None
+
+    def _dependents(self, uri: str) -> list[str]:
+        """The open models whose pattern table is `uri` (byoc_setup.py)."""
+        try:
+            return dependents(self.server, uri)
+        except Exception:  # noqa: BLE001 -- a bug there must not cost the document's own build
+            log.exception("finding the models built with %s failed", uri)
+            return []
+
+    def _byoc(self, uri: str, text: str) -> ByocRequest | None:
+        """The document's BYOC options (byoc_setup.py); None: a plain build."""
+        try:
+            return byoc_request(self.server, uri, text)
+        except Exception:  # noqa: BLE001 -- a bug there must not cost the build
+            log.exception("reading the BYOC options of %s failed", uri)
             return None
 
     def _void_jobs(self, uri: str) -> None:
@@ -435,7 +473,8 @@ class Builds:
         queued = sorted(self.jobs.values(), key=lambda j: j.id)
         for job in queued:  # what was waiting goes to the next worker
             job.state = "queued"
-            self.worker.send(("build", job.id, job.uri, job.version, job.text, self._weights(job.uri)))
+            self.worker.send(("build", job.id, job.uri, job.version, job.text, self._weights(job.uri),
+                              self._byoc(job.uri, job.text)))
         if not queued and was_ready:
             self.worker.start()
 

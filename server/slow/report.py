@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 Range = tuple[int, int]  # [start, end) character offsets
 
@@ -103,6 +104,7 @@ class BuildReport:
     seconds: float = 0.0
     weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
     bound: tuple[str, ...] = ()  # the @main parameters it bound (constants in the build)
+    byoc: Any = None  # byoc_report.ByocReport: where a partitioned build put each call
 
     @property
     def lowered(self) -> bool:

@@ -20,7 +20,7 @@ import os
 import time
 from typing import Callable
 
-from ...compiler.build import BuildResult
+from ...compiler.build import BuildResult, relay_build_passes
 from ...compiler.diagnostics import Diagnostic, Severity
 from ...compiler.driver import Step, compile
 from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
@@ -28,6 +28,8 @@ from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from ...compiler.provenance import Provenance
+from ...compiler.transform.patterns.options import BYOC_PASSES
+from .byoc_report import ByocRequest, byoc_report
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
 from .weights import read_weights
 
@@ -43,12 +45,15 @@ class Cancelled(BaseException):
 
 def build_report(uri: str, version: int | None, text: str, *, cache=None,
                  progress: Progress | None = None, weights: str | None = None,
-                 disk_cache=None, keep: Callable[[BuildResult], None] | None = None) -> BuildReport:
+                 disk_cache=None, keep: Callable[[BuildResult], None] | None = None,
+                 byoc: ByocRequest | None = None) -> BuildReport:
     """`weights`: the path of an .npz whose arrays are bound as @main's parameters first
     (`<stem>.npz` beside the model); one that cannot be read is a warning, and the build
     goes on without it.  `disk_cache`: the persistent kernel cache (lower/disk_cache.py).
     `keep(result)` is given the driver's result (the worker keeps its snapshots for graph
-    requests)."""
+    requests).  `byoc`: the BYOC options (byoc_setup.py): with a config the build partitions
+    first (BYOC_PASSES, then relay.build's passes) and the report says where each call went;
+    its problems are the report's errors."""
     started = time.monotonic()
     report = BuildReport(uri, version, text)
     origin = os.path.basename(weights) if weights is not None else "params"
@@ -63,8 +68,12 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
         if progress is not None:
             progress(str(step), 0.5 * (step.index / step.total + (step.stage == "llvm")))
 
+    config = byoc.config if byoc is not None else None
+    for where, message in byoc.problems if byoc is not None else ():
+        report.diagnostics.append(ReportDiagnostic(message, int(Severity.ERROR), where, "byoc"))
+    passes = [*BYOC_PASSES, *relay_build_passes(3)] if config is not None else None
     result = compile(text, uri, params=params, params_origin=origin, stop_after="llvm", cache=cache,
-                     progress=on_step, disk_cache=disk_cache)  # shown, never run
+                     progress=on_step, disk_cache=disk_cache, passes=passes, config=config)  # shown, never run
     if keep is not None:
         keep(result)
     source = result.checked.parsed.source if result.checked is not None else None
@@ -77,6 +86,8 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
     prov = result.provenance
     report.snapshots = _snapshots(prov)
     report.exprs = _exprs(prov)
+    if config is not None:
+        report.byoc = byoc_report(result, config)
     lowered = result.lowered
     if lowered is not None:
         report.llvm_ir, report.optimized_ir = lowered.llvm_ir, lowered.optimized_ir

@@ -55,7 +55,7 @@ class Jobs:
         kind = message[0]
         with self.lock:
             if kind == "build":
-                job, uri = message[1], message[2]  # ("build", job, uri, version, text, weights)
+                job, uri = message[1], message[2]  # ("build", job, uri, version, text, weights[, byoc])
                 older = self.latest.get(uri)
                 if older is not None:
                     self.cancelled.add(older)
@@ -148,6 +148,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, _graph(kept, *message[1:5]))
             continue
         _, job, uri, version, text, weights = message[:6]
+        byoc = message[6] if len(message) > 6 else None  # the BYOC options (byoc_report.py)
         if jobs.is_void(job):
             frames.write(out, ("cancelled", job))
             continue
@@ -162,7 +163,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         results: list = []  # the driver's result, kept once the build is done
         try:
             report = build_report(uri, version, text, cache=cache, progress=progress, weights=weights,
-                                  disk_cache=disk, keep=results.append)
+                                  disk_cache=disk, keep=results.append, byoc=byoc)
         except Cancelled:
             caches[uri] = cache.salvage()
             frames.write(out, ("cancelled", job))

@@ -376,6 +376,7 @@ async function scenario(page, url) {
     });
 
     await checkNumericsStep(page, model);
+    await step(page, 'byoc', () => byocStep(page));
 
     await step(page, 'broken-line-diagnostic', async () => {
         await page.locator('.tab', { hasText: model }).first().click();
@@ -411,6 +412,44 @@ async function checkNumericsStep(page, model) {
         await page.keyboard.press('Escape');
         return text.slice(0, 300);
     });
+}
+
+/**
+ * BYOC: BYOC_MODEL names its pattern table in a `// relaylens:` line; it builds partitioned,
+ * with a lens per external function ("mynpu · 3 ops · conv2d_bias_relu"), and a hover on a
+ * call it offloaded names the target and the composite (screenshots byoc-model.png and
+ * byoc-hover.png, which docs/byoc.md shows);
+ * the table then counts its matches in a lens on each def.
+ */
+async function byocStep(page) {
+    const model = path.basename(env('BYOC_MODEL'));
+    await page.keyboard.press('Escape');
+    await runCommand(page, 'View: Single Column Editor Layout'); // room for the lenses in the screenshot
+    await openModel(page, model);
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'mynpu · 3 ops · conv2d_bias_relu' });
+    await lens.first().waitFor({ timeout: STEP_TIMEOUT });
+    await page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'mynpu · 2 ops · add_relu' }).first().waitFor();
+    result.byocLenses = (await lensTexts(page)).filter((t) => t.startsWith('mynpu'));
+    await page.waitForTimeout(500); // the region colours follow the lenses' build
+    await page.screenshot({ path: path.join(artifacts, 'byoc-model.png') });
+    await goToLine(page, Number(env('BYOC_HOVER_LINE')), Number(env('BYOC_HOVER_COLUMN')));
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'BYOC' }).first();
+    await hover.waitFor({ timeout: 30_000 });
+    const text = (await hover.innerText()).replace(/\s+/g, ' ');
+    result.byocHover = text;
+    if (!/BYOC: mynpu · composite mynpu\.conv2d_bias_relu \(pattern @conv2d_bias_relu\) in tvmgen_default_mynpu_main_0/.test(text)) {
+        throw new Error(`the hover does not say which composite and target took the call: ${text}`);
+    }
+    await page.waitForTimeout(700); // the hover fades in
+    await page.screenshot({ path: path.join(artifacts, 'byoc-hover.png') });
+    await page.keyboard.press('Escape');
+    await openModel(page, path.basename(env('BYOC_TABLE')));
+    const matched = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: /^matched 1 time in 1 model$/ });
+    await matched.first().waitFor({ timeout: STEP_TIMEOUT });
+    result.byocTableLenses = await lensTexts(page);
+    return `${result.byocLenses.join(' | ')}; ${text.slice(0, 200)}`;
 }
 
 async function main() {

@@ -13,6 +13,7 @@ import { PrivateEnvironment } from './common/privateEnv';
 import { onDidChangePython } from './common/python';
 import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
+import { ByocColours } from './features/byoc';
 import { registerCompilerViews } from './features/compilerViews';
 import { LineColours } from './features/lineColours';
 import { registerNumerics } from './features/numerics';
@@ -35,6 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         builds,
         new BuildStatus(builds),
         new LineColours(server, builds),
+        new ByocColours(server, builds),
         vscode.commands.registerCommand(COMMANDS.restart, restart),
         vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show()),
         vscode.workspace.onDidChangeConfiguration((e) => [SETTINGS.pythonPath, SETTINGS.maxBytes, SETTINGS.cacheEnabled].some((key) => e.affectsConfiguration(`${SETTINGS.section}.${key}`)) && restart()),

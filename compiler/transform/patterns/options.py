@@ -19,6 +19,7 @@ from ...diagnostics import Diagnostic, Severity
 from ..infra import PassContext
 from .table import PatternTable, load_pattern_table
 
+BYOC_PASSES = ("MergeComposite", "AnnotateTarget", "MergeCompilerRegions", "PartitionGraph")  # in this order
 PATTERNS_KEY = "relay.byoc.patterns"
 TARGETS_KEY = "relay.byoc.targets"
 OPS_KEY = "relay.byoc.ops"

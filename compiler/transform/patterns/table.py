@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ...diagnostics import Diagnostic, Severity
 from ...ir.expr import Call, Function, Tuple, TupleGetItem, Var
+from ...ir.module import IRModule
 from ...ops import attr_schema
 from ...parser import parse
 
@@ -70,10 +71,15 @@ class PatternTable:
 
 def load_pattern_table(text: str, name: str = "<patterns>") -> PatternTable:
     parsed = parse(text, name, attr_schema=attr_schema)
-    table = PatternTable(name)
     # a table is not a model: it needs no version header
-    table.diagnostics = [d for d in parsed.diagnostics if d.is_error]
-    for gv, func in parsed.module.functions.items():
+    return table_of_module(parsed.module, name, [d for d in parsed.diagnostics if d.is_error])
+
+
+def table_of_module(module: IRModule, name: str, diagnostics: list[Diagnostic]) -> PatternTable:
+    """The table a parsed module makes; `diagnostics` (the parse's errors) come first in
+    its diagnostics, the table's own checks after them."""
+    table = PatternTable(name, diagnostics=list(diagnostics))
+    for gv, func in module.functions.items():
         entry = _entry(gv.name, func, table.diagnostics)
         if entry is not None:
             table.entries.append(entry)

@@ -18,6 +18,7 @@ import { PythonChoice, candidatePythons, checkPython } from './python';
 /** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
 function initializationOptions(): {
     inlayHints: { types: boolean }; files: { maxBytes: number }; params: { bind: boolean }; cache: { enabled: boolean };
+    byoc: { patterns: string; target: string; targetOps: string };
 } {
     const config = vscode.workspace.getConfiguration(SETTINGS.section);
     return {
@@ -25,6 +26,7 @@ function initializationOptions(): {
         files: { maxBytes: config.get<number>(SETTINGS.maxBytes, 64 << 20) },
         params: { bind: config.get<boolean>(SETTINGS.bindParams, true) },
         cache: { enabled: config.get<boolean>(SETTINGS.cacheEnabled, true) },
+        byoc: { patterns: config.get<string>('byoc.patterns', ''), target: config.get<string>('byoc.target', ''), targetOps: config.get<string>('byoc.targetOps', '') },
     };
 }
 

@@ -1,0 +1,222 @@
+"""BYOC partitioning in the editor, end to end over stdio with pytest-lsp
+(server/features/byoc.py, server/slow/byoc_setup.py, server/slow/byoc_report.py): a model
+that names its pattern table in a `// relaylens:` line is built partitioned; its regions
+come coloured by target, a lens per external function, hovers that say which composite and
+target took a call or which pattern came closest; the table gets no wildcard warnings,
+"matched N times" lenses and references to its matches; editing the table or the settings
+builds the models again.  Every wait is for a notification or a response."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = (ROOT / "examples" / "byoc" / "mynpu_patterns.relay").read_text(encoding="utf-8")
+WORKSPACE = Path(tempfile.gettempdir()) / "relaylens-byoc-workspace"
+FINISHED = "relaylens/buildFinished"
+DIRECTIVE = "// relaylens: --patterns mynpu_patterns.relay --target mynpu\n"
+BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  %3 = exp(%2);
+  %4 = add(%3, %2);
+  nn.relu(%4)
+}
+"""
+MODEL = '#[version = "0.0.5"]\n' + DIRECTIVE + BODY
+asyncio_module = pytest.mark.asyncio(loop_scope="module")
+FINISHES: list[dict] = []
+WAKE: list[asyncio.Future] = []
+
+
+def on_finished(params) -> None:
+    FINISHES.append(params if isinstance(params, dict) else dict(params._asdict()))
+    while WAKE:
+        future = WAKE.pop()
+        if not future.done():
+            future.set_result(None)
+
+
+async def finished(uri: str, count: int = 1, timeout: float = 120) -> dict:
+    """The `count`-th `relaylens/buildFinished` of `uri` (a rebuild keeps the version)."""
+
+    async def wait() -> dict:
+        while True:
+            mine = [p for p in FINISHES if p["uri"] == uri and p["state"] == "done"]
+            if len(mine) >= count:
+                return mine[count - 1]
+            future = asyncio.get_running_loop().create_future()
+            WAKE.append(future)
+            await future
+
+    return await asyncio.wait_for(wait(), timeout)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]),
+                    scope="module")
+async def client(lsp_client: LanguageClient):
+    shutil.rmtree(WORKSPACE, ignore_errors=True)
+    WORKSPACE.mkdir()
+    (WORKSPACE / "mynpu_patterns.relay").write_text(TABLE)
+    for name in ("bound", "plain", "configured", "broken"):
+        (WORKSPACE / f"{name}.relay").write_text(MODEL)
+    np.savez(WORKSPACE / "bound.npz", w=np.ones((4, 3, 3, 3), "float32"), b=np.ones(4, "float32"))
+    lsp_client.feature(FINISHED)(on_finished)
+    lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
+    root = WORKSPACE.as_uri()
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=lsp.ClientCapabilities(workspace=lsp.WorkspaceClientCapabilities(
+            code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True))),
+        root_uri=root, workspace_folders=[lsp.WorkspaceFolder(uri=root, name="w")]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def open_doc(client: LanguageClient, name: str, text: str) -> str:
+    uri = (WORKSPACE / name).as_uri()
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=text)))
+    return uri
+
+
+def line_of(text: str, needle: str) -> int:
+    return text.count("\n", 0, text.index(needle))
+
+
+async def hover(client: LanguageClient, uri: str, text: str, needle: str) -> str:
+    line = line_of(text, needle)
+    col = text.splitlines()[line].index(needle) + 1
+    found = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(uri),
+                                                                   lsp.Position(line, col)))
+    return found.contents.value
+
+
+async def lens_rows(client: LanguageClient, uri: str) -> dict[int, list[str]]:
+    found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    rows: dict[int, list[str]] = {}
+    for lens in found:
+        rows.setdefault(lens.range.start.line, []).append(lens.command.title)
+    return rows
+
+
+async def published(client: LanguageClient, uri: str, wanted=lambda found: True) -> list:
+    """The diagnostics published for `uri` once `wanted(them)` (they may be in already)."""
+    while uri not in client.diagnostics or not wanted(client.diagnostics[uri]):
+        await asyncio.wait_for(client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 60)
+    return list(client.diagnostics[uri])
+
+
+def get(obj, name: str):
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+
+@asyncio_module
+async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client: LanguageClient) -> None:
+    uri = open_doc(client, "bound.relay", MODEL)  # its weights bound: the convolution's are constants
+    await finished(uri)
+    conv, add = line_of(MODEL, "nn.conv2d"), line_of(MODEL, "add(%3")
+    regions = await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri})
+    assert get(regions, "targets") == ["mynpu"]
+    assert [(get(r, "target"), get(r, "colour"), get(r, "title"), get(r, "lines")) for r in get(regions, "regions")] == [
+        ("mynpu", 0, "mynpu · 3 ops · conv2d_bias_relu", [[conv, conv], [conv + 1, conv + 1], [conv + 2, conv + 2]]),
+        ("mynpu", 0, "mynpu · 2 ops · add_relu", [[add, add], [add + 1, add + 1]])]
+    rows = await lens_rows(client, uri)
+    assert "mynpu · 3 ops · conv2d_bias_relu" in rows[conv] and "mynpu · 2 ops · add_relu" in rows[add]
+    found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    opens = next(lens.command for lens in found if lens.command.title.startswith("mynpu · 3"))
+    assert opens.command == "relaylens.open" and "-PartitionGraph.relay" in opens.arguments[0]
+    text = await hover(client, uri, MODEL, "nn.bias_add")
+    table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
+    assert text.startswith("**call** `nn.bias_add`")
+    assert (f"**BYOC: mynpu** · composite `mynpu.conv2d_bias_relu` (pattern [`@conv2d_bias_relu`]({table}#L"
+            f"{line_of(TABLE, 'def @conv2d_bias_relu') + 1})) in [`tvmgen_default_mynpu_main_0`](relaylens:/pass/") in text
+    assert "**BYOC: host** · no pattern of `mynpu_patterns.relay` calls `exp`" in await hover(client, uri, MODEL, "exp(")
+
+
+@asyncio_module
+async def test_a_call_left_on_the_host_names_the_closest_pattern_and_why(client: LanguageClient) -> None:
+    uri = open_doc(client, "plain.relay", MODEL)  # no weights beside it: %w is a parameter
+    await finished(uri)
+    text = await hover(client, uri, MODEL, "nn.conv2d")
+    table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
+    line = line_of(TABLE, "def @conv2d_bias_relu") + 1
+    assert f"**BYOC: host** · closest pattern [`@conv2d_bias_relu`]({table}#L{line}): %w must be a constant" in text
+    regions = await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri})
+    assert [get(r, "title") for r in get(regions, "regions")] == ["mynpu · 2 ops · add_relu"]
+
+
+@asyncio_module
+async def test_the_table_checks_clean_and_finds_its_matches(client: LanguageClient) -> None:
+    table = open_doc(client, "mynpu_patterns.relay", TABLE)
+    await finished((WORKSPACE / "bound.relay").as_uri())
+    await finished((WORKSPACE / "plain.relay").as_uri())
+    assert await published(client, table) == []  # no "cannot infer the type" for the wildcards
+    # a Relay file like any other: hover and definition on a wildcard
+    use = line_of(TABLE, "  %0 = nn.conv2d(%x, %w);")
+    at = lsp.Position(use, TABLE.splitlines()[use].index("%x") + 1)
+    shown = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(table), at))
+    assert "`%x`" in shown.contents.value
+    [target] = await client.text_document_definition_async(lsp.DefinitionParams(lsp.TextDocumentIdentifier(table), at))
+    assert target.range.start.line == line_of(TABLE, "def @conv2d_bias_relu")
+    rows = await lens_rows(client, table)
+    assert rows[line_of(TABLE, "def @add_relu")] == ["matched 2 times in 2 models"]
+    assert rows[line_of(TABLE, "def @conv2d_bias_relu")] == ["matched 1 time in 1 model"]
+    assert rows[line_of(TABLE, "def @dense_bias")] == ["no match in the open models"]
+    line = line_of(TABLE, "def @add_relu")
+    refs = await client.text_document_references_async(lsp.ReferenceParams(
+        context=lsp.ReferenceContext(include_declaration=False), text_document=lsp.TextDocumentIdentifier(table),
+        position=lsp.Position(line, 6)))
+    add = line_of(MODEL, "add(%3")
+    assert sorted((Path(r.uri).name, r.range.start.line, r.range.end.line) for r in refs) == [
+        ("bound.relay", add, add + 1), ("plain.relay", add, add + 1)]
+
+
+@asyncio_module
+async def test_editing_the_table_builds_its_models_again(client: LanguageClient) -> None:
+    table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
+    plain = (WORKSPACE / "plain.relay").as_uri()
+    before = len([p for p in FINISHES if p["uri"] == plain and p["state"] == "done"])
+    edited = TABLE.replace('def @conv2d_bias_relu(%x, %w, %b, Constants=["w", "b"])', "def @conv2d_bias_relu(%x, %w, %b)")
+    assert edited != TABLE
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(version=2, uri=table), [lsp.TextDocumentContentChangeWholeDocument(edited)]))
+    await finished(plain, before + 1)  # the same version of the model, built with the new table
+    rows = await lens_rows(client, plain)
+    assert "mynpu · 3 ops · conv2d_bias_relu" in rows[line_of(MODEL, "nn.conv2d")]
+
+
+@asyncio_module
+async def test_the_settings_name_a_table_for_every_model(client: LanguageClient) -> None:
+    text = MODEL.replace(DIRECTIVE, "")
+    uri = open_doc(client, "configured.relay", text)
+    await finished(uri)
+    assert await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri}) is None
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        {"relaylens": {"byoc": {"patterns": "mynpu_patterns.relay", "target": "mynpu"}}}))
+    await finished(uri, 2)
+    regions = await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri})
+    # the table as the editor holds it: edited above, its conv2d_bias_relu takes parameters
+    assert [get(r, "title") for r in get(regions, "regions")] == ["mynpu · 3 ops · conv2d_bias_relu",
+                                                                   "mynpu · 2 ops · add_relu"]
+
+
+@asyncio_module
+async def test_a_table_that_cannot_be_read_is_an_error_on_the_directive(client: LanguageClient) -> None:
+    text = MODEL.replace("mynpu_patterns.relay", "missing.relay")
+    uri = open_doc(client, "broken.relay", text)
+    await finished(uri)
+    [diagnostic] = await published(client, uri, lambda found: len(found) > 0)
+    assert diagnostic.range.start.line == line_of(text, "// relaylens:")
+    assert diagnostic.message.startswith("the directive's --patterns missing.relay: ")
+    assert "cannot be read" in diagnostic.message
