@@ -16,7 +16,10 @@ runs the very same ONNX models in onnxruntime, so both sides run one graph.
     Transpose, MatMul, Softmax), the tanh-GELU MLP spelled out, two residual adds.
 
 Per model, median of N runs (default 3):
-  * cold: one `compile()` with a fresh `JIT` and `LoweringCache`, split
+  * cold, parallel: one `compile()` with a fresh `JIT` and `LoweringCache`, its kernels
+    lowered in forked processes as the CLI and the editor lower them (lower/parallel.py;
+    RELAYLENS_COMPILE_JOBS, default the CPUs): the total only;
+  * cold: the same with the kernels lowered one after another in this process, split
     into parse + check, the relay.build passes, compose (compute rules), schedule (the
     default schedule and its loop nest), LLVM IR (llvmlite.ir code generation, printed),
     O3 (LLVM's new pass manager), machine code (MCJIT), and the rest of lowering (the
@@ -378,6 +381,30 @@ class Build:
         return self
 
 
+def compile_jobs() -> int:
+    from relaylens.compiler.lower.parallel import compile_jobs as jobs
+
+    return jobs()
+
+
+@contextlib.contextmanager
+def serial_lowering() -> Iterator[None]:
+    """Kernels lowered one after another in this process, where the stage clocks see them."""
+    import os
+
+    from relaylens.compiler.lower.parallel import ENV
+
+    saved = os.environ.get(ENV)
+    os.environ[ENV] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[ENV]
+        else:
+            os.environ[ENV] = saved
+
+
 def compile_once(text: str, name: str, cache=None, jit=None) -> Build:
     """One `compile()` to machine code, timed by stage (the driver's progress marks where
     the passes and the lowering begin).  A fresh cache and JIT unless given (a given JIT
@@ -533,8 +560,11 @@ def measure_model(model: Model, runs: int) -> dict:
     texts = {label: model.text if e is None else e.apply(model.text) for label, e in edits}
     cold: list[Build] = []
     warm: dict[str, list[Build]] = {label: [] for label, _ in edits}
+    parallel: list[Build] = []
     for _ in range(runs):
-        first = compile_once(model.text, name)
+        parallel.append(compile_once(model.text, name).release())
+        with serial_lowering():
+            first = compile_once(model.text, name)
         cache, jit = first.cache, first.lowering.jit
         cold.append(first.release())
         for label, _ in edits:
@@ -546,7 +576,8 @@ def measure_model(model: Model, runs: int) -> dict:
         "functions": cold[0].functions,
         "cold": {**{k: median(b.seconds[k] for b in cold) for k in STAGES},
                  "check + passes": median(b.build_s for b in cold), "lowering": median(b.lower_s for b in cold),
-                 "total": median(b.total_s for b in cold)},
+                 "total": median(b.total_s for b in cold),
+                 "total, parallel": median(b.total_s for b in parallel), "jobs": compile_jobs()},
         "warm": [{"edit": label, "relowered": max(b.lowered for b in warm[label]),
                   "functions": warm[label][0].functions,
                   "check + passes": median(b.build_s for b in warm[label]),
@@ -562,6 +593,8 @@ def tables(figures: dict[str, dict], runs: int) -> list[str]:
     for stage in STAGES:
         out.append(f"| {stage} | " + " | ".join(ms(figures[k]["cold"][stage]) for k in keys) + " |")
     out.append("| **total** | " + " | ".join(f"**{ms(figures[k]['cold']['total'])}**" for k in keys) + " |")
+    out.append(f"| **total, kernels lowered in {figures[keys[0]]['cold']['jobs']} processes** | "
+               + " | ".join(f"**{ms(figures[k]['cold']['total, parallel'])}**" for k in keys) + " |")
     out.append("| lines of Relay / fused functions | "
                + " | ".join(f"{figures[k]['lines']} / {figures[k]['functions']}" for k in keys) + " |")
     out += ["", "Warm rebuild after an edit (same LoweringCache and JIT), ms, median of %d:" % runs, "",

@@ -46,15 +46,18 @@ STAGES = ("check", "passes", "llvm", "machine_code")
 
 @dataclass(frozen=True)
 class Step:
-    """One unit of work that is about to start: a pass or a fused function to lower."""
+    """A pass about to start, or a fused function lowered: lowering reports index 0 (no
+    name) as it begins, then each kernel as it is done (several are lowered at once)."""
 
     stage: str  # "passes" or "llvm"
     name: str  # the pass's name, or the fused function's
-    index: int  # 1-based, within the stage
+    index: int  # 1-based, within the stage (lowering: kernels done)
     total: int  # the stage's length as known when it started (passes: the pipeline's)
 
     def __str__(self) -> str:
-        return f"pass {self.name}" if self.stage == "passes" else f"lowering {self.index}/{self.total} {self.name}"
+        if self.stage == "passes":
+            return f"pass {self.name}"
+        return f"lowering {self.index}/{self.total}" + (f" {self.name}" if self.name else "")
 
 
 Progress = Callable[[Step], None]
@@ -133,6 +136,7 @@ def _kernel_steps(progress: Progress | None, built: BuildResult):
         return None
     total = len(set(built.fused_names.values()))
     count = [0]
+    progress(Step("llvm", "", 0, total))
 
     def on_kernel(kernel: str) -> None:
         count[0] += 1

@@ -39,8 +39,11 @@ def test_every_stage_runs_and_the_executable_agrees_with_the_interpreter():
     kernels = [s for s in steps if s.stage == "llvm"]
     assert [s.name for s in passes if s.name != "InferType"] == [n for n in relay_build_passes(3) if n != "InferType"]
     assert passes[-1].index == passes[-1].total == len(relay_build_passes(3))
-    assert [(s.index, s.total) for s in kernels] == [(i + 1, len(kernels)) for i in range(len(kernels))]
-    assert kernels and str(kernels[0]).startswith(f"lowering 1/{len(kernels)} tvmgen_default_fused_")
+    total = len(result.lowered.functions)  # lowering begins (0, no name), then each kernel as it is done
+    assert [(s.index, s.total) for s in kernels] == [(i, total) for i in range(total + 1)]
+    assert str(kernels[0]) == f"lowering 0/{total}"
+    assert str(kernels[1]).startswith(f"lowering 1/{total} tvmgen_default_fused_")
+    assert {s.name for s in kernels[1:]} == set(result.lowered.functions)
 
 
 @pytest.mark.parametrize("stop_after", STAGES)

@@ -19,13 +19,18 @@ LLVM texts get the new name and debug locations (`_relocated`), its machine code
 same and is called by address.  Within one build, structurally equal functions are
 lowered once (a build without a cache gets one of its own).
 
-Behind it, the disk cache (`disk`, disk_cache.py) keeps each kernel's LLVM texts, its
-schedule record and its object code across processes.  A kernel found there is composed
-(its constants and signature are needed) but not scheduled, generated, optimised or
-compiled: its object code is loaded, and its texts are re-pointed as above, from the
-kernel name, source file and node locations the entry recorded.  An entry written by a
-build without machine code (the editor's) gets its object code the first time a build
-needs it.
+Behind it, the disk cache (`disk`, disk_cache.py) keeps each kernel's LLVM texts, the
+number of its schedule's steps and its object code across processes.  A kernel found
+there is composed (its constants and signature are needed) but not scheduled, generated,
+optimised or compiled: its object code is loaded, and its texts are re-pointed as above,
+from the kernel name, source file and node locations the entry recorded.  An entry
+written by a build without machine code (the editor's) gets its object code the first
+time a build needs it.
+
+The kernels neither cache holds are lowered several at once, in forked child processes
+(parallel.py; RELAYLENS_COMPILE_JOBS, default the CPUs): each child sends back what the
+disk cache keeps of its kernel, which is loaded here as a disk hit is.  Progress reports
+each kernel as it is done, in the order they finish; `functions` keeps the build's order.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
 from .codegen.llvm_map import refile, relocate
 from .disk_cache import DiskCache, Entry, cache_key
+from .parallel import compile_jobs, map_forked
 from .errors import LoweringError
 from .runtime.executable import make_executable
 from .runtime.jit import JIT
@@ -62,9 +68,10 @@ SOURCE = "lower"
 class LoweredFunction:
     """One fused function, lowered: every stage kept for the editor and `build -o`.
 
-    A kernel read from the disk cache has no schedule in memory: `schedule` and `prim`
-    are made again on first use (the default schedule is a pure function of `composed`),
-    while `schedule_text` and `schedule_steps` read what the cache kept."""
+    A kernel read from the disk cache or lowered in a child process has no schedule in
+    memory: `schedule`, `prim` and `schedule_text` make it again on first use (the default
+    schedule is a pure function of `composed`), while `schedule_steps` reads the count the
+    cache kept."""
 
     name: str
     func: Function  # the primitive Relay function
@@ -74,7 +81,7 @@ class LoweredFunction:
     address: int = 0  # of its machine code
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
     scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
-    record: tuple[str, int] | None = field(default=None, repr=False)  # (text, steps) from the disk cache
+    steps: int | None = field(default=None, repr=False)  # the schedule's steps, as the disk cache kept them
 
     @property
     def constants(self) -> list[np.ndarray]:
@@ -91,11 +98,11 @@ class LoweredFunction:
     @property
     def schedule_text(self) -> str:
         """Every step of the schedule with the loop nest after it (`Schedule.record_text`)."""
-        return self.record[0] if self.scheduled is None and self.record else self.schedule.record_text()
+        return self.schedule.record_text()
 
     @property
     def schedule_steps(self) -> int:
-        return self.record[1] if self.scheduled is None and self.record else len(self.schedule.record)
+        return self.steps if self.scheduled is None and self.steps is not None else len(self.schedule.record)
 
     def _scheduled(self) -> tuple[Schedule, PrimFunc]:
         if self.scheduled is None:
@@ -171,25 +178,34 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     cache = cache if cache is not None else LoweringCache()
     source_name = result.name
     lowered = Lowered({}, [], source_name=source_name, jit=jit)
-    seen: set[str] = set()
+    found: dict[str, LoweredFunction] = {}
+    pending: list[_Job] = []  # neither cache has them: lowered below, several at once
     for func, name in result.fused_names.items():
-        if name in seen:
+        if name in found or any(job.name == name for job in pending):
             continue
-        seen.add(name)
-        if progress is not None:
-            progress(name)
         try:
             entry = cache.get(name, func)
             if entry is not None and machine_code and entry.engine is None:
                 entry = _with_machine_code(entry, jit)  # cached by a build that stopped at LLVM IR
                 cache.put(entry)
             if entry is None:
-                entry = _lower_through_disk(func, name, source_name, jit, machine_code, disk, options)
+                entry, job = _from_disk_or_job(func, name, source_name, jit, machine_code, disk, options)
+                if job is not None:
+                    pending.append(job)
+                    continue
                 cache.put(entry)
-            lowered.functions[name] = entry
+            found[name] = entry
+            if progress is not None:
+                progress(name)
         except LoweringError as err:
-            lowered.diagnostics.append(Diagnostic(f"{name}: {err.message}", err.span or func.span,
-                                                  Severity.ERROR, source=SOURCE))
+            lowered.diagnostics.append(_diagnostic(name, func, err))
+    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress):
+        if isinstance(entry, LoweringError):
+            lowered.diagnostics.append(_diagnostic(job.name, job.func, entry))
+            continue
+        cache.put(entry)
+        found[job.name] = entry
+    lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
             lowered.executable = make_executable(result, lowered, jit, machine_code)
@@ -233,23 +249,71 @@ def _with_machine_code(entry: LoweredFunction, jit) -> LoweredFunction:
 # --- the disk cache -------------------------------------------------------------------
 
 
-def _lower_through_disk(func: Function, name: str, source_name: str, jit, machine_code: bool,
-                        disk: DiskCache | None, options: dict[str, Any] | None) -> LoweredFunction:
+@dataclass
+class _Job:
+    """A kernel to lower: in neither cache.  `key` is its disk-cache key (None without one)."""
+
+    func: Function
+    name: str
+    composed: Composed
+    key: str | None
+
+
+def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_code: bool,
+                      disk: DiskCache | None, options: dict[str, Any] | None
+                      ) -> tuple[LoweredFunction | None, _Job | None]:
     """`func` from the disk cache if it holds it (machine code loaded, not compiled; debug
-    information re-pointed at `func`'s lines), else lowered and written there."""
+    information re-pointed at `func`'s lines), else the job of lowering it."""
     composed = compose(func)
     if disk is None:
-        return _lower(func, name, source_name, jit, machine_code, composed)[0]
+        return None, _Job(func, name, composed, None)
     key = cache_key(structural_hash(func), _signature(composed), options or {})
     stored = disk.get(key)
     if stored is not None:
         try:
-            return _from_disk(stored, func, name, source_name, composed, jit, machine_code, disk, key)
+            return _from_disk(stored, func, name, source_name, composed, jit, machine_code, disk, key), None
         except (LoweringError, KeyError, TypeError, ValueError, UnicodeDecodeError):
             disk.corrupt += 1  # intact on disk but not usable here: lowered again, written over
-    fn, obj = _lower(func, name, source_name, jit, machine_code, composed)
-    disk.put(key, _disk_entry(fn, obj))
-    return fn
+    return None, _Job(func, name, composed, key)
+
+
+def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, disk: DiskCache | None,
+                progress: Callable[[str], None] | None):
+    """(job, its LoweredFunction or the LoweringError that stopped it), as each finishes.
+
+    Two or more jobs are lowered in forked workers (parallel.py), each returning what the
+    disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
+    moved: the same name and source).  A job a worker could not lower is lowered again
+    here, so its error (or a bug's traceback) surfaces in this process."""
+    def in_worker(job: _Job) -> Entry | None:
+        try:
+            return _disk_entry(*_lower(job.func, job.name, source_name, jit, machine_code, job.composed))
+        except Exception:  # reported by the parent, which lowers this one again
+            return None
+
+    workers = compile_jobs() if len(jobs) > 1 else 1
+    results = map_forked(in_worker, jobs, workers) if workers > 1 else ((i, None) for i in range(len(jobs)))
+    for index, stored in results:
+        job = jobs[index]
+        try:
+            if stored is None:
+                fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
+                stored = _disk_entry(fn, obj) if disk is not None and job.key is not None else None
+            else:
+                fn = _from_disk(stored, job.func, job.name, source_name, job.composed, jit, machine_code, disk,
+                                job.key)
+        except LoweringError as err:
+            yield job, err
+            continue
+        if disk is not None and job.key is not None and stored is not None:
+            disk.put(job.key, stored)
+        if progress is not None:
+            progress(job.name)
+        yield job, fn
+
+
+def _diagnostic(name: str, func: Function, err: LoweringError) -> Diagnostic:
+    return Diagnostic(f"{name}: {err.message}", err.span or func.span, Severity.ERROR, source=SOURCE)
 
 
 def _signature(composed: Composed) -> list:
@@ -266,8 +330,7 @@ def _locations(func: Function) -> list:
 
 def _disk_entry(fn: LoweredFunction, obj: bytes) -> Entry:
     meta = {"name": fn.name, "locations": _locations(fn.func), "steps": fn.schedule_steps}
-    blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode(),
-             "schedule": fn.schedule_text.encode()}
+    blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode()}
     if obj:
         blobs["object"] = obj
     return Entry(meta, blobs)
@@ -281,8 +344,7 @@ def _from_disk(stored: Entry, func: Function, name: str, source_name: str, compo
     directory, filename = os.path.split(source_name)
     texts = [refile(t, filename or source_name, directory or ".") for t in texts]
     llvm_ir, optimized_ir = _moved(texts, [tuple(x) if x else None for x in meta["locations"]], func)
-    record = (_renamed(blobs["schedule"].decode(), old, name), int(meta["steps"]))
-    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, record=record)
+    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]))
     if not machine_code:
         return fn
     if "object" in blobs:

@@ -1,0 +1,204 @@
+"""Kernels lowered in forked worker processes, several at once.
+
+    for index, result in map_forked(lower_one, jobs, workers=compile_jobs()):
+        ...                                   # in completion order
+
+A cold build spends most of its time in LLVM (O3, then machine code), and llvmlite runs
+every LLVM call behind one lock per process, so threads cannot overlap two kernels.
+Processes can: `map_forked` forks `workers` children that inherit the whole build (nothing
+is pickled on the way in: the parent sends an index into its list of jobs), and each sends
+back what its function returns (pickled), for pipeline.py the bytes the disk cache keeps of
+a kernel (LLVM texts, schedule record, object code), which the parent loads as it loads a
+cache hit.  The next index goes to whichever child answers first.
+
+The children are bare `os.fork()`s, not a multiprocessing pool: a pool's child closes
+sys.stdin and flushes stdout on its way in and out, which deadlocks when another thread of
+the parent sits in a read of stdin (the language server's build worker does) and would
+write the parent's buffered output twice.  A child here touches no stream: it reads and
+writes its two pipes (its standard streams go to /dev/null), leaves with `os._exit`, and
+dies with the parent (Linux's parent-death signal).  A child that dies, or answers with
+something unreadable, costs nothing but time: the parent computes that item itself.
+
+`compile_jobs()` is how many: RELAYLENS_COMPILE_JOBS when set (1 turns the children off),
+else the CPUs this process may run on.  Without `os.fork` everything runs here, in order.
+The function must not raise for an input it cannot handle: it returns a value that says
+so (pipeline.py returns None and lowers that kernel again in the parent, where the error
+becomes a diagnostic).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import selectors
+import signal
+import struct
+from typing import Any, Callable, Iterator, Sequence
+
+ENV = "RELAYLENS_COMPILE_JOBS"
+_PR_SET_PDEATHSIG = 1
+_HEADER = struct.Struct("<q")  # an index (parent → child) or a length (child → parent)
+
+
+def compile_jobs() -> int:
+    """Worker processes for lowering: RELAYLENS_COMPILE_JOBS, else the usable CPUs."""
+    wanted = os.environ.get(ENV, "").strip()
+    if wanted.isdigit() and int(wanted) >= 1:
+        return int(wanted)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def map_forked(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> Iterator[tuple[int, Any]]:
+    """(index, fn(items[index])) for every item, in the order they finish: in `workers`
+    forked children when there are more than one and at least two items, else here."""
+    workers = min(workers, len(items))
+    if workers < 2 or not hasattr(os, "fork"):
+        yield from ((i, fn(item)) for i, item in enumerate(items))
+        return
+    children: list[_Child] = []
+    try:
+        for _ in range(workers):
+            children.append(_Child.start(fn, items, children))
+        yield from _schedule(fn, items, children)
+    finally:
+        for child in children:
+            child.close()
+        for child in children:
+            child.reap()
+
+
+class _Child:
+    """One forked worker: the pipe it reads indices from and the one it answers on.  It
+    works until its index pipe ends."""
+
+    def __init__(self, pid: int, to_child: int, from_child: int) -> None:
+        self.pid, self.to_child, self.from_child = pid, to_child, from_child
+        self.busy: int | None = None  # the index it is working on
+
+    @classmethod
+    def start(cls, fn: Callable[[Any], Any], items: Sequence[Any], siblings: list[_Child]) -> _Child:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the parent's code
+            status = 1
+            try:
+                for fd in (down_w, up_r, *(fd for s in siblings for fd in (s.to_child, s.from_child))):
+                    os.close(fd)  # else a sibling's index pipe would never end
+                _leave_with(parent)
+                _serve(fn, items, down_r, up_w)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(down_r)
+        os.close(up_w)
+        return cls(pid, down_w, up_r)
+
+    def give(self, index: int) -> bool:
+        self.busy = index
+        try:
+            os.write(self.to_child, _HEADER.pack(index))
+            return True
+        except OSError:  # it died
+            return False
+
+    def answer(self) -> tuple[bool, Any]:
+        """(True, its result) or (False, None) when it died or sent something unreadable."""
+        header = _read(self.from_child, _HEADER.size)
+        body = _read(self.from_child, _HEADER.unpack(header)[0]) if header is not None else None
+        try:
+            return (True, pickle.loads(body)) if body is not None else (False, None)
+        except Exception:  # noqa: BLE001 - whatever it sent, the parent redoes the item
+            return False, None
+        finally:
+            self.busy = None
+
+    def close(self) -> None:
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def reap(self) -> None:
+        """Wait for it to leave (its pipes closed, an idle child does); a child still busy
+        with an item nobody waits for any more is killed."""
+        try:
+            if self.busy is not None:
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ChildProcessError, ProcessLookupError):
+            pass
+
+
+def _schedule(fn: Callable[[Any], Any], items: Sequence[Any], children: list[_Child]) -> Iterator[tuple[int, Any]]:
+    upcoming = iter(range(len(items)))
+    redo: list[int] = []  # items whose child died: done here at the end
+    with selectors.DefaultSelector() as selector:
+
+        def feed(child: _Child) -> None:
+            index = next(upcoming, None)
+            if index is None:
+                selector.unregister(child.from_child)
+            elif not child.give(index):
+                redo.append(index)
+                selector.unregister(child.from_child)
+
+        for child in children:
+            selector.register(child.from_child, selectors.EVENT_READ, child)
+            feed(child)
+        while selector.get_map():
+            for key, _ in selector.select():
+                child: _Child = key.data
+                index = child.busy
+                ok, result = child.answer()
+                if ok:
+                    yield index, result
+                    feed(child)
+                else:
+                    redo.append(index)
+                    selector.unregister(child.from_child)
+    for index in redo:
+        yield index, fn(items[index])
+
+
+def _leave_with(parent: int) -> None:
+    """In a child: die with the parent (the language server kills a build worker that
+    does not stop), and hold none of its standard streams, whose readers wait for their end."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # Linux; elsewhere prctl is missing
+    except (AttributeError, OSError):
+        pass
+    if os.getppid() != parent:  # it died before prctl
+        os._exit(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _serve(fn: Callable[[Any], Any], items: Sequence[Any], down: int, up: int) -> None:
+    while (header := _read(down, _HEADER.size)) is not None:
+        body = pickle.dumps(fn(items[_HEADER.unpack(header)[0]]), protocol=pickle.HIGHEST_PROTOCOL)
+        os.write(up, _HEADER.pack(len(body)))
+        view = memoryview(body)
+        while view:
+            view = view[os.write(up, view):]
+
+
+def _read(fd: int, size: int) -> bytes | None:
+    """Exactly `size` bytes from `fd`, or None at its end."""
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,111 @@
+"""Kernels lowered in forked children (lower/parallel.py): the same results as in order,
+children that die or are left behind cost nothing, and a build is the same either way."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.driver import compile
+from relaylens.compiler.lower.parallel import ENV, compile_jobs, map_forked
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"), reason="no os.fork or /proc here")
+
+PARENT = os.getpid()
+
+
+def square_or_die(x: int) -> int:
+    if x == 3 and os.getpid() != PARENT:
+        os._exit(7)  # a child dying on one item: the parent computes it
+    return x * x
+
+
+def test_every_item_once_whatever_the_order():
+    assert sorted(map_forked(square_or_die, list(range(12)), 2)) == [(i, i * i) for i in range(12)]
+    assert list(map_forked(square_or_die, [5], 2)) == [(0, 25)]  # one item: no children
+
+
+def test_large_answers_come_back_whole():
+    out = dict(map_forked(lambda n: bytes(range(256)) * n, [1, 40_000, 3], 2))
+    assert out[1] == bytes(range(256)) * 40_000
+
+
+def test_a_reader_blocked_on_stdin_does_not_stop_the_children(monkeypatch):
+    """The build worker has a thread reading stdin; a child that closed sys.stdin (as a
+    multiprocessing pool's do) would wait for that thread's lock forever."""
+    read, write = os.pipe()
+    monkeypatch.setattr(sys, "stdin", os.fdopen(read, "r"))
+    reader = threading.Thread(target=lambda: sys.stdin.buffer.read(), daemon=True)
+    reader.start()
+    try:
+        assert sorted(map_forked(square_or_die, list(range(6)), 2)) == [(i, i * i) for i in range(6)]
+    finally:
+        os.close(write)
+
+
+def test_children_left_behind_are_reaped():
+    def slow(x: int) -> int:
+        time.sleep(0.05 * x)
+        return x
+
+    before = children()
+    results = map_forked(slow, list(range(8)), 2)
+    next(results)
+    assert len(children() - before) == 2
+    results.close()  # the parent stops waiting (a cancelled build)
+    assert children() == before  # none left, not even a zombie
+
+
+def children() -> set[int]:
+    """The pids of this process's children (zombies included), from /proc."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except (OSError, ValueError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+            found.add(int(entry))
+    return found
+
+
+def test_compile_jobs_reads_the_environment(monkeypatch):
+    monkeypatch.setenv(ENV, "3")
+    assert compile_jobs() == 3
+    monkeypatch.setenv(ENV, "zero")
+    assert compile_jobs() >= 1
+
+
+TEXT = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 8, 16, 16), float32], %w: Tensor[(8, 8, 3, 3), float32], %v: Tensor[(16, 512), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+  %1 = nn.relu(%0);
+  %2 = nn.max_pool2d(%1, pool_size=[2, 2], strides=[2, 2]);
+  %3 = reshape(%2, newshape=[1, 512]);
+  %4 = tanh(%3);
+  %5 = nn.dense(%4, %v);
+  nn.softmax(%5)
+}
+"""
+
+
+def test_a_build_is_the_same_in_children_and_in_order(monkeypatch):
+    builds = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv(ENV, jobs)
+        result = compile(TEXT, "m.relay")
+        assert result.ok, [d.render() for d in result.diagnostics]
+        builds[jobs] = result
+    one, two = builds["1"].lowered, builds["2"].lowered
+    assert list(one.functions) == list(two.functions) and len(one.functions) >= 3
+    assert one.llvm_ir == two.llvm_ir and one.optimized_ir == two.optimized_ir
+    for name in one.functions:
+        assert one.functions[name].schedule_text == two.functions[name].schedule_text
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype("float32") for s in ((1, 8, 16, 16), (8, 8, 3, 3), (16, 512))]
+    np.testing.assert_array_equal(np.asarray(one.executable.run(*args)), np.asarray(two.executable.run(*args)))
