@@ -143,7 +143,8 @@ async function runCommand(page, title) {
     await page.keyboard.press('Enter');
 }
 
-/** The language servers and build workers running under the process `root`, by command line. */
+/** The language servers and build workers running under the process `root`, by command line
+ * (a build worker's forked children, lowering kernels for it, are not workers of their own). */
 function relaylensProcesses(root) {
     const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' }).split('\n')
         .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line)).filter(Boolean)
@@ -159,9 +160,12 @@ function relaylensProcesses(root) {
         }
     }
     const mine = rows.filter((row) => below.has(row.pid));
+    const workers = mine.filter((row) => /-m relaylens\.server\.slow\.worker/.test(row.args));
+    const workerPids = new Set(workers.map((row) => row.pid));
     return {
         server: mine.filter((row) => /-m relaylens\.server(\s|$)/.test(row.args)).length,
-        worker: mine.filter((row) => /-m relaylens\.server\.slow\.worker/.test(row.args)).length,
+        // a worker's own children are the processes it lowers kernels in (compiler/lower/parallel.py)
+        worker: workers.filter((row) => !workerPids.has(row.ppid)).length,
     };
 }
 
