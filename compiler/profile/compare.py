@@ -143,6 +143,28 @@ def _our_name(name: str, args: dict, graph, ours: list[str]) -> str:
     return name
 
 
+def named_inputs(built, inputs) -> dict:
+    """The compiled @main's inputs by parameter name (the ONNX graph's input names)."""
+    plan = built.executable.plan
+    if plan is not None:
+        return {n: a for (n, _, _), a in zip(plan.inputs, inputs)}
+    main = built.module["main"]
+    return {p.name: a for p, a in zip(main.params, inputs)}
+
+
+def theirs_per_kernel(prof: Profile, theirs: OrtProfile) -> dict[str, float | None]:
+    """onnxruntime's time (ns) for the layers compiled into each kernel: each layer's time
+    shared among the kernels it went into by our time for it there (a layer in one kernel
+    gives it all its time), so the kernels' figures sum to onnxruntime's time for every
+    layer we ran.  None for a kernel none of whose layers onnxruntime timed."""
+    out: dict[str, float | None] = {}
+    for row in prof.rows:
+        shares = [(theirs.nodes[layer], ns / prof.layers[layer]) for layer, ns in row.layers.items()
+                  if layer in theirs.nodes and prof.layers.get(layer)]
+        out[row.kernel] = sum(t * f for t, f in shares) if shares else None
+    return out
+
+
 def compare_table(prof: Profile, theirs: OrtProfile) -> str:
     ours = {layer: ns for layer, ns in prof.layers.items() if layer is not None}
     names = sorted(set(ours) | set(theirs.nodes), key=lambda n: -(ours.get(n, 0.0) - theirs.nodes.get(n, 0.0)))
