@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from .. import convert
-from . import analysis_for
+from . import current_analysis_for
 
 if TYPE_CHECKING:
     from ..slow.profiling import ProfileReport
@@ -33,8 +33,8 @@ SHOW = "relaylens.showProfile"
 
 
 def main_line(server: "RelayLensServer", uri: str) -> int | None:
-    """The 0-based line of `def @main` in the latest analysis of the document, if any."""
-    analysis = analysis_for(server, uri)
+    """The 0-based line of `def @main` in the document as it is now, if it has one."""
+    analysis = current_analysis_for(server, uri)
     if analysis is None:
         return None
     for symbol in analysis.index.symbols:
