@@ -85,7 +85,7 @@ def register(server: "RelayLensServer") -> None:
             fused = [lens for fn in built.report.functions for lens in lenses_for(built, fn)]
         else:
             fused = stale_lenses(server, uri)
-        return profile_lenses(server, uri) + fused  # above @main: profile_lens.py
+        return fused + profile_lenses(server, uri)  # above @main: profile_lens.py
 
 
 def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
