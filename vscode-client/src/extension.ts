@@ -15,7 +15,7 @@ import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
 import { registerCompilerViews } from './features/compilerViews';
 import { LineColours } from './features/lineColours';
-import { registerProfile } from './features/profile';
+import { Profiler } from './features/profile';
 import { registerVirtualDocuments } from './features/virtualDocuments';
 
 let server: ServerManager | undefined;
@@ -26,13 +26,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const builds = new BuildEvents(server);
     const provider = registerVirtualDocuments(context, server, builds);
     registerCompilerViews(context, server, provider);
-    registerProfile(context, server);
+    const profiler = new Profiler(server, builds);
     const restart = () => server?.restart();
     context.subscriptions.push(
         output,
         builds,
         new BuildStatus(builds),
-        new LineColours(server, builds),
+        profiler,
+        new LineColours(server, builds, profiler.heat),
         vscode.commands.registerCommand(COMMANDS.restart, restart),
         vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show()),
         vscode.workspace.onDidChangeConfiguration((e) => [SETTINGS.pythonPath, SETTINGS.maxBytes, SETTINGS.cacheEnabled].some((key) => e.affectsConfiguration(`${SETTINGS.section}.${key}`)) && restart()),

@@ -34,6 +34,9 @@ export const COMMANDS = {
     open: 'relaylens.open', // invoked by the server's code lenses (docs/lsp.md)
     goToSource: 'relaylens.goToSource', // F12 in a virtual document
     profile: 'relaylens.profile', // runs generated code: only on this command (docs/lsp.md, relaylens/profile)
+    cancelProfile: 'relaylens.cancelProfile', // the lens above @main while a profile runs
+    showProfile: 'relaylens.showProfile', // the table of the last profile (a webview)
+    toggleHeat: 'relaylens.toggleHeat', // the profile's heat colours instead of the line groups
 } as const;
 
 /** The Python extension, asked for its active interpreter when installed. */
