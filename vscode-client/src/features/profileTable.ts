@@ -175,7 +175,8 @@ class TablePanel {
             return;
         }
         this.shown = { report, stale };
-        this.panel.title = `Profile: ${this.uri.path.split('/').pop()}${stale ? ' (stale)' : ''}`;
+        const stem = (this.uri.path.split('/').pop() ?? '').replace(/\.[^.]*$/, ''); // not the file's name: its tab is the file's
+        this.panel.title = `Profile: ${stem}${stale ? ' (stale)' : ''}`;
         this.panel.webview.html = page(report, stale, this.uri.path.split('/').pop() ?? '');
     }
 
