@@ -46,6 +46,15 @@ def test_the_report_has_figures_per_fused_function_and_per_line() -> None:
     assert all(isinstance(k, str) for k in data["lines"]) and data["functions"][0]["display_name"]
 
 
+def test_control_flow_is_profiled_in_the_interpreter() -> None:
+    text = ('def @main(%x: Tensor[(16), float32], %c: bool) {\n  if (%c) {\n    nn.relu(%x)\n  } else {\n'
+            '    exp(%x)\n  }\n}\n')
+    report = profile_report("file:///cf.relay", 1, text, runs=2, weights=None)
+    assert report.error is None and report.mode == "interpreter"
+    assert any("interpreter" in note for note in report.notes)
+    assert len(report.functions) == 1 and report.functions[0].anchors[0] in (2, 4)  # the branch taken, only
+
+
 def test_a_program_that_cannot_run_says_why() -> None:
     text = 'def @main(%x: Tensor[(?, 4), float32]) { nn.relu(%x) }\n'
     report = profile_report("file:///d.relay", 1, text, runs=1, weights=None)
