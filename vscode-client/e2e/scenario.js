@@ -424,7 +424,8 @@ async function profileStep(page, model) {
 /**
  * The table sorts by a header, and a click on a row puts the cursor on the first line of
  * its kernel in the one Relay editor; after an edit the lens and the heat say stale (undone
- * after).  Screenshots profile-table.png (sorted, a row chosen) and profile-stale.png.
+ * after).  Screenshots profile-row-click.png, profile-table.png (the table's group
+ * maximised) and profile-stale.png.
  */
 async function profileViewStep(page, model) {
     const table = profileTable(page);
@@ -445,12 +446,19 @@ async function profileViewStep(page, model) {
     await goToLine(page, line === 1 ? 2 : 1);
     await row.click();
     await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
-    const tabs = await page.locator('.tab', { hasText: model }).count();
+    const tabs = await page.locator('.tab', { hasText: model }).filter({ hasNotText: /↔/ }).count();
     if (tabs !== 1) {
         throw new Error(`a click on a row should reuse the open Relay editor: ${tabs} tabs`);
     }
     result.profileRowClick = { kernel: await row.getAttribute('data-name'), line };
+    await page.screenshot({ path: path.join(artifacts, 'profile-row-click.png') }).catch(() => undefined);
+    await page.locator('.tab', { hasText: 'Profile:' }).first().click(); // the whole table, for its screenshot
+    await runCommand(page, 'View: Toggle Maximize Editor Group');
+    await page.waitForTimeout(1000);
     await page.screenshot({ path: path.join(artifacts, 'profile-table.png') }).catch(() => undefined);
+    await runCommand(page, 'View: Toggle Maximize Editor Group');
+    await page.locator('.tab', { hasText: model }).filter({ hasNotText: /↔/ }).first().click();
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
     // an edit: the figures are stale (the lens says so, the heat turns grey), until undone
     await page.keyboard.press('End');
     await page.keyboard.type(' ');

@@ -28,7 +28,7 @@ import { ProfileStore } from './profileStore';
 const LEVELS = 8;
 
 function heatColour(level: number, stale: boolean): string {
-    const alpha = (0.1 + (0.5 * level) / (LEVELS - 1)) * (stale ? 0.35 : 1);
+    const alpha = (0.08 + (0.4 * level) / (LEVELS - 1)) * (stale ? 0.35 : 1);
     return stale ? `rgba(150, 150, 150, ${alpha.toFixed(3)})` : `rgba(255, 96, 0, ${alpha.toFixed(3)})`;
 }
 

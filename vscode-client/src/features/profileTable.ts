@@ -69,7 +69,7 @@ function row(f: ProfileFunction, index: number, compare: boolean): string {
     const cells = [
         `<td class="name"><span class="display">${escape(f.display_name)}</span><span class="symbol">${escape(f.name)}</span></td>`,
         `<td>${f.calls}</td>`,
-        `<td>${f.ms.toFixed(4)}<span class="spread">[${f.min_ms.toFixed(4)}–${f.max_ms.toFixed(4)}]</span></td>`,
+        `<td>${f.ms.toFixed(4)}<span class="spread">[${f.min_ms.toPrecision(3)}–${f.max_ms.toPrecision(3)}]</span></td>`,
         `<td>${f.percent.toFixed(1)}</td>`, `<td>${f.gflops.toFixed(1)}</td>`, `<td>${f.percent_of_peak.toFixed(1)}</td>`,
         `<td>${f.gbytes_per_s.toFixed(2)}</td>`,
         `<td>${lineList(Object.keys(f.lines).map(Number))}</td>`,
@@ -122,9 +122,12 @@ th { text-align: right; cursor: pointer; user-select: none; padding: 4px 6px; bo
 th[data-key="name"], th[data-key="layers"] { text-align: left; }
 th[aria-sort="ascending"]::after { content: " ▲"; }
 th[aria-sort="descending"]::after { content: " ▼"; }
-td { text-align: right; padding: 3px 6px; vertical-align: top; font-variant-numeric: tabular-nums; }
-td.name, td.layers { text-align: left; }
-.symbol, .spread { display: block; opacity: 0.7; font-size: 0.85em; }
+td { text-align: right; padding: 3px 6px; vertical-align: top; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.name, td.layers { text-align: left; white-space: normal; }
+td.name { min-width: 12em; }
+td.layers { min-width: 10em; }
+.symbol, .spread { display: block; opacity: 0.7; font-size: 0.8em; }
+.symbol { overflow-wrap: anywhere; }
 tbody tr { cursor: pointer; }
 tbody tr:hover { background: var(--vscode-list-hoverBackground); }
 tbody tr.selected, tbody tr:focus { background: var(--vscode-list-activeSelectionBackground); color: var(--vscode-list-activeSelectionForeground); outline: none; }
