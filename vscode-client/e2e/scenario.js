@@ -377,10 +377,18 @@ async function scenario(page, url) {
 /** The profile's table: the webview (an iframe in an iframe) of the last one opened. */
 const profileTable = (page) => page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
 
-/** How many overlay lines of the active editor group have the heat's colour (heat.ts). */
-async function heatLines(page, rgb) {
-    return page.locator('.editor-group-container .view-overlays div').evaluateAll((divs, colour) =>
+/** How many overlay lines of the active editor group have the heat's colour (heat.ts),
+ * waiting up to `timeout` ms for one. */
+async function heatLines(page, rgb, timeout = 10_000) {
+    const count = () => page.locator('.editor-group-container.active .view-overlays div').evaluateAll((divs, colour) =>
         divs.filter((d) => getComputedStyle(d).backgroundColor.startsWith(`rgba(${colour}`)).length, rgb);
+    const until = Date.now() + timeout;
+    let found = await count();
+    while (found === 0 && Date.now() < until) {
+        await page.waitForTimeout(250);
+        found = await count();
+    }
+    return found;
 }
 
 /**
@@ -418,7 +426,17 @@ async function profileStep(page, model) {
     }
     result.heatLegend = (await page.locator('.statusbar-item', { hasText: 'heat:' }).first().innerText()).trim();
     await page.screenshot({ path: path.join(artifacts, 'profile-heat.png') }).catch(() => undefined);
-    return `${result.profileLens}; ${result.heatLines} hot lines; ${result.profileRows.join(' | ').slice(0, 300)}`;
+    // the same colours on the kernels' functions in module.ll (instead of the line groups)
+    await page.locator('.tab', { hasText: 'module.ll' }).first().click();
+    await activeTab(page, 'module.ll').waitFor();
+    result.heatLinesLlvm = await heatLines(page, '255, 96, 0', 30_000);
+    await page.screenshot({ path: path.join(artifacts, 'profile-heat-llvm.png') }).catch(() => undefined);
+    await page.locator('.tab', { hasText: 'Profile:' }).first().click();
+    if (result.heatLinesLlvm === 0) {
+        throw new Error('no line of module.ll has the heat colour');
+    }
+    return `${result.profileLens}; ${result.heatLines} hot lines, ${result.heatLinesLlvm} in module.ll; `
+        + result.profileRows.join(' | ').slice(0, 300);
 }
 
 /**
