@@ -426,6 +426,11 @@ async function profileStep(page, model) {
     }
     result.heatLegend = (await page.locator('.statusbar-item', { hasText: 'heat:' }).first().innerText()).trim();
     await page.screenshot({ path: path.join(artifacts, 'profile-heat.png') }).catch(() => undefined);
+    await runCommand(page, 'View: Toggle Maximize Editor Group'); // the Relay editor alone: every hint in view
+    await page.mouse.move(1200, 900);
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: path.join(artifacts, 'profile-editor.png') }).catch(() => undefined);
+    await runCommand(page, 'View: Toggle Maximize Editor Group');
     // the same colours on the kernels' functions in module.ll (instead of the line groups)
     await page.locator('.tab', { hasText: 'module.ll' }).first().click();
     await activeTab(page, 'module.ll').waitFor();
@@ -472,6 +477,7 @@ async function profileViewStep(page, model) {
     await page.screenshot({ path: path.join(artifacts, 'profile-row-click.png') }).catch(() => undefined);
     await page.locator('.tab', { hasText: 'Profile:' }).first().click(); // the whole table, for its screenshot
     await runCommand(page, 'View: Toggle Maximize Editor Group');
+    await page.mouse.move(1200, 900); // no tab's tooltip in the picture
     await page.waitForTimeout(1000);
     await page.screenshot({ path: path.join(artifacts, 'profile-table.png') }).catch(() => undefined);
     await runCommand(page, 'View: Toggle Maximize Editor Group');
@@ -480,6 +486,7 @@ async function profileViewStep(page, model) {
     // an edit: the figures are stale (the lens says so, the heat turns grey), until undone
     await page.keyboard.press('End');
     await page.keyboard.type(' ');
+    await goToLine(page, 1); // the lens above @main in view
     const stale = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'stale' });
     await stale.first().waitFor({ timeout: 30_000 });
     result.staleLens = (await stale.first().innerText()).trim();

@@ -4,7 +4,8 @@
  * (`module.ll`).
  *
  * The intensity of a kernel's lines is its share of the run (`percent`), on a linear scale
- * whose full colour is the hottest kernel: `LEVELS` steps from faint to full.  The hover on
+ * whose full colour is the hottest kernel: `LEVELS` steps from faint to full.  A line
+ * compiled into several kernels takes the hottest one's colour, and its hover names each.  The hover on
  * a coloured line names the kernel and its figures, and the status bar item is the legend:
  * the scale, the hottest kernels, and a click that hides or shows the colours
  * (`relaylens.toggleHeat`).  While they are shown for a document, they replace the line
@@ -14,7 +15,7 @@
  * one profiled gets its kernels' colours by name, as stale.
  *
  * After an edit the figures are stale: the colours stay on the lines they belong to
- * (profileStore.ts follows the edits), in grey at a third of the intensity, and the hover
+ * (profileStore.ts follows the edits), in grey at half the intensity, and the hover
  * and the legend say "stale".  The next profile replaces them.
  */
 
@@ -28,7 +29,7 @@ import { ProfileStore } from './profileStore';
 const LEVELS = 8;
 
 function heatColour(level: number, stale: boolean): string {
-    const alpha = (0.08 + (0.4 * level) / (LEVELS - 1)) * (stale ? 0.35 : 1);
+    const alpha = (0.08 + (0.4 * level) / (LEVELS - 1)) * (stale ? 0.5 : 1);
     return stale ? `rgba(150, 150, 150, ${alpha.toFixed(3)})` : `rgba(255, 96, 0, ${alpha.toFixed(3)})`;
 }
 
@@ -142,16 +143,22 @@ export class HeatColours implements vscode.Disposable {
         return text;
     }
 
+    /** One colour per line, the hottest of the kernels it went into; the hover names them all. */
     private relayRanges(uri: string, report: ProfileReport, stale: boolean): vscode.DecorationOptions[][] {
-        const out: vscode.DecorationOptions[][] = Array.from({ length: LEVELS }, () => []);
+        const kernels = new Map<number, ProfileFunction[]>(); // line now -> its kernels, hottest first
         for (const f of report.functions) {
-            const hoverMessage = this.hover(f, report, stale);
             for (const key of Object.keys(f.lines)) {
                 const line = this.store.lineNow(uri, Number(key));
                 if (line !== undefined) {
-                    out[this.level(f, report)].push({ range: new vscode.Range(line, 0, line, 0), hoverMessage });
+                    kernels.set(line, [...(kernels.get(line) ?? []), f]);
                 }
             }
+        }
+        const out: vscode.DecorationOptions[][] = Array.from({ length: LEVELS }, () => []);
+        for (const [line, fs] of kernels) {
+            fs.sort((a, b) => b.percent - a.percent);
+            const hoverMessage = fs.map((f) => this.hover(f, report, stale));
+            out[this.level(fs[0], report)].push({ range: new vscode.Range(line, 0, line, 0), hoverMessage });
         }
         return out;
     }
