@@ -8,8 +8,10 @@ The job goes to the build worker (`("profile", job, uri, version, text, weights,
 onnx)`), which builds to machine code, runs @main `runs` times and answers `("profiled",
 job, report)`.  `onnx` is the ONNX model `<stem>.onnx` beside the document when there is
 one the server may read (inside the workspace) and `compare` is on: onnxruntime then
-profiles it on the same inputs (profiling.py).  Progress is LSP work-done progress ("RelayLens profile"); a request the client
-cancels ($/cancelRequest) cancels the job in the worker; a worker that dies fails it.
+profiles it on the same inputs (profiling.py).  Progress is LSP work-done progress
+("RelayLens profile"); a request the client cancels ($/cancelRequest) cancels the job in
+the worker, which stops between two runs at the latest; a worker that dies fails it.  The
+lenses above @main are refreshed when a profile starts and ends (profile_lens.py).
 The report names the version it profiled: results are tied to it, and a newer version of
 the document makes them stale (`relaylens/profile` says `current`; hints show only for the
 version profiled).
