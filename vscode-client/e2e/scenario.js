@@ -475,12 +475,19 @@ async function profileViewStep(page, model) {
     }
     result.profileRowClick = { kernel: await row.getAttribute('data-name'), line };
     await page.screenshot({ path: path.join(artifacts, 'profile-row-click.png') }).catch(() => undefined);
-    await page.locator('.tab', { hasText: 'Profile:' }).first().click(); // the whole table, for its screenshot
-    await runCommand(page, 'View: Toggle Maximize Editor Group');
+    // the whole table, for its screenshot: its group maximised (from module.ll beside it: a
+    // key typed while the webview has the focus can miss the command palette)
+    const maximiseTablesGroup = async () => {
+        await page.locator('.tab', { hasText: 'module.ll' }).first().click();
+        await activeTab(page, 'module.ll').waitFor();
+        await runCommand(page, 'View: Toggle Maximize Editor Group');
+    };
+    await maximiseTablesGroup();
+    await page.locator('.tab', { hasText: 'Profile:' }).first().click();
     await page.mouse.move(1200, 900); // no tab's tooltip in the picture
     await page.waitForTimeout(1000);
     await page.screenshot({ path: path.join(artifacts, 'profile-table.png') }).catch(() => undefined);
-    await runCommand(page, 'View: Toggle Maximize Editor Group');
+    await maximiseTablesGroup(); // and back
     await page.locator('.tab', { hasText: model }).filter({ hasNotText: /↔/ }).first().click();
     await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
     // an edit: the figures are stale (the lens says so, the heat turns grey), until undone
