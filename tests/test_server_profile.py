@@ -234,7 +234,7 @@ async def test_a_cancelled_profile_leaves_the_server_answering(client: LanguageC
 
     while not running():
         await asyncio.wait_for(client.wait_for_notification("$/progress"), 120)
-    assert [title for _, title, _ in await _lenses(client, uri)] == ["$(sync~spin) profiling… · cancel"]
+    assert [title for _, title, _ in await _lenses(client, uri)] == ["⏱ profiling… · cancel"]
     client.protocol.notify("$/cancelRequest", lsp.CancelParams(id="slow"))
     with pytest.raises(JsonRpcException, match="cancel"):
         await asyncio.wait_for(request, 30)

@@ -2,7 +2,7 @@
 fused-function lenses; docs/lsp.md "Code lenses").
 
     ▶ Profile                                   no profile under way: runs one
-    $(sync~spin) profiling… · cancel             one is under way: cancels it
+    ⏱ profiling… · cancel                       one is under way: cancels it
     12.3 ms · 2 threads · 1.05x onnxruntime     the last profile: shows its table
 
 The first two run the client commands `relaylens.profile` and `relaylens.cancelProfile`
@@ -62,7 +62,7 @@ def profile_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
                                                              tooltip=tooltip))
 
     if profiles.running(uri):
-        found = [lens("$(sync~spin) profiling… · cancel", CANCEL, "stop the profile under way")]
+        found = [lens("⏱ profiling… · cancel", CANCEL, "stop the profile under way")]
     else:
         found = [lens("▶ Profile", PROFILE, "build to machine code, run @main 10 times on random inputs "
                                            "and time every kernel (runs generated code)")]
