@@ -61,14 +61,22 @@ def test_a_program_that_cannot_run_says_why() -> None:
     assert report.error is not None and not report.functions
 
 
-def test_onnxruntime_beside_gives_each_kernel_its_time(tmp_path) -> None:
+SMALL_CNN = ROOT / "examples" / "small_cnn.onnx"
+
+
+@pytest.fixture(scope="module")
+def small_cnn(tmp_path_factory) -> str:
+    """The demo model imported, as text (its weights printed as constants)."""
     pytest.importorskip("onnxruntime")
     from relaylens.compiler.cli import main
 
-    onnx_model = ROOT / "examples" / "small_cnn.onnx"
-    relay = tmp_path / "small_cnn.relay"
-    assert main(["import", str(onnx_model), "--shape", "input=1,1,28,28", "-o", str(relay)]) == 0
-    report = profile_report("file:///c.relay", 1, relay.read_text(), runs=2, weights=None, onnx=str(onnx_model))
+    relay = tmp_path_factory.mktemp("small_cnn") / "small_cnn.relay"
+    assert main(["import", str(SMALL_CNN), "--shape", "input=1,1,28,28", "-o", str(relay)]) == 0
+    return relay.read_text()
+
+
+def test_onnxruntime_beside_gives_each_kernel_its_time(small_cnn: str) -> None:
+    report = profile_report("file:///c.relay", 1, small_cnn, runs=2, weights=None, onnx=str(SMALL_CNN))
     assert report.error is None and report.compare is not None, report.notes
     assert report.compare["model"] == "small_cnn.onnx" and report.compare["ratio"] > 0
     conv = next(f for f in report.functions if "/conv1/Conv" in f.layers)
@@ -76,6 +84,18 @@ def test_onnxruntime_beside_gives_each_kernel_its_time(tmp_path) -> None:
     # every layer's onnxruntime time is shared out among the kernels it went into
     ran = sum(ms for layer, ms in report.compare["layers"].items() if layer in report.layers)
     assert sum(f.ort_ms or 0.0 for f in report.functions) == pytest.approx(ran)
+
+
+def test_a_cancel_reaches_onnxruntime_s_runs(small_cnn: str) -> None:
+    class Stop(Exception):
+        pass
+
+    def progress(step: str, fraction: float) -> None:
+        if step.startswith("onnxruntime"):
+            raise Stop(step)
+
+    with pytest.raises(Stop, match=r"run 1 of 6"):  # before the first of 2 × (2 + 1) runs
+        profile_report("file:///c.relay", 1, small_cnn, runs=2, weights=None, onnx=str(SMALL_CNN), progress=progress)
 
 
 def test_a_model_onnxruntime_cannot_load_is_a_note(tmp_path) -> None:

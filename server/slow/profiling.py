@@ -10,8 +10,8 @@ here, on the user's explicit command.  The build does not use the editor's lower
 (its kernels stop at LLVM IR and have no machine code).
 
 `progress(step, fraction)` is called during the build, before the runs and at most every
-`PROGRESS_SECONDS` between runs: whatever it raises (the worker's `Cancelled`) stops the
-job there, so a cancel never waits for the remaining runs.
+`PROGRESS_SECONDS` between runs (ours and onnxruntime's): whatever it raises (the worker's
+`Cancelled`) stops the job there, so a cancel never waits for the remaining runs.
 
 With `onnx` (the ONNX model `<stem>.onnx` beside the document), onnxruntime's profiler runs
 it on the same inputs afterwards (compiler/profile/compare.py): the report's `compare`
@@ -138,15 +138,23 @@ def profile_report(uri: str, version: int | None, text: str, *, runs: int, weigh
         return report
     _fill(report, prof, built)
     if onnx is not None:
-        if progress is not None:
-            progress(f"onnxruntime: {os.path.basename(onnx)}", 0.9)
-        _compare(report, prof, onnx, named_inputs(built, inputs), runs, threads)
+        said[0] = 0.0
+
+        def before_ort_run(k: int) -> None:
+            now = time.monotonic()
+            if progress is not None and now - said[0] >= PROGRESS_SECONDS:
+                said[0] = now
+                progress(f"onnxruntime: {os.path.basename(onnx)}, run {k + 1} of {2 * (runs + 1)}",
+                         0.9 + 0.1 * k / (2 * (runs + 1)))
+
+        _compare(report, prof, onnx, named_inputs(built, inputs), runs, threads, before_ort_run)
     return report
 
 
-def _compare(report: ProfileReport, prof: Profile, onnx: str, inputs: dict, runs: int, threads: int) -> None:
+def _compare(report: ProfileReport, prof: Profile, onnx: str, inputs: dict, runs: int, threads: int,
+             before_run: Callable[[int], None]) -> None:
     try:
-        theirs = onnxruntime_profile(onnx, inputs, runs=runs, threads=threads)
+        theirs = onnxruntime_profile(onnx, inputs, runs=runs, threads=threads, before_run=before_run)
     except CompareError as err:
         report.notes.append(f"not compared with onnxruntime: {err}")
         return
