@@ -86,6 +86,25 @@ def test_onnxruntime_beside_gives_each_kernel_its_time(small_cnn: str) -> None:
     assert sum(f.ort_ms or 0.0 for f in report.functions) == pytest.approx(ran)
 
 
+def test_the_hints_give_the_ratio_to_onnxruntime(small_cnn: str) -> None:
+    from types import SimpleNamespace
+
+    from relaylens.compiler.ir.span import Source
+    from relaylens.server.features.profile import profile_hints
+
+    uri = "file:///c.relay"
+    report = profile_report(uri, 3, small_cnn, runs=1, weights=None, onnx=str(SMALL_CNN))
+    doc = SimpleNamespace(version=3, text=small_cnn)
+    server = SimpleNamespace(builds=SimpleNamespace(profiles=SimpleNamespace(latest=lambda u: report)),
+                             documents=SimpleNamespace(opened=lambda u: doc))
+    labels = [h.label for h in profile_hints(server, uri, Source(uri, small_cnn), 0, len(small_cnn))]
+    conv = next(f for f in report.functions if "/conv1/Conv" in f.layers)
+    assert f"{conv.ms / conv.ort_ms:.2f}x onnxruntime" in "\n".join(labels)
+    # a kernel none of whose layers onnxruntime timed says nothing of it
+    assert all(("x onnxruntime" in h.label) == bool(f.ort_ms) for f in report.functions for h in
+               profile_hints(server, uri, Source(uri, small_cnn), 0, len(small_cnn)) if h.tooltip.split("\n")[1] == f.name)
+
+
 def test_a_cancel_reaches_onnxruntime_s_runs(small_cnn: str) -> None:
     class Stop(Exception):
         pass

@@ -13,7 +13,8 @@ With `compare` (default true) and an ONNX model `<stem>.onnx` beside the documen
 workspace, onnxruntime profiles it too (`compare` and each kernel's `ort_ms`).
 
 Hints (textDocument/inlayHint, added to the type hints by inlay_hints.py): at the end of
-the first line of each call site of a kernel, "1.23 ms · 4.1% · 190 GFLOP/s", for the
+the first line of each call site of a kernel, "1.23 ms · 4.1% · 190 GFLOP/s" (and
+"· 1.30x onnxruntime": our time over onnxruntime's for its layers, when compared), for the
 version profiled only (after an edit they are gone until the next profile: a line they
 would point at may have moved).
 """
@@ -95,6 +96,8 @@ def profile_hints(server: "RelayLensServer", uri: str, source: "Source", start: 
     hints = []
     for f in report.functions:
         label = f"{f.ms:.3g} ms · {f.percent:.1f}% · {f.gflops:.3g} GFLOP/s"
+        if f.ort_ms:
+            label += f" · {f.ms / f.ort_ms:.2f}x onnxruntime"
         if f.calls > 1:
             label += f" · {f.calls:g} calls"
         for line in f.anchors:
