@@ -121,14 +121,11 @@ def profile_report(uri: str, version: int | None, text: str, *, runs: int, weigh
     except InputError as err:
         report.error = str(err)
         return report
-    said = [0.0]
+    say = _throttled(progress)
 
     def before_run(run: int) -> None:
-        now = time.monotonic()
-        if progress is not None and (run < 0 or now - said[0] >= PROGRESS_SECONDS):
-            said[0] = now
-            progress(f"run {run + 1} of {runs}" if run >= 0 else "warm-up run",
-                     0.8 + (0.1 if onnx else 0.2) * max(run, 0) / runs)
+        say(f"run {run + 1} of {runs}" if run >= 0 else "warm-up run",
+            0.8 + (0.1 if onnx else 0.2) * max(run, 0) / runs)
 
     try:
         prof = profile(built, inputs, runs=runs, peak=machine_peak(threads), threads=threads,
@@ -138,17 +135,27 @@ def profile_report(uri: str, version: int | None, text: str, *, runs: int, weigh
         return report
     _fill(report, prof, built)
     if onnx is not None:
-        said[0] = 0.0
+        say = _throttled(progress)
+        total = 2 * (runs + 1)
 
         def before_ort_run(k: int) -> None:
-            now = time.monotonic()
-            if progress is not None and now - said[0] >= PROGRESS_SECONDS:
-                said[0] = now
-                progress(f"onnxruntime: {os.path.basename(onnx)}, run {k + 1} of {2 * (runs + 1)}",
-                         0.9 + 0.1 * k / (2 * (runs + 1)))
+            say(f"onnxruntime: {os.path.basename(onnx)}, run {k + 1} of {total}", 0.9 + 0.1 * k / total)
 
         _compare(report, prof, onnx, named_inputs(built, inputs), runs, threads, before_ort_run)
     return report
+
+
+def _throttled(progress: Callable[[str, float], None] | None) -> Callable[[str, float], None]:
+    """`progress`, called the first time and then at most every PROGRESS_SECONDS."""
+    said = [float("-inf")]
+
+    def say(step: str, fraction: float) -> None:
+        now = time.monotonic()
+        if progress is not None and now - said[0] >= PROGRESS_SECONDS:
+            said[0] = now
+            progress(step, fraction)
+
+    return say
 
 
 def _compare(report: ProfileReport, prof: Profile, onnx: str, inputs: dict, runs: int, threads: int,
