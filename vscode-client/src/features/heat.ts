@@ -69,7 +69,12 @@ export class HeatColours implements vscode.Disposable {
             this.legend,
             this.changed,
             store.onDidChange(() => this.draw()),
-            builds.onFinished((build) => build.state === 'done' && this.draw()), // a new module.ll: its map
+            builds.onFinished((build) => { // a new module.ll: its map
+                if (build.state === 'done') {
+                    this.tried.delete(vscode.Uri.parse(build.uri).toString());
+                    this.draw();
+                }
+            }),
             vscode.window.onDidChangeVisibleTextEditors(() => this.draw()),
             vscode.window.onDidChangeActiveTextEditor(() => this.draw()),
             vscode.commands.registerCommand(COMMANDS.toggleHeat, () => this.toggle()),
@@ -135,8 +140,9 @@ export class HeatColours implements vscode.Disposable {
 
     private hover(f: ProfileFunction, report: ProfileReport, stale: boolean): vscode.MarkdownString {
         const text = new vscode.MarkdownString();
-        text.appendMarkdown(`**${f.display_name}** — ${figures(f)}  \n`);
-        text.appendMarkdown(`\`${f.name}\` · ${f.calls} call${f.calls === 1 ? '' : 's'} per run · heat: its share of the run, full colour = the hottest kernel  \n`);
+        text.appendMarkdown('**').appendText(f.display_name).appendMarkdown('** — ').appendText(figures(f)).appendMarkdown('  \n');
+        text.appendText(`${f.name} · ${f.calls} call${f.calls === 1 ? '' : 's'} per run · heat: its share of the run, full colour = the hottest kernel`)
+            .appendMarkdown('  \n');
         text.appendMarkdown(stale
             ? `*stale: profiled at version ${report.version}, the document has changed since*`
             : `profile of version ${report.version}: ${report.runs} runs, ${report.threads} thread${report.threads === 1 ? '' : 's'}`);
@@ -214,7 +220,7 @@ export class HeatColours implements vscode.Disposable {
             + `a kernel's lines are coloured by its share of the run, ${LEVELS} steps up to ${scale.split(' · ').pop()}  \n`);
         tooltip.appendMarkdown(`steps: ${scale}  \n`);
         for (const f of report.functions.slice(0, 5)) {
-            tooltip.appendMarkdown(`- ${f.display_name}: ${figures(f)}\n`);
+            tooltip.appendMarkdown('- ').appendText(`${f.display_name}: ${figures(f)}`).appendMarkdown('\n');
         }
         tooltip.appendMarkdown(`\nClick to ${this.enabled ? 'hide the heat (the line groups come back)' : 'show the heat'}.`);
         this.legend.tooltip = tooltip;
