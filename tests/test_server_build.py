@@ -222,7 +222,9 @@ async def built(client: LanguageClient, name: str, text: str) -> str:
 
 
 async def lenses(client: LanguageClient, uri: str) -> list[lsp.CodeLens]:
-    return await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    """The fused functions' lenses (not the profile's above @main: test_server_profile.py)."""
+    found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
+    return [lens for lens in found if lens.command.command == "relaylens.open"]
 
 
 def symbol(lens: lsp.CodeLens) -> str:

@@ -258,6 +258,8 @@ def rows(found: list[lsp.CodeLens]) -> dict[int, list[str]]:
     """Lens titles by line (the schedule's step count is the scheduler's: not compared)."""
     out: dict[int, list[str]] = {}
     for lens in found:
+        if lens.command.command != "relaylens.open":  # the profile's, above @main: test_server_profile.py
+            continue
         title = "schedule" if lens.command.title.startswith("schedule (") else lens.command.title
         out.setdefault(lens.range.start.line, []).append(title)
     return out

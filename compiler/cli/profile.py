@@ -28,7 +28,7 @@ from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import InterpreterError
 from ..lower.runtime.jit import JIT, default_num_threads
-from ..profile.compare import CompareError, compare_table, onnxruntime_profile
+from ..profile.compare import CompareError, compare_table, named_inputs, onnxruntime_profile
 from ..profile.peak import given_peak, machine_peak
 from ..profile.profiler import profile
 from ..profile.table import profile_table
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(profile_table(prof), file=out)
     if args.compare is not None:
         try:
-            theirs = onnxruntime_profile(args.compare, _named_inputs(built, inputs), runs=args.runs, threads=threads)
+            theirs = onnxruntime_profile(args.compare, named_inputs(built, inputs), runs=args.runs, threads=threads)
         except CompareError as exc:
             raise UsageError(str(exc)) from None
         print("", file=out)
@@ -134,11 +134,3 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         write_files({Path(args.output): lambda f: f.write(document)})
     return EXIT_OK
 
-
-def _named_inputs(built, inputs) -> dict:
-    """The compiled @main's inputs by parameter name (the ONNX graph's input names)."""
-    plan = built.executable.plan
-    if plan is not None:
-        return {n: a for (n, _, _), a in zip(plan.inputs, inputs)}
-    main = built.module["main"]
-    return {p.name: a for p, a in zip(main.params, inputs)}

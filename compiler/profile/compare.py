@@ -22,11 +22,13 @@ than onnxruntime does (ours − theirs), the layer to work on next first.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -49,7 +51,17 @@ class OrtProfile:
     version: str = ""
 
 
-def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int, threads: int) -> OrtProfile:
+def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int, threads: int,
+                        before_run: Callable[[int], None] | None = None) -> OrtProfile:
+    """onnxruntime's profile of `model` on `inputs`.  `before_run(k)` is called before each
+    of its 2 × (runs + 1) runs; whatever it raises stops it there (the editor's cancel)."""
+    step = itertools.count()
+
+    def run(session, feed) -> None:
+        if before_run is not None:
+            before_run(next(step))
+        _run(session, feed, model)
+
     try:  # only --compare needs them, and onnxruntime takes a while to load
         import onnx
         import onnxruntime as ort
@@ -71,7 +83,7 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
         session = _session(ort, model, options)
         feed = _feed(session, inputs, model)
         for _ in range(runs + 1):
-            _run(session, feed, model)
+            run(session, feed)
         with open(session.end_profiling(), encoding="utf-8") as f:
             events = json.load(f)
     plain = ort.SessionOptions()
@@ -80,7 +92,7 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
     times = []
     for k in range(runs + 1):
         started = time.monotonic_ns()
-        _run(optimized, feed, model)
+        run(optimized, feed)
         if k:
             times.append(time.monotonic_ns() - started)
     result = OrtProfile(model, {}, run_ns=0.0, optimized_run_ns=float(np.median(times)), version=ort.__version__)
@@ -141,6 +153,28 @@ def _our_name(name: str, args: dict, graph, ours: list[str]) -> str:
     if 0 <= index < len(ours) and not graph.node[index].name:
         return ours[index]
     return name
+
+
+def named_inputs(built, inputs) -> dict:
+    """The compiled @main's inputs by parameter name (the ONNX graph's input names)."""
+    plan = built.executable.plan
+    if plan is not None:
+        return {n: a for (n, _, _), a in zip(plan.inputs, inputs)}
+    main = built.module["main"]
+    return {p.name: a for p, a in zip(main.params, inputs)}
+
+
+def theirs_per_kernel(prof: Profile, theirs: OrtProfile) -> dict[str, float | None]:
+    """onnxruntime's time (ns) for the layers compiled into each kernel: each layer's time
+    shared among the kernels it went into by our time for it there (a layer in one kernel
+    gives it all its time), so the kernels' figures sum to onnxruntime's time for every
+    layer we ran.  None for a kernel none of whose layers onnxruntime timed."""
+    out: dict[str, float | None] = {}
+    for row in prof.rows:
+        shares = [(theirs.nodes[layer], ns / prof.layers[layer]) for layer, ns in row.layers.items()
+                  if layer in theirs.nodes and prof.layers.get(layer)]
+        out[row.kernel] = sum(t * f for t, f in shares) if shares else None
+    return out
 
 
 def compare_table(prof: Profile, theirs: OrtProfile) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -116,9 +116,11 @@ class Profile:
         return float(np.median(self.in_entry)) if self.in_entry else 0.0
 
 
-def profile(built, inputs: list[Any], *, runs: int, peak: Peak, threads: int) -> Profile:
+def profile(built, inputs: list[Any], *, runs: int, peak: Peak, threads: int,
+            before_run: Callable[[int], None] | None = None) -> Profile:
     """Profile a build that went to machine code (`built.executable` not None) on `inputs`,
-    the arguments of its compiled @main."""
+    the arguments of its compiled @main.  `before_run(k)` is called before each run (k = -1
+    for the warm-up); whatever it raises stops the profile there (the editor's cancel)."""
     exe = built.executable
     prov = built.provenance
     sites: dict[Any, CallSite] = {}
@@ -137,6 +139,8 @@ def profile(built, inputs: list[Any], *, runs: int, peak: Peak, threads: int) ->
         timed = TimedEntry(exe, built.lowered.jit)
         steps = [site(k, s.kernel, s.func) for k, s in enumerate(exe.plan.steps)]
         for run in range(-1, runs):  # run -1: the warm-up
+            if before_run is not None:
+                before_run(run)
             started = time.monotonic_ns()
             _, times = timed.run(*inputs)
             ended = time.monotonic_ns()
@@ -154,6 +158,8 @@ def profile(built, inputs: list[Any], *, runs: int, peak: Peak, threads: int) ->
                      "is timed around its native call from Python (about 1 µs of ctypes call included), and "
                      "the time between kernels is the interpreter's")
         for run in range(-1, runs):
+            if before_run is not None:
+                before_run(run)
             started = time.monotonic_ns()
             _, calls = timed_interpret(exe, *inputs)
             ended = time.monotonic_ns()

@@ -6,7 +6,8 @@ Every lens runs the client command `relaylens.open` with a virtual document's UR
 where it helps, the range to select in it (docs/lsp.md).  While the current version has
 no finished build (it is being built, or its text has errors), the last build's lenses
 stay, moved with the text to where their expressions now are and marked stale
-("ƒ conv2d + relu · rebuilding…"); they still open that build's documents.
+("ƒ conv2d + relu · rebuilding…"); they still open that build's documents.  Above `def
+@main` stand the profile's lenses (profile_lens.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..slow.report import FusedReport
 from ..text_edits import offset_mapper
 from ...compiler.ir.span import Source
 from . import byoc, guarded
+from .profile_lens import profile_lenses
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -81,8 +83,10 @@ def register(server: "RelayLensServer") -> None:
         built = server.builds.current(uri)
         partitioned = byoc.lenses(server, uri, built)  # external functions; a pattern table's matches
         if built is not None:
-            return [lens for fn in built.report.functions for lens in lenses_for(built, fn)] + partitioned
-        return stale_lenses(server, uri) + partitioned
+            fused = [lens for fn in built.report.functions for lens in lenses_for(built, fn)]
+        else:
+            fused = stale_lenses(server, uri)
+        return fused + partitioned + profile_lenses(server, uri)  # above @main: profile_lens.py
 
 
 def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:

@@ -9,9 +9,12 @@ call timed (server/slow/profiling.py).  The answer is `ProfileReport.to_json()` 
 `current`: whether the document is still at the version profiled.  A document that does
 not build, or whose @main cannot run on random inputs, answers with `error` set; one
 that is not open, a cancelled request or a worker that died is a RequestFailed error.
+With `compare` (default true) and an ONNX model `<stem>.onnx` beside the document in the
+workspace, onnxruntime profiles it too (`compare` and each kernel's `ort_ms`).
 
 Hints (textDocument/inlayHint, added to the type hints by inlay_hints.py): at the end of
-the first line of each call site of a kernel, "1.23 ms · 4.1% · 190 GFLOP/s", for the
+the first line of each call site of a kernel, "1.23 ms · 4.1% · 190 GFLOP/s" (and
+"· 1.30x onnxruntime": our time over onnxruntime's for its layers, when compared), for the
 version profiled only (after an edit they are gone until the next profile: a line they
 would point at may have moved).
 """
@@ -41,11 +44,14 @@ def register(server: "RelayLensServer") -> None:
     @server.feature(METHOD)
     async def profile(params: Any) -> dict:
         uri = uri_param(params)
-        runs = params.get("runs", DEFAULT_RUNS) if isinstance(params, dict) else getattr(params, "runs", DEFAULT_RUNS)
+        runs = _param(params, "runs", DEFAULT_RUNS)
         if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
             raise Refused(f"runs must be a positive integer, not {runs!r}")
+        compare = _param(params, "compare", True)
+        if not isinstance(compare, bool):
+            raise Refused(f"compare must be true or false, not {compare!r}")
         try:
-            report = await server.builds.profiles.run(uri, runs)
+            report = await server.builds.profiles.run(uri, runs, compare)
         except ProfileFailed as err:
             raise Refused(str(err)) from None
         except Exception as err:  # noqa: BLE001 -- an error answer, never a dead request
@@ -59,6 +65,10 @@ def register(server: "RelayLensServer") -> None:
     def last(params: Any) -> dict | None:
         report = server.builds.profiles.latest(uri_param(params))
         return _answer(server, report) if report is not None else None
+
+
+def _param(params: Any, name: str, default: Any) -> Any:
+    return params.get(name, default) if isinstance(params, dict) else getattr(params, name, default)
 
 
 def _answer(server: "RelayLensServer", report) -> dict:
@@ -86,6 +96,8 @@ def profile_hints(server: "RelayLensServer", uri: str, source: "Source", start: 
     hints = []
     for f in report.functions:
         label = f"{f.ms:.3g} ms · {f.percent:.1f}% · {f.gflops:.3g} GFLOP/s"
+        if f.ort_ms:
+            label += f" · {f.ms / f.ort_ms:.2f}x onnxruntime"
         if f.calls > 1:
             label += f" · {f.calls:g} calls"
         for line in f.anchors:

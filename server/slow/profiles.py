@@ -2,11 +2,16 @@
 
     report = await builds.profiles.run(uri, runs=10)    # a ProfileReport (profiling.py)
     builds.profiles.latest(uri)                          # the last one, kept for inlay hints
+    builds.profiles.running(uri)                         # whether one is under way (the lens)
 
-The job goes to the build worker (`("profile", job, uri, version, text, weights, runs)`),
-which builds to machine code, runs @main `runs` times and answers `("profiled", job,
-report)`.  Progress is LSP work-done progress ("RelayLens profile"); a request the client
-cancels ($/cancelRequest) cancels the job in the worker; a worker that dies fails it.
+The job goes to the build worker (`("profile", job, uri, version, text, weights, runs,
+onnx)`), which builds to machine code, runs @main `runs` times and answers `("profiled",
+job, report)`.  `onnx` is the ONNX model `<stem>.onnx` beside the document when there is
+one the server may read (inside the workspace) and `compare` is on: onnxruntime then
+profiles it on the same inputs (profiling.py).  Progress is LSP work-done progress
+("RelayLens profile"); a request the client cancels ($/cancelRequest) cancels the job in
+the worker, which stops between two runs at the latest; a worker that dies fails it.  The
+lenses above @main are refreshed when a profile starts and ends (profile_lens.py).
 The report names the version it profiled: results are tied to it, and a newer version of
 the document makes them stale (`relaylens/profile` says `current`; hints show only for the
 version profiled).
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
+from ..features import Refused
 from .profiling import ProfileReport
 
 if TYPE_CHECKING:
@@ -53,7 +59,20 @@ class Profiles:
     def forget(self, uri: str) -> None:
         self._latest.pop(uri, None)
 
-    async def run(self, uri: str, runs: int) -> ProfileReport:
+    def running(self, uri: str) -> bool:
+        return any(p.uri == uri for p in self.pending.values())
+
+    def _onnx(self, uri: str) -> str | None:
+        """The path of `<stem>.onnx` beside the model, when there is one the server may read."""
+        stem, dot, suffix = uri.rpartition(".")
+        if not uri.startswith("file:") or not dot or "/" in suffix:
+            return None
+        try:
+            return self.builds.server.documents.workspace_file(stem + ".onnx")
+        except Refused:  # none there, or not one the server reads
+            return None
+
+    async def run(self, uri: str, runs: int, compare: bool = True) -> ProfileReport:
         server = self.builds.server
         doc = server.documents.opened(uri)
         if doc is None:
@@ -62,10 +81,14 @@ class Profiles:
         job = next(self.builds._ids)
         pending = Pending(uri, asyncio.get_running_loop().create_future())
         self.pending[job] = pending
-        if not self.builds.worker.send(("profile", job, uri, doc.version, doc.text, self.builds._weights(uri), runs)):
+        onnx = self._onnx(uri) if compare else None
+        if not self.builds.worker.send(("profile", job, uri, doc.version, doc.text, self.builds._weights(uri), runs,
+                                        onnx)):
             del self.pending[job]
             raise ProfileFailed("the build worker cannot start")
         self._begin_progress(job, pending, uri, doc.version)
+        self._refresh_lenses()
+        report: ProfileReport | None = None
         try:
             report = await asyncio.wait_for(asyncio.shield(pending.future), TIMEOUT_SECONDS)
         except (asyncio.CancelledError, asyncio.TimeoutError) as err:
@@ -76,9 +99,15 @@ class Profiles:
         finally:
             self.pending.pop(job, None)
             self._end_progress(pending)
-        if report.error is None:
-            self._latest[uri] = report
+            if report is not None and report.error is None:
+                self._latest[uri] = report
+            self._refresh_lenses()
         return report
+
+    def _refresh_lenses(self) -> None:
+        """The lens above @main says whether a profile runs and what the last one found."""
+        if self.builds._lens_refresh_supported():
+            self.builds.server.workspace_code_lens_refresh(None)
 
     def handle(self, message: tuple) -> bool:
         """Take a worker message that belongs to a profile job; False for any other."""

@@ -61,7 +61,7 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs)
+            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -187,6 +187,7 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     from .reporting import Cancelled
 
     _, job, uri, version, text, weights, runs = message[:7]
+    onnx = message[7] if len(message) > 7 else None
     if jobs.is_void(job):
         frames.write(out, ("cancelled", job))
         return
@@ -198,7 +199,7 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
         frames.write(out, ("progress", job, step, fraction))
 
     try:
-        report = profile_report(uri, version, text, runs=runs, weights=weights, progress=progress,
+        report = profile_report(uri, version, text, runs=runs, weights=weights, onnx=onnx, progress=progress,
                                 disk_cache=disk)
     except Cancelled:
         frames.write(out, ("cancelled", job))
@@ -207,6 +208,7 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
         traceback.print_exc()
         report = ProfileReport(uri, version, error=f"internal error: {type(err).__name__}: {err}")
     frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
+
 
 def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tuple:
     """The answer to a graph request: the graph document of the kept build, or why not."""

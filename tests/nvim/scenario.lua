@@ -227,7 +227,10 @@ end
 -- definition from a located module.ll line (relaylens/lineMap) back to the .relay file.
 local function virtual_documents()
   step('virtual')
-  local first = obs.lenses.stored[1]
+  local first -- the first lens that opens a document (not the profile's above @main)
+  for _, lens in ipairs(obs.lenses.stored) do
+    if not first and lens.command == 'relaylens.open' then first = lens end
+  end
   if not (first and first.arguments) then
     error('no code lens with arguments to follow: ' .. vim.inspect(obs.lenses.stored), 0)
   end

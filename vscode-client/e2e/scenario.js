@@ -19,9 +19,11 @@
  * worker under code-server, with no duplicated lens, and one tab each for the Relay file and
  * module.ll (F12 and lenses reuse the open pair); the O3 and assembly views open without
  * debug information and the toggle brings it back; the pass pipeline's diff of FuseOps opens
- * (its after side numbered as the before side); Profile lists the kernels with their times
- * and puts the figures as inlay hints on the fused groups' lines; breaking a line shows an
- * error squiggle and the status bar counts the errors.
+ * (its after side numbered as the before side); the "▶ Profile" lens above @main opens the
+ * profile's table, puts the figures as inlay hints on the fused groups' lines and the heat
+ * colour on the kernels' lines; the table sorts, a row leads to its kernel's line, an edit
+ * marks the figures stale; breaking a line shows an error squiggle and the status bar
+ * counts the errors.
  *
  * With ZERO_CONFIG=1 it plays a new user instead: no `relaylens.server.pythonPath` and no
  * Python on the PATH that has relaylens; opening the model offers to create a private
@@ -357,27 +359,8 @@ async function scenario(page, url) {
         return (await tab.first().innerText()).trim();
     });
 
-    await step(page, 'profile', async () => {
-        await page.keyboard.press('Escape');
-        await page.locator('.tab', { hasText: model }).first().click();
-        await activeTab(page, model).waitFor();
-        await runCommand(page, 'RelayLens: Profile');
-        const table = page.locator('.quick-input-widget', { hasText: 'RelayLens profile:' });
-        await table.waitFor({ timeout: STEP_TIMEOUT });
-        const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
-        result.profileRows = rows.map((r) => r.replace(/\s+/g, ' ').trim()).slice(0, 6);
-        if (!rows.some((r) => /ms · .*% · .*GFLOP\/s/.test(r))) {
-            throw new Error(`no kernel rows with figures: ${JSON.stringify(result.profileRows)}`);
-        }
-        await page.screenshot({ path: path.join(artifacts, 'profile-table.png') }).catch(() => undefined);
-        await page.keyboard.press('Escape');
-        // the figures as inlay hints on the fused groups' first lines (Monaco writes their
-        // spaces as no-break spaces, and cuts a long hint short with an ellipsis)
-        const hint = page.locator('.editor-group-container.active .view-lines span', { hasText: /^\d[\d.]*\sms\s·\s[\d.]+%/ });
-        await hint.first().waitFor({ state: 'attached', timeout: 30_000 });
-        result.profileHints = (await hint.allTextContents()).map((t) => t.replace(/\s/g, ' '));
-        return result.profileRows.join(' | ').slice(0, 300);
-    });
+    await step(page, 'profile', () => profileStep(page, model));
+    await step(page, 'profile-view', () => profileViewStep(page, model));
 
     await checkNumericsStep(page, model);
     await step(page, 'byoc', () => byocStep(page));
@@ -454,6 +437,142 @@ async function byocStep(page) {
     await matched.first().waitFor({ timeout: STEP_TIMEOUT });
     result.byocTableLenses = await lensTexts(page);
     return `${result.byocLenses.join(' | ')}; ${text.slice(0, 200)}`;
+}
+
+/** The profile's table: the webview (an iframe in an iframe) of the last one opened. */
+const profileTable = (page) => page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
+
+/** How many overlay lines of the active editor group have the heat's colour (heat.ts),
+ * waiting up to `timeout` ms for one. */
+async function heatLines(page, rgb, timeout = 10_000) {
+    const count = () => page.locator('.editor-group-container.active .view-overlays div').evaluateAll((divs, colour) =>
+        divs.filter((d) => getComputedStyle(d).backgroundColor.startsWith(`rgba(${colour}`)).length, rgb);
+    const until = Date.now() + timeout;
+    let found = await count();
+    while (found === 0 && Date.now() < until) {
+        await page.waitForTimeout(250);
+        found = await count();
+    }
+    return found;
+}
+
+/**
+ * Profile from the lens above @main: the table opens beside with a row per kernel and its
+ * figures, the figures go on the fused groups' first lines as inlay hints, the kernels'
+ * lines get the heat colour, and the lens shows the run's time.  Screenshot profile-heat.png.
+ */
+async function profileStep(page, model) {
+    await page.keyboard.press('Escape');
+    await page.locator('.tab', { hasText: model }).first().click();
+    await activeTab(page, model).waitFor();
+    await goToLine(page, 1);
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: '▶ Profile' });
+    await lens.first().waitFor({ timeout: STEP_TIMEOUT });
+    await lens.first().click();
+    const rows = profileTable(page).locator('#kernels tbody tr');
+    await rows.first().waitFor({ timeout: STEP_TIMEOUT });
+    const texts = (await rows.allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+    result.profileRows = texts.slice(0, 6);
+    if (!texts.some((r) => /tvmgen_default_fused\S* \d+ \d+\.\d{4}/.test(r))) {
+        throw new Error(`no kernel rows with figures: ${JSON.stringify(result.profileRows)}`);
+    }
+    await page.locator('.tab', { hasText: model }).first().click();
+    // the figures as inlay hints on the fused groups' first lines (Monaco writes their
+    // spaces as no-break spaces, and cuts a long hint short with an ellipsis)
+    const hint = page.locator('.editor-group-container.active .view-lines span', { hasText: /^\d[\d.]*\sms\s·\s[\d.]+%/ });
+    await hint.first().waitFor({ state: 'attached', timeout: 30_000 });
+    result.profileHints = (await hint.allTextContents()).map((t) => t.replace(/\s/g, ' '));
+    const figures = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: / ms · \d+ threads?/ });
+    await figures.first().waitFor({ timeout: 30_000 });
+    result.profileLens = (await figures.first().innerText()).trim();
+    result.heatLines = await heatLines(page, '255, 96, 0');
+    if (result.heatLines === 0) {
+        throw new Error('no line has the heat colour');
+    }
+    result.heatLegend = (await page.locator('.statusbar-item', { hasText: 'heat:' }).first().innerText()).trim();
+    await page.screenshot({ path: path.join(artifacts, 'profile-heat.png') }).catch(() => undefined);
+    await runCommand(page, 'View: Toggle Maximize Editor Group'); // the Relay editor alone: every hint in view
+    await page.mouse.move(1200, 900);
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: path.join(artifacts, 'profile-editor.png') }).catch(() => undefined);
+    await runCommand(page, 'View: Toggle Maximize Editor Group');
+    // the same colours on the kernels' functions in module.ll (instead of the line groups)
+    await page.locator('.tab', { hasText: 'module.ll' }).first().click();
+    await activeTab(page, 'module.ll').waitFor();
+    result.heatLinesLlvm = await heatLines(page, '255, 96, 0', 30_000);
+    await page.screenshot({ path: path.join(artifacts, 'profile-heat-llvm.png') }).catch(() => undefined);
+    await page.locator('.tab', { hasText: 'Profile:' }).first().click();
+    if (result.heatLinesLlvm === 0) {
+        throw new Error('no line of module.ll has the heat colour');
+    }
+    return `${result.profileLens}; ${result.heatLines} hot lines, ${result.heatLinesLlvm} in module.ll; `
+        + result.profileRows.join(' | ').slice(0, 300);
+}
+
+/**
+ * The table sorts by a header, and a click on a row puts the cursor on the first line of
+ * its kernel in the one Relay editor; after an edit the lens and the heat say stale (undone
+ * after).  Screenshots profile-row-click.png, profile-table.png (the table's group
+ * maximised) and profile-stale.png.
+ */
+async function profileViewStep(page, model) {
+    const table = profileTable(page);
+    const names = async () => (await table.locator('#kernels tbody tr td.name .display').allInnerTexts()).map((t) => t.trim());
+    await table.locator('th[data-key="name"]').click();
+    const byName = await names();
+    if (byName.join('\n') !== [...byName].sort((a, b) => a.toLowerCase() < b.toLowerCase() ? -1 : 1).join('\n')) {
+        throw new Error(`not sorted by name: ${JSON.stringify(byName)}`);
+    }
+    await table.locator('th[data-key="ms"]').click();
+    const ms = (await table.locator('#kernels tbody tr').evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.ms))));
+    if (ms.some((v, i) => i > 0 && v > ms[i - 1])) {
+        throw new Error(`not sorted by time, slowest first: ${JSON.stringify(ms)}`);
+    }
+    const row = table.locator('#kernels tbody tr').last(); // the fastest kernel: not where the cursor is
+    const line = Number(await row.getAttribute('data-line')) + 1;
+    await page.locator('.tab', { hasText: model }).first().click();
+    await goToLine(page, line === 1 ? 2 : 1);
+    await row.click();
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
+    const tabs = await page.locator('.tab', { hasText: model }).filter({ hasNotText: /↔/ }).count();
+    if (tabs !== 1) {
+        throw new Error(`a click on a row should reuse the open Relay editor: ${tabs} tabs`);
+    }
+    result.profileRowClick = { kernel: await row.getAttribute('data-name'), line };
+    await page.screenshot({ path: path.join(artifacts, 'profile-row-click.png') }).catch(() => undefined);
+    // the whole table, for its screenshot: its group maximised (from module.ll beside it: a
+    // key typed while the webview has the focus can miss the command palette)
+    const maximiseTablesGroup = async () => {
+        await page.locator('.tab', { hasText: 'module.ll' }).first().click();
+        await activeTab(page, 'module.ll').waitFor();
+        await runCommand(page, 'View: Toggle Maximize Editor Group');
+    };
+    await maximiseTablesGroup();
+    await page.locator('.tab', { hasText: 'Profile:' }).first().click();
+    await page.mouse.move(1200, 900); // no tab's tooltip in the picture
+    await page.waitForTimeout(1000);
+    await page.screenshot({ path: path.join(artifacts, 'profile-table.png') }).catch(() => undefined);
+    await maximiseTablesGroup(); // and back
+    await page.locator('.tab', { hasText: model }).filter({ hasNotText: /↔/ }).first().click();
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
+    // an edit: the figures are stale (the lens says so, the heat turns grey), until undone
+    await page.keyboard.press('End');
+    await page.keyboard.type(' ');
+    await goToLine(page, 1); // the lens above @main in view
+    const stale = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'stale' });
+    await stale.first().waitFor({ timeout: 30_000 });
+    result.staleLens = (await stale.first().innerText()).trim();
+    result.staleHeatLines = await heatLines(page, '150, 150, 150');
+    await page.screenshot({ path: path.join(artifacts, 'profile-stale.png') }).catch(() => undefined);
+    await page.keyboard.press('Control+Z');
+    if (result.staleHeatLines === 0) {
+        throw new Error('after an edit, no line has the stale heat colour');
+    }
+    // close the table (a middle click on its tab: a command typed while the webview has the
+    // focus can miss the palette); later steps look for the model's tab by name
+    await page.locator('.tab', { hasText: 'Profile:' }).first().click({ button: 'middle' });
+    await page.locator('.tab', { hasText: 'Profile:' }).waitFor({ state: 'detached', timeout: 10_000 });
+    return `row ${result.profileRowClick.kernel} -> line ${line}; after an edit: ${result.staleLens}`;
 }
 
 async function main() {

@@ -17,7 +17,7 @@ import { ByocColours } from './features/byoc';
 import { registerCompilerViews } from './features/compilerViews';
 import { LineColours } from './features/lineColours';
 import { registerNumerics } from './features/numerics';
-import { registerProfile } from './features/profile';
+import { Profiler } from './features/profile';
 import { registerVirtualDocuments } from './features/virtualDocuments';
 
 let server: ServerManager | undefined;
@@ -28,14 +28,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const builds = new BuildEvents(server);
     const provider = registerVirtualDocuments(context, server, builds);
     registerCompilerViews(context, server, provider);
-    registerProfile(context, server);
+    const profiler = new Profiler(server, builds);
     registerNumerics(context, server);
     const restart = () => server?.restart();
     context.subscriptions.push(
         output,
         builds,
         new BuildStatus(builds),
-        new LineColours(server, builds),
+        profiler,
+        new LineColours(server, builds, profiler.heat),
         new ByocColours(server, builds),
         vscode.commands.registerCommand(COMMANDS.restart, restart),
         vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show()),

@@ -35,6 +35,9 @@ export const COMMANDS = {
     goToSource: 'relaylens.goToSource', // F12 in a virtual document
     profile: 'relaylens.profile', // runs generated code: only on this command (docs/lsp.md, relaylens/profile)
     checkNumerics: 'relaylens.checkNumerics', // runs generated code too (docs/lsp.md, relaylens/checkNumerics)
+    cancelProfile: 'relaylens.cancelProfile', // the lens above @main while a profile runs
+    showProfile: 'relaylens.showProfile', // the table of the last profile (a webview)
+    toggleHeat: 'relaylens.toggleHeat', // the profile's heat colours instead of the line groups
 } as const;
 
 /** The Python extension, asked for its active interpreter when installed. */

@@ -70,6 +70,16 @@ export interface ProfileFunction {
     anchors: number[]; // 0-based lines
     lines: Record<string, number>; // 0-based line -> ms
     layers: Record<string, number>;
+    ort_ms?: number | null; // onnxruntime's time for its layers (with `compare` only)
+}
+
+export interface ProfileComparison {
+    model: string; // the ONNX file beside the document
+    version: string; // onnxruntime's
+    run_ms: number; // optimisations off, profiling on
+    optimized_run_ms: number; // every optimisation on (ORT_ENABLE_ALL)
+    ratio: number | null; // our run_ms / optimized_run_ms
+    layers: Record<string, number>; // ONNX layer -> onnxruntime's ms
 }
 
 export interface ProfileReport {
@@ -88,12 +98,14 @@ export interface ProfileReport {
     functions: ProfileFunction[];
     lines: Record<string, number>;
     layers: Record<string, number>;
+    compare?: ProfileComparison | null;
 }
 
 export const VirtualDocumentRequest = new RequestType<{ uri: string }, VirtualDocument, void>('relaylens/virtualDocument');
 export const LineMapRequest = new RequestType<{ uri: string }, LineMap | null, void>('relaylens/lineMap');
 export const SnapshotsRequest = new RequestType<{ uri: string }, Snapshots | null, void>('relaylens/snapshots');
-export const ProfileRequest = new RequestType<{ uri: string; runs: number }, ProfileReport, void>('relaylens/profile');
+export const ProfileRequest = new RequestType<{ uri: string; runs: number; compare?: boolean }, ProfileReport, void>('relaylens/profile');
+export const LastProfileRequest = new RequestType<{ uri: string }, ProfileReport | null, void>('relaylens/lastProfile');
 export const BuildFinishedNotification = new NotificationType<BuildFinished>('relaylens/buildFinished');
 
 /**

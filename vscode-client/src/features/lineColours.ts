@@ -8,7 +8,8 @@
  * its partner lines on the other side (`relaylens.partnerLine`) and scrolls them into view.
  * The mapping is the server's `relaylens/lineMap`; this module only decorates.  A map is
  * dropped as soon as its Relay document is edited (its lines no longer match) and fetched
- * again when the next build of the document finishes.
+ * again when the next build of the document finishes.  While the profile's heat colours are
+ * shown for a document (heat.ts), they replace its line groups.
  */
 
 import * as vscode from 'vscode';
@@ -16,6 +17,7 @@ import { BuildEvents } from '../common/builds';
 import { LANGUAGE_ID } from '../common/constants';
 import { LineMap, LineMapRequest, LineRange, parseVirtualUri } from '../common/protocol';
 import { ServerManager } from '../common/server';
+import type { HeatColours } from './heat';
 
 const GROUP_COLOURS = 6;
 
@@ -50,8 +52,9 @@ export class LineColours implements vscode.Disposable {
     private readonly pending = new Set<string>();
     private readonly subscriptions: vscode.Disposable[];
 
-    constructor(private readonly server: ServerManager, builds: BuildEvents) {
+    constructor(private readonly server: ServerManager, builds: BuildEvents, private readonly heat?: HeatColours) {
         this.subscriptions = [
+            ...(heat ? [heat.onDidChange(() => this.draw())] : []),
             builds.onFinished((build) => {
                 if (build.state === 'done' && build.current) {
                     this.maps.delete(vscode.Uri.parse(build.uri).toString());
@@ -122,6 +125,9 @@ export class LineColours implements vscode.Disposable {
         const pairs = this.pairs();
         const painted = new Set<vscode.TextEditor>();
         for (const { relay, llvm, map } of pairs) {
+            if (this.heat?.covers(relay.document.uri.toString())) {
+                continue; // the heat colours instead: cleared below
+            }
             this.groups.forEach((decoration, colour) => {
                 const functions = map.functions.filter((_, i) => i % GROUP_COLOURS === colour);
                 relay.setDecorations(decoration, functions.flatMap((f) => toRanges(f.relay)));

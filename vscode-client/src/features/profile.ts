@@ -1,95 +1,119 @@
 /**
- * RelayLens: Profile — runs the model of the active Relay document, every kernel timed, in
- * the server's build worker (`relaylens/profile`, docs/lsp.md), with a cancellable progress
- * notification.  The server then adds its inlay hints ("1.23 ms · 4.1% · 190 GFLOP/s") on
- * each fused group's first line and asks VS Code to refresh them; this module shows the
- * kernels as a quick pick, slowest first (or by name, or by GFLOP/s), and reveals the
- * chosen one's first line.  Figures belong to the version profiled: after an edit the
- * hints disappear and the list says the figures are stale.
+ * RelayLens: Profile — runs the model of a Relay document, every kernel timed, in the
+ * server's build worker (`relaylens/profile`, docs/lsp.md), behind a cancellable progress
+ * notification that follows the server's own progress ("run 3 of 10").  The server's lenses
+ * above `def @main` run it ("▶ Profile", with the document's URI), cancel it while it runs
+ * ("profiling… · cancel") and open the table of the last one ("12.3 ms · 2 threads").
+ *
+ * A finished profile is kept (profileStore.ts); the server adds its inlay hints
+ * ("1.23 ms · 4.1% · 190 GFLOP/s") on each fused group's first line, the heat colours go on
+ * the kernels' lines (heat.ts) and the table opens beside (profileTable.ts).  Figures
+ * belong to the version profiled: after an edit they are marked stale.
  */
 
 import * as vscode from 'vscode';
+import { BuildEvents } from '../common/builds';
 import { COMMANDS, LANGUAGE_ID } from '../common/constants';
-import { ProfileFunction, ProfileReport, ProfileRequest } from '../common/protocol';
+import { ProfileRequest } from '../common/protocol';
 import { ServerManager } from '../common/server';
+import { HeatColours } from './heat';
+import { ProfileStore } from './profileStore';
+import { ProfileTables } from './profileTable';
 
 const RUNS = 10;
-type Order = 'time' | 'GFLOP/s' | 'name';
+const SERVER_PROGRESS = 'relaylens-profile-'; // the server's work-done progress tokens (server/slow/profiles.py)
 
-function describe(f: ProfileFunction): string {
-    const calls = f.calls > 1 ? ` · ${f.calls} calls` : '';
-    return `${f.ms.toPrecision(3)} ms · ${f.percent.toFixed(1)}% · ${f.gflops.toPrecision(3)} GFLOP/s${calls}`;
+/** The Relay document a command means: its URI argument (a lens), else the active editor's. */
+function documentFor(uri?: string | vscode.Uri): vscode.TextDocument | undefined {
+    const key = uri?.toString() ?? vscode.window.activeTextEditor?.document.uri.toString();
+    const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+    return document?.languageId === LANGUAGE_ID ? document : undefined;
 }
 
-function sorted(functions: ProfileFunction[], order: Order): ProfileFunction[] {
-    const copy = [...functions];
-    if (order === 'GFLOP/s') {
-        return copy.sort((a, b) => a.gflops - b.gflops);
-    }
-    if (order === 'name') {
-        return copy.sort((a, b) => a.display_name.localeCompare(b.display_name));
-    }
-    return copy.sort((a, b) => b.ms - a.ms);
-}
+export class Profiler implements vscode.Disposable {
+    readonly store: ProfileStore;
+    readonly heat: HeatColours;
+    private readonly tables: ProfileTables;
+    private readonly running = new Map<string, vscode.CancellationTokenSource>();
+    private readonly subscriptions: vscode.Disposable[];
 
-async function showTable(editor: vscode.TextEditor, report: ProfileReport, order: Order = 'time'): Promise<void> {
-    const stale = editor.document.version !== report.version ? ' (stale: the document changed since)' : '';
-    type Item = vscode.QuickPickItem & { f?: ProfileFunction; order?: Order };
-    const orders: Item[] = (['time', 'GFLOP/s', 'name'] as Order[])
-        .filter((o) => o !== order)
-        .map((o) => ({ label: `$(list-ordered) sort by ${o}`, order: o }));
-    const rows: Item[] = sorted(report.functions, order).map((f) => ({
-        label: f.display_name,
-        description: describe(f),
-        detail: `${f.name} · ${f.percent_of_peak.toFixed(1)}% of peak · ${f.mbytes.toPrecision(3)} MB at ${f.gbytes_per_s.toPrecision(3)} GB/s · `
-            + Object.entries(f.layers).sort((a, b) => b[1] - a[1]).slice(0, 4).map(([layer, ms]) => `${layer} ${ms.toPrecision(3)} ms`).join(', '),
-        f,
-    }));
-    const picked = await vscode.window.showQuickPick([...rows, { label: '', kind: vscode.QuickPickItemKind.Separator }, ...orders], {
-        title: `RelayLens profile: ${report.run_ms.toPrecision(4)} ms per run, kernels ${report.kernels_ms.toPrecision(4)} ms, ${report.runs} runs, ${report.threads} threads${stale}`,
-        placeHolder: 'a fused function to go to (time shared among its lines and layers by FLOPs)',
-        matchOnDescription: true,
-        matchOnDetail: true,
-    });
-    if (picked?.order) {
-        return showTable(editor, report, picked.order);
+    constructor(private readonly server: ServerManager, private readonly builds: BuildEvents) {
+        this.store = new ProfileStore(server);
+        this.heat = new HeatColours(server, this.store, builds);
+        this.tables = new ProfileTables(this.store);
+        this.subscriptions = [
+            this.store, this.heat, this.tables,
+            vscode.commands.registerCommand(COMMANDS.profile, (uri?: string) => this.profile(uri)),
+            vscode.commands.registerCommand(COMMANDS.cancelProfile, (uri?: string) => this.cancel(uri)),
+            vscode.commands.registerCommand(COMMANDS.showProfile, (uri?: string) => this.showTable(uri)),
+        ];
     }
-    const line = picked?.f?.anchors[0];
-    if (line !== undefined && !stale) {
-        const at = new vscode.Position(line, 0);
-        editor.selection = new vscode.Selection(at, at);
-        editor.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.InCenter);
-    }
-}
 
-async function profile(server: ServerManager): Promise<void> {
-    const editor = vscode.window.activeTextEditor;
-    if (editor?.document.languageId !== LANGUAGE_ID) {
-        void vscode.window.showWarningMessage('RelayLens: open a Relay file first.');
-        return;
+    async profile(uri?: string): Promise<void> {
+        const document = documentFor(uri);
+        if (!document) {
+            void vscode.window.showWarningMessage('RelayLens: open a Relay file first.');
+            return;
+        }
+        const client = this.server.client;
+        if (!client) {
+            void vscode.window.showErrorMessage('RelayLens: the language server is not running.');
+            return;
+        }
+        const key = document.uri.toString();
+        if (this.running.has(key)) {
+            return; // one at a time per document: its lens says "profiling… · cancel"
+        }
+        const source = new vscode.CancellationTokenSource();
+        this.running.set(key, source);
+        this.store.asking(document);
+        const name = document.uri.path.split('/').pop();
+        const report = await Promise.resolve(vscode.window.withProgress(
+            { location: vscode.ProgressLocation.Notification, title: `RelayLens: profiling ${name}`, cancellable: true },
+            (progress, token) => {
+                token.onCancellationRequested(() => source.cancel());
+                const following = this.builds.onProgress((p) => p.token.startsWith(SERVER_PROGRESS) && p.message
+                    && progress.report({ message: p.message }));
+                return client.sendRequest(ProfileRequest, { uri: key, runs: RUNS }, source.token).finally(() => following.dispose());
+            },
+        )).then((r) => r, (err: unknown) => {
+            if (!source.token.isCancellationRequested) {
+                void vscode.window.showErrorMessage(`RelayLens: profile failed: ${err instanceof Error ? err.message : String(err)}`);
+            }
+            return undefined;
+        }).finally(() => {
+            this.running.delete(key);
+            source.dispose();
+        });
+        if (!report) {
+            return;
+        }
+        if (report.error) {
+            void vscode.window.showErrorMessage(`RelayLens: cannot profile: ${report.error}`);
+            return;
+        }
+        this.store.set(report);
+        this.heat.show();
+        this.tables.show(document.uri, report);
     }
-    const client = server.client;
-    if (!client) {
-        void vscode.window.showErrorMessage('RelayLens: the language server is not running.');
-        return;
-    }
-    const report = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'RelayLens: profiling (build, then run)…', cancellable: true },
-        (_progress, token) => client.sendRequest(ProfileRequest, { uri: editor.document.uri.toString(), runs: RUNS }, token),
-    ).then((r) => r, (err: unknown) => {
-        void vscode.window.showErrorMessage(`RelayLens: profile failed: ${err instanceof Error ? err.message : String(err)}`);
-        return undefined;
-    });
-    if (!report) {
-        return;
-    }
-    if (report.error) {
-        void vscode.window.showErrorMessage(`RelayLens: cannot profile: ${report.error}`);
-        return;
-    }
-    await showTable(editor, report);
-}
 
-export function registerProfile(context: vscode.ExtensionContext, server: ServerManager): void {
-    context.subscriptions.push(vscode.commands.registerCommand(COMMANDS.profile, () => profile(server)));
+    private cancel(uri?: string): void {
+        const document = documentFor(uri);
+        this.running.get(document?.uri.toString() ?? '')?.cancel();
+    }
+
+    private async showTable(uri?: string): Promise<void> {
+        const document = documentFor(uri);
+        const report = document && (await this.store.get(document.uri));
+        if (!document || !report) {
+            void vscode.window.showInformationMessage('RelayLens: no profile of this document yet: run "RelayLens: Profile".');
+            return;
+        }
+        this.tables.show(document.uri, report);
+    }
+
+    dispose(): void {
+        this.running.forEach((source) => source.cancel());
+        this.subscriptions.forEach((s) => s.dispose());
+    }
 }
