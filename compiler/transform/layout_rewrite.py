@@ -308,6 +308,34 @@ def _concatenate(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([ret] * len(old_in), [ret], attrs)
 
 
+def _dense(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's DenseInferCorrectLayout: NC for both inputs and the result."""
+    return Inferred([parse("NC"), parse("NC")], [parse("NC")], attrs)
+
+
+def _dense_pack(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's DensePackInferCorrectLayout: NC data, the weight in its packed layout."""
+    layout = get_op("nn.contrib_dense_pack").normalize_attrs(attrs).weight_layout
+    return Inferred([parse("NC"), parse(layout)], [parse("NC")], attrs)
+
+
+def _squeeze(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's SqueezeInferCorrectLayout: the input's layout without the squeezed axes,
+    the axes renumbered to where their letters are in the new layout."""
+    a = get_op("squeeze").normalize_attrs(attrs)
+    layout = new_in[0] if new_in is not None else old_in[0]
+    if layout is None or layout is UNDEF:
+        return None
+    shape = types[0].shape
+    axis = list(a.axis) if a.axis is not None else [i for i, d in enumerate(shape) if d == 1]
+    if new_in is not None and old_in[0] is not None:
+        axis = [layout.index_of(old_in[0].axes[x][0]) for x in axis]
+        attrs = attrs.with_(axis=[IntImm(x) for x in axis])
+    drop = {x + layout.ndim if x < 0 else x for x in axis}
+    out = make([ax for i, ax in enumerate(layout.axes) if i not in drop])
+    return Inferred([layout], [out], attrs)
+
+
 def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     a = get_op("layout_transform").normalize_attrs(attrs)
     return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
@@ -331,6 +359,9 @@ def _build_rules() -> dict[str, Rule]:
         if get_op(name) is not None and any(a.name == "layout" for a in get_op(name).attrs):
             rules[name] = _pool(name)
     rules["concatenate"] = _concatenate
+    rules["nn.dense"] = _dense
+    rules["nn.contrib_dense_pack"] = _dense_pack
+    rules["squeeze"] = _squeeze
     rules["layout_transform"] = _layout_transform
     return rules
 

@@ -1,0 +1,126 @@
+"""Default schedule of `nn.contrib_dense_pack` (te/topi/dense_pack.py; TVM:
+topi/x86/dense.py `schedule_dense_pack`).
+
+The blocked reduction `T_dense_pack_NC{x}n` (M, B, x), B blocks of x output features,
+gets a register tile of `rows` rows of data x `blocks` blocks x the x lanes.  Per step
+of k the tile broadcasts `rows` data scalars, loads `blocks` x-wide vectors of the
+packed weight (contiguous: x features of one k) and does rows*blocks FMAs into
+accumulators that LLVM keeps in registers.  The tile is computed at the tile loop of its
+epilogue, the injective stage that alone reads it back at its own (i, j) (the unpack
+`T_dense_pack` inlined into bias, relu, cast...), which writes the tile x lanes at a time:
+
+    for j.outer, i.outer          fused, parallel when the work is large; the columns
+                                  outside the rows, so a tile of the weight stays in
+                                  cache while every row of the data passes
+      T_dense_pack_NC{x}n.local   the tile, for k: i (rows, unrolled),
+                                  b (blocks, unrolled), lane (x, vectorized): FMA
+      i.inner (rows, unrolled), b (blocks, unrolled), lane (x, vectorized): the epilogue
+
+`rows` is the largest divisor of M up to ROWS, `blocks` the largest divisor of B that
+keeps rows * blocks * ceil(x / 16) accumulators within ACCUMULATORS (at least 1), so no
+loop needs a guard.  Without such an epilogue (the result is read elsewhere at other
+positions) `cache_write` makes one, a copy in the blocked layout.
+"""
+
+from __future__ import annotations
+
+from ..te import expr as te
+from ..te.topi.dense_pack import BLOCKED_TAG
+from .primitives import Schedule, Stage
+
+ROWS = 4
+ACCUMULATORS = 20  # as conv.py: the rest of the 32 vector registers hold weights and broadcasts
+LANES = 16  # float32 lanes of one vector register
+PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
+
+
+def schedule_dense_packs(sch: Schedule) -> set[int]:
+    """Schedule every packed dense of `sch` with its epilogue; the ids of the stages
+    scheduled."""
+    done: set[int] = set()
+    for stage in list(sch.stages):
+        if not _is_blocked(stage):
+            continue
+        epilogue = _epilogue(sch, stage)
+        if epilogue is None:
+            epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
+        _schedule_tile(sch, stage, epilogue)
+        done.update((id(stage), id(epilogue)))
+    return done
+
+
+def dense_tile(m: int, blocks: int, lanes: int) -> tuple[int, int]:
+    """(rows, blocks) of the register tile (see the module doc)."""
+    rows = max(d for d in range(1, min(m, ROWS) + 1) if m % d == 0)
+    vectors = -(-lanes // LANES)
+    fit = [d for d in range(1, blocks + 1) if blocks % d == 0 and rows * d * vectors <= ACCUMULATORS]
+    return rows, max(fit, default=1)
+
+
+def _is_blocked(stage: Stage) -> bool:
+    body = stage.body
+    return (not stage.inlined and isinstance(body, te.Reduce) and body.combiner == "sum"
+            and stage.tensor.op.tag == BLOCKED_TAG and len(stage.axes) == 3)
+
+
+def _loads(e: te.PrimExpr) -> list[te.Load]:
+    return [n for n in te.nodes(e) if isinstance(n, te.Load)]
+
+
+def _epilogue(sch: Schedule, blocked: Stage) -> Stage | None:
+    """The injective stage that alone reads `blocked` (M, B, x), each time at its own
+    (i, j): blocked[i, j // x, j % x] (i may read as 0 when M is 1)."""
+    if sch.is_output(blocked):
+        return None
+    t = blocked.tensor
+    readers = [s for s in sch.stages if not s.inlined and any(
+        ld.tensor is t for ld in _loads(sch.effective_body(s)))]
+    if len(readers) != 1 or readers[0].is_reduction or len(readers[0].axes) != 2:
+        return None
+    reader = readers[0]
+    if tuple(reader.tensor.shape) != (t.shape[0], t.shape[1] * t.shape[2]):
+        return None
+    i, j = reader.tensor.op.axes
+    for ld in _loads(sch.effective_body(reader)):
+        if ld.tensor is not t:
+            continue
+        i0, i1, i2 = ld.indices
+        row = i0 is i or (isinstance(i0, te.Const) and i0.value == 0 and i.extent == 1)
+        if not (row and _is_op(i1, "floordiv", j, t.shape[2]) and _is_op(i2, "floormod", j, t.shape[2])):
+            return None
+    return reader
+
+
+def _is_op(e: te.PrimExpr, op: str, axis: te.IterVar, c: int) -> bool:
+    return (isinstance(e, te.Binary) and e.op == op and e.a is axis
+            and isinstance(e.b, te.Const) and e.b.value == c)
+
+
+def _schedule_tile(sch: Schedule, blocked: Stage, epilogue: Stage) -> None:
+    t, e = blocked.tensor, epilogue.tensor
+    m, nb, lanes = t.shape
+    rows, blocks = dense_tile(m, nb, lanes)
+    i, b, lane = blocked.axes
+    sch.reorder(t, *blocked.reduce_axes, i, b, lane)
+    sch.unroll(t, i)
+    sch.unroll(t, b)
+    sch.vectorize(t, lane)
+    if e.ndim == 3:  # a blocked copy (cache_write)
+        ei, eb, inner_lane = epilogue.axes
+        bo, bi = sch.split(e, eb, blocks)
+    else:
+        ei, ej = epilogue.axes
+        bo, features = sch.split(e, ej, blocks * lanes)
+        bi, inner_lane = sch.split(e, features, lanes)
+    io, ii = sch.split(e, ei, rows)
+    sch.reorder(e, bo, io, ii, bi, inner_lane)
+    sch.unroll(e, ii)
+    sch.unroll(e, bi)
+    sch.vectorize(e, inner_lane)
+    loop = sch.fuse(e, bo, io)
+    work = m * nb * lanes
+    for axis in blocked.reduce_axes:
+        work *= axis.extent
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, loop)
