@@ -18,7 +18,14 @@ epilogue, the injective stage that alone reads it back at its own (i, j) (the un
 
 `rows` is the largest divisor of M up to ROWS, `blocks` the largest divisor of B that
 keeps rows * blocks * ceil(x / 16) accumulators within ACCUMULATORS (at least 1), so no
-loop needs a guard.  Without such an epilogue (the result is read elsewhere at other
+loop needs a guard.
+
+When x is not a power of two (TVM packs 1000 units NC25n: the largest divisor up to 32)
+LLVM's loop vectoriser does not take the lane loop whole: it vectorised 8 lanes at a
+time with the accumulators left in memory, 1.3-2.2x slower than the unpacked dense's
+schedule on 1x2048 by 1000.  There the tile's lanes are unrolled instead (LLVM's SLP
+vectoriser packs them, in registers) and the tile kept to rows * blocks <=
+ODD_LANES_BLOCKS: measured 0.88-0.91x of the unpacked dense (blocks of 10: 1.28x).  Without such an epilogue (the result is read elsewhere at other
 positions) `cache_write` makes one, a copy in the blocked layout.
 """
 
@@ -29,6 +36,7 @@ from ..te.topi.dense_pack import BLOCKED_TAG
 from .primitives import Schedule, Stage
 
 ROWS = 4
+ODD_LANES_BLOCKS = 4  # rows x blocks of a tile whose lanes are unrolled (see the module doc)
 ACCUMULATORS = 20  # as conv.py: the rest of the 32 vector registers hold weights and broadcasts
 LANES = 16  # float32 lanes of one vector register
 PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
@@ -53,8 +61,14 @@ def dense_tile(m: int, blocks: int, lanes: int) -> tuple[int, int]:
     """(rows, blocks) of the register tile (see the module doc)."""
     rows = max(d for d in range(1, min(m, ROWS) + 1) if m % d == 0)
     vectors = -(-lanes // LANES)
-    fit = [d for d in range(1, blocks + 1) if blocks % d == 0 and rows * d * vectors <= ACCUMULATORS]
+    limit = ACCUMULATORS if _whole_vectors(lanes) else ODD_LANES_BLOCKS * vectors
+    fit = [d for d in range(1, blocks + 1) if blocks % d == 0 and rows * d * vectors <= limit]
     return rows, max(fit, default=1)
+
+
+def _whole_vectors(lanes: int) -> bool:
+    """Whether LLVM's vectoriser takes a loop of `lanes` whole (a power of two)."""
+    return lanes & (lanes - 1) == 0
 
 
 def _is_blocked(stage: Stage) -> bool:
@@ -104,7 +118,10 @@ def _schedule_tile(sch: Schedule, blocked: Stage, epilogue: Stage) -> None:
     sch.reorder(t, *blocked.reduce_axes, i, b, lane)
     sch.unroll(t, i)
     sch.unroll(t, b)
-    sch.vectorize(t, lane)
+    if _whole_vectors(lanes):
+        sch.vectorize(t, lane)
+    else:
+        sch.unroll(t, lane)
     if e.ndim == 3:  # a blocked copy (cache_write)
         ei, eb, inner_lane = epilogue.axes
         bo, bi = sch.split(e, eb, blocks)
