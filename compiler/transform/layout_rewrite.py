@@ -336,6 +336,116 @@ def _squeeze(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([layout], [out], attrs)
 
 
+def _reduce(op_name: str):
+    """TVM's ReduceInferCorrectLayout: the reduced axes found by their letters in the new
+    layout (a split axis reduces its sub-axis too: NCHW8c summed over C sums axes 1 and 4);
+    the result's layout drops them, or keeps them (a sub-axis as 1c) with keepdims."""
+    def rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+        a = get_op(op_name).normalize_attrs(attrs)
+        ndim = types[0].ndim
+        listed = {x + ndim if x < 0 else x for x in (a.axis if a.axis is not None else range(ndim))}
+        exclude = getattr(a, "exclude", False)
+        r_axes = sorted(set(range(ndim)) - listed) if exclude and a.axis is not None else sorted(listed)
+        if a.axis is None:
+            r_axes = list(range(ndim))
+        old = old_in[0]
+        if old is None or old is UNDEF:
+            return None
+
+        def follow(layout: Layout):
+            old_dims = {old.axes[x][0] for x in r_axes}
+            axes, ins, outs = [], [], []
+            for pos, (letter, factor) in enumerate(layout.axes):
+                primal = letter.upper()
+                pushed = (primal in old_dims) != exclude  # an axis the new `axis` lists
+                if pushed:
+                    axes.append(pos)
+                ins.append((letter, factor))
+                if letter.isupper():
+                    if not (primal in old_dims) or a.keepdims:
+                        outs.append((letter, factor))
+                elif pushed:
+                    if exclude:
+                        outs.append((letter, factor))
+                    elif a.keepdims:
+                        outs.append((letter, 1))
+                else:
+                    outs.append((letter, factor))
+            return make(ins), make(outs), axes
+
+        if new_in is not None and r_axes:
+            layout_in, layout_out, axes = follow(new_in[0])
+            attrs = attrs.with_(axis=[IntImm(x) for x in axes])
+        else:
+            layout_in, layout_out, _ = follow(old)
+        return Inferred([layout_in] * len(old_in), [layout_out], attrs)
+    return rule
+
+
+def _transpose(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's TransposeInferCorrectLayout: the permutation rewritten by letters for the
+    new layout when every axis is found there, else kept on the old one."""
+    old = old_in[0]
+    if old is None or old is UNDEF:
+        return None
+    given = get_op("transpose").normalize_attrs(attrs).axes
+    old_axes = list(given) if given else list(range(old.ndim - 1, -1, -1))
+    old_axes = [x + old.ndim if x < 0 else x for x in old_axes]
+    layout, axes = old, old_axes
+    if new_in is not None and new_in[0] is not None and new_in[0] is not UNDEF:
+        new = new_in[0]
+        moved = [new.index_of(old.axes[x][0]) for x in old_axes]
+        if -1 not in moved and len(moved) == new.ndim:
+            layout, axes = new, moved
+    attrs = attrs.with_(axes=[IntImm(x) for x in axes])
+    return Inferred([layout], [make([layout.axes[x] for x in axes])], attrs)
+
+
+def _pad(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's PadInferCorrectLayout: the new layout when no split axis is padded, its
+    pad_width rewritten by letters; the pad value is a scalar."""
+    widths = [list(w) for w in get_op("nn.pad").normalize_attrs(attrs).pad_width]
+    data = old_in[0]
+    if new_in is not None and old_in[0] is not None and new_in[0] is not None:
+        by_axis = {letter: w for (letter, _), w in zip(old_in[0].axes, widths)}
+        new_widths, ok = [], True
+        for letter, _ in new_in[0].axes:
+            width = by_axis[letter.upper()]
+            if letter.islower() and any(width):
+                ok = False
+            new_widths.append(width)
+        if ok:
+            data = new_in[0]
+            attrs = attrs.with_(pad_width=[[IntImm(x) for x in w] for w in new_widths])
+    if data is None:
+        return None
+    return Inferred([data, make(())], [data], attrs)
+
+
+def _resize(op_name: str, follows):
+    """TVM's UpsamplingInferCorrectLayout / ResizeInferCorrectLayout: the op's layout,
+    or the input's new layout when `follows(new, old, own)` allows it."""
+    def rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+        own = parse(get_op(op_name).normalize_attrs(attrs).layout)
+        layout = own
+        if new_in is not None and new_in[0] is not None and new_in[0] is not UNDEF:
+            if follows(new_in[0], old_in[0], own):
+                layout = new_in[0]
+                attrs = attrs.with_(layout=layout.name)
+        return Inferred([layout], [layout], attrs)
+    return rule
+
+
+def _upsampling_follows(new: Layout, old, own: Layout) -> bool:
+    return (all(new.index_of(a) == own.index_of(a) for a in "HW") and new.index_of("h") < 0
+            and new.index_of("w") < 0
+            and (new.index_of("D") < 0 or (new.index_of("D") == own.index_of("D") and new.index_of("d") < 0)))
+
+
+def _resize_follows(new: Layout, old, own: Layout) -> bool:
+    return old is not None and not same(new, old) and same(own, old) and new.ndim == old.ndim
+
+
 def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     a = get_op("layout_transform").normalize_attrs(attrs)
     return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
@@ -362,6 +472,17 @@ def _build_rules() -> dict[str, Rule]:
     rules["nn.dense"] = _dense
     rules["nn.contrib_dense_pack"] = _dense_pack
     rules["squeeze"] = _squeeze
+    for name in ("sum", "mean", "max", "min", "prod", "all", "argmax", "argmin", "variance"):
+        if get_op(name) is not None:
+            rules[name] = _reduce(name)
+    rules["transpose"] = _transpose
+    rules["nn.pad"] = _pad
+    for name in ("nn.upsampling", "nn.upsampling3d"):
+        if get_op(name) is not None:
+            rules[name] = _resize(name, _upsampling_follows)
+    for name in ("image.resize1d", "image.resize2d", "image.resize3d"):
+        if get_op(name) is not None:
+            rules[name] = _resize(name, _resize_follows)
     rules["layout_transform"] = _layout_transform
     return rules
 
