@@ -1,0 +1,48 @@
+"""TVM's AlterOpLayout tests that build a whole model with relay.build (opt level 3 or 4)
+rather than compare graphs: the layouts the pass chooses must lower, and the compiled
+result equal the interpreter's on the original module."""
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.driver import compile
+from relaylens.compiler.interpreter import Interpreter
+
+AXIS_SEMANTIC_CHANGE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 1, 24, 48), float32], %w1: Tensor[(1, 1, 1, 1), float32], %w2: Tensor[(1, 1, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w1, padding=[0, 0, 0, 0], channels=1, kernel_size=[1, 1]);
+  %1 = transpose(%0, axes=[0, 1, 3, 2]);
+  nn.conv2d(%1, %w2, padding=[0, 0, 0, 0], channels=1, kernel_size=[1, 1])
+}"""
+
+DENSE_AFTER_CONV = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 32, 8, 8), float32], %cw: Tensor[(32, 32, 3, 3), float32], %dw: Tensor[(40, 32), float32]) {
+  %0 = nn.conv2d(%x, %cw, padding=[1, 1, 1, 1], channels=32, kernel_size=[3, 3]);
+  %1 = nn.avg_pool2d(%0, pool_size=[8, 8], padding=[0, 0, 0, 0]);
+  %2 = squeeze(%1, axis=[2, 3]);
+  %3 = sum(%0, axis=[1], keepdims=True);
+  %4 = nn.pad(%0, 0f, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);
+  (nn.dense(%2, %dw, units=40), %3, %4)
+}"""
+
+
+@pytest.mark.parametrize("text,opt_level,bound", [
+    (AXIS_SEMANTIC_CHANGE, 3, ("w1", "w2")),  # TVM test_axis_semantic_change
+    (DENSE_AFTER_CONV, 3, ("cw", "dw")),  # NCHWc conv, pool, squeeze, sum, pad, dense_pack
+], ids=["axis_semantic_change", "dense_after_conv"])
+def test_relay_build_equals_interpreter(text, opt_level, bound):
+    rng = np.random.default_rng(11)
+    checked = compile(text, "case.relay", stop_after="check")
+    params = {p.name: rng.standard_normal([int(d) for d in p.type_annotation.shape]).astype("float32")
+              for p in checked.checked.module["main"].params}
+    weights = {k: v for k, v in params.items() if k in bound}
+    inputs = [v for k, v in params.items() if k not in bound]
+    result = compile(text, "case.relay", params=weights, opt_level=opt_level)
+    assert result.ok, [d.message for d in result.diagnostics if d.is_error]
+    want = Interpreter(checked.checked.module).call("main", list(params.values()))
+    got = result.executable.run(*inputs)
+    wants = want if isinstance(want, (list, tuple)) else [want]
+    gots = got if isinstance(got, (list, tuple)) else [got]
+    assert len(wants) == len(gots)
+    for g, w in zip(gots, wants):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
