@@ -446,6 +446,73 @@ def _resize_follows(new: Layout, old, own: Layout) -> bool:
     return old is not None and not same(new, old) and same(own, old) and new.ndim == old.ndim
 
 
+def _strided_slice(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's StridedSliceInferCorrectLayout: a permuted layout of the same length (NHWC to
+    NCHW) takes begin/end/strides (or the axes) by letters; a blocked one (NCHW to
+    NCHW16c) divides the bounds of a split axis by its factor when they divide and the
+    stride is 1.  Anything else keeps the old layout (the input goes back first)."""
+    old = old_in[0]
+    if old is None or old is UNDEF:
+        return None
+    if new_in is None or new_in[0] is None or new_in[0] is UNDEF:
+        return Inferred([old], [old], attrs)
+    new = new_in[0]
+    a = get_op("strided_slice").normalize_attrs(attrs)
+    shape = types[0].shape
+    size_mode = a.slice_mode == "size"
+    begin, end = list(a.begin or []), list(a.end or [])
+    strides = [1] * len(a.strides or []) if size_mode else list(a.strides or [])
+
+    def ints(xs):
+        return [IntImm(x) for x in xs]
+
+    if not old.name.startswith(new.name) and not new.name.startswith(old.name):
+        if old.ndim != new.ndim:
+            return None
+        if a.axes is not None:
+            axes = [new.index_of(old.axes[x][0]) for x in a.axes]
+            changes = {"begin": ints(begin), "end": ints(end), "strides": ints(strides), "axes": ints(axes)}
+        else:
+            nb, ne, ns = [], [], []
+            for letter, _ in new.axes:
+                i = old.index_of(letter)
+                if i < 0:
+                    return None
+                ns.append(strides[i] if i < len(strides) and strides[i] is not None else 1)
+                nb.append(begin[i] if i < len(begin) and begin[i] is not None else 0)
+                ne.append(end[i] if i < len(end) and end[i] is not None else shape[i])
+            changes = {"begin": ints(nb), "end": ints(ne), "strides": ints(ns)}
+        return Inferred([new], [new], attrs.with_(**changes))
+    if old.ndim >= new.ndim:
+        return Inferred([old], [old], attrs)
+    axes = list(a.axes) if a.axes is not None else list(range(len(begin)))
+    nb, ne = [], []
+    for k, x in enumerate(axes):
+        letter = old.axes[x][0]
+        factor = new.factor_of(letter)
+        if factor == -1:
+            nb.append(begin[k])
+            ne.append(end[k])
+            continue
+        if k < len(strides) and strides[k] is not None and strides[k] != 1:
+            return None
+        bg = begin[k] if begin[k] is not None else 0
+        if a.axes is None and end[k] is None:
+            ed = shape[x]
+        elif a.axes is None and size_mode:
+            ed = shape[x] if end[k] < 0 else bg + end[k]
+        else:
+            ed = end[k]
+        if bg % factor or ed % factor:
+            return None
+        nb.append(bg // factor)
+        ne.append(ed // factor)
+    changes = {"begin": ints(nb), "end": ints(ne)}
+    if a.axes is not None:
+        changes["axes"] = ints([new.index_of(old.axes[x][0]) for x in axes])
+    return Inferred([new], [new], attrs.with_(**changes))
+
+
 def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     a = get_op("layout_transform").normalize_attrs(attrs)
     return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
@@ -476,6 +543,7 @@ def _build_rules() -> dict[str, Rule]:
         if get_op(name) is not None:
             rules[name] = _reduce(name)
     rules["transpose"] = _transpose
+    rules["strided_slice"] = _strided_slice
     rules["nn.pad"] = _pad
     for name in ("nn.upsampling", "nn.upsampling3d"):
         if get_op(name) is not None:
