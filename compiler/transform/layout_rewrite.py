@@ -22,8 +22,10 @@ the desired layouts.  The walk is TVM's ForwardRewrite: every call, children fir
 
 An op without an inference rule (below, `INFER`), or whose rule fails (None), is rebuilt
 with its inputs transformed back to the layouts they had (`realize`); so is anything that
-is not a call (a function's result, a let, an if).  A call with a tuple result is left
-to that fallback (TVM rewrites split's tuple; no op here changes it).
+is not a call (a function's result, a let, an if).  A call with a tuple result
+(batch_norm, split) is an `AlteredResults`: its `TupleGetItem`s are Altered values of
+their own, and anything else that reads it whole gets a tuple of its fields each
+transformed back.
 
 Layouts are TVM's strings: upper-case letters primal axes, `16c` a sub-axis of C of 16.
 `UNDEF` is TVM's Layout::Undef(), the "any layout" a broadcast of two layout-less inputs
@@ -34,7 +36,8 @@ Spans: a layout_transform or expand_dims made for a call's input takes the span 
 input (of the call, when the input has none); one that takes a result back to its old
 layout takes the span of the expression that reads it (the result expression's, for the
 function's result: its lens sits on that line, not on the def line beside the inputs').  So a source expression leads to its own kernel, not to the transforms around it.
-A rewritten call keeps the span of the call it replaces.
+A rewritten call keeps the span of the call it replaces; the TupleGetItems and the Tuple that
+take a rewritten tuple result back apart take that call's span.
 """
 
 from __future__ import annotations
@@ -513,6 +516,32 @@ def _strided_slice(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([new], [new], attrs.with_(**changes))
 
 
+def _normalization(op_name: str, stats: int, results: int):
+    """TVM's BatchNormInferCorrectLayout and NormalizationInferCorrectLayout (layer_norm,
+    instance_norm): the input's (new) layout, `axis` moved to where its letter is there;
+    the `stats` parameter vectors (gamma, beta, mean, variance) and the extra results in C."""
+    def rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+        old = old_in[0]
+        if old is None or old is UNDEF:
+            return None
+        layout = old
+        if new_in is not None and new_in[0] is not None and new_in[0] is not UNDEF:
+            axis = get_op(op_name).normalize_attrs(attrs).axis
+            axis = axis + types[0].ndim if axis < 0 else axis
+            layout = new_in[0]
+            attrs = attrs.with_(axis=IntImm(layout.index_of(old.axes[axis][0])))
+        c = parse("C")
+        return Inferred([layout] + [c] * stats, [layout] + [c] * (results - 1), attrs)
+    return rule
+
+
+def _prelu(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's PReluInferCorrectLayout: the data's old layout, the slope in C."""
+    if old_in[0] is None:
+        return None
+    return Inferred([old_in[0], parse("C")], [old_in[0]], attrs)
+
+
 def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     a = get_op("layout_transform").normalize_attrs(attrs)
     return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
@@ -543,6 +572,10 @@ def _build_rules() -> dict[str, Rule]:
         if get_op(name) is not None:
             rules[name] = _reduce(name)
     rules["transpose"] = _transpose
+    rules["nn.batch_norm"] = _normalization("nn.batch_norm", 4, 3)
+    rules["nn.layer_norm"] = _normalization("nn.layer_norm", 2, 1)
+    rules["nn.instance_norm"] = _normalization("nn.instance_norm", 2, 1)
+    rules["nn.prelu"] = _prelu
     rules["strided_slice"] = _strided_slice
     rules["nn.pad"] = _pad
     for name in ("nn.upsampling", "nn.upsampling3d"):
@@ -600,6 +633,16 @@ class AlteredTuple:
 
     node: Tuple
     fields: list
+
+
+@dataclass(eq=False)
+class AlteredResults:
+    """A call with a tuple result (batch_norm, split) whose fields a rewrite produced in
+    `new` layouts where the original's were in `old`."""
+
+    value: Call
+    old: list
+    new: list
 
 
 ChangeCall = Callable[[Call, Attrs, list], "Call | None"]
@@ -661,6 +704,13 @@ class LayoutRewriter(ExprFunctor):
         back takes `span` (its reader's), else the value's own."""
         if isinstance(value, Altered):
             return self.transform(value.value, value.new, value.old, span or value.value.span)
+        if isinstance(value, AlteredResults):
+            if all(same(o, n) for o, n in zip(value.old, value.new)):
+                return value.value
+            call = value.value
+            fields = tuple(self.transform(TupleGetItem(call, i, span=call.span), n, o, span or call.span)
+                           for i, (o, n) in enumerate(zip(value.old, value.new)))
+            return Tuple(fields, span=call.span)
         if isinstance(value, AlteredTuple):
             fields = tuple(self.realize(f, span) for f in value.fields)
             if all(a is b for a, b in zip(fields, value.node.fields)):
@@ -701,6 +751,8 @@ class LayoutRewriter(ExprFunctor):
         fields = [self.memo.get(f, f) for f in node.fields]
         if all(f is g for f, g in zip(fields, node.fields)):
             return node
+        if any(isinstance(f, AlteredResults) for f in fields):
+            fields = [self.realize(f, node.span) if isinstance(f, AlteredResults) else f for f in fields]
         if not any(isinstance(f, (Altered, AlteredTuple)) for f in fields):
             return replace(node, fields=tuple(fields))
         return AlteredTuple(node, fields)
@@ -709,6 +761,9 @@ class LayoutRewriter(ExprFunctor):
         inner = self.memo.get(node.tuple_value, node.tuple_value)
         if isinstance(inner, AlteredTuple):
             return inner.fields[node.index]
+        if isinstance(inner, AlteredResults):
+            item = replace(node, tuple_value=inner.value)
+            return Altered(item, inner.old[node.index], inner.new[node.index])
         return self.visit_default(node)
 
     def visit_call(self, call: Call):
@@ -728,7 +783,7 @@ class LayoutRewriter(ExprFunctor):
     def _rewrite_call(self, ref: Call, args: list):
         if not isinstance(ref.op, Op) or infer_rule(ref.op.name) is None:
             return None
-        if isinstance(ref.ty, TupleType) or any(a.ty is None for a in ref.args):
+        if any(a.ty is None for a in ref.args):
             return None
         inputs: list = []  # (value, old, new) per flattened input
         plain_args: list[Expr] = []
@@ -781,6 +836,10 @@ class LayoutRewriter(ExprFunctor):
             value = ref  # nothing changed: the very call, so an untouched graph stays as it was
         else:
             value = Call(new_call.op, tuple(transformed), second.attrs, span=ref.span)
+        if isinstance(ref.ty, TupleType):
+            if len(old_out) != len(ref.ty.fields):
+                return None
+            return AlteredResults(value, list(old_out), list(new_out))
         return Altered(value, old_out[0], new_out[0])
 
     @staticmethod
@@ -788,7 +847,7 @@ class LayoutRewriter(ExprFunctor):
         if isinstance(a, Altered):
             inputs.append((a.value, a.old, a.new))
             return a.value
-        if isinstance(a, AlteredTuple):
+        if isinstance(a, (AlteredTuple, AlteredResults)):
             raise LayoutError("a nested tuple")
         inputs.append((a, None, None))
         return a
