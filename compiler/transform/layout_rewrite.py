@@ -542,6 +542,33 @@ def _prelu(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([old_in[0], parse("C")], [old_in[0]], attrs)
 
 
+def _split(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's SplitInferCorrectLayout: the new layout, the axis moved to its letter and the
+    split indices divided by the factor when that axis is split (the old layout when an
+    index does not divide); one result per section, all in that layout."""
+    old = old_in[0]
+    if old is None or old is UNDEF:
+        return None
+    a = get_op("split").normalize_attrs(attrs)
+    ios = a.indices_or_sections
+    size = ios if isinstance(ios, int) else len(ios) + 1
+    layout = old
+    if new_in is not None and new_in[0] is not None and new_in[0] is not UNDEF:
+        new = new_in[0]
+        axis = a.axis + types[0].ndim if a.axis < 0 else a.axis
+        letter = old.axes[axis][0]
+        changes = {"axis": IntImm(new.index_of(letter))}
+        factor = new.factor_of(letter)
+        divisible = True
+        if factor > 1 and not isinstance(ios, int):
+            divisible = all(v % factor == 0 for v in ios)
+            if divisible:
+                changes["indices_or_sections"] = [IntImm(v // factor) for v in ios]
+        attrs = attrs.with_(**changes)
+        layout = new if divisible else old
+    return Inferred([layout], [layout] * size, attrs)
+
+
 def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     a = get_op("layout_transform").normalize_attrs(attrs)
     return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
@@ -577,6 +604,7 @@ def _build_rules() -> dict[str, Rule]:
     rules["nn.instance_norm"] = _normalization("nn.instance_norm", 2, 1)
     rules["nn.prelu"] = _prelu
     rules["strided_slice"] = _strided_slice
+    rules["split"] = _split
     rules["nn.pad"] = _pad
     for name in ("nn.upsampling", "nn.upsampling3d"):
         if get_op(name) is not None:
