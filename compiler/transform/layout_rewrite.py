@@ -569,6 +569,48 @@ def _split(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([layout], [layout] * size, attrs)
 
 
+def _with_channels(rule: Rule, data_inputs: int, channels: int) -> Rule:
+    """A qnn op's rule (TVM's QnnConvInferCorrectLayout): `rule` on its first
+    `data_inputs` inputs, the `channels` scales and zero points after them in C."""
+    def qnn_rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+        out = rule(attrs, None if new_in is None else new_in[:data_inputs], old_in[:data_inputs],
+                   types[:data_inputs])
+        if out is None:
+            return None
+        return Inferred(out.inputs + [parse("C")] * channels, out.outputs, out.attrs)
+    return qnn_rule
+
+
+def _is_scalar(t) -> bool:
+    return isinstance(t, TensorType) and t.ndim == 0
+
+
+def _requantize(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's RequantizeInferCorrectLayout: the new layout (its sub-axes kept only when the
+    input scale and zero point are scalars), the axis moved to its letter; the four
+    quantization parameters in C."""
+    c = parse("C")
+    old = old_in[0]
+    if old is None or old is UNDEF:
+        return None
+    if new_in is None or new_in[0] is None or new_in[0] is UNDEF:
+        return Inferred([old, c, c, c, c], [old], attrs)
+    a = get_op("qnn.requantize").normalize_attrs(attrs)
+    axis = types[0].ndim - 1 if a.axis == -1 else a.axis
+    old_dim = old.axes[axis][0]
+    scalars = _is_scalar(types[1]) and _is_scalar(types[2])
+    axes, new_axis = [], None
+    for letter, factor in new_in[0].axes:
+        if letter == old_dim:
+            new_axis = len(axes)
+        if letter.isupper() or scalars:
+            axes.append((letter, factor))
+    if new_axis is None:
+        return None
+    layout = make(axes)
+    return Inferred([layout, c, c, c, c], [layout], attrs.with_(axis=IntImm(new_axis)))
+
+
 def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     a = get_op("layout_transform").normalize_attrs(attrs)
     return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
@@ -605,6 +647,8 @@ def _build_rules() -> dict[str, Rule]:
     rules["nn.prelu"] = _prelu
     rules["strided_slice"] = _strided_slice
     rules["split"] = _split
+    rules["qnn.conv2d"] = _with_channels(_conv("qnn.conv2d"), 2, 4)
+    rules["qnn.requantize"] = _requantize
     rules["nn.pad"] = _pad
     for name in ("nn.upsampling", "nn.upsampling3d"):
         if get_op(name) is not None:

@@ -15,6 +15,7 @@ as TVM's:
   NHWC (HWOI when depthwise), HWOI for HWNC; NCHW[x]c data makes an
   nn.contrib_conv2d_NCHWc with the desired kernel layout (a data variable whose channels
   x does not divide stays as it is);
+* qnn.conv2d: as nn.conv2d for NCHW and NHWC (TVM's convert_qnn_conv2d);
 * nn.conv2d_transpose (default kernel IOHW for NCHW, HWIO for NHWC) and nn.conv3d
   (OIDHW for NCDHW, DHWIO for NDHWC);
 * nn.max_pool2d, nn.avg_pool2d, nn.global_max_pool2d, nn.global_avg_pool2d: layout and
@@ -99,6 +100,25 @@ def _conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
     return Call(call.op, tuple(args), _changed(call, attrs, new))
 
 
+def _qnn_conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
+    """TVM's convert_qnn_conv2d: as nn.conv2d, for NCHW and NHWC only when the kernel layout
+    is "default" (no blocked NCHW[x]c form)."""
+    data_layout, kernel_layout = _two(call, desired)
+    new = {"data_layout": data_layout}
+    if kernel_layout != "default":
+        new["kernel_layout"] = kernel_layout
+    elif data_layout == "NCHW":
+        new["kernel_layout"] = "OIHW"
+    elif data_layout == "NHWC":
+        data, weight = (a.ty for a in call.args[:2])
+        depthwise = (isinstance(data, TensorType) and isinstance(weight, TensorType)
+                     and _is_depthwise(data, weight, _attrs(call)))
+        new["kernel_layout"] = "HWOI" if depthwise else "HWIO"
+    else:
+        raise ConvertLayoutError(f"ConvertLayout: qnn.conv2d layout {data_layout} is not supported")
+    return Call(call.op, tuple(args), _changed(call, attrs, new))
+
+
 def _is_var(e) -> bool:
     return isinstance(e, Var)
 
@@ -146,6 +166,7 @@ def _two(call: Call, desired: list[str]) -> tuple[str, str]:
 
 CONVERTERS = {
     "nn.conv2d": _conv2d,
+    "qnn.conv2d": _qnn_conv2d,
     "nn.conv2d_transpose": _with_kernel_default("nn.conv2d_transpose", {"NCHW": "IOHW", "NHWC": "HWIO"}),
     "nn.conv3d": _with_kernel_default("nn.conv3d", {"NCDHW": "OIDHW", "NDHWC": "DHWIO"}),
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
