@@ -381,6 +381,8 @@ def _reduce(op_name: str):
             attrs = attrs.with_(axis=[IntImm(x) for x in axes])
         else:
             layout_in, layout_out, _ = follow(old)
+        if layout_out.ndim == 0:  # TVM builds it from a string: "" is Layout::Undef(), a failure
+            return None
         return Inferred([layout_in] * len(old_in), [layout_out], attrs)
     return rule
 

@@ -19,7 +19,8 @@ as TVM's:
 * nn.conv2d_transpose (default kernel IOHW for NCHW, HWIO for NHWC) and nn.conv3d
   (OIDHW for NCDHW, DHWIO for NDHWC);
 * nn.max_pool2d, nn.avg_pool2d, nn.global_max_pool2d, nn.global_avg_pool2d: layout and
-  out_layout set to the desired one.
+  out_layout set to the desired one;
+* image.resize2d: layout set to the desired one.
 
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
 AlterOpLayout): element-wise ops, broadcasts, pooling, concatenate; layout_transforms
@@ -155,6 +156,14 @@ def _pool(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
     return Call(call.op, tuple(args), _changed(call, attrs, {"layout": desired[0], "out_layout": desired[0]}))
 
 
+def _resize(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
+    """TVM's convert_image_resize*: one desired layout, not "default"."""
+    if len(desired) != 1 or desired[0] == "default":
+        raise ConvertLayoutError(f"ConvertLayout: {call.op.name} needs one desired layout (not \"default\"), "
+                                 f"got {desired}")
+    return Call(call.op, tuple(args), _changed(call, attrs, {"layout": desired[0]}))
+
+
 def _two(call: Call, desired: list[str]) -> tuple[str, str]:
     if len(desired) != 2:
         raise ConvertLayoutError(f"ConvertLayout: {call.op.name} needs a desired layout for both "
@@ -171,6 +180,7 @@ CONVERTERS = {
     "nn.conv3d": _with_kernel_default("nn.conv3d", {"NCDHW": "OIDHW", "NDHWC": "DHWIO"}),
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
     "nn.global_max_pool2d": _pool, "nn.global_avg_pool2d": _pool,
+    "image.resize2d": _resize,
 }
 
 
