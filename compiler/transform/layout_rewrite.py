@@ -537,6 +537,19 @@ def _normalization(op_name: str, stats: int, results: int):
     return rule
 
 
+def _l2_normalize(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's L2NormalizeInferCorrectLayout: the new layout, each axis moved to its letter."""
+    old = old_in[0]
+    if old is None or old is UNDEF:
+        return None
+    if new_in is None or new_in[0] is None or new_in[0] is UNDEF:
+        return Inferred([old], [old], attrs)
+    ndim = types[0].ndim
+    axes = [x + ndim if x < 0 else x for x in get_op("nn.l2_normalize").normalize_attrs(attrs).axis]
+    moved = [new_in[0].index_of(old.axes[x][0]) for x in axes]
+    return Inferred([new_in[0]], [new_in[0]], attrs.with_(axis=[IntImm(x) for x in moved]))
+
+
 def _prelu(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     """TVM's PReluInferCorrectLayout: the data's old layout, the slope in C."""
     if old_in[0] is None:
@@ -647,6 +660,7 @@ def _build_rules() -> dict[str, Rule]:
     rules["nn.layer_norm"] = _normalization("nn.layer_norm", 2, 1)
     rules["nn.instance_norm"] = _normalization("nn.instance_norm", 2, 1)
     rules["nn.prelu"] = _prelu
+    rules["nn.l2_normalize"] = _l2_normalize
     rules["strided_slice"] = _strided_slice
     rules["split"] = _split
     rules["qnn.conv2d"] = _with_channels(_conv("qnn.conv2d"), 2, 4)
