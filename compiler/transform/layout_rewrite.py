@@ -16,7 +16,8 @@ the desired layouts.  The walk is TVM's ForwardRewrite: every call, children fir
    new_prd or old_cur, old_prd or old_cur)`;
 4. each input transformed from the layout it is in to the one the new call wants
    (`layout_transform`, with `expand_dims` first when the input has fewer primal axes, a
-   bias beside NCHW16c data), memoised per (input, from, to) so a tensor is transformed
+   bias beside NCHW16c data; nothing for an input whose every extent is 1, which
+   broadcasts in any layout), memoised per (input, from, to) so a tensor is transformed
    once however many calls read it;
 5. the result an `Altered(new_call, old_out, new_out)`.
 
@@ -774,8 +775,8 @@ class LayoutRewriter(ExprFunctor):
     def _transform(self, raw: Expr, src: Layout, dst: Layout, span) -> Expr:
         value = raw
         if src.ndim_primal < dst.ndim_primal:
-            if isinstance(raw.ty, TensorType) and raw.ty.ndim == 0:
-                return raw
+            if isinstance(raw.ty, TensorType) and all(d == 1 for d in raw.ty.shape):
+                return raw  # TVM's IsScalar: every extent 1 broadcasts in any layout
             count = dst.ndim_primal - src.ndim_primal
             src = src.expand_primal(dst)
             attrs = {"axis": IntImm(0), "num_newaxis": IntImm(count)}
