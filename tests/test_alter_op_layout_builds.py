@@ -21,6 +21,14 @@ def @main(%data: Tensor[(1, 8, 48, 48), float32], %weight: Tensor[(8, 8, 1, 1), 
   argmin(%0, axis=[1])
 }"""
 
+RESPECT_INPUT_LAYOUTS = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16, 1, 1), float32], %w: Tensor[(16, 16, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[0, 0, 0, 0], channels=16, kernel_size=[1, 1]);
+  %1 = min(%0, axis=[2]);
+  %2 = min(%0, axis=[3]);
+  add(%1, %2)
+}"""
+
 DENSE_AFTER_CONV = """#[version = "0.0.5"]
 def @main(%x: Tensor[(1, 32, 8, 8), float32], %cw: Tensor[(32, 32, 3, 3), float32], %dw: Tensor[(40, 32), float32]) {
   %0 = nn.conv2d(%x, %cw, padding=[1, 1, 1, 1], channels=32, kernel_size=[3, 3]);
@@ -35,8 +43,10 @@ def @main(%x: Tensor[(1, 32, 8, 8), float32], %cw: Tensor[(32, 32, 3, 3), float3
 @pytest.mark.parametrize("text,opt_level,bound", [
     (AXIS_SEMANTIC_CHANGE, 3, ("w1", "w2")),  # TVM test_axis_semantic_change
     (REDUCE_CHANNELS, 3, ("weight",)),  # TVM test_conv2d_reduce_channels
+    (RESPECT_INPUT_LAYOUTS, 4, ()),  # TVM test_broadcast_respect_input_layouts (x86 rules)
     (DENSE_AFTER_CONV, 3, ("cw", "dw")),  # NCHWc conv, pool, squeeze, sum, pad, dense_pack
-], ids=["axis_semantic_change", "conv2d_reduce_channels", "dense_after_conv"])
+], ids=["axis_semantic_change", "conv2d_reduce_channels", "broadcast_respect_input_layouts",
+                              "dense_after_conv"])
 def test_relay_build_equals_interpreter(text, opt_level, bound):
     rng = np.random.default_rng(11)
     checked = compile(text, "case.relay", stop_after="check")
