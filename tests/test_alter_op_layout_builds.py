@@ -1,6 +1,7 @@
-"""TVM's AlterOpLayout tests that build a whole model with relay.build (opt level 3 or 4)
-rather than compare graphs: the layouts the pass chooses must lower, and the compiled
-result equal the interpreter's on the original module."""
+"""AlterOpLayout through the whole relay.build pipeline: TVM's tests that build a model
+rather than compare graphs, and models with denses (the GPT-2 block of bench/build.py):
+the layouts the pass chooses must lower, and the compiled result equal the interpreter's
+on the original module."""
 
 import numpy as np
 import pytest
@@ -63,3 +64,34 @@ def test_relay_build_equals_interpreter(text, opt_level, bound):
     assert len(wants) == len(gots)
     for g, w in zip(gots, wants):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+def test_a_gpt2_block_runs_its_denses_packed_and_equals_the_interpreter():
+    """bench/build.py's GPT-2 block (ONNX, imported), its weights bound as relay.build binds
+    them: every 2-D dense becomes x86's nn.contrib_dense_pack, its weight packed at build time
+    (no layout_transform kernel left), and the compiled block equals the interpreter."""
+    pytest.importorskip("onnx")
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from relaylens.compiler.transform.bind_params import bind_params_by_name
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "build.py"
+    spec = importlib.util.spec_from_file_location("bench_build", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_build"] = bench
+    spec.loader.exec_module(bench)
+    model = bench.load_model("gpt2")
+    result = compile(model.text, "gpt2.relay", params=model.params)
+    assert result.ok, [d.message for d in result.diagnostics if d.is_error]
+    names = list(result.fused_names.values())
+    assert sum("nn_contrib_dense_pack" in n for n in names) == 4
+    assert not any("nn_dense" in n or "layout_transform" in n for n in names), names
+    bound, _ = bind_params_by_name(result.checked.module, model.params)
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal([int(d) for d in p.type_annotation.shape]).astype("float32")
+              for p in bound["main"].params]
+    got = result.executable.run(*inputs)
+    want = Interpreter(bound).call("main", inputs)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
