@@ -84,3 +84,30 @@ def @main(%x: Tensor[(4, 64), float32], %w: Tensor[(96, 64), float32]) {
     assert any("contrib_dense_pack" in name for name in names), names
     assert not any("layout_transform" in name for name in names), names  # folded: no copy per call
     np.testing.assert_allclose(result.executable.run(x), x @ w.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("data, weight, lanes, packed", [
+    ("float32", (48, 64), 8, "NC16n"),      # TVM's test_alter_op_dense (core-avx2)
+    ("float32", (1000, 64), 16, "NC25n"),   # AVX-512: up to 32
+    ("int8", (32, 64), 16, "NC32n"),        # int8 data: dense_pack.x86 too
+    ("uint8", (32, 64), 16, None),          # uint8 x int8 on AVX-512: VNNI's NC16n4c, not done
+    ("uint8", (30, 64), 16, "NC30n"),       # ... unless the units do not divide by 16
+    ("uint8", (32, 64), 8, "NC16n"),        # ... or the target has no AVX-512
+])
+def test_x86_packs_the_weight_as_tvm_chooses(data, weight, lanes, packed):
+    from relaylens.compiler.transform.infra import PassContext
+    from relaylens.compiler.transform.passes.alter_op_layout import AlterOpLayout
+
+    wdtype = "int8" if data in ("int8", "uint8") else data
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(4, {weight[1]}), {data}], %w: Tensor[{weight}, {wdtype}]) {{
+  nn.dense(%x, %w, units={weight[0]}, out_dtype="{'int32' if wdtype == 'int8' else data}")
+}}"""
+    built = compile(text, "d.relay", stop_after="passes", passes=["InferType"])
+    assert built.ok, [d.message for d in built.diagnostics]
+    out = AlterOpLayout(simd_lanes=lanes)(built.module, PassContext(opt_level=3))
+    body = out["main"].body
+    if packed is None:
+        assert body.op.name == "nn.dense"
+    else:
+        assert body.op.name == "nn.contrib_dense_pack" and body.attrs["weight_layout"] == packed

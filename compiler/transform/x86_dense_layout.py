@@ -19,8 +19,8 @@ with the weight (N, K) packed as (N / bn, K, bn), where the fallback config pick
 get_simd_32bit_lanes, as for conv2d (x86_conv2d_layout.py `host_simd_lanes`).  With the
 weight bound, the FoldConstant after AlterOpLayout packs it at build time.
 
-Not done here (TVM does it): uint8 x int8 dense on AVX-512 to the VNNI layout NC16n4c
-(4-D weight); such a dense is left as it is.  Data of more than 2 dimensions is left as
+Not done here (TVM does it): uint8 x int8 dense on AVX-512 whose weight's units divide by
+16 and K by 4, to the VNNI layout NC16n4c (4-D weight); such a dense is left as it is.  Data of more than 2 dimensions is left as
 it is too (TVM's rule reads the data shape as (M, K) and fails on it).
 """
 
@@ -44,7 +44,9 @@ def alter_dense(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call |
         return None
     if data.ndim != 2 or weight.ndim != 2 or not isinstance(weight.shape[0], int):
         return None
-    vnni = simd_lanes >= 16 and data.dtype == "uint8" and "int8" in weight.dtype
+    n, k = weight.shape
+    vnni = (simd_lanes >= 16 and data.dtype == "uint8" and "int8" in weight.dtype
+            and isinstance(k, int) and n % 16 == 0 and k % 4 == 0)  # TVM's check_int8_applicable
     if vnni:
         return None
     a = get_op("nn.dense").normalize_attrs(attrs)
