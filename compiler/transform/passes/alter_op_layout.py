@@ -5,8 +5,9 @@ On this machine's target (x86, TVM's untuned defaults) a float32 NCHW conv2d bec
 `nn.contrib_conv2d_NCHWc` on channel-blocked data (transform/x86_conv2d_layout.py), and
 a 2-D dense `nn.contrib_dense_pack` on a weight packed NC[bn]n (x86_dense_layout.py); the
 layout rewriter (transform/layout_rewrite.py) then puts `layout_transform`s where a
-tensor changes layout, and lets element-wise ops, broadcasts (a bias beside blocked data
-gets expand_dims + layout_transform), pooling and concatenate work in the blocked layout,
+tensor changes layout, and lets the ops with a layout rule (transform/layout_rules.py:
+element-wise ops, broadcasts — a bias beside blocked data gets expand_dims +
+layout_transform —, pooling, concatenate, reductions, pad, slices...) work in the blocked layout,
 so that consecutive convolutions pass blocked data to each other with no transform in
 between.  With bound weights, the FoldConstant after this pass packs them (the conv2d
 kernels, the dense weights) at build time.

@@ -23,8 +23,10 @@ as TVM's:
 * image.resize2d: layout set to the desired one.
 
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
-AlterOpLayout): element-wise ops, broadcasts, pooling, concatenate; layout_transforms
-where a layout changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
+AlterOpLayout) by each op's rule (transform/layout_rules.py): element-wise ops,
+broadcasts, pooling, concatenate, split, strided_slice, transpose, squeeze, pad, the
+reductions, resize, the normalisations, qnn.requantize; layout_transforms where a layout
+changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
 `diagnostics`) naming the op and the layout, and the function is left as it was.
 
 Expects: typed input (required: InferType, CanonicalizeOps, as TVM's, and InferType
