@@ -52,11 +52,24 @@ from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, op
 from ..ir.functor import ExprFunctor, FIELDS
 from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType
+from ..ops import get_op
+from ..ops.attrs import AttrError
 from .layout_rules import infer, infer_rule
 from .layouts import UNDEF, Layout, LayoutError, MaybeLayout, convertible, same
 
 
 # ---------------------------------------------------------------------- the rewriter
+
+
+def _same_attrs(op_name: str, a: Attrs, b: Attrs) -> bool:
+    """Whether two attribute maps of an op mean the same (defaults filled in)."""
+    if a == b:
+        return True
+    opdef = get_op(op_name)
+    try:
+        return opdef is not None and dict(opdef.normalize_attrs(a)) == dict(opdef.normalize_attrs(b))
+    except (AttrError, TypeError, ValueError):  # attributes that do not normalise are not the same
+        return False
 
 @dataclass(eq=False)
 class Altered:
@@ -202,7 +215,7 @@ class LayoutRewriter(ExprFunctor):
         if isinstance(inner, AlteredTuple):
             return inner.fields[node.index]
         if isinstance(inner, AlteredResults):
-            item = replace(node, tuple_value=inner.value)
+            item = node if inner.value is node.tuple_value else replace(node, tuple_value=inner.value)
             return Altered(item, inner.old[node.index], inner.new[node.index])
         return self.visit_default(node)
 
@@ -271,11 +284,14 @@ class LayoutRewriter(ExprFunctor):
             else:
                 transformed.append(fix(arg, k))
                 k += 1
-        if (new_call.op is ref.op and second.attrs == ref.attrs
+        attrs = second.attrs
+        if new_call.op is ref.op and _same_attrs(ref.op.name, attrs, ref.attrs):
+            attrs = ref.attrs  # a rule that wrote the values in force (axis=1 for axis=1) changed nothing
+        if (new_call.op is ref.op and attrs is ref.attrs
                 and all(a is b for a, b in zip(transformed, ref.args))):
             value = ref  # nothing changed: the very call, so an untouched graph stays as it was
         else:
-            value = Call(new_call.op, tuple(transformed), second.attrs, span=ref.span)
+            value = Call(new_call.op, tuple(transformed), attrs, span=ref.span)
         if isinstance(ref.ty, TupleType):
             if len(old_out) != len(ref.ty.fields):
                 return None
