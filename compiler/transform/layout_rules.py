@@ -447,11 +447,6 @@ def _requantize(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([layout, c, c, c, c], [layout], attrs.with_(axis=IntImm(new_axis)))
 
 
-def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-    a = get_op("layout_transform").normalize_attrs(attrs)
-    return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
-
-
 def _build_rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for d in all_ops():
@@ -493,7 +488,6 @@ def _build_rules() -> dict[str, Rule]:
     for name in ("image.resize1d", "image.resize2d", "image.resize3d"):
         if get_op(name) is not None:
             rules[name] = _resize(name, _resize_follows)
-    rules["layout_transform"] = _layout_transform
     return rules
 
 
