@@ -103,7 +103,7 @@ def _pool(op_name: str):
         a = get_op(op_name).normalize_attrs(attrs)
         layout = a.layout
         if not a.out_layout and new_in is not None and new_in[0] is not None:
-            if new_in[0].index_of("h") >= 0 or new_in[0].index_of("w") >= 0:
+            if any(new_in[0].index_of(a) >= 0 for a in "dhw"):  # a split spatial axis: no compute here
                 return None
             if new_in[0].name != layout:
                 layout = new_in[0].name
@@ -405,15 +405,16 @@ def _split(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([layout], [layout] * size, attrs)
 
 
-def _with_channels(rule: Rule, data_inputs: int, channels: int) -> Rule:
-    """A qnn op's rule (TVM's QnnConvInferCorrectLayout): `rule` on its first
-    `data_inputs` inputs, the `channels` scales and zero points after them in C."""
+def _with_channels(rule: Rule, data_inputs: int, channels: int, letter: str = "C") -> Rule:
+    """A qnn op's rule (TVM's QnnConvInferCorrectLayout, QnnDenseInferCorrectLayout): `rule`
+    on its first `data_inputs` inputs, the `channels` scales and zero points after them in
+    `letter` (C; N for qnn.dense, as TVM writes it)."""
     def qnn_rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
         out = rule(attrs, None if new_in is None else new_in[:data_inputs], old_in[:data_inputs],
                    types[:data_inputs])
         if out is None:
             return None
-        return Inferred(out.inputs + [parse("C")] * channels, out.outputs, out.attrs)
+        return Inferred(out.inputs + [parse(letter)] * channels, out.outputs, out.attrs)
     return qnn_rule
 
 
@@ -457,11 +458,14 @@ def _build_rules() -> dict[str, Rule]:
     for name in ("nn.relu", "nn.leaky_relu", "clip", "cast", "sigmoid", "tanh"):
         if get_op(name) is not None:
             rules[name] = _elemwise
-    for name in ("nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc",
-                 "nn.conv2d_transpose", "nn.conv3d"):
-        rules[name] = _conv(name)
-    for name in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_max_pool2d", "nn.global_avg_pool2d",
-                 "nn.adaptive_max_pool2d", "nn.adaptive_avg_pool2d"):
+    for name in ("nn.conv1d", "nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc",
+                 "nn.conv2d_transpose", "nn.conv3d", "nn.conv3d_transpose"):
+        if get_op(name) is not None:
+            rules[name] = _conv(name)
+    for name in ("nn.max_pool1d", "nn.avg_pool1d", "nn.max_pool2d", "nn.avg_pool2d", "nn.max_pool3d",
+                 "nn.avg_pool3d", "nn.global_max_pool2d", "nn.global_avg_pool2d",
+                 "nn.adaptive_max_pool1d", "nn.adaptive_avg_pool1d", "nn.adaptive_max_pool2d",
+                 "nn.adaptive_avg_pool2d", "nn.adaptive_max_pool3d", "nn.adaptive_avg_pool3d"):
         if get_op(name) is not None and any(a.name == "layout" for a in get_op(name).attrs):
             rules[name] = _pool(name)
     rules["concatenate"] = _concatenate
@@ -480,6 +484,7 @@ def _build_rules() -> dict[str, Rule]:
     rules["strided_slice"] = _strided_slice
     rules["split"] = _split
     rules["qnn.conv2d"] = _with_channels(_conv("qnn.conv2d"), 2, 4)
+    rules["qnn.dense"] = _with_channels(_dense, 2, 4, "N")
     rules["qnn.requantize"] = _requantize
     rules["nn.pad"] = _pad
     for name in ("nn.upsampling", "nn.upsampling3d"):
