@@ -83,6 +83,7 @@ def _conv_cases() -> list[Case]:
     mm("nn.dense", (3, 8), (4, 8), "float16", dtype="float16")
     mm("nn.contrib_dense_pack", (3, 5), (2, 5, 4), "NC4n", weight_layout="NC4n")
     mm("nn.contrib_dense_pack", (5, 6), (3, 6, 3), "NC3n-out-float32", weight_layout="NC3n", out_dtype="float32")
+    mm("nn.contrib_dense_pack", (16, 6), (2, 6, 5), "NC5n-rows-in-vectors", weight_layout="NC5n")
     mm("nn.contrib_dense_pack", (3, 5), (1, 5, 4), "int8-to-int32", dtype="int8", weight_layout="NC4n",
        out_dtype="int32")
     mm("nn.contrib_dense_pack", (3, 8), (2, 8, 2), "float16", dtype="float16", weight_layout="NC2n")

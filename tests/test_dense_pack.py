@@ -12,11 +12,14 @@ from relaylens.compiler.lower.schedule.dense_pack import dense_tile
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.transform.x86_dense_layout import pack_block
 
-CASES = [  # (M, K, N, bn): power-of-two lanes, odd lanes (NC25n as TVM packs 1000 units), M prime
+CASES = [  # (M, K, N, bn): power-of-two lanes, odd lanes (NC25n as TVM packs 1000 units), M prime;
+    # the last two odd lanes with M a multiple of 16 (rows in the vectors, the data transposed)
     (4, 64, 64, 32),
     (1, 96, 1000, 25),
     (5, 40, 21, 7),
     (3, 16, 40, 20),
+    (32, 40, 50, 25),
+    (16, 24, 10, 10),
 ]
 
 
@@ -68,6 +71,13 @@ def test_tile_has_no_guard_and_fits_registers():
     assert dense_tile(128, 24, 32) == (4, 2)   # 4 rows x 2 blocks x 2 vectors = 16 accumulators
     assert dense_tile(1, 40, 25) == (1, 4)     # odd lanes: rows x blocks <= 4
     assert dense_tile(5, 3, 7) == (1, 3)
+
+
+def test_odd_lanes_with_rows_by_sixteen_keep_rows_in_the_vectors():
+    from relaylens.compiler.lower.te.topi.dense_pack import rows_in_vectors
+
+    assert rows_in_vectors(128, 25) and rows_in_vectors(16, 10)
+    assert not rows_in_vectors(128, 32) and not rows_in_vectors(5, 25) and not rows_in_vectors(1, 25)
 
 
 def test_bound_weight_is_packed_at_build_time():

@@ -25,14 +25,22 @@ LLVM's loop vectoriser does not take the lane loop whole: it vectorised 8 lanes 
 time with the accumulators left in memory, 1.3-2.2x slower than the unpacked dense's
 schedule on 1x2048 by 1000.  There the tile's lanes are unrolled instead (LLVM's SLP
 vectoriser packs them, in registers) and the tile kept to rows * blocks <=
-ODD_LANES_BLOCKS: measured 0.88-0.91x of the unpacked dense (blocks of 10: 1.28x).  Without such an epilogue (the result is read elsewhere at other
+ODD_LANES_BLOCKS: measured 0.88-0.91x of the unpacked dense (blocks of 10: 1.28x).
+With more rows that tile lost 2-4x (128x768 by 1000: 3.8x), so for M a multiple of
+ROW_LANES the compute keeps the rows in the vectors (te/topi/dense_pack.py
+`rows_in_vectors`): the product (units/x, x, M) gets a tile of 16 rows (vectorized) x one
+block's x lanes (unrolled: x accumulators, each step one vector of transposed data times
+x weight scalars), computed at the epilogue's tile loop as above; the transposed data
+`T_dense_pack_data_t` is copied in 16 x 16 tiles (read along k, unrolled along the rows).
+Measured (1 thread): 128x768 by 1000 0.86x of the unpacked dense; by 10 (one block of
+10, the transpose as costly as the product) still 1.9x.  Without such an epilogue (the result is read elsewhere at other
 positions) `cache_write` makes one, a copy in the blocked layout.
 """
 
 from __future__ import annotations
 
 from ..te import expr as te
-from ..te.topi.dense_pack import BLOCKED_TAG
+from ..te.topi.dense_pack import BLOCKED_TAG, ROW_LANES, ROWS_TAG
 from .primitives import Schedule, Stage
 
 ROWS = 4
@@ -52,6 +60,10 @@ def schedule_dense_packs(sch: Schedule) -> set[int]:
         epilogue = _epilogue(sch, stage)
         if epilogue is None:
             epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
+        if _rows(stage):
+            transposed = _schedule_transpose(sch, stage)
+            if transposed is not None:
+                done.add(id(transposed))
         _schedule_tile(sch, stage, epilogue)
         done.update((id(stage), id(epilogue)))
     return done
@@ -74,7 +86,12 @@ def _whole_vectors(lanes: int) -> bool:
 def _is_blocked(stage: Stage) -> bool:
     body = stage.body
     return (not stage.inlined and isinstance(body, te.Reduce) and body.combiner == "sum"
-            and stage.tensor.op.tag == BLOCKED_TAG and len(stage.axes) == 3)
+            and stage.tensor.op.tag in (BLOCKED_TAG, ROWS_TAG) and len(stage.axes) == 3)
+
+
+def _rows(stage: Stage) -> bool:
+    """Whether the product keeps rows in its vectors: (units/x, x, M), tagged ROWS_TAG."""
+    return stage.tensor.op.tag == ROWS_TAG
 
 
 def _loads(e: te.PrimExpr) -> list[te.Load]:
@@ -92,15 +109,17 @@ def _epilogue(sch: Schedule, blocked: Stage) -> Stage | None:
     if len(readers) != 1 or readers[0].is_reduction or len(readers[0].axes) != 2:
         return None
     reader = readers[0]
-    if tuple(reader.tensor.shape) != (t.shape[0], t.shape[1] * t.shape[2]):
+    rows = _rows(blocked)
+    m, lanes = (t.shape[2], t.shape[1]) if rows else (t.shape[0], t.shape[2])
+    if tuple(reader.tensor.shape) != (m, t.shape[0 if rows else 1] * lanes):
         return None
     i, j = reader.tensor.op.axes
     for ld in _loads(sch.effective_body(reader)):
         if ld.tensor is not t:
             continue
-        i0, i1, i2 = ld.indices
-        row = i0 is i or (isinstance(i0, te.Const) and i0.value == 0 and i.extent == 1)
-        if not (row and _is_op(i1, "floordiv", j, t.shape[2]) and _is_op(i2, "floormod", j, t.shape[2])):
+        row_index, block, lane = (ld.indices[2], ld.indices[0], ld.indices[1]) if rows else ld.indices
+        row = row_index is i or (isinstance(row_index, te.Const) and row_index.value == 0 and i.extent == 1)
+        if not (row and _is_op(block, "floordiv", j, lanes) and _is_op(lane, "floormod", j, lanes)):
             return None
     return reader
 
@@ -110,7 +129,59 @@ def _is_op(e: te.PrimExpr, op: str, axis: te.IterVar, c: int) -> bool:
             and isinstance(e.b, te.Const) and e.b.value == c)
 
 
+def _schedule_transpose(sch: Schedule, product: Stage) -> Stage | None:
+    """The data transposed for the rows-in-vectors product, in 16 x 16 tiles: each tile
+    read along k (whole rows of data) and written along the rows, both unrolled."""
+    data_t = next((ld.tensor for ld in _loads(product.body.source)
+                   if ld.tensor.op is not None and len(ld.tensor.shape) == 2), None)
+    if data_t is None or sch[data_t].inlined or sch[data_t].is_reduction:
+        return None
+    stage = sch[data_t]
+    kk, i = stage.axes
+    tile = ROW_LANES
+    ko, ki = sch.split(data_t, kk, tile)
+    io, ii = sch.split(data_t, i, tile)
+    sch.reorder(data_t, ko, io, ii, ki)
+    sch.unroll(data_t, ii)
+    sch.vectorize(data_t, ki)
+    return stage
+
+
+def _schedule_rows(sch: Schedule, product: Stage, epilogue: Stage) -> None:
+    """The rows-in-vectors product (see the module doc): a tile of ROW_LANES rows x one
+    block's x lanes, the rows vectorized, the lanes unrolled (x accumulators)."""
+    t, e = product.tensor, epilogue.tensor
+    nb, lanes, m = t.shape
+    b, lane, i = product.axes
+    sch.reorder(t, *product.reduce_axes, b, lane, i)
+    sch.unroll(t, b)
+    sch.unroll(t, lane)
+    sch.vectorize(t, i)
+    if e.ndim == 3:  # a copy in the product's layout (cache_write)
+        eb, el, ei = epilogue.axes
+        io, ii = sch.split(e, ei, ROW_LANES)
+        sch.reorder(e, eb, io, el, ii)
+        sch.vectorize(e, ii)
+        outer = (eb, io)
+    else:
+        ei, ej = epilogue.axes
+        bo, inner_lane = sch.split(e, ej, lanes)
+        io, ii = sch.split(e, ei, ROW_LANES)
+        sch.reorder(e, bo, io, ii, inner_lane)
+        sch.vectorize(e, inner_lane)
+        outer = (bo, io)
+    loop = sch.fuse(e, *outer)
+    work = m * nb * lanes
+    for axis in product.reduce_axes:
+        work *= axis.extent
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, loop)
+
+
 def _schedule_tile(sch: Schedule, blocked: Stage, epilogue: Stage) -> None:
+    if _rows(blocked):
+        return _schedule_rows(sch, blocked, epilogue)
     t, e = blocked.tensor, epilogue.tensor
     m, nb, lanes = t.shape
     rows, blocks = dense_tile(m, nb, lanes)
