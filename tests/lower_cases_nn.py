@@ -81,6 +81,12 @@ def _conv_cases() -> list[Case]:
     mm("nn.dense", (5,), (4, 5), "1d")
     mm("nn.dense", (3, 5), (4, 5), "int8-to-int32", dtype="int8", out_dtype="int32")
     mm("nn.dense", (3, 8), (4, 8), "float16", dtype="float16")
+    mm("nn.contrib_dense_pack", (3, 5), (2, 5, 4), "NC4n", weight_layout="NC4n")
+    mm("nn.contrib_dense_pack", (5, 6), (3, 6, 3), "NC3n-out-float32", weight_layout="NC3n", out_dtype="float32")
+    mm("nn.contrib_dense_pack", (16, 6), (2, 6, 5), "NC5n-rows-in-vectors", weight_layout="NC5n")
+    mm("nn.contrib_dense_pack", (3, 5), (1, 5, 4), "int8-to-int32", dtype="int8", weight_layout="NC4n",
+       out_dtype="int32")
+    mm("nn.contrib_dense_pack", (3, 8), (2, 8, 2), "float16", dtype="float16", weight_layout="NC2n")
     mm("nn.matmul", (3, 5), (5, 4), "plain")
     mm("nn.matmul", (5, 3), (4, 5), "transpose-both", transpose_a=True, transpose_b=True)
     mm("nn.matmul", (2, 5, 3), (5, 4), "batched-transpose-a", transpose_a=True)

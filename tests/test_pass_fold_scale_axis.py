@@ -190,13 +190,13 @@ def test_demo_model_batch_norm_folds_into_the_conv():
     assert result.ok, [d.message for d in result.diagnostics]
     # the batch norm's multiply went into the conv weight; its shift stays an add after the
     # conv's own bias (TVM's pipeline merges no add(add(x, c1), c2) after CanonicalizeOps)
-    # (AlterOpLayout: NCHWc convolutions, weights packed at build time, the input and the
-    # flattened result transformed at run time)
+    # (AlterOpLayout: NCHWc convolutions and a packed dense, weights packed at build time,
+    # the input and the flattened result transformed at run time)
     assert sorted(set(result.fused_names.values())) == [
         "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_reshape",
         "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_add_nn_relu",
         "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_add_nn_relu_1",
-        "tvmgen_default_fused_nn_dense_add", "tvmgen_default_fused_nn_max_pool2d",
+        "tvmgen_default_fused_nn_contrib_dense_pack_add", "tvmgen_default_fused_nn_max_pool2d",
         "tvmgen_default_fused_nn_max_pool2d_1"]
     folded = next(s.module for s in result.snapshots if s.pass_name == "BackwardFoldScaleAxis")
     weights = [c.args[1] for c in folded_convs(folded)]

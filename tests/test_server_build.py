@@ -33,14 +33,17 @@ from conftest import CORPUS
 MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
 FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
-MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions, weights unbound: packed at run time
+MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions and packed denses, weights unbound: packed at
+    # run time; in source order (a kernel's first range: the bias expand_dims a dense kernel
+    # holds reads a parameter, on the def line)
     "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
     "tvmgen_default_fused_expand_dims_layout_transform", "tvmgen_default_fused_layout_transform_2",
-    "tvmgen_default_fused_expand_dims_layout_transform_1", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu",
+    "tvmgen_default_fused_expand_dims_layout_transform_1", "tvmgen_default_fused_layout_transform_3",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu", "tvmgen_default_fused_layout_transform_4",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu_1", "tvmgen_default_fused_layout_transform_5",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu",
     "tvmgen_default_fused_nn_max_pool2d", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1",
-    "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_layout_transform_reshape",
-    "tvmgen_default_fused_nn_dense_add_nn_relu", "tvmgen_default_fused_nn_dense_add_nn_relu_1",
-    "tvmgen_default_fused_nn_dense_add"]
+    "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_layout_transform_reshape"]
 MNIST_CONV = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
 
 
@@ -493,12 +496,14 @@ async def test_identical_groups_share_a_kernel_and_each_get_lenses(client: Langu
             "  %2 = nn.dense(%1, %w, units=8);\n  nn.relu(%2)\n}\n")
     uri = await built(client, "twins.relay", text)
     found = rows(await lenses(client, uri))
-    assert sorted(found) == [2, 4]
-    assert found[2] == found[4] and found[2][0] == "ƒ dense + relu ⟨tvmgen_default_fused_nn_dense_nn_relu⟩"
+    # line 1: the weight's pack (AlterOpLayout: x86 packs a dense's weight, a parameter here)
+    assert sorted(found) == [1, 2, 4]
+    assert found[2] == found[4] and found[2][0] == "ƒ dense + relu ⟨tvmgen_default_fused_nn_contrib_dense_pack_nn_relu⟩"
     line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
     functions = _field(line_map, "functions")
     assert [(_field(f, "name"), _field(f, "relay")) for f in functions] == [
-        ("tvmgen_default_fused_nn_dense_nn_relu", [[2, 5]])]
+        ("tvmgen_default_fused_layout_transform", [[1, 1]]),
+        ("tvmgen_default_fused_nn_contrib_dense_pack_nn_relu", [[2, 5]])]
 
 
 @asyncio_module

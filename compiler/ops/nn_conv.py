@@ -1,8 +1,8 @@
 """Convolutions, dense and matmul (reference §7.1).
 
 Ops: `nn.conv1d`, `nn.conv2d`, `nn.conv3d`, `nn.conv1d_transpose`, `nn.conv2d_transpose`,
-`nn.contrib_conv2d_NCHWc`, `nn.contrib_depthwise_conv2d_NCHWc`, `nn.dense`, `nn.matmul`,
-`nn.batch_matmul`; all OutEWiseFusable.
+`nn.contrib_conv2d_NCHWc`, `nn.contrib_depthwise_conv2d_NCHWc`, `nn.dense`,
+`nn.contrib_dense_pack` (dense on a weight packed NC[x]n), `nn.matmul`, `nn.batch_matmul`; all OutEWiseFusable.
 
 Layouts are handled as TVM's layout strings are: upper-case letters are the primal axes,
 `8c` is a sub-axis of `C` split off with factor 8 (`NCHW8c`: channel = outer * 8 + inner).
@@ -27,6 +27,7 @@ weight.shape[1]).  The v0.8 default kernel_layout "OIHW" of conv2d_transpose rea
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -482,6 +483,54 @@ def _(data, weight, attrs):
 @dense.reference
 def _(data, weight, attrs):
     return _matmul(data, weight.T, result_dtype(attrs, str(data.dtype)))
+
+
+_WEIGHT_LAYOUT = Attr("weight_layout", STR, "NC", "the packed weight's layout, NC[x]n: (units/x, K, x)")
+
+dense_pack = define("nn.contrib_dense_pack", ("data", "weight"), OUT_EWISE_FUSABLE,
+                    attrs=(_UNITS, _OUT_DTYPE, _WEIGHT_LAYOUT),
+                    doc="nn.dense on a packed weight (after AlterOpLayout): data (M, K), weight "
+                        "(units/x, K, x) in layout NC[x]n -> (M, units); out[i, j] = sum_k "
+                        "data[i, k] * weight[j // x, k, j % x].")
+
+
+def dense_pack_block(weight_layout: str) -> int | None:
+    """x of an `NC[x]n` weight layout, None for any other layout."""
+    m = re.fullmatch(r"NC(\d+)n", weight_layout)
+    return int(m.group(1)) if m and int(m.group(1)) > 0 else None
+
+
+@dense_pack.relation
+def _(data, weight, attrs):
+    """TVM's DensePackRel (2-D data, 3-D weight; the 4-D int8 VNNI packing is not done
+    here), with the reduction lengths and the layout's block checked."""
+    op = "nn.contrib_dense_pack"
+    a = tensor(data, f"{op}: data", 0)
+    b = tensor(weight, f"{op}: weight", 1)
+    if a.ndim != 2:
+        raise OpTypeError(f"{op}: data must be 2-D, found {type_text(a)}", 0)
+    if b.ndim != 3:
+        raise OpTypeError(f"{op}: weight must be 3-D (units/x, K, x), found {type_text(b)}", 1)
+    block = dense_pack_block(attrs.weight_layout)
+    if block is None:
+        raise AttrError(f"{op}: weight_layout must be NC[x]n, got \"{attrs.weight_layout}\"", "weight_layout")
+    ash, bsh = dims(a), dims(b)
+    if known(bsh[2]) and bsh[2] != block:
+        raise OpTypeError(f"{op}: weight_layout {attrs.weight_layout} packs {block} units per block "
+                          f"but weight has {bsh[2]} ({type_text(b)})", 1)
+    if not same_dim(ash[1], bsh[1]):
+        raise OpTypeError(f"{op}: data has {ash[1]} input features but weight expects {bsh[1]} "
+                          f"(data {type_text(a)}, weight {type_text(b)})", 1)
+    units = mul(bsh[0], bsh[2])
+    if attrs.units is not None and known(units) and units != attrs.units:
+        raise OpTypeError(f"{op}: units={attrs.units} but weight packs {units} ({type_text(b)})", 1)
+    return TensorType((ash[0], units), result_dtype(attrs, a.dtype))
+
+
+@dense_pack.reference
+def _(data, weight, attrs):
+    unpacked = weight.transpose(0, 2, 1).reshape(-1, weight.shape[1])
+    return _matmul(data, unpacked.T, result_dtype(attrs, str(data.dtype)))
 
 
 matmul = define("nn.matmul", ("tensor_a", "tensor_b"), OUT_EWISE_FUSABLE,

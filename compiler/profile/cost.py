@@ -147,6 +147,7 @@ FLOP_RULES: dict[str, Callable[[Call], int]] = {
     "nn.conv1d_transpose": _conv_transpose("IOW"),
     "nn.conv2d_transpose": _conv_transpose("IOHW"),
     "nn.dense": _contract(None),
+    "nn.contrib_dense_pack": _contract(None),
     "qnn.dense": _contract(None),
     "nn.matmul": _contract("transpose_a"),
     "nn.batch_matmul": _contract("transpose_a"),

@@ -1,11 +1,12 @@
-"""Layout inference and the layout rewriter that AlterOpLayout and ConvertLayout share
-(TVM: src/relay/transforms/transform_layout.h, infer_layout_utils.cc, forward_rewrite.cc
-and each op's FInferCorrectLayout).
+"""The layout rewriter that AlterOpLayout and ConvertLayout share (TVM:
+src/relay/transforms/transform_layout.h, forward_rewrite.cc); each op's layout rule is in
+layout_rules.py, the layouts themselves in layouts.py.
 
     new_func = LayoutRewriter(change_call).rewrite(func)
 
 `change_call(ref_call, attrs, args) -> Call | None` is the one thing the two passes do
-differently: AlterOpLayout asks the target's alter rule (x86_conv2d_layout.py), ConvertLayout
+differently: AlterOpLayout asks the target's alter rules (x86_conv2d_layout.py,
+x86_dense_layout.py), ConvertLayout
 the desired layouts.  The walk is TVM's ForwardRewrite: every call, children first, gets
 
 1. the layouts its inputs are in now (`new_prd`) and were in before (`old_prd`): an input
@@ -16,32 +17,34 @@ the desired layouts.  The walk is TVM's ForwardRewrite: every call, children fir
    new_prd or old_cur, old_prd or old_cur)`;
 4. each input transformed from the layout it is in to the one the new call wants
    (`layout_transform`, with `expand_dims` first when the input has fewer primal axes, a
-   bias beside NCHW16c data), memoised per (input, from, to) so a tensor is transformed
+   bias beside NCHW16c data; nothing for an input whose every extent is 1, which
+   broadcasts in any layout), memoised per (input, from, to) so a tensor is transformed
    once however many calls read it;
 5. the result an `Altered(new_call, old_out, new_out)`.
 
-An op without an inference rule (below, `INFER`), or whose rule fails (None), is rebuilt
+An op without an inference rule (layout_rules.py), or whose rule fails (None), is rebuilt
 with its inputs transformed back to the layouts they had (`realize`); so is anything that
-is not a call (a function's result, a let, an if).  A call with a tuple result is left
-to that fallback (TVM rewrites split's tuple; no op here changes it).
+is not a call (a function's result, a let, an if).  A call with a tuple result
+(batch_norm, split) is an `AlteredResults`: its `TupleGetItem`s are Altered values of
+their own, and anything else that reads it whole gets a tuple of its fields each
+transformed back.
 
-Layouts are TVM's strings: upper-case letters primal axes, `16c` a sub-axis of C of 16.
-`UNDEF` is TVM's Layout::Undef(), the "any layout" a broadcast of two layout-less inputs
-reports; it is a layout (the rewrite goes on), and transforming from it to itself is
-nothing.
+Layouts are TVM's strings (layouts.py): upper-case letters primal axes, `16c` a sub-axis
+of C of 16.  `UNDEF` is TVM's Layout::Undef(), the "any layout" a broadcast of two
+layout-less inputs reports; it is a layout (the rewrite goes on), and transforming from it
+to itself is nothing.
 
 Spans: a layout_transform or expand_dims made for a call's input takes the span of that
 input (of the call, when the input has none); one that takes a result back to its old
 layout takes the span of the expression that reads it (the result expression's, for the
 function's result: its lens sits on that line, not on the def line beside the inputs').  So a source expression leads to its own kernel, not to the transforms around it.
-A rewritten call keeps the span of the call it replaces.
+A rewritten call keeps the span of the call it replaces; the TupleGetItems and the Tuple that
+take a rewritten tuple result back apart take that call's span.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Callable
 
 from ..ir.attrs import Attrs, IntImm
@@ -49,321 +52,24 @@ from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, op
 from ..ir.functor import ExprFunctor, FIELDS
 from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType
-from ..ops import all_ops, get_op
-from ..ops.registry import BROADCAST, ELEMWISE
-
-
-class LayoutError(Exception):
-    """Two layouts that no layout_transform converts between."""
-
-
-# ---------------------------------------------------------------------- layouts
-
-_AXIS = re.compile(r"([0-9]*)([A-Za-z])")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """A layout string as its axes: (letter, factor), factor 0 for a primal axis."""
-
-    name: str
-    axes: tuple[tuple[str, int], ...]
-
-    @property
-    def ndim(self) -> int:
-        return len(self.axes)
-
-    @property
-    def ndim_primal(self) -> int:
-        return sum(1 for a, _ in self.axes if a.isupper())
-
-    def index_of(self, letter: str) -> int:
-        """The position of axis `letter` (upper: primal, lower: its sub-axis), or -1."""
-        return next((i for i, (a, _) in enumerate(self.axes) if a == letter), -1)
-
-    def factor_of(self, primal: str) -> int:
-        """The factor of `primal`'s sub-axis, or -1 when it is not split."""
-        return next((f for a, f in self.axes if a == primal.lower()), -1)
-
-    def sub_layout(self, pos: int, length: int) -> "Layout":
-        return make(self.axes[pos:pos + length])
-
-    def expand_primal(self, dst: "Layout") -> "Layout":
-        """This layout with the primal axes of `dst` it lacks put in front (TVM's ExpandPrimal)."""
-        missing = "".join(a for a, _ in dst.axes if a.isupper() and self.index_of(a) < 0)
-        return parse(missing + self.name)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-def make(axes) -> Layout:
-    return Layout("".join(f"{f}{a}" if f else a for a, f in axes), tuple(axes))
-
-
-@lru_cache(maxsize=None)
-def parse(text: str) -> Layout:
-    """A layout string as a Layout; LayoutError when it is not one."""
-    if text == "__undef__":
-        return UNDEF
-    axes, pos = [], 0
-    for m in _AXIS.finditer(text):
-        if m.start() != pos:
-            break
-        pos = m.end()
-        digits, letter = m.groups()
-        if letter.isupper() != (digits == ""):
-            raise LayoutError(f"'{text}' is not a layout")
-        axes.append((letter, int(digits) if digits else 0))
-    letters = [a for a, _ in axes]
-    if pos != len(text) or len(set(letters)) != len(letters) or any(
-            a.islower() and a.upper() not in letters for a in letters):
-        raise LayoutError(f"'{text}' is not a layout")
-    return Layout(text, tuple(axes))
-
-
-UNDEF = Layout("__undef__", ())
-MaybeLayout = Layout | None
-
-
-def same(a: MaybeLayout, b: MaybeLayout) -> bool:
-    return (a.name if a else None) == (b.name if b else None)
-
-
-def convertible(src: Layout, dst: Layout) -> bool:
-    """Whether a layout_transform converts `src` to `dst` (the same primal axes)."""
-    return sorted(a for a, _ in src.axes if a.isupper()) == sorted(a for a, _ in dst.axes if a.isupper())
-
-
-# ---------------------------------------------------------------------- inference rules
-
-@dataclass
-class Inferred:
-    """What an op's rule says: the layouts it wants its inputs in, its outputs' layouts,
-    and its attributes (changed when the op follows its input's layout)."""
-
-    inputs: list[Layout]
-    outputs: list[Layout]
-    attrs: Attrs
-
-
-Types = list
-Rule = Callable[[Attrs, "list[MaybeLayout] | None", "list[MaybeLayout]", Types], "Inferred | None"]
-
-
-def _elemwise(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-    """TVM's ElemwiseArbitraryLayout: the layout the (first) input is in."""
-    ret = new_in[0] if new_in is not None else next((x for x in old_in if x is not None), None)
-    if ret is None:
-        return None
-    return Inferred([ret] * len(old_in), [ret], attrs)
-
-
-def _shape_rank(t) -> int:
-    return t.ndim if isinstance(t, TensorType) else -1
-
-
-def _binary_broadcast(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-    """TVM's BinaryBroadcastLayout: the smaller operand follows the larger one's layout,
-    its sub-axes of factor 1 where it broadcasts."""
-    ranks = [_shape_rank(t) for t in types]
-    if min(ranks) < 0:
-        return None
-    old_large = 0 if ranks[0] >= ranks[1] else 1
-    layouts = list(old_in)
-    default = Inferred([UNDEF, UNDEF], [UNDEF], attrs)
-    if layouts[0] is None and layouts[1] is None:
-        out = default
-    elif layouts[0] is None or layouts[1] is None:
-        d = 0 if layouts[0] is not None else 1
-        u = 1 - d
-        if ranks[d] >= ranks[u] and layouts[d] is not UNDEF:
-            layouts[u] = layouts[d].sub_layout(ranks[d] - ranks[u], ranks[u])
-            out = Inferred(list(layouts), [layouts[d]], attrs)
-        else:
-            out = default
-    else:
-        out = Inferred(list(layouts), [layouts[old_large]], attrs)
-    if new_in is None:
-        return out
-    if any(x is UNDEF for x in (*new_in, *layouts)):
-        return default if all(x is UNDEF for x in new_in) else None
-    ret = new_in[old_large]
-    large = 0 if new_in[0].ndim_primal >= new_in[1].ndim_primal else 1
-    small = 1 - large
-    target = try_transform_like(layouts[small], layouts[large], new_in[large])
-    if target is None:
-        return default
-    new_small = adjust_subordinate_factors(target, layouts[small], types[small].shape)
-    result = [None, None]
-    result[large], result[small] = new_in[large], new_small
-    return Inferred(result, [ret], attrs)
-
-
-def try_transform_like(old: Layout, ref_old: Layout, ref_new: Layout) -> Layout | None:
-    """`old` changed as `ref_old` changed into `ref_new`, axes matched from the right
-    (TVM's TryTransformLike); None when the two are not alike enough."""
-    large, small = (ref_old, old) if ref_old.ndim > old.ndim else (old, ref_old)
-    tail = large.sub_layout(large.ndim - small.ndim, small.ndim)
-    rest = large.sub_layout(0, large.ndim - small.ndim)
-    for a, _ in rest.axes:
-        if tail.index_of(a.upper()) >= 0 or tail.index_of(a.lower()) >= 0:
-            return None
-    if not _isomorphic(tail, small):
-        return None
-    if old.ndim == 0:
-        return old
-    mapping: dict[str, str] = {}
-    used: set[str] = set()
-    for (ra, _), (oa, _) in zip(reversed(ref_old.axes), reversed(old.axes)):
-        mapping[ra.upper()] = oa.upper()
-        used.add(oa.upper())
-    for ra, _ in reversed(ref_old.axes):
-        key = ra.upper()
-        if key not in mapping:
-            pick = key if key not in used else next(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used)
-            mapping[key] = pick
-            used.add(pick)
-    axes = []
-    for a, f in ref_new.axes:
-        letter = mapping.get(a.upper())
-        if letter is None:
-            return None
-        axes.append((letter if a.isupper() else letter.lower(), f))
-    return make(axes)
-
-
-def _isomorphic(lhs: Layout, rhs: Layout) -> bool:
-    if lhs.ndim != rhs.ndim:
-        return False
-    to, back = {}, {}
-    for (a, fa), (b, fb) in zip(lhs.axes, rhs.axes):
-        if a.isupper() != b.isupper() or to.setdefault(a, b) != b or back.setdefault(b, a) != a:
-            return False
-        if a.islower() and lhs.factor_of(a) != rhs.factor_of(b):
-            return False
-    return True
-
-
-def adjust_subordinate_factors(src: Layout, old: Layout, old_shape) -> Layout:
-    """`src` with the factor of a sub-axis set to 1 where `old` has no such axis or
-    broadcasts it (extent 1) (TVM's AdjustSubordinateFactors)."""
-    axes = []
-    for a, f in src.axes:
-        if a.islower():
-            i = old.index_of(a.upper())
-            if i < 0 or (old_shape[i] == 1 and old.index_of(a) < 0):
-                f = 1
-            else:
-                f = src.factor_of(a.upper())
-        axes.append((a, f))
-    return make(axes)
-
-
-def _string_attr(attrs: Attrs, op_name: str, key: str) -> str:
-    return getattr(get_op(op_name).normalize_attrs(attrs), key)
-
-
-def _conv(op_name: str):
-    """TVM's ConvInferCorrectLayout: the layouts of the attributes, whatever the input."""
-    def rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-        a = get_op(op_name).normalize_attrs(attrs)
-        out = a.out_layout or a.data_layout
-        return Inferred([parse(a.data_layout), parse(a.kernel_layout)], [parse(out)], attrs)
-    return rule
-
-
-def _pool(op_name: str):
-    """TVM's PoolInferCorrectLayout: the input's layout, unless out_layout is set."""
-    def rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-        a = get_op(op_name).normalize_attrs(attrs)
-        layout = a.layout
-        if not a.out_layout and new_in is not None and new_in[0] is not None:
-            if new_in[0].index_of("h") >= 0 or new_in[0].index_of("w") >= 0:
-                return None
-            if new_in[0].name != layout:
-                layout = new_in[0].name
-                attrs = attrs.with_(layout=layout)
-        return Inferred([parse(layout)], [parse(layout)], attrs)
-    return rule
-
-
-def _concatenate(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-    """TVM's ConcatenateLayout: all inputs in one new layout, the axis moved with its letter."""
-    axis = get_op("concatenate").normalize_attrs(attrs).axis
-    if new_in is not None:
-        first = old_in[0]
-        if first is None or first is UNDEF:
-            return None
-        dim = first.axes[axis if axis >= 0 else axis + first.ndim][0]
-        if all(same(x, new_in[0]) for x in new_in) and new_in[0] is not UNDEF:
-            ret = new_in[0]
-            attrs = attrs.with_(axis=IntImm(ret.index_of(dim)))
-        else:
-            ret = first
-    else:
-        ret = next((x for x in old_in if x is not None), None)
-        if ret is None or ret is UNDEF or ret.ndim <= axis or not ret.axes[axis][0].isupper():
-            return None
-    return Inferred([ret] * len(old_in), [ret], attrs)
-
-
-def _layout_transform(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
-    a = get_op("layout_transform").normalize_attrs(attrs)
-    return Inferred([parse(a.src_layout)], [parse(a.dst_layout)], attrs)
-
-
-def _build_rules() -> dict[str, Rule]:
-    rules: dict[str, Rule] = {}
-    for d in all_ops():
-        if d.inputs == ("data",) and d.pattern == ELEMWISE:
-            rules[d.name] = _elemwise
-        elif d.inputs == ("lhs", "rhs") and d.pattern == BROADCAST:
-            rules[d.name] = _binary_broadcast
-    for name in ("nn.relu", "nn.leaky_relu", "clip", "cast", "sigmoid", "tanh"):
-        if get_op(name) is not None:
-            rules[name] = _elemwise
-    for name in ("nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc",
-                 "nn.conv2d_transpose", "nn.conv3d"):
-        rules[name] = _conv(name)
-    for name in ("nn.max_pool2d", "nn.avg_pool2d", "nn.global_max_pool2d", "nn.global_avg_pool2d",
-                 "nn.adaptive_max_pool2d", "nn.adaptive_avg_pool2d"):
-        if get_op(name) is not None and any(a.name == "layout" for a in get_op(name).attrs):
-            rules[name] = _pool(name)
-    rules["concatenate"] = _concatenate
-    rules["layout_transform"] = _layout_transform
-    return rules
-
-
-_RULES: dict[str, Rule] | None = None
-
-
-def infer_rule(name: str) -> Rule | None:
-    """An op's FInferCorrectLayout, or None when it has none."""
-    global _RULES
-    if _RULES is None:
-        _RULES = _build_rules()
-    return _RULES.get(name)
-
-
-def infer(call: Call, new_in, old_in, types) -> Inferred | None:
-    """TVM's InferCorrectLayouts: the op's rule, None when it has none or any layout it
-    reports is unknown."""
-    if not isinstance(call.op, Op):
-        return None
-    rule = infer_rule(call.op.name)
-    if rule is None:
-        return None
-    try:
-        out = rule(call.attrs, new_in, old_in, types)
-    except (LayoutError, KeyError, IndexError, TypeError, ValueError, AttributeError):
-        return None
-    if out is None or any(x is None for x in (*out.inputs, *out.outputs)):
-        return None
-    return out
+from ..ops import get_op
+from ..ops.attrs import AttrError
+from .layout_rules import infer, infer_rule
+from .layouts import UNDEF, Layout, LayoutError, MaybeLayout, convertible, same
 
 
 # ---------------------------------------------------------------------- the rewriter
+
+
+def _same_attrs(op_name: str, a: Attrs, b: Attrs) -> bool:
+    """Whether two attribute maps of an op mean the same (defaults filled in)."""
+    if a == b:
+        return True
+    opdef = get_op(op_name)
+    try:
+        return opdef is not None and dict(opdef.normalize_attrs(a)) == dict(opdef.normalize_attrs(b))
+    except (AttrError, TypeError, ValueError):  # attributes that do not normalise are not the same
+        return False
 
 @dataclass(eq=False)
 class Altered:
@@ -380,6 +86,16 @@ class AlteredTuple:
 
     node: Tuple
     fields: list
+
+
+@dataclass(eq=False)
+class AlteredResults:
+    """A call with a tuple result (batch_norm, split) whose fields a rewrite produced in
+    `new` layouts where the original's were in `old`."""
+
+    value: Call
+    old: list
+    new: list
 
 
 ChangeCall = Callable[[Call, Attrs, list], "Call | None"]
@@ -423,8 +139,8 @@ class LayoutRewriter(ExprFunctor):
     def _transform(self, raw: Expr, src: Layout, dst: Layout, span) -> Expr:
         value = raw
         if src.ndim_primal < dst.ndim_primal:
-            if isinstance(raw.ty, TensorType) and raw.ty.ndim == 0:
-                return raw
+            if isinstance(raw.ty, TensorType) and all(d == 1 for d in raw.ty.shape):
+                return raw  # TVM's IsScalar: every extent 1 broadcasts in any layout
             count = dst.ndim_primal - src.ndim_primal
             src = src.expand_primal(dst)
             attrs = {"axis": IntImm(0), "num_newaxis": IntImm(count)}
@@ -441,6 +157,13 @@ class LayoutRewriter(ExprFunctor):
         back takes `span` (its reader's), else the value's own."""
         if isinstance(value, Altered):
             return self.transform(value.value, value.new, value.old, span or value.value.span)
+        if isinstance(value, AlteredResults):
+            if all(same(o, n) for o, n in zip(value.old, value.new)):
+                return value.value
+            call = value.value
+            fields = tuple(self.transform(TupleGetItem(call, i, span=call.span), n, o, span or call.span)
+                           for i, (o, n) in enumerate(zip(value.old, value.new)))
+            return Tuple(fields, span=call.span)
         if isinstance(value, AlteredTuple):
             fields = tuple(self.realize(f, span) for f in value.fields)
             if all(a is b for a, b in zip(fields, value.node.fields)):
@@ -481,6 +204,8 @@ class LayoutRewriter(ExprFunctor):
         fields = [self.memo.get(f, f) for f in node.fields]
         if all(f is g for f, g in zip(fields, node.fields)):
             return node
+        if any(isinstance(f, AlteredResults) for f in fields):
+            fields = [self.realize(f, node.span) if isinstance(f, AlteredResults) else f for f in fields]
         if not any(isinstance(f, (Altered, AlteredTuple)) for f in fields):
             return replace(node, fields=tuple(fields))
         return AlteredTuple(node, fields)
@@ -489,6 +214,9 @@ class LayoutRewriter(ExprFunctor):
         inner = self.memo.get(node.tuple_value, node.tuple_value)
         if isinstance(inner, AlteredTuple):
             return inner.fields[node.index]
+        if isinstance(inner, AlteredResults):
+            item = node if inner.value is node.tuple_value else replace(node, tuple_value=inner.value)
+            return Altered(item, inner.old[node.index], inner.new[node.index])
         return self.visit_default(node)
 
     def visit_call(self, call: Call):
@@ -508,7 +236,7 @@ class LayoutRewriter(ExprFunctor):
     def _rewrite_call(self, ref: Call, args: list):
         if not isinstance(ref.op, Op) or infer_rule(ref.op.name) is None:
             return None
-        if isinstance(ref.ty, TupleType) or any(a.ty is None for a in ref.args):
+        if any(a.ty is None for a in ref.args):
             return None
         inputs: list = []  # (value, old, new) per flattened input
         plain_args: list[Expr] = []
@@ -556,11 +284,18 @@ class LayoutRewriter(ExprFunctor):
             else:
                 transformed.append(fix(arg, k))
                 k += 1
-        if (new_call.op is ref.op and second.attrs == ref.attrs
+        attrs = second.attrs
+        if new_call.op is ref.op and _same_attrs(ref.op.name, attrs, ref.attrs):
+            attrs = ref.attrs  # a rule that wrote the values in force (axis=1 for axis=1) changed nothing
+        if (new_call.op is ref.op and attrs is ref.attrs
                 and all(a is b for a, b in zip(transformed, ref.args))):
             value = ref  # nothing changed: the very call, so an untouched graph stays as it was
         else:
-            value = Call(new_call.op, tuple(transformed), second.attrs, span=ref.span)
+            value = Call(new_call.op, tuple(transformed), attrs, span=ref.span)
+        if isinstance(ref.ty, TupleType):
+            if len(old_out) != len(ref.ty.fields):
+                return None
+            return AlteredResults(value, list(old_out), list(new_out))
         return Altered(value, old_out[0], new_out[0])
 
     @staticmethod
@@ -568,7 +303,7 @@ class LayoutRewriter(ExprFunctor):
         if isinstance(a, Altered):
             inputs.append((a.value, a.old, a.new))
             return a.value
-        if isinstance(a, AlteredTuple):
+        if isinstance(a, (AlteredTuple, AlteredResults)):
             raise LayoutError("a nested tuple")
         inputs.append((a, None, None))
         return a

@@ -12,6 +12,8 @@
    * a channel-blocked float32 conv2d (te/topi/conv_blocked.py: NCHW with at least 16
      channels, groups 1 or depthwise): conv.py (16-channel vectors, a 2 x 16
      channels by 10 columns register tile, the epilogue applied at write-back);
+   * a packed dense (nn.contrib_dense_pack, te/topi/dense_pack.py): dense_pack.py (rows x
+     blocks of the packed weight's lanes in registers, the epilogue applied at write-back);
    * another convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
      "nn.batch_matmul", ...): a register tile.  With data axes d0..dn-1, the last one
      (the output's contiguous axis) is split by the vector width and its inner part
@@ -80,6 +82,7 @@ from typing import Sequence
 
 from ..te import expr as te
 from .conv import schedule_blocked_convs
+from .dense_pack import schedule_dense_packs
 from .primitives import Schedule, Stage
 
 VECTOR_BYTES = 64
@@ -98,6 +101,7 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
     sch = Schedule(outputs, inputs, name)
     _inline_injective(sch)
     done = schedule_blocked_convs(sch)  # conv.py
+    done |= schedule_dense_packs(sch)  # dense_pack.py
     for stage in list(sch.stages):
         if stage.inlined or id(stage) in done:
             continue

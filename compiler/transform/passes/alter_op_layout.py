@@ -2,12 +2,15 @@
 through the ops around it (TVM: src/relay/transforms/alter_op_layout.cc).
 
 On this machine's target (x86, TVM's untuned defaults) a float32 NCHW conv2d becomes
-`nn.contrib_conv2d_NCHWc` on channel-blocked data (transform/x86_conv2d_layout.py); the
+`nn.contrib_conv2d_NCHWc` on channel-blocked data (transform/x86_conv2d_layout.py), and
+a 2-D dense `nn.contrib_dense_pack` on a weight packed NC[bn]n (x86_dense_layout.py); the
 layout rewriter (transform/layout_rewrite.py) then puts `layout_transform`s where a
-tensor changes layout, and lets element-wise ops, broadcasts (a bias beside blocked data
-gets expand_dims + layout_transform), pooling and concatenate work in the blocked layout,
+tensor changes layout, and lets the ops with a layout rule (transform/layout_rules.py:
+element-wise ops, broadcasts — a bias beside blocked data gets expand_dims +
+layout_transform —, pooling, concatenate, reductions, pad, slices...) work in the blocked layout,
 so that consecutive convolutions pass blocked data to each other with no transform in
-between.  With bound weights, the FoldConstant after this pass packs them at build time.
+between.  With bound weights, the FoldConstant after this pass packs them (the conv2d
+kernels, the dense weights) at build time.
 
     AlterOpLayout()                     # x86 defaults, the host's vector width
     AlterOpLayout(simd_lanes=8)         # as for an AVX2 target
@@ -35,6 +38,7 @@ from ...ir.module import IRModule
 from ..infra import FunctionPass, PassContext, register_pass
 from ..layout_rewrite import LayoutRewriter
 from ..x86_conv2d_layout import alter_conv2d, host_simd_lanes
+from ..x86_dense_layout import alter_dense
 
 
 def fixed_rules(rules: dict[str, dict[str, Any]]):
@@ -52,6 +56,8 @@ def x86_rules(simd_lanes: int):
     def change(call: Call, attrs: Attrs, args: list) -> Call | None:
         if isinstance(call.op, Op) and call.op.name == "nn.conv2d":
             return alter_conv2d(call, attrs, args, simd_lanes)
+        if isinstance(call.op, Op) and call.op.name == "nn.dense":
+            return alter_dense(call, attrs, args, simd_lanes)
         return None
     return change
 

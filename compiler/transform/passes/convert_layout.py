@@ -15,14 +15,18 @@ as TVM's:
   NHWC (HWOI when depthwise), HWOI for HWNC; NCHW[x]c data makes an
   nn.contrib_conv2d_NCHWc with the desired kernel layout (a data variable whose channels
   x does not divide stays as it is);
+* qnn.conv2d: as nn.conv2d for NCHW and NHWC (TVM's convert_qnn_conv2d);
 * nn.conv2d_transpose (default kernel IOHW for NCHW, HWIO for NHWC) and nn.conv3d
   (OIDHW for NCDHW, DHWIO for NDHWC);
 * nn.max_pool2d, nn.avg_pool2d, nn.global_max_pool2d, nn.global_avg_pool2d: layout and
-  out_layout set to the desired one.
+  out_layout set to the desired one;
+* image.resize2d: layout set to the desired one.
 
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
-AlterOpLayout): element-wise ops, broadcasts, pooling, concatenate; layout_transforms
-where a layout changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
+AlterOpLayout) by each op's rule (transform/layout_rules.py): element-wise ops,
+broadcasts, pooling, concatenate, split, strided_slice, transpose, squeeze, pad, the
+reductions, resize, the normalisations, qnn.requantize; layout_transforms where a layout
+changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
 `diagnostics`) naming the op and the layout, and the function is left as it was.
 
 Expects: typed input (required: InferType, CanonicalizeOps, as TVM's, and InferType
@@ -99,6 +103,25 @@ def _conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
     return Call(call.op, tuple(args), _changed(call, attrs, new))
 
 
+def _qnn_conv2d(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
+    """TVM's convert_qnn_conv2d: as nn.conv2d, for NCHW and NHWC only when the kernel layout
+    is "default" (no blocked NCHW[x]c form)."""
+    data_layout, kernel_layout = _two(call, desired)
+    new = {"data_layout": data_layout}
+    if kernel_layout != "default":
+        new["kernel_layout"] = kernel_layout
+    elif data_layout == "NCHW":
+        new["kernel_layout"] = "OIHW"
+    elif data_layout == "NHWC":
+        data, weight = (a.ty for a in call.args[:2])
+        depthwise = (isinstance(data, TensorType) and isinstance(weight, TensorType)
+                     and _is_depthwise(data, weight, _attrs(call)))
+        new["kernel_layout"] = "HWOI" if depthwise else "HWIO"
+    else:
+        raise ConvertLayoutError(f"ConvertLayout: qnn.conv2d layout {data_layout} is not supported")
+    return Call(call.op, tuple(args), _changed(call, attrs, new))
+
+
 def _is_var(e) -> bool:
     return isinstance(e, Var)
 
@@ -135,6 +158,14 @@ def _pool(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
     return Call(call.op, tuple(args), _changed(call, attrs, {"layout": desired[0], "out_layout": desired[0]}))
 
 
+def _resize(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
+    """TVM's convert_image_resize*: one desired layout, not "default"."""
+    if len(desired) != 1 or desired[0] == "default":
+        raise ConvertLayoutError(f"ConvertLayout: {call.op.name} needs one desired layout (not \"default\"), "
+                                 f"got {desired}")
+    return Call(call.op, tuple(args), _changed(call, attrs, {"layout": desired[0]}))
+
+
 def _two(call: Call, desired: list[str]) -> tuple[str, str]:
     if len(desired) != 2:
         raise ConvertLayoutError(f"ConvertLayout: {call.op.name} needs a desired layout for both "
@@ -146,10 +177,12 @@ def _two(call: Call, desired: list[str]) -> tuple[str, str]:
 
 CONVERTERS = {
     "nn.conv2d": _conv2d,
+    "qnn.conv2d": _qnn_conv2d,
     "nn.conv2d_transpose": _with_kernel_default("nn.conv2d_transpose", {"NCHW": "IOHW", "NHWC": "HWIO"}),
     "nn.conv3d": _with_kernel_default("nn.conv3d", {"NCDHW": "OIDHW", "NDHWC": "DHWIO"}),
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
     "nn.global_max_pool2d": _pool, "nn.global_avg_pool2d": _pool,
+    "image.resize2d": _resize,
 }
 
 

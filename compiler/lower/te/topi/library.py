@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     activations,
     broadcast,
+    dense_pack,
     elemwise,
     nn_conv,
     nn_norm,

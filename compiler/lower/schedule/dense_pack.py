@@ -1,0 +1,214 @@
+"""Default schedule of `nn.contrib_dense_pack` (te/topi/dense_pack.py; TVM:
+topi/x86/dense.py `schedule_dense_pack`).
+
+The blocked reduction `T_dense_pack_NC{x}n` (M, B, x), B blocks of x output features,
+gets a register tile of `rows` rows of data x `blocks` blocks x the x lanes.  Per step
+of k the tile broadcasts `rows` data scalars, loads `blocks` x-wide vectors of the
+packed weight (contiguous: x features of one k) and does rows*blocks FMAs into
+accumulators that LLVM keeps in registers.  The tile is computed at the tile loop of its
+epilogue, the injective stage that alone reads it back at its own (i, j) (the unpack
+`T_dense_pack` inlined into bias, relu, cast...), which writes the tile x lanes at a time:
+
+    for j.outer, i.outer          fused, parallel when the work is large; the columns
+                                  outside the rows, so a tile of the weight stays in
+                                  cache while every row of the data passes
+      T_dense_pack_NC{x}n.local   the tile, for k: i (rows, unrolled),
+                                  b (blocks, unrolled), lane (x, vectorized): FMA
+      i.inner (rows, unrolled), b (blocks, unrolled), lane (x, vectorized): the epilogue
+
+`rows` is the largest divisor of M up to ROWS, `blocks` the largest divisor of B that
+keeps rows * blocks * ceil(x / 16) accumulators within ACCUMULATORS (at least 1), so no
+loop needs a guard.
+
+When x is not a power of two (TVM packs 1000 units NC25n: the largest divisor up to 32)
+LLVM's loop vectoriser does not take the lane loop whole: it vectorised 8 lanes at a
+time with the accumulators left in memory, 1.3-2.2x slower than the unpacked dense's
+schedule on 1x2048 by 1000.  There the tile's lanes are unrolled instead (LLVM's SLP
+vectoriser packs them, in registers) and the tile kept to rows * blocks <=
+ODD_LANES_BLOCKS: measured 0.88-0.91x of the unpacked dense (blocks of 10: 1.28x).
+With more rows that tile lost 2-4x (128x768 by 1000: 3.8x), so for M a multiple of
+ROW_LANES the compute keeps the rows in the vectors (te/topi/dense_pack.py
+`rows_in_vectors`): the product (units/x, x, M) gets a tile of 16 rows (vectorized) x one
+block's x lanes (unrolled: x accumulators, each step one vector of transposed data times
+x weight scalars), computed at the epilogue's tile loop as above; the transposed data
+`T_dense_pack_data_t` is copied in 16 x 16 tiles (read along k, unrolled along the rows).
+Measured (1 thread): 128x768 by 1000 0.86x of the unpacked dense; by 10 (one block of
+10, the transpose as costly as the product) still 1.9x.  Without such an epilogue (the result is read elsewhere at other
+positions) `cache_write` makes one, a copy in the blocked layout.
+"""
+
+from __future__ import annotations
+
+from ..te import expr as te
+from ..te.topi.dense_pack import BLOCKED_TAG, ROW_LANES, ROWS_TAG
+from .primitives import Schedule, Stage
+
+ROWS = 4
+ODD_LANES_BLOCKS = 4  # rows x blocks of a tile whose lanes are unrolled (see the module doc)
+ACCUMULATORS = 20  # as conv.py: the rest of the 32 vector registers hold weights and broadcasts
+LANES = 16  # float32 lanes of one vector register
+PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
+
+
+def schedule_dense_packs(sch: Schedule) -> set[int]:
+    """Schedule every packed dense of `sch` with its epilogue; the ids of the stages
+    scheduled."""
+    done: set[int] = set()
+    for stage in list(sch.stages):
+        if not _is_blocked(stage):
+            continue
+        epilogue = _epilogue(sch, stage)
+        if epilogue is None:
+            epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
+        if _rows(stage):
+            transposed = _schedule_transpose(sch, stage)
+            if transposed is not None:
+                done.add(id(transposed))
+        _schedule_tile(sch, stage, epilogue)
+        done.update((id(stage), id(epilogue)))
+    return done
+
+
+def dense_tile(m: int, blocks: int, lanes: int) -> tuple[int, int]:
+    """(rows, blocks) of the register tile (see the module doc)."""
+    rows = max(d for d in range(1, min(m, ROWS) + 1) if m % d == 0)
+    vectors = -(-lanes // LANES)
+    limit = ACCUMULATORS if _whole_vectors(lanes) else ODD_LANES_BLOCKS * vectors
+    fit = [d for d in range(1, blocks + 1) if blocks % d == 0 and rows * d * vectors <= limit]
+    return rows, max(fit, default=1)
+
+
+def _whole_vectors(lanes: int) -> bool:
+    """Whether LLVM's vectoriser takes a loop of `lanes` whole (a power of two)."""
+    return lanes & (lanes - 1) == 0
+
+
+def _is_blocked(stage: Stage) -> bool:
+    body = stage.body
+    return (not stage.inlined and isinstance(body, te.Reduce) and body.combiner == "sum"
+            and stage.tensor.op.tag in (BLOCKED_TAG, ROWS_TAG) and len(stage.axes) == 3)
+
+
+def _rows(stage: Stage) -> bool:
+    """Whether the product keeps rows in its vectors: (units/x, x, M), tagged ROWS_TAG."""
+    return stage.tensor.op.tag == ROWS_TAG
+
+
+def _loads(e: te.PrimExpr) -> list[te.Load]:
+    return [n for n in te.nodes(e) if isinstance(n, te.Load)]
+
+
+def _epilogue(sch: Schedule, blocked: Stage) -> Stage | None:
+    """The injective stage that alone reads `blocked` (M, B, x), each time at its own
+    (i, j): blocked[i, j // x, j % x] (i may read as 0 when M is 1)."""
+    if sch.is_output(blocked):
+        return None
+    t = blocked.tensor
+    readers = [s for s in sch.stages if not s.inlined and any(
+        ld.tensor is t for ld in _loads(sch.effective_body(s)))]
+    if len(readers) != 1 or readers[0].is_reduction or len(readers[0].axes) != 2:
+        return None
+    reader = readers[0]
+    rows = _rows(blocked)
+    m, lanes = (t.shape[2], t.shape[1]) if rows else (t.shape[0], t.shape[2])
+    if tuple(reader.tensor.shape) != (m, t.shape[0 if rows else 1] * lanes):
+        return None
+    i, j = reader.tensor.op.axes
+    for ld in _loads(sch.effective_body(reader)):
+        if ld.tensor is not t:
+            continue
+        row_index, block, lane = (ld.indices[2], ld.indices[0], ld.indices[1]) if rows else ld.indices
+        row = row_index is i or (isinstance(row_index, te.Const) and row_index.value == 0 and i.extent == 1)
+        if not (row and _is_op(block, "floordiv", j, lanes) and _is_op(lane, "floormod", j, lanes)):
+            return None
+    return reader
+
+
+def _is_op(e: te.PrimExpr, op: str, axis: te.IterVar, c: int) -> bool:
+    return (isinstance(e, te.Binary) and e.op == op and e.a is axis
+            and isinstance(e.b, te.Const) and e.b.value == c)
+
+
+def _schedule_transpose(sch: Schedule, product: Stage) -> Stage | None:
+    """The data transposed for the rows-in-vectors product, in 16 x 16 tiles: each tile
+    read along k (whole rows of data) and written along the rows, both unrolled."""
+    data_t = next((ld.tensor for ld in _loads(product.body.source)
+                   if ld.tensor.op is not None and len(ld.tensor.shape) == 2), None)
+    if data_t is None or sch[data_t].inlined or sch[data_t].is_reduction:
+        return None
+    stage = sch[data_t]
+    kk, i = stage.axes
+    tile = ROW_LANES
+    ko, ki = sch.split(data_t, kk, tile)
+    io, ii = sch.split(data_t, i, tile)
+    sch.reorder(data_t, ko, io, ii, ki)
+    sch.unroll(data_t, ii)
+    sch.vectorize(data_t, ki)
+    return stage
+
+
+def _schedule_rows(sch: Schedule, product: Stage, epilogue: Stage) -> None:
+    """The rows-in-vectors product (see the module doc): a tile of ROW_LANES rows x one
+    block's x lanes, the rows vectorized, the lanes unrolled (x accumulators)."""
+    t, e = product.tensor, epilogue.tensor
+    nb, lanes, m = t.shape
+    b, lane, i = product.axes
+    sch.reorder(t, *product.reduce_axes, b, lane, i)
+    sch.unroll(t, b)
+    sch.unroll(t, lane)
+    sch.vectorize(t, i)
+    if e.ndim == 3:  # a copy in the product's layout (cache_write)
+        eb, el, ei = epilogue.axes
+        io, ii = sch.split(e, ei, ROW_LANES)
+        sch.reorder(e, eb, io, el, ii)
+        sch.vectorize(e, ii)
+        outer = (eb, io)
+    else:
+        ei, ej = epilogue.axes
+        bo, inner_lane = sch.split(e, ej, lanes)
+        io, ii = sch.split(e, ei, ROW_LANES)
+        sch.reorder(e, bo, io, ii, inner_lane)
+        sch.vectorize(e, inner_lane)
+        outer = (bo, io)
+    loop = sch.fuse(e, *outer)
+    work = m * nb * lanes
+    for axis in product.reduce_axes:
+        work *= axis.extent
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, loop)
+
+
+def _schedule_tile(sch: Schedule, blocked: Stage, epilogue: Stage) -> None:
+    if _rows(blocked):
+        return _schedule_rows(sch, blocked, epilogue)
+    t, e = blocked.tensor, epilogue.tensor
+    m, nb, lanes = t.shape
+    rows, blocks = dense_tile(m, nb, lanes)
+    i, b, lane = blocked.axes
+    sch.reorder(t, *blocked.reduce_axes, i, b, lane)
+    sch.unroll(t, i)
+    sch.unroll(t, b)
+    if _whole_vectors(lanes):
+        sch.vectorize(t, lane)
+    else:
+        sch.unroll(t, lane)
+    if e.ndim == 3:  # a blocked copy (cache_write)
+        ei, eb, inner_lane = epilogue.axes
+        bo, bi = sch.split(e, eb, blocks)
+    else:
+        ei, ej = epilogue.axes
+        bo, features = sch.split(e, ej, blocks * lanes)
+        bi, inner_lane = sch.split(e, features, lanes)
+    io, ii = sch.split(e, ei, rows)
+    sch.reorder(e, bo, io, ii, bi, inner_lane)
+    sch.unroll(e, ii)
+    sch.unroll(e, bi)
+    sch.vectorize(e, inner_lane)
+    loop = sch.fuse(e, bo, io)
+    work = m * nb * lanes
+    for axis in blocked.reduce_axes:
+        work *= axis.extent
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, loop)
