@@ -89,6 +89,8 @@ def _binary_inputs(op, dtype):
         y[::5] = 0  # division by zero does not trap: divisor 1
     if te.is_float(dtype) and op in te.COMPARISONS + ("min", "max"):
         x[::7] = np.nan
+    if te.is_float(dtype) and op in ("min", "max"):  # NaN propagates from either side
+        y[3::7] = np.nan
     return x, y
 
 

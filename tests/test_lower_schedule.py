@@ -606,6 +606,15 @@ def test_indices_are_tidied_with_loop_bounds():
     check(sch)
 
 
+def test_a_fused_loop_flattened_again_is_the_loop_even_through_a_bounded_quotient():
+    from relaylens.compiler.lower.te.arith import tidy
+
+    f = te.Var("f")
+    # (n, c, y) fused, n of extent 1: n = f // 56 // 64 is 0, c = f // 56 % 64 is f // 56
+    flat = (f // 56 // 64 * 64 + f // 56 % 64) * 56 + f % 56
+    assert tidy(flat, {id(f): 64 * 56}) is f
+
+
 def test_default_empty_and_bool_tensors():
     ins, out, _ = elementwise((0, 3))
     _default(ins, [out])

@@ -7,8 +7,8 @@ Loop kinds:
 * serial: a bottom-tested loop with a phi counter;
 * vectorized: the same loop carrying `llvm.loop.vectorize.enable`/`width` (and
   `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body the
-  vectoriser cannot handle (inner loops, libm calls, a buffer read where another
-  iteration writes it)
+  vectoriser cannot handle (inner loops other than unrolled ones, which are straight-line
+  code, libm calls, a buffer read where another iteration writes it)
   gets no metadata, because a forced vectorisation that fails prints LLVM warnings;
 * unrolled: the body once per iteration, with the loop variable a constant;
 * parallel: the loop is outlined into an internal body function (buffers as `noalias`
@@ -426,11 +426,11 @@ def _num_threads_global(module: ir.Module) -> ir.GlobalVariable:
 
 def _vectorizable(s: For) -> bool:
     """Whether the loop vectoriser can be asked to vectorise `s` without failing:
-    straight-line stores at indices that move with the loop variable, a written buffer
-    read only at an index written in the same iteration, no libm call or integer power
-    loop."""
+    straight-line stores (unrolled loops are straight lines) at indices that move with the
+    loop variable, a written buffer read only at an index written in the same iteration,
+    no libm call or integer power loop."""
     stmts = list(walk(s.body))
-    if any(isinstance(st, (For, Allocate)) for st in stmts):
+    if any(isinstance(st, Allocate) or isinstance(st, For) and st.kind != "unrolled" for st in stmts):
         return False
     stores = [st for st in stmts if isinstance(st, Store)]
     if not all(any(v is s.var for v in _walk_exprs([st.index])) for st in stores):

@@ -51,13 +51,20 @@
    * a pooling window (a reduction tagged "nn.*pool*") whose output rows have at least
      POOL_LANES_MIN elements: the last axis split by the vector width (or half of it,
      when that divides the row and the whole width does not: no guard in the vector
-     loop), the window loops outside that part and the part vectorized, so each window
-     step updates a vector of outputs; the other axes fused, parallel when the work is
-     large.  Measured (1 thread, best of 15, onnxruntime beside): max_pool2d 3x3 stride 2
-     on 1x64x112x112 from 5.1 to 1.3 ms (onnxruntime 0.2: the stride-2 reads are
-     gathers), avg_pool2d 3x3 stride 1 on 1x64x56x56 from 0.89 to 0.40 ms (0.09).
-     Computing the padded input once instead of inlining it helped the strided max pool
-     (1.0 ms) and hurt the average (0.58): inlined.
+     loop).  A window of at most WINDOW_UNROLL_MAX positions is unrolled inside the
+     vector, so each output vector is accumulated in registers and stored once, and up to
+     POOL_COLUMNS output vectors (those of a row, else positions of the axis before) are
+     unrolled side by side: independent chains of max or add, which the core overlaps.  A
+     larger window loops outside the vector.  The other axes fused, parallel when the work
+     is large.  A window strided along the data's last axis reads `T_phases` (the row cut
+     into its stride's phases, te/topi/pooling.py), computed at the loop of the output
+     rows for the input rows they read, with the phases of a position unrolled inside
+     the vectorized positions (a wide load split by shuffles); the window then reads
+     each phase at consecutive positions.  Measured (1 thread, best of 30 CPU times,
+     onnxruntime's node beside in the same run, load 5-7 from other work): max_pool2d
+     3x3 stride 2 on 1x64x112x112 from 1.35 ms (9 gathers per output vector) to 0.27
+     (onnxruntime 0.19), the same on 1x4x112x112x16 (NCHW16c, ResNet-50's) from 0.24 to
+     0.15 (0.20), avg_pool2d 3x3 stride 1 on 1x64x56x56 from 0.21 to 0.13 (0.09).
    * another reduction: its data axes fused into one loop (parallel when the work is
      large), the reduction loops inside.
    * an injective stage: two loops, the inner one the trailing axes fused until it has at
@@ -79,6 +86,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..te import expr as te
+from ..te.topi.pooling import PHASES
 from .conv import schedule_blocked_convs
 from .primitives import Schedule, Stage
 
@@ -87,6 +95,8 @@ UNROLL = 4
 PARALLEL_MIN = 16384
 INNER_MIN = 64
 POOL_LANES_MIN = 8  # the shortest output row a pooling window is vectorized along
+WINDOW_UNROLL_MAX = 16  # the largest pooling window unrolled inside its vector
+POOL_COLUMNS = 8  # output vectors of a pooling window computed side by side
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
           "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf")
@@ -98,6 +108,7 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
     sch = Schedule(outputs, inputs, name)
     _inline_injective(sch)
     done = schedule_blocked_convs(sch)  # conv.py
+    done |= _schedule_phased_pools(sch)
     for stage in list(sch.stages):
         if stage.inlined or id(stage) in done:
             continue
@@ -142,7 +153,7 @@ def _inline_injective(sch: Schedule) -> None:
             continue
         costly = any(isinstance(e, te.Call) and e.name in COSTLY or isinstance(e, te.Binary) and e.op == "pow"
                      for e in te.nodes(stage.body))
-        if (anchor and stage.axes) or (costly and n > 1):
+        if (anchor and stage.axes) or (costly and n > 1) or stage.tensor.op.tag == PHASES:
             continue
         sch.compute_inline(stage.tensor)
 
@@ -199,27 +210,92 @@ def _schedule_reduction(sch: Schedule, stage: Stage) -> None:
         sch.parallel(t, axis)
 
 
-def _schedule_pool(sch: Schedule, stage: Stage) -> None:
-    """A pooling window: the output's last axis split by the vector width and vectorized
-    inside the window loops, so one window step updates a vector of outputs (the data
-    axes before it fused, parallel when the work is large)."""
+def _schedule_pool(sch: Schedule, stage: Stage, phased: Stage | None = None) -> None:
+    """A pooling window (see the module doc): the output's last axis split by the vector
+    width; the window loops unrolled inside the vector when the window has at most
+    WINDOW_UNROLL_MAX positions (each output vector accumulated in registers, stored
+    once), and then POOL_COLUMNS vectors side by side, unrolled (independent chains of
+    updates: the vectors of a row, else positions of the axis before); else the window
+    loops outside the vector (each window step updates a vector of outputs).  The data
+    axes outside fused, parallel when the work is large.  With `phased` (T_phases, which
+    the window reads) the loop over the vectors of a row stays serial inside the fused
+    loop of the rows, and the phases of the rows read are computed at that loop."""
     t = stage.tensor
-    vw, extent = vector_width(t.dtype), stage.axes[-1].extent
-    lanes = next((d for d in (vw, vw // 2) if extent % d == 0), vw)  # no guard when a width divides
-    outer, inner = _tile_last(sch, stage, lanes)
-    sch.reorder(t, *outer, *stage.reduce_axes, *inner)
-    for axis in inner:
-        sch.vectorize(t, axis)
-    loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
-    if loop.extent > 1 and _size(t.shape) * _size(a.extent for a in stage.reduce_axes) >= PARALLEL_MIN:
+    *lead, last = stage.axes
+    jo, ji = sch.split(t, last, _pool_lanes(t.dtype, last.extent))
+    window = stage.reduce_axes
+    inside = _size(a.extent for a in window) <= WINDOW_UNROLL_MAX
+    rows, columns = lead, [jo]  # loops outside the vector: the rows fused, then the row's vectors
+    unrolled = None
+    if inside:
+        across = jo if jo.extent > 1 or phased is not None or not lead else lead[-1]
+        u = max(d for d in range(1, min(across.extent, POOL_COLUMNS) + 1) if across.extent % d == 0)
+        if u > 1:
+            outer, unrolled = sch.split(t, across, u)
+            if across is jo:
+                columns = [outer]
+            else:
+                rows = [*lead[:-1], outer]
+                columns = [jo]
+    outside = [*rows, *columns] + ([unrolled] if unrolled is not None else [])
+    if inside:
+        sch.reorder(t, *outside, ji, *window)
+        for axis in window:
+            sch.unroll(t, axis)
+    else:
+        sch.reorder(t, *outside, *window, ji)
+    if unrolled is not None:
+        sch.unroll(t, unrolled)
+    sch.vectorize(t, ji)
+    fused = rows if phased is not None else [*rows, *columns]
+    loop = sch.fuse(t, *fused) if len(fused) > 1 else fused[0]
+    if loop.extent > 1 and _size(t.shape) * _size(a.extent for a in window) >= PARALLEL_MIN:
         sch.parallel(t, loop)
+    if phased is not None:
+        _schedule_phases(sch, phased)
+        sch.compute_at(phased.tensor, t, loop)
 
 
-def _tile_last(sch: Schedule, stage: Stage, vw: int) -> tuple[list, list]:
-    """The last data axis split by `vw`: (outer loops, [its inner part])."""
-    axes = list(stage.axes)
-    o, i = sch.split(stage.tensor, axes[-1], vw)
-    return axes[:-1] + [o], [i]
+def _schedule_phases(sch: Schedule, phased: Stage) -> None:
+    """T_phases (..., phase, position): the positions vectorized, the phases of one
+    position unrolled inside them, so that each vector step loads `stride` consecutive
+    elements and splits them into phases (shuffles, not gathers)."""
+    p = phased.tensor
+    *lead, phase, position = phased.axes
+    sch.reorder(p, *lead, position, phase)
+    sch.vectorize(p, position)
+    sch.unroll(p, phase)
+
+
+def _phases_read(sch: Schedule, stage: Stage) -> Stage | None:
+    """The T_phases stage a pooling window reads, if it reads one."""
+    found = {id(ld.tensor): ld.tensor for ld in te.nodes(sch.effective_body(stage))
+             if isinstance(ld, te.Load) and ld.tensor.op is not None and ld.tensor.op.tag == PHASES}
+    return sch[next(iter(found.values()))] if len(found) == 1 else None
+
+
+def _schedule_phased_pools(sch: Schedule) -> set[int]:
+    """Schedule every pooling window that reads T_phases, with its phases, before the
+    stages are scheduled in order (T_phases comes first but is computed at the window's
+    loop); the ids of the stages scheduled.  Windows with output rows shorter than
+    POOL_LANES_MIN are left to the loop (their phases become an injective stage)."""
+    done: set[int] = set()
+    for stage in list(sch.stages):
+        if stage.inlined or not stage.is_reduction or "pool" not in stage.tensor.op.tag \
+                or len(stage.axes) < 2 or stage.axes[-1].extent < POOL_LANES_MIN:
+            continue
+        phased = _phases_read(sch, stage)
+        if phased is not None:
+            _schedule_pool(sch, stage, phased)
+            done.update((id(stage), id(phased)))
+    return done
+
+
+def _pool_lanes(dtype: str, extent: int) -> int:
+    """The vector of a pooling row: the width, or half of it when that divides the row
+    and the whole width does not (no guard in the vector loop)."""
+    vw = vector_width(dtype)
+    return next((d for d in (vw, vw // 2) if extent % d == 0), vw)
 
 
 def _is_anchor(stage: Stage) -> bool:
