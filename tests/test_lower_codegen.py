@@ -348,6 +348,22 @@ def test_vectorized_loop(jit, capfd):
         assert "not vectorized" not in capfd.readouterr().err
 
 
+def test_a_vectorized_loop_of_12_lanes_is_a_vector_of_8_then_one_of_4(jit, capfd):
+    """A register tile of NCHW12c: 12 lanes are not one loop of 4-lane vectors (three
+    iterations, the accumulators in memory) but a vector of 8 and one of 4, whole."""
+    tile = _vector_func("vec12", lambda a, b, i: load(a, i) * load(b, i) + 1.0, n=48, width=12)
+    text = str(generate([tile], "t.relay"))
+    assert ('!"llvm.loop.vectorize.width", i32 8' in text and '!"llvm.loop.vectorize.width", i32 4' in text
+            and "i32 12" not in text)
+    capfd.readouterr()
+    optimized = jit.optimize(text)
+    assert "not vectorized" not in capfd.readouterr().err
+    assert re.search(r"<8 x float>", optimized) and re.search(r"<4 x float>", optimized)
+    jit.load(optimized)
+    x, y = values("float32", n=48, seed=1), values("float32", n=48, seed=2)
+    np.testing.assert_allclose(jit.kernel(tile)(x, y), x * y + 1, rtol=1e-6)
+
+
 @pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid"])
 def test_float32_math_is_inlined_and_vectorised(jit, capfd, name):
     """exp, tanh, erf and sigmoid on float32 are straight-line code (te/mathfuncs.py): the

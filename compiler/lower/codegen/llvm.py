@@ -46,6 +46,7 @@ from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast
                      mem_type, reg_type)
 
 SMALL_ALLOCA_BYTES = 4096
+MAX_VECTOR_PIECES = 64  # the longest vectorized loop cut into power-of-two pieces
 BUFFER_ALIGN = 64
 NUM_THREADS_GLOBAL = "relaylens_num_threads"
 
@@ -238,10 +239,14 @@ class _Emitter:
             for k in range(s.extent):
                 self.vars[id(s.var)] = ir.Constant(I64, k)
                 self.stmt(s.body)
+        elif s.kind == "vectorized" and _vectorizable(s):
+            begin = 0
+            for width in _vector_pieces(s.extent):
+                self.loop(s.var, ir.Constant(I64, begin), ir.Constant(I64, begin + width), lambda: self.stmt(s.body),
+                          vectorize=width)
+                begin += width
         else:
-            width = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
-            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
-                      vectorize=width)
+            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body))
         self.vars.pop(id(s.var), None)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
@@ -407,6 +412,19 @@ class _Emitter:
         if key not in self._reads:
             self._reads[key] = isinstance(e, te.BufferLoad) or any(self.reads_memory(k) for k in te.children(e))
         return self._reads[key]
+
+
+def _vector_pieces(extent: int) -> list[int]:
+    """The loops a vectorized loop of `extent` is emitted as: one loop when the extent is a
+    power of two or beyond MAX_VECTOR_PIECES lanes (the vectoriser picks its width and
+    handles the remainder), else one per power of two in its binary expansion, largest
+    first (12 lanes: 8 then 4), each exactly one vector.  Given a width that does not
+    divide the trip count, LLVM makes a short vector loop with a remainder, which keeps a
+    register tile's accumulators in memory (a 12-lane NCHW12c tile: xmm loops of 3
+    iterations, a load, FMA and store each)."""
+    if extent & (extent - 1) == 0 or extent > MAX_VECTOR_PIECES:
+        return [extent]
+    return [1 << k for k in range(extent.bit_length() - 1, -1, -1) if extent >> k & 1]
 
 
 def _umin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
