@@ -624,3 +624,36 @@ def test_default_empty_and_bool_tensors():
     anyp = te.compute((3,), lambda i: te.max(pos[i, r], axis=[r]), "T_any")
     sch, text = _default([x], [pos, anyp])
     assert "T_any[ax0] = False" in lines(sch)
+
+
+def _op_compute(name: str, shapes, attrs, out_shape):
+    """The compute rule of op `name` on placeholders of `shapes` (float32)."""
+    import relaylens.compiler.lower.te.topi  # noqa: F401  (registers the compute rules)
+    from relaylens.compiler.ir.types import TensorType
+    from relaylens.compiler.ops import get_op
+
+    ins = [te.placeholder(s, "float32", f"p{k}") for k, s in enumerate(shapes)]
+    rule = get_op(name)
+    return ins, rule.compute(*ins, rule.normalize_attrs(attrs), TensorType(out_shape, "float32"))
+
+
+def test_a_reblocking_layout_transform_reads_each_block_as_vectors():
+    """NCHW16c to NCHW12c: the 12 lanes of a result block alone in the vector loop, read
+    at consecutive lanes of one or two source blocks (no division of the lane index)."""
+    ins, out = _op_compute("layout_transform", [(1, 3, 2, 5, 16)],
+                           {"src_layout": "NCHW16c", "dst_layout": "NCHW12c"}, (1, 4, 2, 5, 12))
+    sch, text = _default(ins, [out])
+    inner = lines(sch)[-2:]
+    assert inner[0] == "for ax4 in vectorized(12):" and "ax4 //" not in inner[1] and "ax4 %" not in inner[1]
+
+
+def test_a_strided_max_pool_reads_its_rows_by_phases_computed_per_output_row():
+    ins, out = _op_compute("nn.max_pool2d", [(1, 2, 8, 32)],
+                           {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1)}, (1, 2, 4, 16))
+    sch, text = _default(ins, [out])
+    body = lines(sch)
+    assert body[1].startswith("for ax0.ax1.ax2.fused in range(8)")  # a loop per output row
+    assert "T_phases = allocate(float32, [1, 1, 3, 2, 16])" in body  # the 3 input rows it reads, 2 phases
+    assert "for rv0 in unrolled(3):" in body and "for rv1 in unrolled(3):" in body
+    update = [line for line in body if line.startswith("T_max_pool2d[") and "max(" in line]
+    assert update and all("T_phases[" in line and "p0[" not in line for line in update)

@@ -89,6 +89,7 @@ from typing import Sequence
 
 from ..te import expr as te
 from ..te.topi.pooling import PHASES
+from ..te.topi.transform import REBLOCK
 from .conv import schedule_blocked_convs
 from .primitives import Schedule, Stage
 
@@ -174,6 +175,12 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
     t = stage.tensor
     axes = list(stage.axes)
     if _size(t.shape) <= 1:
+        return
+    if t.op.tag == REBLOCK and len(axes) > 2:  # the lanes of a block alone: vector loads (te/topi/transform.py)
+        outer = sch.fuse(t, *axes[:2])  # (n, C): the other loops serial inside, their indices plain
+        sch.vectorize(t, axes[-1])
+        if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
+            sch.parallel(t, outer)
         return
     split = len(axes) - 1  # axes[split:] make the inner loop: long enough to vectorise
     while split > 0 and _size(a.extent for a in axes[split:]) < INNER_MIN:
