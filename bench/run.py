@@ -1,7 +1,7 @@
 """How fast RelayLens's compiled code runs, beside numpy, our interpreter and onnxruntime.
 
     python bench/run.py [--runs N] [--interp-runs N] [--models resnet50,mobilenet,gpt2,bert]
-                        [--skip-models] [--skip-micro] [--kernels WORDS] [--json out.json]
+                        [--skip-models] [--skip-micro] [--kernels WORDS] [--cpu-time] [--json out.json]
 
 Threads: RelayLens's parallel loops run on RELAYLENS_NUM_THREADS threads (default: the
 CPUs), and onnxruntime gets the same number (intra_op_num_threads; inter_op 1, sequential).
@@ -75,22 +75,26 @@ B = _build_bench()
 # --- timing ---------------------------------------------------------------------------------
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.thread_time
+
+
 def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sample_s: float = 0.0) -> float:
     """Median seconds of one call over `runs` samples, after `warm_ups` calls; a sample
-    repeats the call until it lasts `min_sample_s` (for kernels of microseconds)."""
+    repeats the call until it lasts `min_sample_s` (for kernels of microseconds).  Wall
+    time, or with --cpu-time the CPU time of the calling thread (CLOCK)."""
     for _ in range(warm_ups):
         fn()
-    start = time.perf_counter()
+    start = CLOCK()
     fn()
-    once = time.perf_counter() - start
+    once = CLOCK() - start
     repeat = max(1, int(min_sample_s / once)) if once > 0 else 1
     samples = []
     for _ in range(runs):
         gc.collect()
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(repeat):
             fn()
-        samples.append((time.perf_counter() - start) / repeat)
+        samples.append((CLOCK() - start) / repeat)
     return statistics.median(samples)
 
 
@@ -539,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kernels", metavar="WORDS",
                     help="only the kernels whose label contains one of these comma-separated words "
                          "(e.g. pool,depthwise), and no element-wise chains")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time the CPU the calling thread uses instead of wall time (1 thread only: "
+                         "RELAYLENS_NUM_THREADS=1); far less disturbed by other work on a busy machine")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args(argv)
     words = [w.strip() for w in (args.kernels or "").split(",") if w.strip()]
@@ -555,6 +562,11 @@ def main(argv: list[str] | None = None) -> int:
         threads = default_num_threads()
     except ValueError as err:
         ap.error(str(err))
+    if args.cpu_time:
+        if threads != 1:
+            ap.error("--cpu-time times the calling thread: run with RELAYLENS_NUM_THREADS=1")
+        global CLOCK
+        CLOCK = time.thread_time
     B.require("onnxruntime")
     load = B.load_note()
 
@@ -580,10 +592,12 @@ def main(argv: list[str] | None = None) -> int:
         sections.append(kernel_table(kernels, threads, args.runs))
     info = B.machine(threads)
     print("\n\n".join("\n".join(s) for s in sections))
-    print(f"\nMachine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
+    clock = "CPU time of the calling thread (--cpu-time)" if args.cpu_time else "wall time"
+    print(f"\nTimes are {clock}.  Machine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
     if args.json:
         top, formula = peak(threads)
-        payload = {"bench": "run", "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
+        payload = {"bench": "run", "clock": "thread_time" if args.cpu_time else "perf_counter",
+                   "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
                    "load": load, "machine": info, "peak_gflops": top, "peak_formula": formula,
                    "models": models, "chains": chains, "kernels": kernels}
         args.json.write_text(json.dumps(payload, indent=1) + "\n")
