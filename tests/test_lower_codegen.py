@@ -114,6 +114,18 @@ def test_binary_ops(jit):
             np.testing.assert_array_equal(got, np.asarray(expect).astype(got.dtype), err_msg=f"{op} {d}")
 
 
+def test_min_max_against_a_number_propagate_nan(jit):
+    """relu and clip compare with a constant: one instruction, NaN in x still NaN."""
+    clip = elementwise("clip_f32", ["float32"], "float32",
+                       lambda a: te.minimum(te.maximum(a, te.const(0.0, "float32")), te.const(6.0, "float32")))
+    low = elementwise("min_first_f32", ["float32"], "float32", lambda a: te.minimum(te.const(1.0, "float32"), a))
+    k = jit.compile([clip, low], "t.relay")
+    x = values("float32", seed=5) * 10
+    x[::5] = np.nan
+    np.testing.assert_array_equal(k["clip_f32"](x), np.minimum(np.maximum(x, 0), 6))
+    np.testing.assert_array_equal(k["min_first_f32"](x), np.minimum(1, x))
+
+
 def test_integer_edge_cases(jit):
     """MIN / -1 wraps, floor division rounds down, truncating division toward zero."""
     f = [elementwise(f"{op}_i32", ["int32", "int32"], "int32", lambda a, b, op=op: te.binary(op, a, b))

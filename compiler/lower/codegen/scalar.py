@@ -133,10 +133,16 @@ def _float_min_max(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value) -> ir.Val
     """min or max propagating NaN from either side: x if x is NaN, else x if it is
     smaller (larger) than y, else y (so y when they compare equal: -0 and +0 are equal,
     as for numpy's comparisons).  The inner select is one instruction where the
-    target has one (x86 `maxps`); LLVM's `maximum` intrinsic orders -0 below +0 as
-    well, which costs six dependent instructions on x86 (a pooling window is a chain of
-    them)."""
-    better = b.fcmp_ordered("<" if op == "min" else ">", x, y)
+    target has one (x86 `maxps`), and against a number (relu, clip) it is the whole
+    operation: y if y is greater (less), else x, NaN included; LLVM's `maximum`
+    intrinsic orders -0 below +0 as well, which costs six dependent instructions on x86
+    (a pooling window is a chain of them)."""
+    symbol = "<" if op == "min" else ">"
+    if isinstance(x, ir.Constant) and not isinstance(y, ir.Constant):
+        x, y = y, x
+    if isinstance(y, ir.Constant) and y.constant == y.constant:  # a number: only x can be NaN
+        return b.select(b.fcmp_ordered(symbol, y, x), y, x)  # one maxps (minps) with y first
+    better = b.fcmp_ordered(symbol, x, y)
     return b.select(b.fcmp_unordered("uno", x, x), x, b.select(better, x, y))
 
 
