@@ -99,6 +99,7 @@ PARALLEL_MIN = 16384
 INNER_MIN = 64
 POOL_LANES_MIN = 8  # the shortest output row a pooling window is vectorized along
 WINDOW_UNROLL_MAX = 16  # the largest pooling window unrolled inside its vector
+POOL_ROW_MAX = 64  # the longest phased output row vectorized whole (codegen: powers of two)
 POOL_COLUMNS = 8  # output vectors of a pooling window computed side by side
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
@@ -234,10 +235,13 @@ def _schedule_pool(sch: Schedule, stage: Stage, phased: Stage | None = None) -> 
     loops outside the vector (each window step updates a vector of outputs).  The data
     axes outside fused, parallel when the work is large.  With `phased` (T_phases, which
     the window reads) the loop over the vectors of a row stays serial inside the fused
-    loop of the rows, and the phases of the rows read are computed at that loop."""
+    loop of the rows, and the phases of the rows read are computed at that loop; a row of
+    at most POOL_ROW_MAX outputs is then one vector loop (the code generator emits 56 lanes
+    as whole vectors of 32, 16 and 8)."""
     t = stage.tensor
     *lead, last = stage.axes
-    jo, ji = sch.split(t, last, _pool_lanes(t.dtype, last.extent))
+    whole = phased is not None and last.extent <= POOL_ROW_MAX  # a phased row: one vector loop
+    jo, ji = sch.split(t, last, last.extent if whole else _pool_lanes(t.dtype, last.extent))
     window = stage.reduce_axes
     inside = _size(a.extent for a in window) <= WINDOW_UNROLL_MAX
     rows, columns = lead, [jo]  # loops outside the vector: the rows fused, then the row's vectors
