@@ -657,3 +657,12 @@ def test_a_strided_max_pool_reads_its_rows_by_phases_computed_per_output_row():
     assert "for rv0 in unrolled(3):" in body and "for rv1 in unrolled(3):" in body
     update = [line for line in body if line.startswith("T_max_pool2d[") and "max(" in line]
     assert update and all("T_phases[" in line and "p0[" not in line for line in update)
+
+
+def test_packing_into_blocks_vectorizes_the_row_with_the_lanes_unrolled_inside():
+    """NCHW to NCHW3c (a model's input before its first NCHWc convolution): each lane reads
+    a row of its own channel plane as vectors, instead of a gather per lane."""
+    ins, out = _op_compute("layout_transform", [(1, 6, 4, 20)],
+                           {"src_layout": "NCHW", "dst_layout": "NCHW3c"}, (1, 2, 4, 20, 3))
+    sch, text = _default(ins, [out])
+    assert lines(sch)[-3:-1] == ["for ax3 in vectorized(20):", "for ax4 in unrolled(3):"]

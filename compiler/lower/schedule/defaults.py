@@ -89,7 +89,7 @@ from typing import Sequence
 
 from ..te import expr as te
 from ..te.topi.pooling import PHASES
-from ..te.topi.transform import REBLOCK
+from ..te.topi.transform import PACK, REBLOCK
 from .conv import schedule_blocked_convs
 from .primitives import Schedule, Stage
 
@@ -180,6 +180,13 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
     if t.op.tag == REBLOCK and len(axes) > 2:  # the lanes of a block alone: vector loads (te/topi/transform.py)
         outer = sch.fuse(t, *axes[:2])  # (n, C): the other loops serial inside, their indices plain
         sch.vectorize(t, axes[-1])
+        if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
+            sch.parallel(t, outer)
+        return
+    if t.op.tag == PACK and len(axes) > 2:  # NCHW to NCHW3c: the row vectorized, its lanes inside
+        outer = sch.fuse(t, *axes[:-2]) if len(axes) > 3 else axes[0]
+        sch.vectorize(t, axes[-2])
+        sch.unroll(t, axes[-1])
         if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
             sch.parallel(t, outer)
         return

@@ -152,10 +152,24 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
         return te.select(te.all_of(*padded), value, te.const(0, x.dtype)) if padded else value
 
     tag = REBLOCK if reblocked is not None and dst.axes[-1][0] == reblocked.lower() else ""
+    if _packs_last(src, dst):
+        tag = PACK
     return te.compute(out_type.shape, body, "T_layout_trans", tag=tag)
 
 
 REBLOCK = "layout_transform.reblock"  # the tag of a transform between two blockings of an axis
+PACK = "layout_transform.pack"  # the tag of a transform that blocks an axis into a new last one
+
+
+def _packs_last(src: Layout, dst: Layout) -> bool:
+    """Whether dst is src (no blocks) with one axis blocked into a new last axis and the
+    rest in src's order (NCHW to NCHW3c): the result's lanes are then read from planes
+    apart and its second-to-last axis is src's contiguous one."""
+    if any(f is not None for _, f in src.axes) or len(dst.axes) != len(src.axes) + 1:
+        return False
+    lane, factor = dst.axes[-1]
+    return factor is not None and [a for a, _ in dst.axes[:-1]] == [a for a, _ in src.axes] \
+        and lane.upper() in dst.primal and src.axes[-1][0] != lane.upper()
 
 
 def _reblocked_axis(src: Layout, dst: Layout) -> str | None:
