@@ -9,7 +9,9 @@ Loop kinds:
   `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body the
   vectoriser cannot handle (inner loops other than unrolled ones, which are straight-line
   code, libm calls, a buffer read where another iteration writes it)
-  gets no metadata, because a forced vectorisation that fails prints LLVM warnings;
+  gets no metadata, because a forced vectorisation that fails prints LLVM warnings; a
+  loop of up to MAX_VECTOR_PIECES lanes that is not a power of two is emitted as one loop
+  per power of two in its length, each a whole vector (`_vector_pieces`);
 * unrolled: the body once per iteration, with the loop variable a constant;
 * parallel: the loop is outlined into an internal body function (buffers as `noalias`
   parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and

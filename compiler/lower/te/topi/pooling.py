@@ -2,8 +2,11 @@
 
 Sliding-window pooling pads first (`T_pad`: max pooling with the dtype's lowest value,
 average pooling with 0, extended to what ceil_mode's last window reads), then reduces
-over the window; average pooling divides the sum by the number of counted positions, a
-closed-form expression of the output index, in a stage of its own.  Adaptive (and
+over the window; a window strided along the data's last axis (which the stride divides)
+instead reads `T_phases`, that axis cut into the stride's phases (`phases`), with the
+padding tested in the window's read.  Average pooling divides the sum by the number of
+counted positions, a closed-form expression of the output index (a constant when every
+window counts as many), in a stage of its own.  Adaptive (and
 global) pooling reduces over the longest cell and masks the positions past a shorter
 cell's end.  The reduction stage carries `tag=<op name>`.
 
