@@ -67,8 +67,9 @@
      0.15 (0.20), avg_pool2d 3x3 stride 1 on 1x64x56x56 from 0.21 to 0.13 (0.09).
    * another reduction: its data axes fused into one loop (parallel when the work is
      large), the reduction loops inside; for a pool (global pooling, shorter rows) with
-     POOL_COLUMNS outputs unrolled innermost, side by side (independent chains: 2048
-     channels of 7x7, 1 thread, from 0.045 to 0.035 ms; onnxruntime 0.026-0.031).
+     WINDOW_SIDE outputs unrolled innermost, side by side (independent chains: 2048
+     channels of 7x7, 1 thread, CPU time, from 0.045 ms to 0.035 with 8 side by side,
+     0.028 with 4, 0.044-0.049 with 2; onnxruntime 0.025-0.027).
    * an injective stage: two loops, the inner one the trailing axes fused until it has at
      least 64 iterations, vectorized whole (LLVM's vectoriser handles the remainder), the
      outer one the other axes fused, parallel from 16384 elements (a single loop is split
@@ -100,6 +101,7 @@ INNER_MIN = 64
 POOL_LANES_MIN = 8  # the shortest output row a pooling window is vectorized along
 WINDOW_UNROLL_MAX = 16  # the largest pooling window unrolled inside its vector
 POOL_ROW_MAX = 64  # the longest phased output row vectorized whole (codegen: powers of two)
+WINDOW_SIDE = 4  # outputs of a whole-window pool (global pooling) computed side by side
 POOL_COLUMNS = 8  # output vectors of a pooling window computed side by side
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
@@ -224,7 +226,7 @@ def _schedule_reduction(sch: Schedule, stage: Stage) -> None:
     axis = sch.fuse(t, *stage.axes) if len(stage.axes) > 1 else stage.axes[0]
     work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
     if "pool" in t.op.tag and stage.reduce_axes:  # whole windows (global pooling): outputs side by side
-        u = max(d for d in range(1, min(axis.extent, POOL_COLUMNS) + 1) if axis.extent % d == 0)
+        u = max(d for d in range(1, min(axis.extent, WINDOW_SIDE) + 1) if axis.extent % d == 0)
         if u > 1:
             axis, side = sch.split(t, axis, u)
             sch.reorder(t, axis, *stage.reduce_axes, side)
