@@ -666,3 +666,12 @@ def test_packing_into_blocks_vectorizes_the_row_with_the_lanes_unrolled_inside()
                            {"src_layout": "NCHW", "dst_layout": "NCHW3c"}, (1, 2, 4, 20, 3))
     sch, text = _default(ins, [out])
     assert lines(sch)[-3:-1] == ["for ax3 in vectorized(20):", "for ax4 in unrolled(3):"]
+
+
+def test_a_global_pool_sums_a_few_channels_side_by_side_inside_the_window():
+    ins, out = _op_compute("nn.global_avg_pool2d", [(1, 64, 7, 7)], {}, (1, 64, 1, 1))
+    sch, text = _default(ins, [out])
+    body = lines(sch)
+    window = body.index("for rv1 in range(7):")
+    assert body[window - 1] == "for rv0 in range(7):" and body[window + 1].startswith("for ") \
+        and body[window + 1].endswith("in unrolled(4):")
