@@ -313,7 +313,8 @@ class KernelCase:
             window = f"strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}]"
             if b:
                 params = (f"%x: Tensor[(1, {c // b}, {h}, {w}, {b}), float32], "
-                          f"%w: Tensor[({c // b}, 1, {r}, {r}, 1, {b}), float32], %b: Tensor[(1, {c // b}, 1, 1, {b}), float32]")
+                          f"%w: Tensor[({c // b}, 1, {r}, {r}, 1, {b}), float32], "
+                          f"%b: Tensor[(1, {c // b}, 1, 1, {b}), float32]")
                 body = (f"nn.relu(add(nn.contrib_depthwise_conv2d_NCHWc(%x, %w, {window}, dilation=[1, 1], {common}, "
                         f'data_layout="NCHW{b}c", kernel_layout="OIHW1i{b}o", out_layout="NCHW{b}c"), %b))')
             else:
