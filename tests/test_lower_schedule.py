@@ -645,6 +645,7 @@ def test_a_reblocking_layout_transform_reads_each_block_as_vectors():
     sch, text = _default(ins, [out])
     inner = lines(sch)[-2:]
     assert inner[0] == "for ax4 in vectorized(12):" and "ax4 //" not in inner[1] and "ax4 %" not in inner[1]
+    assert "for ax1.inner in unrolled(4):" in lines(sch)  # 4 blocks of 12 cover 3 of 16: unrolled
 
 
 def test_a_strided_max_pool_reads_its_rows_by_phases_computed_per_output_row():
