@@ -1,7 +1,7 @@
 """How fast RelayLens's compiled code runs, beside numpy, our interpreter and onnxruntime.
 
     python bench/run.py [--runs N] [--interp-runs N] [--models resnet50,mobilenet,gpt2,bert]
-                        [--skip-models] [--skip-micro] [--json out.json]
+                        [--skip-models] [--skip-micro] [--kernels WORDS] [--cpu-time] [--json out.json]
 
 Threads: RelayLens's parallel loops run on RELAYLENS_NUM_THREADS threads (default: the
 CPUs), and onnxruntime gets the same number (intra_op_num_threads; inter_op 1, sequential).
@@ -22,12 +22,17 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
    one fused kernel, against numpy written plainly (temporaries) and in place (`out=`).
    The kernel is called on aligned inputs with its output given; `run()` adds the copy-in
    and the output allocation of the executable.  Also with 1 thread, as numpy has.
-3. Kernels in GFLOP/s (2 x multiply-adds / time, bias and relu not counted; built without
-   AlterOpLayout, so that each is one kernel on NCHW arrays): conv2d 3x3 of
-   ResNet-50 (layer1 and layer3) with bias and relu, dense with bias (ResNet-50's fc, a
-   64x512x512 and GPT-2's 128x768 -> 3072), each a single fused function called on aligned
-   buffers; beside onnxruntime's Conv / Gemm node and numpy's BLAS (`x @ w.T + b`).  The
-   peak is cores x measured clock x FMA units x datapath lanes x 2 (compiler/profile/peak.py).
+3. Kernels in GFLOP/s (2 x multiply-adds / time, bias and relu not counted; pools one
+   operation per window position; built without AlterOpLayout, so that each is one
+   kernel): conv2d 3x3 of ResNet-50 (layer1 and layer3) with bias and relu, dense with
+   bias (ResNet-50's fc, a 64x512x512 and GPT-2's 128x768 -> 3072), MobileNet v2's
+   depthwise 3x3 convolutions with bias and relu (NCHW, and NCHW16c as AlterOpLayout
+   leaves them in the model: nn.contrib_depthwise_conv2d_NCHWc on blocked arrays),
+   ResNet-50's max pool (NCHW and NCHW16c), a 3x3 average pool and the global average
+   pools of ResNet-50 and MobileNet v2, each a single fused function called on aligned
+   buffers; beside onnxruntime's Conv / Gemm / pool node on the NCHW arrays and numpy's
+   BLAS (`x @ w.T + b`).  The peak is cores x measured clock x FMA units x datapath
+   lanes x 2 (compiler/profile/peak.py).
 Goals (issue 5): fused element-wise chains faster than numpy; ResNet-50 within 3x of
 onnxruntime at the same thread count.  The lines under the tables say whether this run
 meets them.  Run on an idle machine: with two cores shared, every parallel kernel waits
@@ -70,22 +75,26 @@ B = _build_bench()
 # --- timing ---------------------------------------------------------------------------------
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.thread_time
+
+
 def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sample_s: float = 0.0) -> float:
     """Median seconds of one call over `runs` samples, after `warm_ups` calls; a sample
-    repeats the call until it lasts `min_sample_s` (for kernels of microseconds)."""
+    repeats the call until it lasts `min_sample_s` (for kernels of microseconds).  Wall
+    time, or with --cpu-time the CPU time of the calling thread (CLOCK)."""
     for _ in range(warm_ups):
         fn()
-    start = time.perf_counter()
+    start = CLOCK()
     fn()
-    once = time.perf_counter() - start
+    once = CLOCK() - start
     repeat = max(1, int(min_sample_s / once)) if once > 0 else 1
     samples = []
     for _ in range(runs):
         gc.collect()
-        start = time.perf_counter()
+        start = CLOCK()
         for _ in range(repeat):
             fn()
-        samples.append((time.perf_counter() - start) / repeat)
+        samples.append((CLOCK() - start) / repeat)
     return statistics.median(samples)
 
 
@@ -243,19 +252,50 @@ def measure_chain(label: str, threads: int, runs: int) -> dict:
 
 @dataclass(frozen=True)
 class KernelCase:
+    """One kernel of bench_kernels: `kind` and `shape`
+      conv       (C, H, W, K, R, stride)  conv2d RxR, K filters, padding R // 2, bias, relu
+      dense      (M, K, N)                dense with bias
+      depthwise  (C, H, W, R, stride)     depthwise conv2d RxR, padding R // 2, bias, relu
+      maxpool, avgpool (C, H, W, R, stride, pad)  RxR window (avg counts the padding)
+      gap        (C, H, W)                global average pool
+    on a batch of 1.  `block` > 0: our side runs the op in NCHW[block]c, as AlterOpLayout
+    leaves it in a model (nn.contrib_depthwise_conv2d_NCHWc, a pool with that layout),
+    on the NCHW arrays blocked; onnxruntime always runs its NCHW node."""
+
     label: str
-    kind: str  # conv | dense
-    shape: tuple[int, ...]  # conv: (C, H, W, K, R, stride); dense: (M, K, N)
+    kind: str
+    shape: tuple[int, ...]
+    block: int = 0
 
     @property
     def flops(self) -> float:
+        """2 x multiply-adds; for pools one operation (max or add) per window position."""
         if self.kind == "conv":
             c, h, w, k, r, stride = self.shape
             return 2.0 * c * k * r * r * (h // stride) * (w // stride)
-        m, k, n = self.shape
-        return 2.0 * m * k * n
+        if self.kind == "dense":
+            m, k, n = self.shape
+            return 2.0 * m * k * n
+        if self.kind == "depthwise":
+            c, h, w, r, stride = self.shape
+            return 2.0 * c * r * r * self.out_hw[0] * self.out_hw[1]
+        if self.kind == "gap":
+            c, h, w = self.shape
+            return float(c * h * w)
+        c, _, _, r, _, _ = self.shape
+        return float(c * r * r * self.out_hw[0] * self.out_hw[1])
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        if self.kind == "depthwise":
+            c, h, w, r, stride = self.shape
+            pad = r // 2
+        else:
+            c, h, w, r, stride, pad = self.shape
+        return (h + 2 * pad - r) // stride + 1, (w + 2 * pad - r) // stride + 1
 
     def relay(self) -> str:
+        b = self.block
         if self.kind == "conv":
             c, h, w, k, r, stride = self.shape
             params = (f"%x: Tensor[(1, {c}, {h}, {w}), float32], %w: Tensor[({k}, {c}, {r}, {r}), float32], "
@@ -263,34 +303,98 @@ class KernelCase:
             pad = r // 2
             body = (f"nn.relu(nn.bias_add(nn.conv2d(%x, %w, strides=[{stride}, {stride}], "
                     f"padding=[{pad}, {pad}, {pad}, {pad}], channels={k}, kernel_size=[{r}, {r}]), %b))")
-        else:
+        elif self.kind == "dense":
             m, k, n = self.shape
             params = f"%x: Tensor[({m}, {k}), float32], %w: Tensor[({n}, {k}), float32], %b: Tensor[({n}), float32]"
             body = f"nn.bias_add(nn.dense(%x, %w, units={n}), %b)"
+        elif self.kind == "depthwise":
+            c, h, w, r, stride = self.shape
+            pad, common = r // 2, f"groups={c}, channels={c}, kernel_size=[{r}, {r}]"
+            window = f"strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}]"
+            if b:
+                params = (f"%x: Tensor[(1, {c // b}, {h}, {w}, {b}), float32], "
+                          f"%w: Tensor[({c // b}, 1, {r}, {r}, 1, {b}), float32], "
+                          f"%b: Tensor[(1, {c // b}, 1, 1, {b}), float32]")
+                body = (f"nn.relu(add(nn.contrib_depthwise_conv2d_NCHWc(%x, %w, {window}, dilation=[1, 1], {common}, "
+                        f'data_layout="NCHW{b}c", kernel_layout="OIHW1i{b}o", out_layout="NCHW{b}c"), %b))')
+            else:
+                params = (f"%x: Tensor[(1, {c}, {h}, {w}), float32], %w: Tensor[({c}, 1, {r}, {r}), float32], "
+                          f"%b: Tensor[({c}), float32]")
+                body = f"nn.relu(nn.bias_add(nn.conv2d(%x, %w, {window}, {common}), %b))"
+        elif self.kind == "gap":
+            c, h, w = self.shape
+            params = f"%x: Tensor[(1, {c}, {h}, {w}), float32]"
+            body = "nn.global_avg_pool2d(%x)"
+        else:
+            c, h, w, r, stride, pad = self.shape
+            params = (f"%x: Tensor[(1, {c // b}, {h}, {w}, {b}), float32]" if b
+                      else f"%x: Tensor[(1, {c}, {h}, {w}), float32]")
+            extra = ", count_include_pad=True" if self.kind == "avgpool" else ""
+            layout = f', layout="NCHW{b}c"' if b else ""
+            body = (f"nn.{self.kind[:3]}_pool2d(%x, pool_size=[{r}, {r}], strides=[{stride}, {stride}], "
+                    f"padding=[{pad}, {pad}, {pad}, {pad}]{layout}{extra})")
         return f'#[version = "0.0.5"]\ndef @main({params}) {{\n  {body}\n}}\n'
 
     def arrays(self) -> list[np.ndarray]:
+        """The NCHW inputs (what onnxruntime's node takes)."""
         rng = np.random.default_rng(2)
         if self.kind == "conv":
             c, h, w, k, r, _ = self.shape
             shapes = [(1, c, h, w), (k, c, r, r), (k,)]
-        else:
+        elif self.kind == "dense":
             m, k, n = self.shape
             shapes = [(m, k), (n, k), (n,)]
+        elif self.kind == "depthwise":
+            c, h, w, r, _ = self.shape
+            shapes = [(1, c, h, w), (c, 1, r, r), (c,)]
+        else:
+            c, h, w = self.shape[:3]
+            shapes = [(1, c, h, w)]
         return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def ours(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Our kernel's inputs: the arrays, blocked into NCHW[block]c when `block`."""
+        b = self.block
+        if not b:
+            return arrays
+        x, *rest = arrays
+        n, c, h, w = x.shape
+        blocked = [x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2)]
+        if rest:  # depthwise: weight (C, 1, R, R) -> (C/b, 1, R, R, 1, b), bias -> (1, C/b, 1, 1, b)
+            weight, bias = rest
+            r = weight.shape[-1]
+            blocked += [weight.reshape(c // b, b, 1, r, r).transpose(0, 2, 3, 4, 1).reshape(c // b, 1, r, r, 1, b),
+                        bias.reshape(1, c // b, 1, 1, b)]
+        return [np.ascontiguousarray(a) for a in blocked]
+
+    def unblock(self, out: np.ndarray) -> np.ndarray:
+        """Our output in NCHW."""
+        if not self.block:
+            return out
+        n, cb, h, w, b = out.shape
+        return out.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
 
     def onnx(self):
         from onnx import TensorProto, helper
 
-        x, w, b = self.arrays()
-        if self.kind == "conv":
-            _, _, _, k, r, stride = self.shape
+        arrays = self.arrays()
+        names = "xwb"[:len(arrays)]
+        if self.kind in ("conv", "depthwise"):
+            r, stride = self.shape[-2:]
+            group = {"group": self.shape[0]} if self.kind == "depthwise" else {}
             conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[r, r], pads=[r // 2] * 4,
-                                    strides=[stride, stride])
+                                    strides=[stride, stride], **group)
             nodes = [conv, helper.make_node("Relu", ["c"], ["out"])]
-        else:
+        elif self.kind == "dense":
             nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["out"], transB=1)]
-        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in zip("xwb", (x, w, b))]
+        elif self.kind == "gap":
+            nodes = [helper.make_node("GlobalAveragePool", ["x"], ["out"])]
+        else:
+            _, _, _, r, stride, pad = self.shape
+            op, extra = ("MaxPool", {}) if self.kind == "maxpool" else ("AveragePool", {"count_include_pad": 1})
+            nodes = [helper.make_node(op, ["x"], ["out"], kernel_shape=[r, r], strides=[stride, stride],
+                                      pads=[pad] * 4, **extra)]
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in zip(names, arrays)]
         graph = helper.make_graph(nodes, self.kind, inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT,
                                                                                            None)])
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
@@ -302,6 +406,16 @@ KERNELS = (
     KernelCase("dense 1x2048 -> 1000 (ResNet-50 fc)", "dense", (1, 2048, 1000)),
     KernelCase("dense 64x512 -> 512", "dense", (64, 512, 512)),
     KernelCase("dense 128x768 -> 3072 (GPT-2 mlp.c_fc)", "dense", (128, 768, 3072)),
+    KernelCase("depthwise 3x3, MobileNet v2 (1x144x56x56)", "depthwise", (144, 56, 56, 3, 1)),
+    KernelCase("depthwise 3x3, MobileNet v2 (1x144x56x56), NCHW16c", "depthwise", (144, 56, 56, 3, 1), 16),
+    KernelCase("depthwise 3x3 stride 2, MobileNet v2 (1x96x112x112), NCHW16c", "depthwise", (96, 112, 112, 3, 2), 16),
+    KernelCase("depthwise 3x3 stride 2, MobileNet v2 (1x144x56x56), NCHW16c", "depthwise", (144, 56, 56, 3, 2), 16),
+    KernelCase("depthwise 3x3, MobileNet v2 (1x960x7x7), NCHW16c", "depthwise", (960, 7, 7, 3, 1), 16),
+    KernelCase("max_pool2d 3x3 stride 2, ResNet-50 stem (1x64x112x112)", "maxpool", (64, 112, 112, 3, 2, 1)),
+    KernelCase("max_pool2d 3x3 stride 2, ResNet-50 stem, NCHW16c", "maxpool", (64, 112, 112, 3, 2, 1), 16),
+    KernelCase("avg_pool2d 3x3 (1x64x56x56)", "avgpool", (64, 56, 56, 3, 1, 1)),
+    KernelCase("global_avg_pool2d, ResNet-50 (1x2048x7x7)", "gap", (2048, 7, 7)),
+    KernelCase("global_avg_pool2d, MobileNet v2 (1x1280x7x7)", "gap", (1280, 7, 7)),
 )
 
 
@@ -326,7 +440,7 @@ def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
     kernel, name = single_kernel(lowering)
     arrays = case.arrays()
     aligned = []
-    for a in arrays:
+    for a in case.ours(arrays):
         copy = aligned_empty(a.shape, a.dtype)
         copy[...] = a
         aligned.append(copy)
@@ -334,7 +448,8 @@ def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
     session = ort_session(case.onnx(), threads)
     feeds = dict(zip("xwb", arrays))
     reference = session.run(None, feeds)[0]
-    np.testing.assert_allclose(kernel(*aligned, out=out), reference, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(case.unblock(kernel(*aligned, out=out)).reshape(reference.shape), reference,
+                               rtol=1e-4, atol=1e-3)
     figures = {"function": name, "gflop": case.flops / 1e9,
                "ours_s": median_s(lambda: kernel(*aligned, out=out), runs, min_sample_s=0.05),
                "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
@@ -403,14 +518,16 @@ def chain_table(chains: dict[str, dict], threads: int, runs: int) -> list[str]:
 
 def kernel_table(kernels: dict[str, dict], threads: int, runs: int) -> list[str]:
     top, formula = peak(threads)
-    out = [f"Kernels, GFLOP/s (median of {runs}), {threads_text(threads)}; peak {formula}:", "",
-           "| kernel | GFLOP | RelayLens ms | RelayLens GFLOP/s | % of peak | onnxruntime GFLOP/s "
-           "| numpy BLAS GFLOP/s |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    out = [f"Kernels, GFLOP/s (median of {runs}), {threads_text(threads)}; peak {formula}; pools count one "
+           "operation per window position:", "",
+           "| kernel | GFLOP | RelayLens ms | RelayLens GFLOP/s | % of peak | onnxruntime ms | onnxruntime GFLOP/s "
+           "| ours ÷ onnxruntime | numpy BLAS GFLOP/s |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for label, f in kernels.items():
         numpy_g = f"{f['numpy_gflops']:,.1f}" if "numpy_gflops" in f else "-"
-        out.append(f"| {label} | {f['gflop']:.3f} | {ms(f['ours_s'])} | {f['ours_gflops']:,.1f}"
-                   f" | {f['ours_gflops'] / top:.1%} | {f['onnxruntime_gflops']:,.1f} | {numpy_g} |")
+        out.append(f"| {label} | {f['gflop']:.4f} | {ms(f['ours_s'])} | {f['ours_gflops']:,.1f}"
+                   f" | {f['ours_gflops'] / top:.1%} | {ms(f['onnxruntime_s'])} | {f['onnxruntime_gflops']:,.1f}"
+                   f" | {f['ours_s'] / f['onnxruntime_s']:.2f}x | {numpy_g} |")
     return out
 
 
@@ -424,8 +541,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=5, help="list each model's N slowest fused kernels (0: skip)")
     ap.add_argument("--skip-models", action="store_true", help="only the element-wise chains and kernels")
     ap.add_argument("--skip-micro", action="store_true", help="only the models")
+    ap.add_argument("--kernels", metavar="WORDS",
+                    help="only the kernels whose label contains one of these comma-separated words "
+                         "(e.g. pool,depthwise), and no element-wise chains")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time the CPU the calling thread uses instead of wall time (1 thread only: "
+                         "RELAYLENS_NUM_THREADS=1); far less disturbed by other work on a busy machine")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args(argv)
+    words = [w.strip() for w in (args.kernels or "").split(",") if w.strip()]
+    cases = [c for c in KERNELS if not words or any(w in c.label for w in words)]
+    if not cases:
+        ap.error(f"--kernels {args.kernels}: no kernel label contains these words")
     keys = [] if args.skip_models else [k.strip() for k in args.models.split(",") if k.strip()]
     unknown = [k for k in keys if k not in B.MODELS]
     if unknown:
@@ -436,6 +563,11 @@ def main(argv: list[str] | None = None) -> int:
         threads = default_num_threads()
     except ValueError as err:
         ap.error(str(err))
+    if args.cpu_time:
+        if threads != 1:
+            ap.error("--cpu-time times the calling thread: run with RELAYLENS_NUM_THREADS=1")
+        global CLOCK
+        CLOCK = time.thread_time
     B.require("onnxruntime")
     load = B.load_note()
 
@@ -445,10 +577,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  measured {B.LABELS[key]}", file=sys.stderr, flush=True)
     chains, kernels = {}, {}
     if not args.skip_micro:
-        for label in CHAINS:
+        for label in CHAINS if not words else ():
             chains[label] = measure_chain(label, threads, args.runs)
         print("  measured the element-wise chains", file=sys.stderr, flush=True)
-        for case in KERNELS:
+        for case in cases:
             kernels[case.label] = measure_kernel(case, threads, args.runs)
         print("  measured the kernels", file=sys.stderr, flush=True)
 
@@ -461,10 +593,12 @@ def main(argv: list[str] | None = None) -> int:
         sections.append(kernel_table(kernels, threads, args.runs))
     info = B.machine(threads)
     print("\n\n".join("\n".join(s) for s in sections))
-    print(f"\nMachine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
+    clock = "CPU time of the calling thread (--cpu-time)" if args.cpu_time else "wall time"
+    print(f"\nTimes are {clock}.  Machine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
     if args.json:
         top, formula = peak(threads)
-        payload = {"bench": "run", "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
+        payload = {"bench": "run", "clock": "thread_time" if args.cpu_time else "perf_counter",
+                   "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
                    "load": load, "machine": info, "peak_gflops": top, "peak_formula": formula,
                    "models": models, "chains": chains, "kernels": kernels}
         args.json.write_text(json.dumps(payload, indent=1) + "\n")

@@ -203,6 +203,10 @@ def _transform() -> list[Case]:
              name="nchw4c-nchw"),
         Case("layout_transform", [Arr((1, 2, 3, 3, 4), "int32")],
              {"src_layout": "NCHW4c", "dst_layout": "NCHW2c"}, name="reblock"),
+        Case("layout_transform", [Arr((1, 3, 2, 5, 16))], {"src_layout": "NCHW16c", "dst_layout": "NCHW12c"},
+             name="reblock-across-blocks"),  # MobileNet v2's 144 channels, 16c to 12c
+        Case("layout_transform", [Arr((1, 2, 2, 3, 8))], {"src_layout": "NCHW8c", "dst_layout": "NCHW6c"},
+             name="reblock-padded"),  # 16 channels in 6c blocks: 18, the last 2 lanes 0
         Case("layout_transform", [Arr((1, 2, 3, 3, 4))], {"src_layout": "NCHW4c", "dst_layout": "NHWC"},
              name="nchw4c-nhwc"),
         Case("nn.batch_flatten", [Arr((2, 3, 4))]),

@@ -132,6 +132,20 @@ def _pool_cases() -> list[Case]:
                                                   "ceil_mode": True, "count_include_pad": True}, "count-include-pad"),
         Case("nn.max_pool2d", [Arr((1, 2, 6, 6), "float16")], {"pool_size": (2, 2), "padding": (1, 1)}, "float16"),
     ]
+    # windows strided along an even last axis read it by phases (pooling.py `phases`)
+    x8 = Arr((1, 3, 8, 40))
+    for kind in ("max", "avg"):
+        op2 = f"nn.{kind}_pool2d"
+        c += [
+            Case(op2, [x8], {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1)}, "phases-3x3-s2-pad1"),
+            Case(op2, [x8], {"pool_size": (3, 3), "strides": (2, 2), "padding": (0, 1, 1, 2), "ceil_mode": True,
+                             "dilation": (1, 2), **({"count_include_pad": True} if kind == "avg" else {})},
+                 "phases-ceil-dilation-asym-pad"),
+            Case(op2, [Arr((1, 2, 5, 36), "int32")], {"pool_size": (2, 4), "strides": (1, 4), "padding": (0, 3)},
+                 "phases-stride4-int32"),
+            Case(f"nn.{kind}_pool1d", [Arr((2, 3, 34))], {"pool_size": (3,), "strides": (2,), "padding": (1,)},
+                 "phases"),
+        ]
     for kind in ("avg", "max"):
         c += [
             Case(f"nn.global_{kind}_pool2d", [Arr((2, 3, 5, 6))], {}, "NCHW"),

@@ -89,6 +89,8 @@ def _binary_inputs(op, dtype):
         y[::5] = 0  # division by zero does not trap: divisor 1
     if te.is_float(dtype) and op in te.COMPARISONS + ("min", "max"):
         x[::7] = np.nan
+    if te.is_float(dtype) and op in ("min", "max"):  # NaN propagates from either side
+        y[3::7] = np.nan
     return x, y
 
 
@@ -110,6 +112,18 @@ def test_binary_ops(jit):
             np.testing.assert_allclose(got, expect, rtol=1e-5, atol=1e-6, err_msg=f"{op} {d}")
         else:
             np.testing.assert_array_equal(got, np.asarray(expect).astype(got.dtype), err_msg=f"{op} {d}")
+
+
+def test_min_max_against_a_number_propagate_nan(jit):
+    """relu and clip compare with a constant: one instruction, NaN in x still NaN."""
+    clip = elementwise("clip_f32", ["float32"], "float32",
+                       lambda a: te.minimum(te.maximum(a, te.const(0.0, "float32")), te.const(6.0, "float32")))
+    low = elementwise("min_first_f32", ["float32"], "float32", lambda a: te.minimum(te.const(1.0, "float32"), a))
+    k = jit.compile([clip, low], "t.relay")
+    x = values("float32", seed=5) * 10
+    x[::5] = np.nan
+    np.testing.assert_array_equal(k["clip_f32"](x), np.minimum(np.maximum(x, 0), 6))
+    np.testing.assert_array_equal(k["min_first_f32"](x), np.minimum(1, x))
 
 
 def test_integer_edge_cases(jit):
@@ -344,6 +358,22 @@ def test_vectorized_loop(jit, capfd):
         capfd.readouterr()
         jit.optimize(text)
         assert "not vectorized" not in capfd.readouterr().err
+
+
+def test_a_vectorized_loop_of_12_lanes_is_a_vector_of_8_then_one_of_4(jit, capfd):
+    """A register tile of NCHW12c: 12 lanes are not one loop of 4-lane vectors (three
+    iterations, the accumulators in memory) but a vector of 8 and one of 4, whole."""
+    tile = _vector_func("vec12", lambda a, b, i: load(a, i) * load(b, i) + 1.0, n=48, width=12)
+    text = str(generate([tile], "t.relay"))
+    assert ('!"llvm.loop.vectorize.width", i32 8' in text and '!"llvm.loop.vectorize.width", i32 4' in text
+            and "i32 12" not in text)
+    capfd.readouterr()
+    optimized = jit.optimize(text)
+    assert "not vectorized" not in capfd.readouterr().err
+    assert re.search(r"<8 x float>", optimized) and re.search(r"<4 x float>", optimized)
+    jit.load(optimized)
+    x, y = values("float32", n=48, seed=1), values("float32", n=48, seed=2)
+    np.testing.assert_allclose(jit.kernel(tile)(x, y), x * y + 1, rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid"])

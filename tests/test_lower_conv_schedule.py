@@ -99,6 +99,7 @@ def test_register_tile_fits_and_divides():
             assert width % cols == 0 or cols == min(width, ACCUMULATORS // (2 if blocks > 1 else 1))
     assert conv_tile(7, 32) == (7, 2)
     assert conv_tile(56, 4) == (8, 2)
+    assert conv_tile(56, 2, lanes=12) == (4, 2)  # 12 lanes: a vector of 8 and one of 4, two registers
 
 
 def test_schedule_record_shows_the_tile_inside_the_epilogue(jit):

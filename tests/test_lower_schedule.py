@@ -606,6 +606,15 @@ def test_indices_are_tidied_with_loop_bounds():
     check(sch)
 
 
+def test_a_fused_loop_flattened_again_is_the_loop_even_through_a_bounded_quotient():
+    from relaylens.compiler.lower.te.arith import tidy
+
+    f = te.Var("f")
+    # (n, c, y) fused, n of extent 1: n = f // 56 // 64 is 0, c = f // 56 % 64 is f // 56
+    flat = (f // 56 // 64 * 64 + f // 56 % 64) * 56 + f % 56
+    assert tidy(flat, {id(f): 64 * 56}) is f
+
+
 def test_default_empty_and_bool_tensors():
     ins, out, _ = elementwise((0, 3))
     _default(ins, [out])
@@ -615,3 +624,55 @@ def test_default_empty_and_bool_tensors():
     anyp = te.compute((3,), lambda i: te.max(pos[i, r], axis=[r]), "T_any")
     sch, text = _default([x], [pos, anyp])
     assert "T_any[ax0] = False" in lines(sch)
+
+
+def _op_compute(name: str, shapes, attrs, out_shape):
+    """The compute rule of op `name` on placeholders of `shapes` (float32)."""
+    import relaylens.compiler.lower.te.topi  # noqa: F401  (registers the compute rules)
+    from relaylens.compiler.ir.types import TensorType
+    from relaylens.compiler.ops import get_op
+
+    ins = [te.placeholder(s, "float32", f"p{k}") for k, s in enumerate(shapes)]
+    rule = get_op(name)
+    return ins, rule.compute(*ins, rule.normalize_attrs(attrs), TensorType(out_shape, "float32"))
+
+
+def test_a_reblocking_layout_transform_reads_each_block_as_vectors():
+    """NCHW16c to NCHW12c: the 12 lanes of a result block alone in the vector loop, read
+    at consecutive lanes of one or two source blocks (no division of the lane index)."""
+    ins, out = _op_compute("layout_transform", [(1, 3, 2, 5, 16)],
+                           {"src_layout": "NCHW16c", "dst_layout": "NCHW12c"}, (1, 4, 2, 5, 12))
+    sch, text = _default(ins, [out])
+    inner = lines(sch)[-2:]
+    assert inner[0] == "for ax4 in vectorized(12):" and "ax4 //" not in inner[1] and "ax4 %" not in inner[1]
+    assert "for ax1.inner in unrolled(4):" in lines(sch)  # 4 blocks of 12 cover 3 of 16: unrolled
+
+
+def test_a_strided_max_pool_reads_its_rows_by_phases_computed_per_output_row():
+    ins, out = _op_compute("nn.max_pool2d", [(1, 2, 8, 32)],
+                           {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1)}, (1, 2, 4, 16))
+    sch, text = _default(ins, [out])
+    body = lines(sch)
+    assert body[1].startswith("for ax0.ax1.ax2.fused in range(8)")  # a loop per output row
+    assert "T_phases = allocate(float32, [1, 1, 3, 2, 16])" in body  # the 3 input rows it reads, 2 phases
+    assert "for rv0 in unrolled(3):" in body and "for rv1 in unrolled(3):" in body
+    update = [line for line in body if line.startswith("T_max_pool2d[") and "max(" in line]
+    assert update and all("T_phases[" in line and "p0[" not in line for line in update)
+
+
+def test_packing_into_blocks_vectorizes_the_row_with_the_lanes_unrolled_inside():
+    """NCHW to NCHW3c (a model's input before its first NCHWc convolution): each lane reads
+    a row of its own channel plane as vectors, instead of a gather per lane."""
+    ins, out = _op_compute("layout_transform", [(1, 6, 4, 20)],
+                           {"src_layout": "NCHW", "dst_layout": "NCHW3c"}, (1, 2, 4, 20, 3))
+    sch, text = _default(ins, [out])
+    assert lines(sch)[-3:-1] == ["for ax3 in vectorized(20):", "for ax4 in unrolled(3):"]
+
+
+def test_a_global_pool_sums_a_few_channels_side_by_side_inside_the_window():
+    ins, out = _op_compute("nn.global_avg_pool2d", [(1, 64, 7, 7)], {}, (1, 64, 1, 1))
+    sch, text = _default(ins, [out])
+    body = lines(sch)
+    window = body.index("for rv1 in range(7):")
+    assert body[window - 1] == "for rv0 in range(7):" and body[window + 1].startswith("for ") \
+        and body[window + 1].endswith("in unrolled(4):")

@@ -7,9 +7,11 @@ Loop kinds:
 * serial: a bottom-tested loop with a phi counter;
 * vectorized: the same loop carrying `llvm.loop.vectorize.enable`/`width` (and
   `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body the
-  vectoriser cannot handle (inner loops, libm calls, a buffer read where another
-  iteration writes it)
-  gets no metadata, because a forced vectorisation that fails prints LLVM warnings;
+  vectoriser cannot handle (inner loops other than unrolled ones, which are straight-line
+  code, libm calls, a buffer read where another iteration writes it)
+  gets no metadata, because a forced vectorisation that fails prints LLVM warnings; a
+  loop of up to MAX_VECTOR_PIECES lanes that is not a power of two is emitted as one loop
+  per power of two in its length, each a whole vector (`_vector_pieces`);
 * unrolled: the body once per iteration, with the loop variable a constant;
 * parallel: the loop is outlined into an internal body function (buffers as `noalias`
   parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and
@@ -46,6 +48,7 @@ from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast
                      mem_type, reg_type)
 
 SMALL_ALLOCA_BYTES = 4096
+MAX_VECTOR_PIECES = 64  # the longest vectorized loop cut into power-of-two pieces
 BUFFER_ALIGN = 64
 NUM_THREADS_GLOBAL = "relaylens_num_threads"
 
@@ -238,10 +241,14 @@ class _Emitter:
             for k in range(s.extent):
                 self.vars[id(s.var)] = ir.Constant(I64, k)
                 self.stmt(s.body)
+        elif s.kind == "vectorized" and _vectorizable(s):
+            begin = 0
+            for width in _vector_pieces(s.extent):
+                self.loop(s.var, ir.Constant(I64, begin), ir.Constant(I64, begin + width), lambda: self.stmt(s.body),
+                          vectorize=width)
+                begin += width
         else:
-            width = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
-            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
-                      vectorize=width)
+            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body))
         self.vars.pop(id(s.var), None)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
@@ -409,6 +416,19 @@ class _Emitter:
         return self._reads[key]
 
 
+def _vector_pieces(extent: int) -> list[int]:
+    """The loops a vectorized loop of `extent` is emitted as: one loop when the extent is a
+    power of two or beyond MAX_VECTOR_PIECES lanes (the vectoriser picks its width and
+    handles the remainder), else one per power of two in its binary expansion, largest
+    first (12 lanes: 8 then 4), each exactly one vector.  Given a width that does not
+    divide the trip count, LLVM makes a short vector loop with a remainder, which keeps a
+    register tile's accumulators in memory (a 12-lane NCHW12c tile: xmm loops of 3
+    iterations, a load, FMA and store each)."""
+    if extent & (extent - 1) == 0 or extent > MAX_VECTOR_PIECES:
+        return [extent]
+    return [1 << k for k in range(extent.bit_length() - 1, -1, -1) if extent >> k & 1]
+
+
 def _umin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_unsigned("<", x, y), x, y)
 
@@ -426,11 +446,11 @@ def _num_threads_global(module: ir.Module) -> ir.GlobalVariable:
 
 def _vectorizable(s: For) -> bool:
     """Whether the loop vectoriser can be asked to vectorise `s` without failing:
-    straight-line stores at indices that move with the loop variable, a written buffer
-    read only at an index written in the same iteration, no libm call or integer power
-    loop."""
+    straight-line stores (unrolled loops are straight lines) at indices that move with the
+    loop variable, a written buffer read only at an index written in the same iteration,
+    no libm call or integer power loop."""
     stmts = list(walk(s.body))
-    if any(isinstance(st, (For, Allocate)) for st in stmts):
+    if any(isinstance(st, Allocate) or isinstance(st, For) and st.kind != "unrolled" for st in stmts):
         return False
     stores = [st for st in stmts if isinstance(st, Store)]
     if not all(any(v is s.var for v in _walk_exprs([st.index])) for st in stores):

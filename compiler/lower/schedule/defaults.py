@@ -53,15 +53,25 @@
    * a pooling window (a reduction tagged "nn.*pool*") whose output rows have at least
      POOL_LANES_MIN elements: the last axis split by the vector width (or half of it,
      when that divides the row and the whole width does not: no guard in the vector
-     loop), the window loops outside that part and the part vectorized, so each window
-     step updates a vector of outputs; the other axes fused, parallel when the work is
-     large.  Measured (1 thread, best of 15, onnxruntime beside): max_pool2d 3x3 stride 2
-     on 1x64x112x112 from 5.1 to 1.3 ms (onnxruntime 0.2: the stride-2 reads are
-     gathers), avg_pool2d 3x3 stride 1 on 1x64x56x56 from 0.89 to 0.40 ms (0.09).
-     Computing the padded input once instead of inlining it helped the strided max pool
-     (1.0 ms) and hurt the average (0.58): inlined.
+     loop).  A window of at most WINDOW_UNROLL_MAX positions is unrolled inside the
+     vector, so each output vector is accumulated in registers and stored once, and up to
+     POOL_COLUMNS output vectors (those of a row, else positions of the axis before) are
+     unrolled side by side: independent chains of max or add, which the core overlaps.  A
+     larger window loops outside the vector.  The other axes fused, parallel when the work
+     is large.  A window strided along the data's last axis reads `T_phases` (the row cut
+     into its stride's phases, te/topi/pooling.py), computed at the loop of the output
+     rows for the input rows they read, with the phases of a position unrolled inside
+     the vectorized positions (a wide load split by shuffles); the window then reads
+     each phase at consecutive positions.  Measured (1 thread, best of 30 CPU times,
+     onnxruntime's node beside in the same run, load 5-7 from other work): max_pool2d
+     3x3 stride 2 on 1x64x112x112 from 1.35 ms (9 gathers per output vector) to 0.27
+     (onnxruntime 0.19), the same on 1x4x112x112x16 (NCHW16c, ResNet-50's) from 0.24 to
+     0.15 (0.20), avg_pool2d 3x3 stride 1 on 1x64x56x56 from 0.21 to 0.13 (0.09).
    * another reduction: its data axes fused into one loop (parallel when the work is
-     large), the reduction loops inside.
+     large), the reduction loops inside; for a pool (global pooling, shorter rows) with
+     WINDOW_SIDE outputs unrolled innermost, side by side (independent chains: 2048
+     channels of 7x7, 1 thread, CPU time, from 0.045 ms to 0.035 with 8 side by side,
+     0.028 with 4, 0.044-0.049 with 2; onnxruntime 0.025-0.027).
    * an injective stage: two loops, the inner one the trailing axes fused until it has at
      least 64 iterations, vectorized whole (LLVM's vectoriser handles the remainder), the
      outer one the other axes fused, parallel from 16384 elements (a single loop is split
@@ -78,9 +88,12 @@ stages are a single statement.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from ..te import expr as te
+from ..te.topi.pooling import PHASES
+from ..te.topi.transform import PACK, REBLOCK
 from .conv import schedule_blocked_convs
 from .dense_pack import schedule_dense_packs
 from .primitives import Schedule, Stage
@@ -90,6 +103,11 @@ UNROLL = 4
 PARALLEL_MIN = 16384
 INNER_MIN = 64
 POOL_LANES_MIN = 8  # the shortest output row a pooling window is vectorized along
+WINDOW_UNROLL_MAX = 16  # the largest pooling window unrolled inside its vector
+POOL_ROW_MAX = 64  # the longest phased output row vectorized whole (codegen: powers of two)
+REBLOCK_PERIOD_MAX = 8  # the most result blocks of a reblocking layout_transform unrolled
+WINDOW_SIDE = 4  # outputs of a whole-window pool (global pooling) computed side by side
+POOL_COLUMNS = 8  # output vectors of a pooling window computed side by side
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
           "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf")
@@ -102,6 +120,7 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
     _inline_injective(sch)
     done = schedule_blocked_convs(sch)  # conv.py
     done |= schedule_dense_packs(sch)  # dense_pack.py
+    done |= _schedule_phased_pools(sch)
     for stage in list(sch.stages):
         if stage.inlined or id(stage) in done:
             continue
@@ -146,7 +165,7 @@ def _inline_injective(sch: Schedule) -> None:
             continue
         costly = any(isinstance(e, te.Call) and e.name in COSTLY or isinstance(e, te.Binary) and e.op == "pow"
                      for e in te.nodes(stage.body))
-        if (anchor and stage.axes) or (costly and n > 1):
+        if (anchor and stage.axes) or (costly and n > 1) or stage.tensor.op.tag == PHASES:
             continue
         sch.compute_inline(stage.tensor)
 
@@ -166,6 +185,16 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
     axes = list(stage.axes)
     if _size(t.shape) <= 1:
         return
+    if t.op.tag == REBLOCK and len(axes) > 3:  # (n, C, ..., c): te/topi/transform.py
+        _schedule_reblock(sch, stage)
+        return
+    if t.op.tag == PACK and len(axes) > 2:  # NCHW to NCHW3c: the row vectorized, its lanes inside
+        outer = sch.fuse(t, *axes[:-2]) if len(axes) > 3 else axes[0]
+        sch.vectorize(t, axes[-2])
+        sch.unroll(t, axes[-1])
+        if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
+            sch.parallel(t, outer)
+        return
     split = len(axes) - 1  # axes[split:] make the inner loop: long enough to vectorise
     while split > 0 and _size(a.extent for a in axes[split:]) < INNER_MIN:
         split -= 1
@@ -179,6 +208,29 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
         outer = None
     sch.vectorize(t, inner)
     if parallel and outer is not None and outer.extent > 1:
+        sch.parallel(t, outer)
+
+
+def _schedule_reblock(sch: Schedule, stage: Stage) -> None:
+    """A layout_transform between two blockings of an axis (NCHW16c to NCHW12c): the
+    lanes of a result block alone in the vector loop (read as consecutive lanes of one or
+    two source blocks); the result blocks of one period (4 blocks of 12 cover 3 of 16)
+    unrolled, so where each block starts in the source is a constant and so is the
+    split of its lanes; the rows of (n, period) fused outside, parallel when large.
+    Measured (1 thread): 1x144x56x56 16c to 12c from 0.57 ms (a gather per lane) to
+    0.21 (vector loads, blocks not unrolled) and 0.088."""
+    t, axes = stage.tensor, list(stage.axes)
+    lanes = t.shape[-1]
+    source = next(n.tensor for n in te.nodes(stage.body) if isinstance(n, te.Load))
+    period = math.lcm(source.shape[-1], lanes) // lanes
+    blocks, row = axes[1], axes[2]
+    if 1 < period <= REBLOCK_PERIOD_MAX and blocks.extent % period == 0:
+        blocks, within = sch.split(t, blocks, period)
+        sch.reorder(t, axes[0], blocks, row, within)
+        sch.unroll(t, within)
+    outer = sch.fuse(t, axes[0], blocks, row)
+    sch.vectorize(t, axes[-1])
+    if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
         sch.parallel(t, outer)
 
 
@@ -199,31 +251,105 @@ def _schedule_reduction(sch: Schedule, stage: Stage) -> None:
         return _schedule_pool(sch, stage)
     axis = sch.fuse(t, *stage.axes) if len(stage.axes) > 1 else stage.axes[0]
     work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
+    if "pool" in t.op.tag and stage.reduce_axes:  # whole windows (global pooling): outputs side by side
+        u = max(d for d in range(1, min(axis.extent, WINDOW_SIDE) + 1) if axis.extent % d == 0)
+        if u > 1:
+            axis, side = sch.split(t, axis, u)
+            sch.reorder(t, axis, *stage.reduce_axes, side)
+            sch.unroll(t, side)
     if axis.extent > 1 and work >= PARALLEL_MIN:
         sch.parallel(t, axis)
 
 
-def _schedule_pool(sch: Schedule, stage: Stage) -> None:
-    """A pooling window: the output's last axis split by the vector width and vectorized
-    inside the window loops, so one window step updates a vector of outputs (the data
-    axes before it fused, parallel when the work is large)."""
+def _schedule_pool(sch: Schedule, stage: Stage, phased: Stage | None = None) -> None:
+    """A pooling window (see the module doc): the output's last axis split by the vector
+    width; the window loops unrolled inside the vector when the window has at most
+    WINDOW_UNROLL_MAX positions (each output vector accumulated in registers, stored
+    once), and then POOL_COLUMNS vectors side by side, unrolled (independent chains of
+    updates: the vectors of a row, else positions of the axis before); else the window
+    loops outside the vector (each window step updates a vector of outputs).  The data
+    axes outside fused, parallel when the work is large.  With `phased` (T_phases, which
+    the window reads) the loop over the vectors of a row stays serial inside the fused
+    loop of the rows, and the phases of the rows read are computed at that loop; a row of
+    at most POOL_ROW_MAX outputs is then one vector loop (the code generator emits 56 lanes
+    as whole vectors of 32, 16 and 8)."""
     t = stage.tensor
-    vw, extent = vector_width(t.dtype), stage.axes[-1].extent
-    lanes = next((d for d in (vw, vw // 2) if extent % d == 0), vw)  # no guard when a width divides
-    outer, inner = _tile_last(sch, stage, lanes)
-    sch.reorder(t, *outer, *stage.reduce_axes, *inner)
-    for axis in inner:
-        sch.vectorize(t, axis)
-    loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]
-    if loop.extent > 1 and _size(t.shape) * _size(a.extent for a in stage.reduce_axes) >= PARALLEL_MIN:
+    *lead, last = stage.axes
+    whole = phased is not None and last.extent <= POOL_ROW_MAX  # a phased row: one vector loop
+    jo, ji = sch.split(t, last, last.extent if whole else _pool_lanes(t.dtype, last.extent))
+    window = stage.reduce_axes
+    inside = _size(a.extent for a in window) <= WINDOW_UNROLL_MAX
+    rows, columns = lead, [jo]  # loops outside the vector: the rows fused, then the row's vectors
+    unrolled = None
+    if inside:
+        across = jo if jo.extent > 1 or phased is not None or not lead else lead[-1]
+        u = max(d for d in range(1, min(across.extent, POOL_COLUMNS) + 1) if across.extent % d == 0)
+        if u > 1:
+            outer, unrolled = sch.split(t, across, u)
+            if across is jo:
+                columns = [outer]
+            else:
+                rows = [*lead[:-1], outer]
+                columns = [jo]
+    outside = [*rows, *columns] + ([unrolled] if unrolled is not None else [])
+    if inside:
+        sch.reorder(t, *outside, ji, *window)
+        for axis in window:
+            sch.unroll(t, axis)
+    else:
+        sch.reorder(t, *outside, *window, ji)
+    if unrolled is not None:
+        sch.unroll(t, unrolled)
+    sch.vectorize(t, ji)
+    fused = rows if phased is not None else [*rows, *columns]
+    loop = sch.fuse(t, *fused) if len(fused) > 1 else fused[0]
+    if loop.extent > 1 and _size(t.shape) * _size(a.extent for a in window) >= PARALLEL_MIN:
         sch.parallel(t, loop)
+    if phased is not None:
+        _schedule_phases(sch, phased)
+        sch.compute_at(phased.tensor, t, loop)
 
 
-def _tile_last(sch: Schedule, stage: Stage, vw: int) -> tuple[list, list]:
-    """The last data axis split by `vw`: (outer loops, [its inner part])."""
-    axes = list(stage.axes)
-    o, i = sch.split(stage.tensor, axes[-1], vw)
-    return axes[:-1] + [o], [i]
+def _schedule_phases(sch: Schedule, phased: Stage) -> None:
+    """T_phases (..., phase, position): the positions vectorized, the phases of one
+    position unrolled inside them, so that each vector step loads `stride` consecutive
+    elements and splits them into phases (shuffles, not gathers)."""
+    p = phased.tensor
+    *lead, phase, position = phased.axes
+    sch.reorder(p, *lead, position, phase)
+    sch.vectorize(p, position)
+    sch.unroll(p, phase)
+
+
+def _phases_read(sch: Schedule, stage: Stage) -> Stage | None:
+    """The T_phases stage a pooling window reads, if it reads one."""
+    found = {id(ld.tensor): ld.tensor for ld in te.nodes(sch.effective_body(stage))
+             if isinstance(ld, te.Load) and ld.tensor.op is not None and ld.tensor.op.tag == PHASES}
+    return sch[next(iter(found.values()))] if len(found) == 1 else None
+
+
+def _schedule_phased_pools(sch: Schedule) -> set[int]:
+    """Schedule every pooling window that reads T_phases, with its phases, before the
+    stages are scheduled in order (T_phases comes first but is computed at the window's
+    loop); the ids of the stages scheduled.  Windows with output rows shorter than
+    POOL_LANES_MIN are left to the loop (their phases become an injective stage)."""
+    done: set[int] = set()
+    for stage in list(sch.stages):
+        if stage.inlined or not stage.is_reduction or "pool" not in stage.tensor.op.tag \
+                or len(stage.axes) < 2 or stage.axes[-1].extent < POOL_LANES_MIN:
+            continue
+        phased = _phases_read(sch, stage)
+        if phased is not None:
+            _schedule_pool(sch, stage, phased)
+            done.update((id(stage), id(phased)))
+    return done
+
+
+def _pool_lanes(dtype: str, extent: int) -> int:
+    """The vector of a pooling row: the width, or half of it when that divides the row
+    and the whole width does not (no guard in the vector loop)."""
+    vw = vector_width(dtype)
+    return next((d for d in (vw, vw // 2) if extent % d == 0), vw)
 
 
 def _is_anchor(stage: Stage) -> bool:

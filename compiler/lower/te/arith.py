@@ -105,6 +105,13 @@ def tidy(e: te.PrimExpr, extents: dict[int, int]) -> te.PrimExpr:
     terms that are multiples of c come out of `// c` and `% c` (a split loop read through
     a blocked layout)."""
     def fold(n: te.PrimExpr) -> te.PrimExpr | None:
+        folded = _fold(n)  # first the plain identities (0*c + x), so the patterns below see x
+        if folded is None:
+            return rules(n)
+        ruled = rules(folded)
+        return folded if ruled is None else ruled
+
+    def rules(n: te.PrimExpr) -> te.PrimExpr | None:
         if not isinstance(n, te.Binary) or n.dtype != te.INDEX:
             return None
         if n.op == "add":

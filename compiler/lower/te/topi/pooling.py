@@ -2,8 +2,11 @@
 
 Sliding-window pooling pads first (`T_pad`: max pooling with the dtype's lowest value,
 average pooling with 0, extended to what ceil_mode's last window reads), then reduces
-over the window; average pooling divides the sum by the number of counted positions, a
-closed-form expression of the output index, in a stage of its own.  Adaptive (and
+over the window; a window strided along the data's last axis (which the stride divides)
+instead reads `T_phases`, that axis cut into the stride's phases (`phases`), with the
+padding tested in the window's read.  Average pooling divides the sum by the number of
+counted positions, a closed-form expression of the output index (a constant when every
+window counts as many), in a stage of its own.  Adaptive (and
 global) pooling reduces over the longest cell and masks the positions past a shorter
 cell's end.  The reduction stage carries `tag=<op name>`.
 
@@ -87,12 +90,15 @@ def divide_count(total: te.Tensor, count: Callable[[tuple], te.PrimExpr], dtype:
 # ---- sliding-window pooling
 
 
-def _counted(i: te.PrimExpr, size: int, k: int, s: int, d: int, before: int, after: int,
+def _counted(i: te.PrimExpr | int, size: int, k: int, s: int, d: int, before: int, after: int,
              include_pad: bool) -> te.PrimExpr:
     """How many of the window positions i*s - before + j*d (j < k) lie inside the data
-    (or data and declared padding)."""
+    (or data and declared padding): an expression of the output index i, or a number
+    for a given i."""
     lo, hi = (-before, size + after - 1) if include_pad else (0, size - 1)
     start = i * s - before
+    if isinstance(i, int):
+        return max(min((hi - start) // d, k - 1) - max((lo - start + (d - 1)) // d, 0) + 1, 0)
     first = te.maximum((lo - start + (d - 1)) // d, 0)  # ceil((lo - start) / d)
     last = te.minimum((hi - start) // d, k - 1)
     return te.maximum(last - first + 1, 0)
@@ -107,14 +113,17 @@ def _pool_rule(nd: int, kind: str) -> None:
         outs = [out_type.shape[ax] for ax in w.axes]
         reads = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(outs, w.strides, w.dilation, w.kernel)]
         fill = lowest(data.dtype) if kind == "max" else te.const(0, data.dtype)
-        padded = pad_axes(data, w.axes, w.before, reads, fill)
         rks = [te.reduce_axis(k, f"rv{n}") for n, k in enumerate(w.kernel)]
+        if _phased(data, w):
+            window = _phased_window(data, w, reads, rks, fill)
+        else:
+            padded = pad_axes(data, w.axes, w.before, reads, fill)
 
-        def window(*i):
-            idx = list(i)
-            for n, ax in enumerate(w.axes):
-                idx[ax] = i[ax] * w.strides[n] + rks[n] * w.dilation[n]
-            return padded[tuple(idx)]
+            def window(*i):
+                idx = list(i)
+                for n, ax in enumerate(w.axes):
+                    idx[ax] = i[ax] * w.strides[n] + rks[n] * w.dilation[n]
+                return padded[tuple(idx)]
 
         name = f"T_{kind}_pool{nd}d"
         if kind == "max":
@@ -123,12 +132,18 @@ def _pool_rule(nd: int, kind: str) -> None:
         include = attrs.count_include_pad
 
         def count(i):
-            result = None
+            result, constant = None, 1
             for n, ax in enumerate(w.axes):
-                c = _counted(i[ax], data.shape[ax], w.kernel[n], w.strides[n], w.dilation[n],
-                             w.before[n], w.after[n], include)
+                args = (data.shape[ax], w.kernel[n], w.strides[n], w.dilation[n], w.before[n], w.after[n], include)
+                same = {_counted(o, *args) for o in range(out_type.shape[ax])}
+                if len(same) == 1:  # every window counts as many (the usual case): no arithmetic per element
+                    constant *= same.pop()
+                    continue
+                c = _counted(i[ax], *args)
                 result = c if result is None else result * c
-            return te.maximum(result, 1)
+            if result is None:
+                return te.const(max(constant, 1), te.INDEX)
+            return te.maximum(result * constant if constant != 1 else result, 1)
 
         return divide_count(total, count, data.dtype, name)
 
@@ -136,6 +151,55 @@ def _pool_rule(nd: int, kind: str) -> None:
 for _nd in (1, 2, 3):
     for _kind in ("max", "avg"):
         _pool_rule(_nd, _kind)
+
+
+def _phased(data: te.Tensor, w) -> bool:
+    """Whether the window strides along the data's last (contiguous) axis, which divides
+    by the stride: then its positions are read from `T_phases` (see `phases`)."""
+    last = data.ndim - 1
+    if not w.axes or w.axes[-1] != last:
+        return False
+    s = w.strides[-1]
+    return s > 1 and data.shape[last] % s == 0
+
+
+def phases(data: te.Tensor, stride: int) -> te.Tensor:
+    """`T_phases`: the last axis (W) cut into `stride` phases laid side by side,
+    (..., W) -> (..., stride, W / stride), element [..., p, j] = data[..., j * stride + p].
+    A window strided along W reads each phase at consecutive positions, where it would
+    read data one in `stride`: vector loads instead of gathers."""
+    *lead, width = data.shape
+    return te.compute((*lead, stride, width // stride),
+                      lambda *i: data[(*i[:-2], i[-1] * stride + i[-2])], PHASES, tag=PHASES)
+
+
+PHASES = "T_phases"
+
+
+def _phased_window(data: te.Tensor, w, reads: Sequence[int], rks: Sequence[te.IterVar],
+                   fill: te.PrimExpr) -> Callable:
+    """The window read of a sliding-window pool whose last pooled axis is the data's last
+    and `_phased`: positions before the data or past its end (padding, ceil_mode) read
+    `fill`, the last axis from `T_phases`."""
+    split = phases(data, w.strides[-1])
+
+    def window(*i):
+        idx, inside = list(i), []
+        for n, ax in enumerate(w.axes):
+            offset = rks[n] * w.dilation[n] - w.before[n]
+            position = i[ax] * w.strides[n] + offset
+            if w.before[n]:
+                inside.append(te.ge(position, 0))
+            if reads[n] - w.before[n] > data.shape[ax]:
+                inside.append(te.lt(position, data.shape[ax]))
+            idx[ax] = position
+        s = w.strides[-1]
+        offset = rks[-1] * w.dilation[-1] - w.before[-1]
+        idx[-1:] = [offset % s, i[-1] + offset // s]  # position = s * (i + offset // s) + offset % s
+        value = split[tuple(idx)]
+        return te.select(te.all_of(*inside), value, fill) if inside else value
+
+    return window
 
 
 # ---- adaptive and global pooling

@@ -141,15 +141,66 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     (the padding of a block that does not divide it) are 0."""
     src, dst = layouts(type_of(x), attrs)
     extent = layout_extents(type_of(x), src)
+    reblocked = _reblocked_axis(src, dst)
 
     def body(*i):
         at = {a: i[k] for k, (a, _) in enumerate(dst.axes)}
         whole = {a: _join(at, a, dst) for a in dst.primal}
-        value = x[tuple(_part(whole, a, f, src) for a, f in src.axes)]
+        value = (_reblock(x, at, whole, reblocked, src, dst) if reblocked is not None
+                 else x[tuple(_part(whole, a, f, src) for a, f in src.axes)])
         padded = [te.lt(whole[a], extent[a]) for a in dst.primal if extent[a] % (dst.block(a) or 1)]
         return te.select(te.all_of(*padded), value, te.const(0, x.dtype)) if padded else value
 
-    return te.compute(out_type.shape, body, "T_layout_trans")
+    tag = REBLOCK if reblocked is not None and dst.axes[-1][0] == reblocked.lower() else ""
+    if _packs_last(src, dst):
+        tag = PACK
+    return te.compute(out_type.shape, body, "T_layout_trans", tag=tag)
+
+
+REBLOCK = "layout_transform.reblock"  # the tag of a transform between two blockings of an axis
+PACK = "layout_transform.pack"  # the tag of a transform that blocks an axis into a new last one
+
+
+def _packs_last(src: Layout, dst: Layout) -> bool:
+    """Whether dst is src (no blocks) with one axis blocked into a new last axis and the
+    rest in src's order (NCHW to NCHW3c): the result's lanes are then read from planes
+    apart and its second-to-last axis is src's contiguous one."""
+    if any(f is not None for _, f in src.axes) or len(dst.axes) != len(src.axes) + 1:
+        return False
+    lane, factor = dst.axes[-1]
+    return factor is not None and [a for a, _ in dst.axes[:-1]] == [a for a, _ in src.axes] \
+        and lane.upper() in dst.primal and src.axes[-1][0] != lane.upper()
+
+
+def _reblocked_axis(src: Layout, dst: Layout) -> str | None:
+    """The one axis both layouts block, by src's factor at least dst's (NCHW16c to
+    NCHW12c), when it is the only axis either blocks; else None."""
+    blocked = [a.upper() for a, f in src.axes if f is not None]
+    if len(blocked) != 1 or [a.upper() for a, f in dst.axes if f is not None] != blocked:
+        return None
+    a = blocked[0]
+    return a if dst.block(a) <= src.block(a) else None
+
+
+def _reblock(x: te.Tensor, at: dict, whole: dict, axis: str, src: Layout, dst: Layout) -> te.PrimExpr:
+    """x at the position of `whole[axis]` = C * fo + c (C the result's block, c its lane)
+    read as src's block q and lane r + c, with q = C * fo // fi and r = C * fo % fi
+    depending on C alone: the fo lanes of a result block are consecutive lanes of at most
+    two source blocks (exactly one when fi is a multiple of fo), read where the lane
+    falls, each run a vector load (where `whole // fi`, `whole % fi` per lane would be
+    a gather)."""
+    fi, fo = src.block(axis), dst.block(axis)
+    start = at[axis] * fo
+    q, r = start // fi, start % fi
+    lane = r + at[axis.lower()]
+
+    def read(block: te.PrimExpr, offset: te.PrimExpr) -> te.PrimExpr:
+        parts = {axis: block, axis.lower(): offset}
+        return x[tuple(parts[a] if a.upper() == axis else _part(whole, a, f, src) for a, f in src.axes)]
+
+    if fi % fo == 0:
+        return read(q, lane)
+    return te.select(te.lt(lane, fi), read(q, lane), read(q + 1, lane - fi))
 
 
 def _join(at: dict[str, te.PrimExpr], axis: str, layout: Layout) -> te.PrimExpr:
