@@ -14,6 +14,7 @@ import { onDidChangePython } from './common/python';
 import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
 import { registerCompilerViews } from './features/compilerViews';
+import { registerGraphView } from './features/graphView';
 import { LineColours } from './features/lineColours';
 import { registerProfile } from './features/profile';
 import { registerVirtualDocuments } from './features/virtualDocuments';
@@ -27,6 +28,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const provider = registerVirtualDocuments(context, server, builds);
     registerCompilerViews(context, server, provider);
     registerProfile(context, server);
+    registerGraphView(context, server, builds, output);
     const restart = () => server?.restart();
     context.subscriptions.push(
         output,

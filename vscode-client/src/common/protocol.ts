@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 import { NotificationType, RequestType } from 'vscode-languageclient/node';
 import { VIRTUAL_SCHEME } from './constants';
+import { GraphAnswer, GraphParams } from './graphMessages';
 
 export type LineRange = [number, number]; // 0-based, inclusive
 
@@ -94,6 +95,7 @@ export const VirtualDocumentRequest = new RequestType<{ uri: string }, VirtualDo
 export const LineMapRequest = new RequestType<{ uri: string }, LineMap | null, void>('relaylens/lineMap');
 export const SnapshotsRequest = new RequestType<{ uri: string }, Snapshots | null, void>('relaylens/snapshots');
 export const ProfileRequest = new RequestType<{ uri: string; runs: number }, ProfileReport, void>('relaylens/profile');
+export const GraphRequest = new RequestType<GraphParams, GraphAnswer, void>('relaylens/graph');
 export const BuildFinishedNotification = new NotificationType<BuildFinished>('relaylens/buildFinished');
 
 /**
