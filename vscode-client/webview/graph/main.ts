@@ -146,7 +146,7 @@ function showGraph(message: Extract<HostToView, { type: 'graph' }>): void {
         shown.push(pane);
     }
     panes.classList.toggle('two', shown.length > 1);
-    requestAnimationFrame(() => shown.forEach((p) => p.fitWidth()));
+    requestAnimationFrame(() => shown.forEach((p) => p.start()));
     const nodes = shown[shown.length - 1]?.model.nodes.size ?? 0;
     status.textContent = `${nodes} nodes · v${answer.version}`;
     document.body.dataset.pass = answer.passName;

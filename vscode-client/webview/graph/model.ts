@@ -26,6 +26,7 @@ export interface Edge {
 }
 
 const CELL = 400; // grid cell, in layout pixels
+const LARGE_ITEM = 64; // cells: an item over more is tested on every query instead
 
 /** The parts of a namespace (`a/b\/c` -> [a, b/c]) and the key of each prefix. */
 export function namespaceKeys(namespace: string): { names: string[]; keys: string[] } {
@@ -90,12 +91,26 @@ export function hashColour(name: string): number {
     return Math.abs(h) % LINE_COLOURS;
 }
 
+/**
+ * Items by bounding box, in square cells.  An item that spans many cells (a group around
+ * half the graph, an edge from a weight used everywhere) is kept aside in `large` and
+ * tested on every query; a query over many cells (the whole graph in view) tests every
+ * item once instead of walking the cells.
+ */
 class Grid<T> {
     private readonly cells = new Map<string, T[]>();
+    private readonly boxes = new Map<T, [number, number, number, number]>();
+    private readonly large: T[] = [];
 
     add(item: T, x0: number, y0: number, x1: number, y1: number): void {
-        for (let cx = Math.floor(x0 / CELL); cx <= Math.floor(x1 / CELL); cx++) {
-            for (let cy = Math.floor(y0 / CELL); cy <= Math.floor(y1 / CELL); cy++) {
+        this.boxes.set(item, [x0, y0, x1, y1]);
+        const [cx0, cy0, cx1, cy1] = [x0, y0, x1, y1].map((v) => Math.floor(v / CELL));
+        if ((cx1 - cx0 + 1) * (cy1 - cy0 + 1) > LARGE_ITEM) {
+            this.large.push(item);
+            return;
+        }
+        for (let cx = cx0; cx <= cx1; cx++) {
+            for (let cy = cy0; cy <= cy1; cy++) {
                 const key = `${cx},${cy}`;
                 const cell = this.cells.get(key);
                 if (cell) {
@@ -107,14 +122,22 @@ class Grid<T> {
         }
     }
 
-    query(x0: number, y0: number, x1: number, y1: number): Set<T> {
+    query(x0: number, y0: number, x1: number, y1: number): T[] {
+        const meets = (item: T) => {
+            const b = this.boxes.get(item)!;
+            return b[0] <= x1 && x0 <= b[2] && b[1] <= y1 && y0 <= b[3];
+        };
+        const [cx0, cy0, cx1, cy1] = [x0, y0, x1, y1].map((v) => Math.floor(v / CELL));
+        if ((cx1 - cx0 + 1) * (cy1 - cy0 + 1) > this.cells.size) {
+            return [...this.boxes.keys()].filter(meets);
+        }
         const found = new Set<T>();
-        for (let cx = Math.floor(x0 / CELL); cx <= Math.floor(x1 / CELL); cx++) {
-            for (let cy = Math.floor(y0 / CELL); cy <= Math.floor(y1 / CELL); cy++) {
+        for (let cx = cx0; cx <= cx1; cx++) {
+            for (let cy = cy0; cy <= cy1; cy++) {
                 this.cells.get(`${cx},${cy}`)?.forEach((item) => found.add(item));
             }
         }
-        return found;
+        return [...found, ...this.large].filter(meets);
     }
 }
 
@@ -153,9 +176,12 @@ export class Model {
         }
         this.edges = layout.edges.map(([source, target, route]) => ({ source, target, route }));
         this.edges.forEach((edge, i) => {
-            const xs = edge.route.filter((_, j) => j % 2 === 0);
-            const ys = edge.route.filter((_, j) => j % 2 === 1);
-            this.edgeGrid.add(i, Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys));
+            let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+            for (let j = 0; j + 1 < edge.route.length; j += 2) {
+                [x0, x1] = [Math.min(x0, edge.route[j]), Math.max(x1, edge.route[j])];
+                [y0, y1] = [Math.min(y0, edge.route[j + 1]), Math.max(y1, edge.route[j + 1])];
+            }
+            this.edgeGrid.add(i, x0, y0, x1, y1);
         });
     }
 

@@ -11,13 +11,14 @@
  */
 
 import { ExplorerNode } from '../../src/common/graphMessages';
-import { Model, attr, hashColour, shapeOf } from './model';
+import { Edge, Model, attr, hashColour, shapeOf } from './model';
 
 const SVG = 'http://www.w3.org/2000/svg';
 const MAX_LABEL = 40;
 const DETAIL_ZOOM = 0.45; // below this, nodes are drawn without text
 const EDGE_LABEL_ZOOM = 0.8;
 const MARGIN = 200; // layout pixels drawn beyond the viewport, so a short pan shows no gap
+const MASS = 3000; // nodes and edges in view: above this (zoomed out), drawn as three paths
 
 export type Highlight = 'selected' | 'cursor' | 'mapped';
 
@@ -62,6 +63,7 @@ export class Pane {
     private y = 0;
     private pending = false;
     private firstDraw = true;
+    private mass = false; // the last draw was of the far-away kind: a click zooms in there
 
     constructor(
         parent: HTMLElement,
@@ -101,11 +103,19 @@ export class Pane {
         return { w: Math.max(r.width, 50), h: Math.max(r.height, 50) };
     }
 
-    /** The whole width in view (no closer than 1:1, no farther than 1:5), from the top. */
-    fitWidth(): void {
+    /** The top of the graph (its first inputs) in view, readable: the whole width if it fits at 0.6:1 or closer. */
+    start(): void {
         const { w } = this.size();
-        this.zoom = Math.min(1, Math.max(0.2, w / (this.model.layout.width + 20)));
-        this.x = (this.model.layout.width - w / this.zoom) / 2;
+        const layout = this.model.layout;
+        this.zoom = Math.min(1, Math.max(0.6, w / (layout.width + 20)));
+        let top: number[] | undefined;
+        for (const box of Object.values(layout.nodes)) {
+            if (!top || box[1] < top[1]) {
+                top = box;
+            }
+        }
+        const centre = w / this.zoom >= layout.width ? layout.width / 2 : top?.[0] ?? layout.width / 2;
+        this.x = centre - w / 2 / this.zoom;
         this.y = -10;
         this.schedule();
     }
@@ -211,41 +221,65 @@ export class Pane {
         const [x0, y0, x1, y1] = [this.x - m, this.y - m, this.x + w / this.zoom + m, this.y + h / this.zoom + m];
         Object.values(this.layers).forEach((layer) => layer.replaceChildren());
         const model = this.model;
-        const groups = [...model.groupGrid.query(x0, y0, x1, y1)].filter((k) => !this.groupHidden(k))
-            .sort((a, b) => model.groups.get(a)!.depth - model.groups.get(b)!.depth);
-        for (const key of groups) {
-            this.drawGroup(key);
-        }
         const detail = this.zoom >= DETAIL_ZOOM;
-        for (const i of model.edgeGrid.query(x0, y0, x1, y1)) {
-            const edge = model.edges[i];
+        const nodes = model.nodeGrid.query(x0, y0, x1, y1).filter((id) => this.hiddenBy(id) === null);
+        const groups = model.groupGrid.query(x0, y0, x1, y1).filter((k) => !this.groupHidden(k))
+            .sort((a, b) => model.groups.get(a)!.depth - model.groups.get(b)!.depth);
+        const edges = model.edgeGrid.query(x0, y0, x1, y1).map((i) => model.edges[i]).filter((edge) => {
             const a = this.hiddenBy(edge.source);
-            const b = this.hiddenBy(edge.target);
-            if (a !== null && a === b) {
-                continue;
-            }
-            const p = el('path', { class: 'edge', d: path(edge.route), 'data-src': edge.source, 'data-dst': edge.target }, this.layers.edges);
-            if (this.highlights.selected.has(edge.source) || this.highlights.selected.has(edge.target)) {
-                p.classList.add('near');
-            }
-            if (detail && this.zoom >= EDGE_LABEL_ZOOM && edge.route.length >= 4) {
-                const source = model.nodes.get(edge.source);
-                const text = source ? shapeOf(source) : '';
-                const t = el('text', { class: 'edge-label', x: (edge.route[0] + edge.route[2]) / 2 + 3, y: (edge.route[1] + edge.route[3]) / 2 }, this.layers.edges);
-                t.textContent = clip(text, 28);
-            }
-        }
-        let visible = 0;
-        for (const id of model.nodeGrid.query(x0, y0, x1, y1)) {
-            if (this.hiddenBy(id) === null) {
-                this.drawNode(model.nodes.get(id)!, detail);
-                visible++;
-            }
+            return a === null || a !== this.hiddenBy(edge.target);
+        });
+        this.mass = !detail && nodes.length + edges.length > MASS;
+        if (this.mass) { // far away and many: one path each for edges and nodes, boxes without names
+            this.drawMass(nodes, edges, groups);
+        } else {
+            groups.forEach((key) => this.drawGroup(key));
+            edges.forEach((edge) => this.drawEdge(edge, detail));
+            nodes.forEach((id) => this.drawNode(model.nodes.get(id)!, detail));
         }
         const ms = performance.now() - started;
         if (this.firstDraw) {
             this.firstDraw = false;
-            this.events.drawn(this, visible, ms);
+            this.events.drawn(this, nodes.length, ms);
+        }
+    }
+
+    private drawMass(nodes: string[], edges: Edge[], groups: string[]): void {
+        const boxes = groups.map((key) => {
+            const [x0, y0, x1, y1] = this.model.groups.get(key)!.box;
+            return `M${x0},${y0}H${x1}V${y1}H${x0}Z`;
+        });
+        el('path', { class: 'mass-groups', d: boxes.join('') }, this.layers.groups);
+        const lines = edges.map((edge) => {
+            let d = `M${edge.route[0]},${edge.route[1]}`;
+            for (let j = 2; j + 1 < edge.route.length; j += 2) {
+                d += `L${edge.route[j]},${edge.route[j + 1]}`;
+            }
+            return d;
+        });
+        el('path', { class: 'mass-edges', d: lines.join('') }, this.layers.edges);
+        const rects = nodes.map((id) => {
+            const [x, y, w, h] = this.model.layout.nodes[id];
+            return `M${x - w / 2},${y - h / 2}h${w}v${h}h${-w}Z`;
+        });
+        el('path', { class: 'mass-nodes', d: rects.join('') }, this.layers.nodes);
+        const marked = [...this.highlights.selected, ...this.highlights.cursor, ...this.highlights.mapped];
+        for (const id of marked) {
+            if (this.model.layout.nodes[id] && this.hiddenBy(id) === null) {
+                this.drawNode(this.model.nodes.get(id)!, false);
+            }
+        }
+    }
+
+    private drawEdge(edge: Edge, detail: boolean): void {
+        const p = el('path', { class: 'edge', d: path(edge.route), 'data-src': edge.source, 'data-dst': edge.target }, this.layers.edges);
+        if (this.highlights.selected.has(edge.source) || this.highlights.selected.has(edge.target)) {
+            p.classList.add('near');
+        }
+        if (detail && this.zoom >= EDGE_LABEL_ZOOM && edge.route.length >= 4) {
+            const source = this.model.nodes.get(edge.source);
+            const t = el('text', { class: 'edge-label', x: (edge.route[0] + edge.route[2]) / 2 + 3, y: (edge.route[1] + edge.route[3]) / 2 }, this.layers.edges);
+            t.textContent = clip(source ? shapeOf(source) : '', 28);
         }
     }
 
@@ -368,6 +402,11 @@ export class Pane {
                 return;
             }
             const target = ev.target as Element;
+            if (this.mass && !target.closest('.node')) {
+                const r = this.svg.getBoundingClientRect();
+                this.zoomBy(1 / this.zoom, ev.clientX - r.left, ev.clientY - r.top);
+                return;
+            }
             const node = target.closest('.node') as SVGGElement | null;
             if (node?.dataset.id) {
                 this.events.click(this, node.dataset.id);
