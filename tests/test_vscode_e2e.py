@@ -107,7 +107,7 @@ def test_the_extension_in_code_server(tools, tmp_path):
     steps = result["steps"]
     assert list(steps) == ["open-and-build", "hover", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
                            "one-server-many-documents", "optimised-ir-and-assembly",
-                           "pass-diff-without-renumbering", "profile", "broken-line-diagnostic"], report
+                           "pass-diff-without-renumbering", "profile", "graph-view", "broken-line-diagnostic"], report
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
     assert result["servers"] == {"server": 1, "worker": 1}, report

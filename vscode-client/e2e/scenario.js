@@ -20,7 +20,9 @@
  * module.ll (F12 and lenses reuse the open pair); the O3 and assembly views open without
  * debug information and the toggle brings it back; the pass pipeline's diff of FuseOps opens
  * (its after side numbered as the before side); Profile lists the kernels with their times
- * and puts the figures as inlay hints on the fused groups' lines; breaking a line shows an
+ * and puts the figures as inlay hints on the fused groups' lines; the Graph view (graphViewStep)
+ * opens beside, a click on a node selects its Relay line, the cursor highlights its node,
+ * and the before/after of FuseOps maps the nodes; breaking a line shows an
  * error squiggle and the status bar counts the errors.
  *
  * With ZERO_CONFIG=1 it plays a new user instead: no `relaylens.server.pythonPath` and no
@@ -375,6 +377,8 @@ async function scenario(page, url) {
         return result.profileRows.join(' | ').slice(0, 300);
     });
 
+    await step(page, 'graph-view', () => graphViewStep(page, model));
+
     await step(page, 'broken-line-diagnostic', async () => {
         await page.locator('.tab', { hasText: model }).first().click();
         await activeTab(page, model).waitFor();
@@ -389,6 +393,55 @@ async function scenario(page, url) {
         result.errorsInStatus = Number(/(\d+) error/.exec(text)[1]);
         return text;
     });
+}
+
+/**
+ * RelayLens: Show Graph on the model: the webview (an iframe in an iframe) draws nodes; a
+ * click on a node selects its Relay line in the one Relay editor; moving the cursor to
+ * HOVER_LINE highlights that line's node; FuseOps with "before/after" shows both snapshots
+ * and hovering a node after the pass marks what it was before.  Screenshots graph-view-*.png.
+ */
+async function graphViewStep(page, model) {
+    const hoverLine = Number(env('HOVER_LINE'));
+    const shot = (name) => page.screenshot({ path: path.join(artifacts, `graph-view-${name}.png`) }).catch(() => undefined);
+    await page.locator('.tab', { hasText: model }).first().click();
+    await activeTab(page, model).waitFor();
+    await goToLine(page, hoverLine);
+    await runCommand(page, 'RelayLens: Show Graph');
+    const view = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
+    await view.locator('.node[data-line]').first().waitFor({ timeout: STEP_TIMEOUT });
+    await view.locator(`.node.cursor[data-line="${hoverLine}"]`).first().waitFor({ timeout: 30_000 });
+    await shot('open');
+    const target = view.locator(`.node.op[data-line]:not([data-line="${hoverLine}"])`).first();
+    const line = Number(await target.getAttribute('data-line'));
+    await target.click();
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
+    const tabs = await page.locator('.tab', { hasText: model }).filter({ hasNotText: /Graph|↔/ }).count();
+    if (tabs !== 1) {
+        throw new Error(`a click on a node should reuse the open Relay editor: ${tabs} tabs`);
+    }
+    await shot('click');
+    result.graphClick = { node: await target.getAttribute('data-id'), line };
+    await goToLine(page, hoverLine);
+    const cursor = view.locator(`.node.cursor[data-line="${hoverLine}"]`).first();
+    await cursor.waitFor({ timeout: 30_000 });
+    result.graphCursor = { line: hoverLine, node: await cursor.getAttribute('data-id') };
+    await shot('cursor');
+    const fuse = await view.locator('#pass option', { hasText: 'FuseOps' }).first().getAttribute('value');
+    await view.locator('#pass').selectOption(fuse);
+    await view.locator('#compare').check();
+    await view.locator('.pane.before .node').first().waitFor({ timeout: STEP_TIMEOUT });
+    const after = view.locator('.pane.after .node.op').first();
+    await after.waitFor({ timeout: STEP_TIMEOUT });
+    await after.hover();
+    const before = view.locator('.pane.before .node.mapped');
+    await before.first().waitFor({ timeout: 30_000 });
+    result.graphMapped = { after: await after.getAttribute('data-id'), before: await before.first().getAttribute('data-id') };
+    await shot('before-after');
+    await view.locator('body').click({ position: { x: 5, y: 5 } }).catch(() => undefined);
+    await runCommand(page, 'View: Close Editor'); // the Graph tab: later steps look for the model's tab by name
+    return `clicked ${result.graphClick.node} -> line ${line}; cursor line ${hoverLine} -> ${result.graphCursor.node}; `
+        + `FuseOps: ${result.graphMapped.after} was ${result.graphMapped.before}`;
 }
 
 async function main() {

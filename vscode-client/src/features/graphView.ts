@@ -179,11 +179,8 @@ class GraphPanel implements vscode.Disposable {
         const target = new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
         const column = shown?.viewColumn
             ?? (this.panel.viewColumn === vscode.ViewColumn.One ? vscode.ViewColumn.Two : vscode.ViewColumn.One);
-        const editor = await vscode.window.showTextDocument(document, {
-            viewColumn: column,
-            preview: false,
-            selection: new vscode.Selection(target.end, target.start), // the cursor at its start
-        });
+        const editor = await vscode.window.showTextDocument(document, { viewColumn: column, preview: false });
+        editor.selection = new vscode.Selection(target.end, target.start); // selected, the cursor at its start
         editor.revealRange(target, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     }
 
