@@ -431,7 +431,7 @@ async function graphViewStep(page, model) {
     await view.locator('#pass').selectOption(fuse);
     await view.locator('#compare').check();
     await view.locator('.pane.before .node').first().waitFor({ timeout: STEP_TIMEOUT });
-    const after = view.locator('.pane.after .node.op').first();
+    const after = view.locator('.pane.after .node.cursor').first(); // the cursor's node, in view
     await after.waitFor({ timeout: STEP_TIMEOUT });
     await after.hover();
     const before = view.locator('.pane.before .node.mapped');
