@@ -438,8 +438,10 @@ async function graphViewStep(page, model) {
     await before.first().waitFor({ timeout: 30_000 });
     result.graphMapped = { after: await after.getAttribute('data-id'), before: await before.first().getAttribute('data-id') };
     await shot('before-after');
-    await view.locator('body').click({ position: { x: 5, y: 5 } }).catch(() => undefined);
-    await runCommand(page, 'View: Close Editor'); // the Graph tab: later steps look for the model's tab by name
+    const graphTab = page.locator('.tab', { hasText: 'Graph:' }); // closed: later steps look for the model's tab by name
+    await graphTab.first().hover();
+    await graphTab.first().locator('.tab-actions .action-label').first().click();
+    await graphTab.first().waitFor({ state: 'detached', timeout: 10_000 });
     return `clicked ${result.graphClick.node} -> line ${line}; cursor line ${hoverLine} -> ${result.graphCursor.node}; `
         + `FuseOps: ${result.graphMapped.after} was ${result.graphMapped.before}`;
 }
