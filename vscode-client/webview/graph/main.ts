@@ -81,7 +81,11 @@ const events: PaneEvents = {
     hover(pane, id) {
         const there = other(pane);
         if (there && id) {
-            there.setHighlight('mapped', mapped(pane, id));
+            const ids = mapped(pane, id);
+            there.setHighlight('mapped', ids);
+            if (ids.length) {
+                there.reveal(ids[0]); // scrolls only when it is out of view
+            }
         }
     },
     drawn(pane, visible, ms) {
