@@ -407,6 +407,7 @@ async function graphViewStep(page, model) {
     await page.locator('.tab', { hasText: model }).first().click();
     await activeTab(page, model).waitFor();
     await goToLine(page, hoverLine);
+    await page.keyboard.press('Control+B'); // the side bar away: room for the graph (back at the end)
     await runCommand(page, 'RelayLens: Show Graph');
     const view = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
     await view.locator('.node[data-line]').first().waitFor({ timeout: STEP_TIMEOUT });
@@ -442,6 +443,8 @@ async function graphViewStep(page, model) {
     await graphTab.first().hover();
     await graphTab.first().locator('.tab-actions .action-label').first().click();
     await graphTab.first().waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('.tab', { hasText: model }).first().click();
+    await page.keyboard.press('Control+B');
     return `clicked ${result.graphClick.node} -> line ${line}; cursor line ${hoverLine} -> ${result.graphCursor.node}; `
         + `FuseOps: ${result.graphMapped.after} was ${result.graphMapped.before}`;
 }

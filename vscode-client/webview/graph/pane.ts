@@ -103,10 +103,17 @@ export class Pane {
         return { w: Math.max(r.width, 50), h: Math.max(r.height, 50) };
     }
 
-    /** The top of the graph (its first inputs) in view, readable: the whole width if it fits at 0.6:1 or closer. */
+    /**
+     * The first view: the whole graph when it is readable so (1:2 or closer), else its top
+     * (its first inputs) at 0.6:1 or closer, the whole width if that fits.
+     */
     start(): void {
-        const { w } = this.size();
+        const { w, h } = this.size();
         const layout = this.model.layout;
+        if (Math.min(w / (layout.width + 20), h / (layout.height + 20)) >= 0.5) {
+            this.fitAll(); // a small graph: all of it
+            return;
+        }
         this.zoom = Math.min(1, Math.max(0.6, w / (layout.width + 20)));
         let top: number[] | undefined;
         for (const box of Object.values(layout.nodes)) {
@@ -149,9 +156,10 @@ export class Pane {
         for (const key of this.model.groupsOf.get(id) ?? []) {
             this.collapsed.delete(key);
         }
-        const [x, y] = placed;
+        const [x, y, bw, bh] = placed;
         const { w, h } = this.size();
-        const inside = x > this.x && x < this.x + w / this.zoom && y > this.y && y < this.y + h / this.zoom;
+        const inside = x - bw / 2 > this.x && x + bw / 2 < this.x + w / this.zoom
+            && y - bh / 2 > this.y && y + bh / 2 < this.y + h / this.zoom;
         if (always || !inside) {
             if (this.zoom < DETAIL_ZOOM) {
                 this.zoom = 1;
