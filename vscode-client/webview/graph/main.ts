@@ -149,6 +149,11 @@ function showGraph(message: Extract<HostToView, { type: 'graph' }>): void {
         }
         shown.push(pane);
     }
+    if (mapping && shown.length > 1) { // a node whose entry has nobody on the other side
+        const [before, after] = shown;
+        before.setHighlight('removed', [...before.model.nodes.keys()].filter((id) => mapping!.toAfter.get(id)?.length === 0));
+        after.setHighlight('added', [...after.model.nodes.keys()].filter((id) => mapping!.toBefore.get(id)?.length === 0));
+    }
     panes.classList.toggle('two', shown.length > 1);
     requestAnimationFrame(() => shown.forEach((p) => p.start()));
     const nodes = shown[shown.length - 1]?.model.nodes.size ?? 0;

@@ -7,7 +7,8 @@
  *
  * Highlights are sets of node ids (`selected`: clicked; `cursor`: the Relay cursor's line;
  * `mapped`: what the other side of a comparison relates to the node under the pointer or
- * selected there), re-applied whenever the visible part is drawn again.
+ * selected there; `added` / `removed`: in a comparison, nodes that the other side has no
+ * node for), re-applied whenever the visible part is drawn again.
  */
 
 import { ExplorerNode } from '../../src/common/graphMessages';
@@ -20,7 +21,7 @@ const EDGE_LABEL_ZOOM = 0.8;
 const MARGIN = 200; // layout pixels drawn beyond the viewport, so a short pan shows no gap
 const MASS = 3000; // nodes and edges in view: above this (zoomed out), drawn as three paths
 
-export type Highlight = 'selected' | 'cursor' | 'mapped';
+export type Highlight = 'selected' | 'cursor' | 'mapped' | 'added' | 'removed';
 
 export interface PaneEvents {
     click(pane: Pane, id: string): void;
@@ -57,7 +58,7 @@ export class Pane {
     private readonly info: HTMLDivElement;
     private readonly layers: { groups: SVGGElement; edges: SVGGElement; nodes: SVGGElement; closed: SVGGElement };
     readonly collapsed = new Set<string>();
-    readonly highlights: Record<Highlight, Set<string>> = { selected: new Set(), cursor: new Set(), mapped: new Set() };
+    readonly highlights: Record<Highlight, Set<string>> = { selected: new Set(), cursor: new Set(), mapped: new Set(), added: new Set(), removed: new Set() };
     zoom = 1;
     private x = 0; // the view's top-left corner, in layout pixels
     private y = 0;
@@ -319,7 +320,7 @@ export class Pane {
         if (range) {
             g.setAttribute('data-line', String(range.start.line + 1));
         }
-        for (const kind of ['selected', 'cursor', 'mapped'] as const) {
+        for (const kind of ['selected', 'cursor', 'mapped', 'added', 'removed'] as const) {
             if (this.highlights[kind].has(node.id)) {
                 g.classList.add(kind);
             }
