@@ -399,7 +399,8 @@ async function scenario(page, url) {
  * RelayLens: Show Graph on the model: the webview (an iframe in an iframe) draws nodes; a
  * click on a node selects its Relay line in the one Relay editor; moving the cursor to
  * HOVER_LINE highlights that line's node; FuseOps with "before/after" shows both snapshots
- * and hovering a node after the pass marks what it was before.  Screenshots graph-view-*.png.
+ * and hovering a node after the pass marks what it was before; a window reload brings the
+ * view back as it was.  Screenshots graph-view-*.png.
  */
 async function graphViewStep(page, model) {
     const hoverLine = Number(env('HOVER_LINE'));
@@ -439,6 +440,14 @@ async function graphViewStep(page, model) {
     await before.first().waitFor({ timeout: 30_000 });
     result.graphMapped = { after: await after.getAttribute('data-id'), before: await before.first().getAttribute('data-id') };
     await shot('before-after');
+    // a window reload restores the view as it was: FuseOps, before/after (its serializer)
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: STEP_TIMEOUT });
+    await view.locator('.pane.before .node').first().waitFor({ timeout: STEP_TIMEOUT });
+    result.graphRestored = await view.locator('.pane-title').allInnerTexts();
+    if (!result.graphRestored.some((t) => t.includes('FuseOps'))) {
+        throw new Error(`the reloaded view is not the one left: ${JSON.stringify(result.graphRestored)}`);
+    }
     const graphTab = page.locator('.tab', { hasText: 'Graph:' }); // closed: later steps look for the model's tab by name
     await graphTab.first().hover();
     await graphTab.first().locator('.tab-actions .action-label').first().click();
