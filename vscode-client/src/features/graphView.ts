@@ -217,8 +217,7 @@ export function registerGraphView(context: vscode.ExtensionContext, server: Serv
             open.show();
             return;
         }
-        const panel = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, 'Graph', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
-            { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(context.extensionUri, 'dist')] });
+        const panel = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, 'Graph', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true });
         adopt(panel, { uri, after: null, compare: false });
     };
     context.subscriptions.push(
