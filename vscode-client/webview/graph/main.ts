@@ -33,6 +33,7 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<H
 const app = document.getElementById('app')!;
 const bar = element('div', { className: 'toolbar' }, app);
 const picker = element('select', { id: 'pass', title: 'the snapshot to draw' }, bar);
+const functions = element('select', { id: 'function', title: 'the function to draw' }, bar);
 const compareLabel = element('label', { className: 'toggle', title: 'the snapshot before beside it, nodes mapped through spans' }, bar);
 const compare = element('input', { type: 'checkbox', id: 'compare' }, compareLabel);
 compareLabel.appendChild(document.createTextNode(' before/after'));
@@ -47,6 +48,8 @@ const panes = element('div', { className: 'panes' }, app);
 let state: ViewState | null = (vscode.getState() as ViewState | null) ?? null;
 let shown: Pane[] = [];
 let mapping: { toAfter: Map<string, string[]>; toBefore: Map<string, string[]> } | null = null;
+let last: Extract<HostToView, { type: 'graph' }> | null = null; // the graph message drawn
+let graphId: string | null = null; // the function drawn (@main unless another was picked)
 
 function other(pane: Pane): Pane | undefined {
     return shown.find((p) => p !== pane);
@@ -78,6 +81,13 @@ const events: PaneEvents = {
             send({ type: 'reveal', range });
         }
     },
+    open(pane, id) {
+        const callee = pane.model.nodes.get(id)?.subgraphIds?.[0];
+        if (callee && last?.answer.graph.graphs.some((g) => g.id === callee)) {
+            graphId = callee;
+            showGraph(last);
+        }
+    },
     hover(pane, id) {
         const there = other(pane);
         if (there && id) {
@@ -106,6 +116,7 @@ function fillPicker(passes: PassChoice[], chosen: number): void {
 
 function showGraph(message: Extract<HostToView, { type: 'graph' }>): void {
     const { answer, passes } = message;
+    last = message;
     const previous = new Map(shown.map((p) => [p.side, p]));
     state = message.state;
     vscode.setState(state);
@@ -114,7 +125,10 @@ function showGraph(message: Extract<HostToView, { type: 'graph' }>): void {
     panes.replaceChildren();
     shown = [];
     mapping = null;
-    const graphId = answer.graph.graphs[0]?.id;
+    const ids = answer.graph.graphs.map((g) => g.id);
+    graphId = graphId !== null && ids.includes(graphId) ? graphId : ids[0] ?? null;
+    functions.replaceChildren(...ids.map((id) => element('option', { value: id, textContent: `@${id}`, selected: id === graphId })));
+    functions.hidden = ids.length < 2;
     if (!graphId) {
         status.textContent = 'this module has no function to draw';
         return;
@@ -163,6 +177,14 @@ function showGraph(message: Extract<HostToView, { type: 'graph' }>): void {
 }
 
 function followCursor(line: number, character: number): void {
+    const drawn = last?.answer;
+    if (drawn && graphId && !Object.values(drawn.ranges[graphId] ?? {}).some((r) => r.start.line <= line && line <= r.end.line)) {
+        const other = Object.keys(drawn.ranges).find((id) => Object.values(drawn.ranges[id]).some((r) => r.start.line <= line && line <= r.end.line));
+        if (other && last) { // the cursor is in another function: draw that one
+            graphId = other;
+            showGraph(last);
+        }
+    }
     for (const pane of shown) {
         const ids = pane.model.nodesAtLine(line, character);
         pane.setHighlight('cursor', ids);
@@ -198,6 +220,12 @@ window.addEventListener('message', (event: MessageEvent<HostToView>) => {
     }
 });
 
+functions.addEventListener('change', () => {
+    graphId = functions.value;
+    if (last) {
+        showGraph(last);
+    }
+});
 picker.addEventListener('change', () => send({ type: 'choose', after: Number(picker.value), compare: compare.checked }));
 compare.addEventListener('change', () => send({ type: 'choose', after: picker.value === '' ? null : Number(picker.value), compare: compare.checked }));
 buttons.fit.addEventListener('click', () => shown.forEach((p) => p.fitAll()));

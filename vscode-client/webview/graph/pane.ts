@@ -25,6 +25,7 @@ export type Highlight = 'selected' | 'cursor' | 'mapped' | 'added' | 'removed';
 
 export interface PaneEvents {
     click(pane: Pane, id: string): void;
+    open(pane: Pane, id: string): void; // a double click: a call's function
     hover(pane: Pane, id: string | null): void;
     drawn(pane: Pane, visible: number, ms: number): void;
 }
@@ -428,6 +429,12 @@ export class Pane {
                     this.collapsed.add(key);
                 }
                 this.schedule();
+            }
+        });
+        this.svg.addEventListener('dblclick', (ev) => {
+            const node = (ev.target as Element).closest('.node') as SVGGElement | null;
+            if (node?.dataset.id) {
+                this.events.open(this, node.dataset.id);
             }
         });
         this.svg.addEventListener('pointerover', (ev) => {
