@@ -80,7 +80,7 @@ export interface PassChoice {
     changed: boolean;
 }
 
-/** What the view remembers across reloads (webview state) and the host restores. */
+/** What the view shows, kept across reloads (in the webview's state and the workspace state). */
 export interface ViewState {
     uri: string; // the Relay document
     after: number | null; // the snapshot shown; null: the last (after the whole pipeline)
@@ -103,7 +103,7 @@ export type HostToView =
 
 /** webview -> extension host */
 export type ViewToHost =
-    | { type: 'ready'; state: ViewState | null } // loaded (or reloaded with its state)
+    | { type: 'ready' } // the page loaded (or reloaded): send the graph
     | { type: 'choose'; after: number | null; compare: boolean } // the pass picker or the compare toggle
     | { type: 'reveal'; range: LspRange } // a node was clicked: select its Relay text
     | { type: 'drawn'; nodes: number; visible: number; ms: number }; // a draw's time, for the log

@@ -16,7 +16,8 @@
  *     is gone).
  *
  * One panel per document; the command on a document that has one reveals it.  A panel
- * survives a window reload (its state: document, snapshot, comparison).  The webview runs
+ * survives a window reload (its state: document, snapshot, comparison; kept in the
+ * workspace state as soon as it changes, and in the webview's).  The webview runs
  * under a Content-Security-Policy with a nonce and no network.
  */
 
@@ -65,6 +66,7 @@ class GraphPanel implements vscode.Disposable {
         builds: BuildEvents,
         extension: vscode.Uri,
         private readonly output: (line: string) => void,
+        private readonly remember: (state: ViewState) => void,
         onDispose: () => void,
     ) {
         this.state = state;
@@ -100,14 +102,12 @@ class GraphPanel implements vscode.Disposable {
 
     private receive(message: ViewToHost): void {
         switch (message.type) {
-            case 'ready':
-                if (message.state && message.state.uri === this.state.uri) {
-                    this.state = message.state;
-                }
+            case 'ready': // (re)loaded: the host's state is the latest (the page's may be older)
                 void this.load();
                 return;
             case 'choose':
                 this.state = { ...this.state, after: message.after, compare: message.compare };
+                this.remember(this.state);
                 void this.load();
                 return;
             case 'reveal':
@@ -197,9 +197,13 @@ class GraphPanel implements vscode.Disposable {
 export function registerGraphView(context: vscode.ExtensionContext, server: ServerManager, builds: BuildEvents,
     output: vscode.LogOutputChannel): void {
     const panels = new Map<string, GraphPanel>();
+    // The view's state is also kept in the workspace state, written at once: a browser (code-server)
+    // may not save the webview's own state when the page reloads.
+    const key = (uri: string) => `${GRAPH_VIEW_TYPE}:${uri}`;
+    const remember = (state: ViewState) => void context.workspaceState.update(key(state.uri), state);
     const adopt = (panel: vscode.WebviewPanel, state: ViewState) => {
         const made = new GraphPanel(panel, state, server, builds, context.extensionUri, (line) => output.info(line),
-            () => panels.delete(state.uri));
+            remember, () => panels.delete(state.uri));
         panels.set(state.uri, made);
     };
     const show = (resource?: vscode.Uri) => {
@@ -225,7 +229,8 @@ export function registerGraphView(context: vscode.ExtensionContext, server: Serv
             show(resource instanceof vscode.Uri ? resource : undefined)),
         vscode.window.registerWebviewPanelSerializer(GRAPH_VIEW_TYPE, {
             async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown) {
-                const saved = state as ViewState | undefined;
+                const given = state as ViewState | undefined;
+                const saved = given && typeof given.uri === 'string' ? context.workspaceState.get<ViewState>(key(given.uri)) ?? given : undefined;
                 if (saved && typeof saved.uri === 'string' && !panels.has(saved.uri)) {
                     adopt(panel, { uri: saved.uri, after: typeof saved.after === 'number' ? saved.after : null, compare: !!saved.compare });
                 } else {

@@ -45,7 +45,7 @@ for (const [name, text, title] of [['fit', 'fit', 'the whole graph in view'], ['
 const status = element('span', { className: 'status' }, bar);
 const panes = element('div', { className: 'panes' }, app);
 
-let state: ViewState | null = (vscode.getState() as ViewState | null) ?? null;
+let state: ViewState | null = null; // the host sends it with every graph; kept with setState for VS Code's serializer
 let shown: Pane[] = [];
 let mapping: { toAfter: Map<string, string[]>; toBefore: Map<string, string[]> } | null = null;
 let last: Extract<HostToView, { type: 'graph' }> | null = null; // the graph message drawn
@@ -234,4 +234,4 @@ buttons.zoomout.addEventListener('click', () => shown.forEach((p) => p.zoomBy(0.
 buttons.collapse.addEventListener('click', () => shown.forEach((p) => p.collapseTop()));
 buttons.expand.addEventListener('click', () => shown.forEach((p) => p.expandAll()));
 
-send({ type: 'ready', state });
+send({ type: 'ready' });
