@@ -200,7 +200,11 @@ export function registerGraphView(context: vscode.ExtensionContext, server: Serv
     // The view's state is also kept in the workspace state, written at once: a browser (code-server)
     // may not save the webview's own state when the page reloads.
     const key = (uri: string) => `${GRAPH_VIEW_TYPE}:${uri}`;
-    const remember = (state: ViewState) => void context.workspaceState.update(key(state.uri), state);
+    const LAST = `${GRAPH_VIEW_TYPE}:last`; // the document of the view changed last
+    const remember = (state: ViewState) => {
+        void context.workspaceState.update(key(state.uri), state);
+        void context.workspaceState.update(LAST, state.uri);
+    };
     const adopt = (panel: vscode.WebviewPanel, state: ViewState) => {
         const made = new GraphPanel(panel, state, server, builds, context.extensionUri, (line) => output.info(line),
             remember, () => panels.delete(state.uri));
@@ -222,15 +226,18 @@ export function registerGraphView(context: vscode.ExtensionContext, server: Serv
             return;
         }
         const panel = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, 'Graph', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true });
-        adopt(panel, { uri, after: null, compare: false });
+        const state: ViewState = { uri, after: null, compare: false };
+        adopt(panel, state);
+        remember(state);
     };
     context.subscriptions.push(
         vscode.commands.registerCommand(COMMANDS.showGraph, (resource?: vscode.Uri) =>
             show(resource instanceof vscode.Uri ? resource : undefined)),
         vscode.window.registerWebviewPanelSerializer(GRAPH_VIEW_TYPE, {
             async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown) {
-                const given = state as ViewState | undefined;
-                const saved = given && typeof given.uri === 'string' ? context.workspaceState.get<ViewState>(key(given.uri)) ?? given : undefined;
+                const given = state as ViewState | undefined; // undefined when the page's state was not saved
+                const uri = typeof given?.uri === 'string' ? given.uri : context.workspaceState.get<string>(LAST);
+                const saved = uri ? context.workspaceState.get<ViewState>(key(uri)) ?? given : undefined;
                 if (saved && typeof saved.uri === 'string' && !panels.has(saved.uri)) {
                     adopt(panel, { uri: saved.uri, after: typeof saved.after === 'number' ? saved.after : null, compare: !!saved.compare });
                 } else {
