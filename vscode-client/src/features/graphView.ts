@@ -15,7 +15,8 @@
  *   - a finished build of the document redraws the snapshot shown (the last one when it
  *     is gone).
  *
- * One panel per document; the command on a document that has one reveals it.  A panel
+ * One panel per document; the command on a document that has one reveals it, and on one
+ * whose view was closed opens it as it was (same snapshot and comparison).  A panel
  * survives a window reload (its state: document, snapshot, comparison; kept in the
  * workspace state as soon as it changes, and in the webview's).  The webview runs
  * under a Content-Security-Policy with a nonce and no network.
@@ -226,7 +227,7 @@ export function registerGraphView(context: vscode.ExtensionContext, server: Serv
             return;
         }
         const panel = vscode.window.createWebviewPanel(GRAPH_VIEW_TYPE, 'Graph', { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true });
-        const state: ViewState = { uri, after: null, compare: false };
+        const state: ViewState = context.workspaceState.get<ViewState>(key(uri)) ?? { uri, after: null, compare: false };
         adopt(panel, state);
         remember(state);
     };
