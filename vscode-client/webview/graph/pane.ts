@@ -66,6 +66,7 @@ export class Pane {
     private pending = false;
     private firstDraw = true;
     private mass = false; // the last draw was of the far-away kind: a click zooms in there
+    private readonly slowest: number; // the largest share of the run among the kernels profiled
 
     constructor(
         parent: HTMLElement,
@@ -76,6 +77,7 @@ export class Pane {
         private readonly profile: Record<string, number> | null,
         private readonly events: PaneEvents,
     ) {
+        this.slowest = Object.values(profile ?? {}).reduce((a, b) => Math.max(a, b), 1e-9);
         this.root = document.createElement('div');
         this.root.className = `pane ${side}`;
         const heading = document.createElement('div');
@@ -344,8 +346,7 @@ export class Pane {
         if (share === undefined || !this.profile) {
             return undefined;
         }
-        const top = Math.max(...Object.values(this.profile), 1e-9);
-        return Math.min(1, share / top);
+        return Math.min(1, share / this.slowest);
     }
 
     /** The info line: a node's operator, type, place and groups (or a summary). */
