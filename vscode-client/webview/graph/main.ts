@@ -169,7 +169,7 @@ function showGraph(message: Extract<HostToView, { type: 'graph' }>): void {
         after.setHighlight('added', [...after.model.nodes.keys()].filter((id) => mapping!.toBefore.get(id)?.length === 0));
     }
     panes.classList.toggle('two', shown.length > 1);
-    requestAnimationFrame(() => shown.forEach((p) => p.start()));
+    shown.forEach((p) => p.start()); // now, so that a reveal (the cursor's) that follows wins
     const nodes = shown[shown.length - 1]?.model.nodes.size ?? 0;
     status.textContent = `${nodes} nodes · v${answer.version}`;
     document.body.dataset.pass = answer.passName;

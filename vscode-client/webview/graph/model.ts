@@ -143,6 +143,7 @@ class Grid<T> {
 
 export class Model {
     readonly nodes = new Map<string, ExplorerNode>();
+    readonly order = new Map<string, number>(); // a node's place in the JSON: operands before their users
     readonly kinds = new Map<string, Kind>();
     readonly groupsOf = new Map<string, string[]>(); // node id -> its group keys, outermost first
     readonly groups = new Map<string, Group>();
@@ -153,6 +154,7 @@ export class Model {
 
     constructor(readonly graph: ExplorerGraph, readonly layout: GraphLayout, readonly ranges: Record<string, LspRange>) {
         for (const node of graph.nodes) {
+            this.order.set(node.id, this.order.size);
             this.nodes.set(node.id, node);
             this.kinds.set(node.id, kindOf(node));
             const { names, keys } = namespaceKeys(node.namespace);
@@ -187,17 +189,20 @@ export class Model {
 
     /** The nodes whose Relay text covers `line`, the one at `character` (the innermost) first. */
     nodesAtLine(line: number, character: number): string[] {
-        const hits: { id: string; exact: boolean; size: number }[] = [];
+        const hits: { id: string; exact: boolean; size: number; order: number }[] = [];
         for (const [id, r] of Object.entries(this.ranges)) {
-            if (r.start.line <= line && line <= r.end.line && this.nodes.has(id)) {
+            const order = this.order.get(id);
+            if (r.start.line <= line && line <= r.end.line && order !== undefined) {
                 const after = line > r.start.line || character >= r.start.character;
                 const before = line < r.end.line || character <= r.end.character;
                 const size = (r.end.line - r.start.line) * 10000 + r.end.character - r.start.character;
-                hits.push({ id, exact: after && before, size });
+                hits.push({ id, exact: after && before, size, order });
             }
         }
+        // nodes made from one expression (a weight's layout_transform and its convolution)
+        // share its range: the last of them, the consumer, is the expression itself
         const op = (id: string) => (this.kinds.get(id) === 'op' || this.kinds.get(id) === 'call' ? 0 : 1);
-        hits.sort((a, b) => Number(b.exact) - Number(a.exact) || op(a.id) - op(b.id) || a.size - b.size);
+        hits.sort((a, b) => Number(b.exact) - Number(a.exact) || op(a.id) - op(b.id) || a.size - b.size || b.order - a.order);
         return hits.map((h) => h.id);
     }
 }
