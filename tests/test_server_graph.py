@@ -138,3 +138,36 @@ async def test_relaylens_graph_says_why_it_cannot(client: LanguageClient) -> Non
         await client.protocol.send_request_async("relaylens/graph", {"uri": "file:///tmp/relaylens-graph/none.relay"})
     with pytest.raises(JsonRpcException, match="`after` is a pass name"):
         await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": [1]})
+
+
+@asyncio_module
+async def test_relaylens_graph_with_layout_and_the_snapshot_before(client: LanguageClient) -> None:
+    uri = "file:///tmp/relaylens-graph/g.relay"
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=TEXT)))
+    await finished(uri, 1)
+    plain = await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": "FuseOps"})
+    assert not hasattr(plain, "layout") and not hasattr(plain, "before")  # only when asked
+    result = await client.protocol.send_request_async(
+        "relaylens/graph", {"uri": uri, "after": "FuseOps", "layout": True, "compare": True})
+    nodes = _get(_get(_get(result, "graph"), "graphs")[0], "nodes")
+    ids = {_get(n, "id") for n in nodes}
+    placed = _get(_get(_get(result, "layout"), "main"), "nodes")
+    placed = placed if isinstance(placed, dict) else placed._asdict()  # pytest-lsp renames `%x` in a namedtuple
+    assert len(placed) == len(ids) and {i for i in ids if i.startswith("n")} <= set(placed)
+    assert all(len(box) == 4 for box in placed.values())
+    before = _get(result, "before")
+    assert _get(before, "index") == _get(result, "index") - 1
+    before_ids = {_get(n, "id") for n in _get(_get(_get(before, "graph"), "graphs")[0], "nodes")}
+    assert _get(_get(before, "layout"), "main")
+    entries = _get(_get(result, "mapping"), "main")
+    dense = ("nn.dense", "nn.contrib_dense_pack")  # AlterOpLayout packs it, as TVM's x86 strategy does
+    dense_before = next(_get(n, "id") for n in _get(_get(_get(before, "graph"), "graphs")[0], "nodes")
+                        if _get(n, "label") in dense)
+    dense_after = next(_get(n, "id") for n in nodes if _get(n, "label") in dense)
+    assert [[dense_before], [dense_after]] in [list(map(list, e)) for e in entries]  # FuseOps keeps the call
+    assert all(set(left) <= before_ids and set(right) <= ids for left, right in entries)
+    first = await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": 0, "compare": True})
+    assert _get(first, "before") is None
+    with pytest.raises(JsonRpcException, match="`layout` is true or false"):
+        await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "layout": "yes"})

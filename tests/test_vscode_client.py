@@ -142,5 +142,6 @@ def test_the_vsix_packages_offline(node_modules):
         "relaylens.files.maxBytes", "relaylens.params.bind", "relaylens.cache.enabled",
         "relaylens.byoc.patterns", "relaylens.byoc.target", "relaylens.byoc.targetOps"}
     assert {"relaylens.goToSource"} <= commands
+    assert {"extension/dist/graph-view.js", "extension/dist/graph-view.css"} <= names and "relaylens.showGraph" in commands
     assert manifest["contributes"]["keybindings"] == [
         {"command": "relaylens.goToSource", "key": "f12", "when": "editorTextFocus && resourceScheme == relaylens"}]

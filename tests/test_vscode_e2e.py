@@ -7,7 +7,9 @@ go to definition on an LLVM IR line returns to the Relay line its debug location
 more virtual documents (a schedule, Show LLVM IR, lenses, F12 back and forth) leave exactly
 one language server and one build worker under code-server and no duplicated lens; breaking
 a line shows an error squiggle and the status bar counts as many errors as `relaylens check`
-finds in the same text (a second server would double them).
+finds in the same text (a second server would double them).  Before that, the Graph view
+(step graph-view): a click on a node selects its Relay line, the cursor highlights its node,
+FuseOps before/after maps the nodes, and a reload keeps the view.
 
 vscode-client/scripts/setup-e2e.sh installs chromium (apt), Node 24 and code-server (npm,
 cached in ~/.cache/relaylens); the test skips only when chromium cannot be installed.
@@ -137,8 +139,8 @@ def test_the_extension_in_code_server(tools, tmp_path):
     steps = result["steps"]
     assert list(steps) == ["open-and-build", "hover", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
                            "one-server-many-documents", "optimised-ir-and-assembly",
-                           "pass-diff-without-renumbering", "profile", "profile-view", "check-numerics", "byoc",
-                           "broken-line-diagnostic"], report
+                           "pass-diff-without-renumbering", "profile", "profile-view", "graph-view", "check-numerics",
+                           "byoc", "broken-line-diagnostic"], report
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
     assert result["servers"] == {"server": 1, "worker": 1}, report

@@ -274,13 +274,15 @@ class Builds:
             raise NotBuilt(f"the build of {uri} (version {target}) did not finish within "
                            f"{WAIT_SECONDS:.0f} s") from None
 
-    async def graph(self, uri: str, version: int | None, after: str | int | None) -> tuple[Built, Any]:
+    async def graph(self, uri: str, version: int | None, after: str | int | None,
+                    options: dict | None = None) -> tuple[Built, Any]:
         """The report of that version (None: the latest, waiting as `wait` does) and the
-        worker's GraphDocument of its snapshot after the pass `after` (NotBuilt: why not)."""
+        worker's GraphDocument of its snapshot after the pass `after` (NotBuilt: why not);
+        `options` are graph_document's (`layout`, `compare`)."""
         built = await self.wait(uri, version)
         request = next(self._ids)
         future = asyncio.get_running_loop().create_future()
-        if not self.worker.send(("graph", request, uri, built.report.version, after)):
+        if not self.worker.send(("graph", request, uri, built.report.version, after, options or {})):
             raise NotBuilt("the build worker cannot start")
         self._graphs[request] = future
         try:

@@ -15,8 +15,9 @@ only the fused functions whose structure changed.  A build that is cancelled han
 it lowered to the next one.  Behind those, the persistent kernel cache shared with every
 other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
 so a model built before, by the CLI or another editor, lowers nothing.  It also keeps the
-last finished build's snapshots, to answer ("graph", request, uri, version, pass) with the
-graph of one of them (compiler/graph/snapshots.py): ("graph", request, GraphDocument, None),
+last finished build's snapshots, to answer ("graph", request, uri, version, pass[, options])
+with the graph of one of them (compiler/graph/snapshots.py; options: {"layout": bool,
+"compare": bool}, graph_document's): ("graph", request, GraphDocument, None),
 or ("graph", request, None, why) when it has no such build or no such pass.  Graph requests
 queue behind builds, in the order they came.  stdin closing ends the process.
 
@@ -145,7 +146,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             _profile(message, jobs, out, disk)
             continue
         if message[0] == "graph":
-            frames.write(out, _graph(kept, *message[1:5]))
+            frames.write(out, _graph(kept, *message[1:6]))
             continue
         _, job, uri, version, text, weights = message[:6]
         byoc = message[6] if len(message) > 6 else None  # the BYOC options (byoc_report.py)
@@ -210,7 +211,7 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
 
 
-def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tuple:
+def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None) -> tuple:
     """The answer to a graph request: the graph document of the kept build, or why not."""
     from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
 
@@ -218,7 +219,10 @@ def _graph(kept: dict, request: int, uri: str, version: int | None, after) -> tu
     if snapshots is None or version_kept != version:
         return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
     try:
-        return ("graph", request, graph_document(snapshots, after, uri), None)
+        options = options or {}
+        doc = graph_document(snapshots, after, uri, layout=bool(options.get("layout")),
+                             compare=bool(options.get("compare")))
+        return ("graph", request, doc, None)
     except UnknownPass as err:
         return ("graph", request, None, str(err))
     except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker

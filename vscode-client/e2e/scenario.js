@@ -23,7 +23,8 @@
  * profile's table, puts the figures as inlay hints on the fused groups' lines and the heat
  * colour on the kernels' lines; the table sorts, a row leads to its kernel's line, an edit
  * marks the figures stale; breaking a line shows an error squiggle and the status bar
- * counts the errors.
+ * counts the errors.  The Graph view (graphViewStep) opens beside: a click on a node selects its
+ * Relay line, the cursor highlights its node, the before/after of FuseOps maps the nodes.
  *
  * With ZERO_CONFIG=1 it plays a new user instead: no `relaylens.server.pythonPath` and no
  * Python on the PATH that has relaylens; opening the model offers to create a private
@@ -362,6 +363,7 @@ async function scenario(page, url) {
     await step(page, 'profile', () => profileStep(page, model));
     await step(page, 'profile-view', () => profileViewStep(page, model));
 
+    await step(page, 'graph-view', () => graphViewStep(page, model));
     await checkNumericsStep(page, model);
     await step(page, 'byoc', () => byocStep(page));
 
@@ -573,6 +575,76 @@ async function profileViewStep(page, model) {
     await page.locator('.tab', { hasText: 'Profile:' }).first().click({ button: 'middle' });
     await page.locator('.tab', { hasText: 'Profile:' }).waitFor({ state: 'detached', timeout: 10_000 });
     return `row ${result.profileRowClick.kernel} -> line ${line}; after an edit: ${result.staleLens}`;
+}
+
+/**
+ * RelayLens: Show Graph on the model: the webview (an iframe in an iframe) draws nodes; a
+ * click on a node selects its Relay line in the one Relay editor; moving the cursor to
+ * HOVER_LINE highlights that line's node; FuseOps with "before/after" shows both snapshots
+ * and hovering a node after the pass marks what it was before; a window reload brings the
+ * view back as it was.  Screenshots graph-view-*.png.
+ */
+async function graphViewStep(page, model) {
+    const hoverLine = Number(env('HOVER_LINE'));
+    const shot = (name) => page.screenshot({ path: path.join(artifacts, `graph-view-${name}.png`) }).catch(() => undefined);
+    await page.locator('.tab', { hasText: model }).first().click();
+    await activeTab(page, model).waitFor();
+    await goToLine(page, hoverLine);
+    await page.keyboard.press('Control+B'); // the side bar away: room for the graph (back at the end)
+    await runCommand(page, 'RelayLens: Show Graph');
+    const view = page.frameLocator('iframe.webview.ready >> nth=-1').frameLocator('#active-frame');
+    await view.locator('.node[data-line]').first().waitFor({ timeout: STEP_TIMEOUT });
+    await view.locator(`.node.cursor[data-line="${hoverLine}"]`).first().waitFor({ timeout: 30_000 });
+    await shot('open');
+    const target = view.locator(`.node.op[data-line]:not([data-line="${hoverLine}"])`).first();
+    const line = Number(await target.getAttribute('data-line'));
+    await target.click();
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 30_000 });
+    const tabs = await page.locator('.tab', { hasText: model }).filter({ hasNotText: /Graph|↔/ }).count();
+    if (tabs !== 1) {
+        throw new Error(`a click on a node should reuse the open Relay editor: ${tabs} tabs`);
+    }
+    await shot('click');
+    result.graphClick = { node: await target.getAttribute('data-id'), line };
+    await goToLine(page, hoverLine);
+    const cursor = view.locator(`.node.cursor[data-line="${hoverLine}"]`).first();
+    await cursor.waitFor({ timeout: 30_000 });
+    result.graphCursor = { line: hoverLine, node: await cursor.getAttribute('data-id') };
+    await shot('cursor');
+    const fuse = await view.locator('#pass option', { hasText: 'FuseOps' }).first().getAttribute('value');
+    await view.locator('#pass').selectOption(fuse);
+    await view.locator('#compare').check();
+    await view.locator('.pane.before .node').first().waitFor({ timeout: STEP_TIMEOUT });
+    const after = view.locator('.pane.after .node.cursor').first(); // the cursor's node, in view
+    await after.waitFor({ timeout: STEP_TIMEOUT });
+    await after.hover();
+    const before = view.locator('.pane.before .node.mapped');
+    await before.first().waitFor({ timeout: 30_000 });
+    result.graphMapped = { after: await after.getAttribute('data-id'), before: await before.first().getAttribute('data-id') };
+    await shot('before-after');
+    // after a window reload the view is as it was: FuseOps, before/after.  The panel itself
+    // comes back only when the browser saved the workbench's state in time (code-server
+    // saves it as the page unloads); if not, Show Graph opens it as it was.
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: STEP_TIMEOUT });
+    const back = await page.locator('.tab', { hasText: 'Graph:' }).first().waitFor({ timeout: 20_000 }).then(() => true, () => false);
+    if (!back) {
+        await openModel(page, model);
+        await runCommand(page, 'RelayLens: Show Graph');
+    }
+    await view.locator('.pane.before .node').first().waitFor({ timeout: STEP_TIMEOUT });
+    result.graphRestored = { panelCameBack: back, panes: await view.locator('.pane-title').allInnerTexts() };
+    if (!result.graphRestored.panes.some((t) => t.includes('FuseOps'))) {
+        throw new Error(`the view after a reload is not the one left: ${JSON.stringify(result.graphRestored)}`);
+    }
+    const graphTab = page.locator('.tab', { hasText: 'Graph:' }); // closed: later steps look for the model's tab by name
+    await graphTab.first().hover();
+    await graphTab.first().locator('.tab-actions .action-label').first().click();
+    await graphTab.first().waitFor({ state: 'detached', timeout: 10_000 });
+    await page.locator('.tab', { hasText: model }).first().click();
+    await page.keyboard.press('Control+B');
+    return `clicked ${result.graphClick.node} -> line ${line}; cursor line ${hoverLine} -> ${result.graphCursor.node}; `
+        + `FuseOps: ${result.graphMapped.after} was ${result.graphMapped.before}`;
 }
 
 async function main() {

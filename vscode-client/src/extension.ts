@@ -15,6 +15,7 @@ import { ServerManager } from './common/server';
 import { BuildStatus } from './features/buildStatus';
 import { ByocColours } from './features/byoc';
 import { registerCompilerViews } from './features/compilerViews';
+import { registerGraphView } from './features/graphView';
 import { LineColours } from './features/lineColours';
 import { registerNumerics } from './features/numerics';
 import { Profiler } from './features/profile';
@@ -30,6 +31,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     registerCompilerViews(context, server, provider);
     const profiler = new Profiler(server, builds);
     registerNumerics(context, server);
+    registerGraphView(context, server, builds, output);
     const restart = () => server?.restart();
     context.subscriptions.push(
         output,

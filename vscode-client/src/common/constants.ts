@@ -33,6 +33,7 @@ export const COMMANDS = {
     showOutput: 'relaylens.showOutput',
     open: 'relaylens.open', // invoked by the server's code lenses (docs/lsp.md)
     goToSource: 'relaylens.goToSource', // F12 in a virtual document
+    showGraph: 'relaylens.showGraph', // the Graph view (features/graphView.ts)
     profile: 'relaylens.profile', // runs generated code: only on this command (docs/lsp.md, relaylens/profile)
     checkNumerics: 'relaylens.checkNumerics', // runs generated code too (docs/lsp.md, relaylens/checkNumerics)
     cancelProfile: 'relaylens.cancelProfile', // the lens above @main while a profile runs

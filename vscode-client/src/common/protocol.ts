@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 import { NotificationType, RequestType } from 'vscode-languageclient/node';
 import { VIRTUAL_SCHEME } from './constants';
+import { GraphAnswer, GraphParams } from './graphMessages';
 
 export type LineRange = [number, number]; // 0-based, inclusive
 
@@ -106,6 +107,7 @@ export const LineMapRequest = new RequestType<{ uri: string }, LineMap | null, v
 export const SnapshotsRequest = new RequestType<{ uri: string }, Snapshots | null, void>('relaylens/snapshots');
 export const ProfileRequest = new RequestType<{ uri: string; runs: number; compare?: boolean }, ProfileReport, void>('relaylens/profile');
 export const LastProfileRequest = new RequestType<{ uri: string }, ProfileReport | null, void>('relaylens/lastProfile');
+export const GraphRequest = new RequestType<GraphParams, GraphAnswer, void>('relaylens/graph');
 export const BuildFinishedNotification = new NotificationType<BuildFinished>('relaylens/buildFinished');
 
 /**
