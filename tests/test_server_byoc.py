@@ -136,6 +136,11 @@ async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client
     found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     opens = next(lens.command for lens in found if lens.command.title.startswith("mynpu · 3"))
     assert opens.command == "relaylens.open" and "-PartitionGraph.relay" in opens.arguments[0]
+    # the external function is one kernel, compiled under its global_symbol (not fused by FuseOps)
+    kernel = next(lens.command for lens in found if lens.command.title.startswith("ƒ ") and lens.range.start.line == conv)
+    ir = next(lens.command for lens in found if lens.command.title == "LLVM IR" and lens.range.start.line == conv)
+    assert kernel.tooltip.startswith("tvmgen_default_mynpu_main_0:"), kernel.tooltip
+    assert "/llvm/tvmgen_default_mynpu_main_0.ll?" in ir.arguments[0]
     text = await hover(client, uri, MODEL, "nn.bias_add")
     table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
     assert text.startswith("**call** `nn.bias_add`")

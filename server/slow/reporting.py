@@ -152,10 +152,15 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
     for e in report.exprs:
         for c in e.changes:
             changed_by.setdefault(e.range, set()).add(c.index)
+    # a weight bound inside a kernel (an external function's Constants=) carries its
+    # parameter's span, on @main's line: not an expression the kernel computes
+    checked = result.checked.module if result.checked is not None else None
+    main = checked["main"] if checked is not None and "main" in checked else None
+    parameters = {k for p in main.params for k in prov.keys_of(p)} if main is not None else set()
     out = []
     for func, name in result.fused_names.items():
         keys = sorted({k for node in post_order(func.body) if isinstance(node, CONTAINED)
-                       for k in prov.keys_of(node)})
+                       for k in prov.keys_of(node) if k not in parameters})
         anchors = keys + prov.keys_of(func)
         if not anchors:
             continue
