@@ -374,7 +374,12 @@ async def test_hover_shows_provenance_and_the_fused_function(client: LanguageCli
     assert f"- [#{index} FuseOps]({snapshot}#L17): `nn.contrib_conv2d_NCHWc(%0, %1" in slow
     assert re.search(r"→ `nn.contrib_conv2d_NCHWc\(%p0\d*, %p1, padding=\[2, 2, 2, 2\]", slow)
     assert f"**fused into** conv2d + add + relu · conv1/Conv  \n`{MNIST_CONV}`" in slow
-    assert uris.make("llvm", f"{MNIST_CONV}.ll", uri, 1) in slow
+    # LLVM IR: module.ll at the function's define line (as the ƒ lens opens it), then the function alone
+    module = _field(await virtual(client, uris.make("llvm", "module.ll", uri, 1)), "text").split("\n")
+    link = re.search(r"\[LLVM IR\]\((\S+)#L(\d+)\) · \[alone\]\((\S+)\)", slow)
+    assert link and link[1] == uris.make("llvm", "module.ll", uri, 1), slow
+    assert module[int(link[2]) - 1].startswith(f"define void @{MNIST_CONV}(")
+    assert link[3] == uris.make("llvm", f"{MNIST_CONV}.ll", uri, 1)
     # on the relu, a different layer, the same fused function
     relu = line_of(MNIST, "%2 = nn.relu")
     hover = await client.text_document_hover_async(
