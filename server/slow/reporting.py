@@ -27,7 +27,7 @@ from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, V
 from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
-from ...compiler.provenance import Provenance
+from ...compiler.provenance import Provenance, moves_only
 from ...compiler.transform.patterns.options import BYOC_PASSES
 from .byoc_report import ByocRequest, byoc_report
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
@@ -129,9 +129,9 @@ def _exprs(prov: Provenance) -> list[ExprReport]:
             continue
         changes = []
         for stage, nodes in prov.changes(key):
-            became = tuple(stage.snippet(n) for n in nodes[:SNIPPETS])
+            became = tuple(stage.snippet(n) for n in prov.ordered(key, nodes)[:SNIPPETS])
             earlier = prov.stages[stage.index - 1]
-            before = earlier.by_key.get(key, [])
+            before = prov.ordered(key, earlier.by_key.get(key, []))
             changes.append(Change(stage.index, stage.pass_name, became,
                                   earlier.snippet(before[0])[1] if before else ""))
         fused = prov.fused_function(key)
@@ -159,9 +159,14 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
     parameters = {k for p in main.params for k in prov.keys_of(p)} if main is not None else set()
     out = []
     for func, name in result.fused_names.items():
-        keys = sorted({k for node in post_order(func.body) if isinstance(node, CONTAINED)
-                       for k in prov.keys_of(node) if k not in parameters})
-        anchors = keys + prov.keys_of(func)
+        members = [node for node in post_order(func.body) if isinstance(node, CONTAINED)]
+        keys = sorted({k for node in members for k in prov.keys_of(node) if k not in parameters})
+        # the lens goes to the function when the source wrote it (a file already fused), else
+        # to the first expression it computes: a layout_transform that only moves a value in
+        # carries the span of that value, perhaps far above
+        written = [k for k in prov.keys_of(func) if isinstance(prov.source_node(k), Function)]
+        computed = [k for node in members if not moves_only(node) for k in prov.keys_of(node) if k not in parameters]
+        anchors = written or computed or keys or prov.keys_of(func)
         if not anchors:
             continue
         fn = lowered.functions.get(name) if lowered is not None else None
