@@ -147,6 +147,9 @@ async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client
     assert (f"**BYOC: mynpu** · composite `mynpu.conv2d_bias_relu` (pattern [`@conv2d_bias_relu`]({table}#L"
             f"{line_of(TABLE, 'def @conv2d_bias_relu') + 1})) in [`tvmgen_default_mynpu_main_0`](relaylens:/pass/") in text
     assert "**BYOC: host** · no pattern of `mynpu_patterns.relay` calls `exp`" in await hover(client, uri, MODEL, "exp(")
+    # moved into the composite, its text the same: said so, not "X → X"
+    merged = next(line for line in text.splitlines() if "MergeComposite" in line)
+    assert "` moved, unchanged (line " in merged and "→" not in merged, merged
 
 
 @asyncio_module

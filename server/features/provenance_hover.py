@@ -97,4 +97,6 @@ def _change_line(change, doc: str, version: int | None) -> str:
     line, snippet = shown[0]
     others = [str(other) for other, _ in shown[1:]]
     more = f" (and {len(others)} more node{'s' * (len(others) > 1)}: line {', '.join(others)})" if others else ""
+    if snippet == change.before:  # rebuilt elsewhere (into a composite, a fused function), text the same
+        return f"- [{title}]({link}#L{line}): `{snippet}` moved, unchanged (line {line}){more}"
     return f"- [{title}]({link}#L{line}): {before}`{snippet}` (line {line}){more}"
