@@ -49,6 +49,9 @@ def test_a_lens_sits_on_the_first_expression_its_kernel_computes(report):
     assert anchors[resize] == line_of("image.resize2d("), anchors  # not the relu its layout_transform moves
     conv = next(name for name in anchors if name.startswith("conv2d + batch_norm"))
     assert anchors[conv] == line_of("nn.conv2d(%x")
+    # nor does it colour the relu's line as its own (the line map's Relay side)
+    lines = {fn.display_name: {MODEL.count("\n", 0, start) + 1 for start, _ in fn.ranges} for fn in report.functions}
+    assert line_of("nn.relu(%1.0)") not in lines[resize] and line_of("nn.relu(%1.0)") in lines[conv], lines
 
 
 def test_a_change_shows_what_the_expression_itself_became(report):

@@ -160,13 +160,14 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
     out = []
     for func, name in result.fused_names.items():
         members = [node for node in post_order(func.body) if isinstance(node, CONTAINED)]
-        keys = sorted({k for node in members for k in prov.keys_of(node) if k not in parameters})
-        # the lens goes to the function when the source wrote it (a file already fused), else
-        # to the first expression it computes: a layout_transform that only moves a value in
-        # carries the span of that value, perhaps far above
+        # the expressions it computes: a layout_transform that only moves a value in carries
+        # the span of that value, perhaps far above (a U-Net's skip connection), and is not
+        # one of them unless the function does nothing else
+        keys = sorted({k for node in members if not moves_only(node) for k in prov.keys_of(node) if k not in parameters}) \
+            or sorted({k for node in members for k in prov.keys_of(node) if k not in parameters})
+        # the lens goes to the function when the source wrote it (a file already fused)
         written = [k for k in prov.keys_of(func) if isinstance(prov.source_node(k), Function)]
-        computed = [k for node in members if not moves_only(node) for k in prov.keys_of(node) if k not in parameters]
-        anchors = written or computed or keys or prov.keys_of(func)
+        anchors = written or keys or prov.keys_of(func)
         if not anchors:
             continue
         fn = lowered.functions.get(name) if lowered is not None else None
