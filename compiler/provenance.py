@@ -14,6 +14,7 @@ range.  One index answers hover, `relaylens explain`, the pass view and the code
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # build.py holds BuildResult and imports this module
     from .build import BuildResult
 
 Key = tuple[int, int]  # [start, end) of a document range in the input source
+_COMMENT = re.compile(r"\s*/\*.*?\*/")  # the printer's type annotations inside a snippet
 
 # the kinds an editor user points at; binders and leaves are not "what became of"
 TRACED = (Call, Tuple, TupleGetItem, Constant, Function)
@@ -49,14 +51,15 @@ class Stage:
         return self._printed
 
     def snippet(self, node: Expr, width: int = 100) -> tuple[int, str]:
-        """(1-based line in the snapshot, the first line of the node's text)."""
+        """(1-based line in the snapshot, the first line of the node's text, without the
+        `/* ty=... */` comments of its operands)."""
         text, locations = self.printed()
         where = locations.get(node)
         if where is None:
             return 0, ""
         start, end = where
         line = text.count("\n", 0, start) + 1
-        first = text[start:end].split("\n", 1)[0]
+        first = _COMMENT.sub("", text[start:end].split("\n", 1)[0])
         return line, first if len(first) <= width else first[: width - 1] + "…"
 
 
@@ -86,7 +89,7 @@ class Provenance:
         self.fusion: dict[Key, str] = {}
         moves: dict[Key, str] = {}
         for node, reason in build.fusion_reasons.items():
-            moving = isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in MOVES
+            moving = moves_only(node)
             for key in self.keys_of(node):
                 if moving:
                     moves[key] = reason
@@ -163,6 +166,19 @@ class Provenance:
         keys = self.keys_of(node)
         return tuple(keys) if keys else (id(node),)
 
+    def ordered(self, key: Key, nodes: list[Expr]) -> list[Expr]:
+        """`nodes` (appearances of `key`) with the ones that speak for it first: a call of
+        the source expression's own op, then other computations, then constants, then the
+        layout_transforms that only move its value (MOVES) — a conv2d "became" the conv2d,
+        not the expand_dims that FoldScaleAxis put before it."""
+        source = self.source_node(key)
+
+        def rank(node: Expr) -> int:
+            if _same_op(node, source):
+                return 0
+            return 3 if moves_only(node) else 2 if isinstance(node, Constant) else 1
+        return sorted(nodes, key=rank)
+
     def fused_function(self, key: Key) -> tuple[str, Function] | None:
         return self.fused.get(key)
 
@@ -183,7 +199,7 @@ class Provenance:
         for node in post_order(func.body):
             if not isinstance(node, Call):
                 continue
-            if isinstance(node.op, Op) and node.op.name in MOVES:  # named by what it does, not what it moves
+            if moves_only(node):  # named by what it does, not what it moves
                 ops.setdefault(node.op.name)
                 continue
             for key in self.keys_of(node):
@@ -206,6 +222,11 @@ class Provenance:
 
 
 MOVES = ("layout_transform",)  # ops passes insert to move data between layouts
+
+
+def moves_only(node: Expr) -> bool:
+    """A call that only moves a value between layouts (it carries the span of what it moves)."""
+    return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in MOVES
 
 
 def _same_op(node: Expr, source: Expr | None) -> bool:

@@ -194,6 +194,29 @@ def test_compiled_equals_interpreter_before_and_after_partitioning(ops):
         np.testing.assert_allclose(result.executable.run(*args), want, rtol=1e-5, atol=1e-3)
 
 
+def test_an_external_function_with_bound_weights_is_one_kernel_named_by_its_global_symbol():
+    """Weights bound (as the editor binds model.npz) and kept inside the composite
+    (`Constants=`): the external function is still compiled whole by its codegen under its
+    `global_symbol`, as TVM hands it to relay.ext.<target>, not fused into a `fused_*`
+    kernel; the weights are the kernel's own constants and the AOT entry calls it."""
+    table = TABLE.replace("(%x, %w, %b) {", '(%x, %w, %b, Constants=["w", "b"]) {')
+    mod = parse_typed(MODEL)
+    x, w, b = random_inputs(mod)
+    want = Interpreter(mod).call("main", [x, w, b])
+    parted = compile('#[version = "0.0.5"]\n' + MODEL, "m.relay", params={"w": w, "b": b},
+                     passes=[*BYOC, *relay_build_passes(3)], config=byoc_config(patterns=table, targets=["mynpu"]),
+                     strict=True)
+    assert parted.ok
+    external = next(f for f in parted.module.functions.values() if f.attrs.get("Compiler") == "mynpu"
+                    and "conv2d" in print_expr(f))
+    symbol = external.attrs["global_symbol"]
+    assert external.is_primitive
+    assert symbol in set(parted.fused_names.values())
+    assert not [n for n in parted.fused_names.values() if "conv2d" in n], parted.fused_names
+    assert parted.executable.mode == "aot"
+    np.testing.assert_allclose(parted.executable.run(x), want, rtol=1e-5, atol=1e-3)
+
+
 REALISTIC = Path(__file__).resolve().parents[1] / "examples" / "byoc" / "mynpu_patterns.relay"
 
 

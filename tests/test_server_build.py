@@ -34,16 +34,17 @@ MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
 FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
 MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions and packed denses, weights unbound: packed at
-    # run time; in source order (a kernel's first range: the bias expand_dims a dense kernel
-    # holds reads a parameter, on the def line)
+    # run time; in source order of what each kernel computes (a dense kernel sits at its dense,
+    # not at the bias parameter its expand_dims reads)
     "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
     "tvmgen_default_fused_expand_dims_layout_transform", "tvmgen_default_fused_layout_transform_2",
     "tvmgen_default_fused_expand_dims_layout_transform_1", "tvmgen_default_fused_layout_transform_3",
-    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu", "tvmgen_default_fused_layout_transform_4",
-    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu_1", "tvmgen_default_fused_layout_transform_5",
-    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu",
-    "tvmgen_default_fused_nn_max_pool2d", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1",
-    "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_layout_transform_reshape"]
+    "tvmgen_default_fused_layout_transform_4", "tvmgen_default_fused_layout_transform_5",
+    "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d",
+    "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1", "tvmgen_default_fused_nn_max_pool2d_1",
+    "tvmgen_default_fused_layout_transform_reshape", "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu_1",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add"]
 MNIST_CONV = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
 
 
@@ -379,7 +380,12 @@ async def test_hover_shows_provenance_and_the_fused_function(client: LanguageCli
     assert f"- [#{index} FuseOps]({snapshot}#L17): `nn.contrib_conv2d_NCHWc(%0, %1" in slow
     assert re.search(r"→ `nn.contrib_conv2d_NCHWc\(%p0\d*, %p1, padding=\[2, 2, 2, 2\]", slow)
     assert f"**fused into** conv2d + add + relu · conv1/Conv  \n`{MNIST_CONV}`" in slow
-    assert uris.make("llvm", f"{MNIST_CONV}.ll", uri, 1) in slow
+    # LLVM IR: module.ll at the function's define line (as the ƒ lens opens it), then the function alone
+    module = _field(await virtual(client, uris.make("llvm", "module.ll", uri, 1)), "text").split("\n")
+    link = re.search(r"\[LLVM IR\]\((\S+)#L(\d+)\) · \[alone\]\((\S+)\)", slow)
+    assert link and link[1] == uris.make("llvm", "module.ll", uri, 1), slow
+    assert module[int(link[2]) - 1].startswith(f"define void @{MNIST_CONV}(")
+    assert link[3] == uris.make("llvm", f"{MNIST_CONV}.ll", uri, 1)
     # on the relu, a different layer, the same fused function
     relu = line_of(MNIST, "%2 = nn.relu")
     hover = await client.text_document_hover_async(

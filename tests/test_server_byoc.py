@@ -136,12 +136,20 @@ async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client
     found = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     opens = next(lens.command for lens in found if lens.command.title.startswith("mynpu · 3"))
     assert opens.command == "relaylens.open" and "-PartitionGraph.relay" in opens.arguments[0]
+    # the external function is one kernel, compiled under its global_symbol (not fused by FuseOps)
+    kernel = next(lens.command for lens in found if lens.command.title.startswith("ƒ ") and lens.range.start.line == conv)
+    ir = next(lens.command for lens in found if lens.command.title == "LLVM IR" and lens.range.start.line == conv)
+    assert kernel.tooltip.startswith("tvmgen_default_mynpu_main_0:"), kernel.tooltip
+    assert "/llvm/tvmgen_default_mynpu_main_0.ll?" in ir.arguments[0]
     text = await hover(client, uri, MODEL, "nn.bias_add")
     table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
     assert text.startswith("**call** `nn.bias_add`")
     assert (f"**BYOC: mynpu** · composite `mynpu.conv2d_bias_relu` (pattern [`@conv2d_bias_relu`]({table}#L"
             f"{line_of(TABLE, 'def @conv2d_bias_relu') + 1})) in [`tvmgen_default_mynpu_main_0`](relaylens:/pass/") in text
     assert "**BYOC: host** · no pattern of `mynpu_patterns.relay` calls `exp`" in await hover(client, uri, MODEL, "exp(")
+    # moved into the composite, its text the same: said so, not "X → X"
+    merged = next(line for line in text.splitlines() if "MergeComposite" in line)
+    assert "` moved, unchanged (line " in merged and "→" not in merged, merged
 
 
 @asyncio_module

@@ -15,11 +15,13 @@ tests skip, saying so, only when npm is not installed.
 from __future__ import annotations
 
 import json
+import re
 import resource
 import shutil
 import subprocess
 import zipfile
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -145,3 +147,25 @@ def test_the_vsix_packages_offline(node_modules):
     assert {"extension/dist/graph-view.js", "extension/dist/graph-view.css"} <= names and "relaylens.showGraph" in commands
     assert manifest["contributes"]["keybindings"] == [
         {"command": "relaylens.goToSource", "key": "f12", "when": "editorTextFocus && resourceScheme == relaylens"}]
+
+
+def test_hover_links_to_virtual_documents_become_command_links(node_modules, tmp_path):
+    """VS Code's Markdown does not follow `relaylens:` links: the hover middleware makes each
+    a `command:relaylens.open` link (src/common/commandLinks.ts), `#L<line>` its range;
+    other links stay as they are."""
+    bundle = tmp_path / "commandLinks.js"
+    run("node_modules/.bin/esbuild", "src/common/commandLinks.ts", "--bundle", "--platform=node",
+        "--format=cjs", f"--outfile={bundle}")
+    module = "relaylens:/llvm/module.ll?uri=file%3A%2F%2F%2Fw%2Fm%20%281%29.relay&version=3"
+    markdown = (f"[LLVM IR]({module}#L12) · [alone](relaylens:/llvm/f.ll?uri=x) · "
+                "[`@p`](file:///w/t.relay#L4) · `relaylens:/pass/1-X.relay?uri=x`")
+    script = (f"const m = require({json.dumps(str(bundle))});"
+              f"console.log(JSON.stringify(m.commandLinks({json.dumps(markdown)}, 'relaylens.open')));")
+    out = json.loads(run("node", "-e", script).stdout)
+    links = re.findall(r"\]\(command:relaylens\.open\?(\S+) \"([^\"]+)\"\)", out)
+    assert [(json.loads(unquote(query)), title) for query, title in links] == [
+        ([module, {"start": {"line": 11, "character": 0}, "end": {"line": 11, "character": 0}}], "module.ll"),
+        (["relaylens:/llvm/f.ll?uri=x"], "f.ll")]
+    assert "(file:///w/t.relay#L4)" in out  # VS Code follows file links itself
+    assert out.endswith("`relaylens:/pass/1-X.relay?uri=x`")  # code, not a link: untouched
+    assert "(" not in out.split("command:relaylens.open?", 1)[1].split(" ", 1)[0]  # the link stays one token

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -78,6 +79,13 @@ def first_located_line(model: Path) -> tuple[int, int]:
     return line, located[line][0]
 
 
+def define_lines(model: Path) -> dict[str, int]:
+    """Each function's 1-based `define` line in the IR that `relaylens build` emits."""
+    ir = subprocess.run([str(Path(sys.executable).with_name("relaylens")), "build", str(model), "--emit", "llvm"],
+                        capture_output=True, text=True, check=True).stdout
+    return {name: first for name, (first, _) in function_ranges(ir).items()}
+
+
 def error_count(text: str, tmp_path: Path) -> int:
     """How many errors `relaylens check` reports in `text`."""
     broken = tmp_path / "broken.relay"
@@ -127,6 +135,7 @@ def test_the_extension_in_code_server(tools, tmp_path):
     lines = text.splitlines()
     hover_line = next(i for i, line in enumerate(lines, 1) if "nn.conv2d(" in line)
     llvm_line, relay_line = first_located_line(model)
+    defines = define_lines(model)  # before the scenario: its last step breaks the file
     byoc = byoc_workspace(workspace)
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     env = {**byoc, **os.environ, **tools, "PYTHON": sys.executable, "WORKSPACE": str(workspace), "MODEL": str(model),
@@ -137,12 +146,13 @@ def test_the_extension_in_code_server(tools, tmp_path):
     result = json.loads((ARTIFACTS / "result.json").read_text())
     report = json.dumps(result, indent=2)[:6000] + "\n" + scenario.stderr[-3000:]
     steps = result["steps"]
-    assert list(steps) == ["open-and-build", "hover", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
+    assert list(steps) == ["open-and-build", "hover", "hover-link-opens-llvm-ir", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
                            "one-server-many-documents", "optimised-ir-and-assembly",
                            "pass-diff-without-renumbering", "profile", "profile-view", "graph-view", "check-numerics",
                            "byoc", "broken-line-diagnostic"], report
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
+    assert result["hoverLinkLine"] == defines[re.search(r"tvmgen_default_fused_\w+", result["hover"])[0]], report
     assert result["servers"] == {"server": 1, "worker": 1}, report
     broken = lines[:hover_line - 1] + [lines[hover_line - 1] + " )"] + lines[hover_line:]
     assert result["errorsInStatus"] == error_count("\n".join(broken) + "\n", tmp_path), report

@@ -8,9 +8,13 @@ LLVM path, and FuseOps calls `reference_codegen` for every external function:
   becomes its body with the parameters replaced), and the body is fused as FuseOps fuses
   any function.
 * If that gives one fused function over the whole body (a region that is one kernel, as a
-  conv2d+bias+relu region is), the external function is kept as it is: it stays
-  `Primitive=1`, and lowering compiles it as one kernel named by its `global_symbol`,
-  which the AOT entry of @main calls.
+  conv2d+bias+relu region is: its arguments are the function's parameters and the
+  constants FuseOps lifted out of the body, e.g. weights bound inside a `Constants=`
+  composite), the external function is kept as it is: it stays `Primitive=1`, and
+  lowering compiles it as one kernel named by its `global_symbol` (its constants the
+  kernel's own, as for any kernel), which the AOT entry of @main calls.  This is TVM's
+  contract: FuseOps never looks inside a `Compiler=` function, and the external codegen
+  emits it whole under its `global_symbol`.
 * Otherwise (several convolutions in one region, which one kernel's schedule cannot hold)
   the external function keeps `Compiler` and `global_symbol` but its body becomes the fused
   body and it is no longer primitive: its kernels are FuseOps's, named `fused_*` as any
@@ -26,7 +30,7 @@ import dataclasses
 from typing import Callable
 
 from ..ir.attrs import Attrs
-from ..ir.expr import Call, Expr, Function, Var
+from ..ir.expr import Call, Constant, Expr, Function, Var
 from ..ir.functor import ExprMutator
 
 
@@ -61,7 +65,7 @@ def reference_codegen(func: Function, fuse: Callable[[Function], Function]) -> F
     fused = fuse(host)
     body = fused.body
     one_kernel = (isinstance(body, Call) and isinstance(body.op, Function) and body.op.is_primitive
-                  and list(body.args) == list(fused.params))
+                  and [a for a in body.args if not isinstance(a, Constant)] == list(fused.params))
     if one_kernel:
         return func
     attrs = Attrs({k: v for k, v in func.attrs.items() if k not in ("Primitive", "Inline")})

@@ -1,13 +1,16 @@
 """The slow path's part of a hover on a source expression (Markdown, put right under its
 name and type by hover.py): the frontend layer(s); the fused function by its display name,
-its symbol and links to its LLVM IR, then one line "why: …" naming the FuseOps rule that
+its symbol and links to its LLVM IR (module.ll at the function, then the function alone)
+and schedule, then one line "why: …" naming the FuseOps rule that
 fused the expression there or kept it apart; for each pass that changed the expression
 itself (renumbering aside: compiler/provenance.py), what it was before and what it became,
 linked to that pass's snapshot.
 
 Read only from the build of the document's current version; while that build is due
 or running the part says *building…*, and with no build (the text has errors) it is
-absent.  Links are `relaylens:` URIs (docs/lsp.md) with a `#L<line>` hint.
+absent.  Links are `relaylens:` URIs (docs/lsp.md) with a `#L<line>` hint: plain Markdown
+any client shows (Neovim shows the URI); VS Code's hover follows only some schemes, so the
+extension turns them into command links (vscode-client/src/features/hoverLinks.ts).
 """
 
 from __future__ import annotations
@@ -63,11 +66,11 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
                      + ", ".join(f"`{layer}`" for layer in expr.layers))
     if fn is not None:
         links = []
-        if fn.llvm_ir:
-            links.append(f"[LLVM IR]({uris.make('llvm', f'{fn.name}.ll', doc, version)})")
-        if fn.module_lines:
+        if fn.module_lines:  # module.ll at the function, as the ƒ lens opens it (the line colours apply)
             first = fn.module_lines[0][0]
-            links.append(f"[in module.ll]({uris.make('llvm', 'module.ll', doc, version)}#L{first})")
+            links.append(f"[LLVM IR]({uris.make('llvm', 'module.ll', doc, version)}#L{first})")
+        if fn.llvm_ir:
+            links.append(f"[{'alone' if links else 'LLVM IR'}]({uris.make('llvm', f'{fn.name}.ll', doc, version)})")
         if fn.schedule_text:
             links.append(f"[schedule]({uris.make('schedule', f'{fn.name}.txt', doc, version)})")
         parts.append(f"**fused into** {fn.display_name}  \n`{fn.name}`" + (" · " + " · ".join(links) if links else "")
@@ -94,4 +97,6 @@ def _change_line(change, doc: str, version: int | None) -> str:
     line, snippet = shown[0]
     others = [str(other) for other, _ in shown[1:]]
     more = f" (and {len(others)} more node{'s' * (len(others) > 1)}: line {', '.join(others)})" if others else ""
+    if snippet == change.before:  # rebuilt elsewhere (into a composite, a fused function), text the same
+        return f"- [{title}]({link}#L{line}): `{snippet}` moved, unchanged (line {line}){more}"
     return f"- [{title}]({link}#L{line}): {before}`{snippet}` (line {line}){more}"

@@ -27,7 +27,7 @@ from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, V
 from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
-from ...compiler.provenance import Provenance
+from ...compiler.provenance import Provenance, moves_only
 from ...compiler.transform.patterns.options import BYOC_PASSES
 from .byoc_report import ByocRequest, byoc_report
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
@@ -129,9 +129,9 @@ def _exprs(prov: Provenance) -> list[ExprReport]:
             continue
         changes = []
         for stage, nodes in prov.changes(key):
-            became = tuple(stage.snippet(n) for n in nodes[:SNIPPETS])
+            became = tuple(stage.snippet(n) for n in prov.ordered(key, nodes)[:SNIPPETS])
             earlier = prov.stages[stage.index - 1]
-            before = earlier.by_key.get(key, [])
+            before = prov.ordered(key, earlier.by_key.get(key, []))
             changes.append(Change(stage.index, stage.pass_name, became,
                                   earlier.snippet(before[0])[1] if before else ""))
         fused = prov.fused_function(key)
@@ -152,11 +152,22 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
     for e in report.exprs:
         for c in e.changes:
             changed_by.setdefault(e.range, set()).add(c.index)
+    # a weight bound inside a kernel (an external function's Constants=) carries its
+    # parameter's span, on @main's line: not an expression the kernel computes
+    checked = result.checked.module if result.checked is not None else None
+    main = checked["main"] if checked is not None and "main" in checked else None
+    parameters = {k for p in main.params for k in prov.keys_of(p)} if main is not None else set()
     out = []
     for func, name in result.fused_names.items():
-        keys = sorted({k for node in post_order(func.body) if isinstance(node, CONTAINED)
-                       for k in prov.keys_of(node)})
-        anchors = keys + prov.keys_of(func)
+        members = [node for node in post_order(func.body) if isinstance(node, CONTAINED)]
+        # the expressions it computes: a layout_transform that only moves a value in carries
+        # the span of that value, perhaps far above (a U-Net's skip connection), and is not
+        # one of them unless the function does nothing else
+        keys = sorted({k for node in members if not moves_only(node) for k in prov.keys_of(node) if k not in parameters}) \
+            or sorted({k for node in members for k in prov.keys_of(node) if k not in parameters})
+        # the lens goes to the function when the source wrote it (a file already fused)
+        written = [k for k in prov.keys_of(func) if isinstance(prov.source_node(k), Function)]
+        anchors = written or keys or prov.keys_of(func)
         if not anchors:
             continue
         fn = lowered.functions.get(name) if lowered is not None else None

@@ -252,6 +252,7 @@ async function scenario(page, url) {
         return text.slice(0, 300);  // the hover stays open for the step's screenshot
     });
 
+    await step(page, 'hover-link-opens-llvm-ir', () => hoverLinkStep(page, model));
     const lensOpened = await step(page, 'code-lens-opens-llvm-ir', async () => {
         await page.keyboard.press('Escape'); // close the hover
         const lens = page.locator('.codelens-decoration a', { hasText: 'ƒ ' }).first();
@@ -381,6 +382,35 @@ async function scenario(page, url) {
         result.errorsInStatus = Number(/(\d+) error/.exec(text)[1]);
         return text;
     });
+}
+
+/**
+ * The hover's "LLVM IR" link (a command link: src/features/hoverLinks.ts) opens module.ll
+ * with the cursor on the hovered expression's fused function; then the Relay file is
+ * focused again, so that the next step's lens has to bring module.ll forward itself.
+ */
+async function hoverLinkStep(page, model) {
+    const hover = page.locator('.monaco-hover:not(.hidden)').first();
+    if (!(await hover.isVisible())) {
+        await goToLine(page, Number(env('HOVER_LINE')), Number(env('HOVER_COLUMN')));
+        await page.keyboard.press('Control+K');
+        await page.keyboard.press('Control+I');
+    }
+    const link = hover.locator('a', { hasText: /^LLVM IR$/ }).first();
+    await link.waitFor({ timeout: 30_000 });
+    result.hoverLink = (await link.getAttribute('data-href')) ?? (await link.getAttribute('href'));
+    if (!/^command:relaylens\.open\?/.test(result.hoverLink ?? '')) {
+        throw new Error(`the LLVM IR link is not a relaylens.open command link: ${result.hoverLink}`);
+    }
+    await link.click();
+    await activeTab(page, 'module.ll').waitFor({ timeout: STEP_TIMEOUT });
+    await page.locator('.editor-group-container.active .view-lines', { hasText: 'define' }).waitFor();
+    const position = await page.locator('.statusbar-item', { hasText: /Ln \d+, Col \d+/ }).first().innerText();
+    result.hoverLinkLine = Number(/Ln (\d+)/.exec(position)[1]);
+    await page.screenshot({ path: path.join(artifacts, 'hover-link-module-ll.png') }).catch(() => undefined);
+    await page.locator('.tab', { hasText: model }).first().click();
+    await activeTab(page, model).waitFor();
+    return `module.ll ${position.trim()}`;
 }
 
 /** RelayLens: Check Numerics on the model: its summary as a notification (084 agrees). */

@@ -14,6 +14,7 @@ import { LanguageClient, LanguageClientOptions, RevealOutputChannelOn, ServerOpt
 import { CLIENT_ID, CLIENT_NAME, COMMANDS, LANGUAGE_ID, SERVER_MODULE, SETTINGS, VIRTUAL_SCHEME } from './constants';
 import { PrivateEnvironment } from './privateEnv';
 import { PythonChoice, candidatePythons, checkPython } from './python';
+import { hoverLinks } from '../features/hoverLinks';
 
 /** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
 function initializationOptions(): {
@@ -167,6 +168,7 @@ export class ServerManager implements vscode.Disposable {
             outputChannel: this.output,
             traceOutputChannel: this.output,
             revealOutputChannelOn: RevealOutputChannelOn.Never,
+            middleware: hoverLinks, // relaylens: links in hovers become command links (features/hoverLinks.ts)
         };
         const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
         this.current = client;

@@ -19,6 +19,7 @@ import * as vscode from 'vscode';
 import { COMMANDS, LANGUAGE_ID, VIRTUAL_SCHEME } from '../common/constants';
 import { LineMap, LineMapFunction, LineMapRequest, SnapshotsRequest, virtualUri } from '../common/protocol';
 import { ServerManager } from '../common/server';
+import { columnFor } from './placement';
 import { openVirtual } from './virtualDocuments';
 
 type LanguageOf = { languageOf(uri: vscode.Uri): string | undefined };
@@ -138,7 +139,7 @@ async function showPassPipeline(server: ServerManager): Promise<void> {
         vscode.Uri.parse(before.uri),
         vscode.Uri.parse(picked.pass.aligned ?? picked.pass.uri), // renumbering aside
         `${before.name} ↔ ${picked.pass.name} (${editor.document.uri.path.split('/').pop()})`,
-        { preview: false },
+        { preview: false, viewColumn: columnFor(vscode.Uri.parse(picked.pass.uri)) }, // beside the Relay file, as the other views
     );
 }
 

@@ -163,7 +163,10 @@ export class LineColours implements vscode.Disposable {
             }
             editor.setDecorations(this.partner, []);
             other.setDecorations(this.partner, lineRanges(partners));
-            if (partners.length > 0) {
+            // scroll only when no partner is in view: F12 from module.ll line 400 to its Relay
+            // line must not throw module.ll back to that line's first partner at line 25
+            const inView = partners.some((p) => other.visibleRanges.some((r) => r.start.line <= p && p <= r.end.line));
+            if (partners.length > 0 && !inView) {
                 other.revealRange(new vscode.Range(partners[0], 0, partners[0], 0), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
             }
         }
