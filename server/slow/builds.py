@@ -29,6 +29,7 @@ import itertools
 import logging
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -114,7 +115,7 @@ class Built:
             self._sources[key] = Source(key, text)
         return self._sources[key]
 
-    def line_map(self, key: str, text: str) -> dict[int, tuple[int, int]]:
+    def line_map(self, key: str, text: str) -> Mapping[int, tuple[int, int]]:
         """LLVM IR line (1-based) -> Relay (line, col) for one of the report's IR texts."""
         if key not in self._lines:
             from ...compiler.lower.codegen.llvm_map import line_locations  # lazy: lowering loads in the worker, here only for an IR text the report lacks

@@ -10,6 +10,7 @@ what the features read (sorted lists and bisection, no recomputation).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -97,8 +98,9 @@ class BuildReport:
     functions: list[FusedReport] = field(default_factory=list)
     llvm_ir: str = ""
     optimized_ir: str = ""
-    llvm_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # 1-based IR line -> Relay (line, col)
-    optimized_line_map: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # 1-based IR line -> Relay (line, col), compact (compiler/lower/codegen/llvm_map.py LineTable)
+    llvm_lines: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    optimized_line_map: Mapping[int, tuple[int, int]] = field(default_factory=dict)
     exprs: list[ExprReport] = field(default_factory=list)  # sorted by (start, -end)
     seconds: float = 0.0
     weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
