@@ -35,6 +35,8 @@ import threading
 import traceback
 from typing import BinaryIO
 
+from ...compiler.support import release_memory
+
 from . import frames
 
 NICENESS = 10  # added to the worker's nice value: the server's fast path comes first
@@ -100,20 +102,6 @@ class GenerationalCache:
         for entry in self.added:
             self.previous.put(entry)
         return self.previous
-
-
-def release_memory() -> None:
-    """Hand the memory a build freed back to the system.  A build allocates a few hundred
-    thousand IR nodes and then frees most of them; glibc's malloc keeps the freed pages
-    (30 MB after a ResNet-50) until told otherwise.  Elsewhere than glibc: nothing."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def disk_cache():
