@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 from contextlib import contextmanager
 from typing import Iterator
@@ -30,8 +31,6 @@ def release_memory(collect: bool = True) -> None:
     if collect:
         gc.collect()
     try:
-        import ctypes
-
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
