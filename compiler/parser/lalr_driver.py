@@ -124,11 +124,21 @@ class LalrDriver:
                     states.append(act)
                     values.append(token)
                     break
-                if callbacks[~act] is None:
-                    states[-1] = self._units(states[-2], states[-1], kind, ~act) \
+                rule = ~act
+                callback = callbacks[rule]
+                if callback is None:
+                    states[-1] = self._units(states[-2], states[-1], kind, rule) \
                         if (key := (states[-2], states[-1], kind)) not in units else units[key]
                     continue
-                self._reduce(states, values, ~act)
+                size = sizes[rule]  # `_reduce`, inlined: this loop is the parse's hot path
+                if size:
+                    children = values[-size:]
+                    del states[-size:]
+                    del values[-size:]
+                else:
+                    children = []
+                states.append(goto[states[-1]][origins[rule]])
+                values.append(callback(children))
         while True:  # the end: reduce until the start rule is done
             act = actions[states[-1]].get("$END")
             if act is None or act >= 0:
