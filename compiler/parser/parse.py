@@ -72,10 +72,10 @@ def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSch
         for item in scanned.items:
             tree = _parse_with_recovery(code, item.start, item.end, "item", item.keyword == "def", source, diagnostics)
             parsed.append((item, tree))
+        if on_syntax is not None:  # (before the anchors: the diagnostics are converted at once)
+            on_syntax(source, sorted(diagnostics, key=diagnostic_order))
         if incremental:
             anchor(source, parsed, diagnostics)
-        if on_syntax is not None:
-            on_syntax(source, sorted(diagnostics, key=diagnostic_order))
         for item, tree in parsed:  # types first: constructors must be known in bodies
             if tree is not None and tree.data in ("type_item", "extern_item"):
                 lowerer.base = item.start
