@@ -11,6 +11,7 @@ offsets, child for child); where Lark raises, the driver raises `NotTaken` (and
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,14 @@ def test_random_edits_agree(seed):
         else:
             broken += 1
     assert broken > 20 and parsed > 5  # both kinds were compared
+
+
+def test_a_long_blank_run_before_a_bad_character_fails_at_once():
+    """The blanks before a token are matched in an atomic group: a text the lexer cannot
+    read after a long run of blanks fails in linear time (a nested quantifier there once
+    backtracked exponentially)."""
+    text = "def @main() {\n  %0 = add(%x," + " \n" * 5_000 + "$ }"
+    started = time.perf_counter()
+    with pytest.raises(NotTaken):
+        driver().parse(text, "item")
+    assert time.perf_counter() - started < 1.0
