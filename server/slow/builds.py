@@ -43,7 +43,7 @@ from .. import convert
 from ..features import Refused
 from .process import WorkerProcess
 from .profiles import Profiles
-from .report import BuildReport, ReportDiagnostic
+from .report import BuildReport, ReportDiagnostic, share_texts
 from .uris import VirtualUri
 
 if TYPE_CHECKING:
@@ -382,8 +382,9 @@ class Builds:
         self._finish(job, "cancelled", why, time.monotonic() - job.begun, 0)
 
     def _done(self, job: Job, report: BuildReport) -> None:
-        built = Built(report)
         kept = [b for b in self.reports.get(job.uri, ()) if b.report.version != report.version]
+        share_texts(report, [b.report for b in kept[-(KEEP - 1):]] if KEEP > 1 else [])
+        built = Built(report)
         self.reports[job.uri] = (kept + [built])[-KEEP:]
         release_memory(collect=False)  # the message's bytes, a report dropped: 10-30 MB
         current = report.version == self._version(job.uri)
