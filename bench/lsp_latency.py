@@ -532,7 +532,7 @@ def profile(keys: list[str]) -> int:
         return wrapper
 
     patches = [(parse_mod, "scan", "scan (comments, items)"),
-               (parse_mod, "_parse_with_recovery", "Lark LALR parse (lexer included)"),
+               (parse_mod, "_parse_with_recovery", "LALR parse (lalr_driver.py on Lark's tables, lexer included)"),
                (lower.Lowerer, "define_function", "lower to IR + names + symbol index"),
                (lower.Lowerer, "check_undefined", "undefined names"),
                (check, "infer_types", "type inference")]

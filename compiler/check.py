@@ -30,6 +30,7 @@ from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
+from .parser.parse import OnSyntax
 from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
@@ -62,14 +63,16 @@ Parsed = Callable[[ParseResult, tuple[Diagnostic, ...]], None]
 
 
 def check_text(text: str, name: str = "<input>", incremental: bool = False,
-               max_chars: int | None = MAX_SOURCE_CHARS, on_parsed: Parsed | None = None) -> CheckResult:
+               max_chars: int | None = MAX_SOURCE_CHARS, on_parsed: Parsed | None = None,
+               on_syntax: OnSyntax | None = None) -> CheckResult:
     """`incremental`: keep what `recheck` needs to re-check the next version of the text.
     `max_chars`: a longer text is not read; the result is an empty module and one error.
     `on_parsed(parsed, ())`: called once the text is parsed, before it is typed (the
-    language server publishes the syntax and name diagnostics then)."""
+    language server publishes the syntax and name diagnostics then).  `on_syntax(source,
+    syntax diagnostics)`: called before that, once the text is read (parser/parse.py)."""
     if max_chars is not None and len(text) > max_chars:
         return _too_large(text, name, max_chars)
-    parsed = parse(text, name, incremental, attr_schema=attr_schema)
+    parsed = parse(text, name, incremental, attr_schema=attr_schema, on_syntax=on_syntax)
     if on_parsed is not None:
         on_parsed(parsed, ())
     commented: dict = {}

@@ -16,8 +16,9 @@ analysis takes over the previous one's module, index and expression table, updat
 place, and the previous analysis is spent (`spent`; requests never read a spent one).
 A statement the edit left unparsable is re-read alone too, recovered as a whole parse
 would (a hole).  When typing remains to be done after the parse (a whole check, or an
-edit that changed a type), `on_parsed` hears of the syntax diagnostics first (the
-diagnostics feature publishes them at once for long documents).
+edit that changed a type), `on_parsed` hears of the syntax and name diagnostics first (the
+diagnostics feature publishes them at once for long documents), and a whole read tells
+`on_syntax` of the syntax diagnostics before it resolves names.
 
 A document over the size limit (`SizeLimit`, documents.py) is only parsed: its analysis
 is `syntax_only` (no types, never built) and carries one warning saying so.  A file the
@@ -43,6 +44,7 @@ from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex, parse
 from ..compiler.transform.patterns.table_check import table_check
+from ..compiler.parser.parse import OnSyntax
 from .documents import SizeLimit
 from .exprs import ExprIndex
 from .syntax import Syntax
@@ -107,12 +109,14 @@ class Analysis:
 
 
 def analyse(uri: str, version: int | None, text: str, previous: Analysis | None = None,
-            limit: SizeLimit | None = None, on_parsed: Parsed | None = None) -> Analysis:
+            limit: SizeLimit | None = None, on_parsed: Parsed | None = None,
+            on_syntax: OnSyntax | None = None) -> Analysis:
     """Analyse `text`: incrementally from `previous` (an analysis of the same document,
     spent if that succeeds) when the edit allows it, else from scratch; only parse it
     when it is over `limit`.  `on_parsed` is called with the syntax and name diagnostics
     (and the type diagnostics known to stand) before the types are inferred, when that
-    is still to do (compiler/check.py)."""
+    is still to do (compiler/check.py); before that, when the whole text is read,
+    `on_syntax` with the syntax diagnostics alone (compiler/parser/parse.py)."""
     size = limit.size_over(text) if limit is not None else None
     if size is not None:
         note = Diagnostic(f"this document is {limit.describe(size)}: it is only parsed "
@@ -135,7 +139,7 @@ def analyse(uri: str, version: int | None, text: str, previous: Analysis | None 
                 previous._exprs[0].splice(change, checked.parsed.source)
                 analysis._exprs.append(previous._exprs[0])
             return analysis
-    checked = check_text(text, uri, incremental=True, on_parsed=on_parsed)
+    checked = check_text(text, uri, incremental=True, on_parsed=on_parsed, on_syntax=on_syntax)
     return Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
 
 
@@ -150,13 +154,14 @@ class Analyses:
         self._good: dict[str, Analysis] = {}  # the latest analysis without syntax errors
         self._files: dict[str, Analysis] = {}  # uri → analysis of a file read from disk
 
-    def update(self, uri: str, version: int | None, text: str, on_parsed: Parsed | None = None) -> Analysis:
-        """Analyse this version unless it already is; keep it as the latest.  `on_parsed`:
-        see `analyse`."""
+    def update(self, uri: str, version: int | None, text: str, on_parsed: Parsed | None = None,
+               on_syntax: OnSyntax | None = None) -> Analysis:
+        """Analyse this version unless it already is; keep it as the latest.  `on_parsed`,
+        `on_syntax`: see `analyse`."""
         known = self._latest.get(uri)
         if known is not None and known.version == version and known.source.text == text:
             return known
-        analysis = analyse(uri, version, text, known, self.limit, on_parsed)
+        analysis = analyse(uri, version, text, known, self.limit, on_parsed, on_syntax)
         self._latest[uri] = analysis
         if not analysis.has_syntax_errors:
             self._good[uri] = analysis

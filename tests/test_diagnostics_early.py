@@ -1,7 +1,8 @@
 """A long document gets its syntax diagnostics before its types
-(server/features/diagnostics.py `EARLY_CHARS`, compiler/check.py `on_parsed`): two
-publications for one version, the first with what the parse found (and, after an edit,
-the previous type diagnostics outside the edited statement), the second with
+(server/features/diagnostics.py `EARLY_CHARS`, compiler/check.py `on_parsed`, parser/parse.py
+`on_syntax`): read whole, three publications for one version, the syntax diagnostics
+alone, then with the names, then everything; after an edit read incrementally, two: what
+the parse found with the previous type diagnostics outside the edited statement, then
 everything."""
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ TEXT = ('#[version = "0.0.5"]\n'
         "def @f(%a: float32) {\n"
         "  %0 = add(%a %a);\n"
         "  %0\n"
+        "}\n"
+        "def @g() {\n"
+        "  %nope\n"
         "}\n")
 
 
@@ -58,8 +62,11 @@ def test_a_long_document_gets_its_syntax_diagnostics_first() -> None:
     asyncio.run(run())
     whole = check_text(TEXT, URI)
     assert whole.type_diagnostics and whole.parsed.diagnostics
+    syntax = [d for d in whole.parsed.diagnostics if d.source == "syntax"]
+    assert syntax and len(syntax) < len(whole.parsed.diagnostics)  # and a name is undefined
     broken = check_text(server.doc.text, URI)
     assert server.published == [
+        (1, messages(syntax)),
         (1, messages(whole.parsed.diagnostics)),
         (1, messages(whole.diagnostics)),
         (2, messages([*broken.parsed.diagnostics, *whole.type_diagnostics])),  # %1's type error, from version 1

@@ -381,10 +381,15 @@ def _moved(texts: list[str], old_locations: list, func: Function) -> list[str]:
 
 
 def _link(texts: list[str]) -> str:
-    """Several module texts as one module (LLVM's linker: declarations meet definitions)."""
+    """Several module texts as one module (LLVM's linker: declarations meet definitions).
+
+    In a context of its own, freed with the module: what LLVM uniques in a context (types,
+    constants, debug metadata) lives as long as the context, so in the global one it
+    would stay for the life of the process (tens of MB a model, in the editor's worker)."""
     if not texts:
         return ""
-    first = llvm.parse_assembly(texts[0])
+    context = llvm.create_context()
+    first = llvm.parse_assembly(texts[0], context=context)
     for text in texts[1:]:
-        first.link_in(llvm.parse_assembly(text))
+        first.link_in(llvm.parse_assembly(text, context=context))
     return str(first)

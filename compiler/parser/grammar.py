@@ -1,4 +1,6 @@
-"""The Lark parser for grammar/relay.lark, built once per process.
+"""The Lark parser for grammar/relay.lark, built once per process, and `parse_text`, the
+one way the parser reads text with it (its tables run by lalr_driver.py, a third of
+Lark's time; Lark itself where that finds a syntax error, to raise it).
 
 Positions come from the tokens, not from Lark's position propagation, which costs about
 40% of the parse time: every tree keeps all its tokens (punctuation included), so a
@@ -14,6 +16,8 @@ from importlib import resources
 
 from lark import Lark, Token, Tree
 from lark.lexer import PatternStr
+
+from .lalr_driver import LalrDriver, NotTaken
 
 KEPT = {"HOLE"}  # string terminals that mean something
 
@@ -34,6 +38,19 @@ def grammar() -> Lark:
 
 
 _PUNCTUATION: set[str] = set()
+
+
+@lru_cache(maxsize=1)
+def driver() -> LalrDriver:
+    return LalrDriver(grammar())
+
+
+def parse_text(text: str, start: str) -> Tree:
+    """The tree of `text` from rule `start`; Lark's `UnexpectedInput` on a syntax error."""
+    try:
+        return driver().parse(text, start)
+    except NotTaken:
+        return grammar().parse(text, start=start)
 
 
 @lru_cache(maxsize=1)
@@ -66,4 +83,4 @@ def last_token(node: Tree | Token) -> Token:
 def parse_type_text(text: str) -> Tree:
     """The tree of a type written in a `ty=` comment.  A printed model repeats the same few
     types thousands of times; trees are read-only, so one per text serves them all."""
-    return grammar().parse(text, start="type")
+    return parse_text(text, "type")

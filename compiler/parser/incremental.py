@@ -51,7 +51,7 @@ from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from .errors import AFTER_DEFINITION, BINDING
-from .grammar import first_token, grammar, kids
+from .grammar import first_token, kids, parse_text
 from .recovery import MAX_RECOVERIES, recover
 from .lower import Lowerer, Statement
 from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
@@ -506,7 +506,7 @@ def _read_statement(code: str, start: int, end: int, source: Source,
     error lies in the statement or on its `;` (the parser cannot have seen what follows),
     and the mended body still holds the statement alone; otherwise None."""
     try:
-        return grammar().parse(code[start:end], start="stmt"), start, []
+        return parse_text(code[start:end], "stmt"), start, []
     except LarkError:
         pass
     before = max(code.rfind(";", 0, start), code.rfind("{", 0, start))  # where the body's

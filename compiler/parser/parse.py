@@ -11,6 +11,7 @@ dropped: a missing `;` between statements and a `;` after a block's last value.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from lark import Tree
 
@@ -32,17 +33,24 @@ from .symbols import SymbolIndex
 _DEF_NAME = re.compile(r"def\s+@([A-Za-z_][\w/]*)")
 
 
+OnSyntax = Callable[[Source, list[Diagnostic]], None]
+
+
 def parse(text: str, name: str = "<string>", incremental: bool = False,
-          attr_schema: AttrSchema | None = None) -> ParseResult:
+          attr_schema: AttrSchema | None = None, on_syntax: OnSyntax | None = None) -> ParseResult:
     """Parse a whole file.  Never raises on any input: problems become diagnostics.
 
     `incremental` keeps what `incremental.reparse` needs to re-read one statement after an
-    edit (the language server's case): spans anchored to the statements they lie in."""
+    edit (the language server's case): spans anchored to the statements they lie in.
+    `on_syntax(source, diagnostics)` is called once the text is read, before names are
+    resolved, with the syntax diagnostics (the scan's and the grammar's, in source order):
+    the language server publishes them at once for a long document."""
     with gc_paused():
-        return _parse(text, name, incremental, attr_schema)
+        return _parse(text, name, incremental, attr_schema, on_syntax)
 
 
-def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSchema | None = None) -> ParseResult:
+def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSchema | None = None,
+           on_syntax: OnSyntax | None = None) -> ParseResult:
     source = Source(name, text)
     scanned = scan(source)
     diagnostics = list(scanned.diagnostics)
@@ -53,7 +61,7 @@ def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSch
     lowerer = Lowerer(source, module, index, diagnostics, annotation_ends(scanned), parse_type_text, attr_schema)
     code = scanned.code
     if not scanned.items:
-        _parse_expression_file(lowerer, source, code, diagnostics)
+        _parse_expression_file(lowerer, source, code, diagnostics, on_syntax)
     else:
         first = scanned.first_code_offset()
         if first < scanned.items[0].start:
@@ -64,6 +72,8 @@ def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSch
         for item in scanned.items:
             tree = _parse_with_recovery(code, item.start, item.end, "item", item.keyword == "def", source, diagnostics)
             parsed.append((item, tree))
+        if on_syntax is not None:  # (before the anchors: the diagnostics are converted at once)
+            on_syntax(source, sorted(diagnostics, key=diagnostic_order))
         if incremental:
             anchor(source, parsed, diagnostics)
         for item, tree in parsed:  # types first: constructors must be known in bodies
@@ -86,12 +96,15 @@ def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSch
     return ParseResult(module, diagnostics, source, index, scanned, state)
 
 
-def _parse_expression_file(lowerer: Lowerer, source: Source, code: str, diagnostics: list[Diagnostic]) -> None:
+def _parse_expression_file(lowerer: Lowerer, source: Source, code: str, diagnostics: list[Diagnostic],
+                           on_syntax: OnSyntax | None = None) -> None:
     """A file with no definitions is one expression, read as the body of @main (what
     `print(mod["main"])` writes and people paste)."""
     if not code.strip():
         return
     tree = _parse_with_recovery(code, 0, len(code), "expr_file", True, source, diagnostics)
+    if on_syntax is not None:
+        on_syntax(source, sorted(diagnostics, key=diagnostic_order))
     if tree is None:
         return
     lowerer.base = 0

@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from ..diagnostics import Diagnostic
 from ..ir.span import Source, Span
 from .errors import HOLE, describe
-from .grammar import grammar
+from .grammar import grammar, parse_text
 
 MAX_RECOVERIES = 50
 _BINDER = re.compile(r"\s*(%\d+|let\s+%[^\s=:]+(?:\s*:[^=]*)?)\s*=")
@@ -35,7 +35,7 @@ def recover(text: str, rule: str, statements: bool, base: int, source: Source,
     seen: set[int] = set()
     for _ in range(MAX_RECOVERIES):
         try:
-            return parser.parse(text, start=rule)
+            return parse_text(text, rule)
         except UnexpectedInput as err:
             pos = _error_pos(err, text)
             if pos in seen:  # no progress: this definition cannot be mended

@@ -28,7 +28,7 @@ from lsprotocol.converters import get_converter
 from ...compiler.ir.span import Source
 from ..slow.builds import _diagnostic
 from ..slow.editor_jobs import JobFailed
-from ..slow.numerics import SEED, STAGE
+from ..slow.report import NUMERICS_SEED as SEED, NUMERICS_STAGE as STAGE
 from . import Refused, log
 from .virtual_documents import uri_param
 

@@ -32,12 +32,14 @@ import itertools
 import logging
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
 from ...compiler.ir.span import Source
+from ...compiler.support import release_memory
 from ...compiler.lower.codegen.views import View, asm_view, ir_view
 from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
@@ -47,7 +49,7 @@ from ...compiler.transform.patterns.table_check import is_pattern_table
 from .byoc_setup import ByocRequest, byoc_request, dependents
 from .process import WorkerProcess
 from .profiles import Profiles
-from .report import BuildReport, ReportDiagnostic
+from .report import BuildReport, ReportDiagnostic, share_texts
 from .uris import VirtualUri
 
 if TYPE_CHECKING:
@@ -120,7 +122,7 @@ class Built:
             self._sources[key] = Source(key, text)
         return self._sources[key]
 
-    def line_map(self, key: str, text: str) -> dict[int, tuple[int, int]]:
+    def line_map(self, key: str, text: str) -> Mapping[int, tuple[int, int]]:
         """LLVM IR line (1-based) -> Relay (line, col) for one of the report's IR texts."""
         if key not in self._lines:
             from ...compiler.lower.codegen.llvm_map import line_locations  # lazy: lowering loads in the worker, here only for an IR text the report lacks
@@ -422,9 +424,11 @@ class Builds:
         self._finish(job, "cancelled", why, time.monotonic() - job.begun, 0)
 
     def _done(self, job: Job, report: BuildReport) -> None:
-        built = Built(report)
         kept = [b for b in self.reports.get(job.uri, ()) if b.report.version != report.version]
+        share_texts(report, [b.report for b in kept[-(KEEP - 1):]] if KEEP > 1 else [])
+        built = Built(report)
         self.reports[job.uri] = (kept + [built])[-KEEP:]
+        release_memory(collect=False)  # the message's bytes, a report dropped: 10-30 MB
         current = report.version == self._version(job.uri)
         if current:
             self._publish(job.uri, report.version,

@@ -35,12 +35,11 @@ from ...compiler.numerics.nonfinite import Origin
 from ...compiler.random_data import RULE, find_roles
 from ...compiler.random_inputs import InputError, draw_inputs
 from ...compiler.unknown_values import fill_unknown_constants
-from .report import ReportDiagnostic
+from .report import NUMERICS_SEED, NUMERICS_STAGE, ReportDiagnostic
 from .reporting import _diagnostic, _range
 from .weights import read_weights
 
-SEED = 0
-STAGE = "numerics"
+SEED, STAGE = NUMERICS_SEED, NUMERICS_STAGE
 
 
 @dataclass(frozen=True)

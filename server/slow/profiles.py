@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from ..features import Refused
-from .profiling import ProfileReport
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # profiling.py loads the whole compiler and LLVM: the worker's, not the server's
+    from .profiling import ProfileReport
     from .builds import Builds
 
 TIMEOUT_SECONDS = 900.0

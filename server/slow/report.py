@@ -10,11 +10,16 @@ what the features read (sorted lists and bisection, no recomputation).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 Range = tuple[int, int]  # [start, end) character offsets
+
+
+NUMERICS_SEED = 0  # Check Numerics' inputs, as `relaylens run --check --seed 0` draws them
+NUMERICS_STAGE = "numerics"  # its diagnostics' stage in the server's store, and their source
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +103,9 @@ class BuildReport:
     functions: list[FusedReport] = field(default_factory=list)
     llvm_ir: str = ""
     optimized_ir: str = ""
-    llvm_lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # 1-based IR line -> Relay (line, col)
-    optimized_line_map: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # 1-based IR line -> Relay (line, col), compact (compiler/lower/codegen/llvm_map.py LineTable)
+    llvm_lines: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    optimized_line_map: Mapping[int, tuple[int, int]] = field(default_factory=dict)
     exprs: list[ExprReport] = field(default_factory=list)  # sorted by (start, -end)
     seconds: float = 0.0
     weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
@@ -148,6 +154,27 @@ class BuildReport:
                 if first <= line <= last:
                     return f
         return None
+
+
+def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
+    """Make each text of `report` (LLVM IR, optimised IR, schedules, snapshots) that equals a
+    text of an `older` report the older one's object, so that the server holds it once.
+    Two versions of a model mostly lower to the same kernels: a one-character edit leaves
+    most of ResNet-50's 11 MB of IR text as it was, and an edit undone leaves all of it."""
+    pool: dict[str, str] = {}
+    for old in older:
+        for text in (old.llvm_ir, old.optimized_ir, *(s.text for s in old.snapshots),
+                     *(t for f in old.functions for t in (f.llvm_ir, f.optimized_ir, f.schedule_text))):
+            pool.setdefault(text, text)
+    if not pool:
+        return
+    report.llvm_ir = pool.get(report.llvm_ir, report.llvm_ir)
+    report.optimized_ir = pool.get(report.optimized_ir, report.optimized_ir)
+    report.snapshots = [replace(s, text=pool.get(s.text, s.text)) for s in report.snapshots]
+    report.functions = [replace(f, llvm_ir=pool.get(f.llvm_ir, f.llvm_ir),
+                                optimized_ir=pool.get(f.optimized_ir, f.optimized_ir),
+                                schedule_text=pool.get(f.schedule_text, f.schedule_text))
+                        for f in report.functions]
 
 
 def _innermost(entries, offset: int):

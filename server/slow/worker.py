@@ -21,6 +21,8 @@ with the graph of one of them (compiler/graph/snapshots.py; options: {"layout": 
 or ("graph", request, None, why) when it has no such build or no such pass.  Graph requests
 queue behind builds, in the order they came.  stdin closing ends the process.
 
+After each build the memory it freed is handed back to the system (`release_memory`).
+
 A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
 runs the model; so does a "numerics" job (the Check Numerics command, numerics.py:
 ("numerics", job, uri, version, text, weights, seed) -> ("checked", job, NumericsReport)).
@@ -35,6 +37,8 @@ import sys
 import threading
 import traceback
 from typing import BinaryIO
+
+from ...compiler.support import release_memory
 
 from . import frames
 
@@ -179,6 +183,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("cancelled", job))
         else:
             frames.write(out, ("done", job, report))
+        del report, results
+        release_memory()
 
 
 def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:

@@ -136,10 +136,12 @@ class JIT:
         return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                             features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True)
 
-    def parse(self, text: str | ir.Module) -> llvm.ModuleRef:
-        """The module parsed and verified, for the host triple and data layout."""
+    def parse(self, text: str | ir.Module, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+        """The module parsed and verified, for the host triple and data layout; in
+        `context` (None: LLVM's global context, which a module given to an engine needs:
+        the engine outlives the Python objects)."""
         try:
-            mod = llvm.parse_assembly(str(text))
+            mod = llvm.parse_assembly(str(text), context=context)
             mod.verify()
         except RuntimeError as err:
             raise LoweringError(f"LLVM rejected the generated IR: {str(err).strip()}") from None
@@ -148,8 +150,9 @@ class JIT:
         return mod
 
     def optimize(self, text: str | ir.Module) -> str:
-        """The O3-optimised text of a module (verified first)."""
-        mod = self.parse(text)
+        """The O3-optimised text of a module (verified first).  Parsed in a context of its
+        own, freed with the module (pipeline.py `_link` says why)."""
+        mod = self.parse(text, llvm.create_context())
         options = llvm.create_pipeline_tuning_options(speed_level=OPTIONS["speed_level"])
         options.loop_vectorization = OPTIONS["loop_vectorization"]
         options.slp_vectorization = OPTIONS["slp_vectorization"]

@@ -1,0 +1,205 @@
+"""A faster driver for Lark's LALR tables: the same grammar, the same trees, a third of the time.
+
+Lark's `parse` spends most of a printed model's parse outside the LALR algorithm: a
+`Token` built through keyword checks and a line counter for every token, a second
+regular-expression match for the blanks before it, rules compared by `__eq__` on every
+reduction, and a callback for each of the seven unit reductions that carry an operand
+up the precedence ladder (`?value: equality`, ...).  This driver runs the very tables
+and tree callbacks Lark computed from grammar/relay.lark (one grammar), with:
+
+* one match per token: each state's contextual lexer is Lark's own terminal alternation,
+  in Lark's order, with the ignored blanks in front, in an atomic group (no terminal of
+  the grammar starts with a blank, so this finds the token Lark's lexer finds, and
+  nothing backtracks into the blanks); keywords are told from names
+  by Lark's own tables (`_create_unless`), as a dictionary;
+* plain-`str` keys in the tables (Lark's are `Token`s, compared by a Python `__eq__`);
+* the unit reductions whose callback hands its only child up unchanged (Lark's
+  `ExpandSingleChild`; found by probing each callback) done without calling it, and a
+  run of them, which depends only on the two states on top of the stack and the
+  lookahead, remembered.
+
+The trees are Lark's (its callbacks build them) and tokens carry the same type, value,
+`start_pos` and `end_pos`; their line and column are left None (nothing reads them:
+spans are offsets).  On any input the driver does not take to its end without a syntax
+error it raises `NotTaken`, and the caller parses with Lark itself, which raises the
+error with everything recovery needs (parser/recovery.py).  tests/test_lalr_driver.py
+checks tree for tree against Lark on the corpus and the test inputs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Lark, Token, Tree
+from lark.lexer import PatternStr, UnlessCallback
+from lark.parsers.lalr_analysis import Shift
+
+
+class NotTaken(Exception):
+    """The text has a syntax error (or something the driver does not handle): parse it
+    with Lark, which says what."""
+
+
+def _plain(name) -> str:
+    return "".join(name)  # a `str`, not a Lark `Token` (whose `__eq__` is Python code)
+
+
+class LalrDriver:
+    """Parses with the tables of one Lark LALR parser built with the contextual lexer."""
+
+    def __init__(self, lark: Lark) -> None:
+        frontend = lark.parser
+        inner = frontend.parser.parser
+        table = inner.parse_table
+        callbacks = inner.callbacks
+        if any(isinstance(key, str) for key in callbacks):
+            raise ValueError("terminal callbacks are not supported")
+        ignore = {_plain(n) for n in lark.lexer_conf.ignore}
+        blank = "|".join(lark.get_terminal(n).pattern.to_regexp() for n in sorted(ignore)) or "(?!)"
+        rules: list = []
+        numbered: dict = {}
+        self.actions: dict[int, dict[str, int]] = {}  # state → terminal → next state, or ~rule number
+        self.goto: dict[int, dict[str, int]] = {}  # state → rule name → next state
+        for state, row in table.states.items():
+            actions, goto = {}, {}
+            for symbol, (action, arg) in row.items():
+                symbol = _plain(symbol)
+                if action is Shift:
+                    (actions if symbol.isupper() or symbol == "$END" else goto)[symbol] = arg
+                else:
+                    if arg not in numbered:
+                        numbered[arg] = len(rules)
+                        rules.append(arg)
+                    actions[symbol] = ~numbered[arg]
+            self.actions[state], self.goto[state] = actions, goto
+        self.sizes = [len(rule.expansion) for rule in rules]
+        self.origins = [_plain(rule.origin.name) for rule in rules]
+        self.callbacks = [None if _hands_up(callbacks[rule], rule) else callbacks[rule] for rule in rules]
+        self.start_states = dict(table.start_states)
+        self.end_states = dict(table.end_states)
+        self.units: dict[tuple[int, int, str], int] = {}  # (below, top, lookahead) → top after unit reductions
+        self.lexers = {}
+        built: dict[int, tuple] = {}
+        for state, lexer in frontend.lexer.lexers.items():
+            if id(lexer) not in built:
+                built[id(lexer)] = _state_lexer(lexer, ignore, blank, lark.lexer_conf.g_regex_flags)
+            self.lexers[state] = built[id(lexer)]
+        self.blanks = re.compile(f"(?>(?:{blank})*)", lark.lexer_conf.g_regex_flags).match
+
+    def parse(self, text: str, start: str):
+        """The tree of `text` from rule `start`, as `Lark.parse` gives it; `NotTaken` on a
+        syntax error."""
+        actions, goto, lexers, units = self.actions, self.goto, self.lexers, self.units
+        sizes, origins, callbacks = self.sizes, self.origins, self.callbacks
+        states = [self.start_states[start]]
+        values: list = []
+        end_state = self.end_states[start]
+        pos, end = 0, len(text)
+        new = str.__new__
+        while True:
+            match, keywords = lexers[states[-1]]
+            m = match(text, pos)
+            if m is None:
+                pos = self.blanks(text, pos).end()
+                if pos == end:
+                    break
+                raise NotTaken(pos)
+            kind = m.lastgroup
+            value = m[kind]
+            pos = m.end()
+            token = new(Token, value)
+            renamed = keywords.get(kind)
+            if renamed is not None:
+                kind = renamed.get(value, kind)
+            token.type = kind
+            token.value = value
+            token.start_pos = pos - len(value)
+            token.end_pos = pos
+            token.line = token.column = token.end_line = token.end_column = None
+            while True:  # reduce, then shift the token
+                act = actions[states[-1]].get(kind)
+                if act is None:
+                    raise NotTaken(token.start_pos)
+                if act >= 0:
+                    states.append(act)
+                    values.append(token)
+                    break
+                rule = ~act
+                callback = callbacks[rule]
+                if callback is None:
+                    states[-1] = self._units(states[-2], states[-1], kind, rule) \
+                        if (key := (states[-2], states[-1], kind)) not in units else units[key]
+                    continue
+                size = sizes[rule]  # `_reduce`, inlined: this loop is the parse's hot path
+                if size:
+                    children = values[-size:]
+                    del states[-size:]
+                    del values[-size:]
+                else:
+                    children = []
+                states.append(goto[states[-1]][origins[rule]])
+                values.append(callback(children))
+        while True:  # the end: reduce until the start rule is done
+            act = actions[states[-1]].get("$END")
+            if act is None or act >= 0:
+                raise NotTaken(end)
+            if callbacks[~act] is None:
+                states[-1] = goto[states[-2]][origins[~act]]
+            else:
+                self._reduce(states, values, ~act)
+            if states[-1] == end_state:
+                return values[-1]
+
+    def _reduce(self, states: list, values: list, rule: int) -> None:
+        size = self.sizes[rule]
+        if size:
+            children = values[-size:]
+            del states[-size:]
+            del values[-size:]
+        else:
+            children = []
+        states.append(self.goto[states[-1]][self.origins[rule]])
+        values.append(self.callbacks[rule](children))
+
+    def _units(self, below: int, top: int, kind: str, rule: int) -> int:
+        """The top state after the run of unit reductions that starts with `rule`, with
+        `below` under `top` and `kind` ahead (remembered: it depends on nothing else)."""
+        key = (below, top, kind)
+        while True:
+            top = self.goto[below][self.origins[rule]]
+            act = self.actions[top].get(kind)
+            if act is None or act >= 0 or self.callbacks[~act] is not None:
+                break
+            rule = ~act
+        self.units[key] = top
+        return top
+
+
+def _hands_up(callback, rule) -> bool:
+    """Whether a one-symbol rule's tree callback returns its only child unchanged (Lark's
+    `ExpandSingleChild` on a child it does not inline): then reducing needs no call."""
+    if len(rule.expansion) != 1:
+        return False
+    probe = Tree("probe", [Token("A", "a"), Token("B", "b")])
+    return callback([probe]) is probe
+
+
+def _state_lexer(lexer, ignore: set[str], blank: str, flags: int):
+    """(match, keywords) for one of Lark's contextual lexers: `match(text, pos)` finds the
+    blanks and the next token, named by its group; `keywords[terminal][text]` renames a
+    name that is a keyword (Lark's `UnlessCallback`)."""
+    scanner = lexer.scanner
+    alternatives = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in scanner.terminals
+                            if t.name not in ignore)
+    keywords: dict[str, dict[str, str]] = {}
+    for name, callback in lexer.callback.items():
+        if not isinstance(callback, UnlessCallback):
+            raise ValueError(f"lexer callback on {name} is not supported")
+        words = {}
+        for t in callback.scanner.terminals:
+            if not isinstance(t.pattern, PatternStr) or t.pattern.flags:
+                raise ValueError(f"keyword {t.name} is not a plain string")
+            words[_plain(t.pattern.value)] = _plain(t.name)
+        keywords[_plain(name)] = words
+    pattern = f"(?>(?:{blank})*)(?:{alternatives or '(?!)'})"  # atomic: no backtracking into blanks
+    return re.compile(pattern, flags).match, keywords

@@ -1,0 +1,104 @@
+"""What keeps the language server small (bench/lsp_memory.py measures it on ResNet-50).
+
+* The server process never loads LLVM (llvmlite, 40 MB resident) or the lowering stack:
+  builds, profiles and assembly run in the worker (or, for an assembly view, load it on
+  first use).
+* The IR line → Relay location tables of a build report are compact arrays
+  (`LineTable`) that read as the dict they replace.
+* A build report shares the texts equal to the report before it (`share_texts`).
+* The worker hands the memory a build freed back to the system, and the server what a
+  report's message took (`release_memory`).
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import tracemalloc
+
+from relaylens.compiler.lower.codegen.llvm_map import LineTable, line_locations
+from relaylens.compiler.support import release_memory
+from relaylens.server.slow.report import BuildReport, FusedReport, Snapshot, share_texts
+
+
+def test_the_server_does_not_load_llvm() -> None:
+    code = ("import sys, relaylens.server.server\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith(('llvmlite', 'relaylens.compiler.lower.runtime',"
+            " 'relaylens.compiler.driver')))\n"
+            "print(loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+IR = """define void @f() !dbg !3 {
+  %a = fadd float 1.0, 2.0, !dbg !7
+  %b = fadd float %a, 2.0
+  ret void, !dbg !8
+}
+!7 = !DILocation(line: 5, column: 8, scope: !3)
+!8 = !DILocation(line: 0, column: 0, scope: !3, inlinedAt: !9)
+!9 = !DILocation(line: 6, column: 2, scope: !3)
+"""
+
+
+def test_line_table_reads_as_a_dict() -> None:
+    table = line_locations(IR)
+    assert isinstance(table, LineTable)
+    assert dict(table) == {2: (5, 8), 4: (6, 2)}
+    assert table.get(2) == (5, 8) and table.get(3) is None and 4 in table and 3 not in table
+    assert sorted(table.items()) == [(2, (5, 8)), (4, (6, 2))] and len(table) == 2 and table
+    assert not LineTable() and pickle.loads(pickle.dumps(table)) == table
+
+
+def _allocated(make) -> int:
+    tracemalloc.start()
+    try:
+        kept = make()  # noqa: F841 -- held while measured
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def test_line_table_is_compact() -> None:
+    items = [(n, n // 3 + 1000, n % 80) for n in range(1, 50_001)]
+    as_dict = _allocated(lambda: {n: (line, col) for n, line, col in items})
+    as_table = _allocated(lambda: LineTable({n: (line, col) for n, line, col in items}))
+    assert as_table * 5 < as_dict
+
+
+def test_release_memory_runs() -> None:
+    release_memory()  # glibc or not, it returns
+    release_memory(collect=False)
+
+
+def _text(*parts: str) -> str:
+    return "".join(parts)  # a new str object each call
+
+
+def _report(version: int, kernel: str) -> BuildReport:
+    fn = FusedReport(name="fused_add", display_name="add", anchor=(0, 1), ranges=((0, 1),), layers=(),
+                     schedule_text=_text("# step ", "1"), schedule_steps=1, llvm_ir=_text("define ", kernel),
+                     optimized_ir=_text("define ", "opt"), module_lines=((1, 2),), optimized_lines=((1, 2),),
+                     snapshot=1, printed=None, passes=0)
+    return BuildReport("file:///m.relay", version, "text", snapshots=[Snapshot(0, "Input", False, _text("def ", "@main"))],
+                       functions=[fn], llvm_ir=_text("module ", kernel), optimized_ir=_text("module ", "opt"))
+
+
+def test_a_report_shares_the_texts_of_the_report_before() -> None:
+    old, new = _report(1, "same"), _report(2, "same")
+    assert new.llvm_ir == old.llvm_ir and new.llvm_ir is not old.llvm_ir
+    share_texts(new, [old])
+    assert new.llvm_ir is old.llvm_ir and new.optimized_ir is old.optimized_ir
+    assert new.snapshots[0].text is old.snapshots[0].text
+    f, g = new.functions[0], old.functions[0]
+    assert f.llvm_ir is g.llvm_ir and f.optimized_ir is g.optimized_ir and f.schedule_text is g.schedule_text
+    assert (new.version, f.name, f.module_lines) == (2, "fused_add", ((1, 2),))  # the rest as it was
+
+
+def test_a_changed_text_is_its_own() -> None:
+    old, new = _report(1, "old"), _report(2, "new")
+    share_texts(new, [old])
+    assert new.llvm_ir == "module new" and new.functions[0].llvm_ir == "define new"
+    assert new.functions[0].optimized_ir is old.functions[0].optimized_ir  # unchanged: shared
