@@ -163,7 +163,8 @@ class Builds:
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
         self._graphs: dict[int, asyncio.Future] = {}  # graph requests sent to the worker
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
-        self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics")  # the editor's Check Numerics
+        # the editor's Check Numerics, run by the same worker
+        self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics", "check")
         self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
         self._byoc_keys: dict[str, str | None] = {}  # uri -> the BYOC request of its last build (byoc_setup.py)
 

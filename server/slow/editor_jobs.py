@@ -1,8 +1,10 @@
 """A job the editor asks the build worker for by a request, and waits for: one request,
-one worker job, its progress shown and its cancel passed on (the Check Numerics command).
+one worker job, its progress shown and its cancel passed on (the Check Numerics and the
+Profile commands; profiles.py keeps the last profile on top of it).
 
-    checks = EditorJobs(builds, kind="numerics", answer="checked", title="RelayLens check numerics")
+    checks = EditorJobs(builds, kind="numerics", answer="checked", title="RelayLens check numerics", noun="check")
     report = await checks.run(uri, seed)          # the worker's report for the document's current version
+    checks.running(uri)                           # whether one is under way
 
 The job goes to the build worker as `(kind, job, uri, version, text, weights, *extra)`,
 which answers `(answer, job, report)` (worker.py).  Progress is LSP work-done progress
@@ -40,16 +42,19 @@ class Pending:
 
 
 class EditorJobs:
-    def __init__(self, builds: "Builds", kind: str, answer: str, title: str) -> None:
+    def __init__(self, builds: "Builds", kind: str, answer: str, title: str, noun: str = "job") -> None:
         self.builds = builds
-        self.kind, self.answer, self.title = kind, answer, title
+        self.kind, self.answer, self.title, self.noun = kind, answer, title, noun
         self.pending: dict[int, Pending] = {}
+
+    def running(self, uri: str) -> bool:
+        return any(p.uri == uri for p in self.pending.values())
 
     async def run(self, uri: str, *extra: Any) -> Any:
         """The worker's report on the document's current version."""
         doc = self.builds.server.documents.opened(uri)
         if doc is None:
-            raise JobFailed(f"{uri} is not open: only an open document is checked")
+            raise JobFailed(f"{uri} is not open: the {self.noun} runs on an open document only")
         job = next(self.builds._ids)
         pending = Pending(uri, asyncio.get_running_loop().create_future())
         self.pending[job] = pending
@@ -63,7 +68,7 @@ class EditorJobs:
         except (asyncio.CancelledError, asyncio.TimeoutError) as err:
             self.builds.worker.send(("cancel", job))
             if isinstance(err, asyncio.TimeoutError):
-                raise JobFailed(f"the job did not finish within {TIMEOUT_SECONDS:.0f} s") from None
+                raise JobFailed(f"the {self.noun} did not finish within {TIMEOUT_SECONDS:.0f} s") from None
             raise
         finally:
             self.pending.pop(job, None)
@@ -80,13 +85,13 @@ class EditorJobs:
         elif kind == self.answer and not pending.future.done():
             pending.future.set_result(message[2])
         elif kind == "cancelled" and not pending.future.done():
-            pending.future.set_exception(JobFailed("the job was cancelled"))
+            pending.future.set_exception(JobFailed(f"the {self.noun} was cancelled"))
         return True
 
     def worker_stopped(self, why: str) -> None:
         for pending in self.pending.values():
             if not pending.future.done():
-                pending.future.set_exception(JobFailed(f"the build worker stopped ({why})"))
+                pending.future.set_exception(JobFailed(f"the build worker stopped ({why}) during the {self.noun}"))
 
     # ---- progress ---------------------------------------------------------------------
     def _begin_progress(self, job: int, pending: Pending, uri: str, version: int | None) -> None:

@@ -189,32 +189,14 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
 
 def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
     """Build to machine code and profile (profiling.py); answer ("profiled", job, report)."""
-    # lazy: the worker says it is ready before the compiler loads
-    from .profiling import ProfileReport, profile_report
-    from .reporting import Cancelled
+    from .profiling import ProfileReport, profile_report  # lazy: the worker says it is ready before the compiler loads
 
     _, job, uri, version, text, weights, runs = message[:7]
     onnx = message[7] if len(message) > 7 else None
-    if jobs.is_void(job):
-        frames.write(out, ("cancelled", job))
-        return
-    frames.write(out, ("started", job))
-
-    def progress(step: str, fraction: float) -> None:
-        if jobs.is_void(job):
-            raise Cancelled(step)
-        frames.write(out, ("progress", job, step, fraction))
-
-    try:
-        report = profile_report(uri, version, text, runs=runs, weights=weights, onnx=onnx, progress=progress,
-                                disk_cache=disk)
-    except Cancelled:
-        frames.write(out, ("cancelled", job))
-        return
-    except Exception as err:  # noqa: BLE001 -- a bug: an answer saying so, not a dead worker
-        traceback.print_exc()
-        report = ProfileReport(uri, version, error=f"internal error: {type(err).__name__}: {err}")
-    frames.write(out, ("cancelled", job) if jobs.is_void(job) else ("profiled", job, report))
+    _one_shot(job, jobs, out, "profiled",
+              lambda progress: profile_report(uri, version, text, runs=runs, weights=weights, onnx=onnx,
+                                              progress=progress, disk_cache=disk),
+              lambda why: ProfileReport(uri, version, error=why))
 
 
 def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None) -> tuple:
@@ -248,7 +230,7 @@ def _numerics(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
 
 
 def _one_shot(job: int, jobs: Jobs, out: BinaryIO, answer: str, work, failed) -> None:
-    """Run one job the editor asked for (the profile could too): `work(progress)` makes the
+    """Run one job the editor asked for (a profile, a numerics check): `work(progress)` makes the
     report, sent as (answer, job, report); a bug is `failed(why)`'s report; a cancel stops
     it at the next progress step."""
     from .reporting import Cancelled  # lazy: as above
