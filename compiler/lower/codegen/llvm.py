@@ -41,6 +41,7 @@ import llvmlite.ir as ir
 from ..errors import LoweringError
 from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
 from ..te import expr as te
+from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
                      mem_type, reg_type)
@@ -126,7 +127,12 @@ class _Emitter:
         self.builder = ir.IRBuilder(fn.append_basic_block("body"))
         self.buffers: dict[int, ir.Value] = {}
         self.vars: dict[int, ir.Value] = {}
+        self.extents: dict[int, int] = {}  # loop variable id -> its loop's extent (for index bounds)
+        # expressions emitted, by id: `memo` those that read no memory, valid while the
+        # variables they use keep their values and their instructions dominate the
+        # insertion point (see `region`); `loaded` those that read memory, for one statement
         self.memo: dict[int, ir.Value] = {}
+        self.loaded: dict[int, ir.Value] = {}
         self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
@@ -164,8 +170,20 @@ class _Emitter:
 
     # ------------------------------------------------------------------ statements
 
+    @contextlib.contextmanager
+    def region(self) -> Iterator[None]:
+        """A block of code that need not run (a loop body, a branch) or that rebinds a
+        variable (an unrolled iteration): it may use what was emitted before it, and
+        nothing it emits is reused after it."""
+        saved, saved_loaded = self.memo, self.loaded
+        self.memo, self.loaded = dict(saved), dict(saved_loaded)
+        try:
+            yield
+        finally:
+            self.memo, self.loaded = saved, saved_loaded
+
     def stmt(self, s: Stmt) -> None:
-        self.memo = {}
+        self.loaded = {}
         with self.at(getattr(s, "loc", None)):
             if isinstance(s, Seq):
                 for one in s.stmts:
@@ -206,13 +224,13 @@ class _Emitter:
     def if_(self, s: IfThenElse) -> None:
         cond = self.expr(s.cond)
         if s.else_case is None:
-            with self.builder.if_then(cond):
+            with self.builder.if_then(cond), self.region():
                 self.stmt(s.then_case)
         else:
             with self.builder.if_else(cond) as (then, otherwise):
-                with then:
+                with then, self.region():
                     self.stmt(s.then_case)
-                with otherwise:
+                with otherwise, self.region():
                     self.stmt(s.else_case)
 
     def allocate(self, s: Allocate) -> None:
@@ -235,14 +253,18 @@ class _Emitter:
         if s.kind == "parallel" and not self.in_parallel and s.extent > 1:
             self.parallel(s)
         elif s.kind == "unrolled" or s.extent == 1:
+            self.extents[id(s.var)] = s.extent
             for k in range(s.extent):
-                self.vars[id(s.var)] = ir.Constant(I64, k)
-                self.stmt(s.body)
+                with self.region():
+                    self.vars[id(s.var)] = ir.Constant(I64, k)
+                    self.stmt(s.body)
         else:
             width = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
+            self.extents[id(s.var)] = s.extent
             self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
                       vectorize=width)
         self.vars.pop(id(s.var), None)
+        self.extents.pop(id(s.var), None)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
              vectorize: int | None = None) -> None:
@@ -259,7 +281,8 @@ class _Emitter:
         b.position_at_end(header)
         counter = b.phi(I64, name=var.name)
         self.vars[id(var)] = counter
-        body()
+        with self.region():
+            body()
         latch = b.block
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
         back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
@@ -293,6 +316,8 @@ class _Emitter:
                          where, self.span, self.root, self.counter, in_parallel=True)
         inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
+        inner.extents = {id(v): self.extents[id(v)] for v in free_vars if id(v) in self.extents}
+        inner.extents[id(s.var)] = s.extent
         inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body))
         inner.finish()
 
@@ -333,8 +358,11 @@ class _Emitter:
         key = id(e)
         value = self.memo.get(key)
         if value is None:
-            with self.at(e.loc):
-                value = self.memo[key] = self._expr(e)
+            value = self.loaded.get(key)
+            if value is None:
+                with self.at(e.loc):
+                    value = self._expr(e)
+                (self.loaded if self.reads_memory(e) else self.memo)[key] = value
         return value
 
     def _expr(self, e: te.PrimExpr) -> ir.Value:
@@ -355,6 +383,9 @@ class _Emitter:
             return self.select(e)
         if isinstance(e, te.Binary):
             x, y = self.expr(e.a), self.expr(e.b)
+            if e.op in ("floordiv", "floormod") and self._nonnegative_by_positive(e):
+                # an index: both sides known non-negative, so floor is truncation (no sign fix-up)
+                return b.udiv(x, y) if e.op == "floordiv" else b.urem(x, y)
             return binary(self, e.op, x, y, e.a.dtype)
         if isinstance(e, te.Cast):
             x = self.expr(e.value)
@@ -363,6 +394,14 @@ class _Emitter:
             args = [self.expr(a) for a in e.args]
             return call(self, e.name, args, e.args[0].dtype, e.dtype)
         raise LoweringError(f"LLVM code generation: {type(e).__name__} must be lowered before code generation")
+
+    def _nonnegative_by_positive(self, e: te.Binary) -> bool:
+        """Whether `e.a` is never negative and `e.b` a positive constant, on signed
+        integers, by the bounds the enclosing loops give (te/arith.py)."""
+        if not (isinstance(e.b, te.Const) and e.b.value > 0 and te.is_signed(e.dtype)):
+            return False
+        known = bounds(e.a, self.extents)
+        return known is not None and known[0] >= 0
 
     def inline(self, expand: Callable[[te.PrimExpr], te.PrimExpr], x: ir.Value) -> ir.Value:
         """`expand(v)`, an expression of one float32 variable (te/mathfuncs.py), emitted
@@ -387,15 +426,13 @@ class _Emitter:
         else_bb = self.fn.append_basic_block("select.else")
         merge_bb = self.fn.append_basic_block("select.end")
         b.cbranch(cond, then_bb, else_bb)
-        saved = self.memo
         arms = []
         for block, side in ((then_bb, e.a), (else_bb, e.b)):
-            self.memo = dict(saved)
-            b.position_at_end(block)
-            value = self.expr(side)
-            arms.append((value, b.block))
-            b.branch(merge_bb)
-        self.memo = saved
+            with self.region():
+                b.position_at_end(block)
+                value = self.expr(side)
+                arms.append((value, b.block))
+                b.branch(merge_bb)
         b.position_at_end(merge_bb)
         phi = b.phi(reg_type(e.dtype))
         for value, block in arms:
