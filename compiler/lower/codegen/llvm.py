@@ -43,6 +43,7 @@ from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, 
 from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
+from .lanes import LanePlan, Lanes, lane_plan
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
                      mem_type, reg_type)
 
@@ -102,7 +103,7 @@ def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> N
     fn = _buffer_function(module, func.name, list(func.params), [], internal=False)
     where = source_location(func.span) or (0, 0)
     em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where, func.span,
-                  func.name, itertools.count(), in_parallel=False)
+                  func.name, itertools.count(), in_parallel=False, plans=_LoopPlans())
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
     em.stmt(func.body)
     em.finish()
@@ -116,8 +117,10 @@ class _Emitter:
     has none), and a `LoweringError` raised meanwhile without a span gets its span."""
 
     def __init__(self, module: ir.Module, debug: DebugInfo, fn: ir.Function, scope: ir.DIValue,
-                 where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool) -> None:
+                 where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool,
+                 plans: _LoopPlans) -> None:
         self.module, self.debug, self.fn, self.scope = module, debug, fn, scope
+        self.plans = plans
         self.where = where  # the current node's Relay (line, column); first the function's own
         self.span = span  # the current node's span (the innermost one that has a span)
         self.root, self.counter, self.in_parallel = root, counter, in_parallel
@@ -204,7 +207,7 @@ class _Emitter:
             raise LoweringError(f"LLVM code generation: storing {s.value.dtype} into {s.buffer.name} "
                                 f"of {s.buffer.dtype}")
         index = self.expr(s.index)
-        self.contract = _accumulates(s)
+        self.contract = self.accumulates(s)
         try:
             value = self.expr(s.value)
         finally:
@@ -212,6 +215,10 @@ class _Emitter:
         if s.buffer.dtype == "bool":
             value = self.builder.zext(value, I8)
         self.builder.store(value, self.address(s.buffer, index), align=elem_bytes(s.buffer.dtype))
+
+    @staticmethod
+    def accumulates(s: Store) -> bool:
+        return _accumulates(s)
 
     def address(self, buffer: te.Buffer, index: ir.Value) -> ir.Value:
         ptr = self.buffers.get(id(buffer))
@@ -259,15 +266,20 @@ class _Emitter:
                     self.vars[id(s.var)] = ir.Constant(I64, k)
                     self.stmt(s.body)
         else:
-            width = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
             self.extents[id(s.var)] = s.extent
-            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
-                      vectorize=width)
+            lanes = self.plans.lanes(s)
+            if lanes is not None:
+                Lanes(self, s, lanes).emit()
+            else:
+                # a loop around vector code is not unrolled: LLVM would fully unroll the
+                # short ones (a 3x3 filter's), tripling the machine code for no speed
+                self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
+                          vectorize=self.plans.width(s), no_unroll=self.plans.encloses_lanes(s.body))
         self.vars.pop(id(s.var), None)
         self.extents.pop(id(s.var), None)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
-             vectorize: int | None = None) -> None:
+             vectorize: int | None = None, no_unroll: bool = False) -> None:
         """`for var in [begin, end): body()` as a bottom-tested loop; the range may be empty
         unless both bounds are constants."""
         b = self.builder
@@ -286,6 +298,8 @@ class _Emitter:
         latch = b.block
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
         back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
+        if no_unroll and vectorize is None:
+            back.set_metadata("llvm.loop", _LoopID(self.module, [self.module.add_metadata(["llvm.loop.unroll.disable"])]))
         if vectorize is not None:
             # no unrolling first: the full unroller would otherwise scalarise the loop
             # before the vectoriser sees it
@@ -313,7 +327,7 @@ class _Emitter:
                                    internal=True)
         where = self.where
         inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
-                         where, self.span, self.root, self.counter, in_parallel=True)
+                         where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
         inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
         inner.extents = {id(v): self.extents[id(v)] for v in free_vars if id(v) in self.extents}
@@ -328,7 +342,7 @@ class _Emitter:
         trampoline.attributes.add("nounwind")
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
-                      where, self.span, self.root, self.counter, in_parallel=True)
+                      where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
         tb = tr.builder
         captured = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
                                    source_etype=struct), typ=t) for k, t in enumerate(fields)]
@@ -444,6 +458,45 @@ class _Emitter:
         if key not in self._reads:
             self._reads[key] = isinstance(e, te.BufferLoad) or any(self.reads_memory(k) for k in te.children(e))
         return self._reads[key]
+
+
+class _LoopPlans:
+    """How each loop of a PrimFunc is emitted, worked out once per loop (an unrolled loop
+    emits the loops in its body once per iteration): the `llvm.loop.vectorize` width of a
+    vectorized loop the loop vectoriser can take, its lane plan when it is vector code
+    instead (lanes.py), and whether a statement runs vector code."""
+
+    def __init__(self) -> None:
+        self._width: dict[int, int | None] = {}
+        self._lanes: dict[int, LanePlan | None] = {}
+        self._encloses: dict[int, bool] = {}
+
+    def width(self, s: For) -> int | None:
+        if id(s) not in self._width:
+            self._width[id(s)] = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
+        return self._width[id(s)]
+
+    def lanes(self, s: For) -> LanePlan | None:
+        if id(s) not in self._lanes:
+            self._lanes[id(s)] = lane_plan(s) if self.width(s) is not None else None
+        return self._lanes[id(s)]
+
+    def encloses_lanes(self, s: Stmt) -> bool:
+        key = id(s)
+        if key not in self._encloses:
+            if isinstance(s, For):
+                found = self.lanes(s) is not None or self.encloses_lanes(s.body)
+            elif isinstance(s, Seq):
+                found = any(self.encloses_lanes(x) for x in s.stmts)
+            elif isinstance(s, Allocate):
+                found = self.encloses_lanes(s.body)
+            elif isinstance(s, IfThenElse):
+                found = self.encloses_lanes(s.then_case) or (
+                    s.else_case is not None and self.encloses_lanes(s.else_case))
+            else:
+                found = False
+            self._encloses[key] = found
+        return self._encloses[key]
 
 
 def _umin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -90,7 +90,14 @@ def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> 
 
 
 def _intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int = 1) -> ir.Function:
-    suffix = {"half": "f16", "float": "f32", "double": "f64"}.get(str(typ)) or str(typ)
+    """`llvm.<name>` on `typ`, a scalar or a vector (`llvm.maximum.v16f32`)."""
+    lanes = ""
+    if isinstance(typ, ir.VectorType):
+        lanes = f"v{typ.count}"
+        typ_name = str(typ.element)
+    else:
+        typ_name = str(typ)
+    suffix = lanes + ({"half": "f16", "float": "f32", "double": "f64"}.get(typ_name) or typ_name)
     return declare(module, f"llvm.{name}.{suffix}", typ, [typ] * arity)
 
 
@@ -301,9 +308,14 @@ def _int_pow(em, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
 
 
 def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
+    """`x` of `src` as `dst`; `x` may be a vector (then so is the result)."""
     if src == dst:
         return x
     to = reg_type(dst)
+    if isinstance(x.type, ir.VectorType):
+        if dst == "bool" or src == "bool":
+            raise LoweringError(f"LLVM code generation: a vector cast from {src} to {dst}")
+        to = ir.VectorType(to, x.type.count)
     if dst == "bool":
         if te.is_float(src):
             return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
@@ -314,9 +326,9 @@ def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
         return b.fptosi(x, to) if te.is_signed(dst) else b.fptoui(x, to)
     if te.is_float(dst):
         return b.sitofp(x, to) if te.is_signed(src) else b.uitofp(x, to)
-    if to.width < x.type.width:
+    if te.bits(dst) < te.bits(src):
         return b.trunc(x, to)
-    if to.width > x.type.width:
+    if te.bits(dst) > te.bits(src):
         return b.sext(x, to) if te.is_signed(src) else b.zext(x, to)
     return x
 
