@@ -5,11 +5,12 @@ with external linkage; the runtime passes 64-byte aligned, row-major, contiguous
 Loop kinds:
 
 * serial: a bottom-tested loop with a phi counter;
-* vectorized: the same loop carrying `llvm.loop.vectorize.enable`/`width` (and
-  `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body the
-  vectoriser cannot handle (inner loops, libm calls, a buffer read where another
-  iteration writes it)
-  gets no metadata, because a forced vectorisation that fails prints LLVM warnings;
+* vectorized: a straight-line body is emitted once on `<W x T>` vectors (lanes.py);
+  other bodies make the same loop as serial, carrying `llvm.loop.vectorize.enable`/`width`
+  (and `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body
+  the vectoriser cannot handle (inner loops, libm calls, a buffer read where another
+  iteration writes it) gets no metadata, because a forced vectorisation that fails prints
+  LLVM warnings.  A loop around vector code carries `llvm.loop.unroll.disable`;
 * unrolled: the body once per iteration, with the loop variable a constant;
 * parallel: the loop is outlined into an internal body function (buffers as `noalias`
   parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and
@@ -22,6 +23,9 @@ Loop kinds:
 Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
 `select` evaluates only the side taken when a side reads memory (branches and a phi).
+Index arithmetic is folded where it is constant, a division by a constant has no guard
+(unsigned where the loop bounds prove the dividend non-negative), and an expression that
+reads no memory is emitted once per block (`_Emitter.region`), not once per statement.
 Scalar operations and the LLVM types of dtypes are in scalar.py.
 
 Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
@@ -374,8 +378,11 @@ class _Emitter:
         if value is None:
             value = self.loaded.get(key)
             if value is None:
-                with self.at(e.loc):
+                if e.loc is None or e.loc is self.span:  # already the current node's place
                     value = self._expr(e)
+                else:
+                    with self.at(e.loc):
+                        value = self._expr(e)
                 (self.loaded if self.reads_memory(e) else self.memo)[key] = value
         return value
 

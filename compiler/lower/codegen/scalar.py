@@ -15,6 +15,7 @@ the exact ones there).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import llvmlite.ir as ir
@@ -46,6 +47,7 @@ def calls_libm(name: str, src: str) -> bool:
 # --------------------------------------------------------------------------- types
 
 
+@functools.cache
 def reg_type(dtype: str) -> ir.Type:
     """The LLVM type of a value of `dtype` in registers (bool is i1)."""
     if dtype == "float16":
@@ -74,7 +76,7 @@ def constant(value: Any, dtype: str) -> ir.Constant:
         return ir.Constant(typ, float(value))
     if dtype == "bool":
         return ir.Constant(I1, 1 if value else 0)
-    n = te.bits(dtype)
+    n = typ.width
     v = int(value) & ((1 << n) - 1)
     return ir.Constant(typ, v - (1 << n) if v >= 1 << (n - 1) else v)
 
