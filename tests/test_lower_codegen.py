@@ -181,6 +181,21 @@ def test_widened_loops(jit):
     np.testing.assert_array_equal(jit.compile([f], "t.relay")["widened"](x, y), expected)
 
 
+def test_widened_guarded_read(jit):
+    """A padding guard the same on every lane, around a read, is a branch in vector code:
+    the read happens only where the guard holds."""
+    a, out = buf("a", (3, 16), "float32"), buf("out", (4, 16), "float32")
+    r, v = te.Var("r"), te.Var("v")
+    value = te.select(te.ge(r, 1), load(a, (r - 1) * 16 + v), te.const(0.0, "float32")) + 1.0
+    f = ln.PrimFunc("guarded", (a, out), ln.For(r, 4, ln.For(v, 16, ln.Store(out, r * 16 + v, value), "vectorized")))
+    text = str(generate([f], "t.relay"))
+    assert "llvm.loop.vectorize" not in text and "load <16 x float>" in text
+    assert re.search(r"phi\s+<16 x float>", text)
+    x = values("float32", n=48).reshape(3, 16)
+    expected = np.concatenate([np.zeros((1, 16), np.float32), x]) + 1
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["guarded"](x), expected)
+
+
 FLOAT_INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
                     "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "neg")
 

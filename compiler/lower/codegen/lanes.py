@@ -18,8 +18,10 @@ Lane by lane, with v the loop variable:
 
 The iterations run all at once, statement by statement: the loop vectoriser's legality
 (`llvm._vectorizable`: a written buffer is read only where the same iteration writes it)
-makes that the loop's result.  Anything else — a select whose side reads memory (a
-padding guard: its lanes may not be loaded), an index not affine in v, a call, integer
+makes that the loop's result.  A select whose side reads memory (a padding guard) on a
+condition that is the same on every lane is a branch, as in scalar code.  Anything
+else — such a select on a condition that differs between lanes (its lanes may not be
+loaded), an index not affine in v, a call, integer
 division on lanes, bool or float16 data — is left to the loop vectoriser (`lane_plan`
 says None).
 """
@@ -129,7 +131,9 @@ def _supported(e: te.PrimExpr, var: te.Var, uses: dict[int, bool], seen: dict[in
     elif isinstance(e, te.Cast):
         ok = e.value.dtype in LANE_DTYPES and _supported(e.value, var, uses, seen)
     elif isinstance(e, te.Select):
-        ok = not any(_reads(x) for x in (e.a, e.b)) and \
+        # a side that reads memory is read only where the condition holds: lane by lane
+        # that would take a masked load; a condition the same on every lane is a branch
+        ok = (not uses_var(e.cond, var, uses) or not any(_reads(x) for x in (e.a, e.b))) and \
             all(_supported(x, var, uses, seen) for x in (e.cond, e.a, e.b))
     else:
         ok = False
@@ -215,11 +219,38 @@ class Lanes:
         if isinstance(e, te.Cast):
             return cast(b, self.value(e.value), e.value.dtype, e.dtype)
         if isinstance(e, te.Select):
+            if not uses_var(e.cond, self.var, self.uses) and (_reads(e.a) or _reads(e.b)):
+                return self.branches(e)
             cond, x, y = self.value(e.cond), self.value(e.a), self.value(e.b)
             if any(isinstance(v.type, ir.VectorType) for v in (cond, x, y)):
                 x, y = self.splat(x), self.splat(y)
             return b.select(cond, x, y)
         raise AssertionError(f"lane_plan let through {type(e).__name__}")
+
+    def branches(self, e: te.Select) -> ir.Value:
+        """A select on one condition for every lane whose sides read memory: a branch to
+        the side taken (a padding guard: the other side's lanes may lie outside the
+        buffer), its vector, and a phi."""
+        em, b = self.em, self.em.builder
+        cond = em.expr(e.cond)
+        then_bb, else_bb = em.fn.append_basic_block("select.then"), em.fn.append_basic_block("select.else")
+        merge_bb = em.fn.append_basic_block("select.end")
+        b.cbranch(cond, then_bb, else_bb)
+        arms = []
+        saved = self.vectors
+        for block, side in ((then_bb, e.a), (else_bb, e.b)):
+            with em.region():
+                self.vectors = dict(saved)
+                b.position_at_end(block)
+                value = self.splat(self.value(side))
+                arms.append((value, b.block))
+                b.branch(merge_bb)
+        self.vectors = saved
+        b.position_at_end(merge_bb)
+        phi = b.phi(arms[0][0].type)
+        for value, block in arms:
+            phi.add_incoming(value, block)
+        return phi
 
     def splat(self, x: ir.Value) -> ir.Value:
         """`x` on every lane (a vector stays as it is)."""
