@@ -139,6 +139,77 @@ def test_integer_edge_cases(jit):
     assert list(kernels["truncmod_i32"](x, y)[:6]) == [0, 1, -1, 1, -1, 0]
 
 
+def test_division_by_constants(jit):
+    """A constant divisor needs no guard: floor and truncating division and remainders by
+    3, -3 and -1 as numpy computes them; an index that loop bounds prove non-negative is
+    divided unsigned (no sign fix-up)."""
+    x = np.arange(N, dtype=np.int64) - N // 2
+    funcs = {}
+    for op in ("div", "floordiv", "floormod", "truncmod"):
+        for c in (3, -3, -1):
+            name = f"{op}_{'m' if c < 0 else ''}{abs(c)}"
+            funcs[name] = elementwise(name, ["int64"], "int64", lambda a, op=op, c=c: te.binary(op, a, te.const(c, "int64")))
+    kernels = jit.compile(list(funcs.values()), "t.relay")
+    for name in funcs:
+        op, c = name.split("_")
+        c = -int(c[1:]) if c.startswith("m") else int(c)
+        truncated = np.trunc(x / c).astype(np.int64)
+        expected = {"div": truncated, "truncmod": x - truncated * c, "floordiv": x // c, "floormod": x % c}[op]
+        np.testing.assert_array_equal(kernels[name](x), expected, err_msg=name)
+    out, i = buf("out", N, "int64"), te.Var("i")
+    index = ln.PrimFunc("index_div", (out,), ln.For(i, N, ln.Store(out, i, i // 4 + i % 7)))
+    text = str(generate([index], "t.relay"))
+    assert "udiv i64" in text and "urem i64" in text and "sdiv" not in text and "select" not in text
+    assert list(jit.compile([index], "t.relay")["index_div"]()) == [k // 4 + k % 7 for k in range(N)]
+
+
+def test_unrolled_index_arithmetic_is_folded(jit):
+    """An unrolled loop's indices are constants in the IR, not arithmetic on constants."""
+    a, out = buf("a", (4, 8), "float32"), buf("out", (4, 8), "float32")
+    r, c = te.Var("r"), te.Var("c")
+    body = ln.For(r, 4, ln.For(c, 8, ln.Store(out, r * 8 + c, load(a, r * 8 + c) * 2.0), "unrolled"), "unrolled")
+    f = ln.PrimFunc("unrolled_fold", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert not re.search(r"= (add|mul|sub) i64 -?\d+, -?\d+", text)
+    assert "getelementptr inbounds float, ptr %\"a\", i64 31" in text
+    x = values("float32", n=32).reshape(4, 8)
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["unrolled_fold"](x), x * 2)
+
+
+def test_widened_loops(jit):
+    """Vector code for a vectorized loop (lanes.py): a contiguous read is one vector load,
+    a loop-invariant read a broadcast scalar, a strided write one store per lane, and a
+    mixed int/float body computes what the scalar loop computes."""
+    a, s, out = buf("a", (4, 16), "float32"), buf("s", (4,), "float32"), buf("out", (16, 4), "float32")
+    r, v = te.Var("r"), te.Var("v")
+    value = te.maximum(load(a, r * 16 + v) * load(s, r) + te.cast(v, "float32"), te.const(0.5, "float32"))
+    body = ln.For(r, 4, ln.For(v, 16, ln.Store(out, v * 4 + r, value), "vectorized"))
+    f = ln.PrimFunc("widened", (a, s, out), body)
+    text = str(generate([f], "t.relay"))
+    assert "llvm.loop.vectorize" not in text
+    assert "load <16 x float>" in text and "shufflevector <16 x float>" in text
+    assert "sitofp <16 x i64>" in text and re.search(r"select\s+<16 x i1>", text)  # max against a constant
+    assert text.count("extractelement <16 x float>") == 16
+    x, y = values("float32", n=64).reshape(4, 16), values("float32", n=4, seed=3)
+    expected = np.maximum(x * y[:, None] + np.arange(16, dtype=np.float32), 0.5).T
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["widened"](x, y), expected)
+
+
+def test_widened_guarded_read(jit):
+    """A padding guard the same on every lane, around a read, is a branch in vector code:
+    the read happens only where the guard holds."""
+    a, out = buf("a", (3, 16), "float32"), buf("out", (4, 16), "float32")
+    r, v = te.Var("r"), te.Var("v")
+    value = te.select(te.ge(r, 1), load(a, (r - 1) * 16 + v), te.const(0.0, "float32")) + 1.0
+    f = ln.PrimFunc("guarded", (a, out), ln.For(r, 4, ln.For(v, 16, ln.Store(out, r * 16 + v, value), "vectorized")))
+    text = str(generate([f], "t.relay"))
+    assert "llvm.loop.vectorize" not in text and "load <16 x float>" in text
+    assert re.search(r"phi\s+<16 x float>", text)
+    x = values("float32", n=48).reshape(3, 16)
+    expected = np.concatenate([np.zeros((1, 16), np.float32), x]) + 1
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["guarded"](x), expected)
+
+
 FLOAT_INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
                     "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "neg")
 
@@ -332,7 +403,11 @@ def test_vectorized_loop(jit, capfd):
     acc, src = buf("acc", 64, "float32"), buf("src", 64, "float32")  # acc[i] = acc[i] + src[i]
     accumulate = ln.PrimFunc("vec_acc", (src, acc), ln.For(o, 4, ln.For(v, 16, ln.Store(
         acc, o * 16 + v, load(acc, o * 16 + v) + load(src, o * 16 + v)), "vectorized")))
-    assert '!"llvm.loop.vectorize.width", i32 16' in str(generate([accumulate], "t.relay"))
+    # straight-line bodies are vector instructions already (lanes.py): no loop to widen
+    text = str(generate([accumulate, fma], "t.relay"))
+    assert "llvm.loop.vectorize" not in text and '"v.loop"' not in text
+    assert re.search(r"fadd contract <16 x float>", text) and re.search(r"load <16 x float>", text)
+    # a select whose side reads memory (a guard) is left to the loop vectoriser
     shift = _vector_func("vec_shift", lambda a, b, i: te.select(te.ge(i, 1), load(a, i - 1), load(b, i)))
     ir_text = str(generate([fma, shift], "t.relay"))
     assert '!"llvm.loop.vectorize.enable", i1 1' in ir_text

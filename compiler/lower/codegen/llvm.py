@@ -5,13 +5,14 @@ with external linkage; the runtime passes 64-byte aligned, row-major, contiguous
 Loop kinds:
 
 * serial: a bottom-tested loop with a phi counter;
-* vectorized: the same loop carrying `llvm.loop.vectorize.enable`/`width` (and
-  `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body the
-  vectoriser cannot handle (inner loops other than unrolled ones, which are straight-line
-  code, libm calls, a buffer read where another iteration writes it)
-  gets no metadata, because a forced vectorisation that fails prints LLVM warnings; a
-  loop of up to MAX_VECTOR_PIECES lanes that is not a power of two is emitted as one loop
-  per power of two in its length, each a whole vector (`_vector_pieces`);
+* vectorized: a straight-line body is emitted once on `<W x T>` vectors (lanes.py);
+  other bodies make the same loop as serial, carrying `llvm.loop.vectorize.enable`/`width`
+  (and `unroll.disable`) metadata, which the O3 pipeline's loop vectoriser honours; a body
+  the vectoriser cannot handle (inner loops, libm calls, a buffer read where another
+  iteration writes it) gets no metadata, because a forced vectorisation that fails prints
+  LLVM warnings; such a loop of up to MAX_VECTOR_PIECES lanes that is not a power of two
+  is emitted as one loop per power of two in its length, each a whole vector
+  (`_vector_pieces`).  A loop around vector code carries `llvm.loop.unroll.disable`;
 * unrolled: the body once per iteration, with the loop variable a constant;
 * parallel: the loop is outlined into an internal body function (buffers as `noalias`
   parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and
@@ -24,6 +25,9 @@ Loop kinds:
 Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
 `select` evaluates only the side taken when a side reads memory (branches and a phi).
+Index arithmetic is folded where it is constant, a division by a constant has no guard
+(unsigned where the loop bounds prove the dividend non-negative), and an expression that
+reads no memory is emitted once per block (`_Emitter.region`), not once per statement.
 Scalar operations and the LLVM types of dtypes are in scalar.py.
 
 Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
@@ -43,7 +47,9 @@ import llvmlite.ir as ir
 from ..errors import LoweringError
 from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
 from ..te import expr as te
+from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
+from .lanes import LanePlan, Lanes, lane_plan
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
                      mem_type, reg_type)
 
@@ -104,7 +110,7 @@ def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> N
     fn = _buffer_function(module, func.name, list(func.params), [], internal=False)
     where = source_location(func.span) or (0, 0)
     em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where, func.span,
-                  func.name, itertools.count(), in_parallel=False)
+                  func.name, itertools.count(), in_parallel=False, plans=_LoopPlans())
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
     em.stmt(func.body)
     em.finish()
@@ -118,8 +124,10 @@ class _Emitter:
     has none), and a `LoweringError` raised meanwhile without a span gets its span."""
 
     def __init__(self, module: ir.Module, debug: DebugInfo, fn: ir.Function, scope: ir.DIValue,
-                 where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool) -> None:
+                 where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool,
+                 plans: _LoopPlans) -> None:
         self.module, self.debug, self.fn, self.scope = module, debug, fn, scope
+        self.plans = plans
         self.where = where  # the current node's Relay (line, column); first the function's own
         self.span = span  # the current node's span (the innermost one that has a span)
         self.root, self.counter, self.in_parallel = root, counter, in_parallel
@@ -129,7 +137,12 @@ class _Emitter:
         self.builder = ir.IRBuilder(fn.append_basic_block("body"))
         self.buffers: dict[int, ir.Value] = {}
         self.vars: dict[int, ir.Value] = {}
+        self.extents: dict[int, int] = {}  # loop variable id -> its loop's extent (for index bounds)
+        # expressions emitted, by id: `memo` those that read no memory, valid while the
+        # variables they use keep their values and their instructions dominate the
+        # insertion point (see `region`); `loaded` those that read memory, for one statement
         self.memo: dict[int, ir.Value] = {}
+        self.loaded: dict[int, ir.Value] = {}
         self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
@@ -167,8 +180,20 @@ class _Emitter:
 
     # ------------------------------------------------------------------ statements
 
+    @contextlib.contextmanager
+    def region(self) -> Iterator[None]:
+        """A block of code that need not run (a loop body, a branch) or that rebinds a
+        variable (an unrolled iteration): it may use what was emitted before it, and
+        nothing it emits is reused after it."""
+        saved, saved_loaded = self.memo, self.loaded
+        self.memo, self.loaded = dict(saved), dict(saved_loaded)
+        try:
+            yield
+        finally:
+            self.memo, self.loaded = saved, saved_loaded
+
     def stmt(self, s: Stmt) -> None:
-        self.memo = {}
+        self.loaded = {}
         with self.at(getattr(s, "loc", None)):
             if isinstance(s, Seq):
                 for one in s.stmts:
@@ -189,7 +214,7 @@ class _Emitter:
             raise LoweringError(f"LLVM code generation: storing {s.value.dtype} into {s.buffer.name} "
                                 f"of {s.buffer.dtype}")
         index = self.expr(s.index)
-        self.contract = _accumulates(s)
+        self.contract = self.accumulates(s)
         try:
             value = self.expr(s.value)
         finally:
@@ -197,6 +222,10 @@ class _Emitter:
         if s.buffer.dtype == "bool":
             value = self.builder.zext(value, I8)
         self.builder.store(value, self.address(s.buffer, index), align=elem_bytes(s.buffer.dtype))
+
+    @staticmethod
+    def accumulates(s: Store) -> bool:
+        return _accumulates(s)
 
     def address(self, buffer: te.Buffer, index: ir.Value) -> ir.Value:
         ptr = self.buffers.get(id(buffer))
@@ -209,13 +238,13 @@ class _Emitter:
     def if_(self, s: IfThenElse) -> None:
         cond = self.expr(s.cond)
         if s.else_case is None:
-            with self.builder.if_then(cond):
+            with self.builder.if_then(cond), self.region():
                 self.stmt(s.then_case)
         else:
             with self.builder.if_else(cond) as (then, otherwise):
-                with then:
+                with then, self.region():
                     self.stmt(s.then_case)
-                with otherwise:
+                with otherwise, self.region():
                     self.stmt(s.else_case)
 
     def allocate(self, s: Allocate) -> None:
@@ -238,21 +267,34 @@ class _Emitter:
         if s.kind == "parallel" and not self.in_parallel and s.extent > 1:
             self.parallel(s)
         elif s.kind == "unrolled" or s.extent == 1:
+            self.extents[id(s.var)] = s.extent
             for k in range(s.extent):
-                self.vars[id(s.var)] = ir.Constant(I64, k)
-                self.stmt(s.body)
-        elif s.kind == "vectorized" and _vectorizable(s):
-            begin = 0
-            for width in _vector_pieces(s.extent):
-                self.loop(s.var, ir.Constant(I64, begin), ir.Constant(I64, begin + width), lambda: self.stmt(s.body),
-                          vectorize=width)
-                begin += width
+                with self.region():
+                    self.vars[id(s.var)] = ir.Constant(I64, k)
+                    self.stmt(s.body)
         else:
-            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body))
+            self.extents[id(s.var)] = s.extent
+            lanes = self.plans.lanes(s)
+            # a loop around vector code is not unrolled: LLVM would fully unroll the
+            # short ones (a 3x3 filter's), tripling the machine code for no speed
+            no_unroll = self.plans.encloses_lanes(s.body)
+            width = self.plans.width(s)
+            if lanes is not None:
+                Lanes(self, s, lanes).emit()
+            elif width is not None:
+                begin = 0
+                for piece in _vector_pieces(s.extent):
+                    self.loop(s.var, ir.Constant(I64, begin), ir.Constant(I64, begin + piece),
+                              lambda: self.stmt(s.body), vectorize=piece, no_unroll=no_unroll)
+                    begin += piece
+            else:
+                self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
+                          no_unroll=no_unroll)
         self.vars.pop(id(s.var), None)
+        self.extents.pop(id(s.var), None)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
-             vectorize: int | None = None) -> None:
+             vectorize: int | None = None, no_unroll: bool = False) -> None:
         """`for var in [begin, end): body()` as a bottom-tested loop; the range may be empty
         unless both bounds are constants."""
         b = self.builder
@@ -266,10 +308,13 @@ class _Emitter:
         b.position_at_end(header)
         counter = b.phi(I64, name=var.name)
         self.vars[id(var)] = counter
-        body()
+        with self.region():
+            body()
         latch = b.block
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
         back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
+        if no_unroll and vectorize is None:
+            back.set_metadata("llvm.loop", _LoopID(self.module, [self.module.add_metadata(["llvm.loop.unroll.disable"])]))
         if vectorize is not None:
             # no unrolling first: the full unroller would otherwise scalarise the loop
             # before the vectoriser sees it
@@ -297,9 +342,11 @@ class _Emitter:
                                    internal=True)
         where = self.where
         inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
-                         where, self.span, self.root, self.counter, in_parallel=True)
+                         where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
         inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
+        inner.extents = {id(v): self.extents[id(v)] for v in free_vars if id(v) in self.extents}
+        inner.extents[id(s.var)] = s.extent
         inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body))
         inner.finish()
 
@@ -310,7 +357,7 @@ class _Emitter:
         trampoline.attributes.add("nounwind")
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
-                      where, self.span, self.root, self.counter, in_parallel=True)
+                      where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
         tb = tr.builder
         captured = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True,
                                    source_etype=struct), typ=t) for k, t in enumerate(fields)]
@@ -340,8 +387,14 @@ class _Emitter:
         key = id(e)
         value = self.memo.get(key)
         if value is None:
-            with self.at(e.loc):
-                value = self.memo[key] = self._expr(e)
+            value = self.loaded.get(key)
+            if value is None:
+                if e.loc is None or e.loc is self.span:  # already the current node's place
+                    value = self._expr(e)
+                else:
+                    with self.at(e.loc):
+                        value = self._expr(e)
+                (self.loaded if self.reads_memory(e) else self.memo)[key] = value
         return value
 
     def _expr(self, e: te.PrimExpr) -> ir.Value:
@@ -362,6 +415,9 @@ class _Emitter:
             return self.select(e)
         if isinstance(e, te.Binary):
             x, y = self.expr(e.a), self.expr(e.b)
+            if e.op in ("floordiv", "floormod") and self._nonnegative_by_positive(e):
+                # an index: both sides known non-negative, so floor is truncation (no sign fix-up)
+                return b.udiv(x, y) if e.op == "floordiv" else b.urem(x, y)
             return binary(self, e.op, x, y, e.a.dtype)
         if isinstance(e, te.Cast):
             x = self.expr(e.value)
@@ -370,6 +426,14 @@ class _Emitter:
             args = [self.expr(a) for a in e.args]
             return call(self, e.name, args, e.args[0].dtype, e.dtype)
         raise LoweringError(f"LLVM code generation: {type(e).__name__} must be lowered before code generation")
+
+    def _nonnegative_by_positive(self, e: te.Binary) -> bool:
+        """Whether `e.a` is never negative and `e.b` a positive constant, on signed
+        integers, by the bounds the enclosing loops give (te/arith.py)."""
+        if not (isinstance(e.b, te.Const) and e.b.value > 0 and te.is_signed(e.dtype)):
+            return False
+        known = bounds(e.a, self.extents)
+        return known is not None and known[0] >= 0
 
     def inline(self, expand: Callable[[te.PrimExpr], te.PrimExpr], x: ir.Value) -> ir.Value:
         """`expand(v)`, an expression of one float32 variable (te/mathfuncs.py), emitted
@@ -394,15 +458,13 @@ class _Emitter:
         else_bb = self.fn.append_basic_block("select.else")
         merge_bb = self.fn.append_basic_block("select.end")
         b.cbranch(cond, then_bb, else_bb)
-        saved = self.memo
         arms = []
         for block, side in ((then_bb, e.a), (else_bb, e.b)):
-            self.memo = dict(saved)
-            b.position_at_end(block)
-            value = self.expr(side)
-            arms.append((value, b.block))
-            b.branch(merge_bb)
-        self.memo = saved
+            with self.region():
+                b.position_at_end(block)
+                value = self.expr(side)
+                arms.append((value, b.block))
+                b.branch(merge_bb)
         b.position_at_end(merge_bb)
         phi = b.phi(reg_type(e.dtype))
         for value, block in arms:
@@ -427,6 +489,45 @@ def _vector_pieces(extent: int) -> list[int]:
     if extent & (extent - 1) == 0 or extent > MAX_VECTOR_PIECES:
         return [extent]
     return [1 << k for k in range(extent.bit_length() - 1, -1, -1) if extent >> k & 1]
+
+
+class _LoopPlans:
+    """How each loop of a PrimFunc is emitted, worked out once per loop (an unrolled loop
+    emits the loops in its body once per iteration): the `llvm.loop.vectorize` width of a
+    vectorized loop the loop vectoriser can take, its lane plan when it is vector code
+    instead (lanes.py), and whether a statement runs vector code."""
+
+    def __init__(self) -> None:
+        self._width: dict[int, int | None] = {}
+        self._lanes: dict[int, LanePlan | None] = {}
+        self._encloses: dict[int, bool] = {}
+
+    def width(self, s: For) -> int | None:
+        if id(s) not in self._width:
+            self._width[id(s)] = s.extent if s.kind == "vectorized" and _vectorizable(s) else None
+        return self._width[id(s)]
+
+    def lanes(self, s: For) -> LanePlan | None:
+        if id(s) not in self._lanes:
+            self._lanes[id(s)] = lane_plan(s) if self.width(s) is not None else None
+        return self._lanes[id(s)]
+
+    def encloses_lanes(self, s: Stmt) -> bool:
+        key = id(s)
+        if key not in self._encloses:
+            if isinstance(s, For):
+                found = self.lanes(s) is not None or self.encloses_lanes(s.body)
+            elif isinstance(s, Seq):
+                found = any(self.encloses_lanes(x) for x in s.stmts)
+            elif isinstance(s, Allocate):
+                found = self.encloses_lanes(s.body)
+            elif isinstance(s, IfThenElse):
+                found = self.encloses_lanes(s.then_case) or (
+                    s.else_case is not None and self.encloses_lanes(s.else_case))
+            else:
+                found = False
+            self._encloses[key] = found
+        return self._encloses[key]
 
 
 def _umin(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:

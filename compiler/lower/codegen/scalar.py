@@ -15,6 +15,7 @@ the exact ones there).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import llvmlite.ir as ir
@@ -46,6 +47,7 @@ def calls_libm(name: str, src: str) -> bool:
 # --------------------------------------------------------------------------- types
 
 
+@functools.cache
 def reg_type(dtype: str) -> ir.Type:
     """The LLVM type of a value of `dtype` in registers (bool is i1)."""
     if dtype == "float16":
@@ -74,7 +76,7 @@ def constant(value: Any, dtype: str) -> ir.Constant:
         return ir.Constant(typ, float(value))
     if dtype == "bool":
         return ir.Constant(I1, 1 if value else 0)
-    n = te.bits(dtype)
+    n = typ.width
     v = int(value) & ((1 << n) - 1)
     return ir.Constant(typ, v - (1 << n) if v >= 1 << (n - 1) else v)
 
@@ -90,7 +92,14 @@ def declare(module: ir.Module, name: str, ret: ir.Type, args: list[ir.Type]) -> 
 
 
 def _intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int = 1) -> ir.Function:
-    suffix = {"half": "f16", "float": "f32", "double": "f64"}.get(str(typ)) or str(typ)
+    """`llvm.<name>` on `typ`, a scalar or a vector (`llvm.maximum.v16f32`)."""
+    lanes = ""
+    if isinstance(typ, ir.VectorType):
+        lanes = f"v{typ.count}"
+        typ_name = str(typ.element)
+    else:
+        typ_name = str(typ)
+    suffix = lanes + ({"half": "f16", "float": "f32", "double": "f64"}.get(typ_name) or typ_name)
     return declare(module, f"llvm.{name}.{suffix}", typ, [typ] * arity)
 
 
@@ -102,6 +111,10 @@ def binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
     signed = te.is_signed(dtype)
     if dtype == "bool":
         op = {"add": "or", "mul": "and", "sub": "xor"}.get(op, op)
+    elif signed:
+        folded = _fold_signed(op, x, y)
+        if folded is not None:
+            return folded
     simple = {"add": b.add, "sub": b.sub, "mul": b.mul, "and": b.and_, "or": b.or_, "xor": b.xor}
     if op in simple:
         return simple[op](x, y)
@@ -198,11 +211,54 @@ def _float_pow_by_multiplying(b: ir.IRBuilder, x: ir.Value, n: int) -> ir.Value:
     return {2: square, 3: b.fmul(square, x), 4: b.fmul(square, square)}[n]
 
 
+def _fold_signed(op: str, x: ir.Value, y: ir.Value) -> ir.Value | None:
+    """`x op y` on signed integers when it needs no instruction: both constants (folded
+    as the instruction computes them, wrapping), or an identity (x+0, x-0, x*1, x*0, x//1,
+    x%1): index arithmetic of unrolled loops is mostly that."""
+    cx = x.constant if isinstance(x, ir.Constant) and isinstance(x.constant, int) else None
+    cy = y.constant if isinstance(y, ir.Constant) and isinstance(y.constant, int) else None
+    if cx is not None and cy is not None:
+        value = _fold_constants(op, cx, cy)
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return ir.Constant(I1, int(value))
+        width = x.type.width
+        value &= (1 << width) - 1
+        return ir.Constant(x.type, value - (1 << width) if value >= 1 << (width - 1) else value)
+    if op == "add" and cx == 0 or op == "mul" and cx == 1:
+        return y
+    if op in ("add", "sub") and cy == 0 or op in ("mul", "div", "floordiv") and cy == 1:
+        return x
+    if op == "mul" and (cx == 0 or cy == 0) or op in ("floormod", "truncmod") and cy == 1:
+        return ir.Constant(x.type, 0)
+    return None
+
+
+def _fold_constants(op: str, a: int, b: int) -> int | bool | None:
+    """`a op b` for the operations `binary` folds (None for the others); division as
+    `_int_division` defines it for a zero or -1 divisor."""
+    if op in ("div", "floordiv", "floormod", "truncmod"):
+        if b == 0:
+            return a if op in ("div", "floordiv") else 0
+        if b == -1:
+            return -a if op in ("div", "floordiv") else 0
+        trunc_q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        return {"div": trunc_q, "truncmod": a - trunc_q * b, "floordiv": a // b, "floormod": a % b}[op]
+    return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "and": lambda: a & b,
+            "or": lambda: a | b, "xor": lambda: a ^ b, "min": lambda: min(a, b), "max": lambda: max(a, b),
+            "lt": lambda: a < b, "le": lambda: a <= b, "gt": lambda: a > b, "ge": lambda: a >= b,
+            "eq": lambda: a == b, "ne": lambda: a != b}.get(op, lambda: None)()
+
+
 def _int_division(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
     """Truncating/floor division and remainders that never trap: divisor 0 acts as 1
-    (quotient x, remainder 0); signed `x / -1` is the wrapped negation."""
+    (quotient x, remainder 0); signed `x / -1` is the wrapped negation.  A constant
+    divisor other than 0 and -1 needs no guard."""
     typ = x.type
     zero, one = ir.Constant(typ, 0), ir.Constant(typ, 1)
+    if isinstance(y, ir.Constant) and isinstance(y.constant, int) and y.constant not in (0, -1):
+        return _constant_division(b, op, x, y, signed)
     if not signed:
         safe = b.select(b.icmp_unsigned("==", y, zero), one, y)
         return b.udiv(x, safe) if op in ("div", "floordiv") else b.urem(x, safe)
@@ -218,6 +274,24 @@ def _int_division(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, signed: bo
     if op in ("div", "floordiv"):
         return b.select(minus_one, b.sub(zero, x), q)
     return b.select(minus_one, zero, r)
+
+
+def _constant_division(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
+    """`_int_division` by a constant that is neither 0 nor -1 (nothing can trap)."""
+    if not signed:
+        return b.udiv(x, y) if op in ("div", "floordiv") else b.urem(x, y)
+    if op == "div":
+        return b.sdiv(x, y)
+    r = b.srem(x, y)
+    if op == "truncmod":
+        return r
+    zero = ir.Constant(x.type, 0)
+    # the remainder has the divisor's sign after adjusting: it differs when r != 0 and signs differ
+    adjust = b.icmp_signed("<" if y.constant > 0 else ">", r, zero)
+    if op == "floormod":
+        return b.select(adjust, b.add(r, y), r)
+    q = b.sdiv(x, y)
+    return b.select(adjust, b.sub(q, ir.Constant(x.type, 1)), q)
 
 
 def _int_pow(em, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
@@ -253,9 +327,14 @@ def _int_pow(em, x: ir.Value, y: ir.Value, signed: bool) -> ir.Value:
 
 
 def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
+    """`x` of `src` as `dst`; `x` may be a vector (then so is the result)."""
     if src == dst:
         return x
     to = reg_type(dst)
+    if isinstance(x.type, ir.VectorType):
+        if dst == "bool" or src == "bool":
+            raise LoweringError(f"LLVM code generation: a vector cast from {src} to {dst}")
+        to = ir.VectorType(to, x.type.count)
     if dst == "bool":
         if te.is_float(src):
             return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
@@ -266,9 +345,9 @@ def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
         return b.fptosi(x, to) if te.is_signed(dst) else b.fptoui(x, to)
     if te.is_float(dst):
         return b.sitofp(x, to) if te.is_signed(src) else b.uitofp(x, to)
-    if to.width < x.type.width:
+    if te.bits(dst) < te.bits(src):
         return b.trunc(x, to)
-    if to.width > x.type.width:
+    if te.bits(dst) > te.bits(src):
         return b.sext(x, to) if te.is_signed(src) else b.zext(x, to)
     return x
 

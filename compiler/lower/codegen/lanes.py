@@ -1,0 +1,264 @@
+"""Vectorized loops emitted as LLVM vector instructions, one instruction for all lanes.
+
+A `vectorized` loop of W iterations (W a power of two from 2 to 64) whose body is
+straight-line stores becomes its body once, on `<W x T>` values, instead of a scalar
+loop with `llvm.loop.vectorize` metadata that O3's loop vectoriser widens: the same code
+comes out, without handing LLVM a loop per register of a tile (a blocked convolution's
+tile has one per accumulator), which is most of what O3 spends its time on.
+
+Lane by lane, with v the loop variable:
+
+* an expression that does not use v is emitted once, as a scalar (the emitter's
+  ordinary path), and broadcast where it meets a vector;
+* a buffer read or write at an index `base + c*v` (c a constant, by `affine_stride`) is
+  one vector load or store when c is 1, else W scalar accesses (a strided epilogue store,
+  as the loop vectoriser scalarises it); the base is the index emitted with v = 0;
+* arithmetic, comparisons, casts and selects of vectors are the same instructions on
+  vector types (scalar.py's `binary`, `cast`; `minimum`/`maximum` as vector intrinsics).
+
+The iterations run all at once, statement by statement: the loop vectoriser's legality
+(`llvm._vectorizable`: a written buffer is read only where the same iteration writes it)
+makes that the loop's result.  A select whose side reads memory (a padding guard) on a
+condition that is the same on every lane is a branch, as in scalar code.  Anything
+else — such a select on a condition that differs between lanes (its lanes may not be
+loaded), an index not affine in v, a call, integer
+division on lanes, bool or float16 data — is left to the loop vectoriser (`lane_plan`
+says None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+from ..schedule.loopnest import For, Seq, Store
+from ..te import expr as te
+from .scalar import I32, I64, binary, cast, elem_bytes, mem_type
+
+MAX_LANES = 64
+LANE_DTYPES = ("float32", "float64", "int32", "int64")  # of what lanes load, store and compute
+LANE_FLOAT_OPS = ("add", "sub", "mul", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+LANE_INT_OPS = ("add", "sub", "mul", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+
+
+@dataclass
+class LanePlan:
+    """A widenable loop's stores, and which of its expressions read the loop variable
+    (by node id): worked out once, used each time the loop is emitted."""
+
+    stores: list[Store]
+    uses: dict[int, bool]
+
+
+def lane_plan(s: For) -> LanePlan | None:
+    """The plan of `s` (a loop the loop vectoriser may widen) as vector code, or None
+    when it cannot be (see the module doc)."""
+    w = s.extent
+    if not (2 <= w <= MAX_LANES and w & (w - 1) == 0):
+        return None
+    stores = _stores(s.body)
+    if stores is None:
+        return None
+    uses: dict[int, bool] = {}
+    seen: dict[int, bool] = {}
+    for st in stores:
+        if st.buffer.dtype not in LANE_DTYPES or affine_stride(st.index, s.var, uses) in (None, 0):
+            return None
+        if not _supported(st.value, s.var, uses, seen):
+            return None
+    return LanePlan(stores, uses)
+
+
+def _stores(body) -> list[Store] | None:
+    if isinstance(body, Store):
+        return [body]
+    if isinstance(body, Seq):
+        found: list[Store] = []
+        for one in body.stmts:
+            more = _stores(one)
+            if more is None:
+                return None
+            found += more
+        return found
+    return None
+
+
+def uses_var(e: te.PrimExpr, var: te.Var, memo: dict[int, bool]) -> bool:
+    """Whether `e` reads `var` (memoised by node id in `memo`)."""
+    key = id(e)
+    if key not in memo:
+        memo[key] = e is var or any(uses_var(k, var, memo) for k in te.children(e))
+    return memo[key]
+
+
+def affine_stride(e: te.PrimExpr, var: te.Var, uses: dict[int, bool]) -> int | None:
+    """c when integer expression `e` is `base + c*var` with `base` free of `var`, else None."""
+    if not uses_var(e, var, uses):
+        return 0
+    if e is var:
+        return 1
+    if isinstance(e, te.Binary) and e.op in ("add", "sub"):
+        a, b = affine_stride(e.a, var, uses), affine_stride(e.b, var, uses)
+        if a is None or b is None:
+            return None
+        return a + b if e.op == "add" else a - b
+    if isinstance(e, te.Binary) and e.op == "mul":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, te.Const):
+                c = affine_stride(x, var, uses)
+                return None if c is None else c * int(y.value)
+    return None
+
+
+def _supported(e: te.PrimExpr, var: te.Var, uses: dict[int, bool], seen: dict[int, bool]) -> bool:
+    """Whether every node of `e` that reads `var` has a vector form (see the module doc)."""
+    key = id(e)
+    if key in seen:
+        return seen[key]
+    if not uses_var(e, var, uses):
+        ok = True
+    elif e.dtype not in LANE_DTYPES and not (e.dtype == "bool" and isinstance(e, te.Binary)):
+        ok = False
+    elif e is var:
+        ok = True
+    elif isinstance(e, te.BufferLoad):
+        ok = e.buffer.dtype in LANE_DTYPES and affine_stride(e.index, var, uses) not in (None, 0)
+    elif isinstance(e, te.Binary):
+        ops = LANE_FLOAT_OPS if te.is_float(e.a.dtype) else LANE_INT_OPS
+        ok = e.a.dtype in LANE_DTYPES and e.op in ops and \
+            _supported(e.a, var, uses, seen) and _supported(e.b, var, uses, seen)
+    elif isinstance(e, te.Cast):
+        ok = e.value.dtype in LANE_DTYPES and _supported(e.value, var, uses, seen)
+    elif isinstance(e, te.Select):
+        # a side that reads memory is read only where the condition holds: lane by lane
+        # that would take a masked load; a condition the same on every lane is a branch
+        ok = (not uses_var(e.cond, var, uses) or not any(_reads(x) for x in (e.a, e.b))) and \
+            all(_supported(x, var, uses, seen) for x in (e.cond, e.a, e.b))
+    else:
+        ok = False
+    seen[key] = ok
+    return ok
+
+
+def _reads(e: te.PrimExpr) -> bool:
+    return isinstance(e, te.BufferLoad) or any(_reads(k) for k in te.children(e))
+
+
+class Lanes:
+    """Emits one widenable loop through an emitter (llvm._Emitter) `em`."""
+
+    def __init__(self, em, s: For, plan: LanePlan) -> None:
+        self.em, self.var, self.width, self.plan = em, s.var, s.extent, plan
+        self.uses = plan.uses
+        self.vectors: dict[int, ir.Value] = {}  # lane-dependent expressions emitted, by id
+
+    def emit(self) -> None:
+        em = self.em
+        with em.region():
+            em.vars[id(self.var)] = ir.Constant(I64, 0)  # the bases: every index at lane 0
+            for st in self.plan.stores:
+                em.loaded = {}
+                self.vectors = {}
+                with em.at(st.loc):
+                    self.store(st)
+
+    def store(self, st: Store) -> None:
+        em = self.em
+        em.contract = em.accumulates(st)
+        try:
+            value = self.splat(self.value(st.value))
+        finally:
+            em.contract = False
+        base = em.expr(st.index)
+        stride = affine_stride(st.index, self.var, self.uses)
+        b, align = em.builder, elem_bytes(st.buffer.dtype)
+        if stride == 1:
+            b.store(value, em.address(st.buffer, base), align=align)
+            return
+        for k in range(self.width):
+            lane = b.extract_element(value, ir.Constant(I32, k))
+            b.store(lane, em.address(st.buffer, self.index(base, k * stride)), align=align)
+
+    def index(self, base: ir.Value, offset: int) -> ir.Value:
+        if isinstance(base, ir.Constant):
+            return ir.Constant(I64, base.constant + offset)
+        return self.em.builder.add(base, ir.Constant(I64, offset)) if offset else base
+
+    def value(self, e: te.PrimExpr) -> ir.Value:
+        """`e` over every lane: a vector, or a scalar when `e` does not read the loop variable."""
+        if not uses_var(e, self.var, self.uses):
+            return self.em.expr(e)
+        key = id(e)
+        found = self.vectors.get(key)
+        if found is None:
+            with self.em.at(e.loc):
+                found = self.vectors[key] = self._value(e)
+        return found
+
+    def _value(self, e: te.PrimExpr) -> ir.Value:
+        em, b, w = self.em, self.em.builder, self.width
+        if e is self.var:
+            return ir.Constant(ir.VectorType(I64, w), list(range(w)))
+        if isinstance(e, te.BufferLoad):
+            base = em.expr(e.index)
+            stride = affine_stride(e.index, self.var, self.uses)
+            typ, align = mem_type(e.dtype), elem_bytes(e.dtype)
+            if stride == 1:
+                return b.load(em.address(e.buffer, base), typ=ir.VectorType(typ, w), align=align,
+                              name=e.buffer.name)
+            vector = ir.Constant(ir.VectorType(typ, w), None)
+            for k in range(w):
+                lane = b.load(em.address(e.buffer, self.index(base, k * stride)), typ=typ, align=align,
+                              name=e.buffer.name)
+                vector = b.insert_element(vector, lane, ir.Constant(I32, k))
+            return vector
+        if isinstance(e, te.Binary):
+            x, y = self.splat(self.value(e.a)), self.splat(self.value(e.b))
+            return binary(em, e.op, x, y, e.a.dtype)
+        if isinstance(e, te.Cast):
+            return cast(b, self.value(e.value), e.value.dtype, e.dtype)
+        if isinstance(e, te.Select):
+            if not uses_var(e.cond, self.var, self.uses) and (_reads(e.a) or _reads(e.b)):
+                return self.branches(e)
+            cond, x, y = self.value(e.cond), self.value(e.a), self.value(e.b)
+            if any(isinstance(v.type, ir.VectorType) for v in (cond, x, y)):
+                x, y = self.splat(x), self.splat(y)
+            return b.select(cond, x, y)
+        raise AssertionError(f"lane_plan let through {type(e).__name__}")
+
+    def branches(self, e: te.Select) -> ir.Value:
+        """A select on one condition for every lane whose sides read memory: a branch to
+        the side taken (a padding guard: the other side's lanes may lie outside the
+        buffer), its vector, and a phi."""
+        em, b = self.em, self.em.builder
+        cond = em.expr(e.cond)
+        then_bb, else_bb = em.fn.append_basic_block("select.then"), em.fn.append_basic_block("select.else")
+        merge_bb = em.fn.append_basic_block("select.end")
+        b.cbranch(cond, then_bb, else_bb)
+        arms = []
+        saved = self.vectors
+        for block, side in ((then_bb, e.a), (else_bb, e.b)):
+            with em.region():
+                self.vectors = dict(saved)
+                b.position_at_end(block)
+                value = self.splat(self.value(side))
+                arms.append((value, b.block))
+                b.branch(merge_bb)
+        self.vectors = saved
+        b.position_at_end(merge_bb)
+        phi = b.phi(arms[0][0].type)
+        for value, block in arms:
+            phi.add_incoming(value, block)
+        return phi
+
+    def splat(self, x: ir.Value) -> ir.Value:
+        """`x` on every lane (a vector stays as it is)."""
+        if isinstance(x.type, ir.VectorType):
+            return x
+        vec = ir.VectorType(x.type, self.width)
+        if isinstance(x, ir.Constant) and not isinstance(x.constant, (list, tuple)):
+            return ir.Constant(vec, [x.constant] * self.width)
+        b = self.em.builder
+        one = b.insert_element(ir.Constant(vec, None), x, ir.Constant(I32, 0))
+        return b.shuffle_vector(one, ir.Constant(vec, None), ir.Constant(ir.VectorType(I32, self.width), None))
