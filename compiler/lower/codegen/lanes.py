@@ -14,7 +14,7 @@ Lane by lane, with v the loop variable:
   one vector load or store when c is 1, else W scalar accesses (a strided epilogue store,
   as the loop vectoriser scalarises it); the base is the index emitted with v = 0;
 * arithmetic, comparisons, casts and selects of vectors are the same instructions on
-  vector types (scalar.py's `binary`, `cast`; `minimum`/`maximum` as vector intrinsics).
+  vector types (scalar.py's `binary`, `cast`; min and max as its compare and select).
 
 The iterations run all at once, statement by statement: the loop vectoriser's legality
 (`llvm._vectorizable`: a written buffer is read only where the same iteration writes it)
