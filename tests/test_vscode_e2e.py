@@ -95,17 +95,7 @@ def error_count(text: str, tmp_path: Path) -> int:
     return sum(1 for line in check.stderr.splitlines() if ": error: " in line)
 
 
-BYOC_MODEL = """#[version = "0.0.5"]
-// relaylens: --patterns mynpu_patterns.relay --target mynpu
-def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
-  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
-  %1 = nn.bias_add(%0, %b);
-  %2 = nn.relu(%1);
-  %3 = exp(%2);
-  %4 = add(%3, %2);
-  nn.relu(%4)
-}
-"""
+BYOC_MODEL = (ROOT / "examples" / "byoc" / "mynpu_model.relay").read_text()  # names its table in a comment
 
 
 def byoc_workspace(workspace: Path) -> dict[str, str]:
