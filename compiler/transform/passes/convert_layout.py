@@ -16,6 +16,7 @@ as TVM's:
   nn.contrib_conv2d_NCHWc with the desired kernel layout (a data variable whose channels
   x does not divide stays as it is);
 * qnn.conv2d: as nn.conv2d for NCHW and NHWC (TVM's convert_qnn_conv2d);
+* qnn.conv2d_transpose: as nn.conv2d_transpose (TVM's convert_qnn_conv2d_transpose);
 * nn.conv2d_transpose (default kernel IOHW for NCHW, HWIO for NHWC) and nn.conv3d
   (OIDHW for NCDHW, DHWIO for NDHWC);
 * nn.max_pool2d, nn.avg_pool2d, nn.global_max_pool2d, nn.global_avg_pool2d: layout and
@@ -25,7 +26,8 @@ as TVM's:
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
 AlterOpLayout) by each op's rule (transform/layout_rules.py): element-wise ops,
 broadcasts, pooling, concatenate, split, strided_slice, transpose, squeeze, pad, the
-reductions, resize, the normalisations, qnn.requantize; layout_transforms where a layout
+reductions, resize, the normalisations, qnn.requantize, qnn.add, qnn.concatenate,
+relay.op.annotation.simulated_quantize; layout_transforms where a layout
 changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
 `diagnostics`) naming the op and the layout, and the function is left as it was.
 
@@ -183,6 +185,8 @@ CONVERTERS = {
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
     "nn.global_max_pool2d": _pool, "nn.global_avg_pool2d": _pool,
     "image.resize2d": _resize,
+    # h-qnn: TVM's convert_qnn_conv2d_transpose (python/tvm/relay/qnn/op/layout_conversions.py)
+    "qnn.conv2d_transpose": _with_kernel_default("qnn.conv2d_transpose", {"NCHW": "IOHW", "NHWC": "HWIO"}),
 }
 
 
