@@ -13,6 +13,7 @@ from relaylens.compiler.interpreter import interpret
 from relaylens.compiler.ops import OpTypeError, get_op
 from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.printer import print_module
+from relaylens.compiler.transform.span_check import spanless
 
 HEADER = '#[version = "0.0.5"]\n'
 
@@ -173,6 +174,7 @@ def test_the_build_computes_what_the_interpreter_computes():
     text = print_module(legalized.module)
     assert "qnn." not in text.replace("qnn.requantize", "")  # the per-channel lhs stays a requantize
     assert "nn.conv2d_transpose(" in text and "simulated_quantize" in text
+    assert spanless(legalized.module) == []  # every expression the rewrite made has a span
     rng = np.random.default_rng(0)
     main = built.checked.module["main"]
     args = []
