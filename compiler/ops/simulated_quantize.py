@@ -49,18 +49,20 @@ def _(data, dom_scale, clip_min, clip_max, attrs):
     return d
 
 
-def computed_mode(attrs) -> None:
-    """Raise unless TVM's compute takes these attributes (sign True, rounding "round")."""
+def computed_mode(attrs) -> str | None:
+    """Why TVM's compute would not take these attributes (sign True, rounding "round"), or None."""
     if not attrs.sign:
-        raise OpTypeError(f"{NAME}: only sign=True is computed (TVM's compute asserts it)")
+        return "only sign=True is computed (TVM's compute asserts it)"
     if attrs.rounding != "round":
-        raise OpTypeError(f"{NAME}: only rounding=\"round\" is computed, got \"{attrs.rounding}\" "
-                          "(TVM's compute asserts it)")
+        return f"only rounding=\"round\" is computed, got \"{attrs.rounding}\" (TVM's compute asserts it)"
+    return None
 
 
 @simulated_quantize.reference
 def _(data, dom_scale, clip_min, clip_max, attrs):
-    computed_mode(attrs)
+    problem = computed_mode(attrs)
+    if problem is not None:
+        raise OpTypeError(f"{NAME}: {problem}")
     if attrs.kind == 0:
         return data.copy()
     dtype = data.dtype

@@ -7,7 +7,6 @@ say (ops/simulated_quantize.py)."""
 from __future__ import annotations
 
 from ....ops.simulated_quantize import NAME, computed_mode
-from ....ops.registry import OpTypeError
 from ...errors import LoweringError
 from .. import expr as te
 from .registry import register_compute
@@ -15,10 +14,9 @@ from .registry import register_compute
 
 @register_compute(NAME)
 def _(data, dom_scale, clip_min, clip_max, attrs, out_type):
-    try:
-        computed_mode(attrs)
-    except OpTypeError as err:
-        raise LoweringError(err.message) from None
+    problem = computed_mode(attrs)
+    if problem is not None:
+        raise LoweringError(problem)
     if attrs.kind == 0:
         return te.compute(data.shape, lambda *i: data[i], "T_identity")
     dtype = data.dtype
