@@ -61,7 +61,8 @@ SKIP = "relay.transform.LayoutConfig.skip_layers"
 def build_skipping(capsys, tmp_path: Path, skip: str) -> tuple[int, str, str]:
     path = tmp_path / "m.relay"
     path.write_text(MODEL)
-    code = main(["build", str(path), "--passes", "ConvertLayout", "--config", f'{KEY}={{"nn.conv2d": ["NHWC", "default"]}}',
+    code = main(["build", str(path), "--passes", "ConvertLayout",
+                 "--config", f'{KEY}={{"nn.conv2d": ["NHWC", "default"]}}',
                  "--config", f"{SKIP}={skip}"])
     out = capsys.readouterr()
     return code, out.out, out.err

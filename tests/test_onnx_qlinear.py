@@ -24,8 +24,8 @@ def model(nodes, inputs: dict, output_shape, inits, elem=U8):
     graph = helper.make_graph(nodes, "qlinear", [helper.make_tensor_value_info(n, elem, s) for n, s in inputs.items()],
                               [helper.make_tensor_value_info("y", elem, output_shape)],
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
-                             ir_version=10)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 
 def qlinear_add(dtype=np.uint8, elem=U8):

@@ -138,7 +138,8 @@ qnn_concatenate = define("qnn.concatenate", ("data", "input_scales", "input_zero
 def _(data, scales, zero_points, out_scale, out_zp, attrs):
     op = "qnn.concatenate"
     fields = tensors_of_tuple(data, f"{op}: data", 0)
-    for ty, what, arg, dtype in ((scales, "input_scales", 1, "float32"), (zero_points, "input_zero_points", 2, "int32")):
+    params = ((scales, "input_scales", 1, "float32"), (zero_points, "input_zero_points", 2, "int32"))
+    for ty, what, arg, dtype in params:
         if not isinstance(ty, TupleType):
             raise OpTypeError(f"{op} requires a tuple of {what.split('_', 1)[1].replace('_', ' ')} as argument "
                               f"{arg + 1}, found {type_text(ty)}", arg)
@@ -198,7 +199,8 @@ def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
     out_dtype = attrs.out_dtype or "int32"
     if out_dtype not in ("int16", "int32", "int64"):
         raise OpTypeError(f"{op}: out_dtype must be int16, int32 or int64, got '{attrs.out_dtype}'")
-    for ty, what, arg, dtype in ((input_zp, "input_zero_point", 2, "int32"), (input_scale, "input_scale", 4, "float32")):
+    params = ((input_zp, "input_zero_point", 2, "int32"), (input_scale, "input_scale", 4, "float32"))
+    for ty, what, arg, dtype in params:
         t = tensor(ty, f"{op}: {what}", arg)
         if t.dtype != dtype or not (t.ndim == 0 or (t.ndim == 1 and dims(t)[0] in (1,))):
             raise OpTypeError(f"{op}: {what} must be a {dtype} scalar or a vector with one element, "
