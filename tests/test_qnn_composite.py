@@ -206,3 +206,52 @@ def test_hover_describes_the_new_ops():
     assert "relay.op.annotation.simulated_quantize(data, dom_scale, clip_min, clip_max, kind=required" in shown
     assert "round(clip(data / dom_scale, clip_min, clip_max)) * dom_scale" in shown
     assert "| `kind` | `1` | required | QAnnotateKind" in shown
+
+
+# ---- TVM's own golden values (tests/python/relay/test_op_qnn_add.py, v0.16) --------------------
+
+SAME = (0.00784314, 127, 0.00784314, 127, 0.00784314, 127)
+DIFFERENT = (0.0156863, 127, 0.0117647, 85, 0.0235294, 128)
+TVM_QNN_ADD = [  # (scales and zero points, x, y, TVM's output), uint8 (1, 4)
+    (SAME, (140, 153, 165, 178), (204, 178, 165, 140), (217, 204, 203, 191)),
+    (SAME, (25, 153, 178, 216), (204, 178, 191, 25), (102, 204, 242, 114)),
+    (SAME, (25, 153, 216, 165), (204, 178, 25, 191), (102, 204, 114, 229)),
+    (DIFFERENT, (76, 140, 153, 172), (136, 119, 128, 17), (120, 154, 167, 124)),
+    (DIFFERENT, (133, 140, 146, 153), (136, 119, 111, 94), (158, 154, 154, 150)),
+    (DIFFERENT, (76, 140, 172, 146), (136, 119, 17, 128), (120, 154, 124, 163)),
+    ((0.125, 0, 0.125, 0, 0.125, 0), (255, 1, 1, 0), (255, 255, 128, 0), (255, 255, 129, 0)),
+    ((0.125, 0, 0.125, 0, 0.25, 0), (255, 1, 1, 0), (255, 255, 127, 0), (255, 129, 65, 0)),
+    ((0.5, 0, 0.25, 0, 0.125, 0), (255, 0, 1, 0), (0, 128, 64, 0), (255, 255, 132, 0)),
+]
+
+
+@pytest.mark.parametrize("params, x, y, want", TVM_QNN_ADD)
+def test_qnn_add_gives_tvms_golden_outputs_interpreted_and_compiled(params, x, y, want):
+    sa, za, sb, zb, sc, zc = params
+    text = HEADER + ("def @main(%x: Tensor[(1, 4), uint8], %y: Tensor[(1, 4), uint8]) {\n"
+                     f"  qnn.add(%x, %y, {sa}f, {za}, {sb}f, {zb}, {sc}f, {zc})\n}}\n")
+    xs, ys = np.array([x], np.uint8), np.array([y], np.uint8)
+    built = compile(text, "add.relay", strict=True)
+    np.testing.assert_array_equal(interpret(built.checked.module, xs, ys), [want])
+    np.testing.assert_array_equal(built.executable.run(xs, ys), [want])
+
+
+# ---- TVM's test_op_qnn_concatenate.py (v0.16): int32 data, one tiny scale -----------------------
+
+SCALE = float(np.float32((62 + 64) / (np.power(2, 32) - 1.0)))
+
+
+@pytest.mark.parametrize("x_zp, y_zp, out_zp, shift_x, shift_y", [
+    (0, 0, 0, 0, 0),    # test_same_io_qnn_params
+    (3, 4, 1, -2, -3),  # test_different_io_qnn_params
+    (0, 1, 1, 1, 0),    # test_few_same_io_qnn_params
+])
+def test_qnn_concatenate_gives_tvms_golden_outputs(x_zp, y_zp, out_zp, shift_x, shift_y):
+    x = np.arange(-32, 32, 1).reshape(1, 64).astype(np.int32)
+    y = np.arange(-64, 64, 2).reshape(1, 64).astype(np.int32)
+    text = HEADER + ("def @main(%x: Tensor[(1, 64), int32], %y: Tensor[(1, 64), int32]) {\n"
+                     f"  qnn.concatenate((%x, %y), ({SCALE!r}f, {SCALE!r}f), ({x_zp}, {y_zp}), {SCALE!r}f, {out_zp})\n}}\n")
+    built = compile(text, "concat.relay", strict=True)
+    want = np.concatenate((x + shift_x, y + shift_y), axis=0)
+    np.testing.assert_array_equal(interpret(built.checked.module, x, y), want)
+    np.testing.assert_array_equal(built.executable.run(x, y), want)
