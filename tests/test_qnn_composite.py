@@ -255,3 +255,14 @@ def test_qnn_concatenate_gives_tvms_golden_outputs(x_zp, y_zp, out_zp, shift_x, 
     want = np.concatenate((x + shift_x, y + shift_y), axis=0)
     np.testing.assert_array_equal(interpret(built.checked.module, x, y), want)
     np.testing.assert_array_equal(built.executable.run(x, y), want)
+
+
+def test_float_operands_are_refused_at_the_call_with_the_reason():
+    text = HEADER + ("def @main(%x: Tensor[(2, 2), float32], %y: Tensor[(1, 2), float32]) {\n"
+                     "  qnn.add(%x, %y, 0.0156863f, 127, 0.0117647f, 85, 0.0235294f, 128)\n}\n")
+    built = compile(text, "m.relay")
+    errors = [d for d in built.diagnostics if d.is_error]
+    assert len(errors) == 1 and errors[0].span.line == 3
+    assert "no lowering for operator qnn.add (TVM never computes it: qnn.Legalize rewrites it first" in errors[0].message
+    with pytest.raises(Exception, match="the quantized tensors must be integers"):
+        interpret(built.checked.module, np.zeros((2, 2), np.float32), np.zeros((1, 2), np.float32))

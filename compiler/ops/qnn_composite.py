@@ -31,6 +31,8 @@ from .registry import BROADCAST, OpTypeError, define, get_op
 from .shapes import broadcast_types, dims, known, tensor, tensors_of_tuple, type_text
 
 _INTEGER = ("int8", "uint8", "int16", "uint16", "int32")
+# TVM's TNonComputational qnn ops: never lowered, qnn.Legalize rewrites them first
+NON_COMPUTATIONAL = ("qnn.add", "qnn.concatenate", "qnn.conv2d_transpose")
 
 
 def _scalar(op: str, ty, what: str, arg: int, dtype: str) -> None:
