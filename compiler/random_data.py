@@ -62,6 +62,8 @@ BY_INPUT_NAME = {"weight": "weight", "tensor_b": "weight", "gamma": "scale", "mo
                  "input_scale": "scale", "kernel_scale": "scale", "output_scale": "scale",
                  "beta": "small", "moving_mean": "small", "bias": "small", "mean": "small",
                  "indices": "index"}
+# h-qnn: qnn.add's scales, simulated_quantize's
+BY_INPUT_NAME.update({"lhs_scale": "scale", "rhs_scale": "scale", "dom_scale": "scale"})
 # (op, argument position) -> role, where the argument's name does not say it
 BY_OP_ARGUMENT = {("divide", 1): "scale", ("floor_divide", 1): "scale", ("floor_mod", 1): "scale",
                   ("sqrt", 0): "scale", ("rsqrt", 0): "scale", ("log", 0): "scale"}

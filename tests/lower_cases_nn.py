@@ -356,5 +356,18 @@ def _plumbing_cases() -> list[Case]:
     return c
 
 
+# ---- h-qnn: the quantization toolkit's simulated_quantize
+
+
+def _simulated_quantize_cases() -> list[Case]:
+    op, s = "relay.op.annotation.simulated_quantize", _scalar
+    halves = Arr((2, 6), value=np.arange(-6, 6) * 0.25)
+    return [
+        Case(op, [Arr((2, 3, 4)), s(0.05), s(-20.0), s(20.0)], {"kind": 1}, "input-clipped"),
+        Case(op, [halves, s(0.5), s(-127.0), s(127.0)], {"kind": 3}, "halves-away-from-zero"),
+        Case(op, [Arr((3, 4)), s(0.05), s(-1.0), s(1.0)], {"kind": 0}, "identity"),
+    ]
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
-                     + _plumbing_cases())
+                     + _plumbing_cases() + _simulated_quantize_cases())

@@ -51,3 +51,32 @@ def test_a_tiled_layout_makes_the_nchwc_op(capsys, tmp_path):
     code, out, err = build(capsys, tmp_path, '{"nn.conv2d": ["NCHW4c", "OIHW4i4o"]}')
     assert code == 0, err
     assert "nn.contrib_conv2d_NCHWc(" in out and 'kernel_layout="OIHW4i4o"' in out
+
+
+# ---- h-qnn: TVM's LayoutConfig(skip_layers=...) as a pass config
+
+SKIP = "relay.transform.LayoutConfig.skip_layers"
+
+
+def build_skipping(capsys, tmp_path: Path, skip: str) -> tuple[int, str, str]:
+    path = tmp_path / "m.relay"
+    path.write_text(MODEL)
+    code = main(["build", str(path), "--passes", "ConvertLayout",
+                 "--config", f'{KEY}={{"nn.conv2d": ["NHWC", "default"]}}',
+                 "--config", f"{SKIP}={skip}"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_skipped_layer_keeps_its_layouts(capsys, tmp_path):
+    code, out, err = build_skipping(capsys, tmp_path, "[0]")
+    assert code == 0, err
+    assert "layout_transform" not in out and "NHWC" not in out
+    code, out, err = build_skipping(capsys, tmp_path, "[1]")  # no layer 1: layer 0 converts
+    assert code == 0 and 'data_layout="NHWC", kernel_layout="HWIO")' in out
+
+
+def test_malformed_skip_layers_say_what_they_want(capsys, tmp_path):
+    code, out, err = build_skipping(capsys, tmp_path, '"0"')
+    assert code == 1 and "Traceback" not in err
+    assert f"{SKIP} must be a list of layer indices, e.g. [0]; got '0'" in err

@@ -7,6 +7,8 @@ and from a canonical layout, the checked attribute lists, the result dtype, and 
 
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,11 +39,15 @@ class Layout:
         raise KeyError(letter)
 
     def factor(self, primal: str) -> int | None:
-        """The factor of the sub-axis of `primal`, or None when it is not split."""
-        for a, f in self.axes:
-            if a == primal.lower() and f is not None:
-                return f
-        return None
+        """The factor `primal` is split by, or None when it is not: the product of its
+        sub-axes when it is split more than once (TVM's FactorOf; OHWI16i64o2i splits I by
+        16 then 2, 32 in all, the first sub-axis the outer)."""
+        factors = [f for a, f in self.axes if a == primal.lower() and f is not None]
+        return math.prod(factors) if factors else None
+
+    def subs(self, primal: str) -> list[int]:
+        """The positions of the sub-axes of `primal`, outer to inner."""
+        return [k for k, (a, f) in enumerate(self.axes) if a == primal.lower() and f is not None]
 
 
 _TOKEN = re.compile(r"[A-Z]|[0-9]+[a-z]")
@@ -65,10 +71,7 @@ def parse_layout(text: str, canonical: str) -> Layout | None:
                 return None
             axes.append((tok[-1], factor))
         pos = m.end()
-    letters = [a for a, _ in axes]
-    if len(set(letters)) != len(letters):
-        return None
-    primal = [a for a, f in axes if f is None]
+    primal = [a for a, f in axes if f is None]  # a sub-axis may repeat (TVM's Layout allows it)
     if sorted(primal) != sorted(canonical):
         return None
     if any(a.upper() not in primal for a, f in axes if f is not None):
@@ -108,8 +111,7 @@ def to_canonical(x: np.ndarray, layout: Layout, canonical: str) -> np.ndarray:
         i = layout.index(letter)
         perm.append(i)
         extent = x.shape[i]
-        if layout.factor(letter) is not None:
-            j = layout.index(letter.lower())
+        for j in layout.subs(letter):
             perm.append(j)
             extent *= x.shape[j]
         shape.append(extent)
@@ -119,17 +121,18 @@ def to_canonical(x: np.ndarray, layout: Layout, canonical: str) -> np.ndarray:
 def from_canonical(x: np.ndarray, layout: Layout, canonical: str) -> np.ndarray:
     if layout.name == canonical:
         return x
-    labels: list[str] = []
+    positions: list[int] = []
     split: list[int] = []
     for k, letter in enumerate(canonical):
         f = layout.factor(letter)
-        labels.append(letter)
+        positions.append(layout.index(letter))
         if f is None:
             split.append(x.shape[k])
         else:
-            labels.append(letter.lower())
-            split += [x.shape[k] // f, f]
-    perm = [labels.index(a) for a, _ in layout.axes]
+            subs = layout.subs(letter)
+            positions += subs
+            split += [x.shape[k] // f] + [layout.axes[j][1] for j in subs]
+    perm = [positions.index(k) for k in range(len(layout.axes))]
     return np.ascontiguousarray(x.reshape(split).transpose(perm))
 
 

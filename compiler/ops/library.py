@@ -14,3 +14,6 @@ from . import (  # noqa: F401
     transform_index,
 )
 from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)
+
+# ---- h-qnn: ops that read other ops' definitions (nn.conv2d_transpose, concatenate, qnn.requantize)
+from . import qnn_composite, simulated_quantize  # noqa: F401,E402

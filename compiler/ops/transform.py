@@ -430,16 +430,16 @@ def _(data, attrs):
 def _(x, attrs):
     src, dst = layouts(type_of_array(x), attrs)
     # to one axis per upper-case letter, in src order: each axis followed by its block
+    # (a block split again, as OHWI16i64o2i splits I, has its blocks outer to inner in order)
     order = []
     for a in src.primal:
         order.append(src.position(a))
-        if src.block(a):
-            order.append(src.position(a.lower()))
+        order += [k for k, _, _ in src.blocks(a)]
     whole = layout_extents(type_of_array(x), src)
     y = np.transpose(x, order).reshape([whole[a] for a in src.primal])
     # into dst's upper-case order, padded to whole blocks and split
     y = np.transpose(y, [src.primal.index(a) for a in dst.primal])
-    split_shape, names = [], []
+    split_shape, positions = [], []
     for k, a in enumerate(dst.primal):
         b = dst.block(a)
         if b:
@@ -447,13 +447,13 @@ def _(x, attrs):
             pad = [(0, 0)] * y.ndim
             pad[k] = (0, outer * b - y.shape[k])
             y = np.pad(y, pad)
-            split_shape += [outer, b]
-            names += [a, a.lower()]
+            split_shape += [outer] + [f for _, f, _ in dst.blocks(a)]
+            positions += [dst.position(a)] + [p for p, _, _ in dst.blocks(a)]
         else:
             split_shape.append(y.shape[k])
-            names.append(a)
+            positions.append(dst.position(a))
     y = y.reshape(split_shape)
-    return np.ascontiguousarray(np.transpose(y, [names.index(a) for a, _ in dst.axes]))
+    return np.ascontiguousarray(np.transpose(y, [positions.index(k) for k in range(len(dst.axes))]))
 
 
 # --------------------------------------------------------------------------- broadcasting and collapsing

@@ -127,17 +127,30 @@ class Layout:
                                 "(upper-case axes, each optionally blocked by a number and its "
                                 "lower-case letter, e.g. NCHW8c)", attr)
         letters = [a for a, _ in self.axes]
-        if not text or factor or len(set(letters)) != len(letters) or any(
+        primal = [a for a in letters if a.isupper()]
+        if not text or factor or len(set(primal)) != len(primal) or any(
                 a.upper() not in letters for a in letters if a.islower()):
             raise AttrError(f"{op}: attribute {attr} is \"{text}\", which is not a layout (each "
-                            "axis once, a block only of an axis present, e.g. NCHW8c)", attr)
+                            "upper-case axis once, a block only of an axis present, e.g. NCHW8c)", attr)
 
     @property
     def primal(self) -> list[str]:
         return [a for a, _ in self.axes if a.isupper()]
 
     def block(self, axis: str) -> int | None:
-        return next((f for a, f in self.axes if a == axis.lower()), None)
+        """The product of the axis's blocks (TVM's FactorOf): a block may be split again,
+        OHWI16i64o2i splitting I into 16 x 2, the first the outer (TVM's Layout reads it so)."""
+        factors = [f for a, f in self.axes if a == axis.lower()]
+        return int(np.prod(factors)) if factors else None
+
+    def blocks(self, axis: str) -> list[tuple[int, int, int]]:
+        """(position, factor, inner) of each block of `axis` in order; inner is the product of
+        the blocks after it, so block k of index x is (x // inner) % factor."""
+        found = [(k, f) for k, (a, f) in enumerate(self.axes) if a == axis.lower()]
+        out = []
+        for n, (k, f) in enumerate(found):
+            out.append((k, f, int(np.prod([g for _, g in found[n + 1:]])) if n + 1 < len(found) else 1))
+        return out
 
     def position(self, letter: str) -> int:
         return next(k for k, (a, _) in enumerate(self.axes) if a == letter)

@@ -448,6 +448,36 @@ def _requantize(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([layout, c, c, c, c], [layout], attrs.with_(axis=IntImm(new_axis)))
 
 
+# ---- h-qnn: qnn.add, qnn.concatenate, qnn.conv2d_transpose, simulated_quantize
+
+
+def _qnn_concatenate(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's QnnConcatenateLayout: concatenate's rule on the data tensors, then the 2n + 2
+    scales and zero points in C."""
+    count = len(types[0].fields)
+    out = _concatenate(attrs, None if new_in is None else new_in[:count], old_in[:count], types[:1])
+    if out is None:
+        return None
+    return Inferred(out.inputs + [parse("C")] * (2 * count + 2), out.outputs, out.attrs)
+
+
+def _simulated_quantize(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's SimQuantizeLayout: the data's new layout (its old one on the first call), the
+    scale and clip bounds in C."""
+    ret = new_in[0] if new_in is not None else old_in[0]
+    if ret is None:
+        return None
+    c = parse("C")
+    return Inferred([ret, c, c, c], [ret], attrs)
+
+
+def _add_quantization_rules(rules: dict[str, Rule]) -> None:
+    rules["qnn.add"] = _with_channels(_binary_broadcast, 2, 6)  # TVM's QnnBinaryBroadcastLayout
+    rules["qnn.concatenate"] = _qnn_concatenate
+    rules["qnn.conv2d_transpose"] = _with_channels(_conv("qnn.conv2d_transpose"), 2, 4)
+    rules["relay.op.annotation.simulated_quantize"] = _simulated_quantize
+
+
 def _build_rules() -> dict[str, Rule]:
     rules: dict[str, Rule] = {}
     for d in all_ops():
@@ -493,6 +523,7 @@ def _build_rules() -> dict[str, Rule]:
     for name in ("image.resize1d", "image.resize2d", "image.resize3d"):
         if get_op(name) is not None:
             rules[name] = _resize(name, _resize_follows)
+    _add_quantization_rules(rules)
     return rules
 
 

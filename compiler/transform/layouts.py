@@ -6,11 +6,15 @@ src/tir/ir/data_layout.cc, src/relay/transforms/infer_layout_utils.cc).
 Upper-case letters are primal axes, `16c` a sub-axis of C of 16.  `UNDEF` is TVM's
 Layout::Undef(), the "any layout" a broadcast of two layout-less inputs reports; a layout
 with no axes (`make(())`, a scalar's) is a layout, as TVM's Layout built from an empty
-axis list is.  A string that is no layout (a letter twice, `4C`) is a LayoutError.
+axis list is.  A string that is no layout (an upper-case letter twice, `4C`) is a
+LayoutError.  A sub-axis may repeat, as TVM v0.16's Layout allows (src/tir/ir/data_layout.cc
+checks only that each sub-axis has its primal axis): `OHWI16i64o2i` splits I by 16 then by
+2, the first sub-axis the outer (I = (I' * 16 + i1) * 2 + i2), and its factor is 32.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,8 +49,10 @@ class Layout:
         return next((i for i, (a, _) in enumerate(self.axes) if a == letter), -1)
 
     def factor_of(self, primal: str) -> int:
-        """The factor of `primal`'s sub-axis, or -1 when it is not split."""
-        return next((f for a, f in self.axes if a == primal.lower()), -1)
+        """The factor `primal` is split by, or -1 when it is not: the product of its
+        sub-axes when it is split more than once (TVM's FactorOf)."""
+        factors = [f for a, f in self.axes if a == primal.lower()]
+        return math.prod(factors) if factors else -1
 
     def sub_layout(self, pos: int, length: int) -> "Layout":
         return make(self.axes[pos:pos + length])
@@ -79,7 +85,8 @@ def parse(text: str) -> Layout:
             raise LayoutError(f"'{text}' is not a layout")
         axes.append((letter, int(digits) if digits else 0))
     letters = [a for a, _ in axes]
-    if pos != len(text) or len(set(letters)) != len(letters) or any(
+    primal = [a for a in letters if a.isupper()]
+    if pos != len(text) or len(set(primal)) != len(primal) or any(
             a.islower() and a.upper() not in letters for a in letters):
         raise LayoutError(f"'{text}' is not a layout")
     return Layout(text, tuple(axes))

@@ -19,8 +19,23 @@ differ in their row tiles).  `simd_lanes` is TVM's get_simd_32bit_lanes for the 
 16 with AVX-512 F and BW, 8 with AVX2, 4 otherwise; RelayLens compiles for the host, so
 `host_simd_lanes()` asks LLVM for the host's features.
 
-Not done here (TVM does them): int8 conv2d to the VNNI layout, winograd for the auto-scheduler; float16/float64 conv2d
-stay as they are (TVM alters them too; our NCHWc schedule is for float32).
+Not done here (TVM does them): winograd for the auto-scheduler; float16/float64 conv2d
+stay as they are (TVM alters them too; our NCHWc schedule is for float32); int8 conv2d.
+
+int8 and VNNI (h-qnn).  TVM v0.16's `_alter_conv2d_layout` treats int8 x int8 as uint8 x
+int8 (the data shifted by 128, conv2d_alter_int8_common) and takes the int8 path when
+`is_int8_hw_support` (topi/x86/conv2d_int8.py): uint8 data, int8 kernel, LLVM >= 8 and a
+*target* with sse4.2 (`target_has_features` reads `-mcpu`/`-mattr`, not the machine).
+Then the conv2d becomes `nn.contrib_conv2d_NCHWc` with data NCHW{ic_bn}c and kernel
+OIHW{ic_bn/4}i{oc_bn}o4i (the `i` split twice), computed by conv2d_NCHWc_int8 with the
+tensor intrinsic dot_16x1x16_uint8_int8_int32: VNNI `vpdpbusd` when the target has
+avx512vnni or avxvnni, else `vpmaddubsw`/`vpmaddwd` at get_simd_32bit_lanes' width.
+qnn.Legalize makes the same test (`is_fast_int8_on_intel`: sse4.2) before keeping
+qnn.conv2d in int8 (qnn_legalize.py).  A plain `llvm` target (no `-mcpu`) is LLVM's
+"generic" x86-64, SSE2 only, so TVM chooses none of this: int8 convolutions stay NCHW on
+int16 operands, as here.  This machine has AVX2 and no AVX-512 or VNNI, so even
+`llvm -mcpu=native` would reach only the pmaddubsw form; RelayLens does not implement
+the int8 NCHWc kernels.
 """
 
 from __future__ import annotations

@@ -19,9 +19,25 @@ with the weight (N, K) packed as (N / bn, K, bn), where the fallback config pick
 get_simd_32bit_lanes, as for conv2d (x86_conv2d_layout.py `host_simd_lanes`).  With the
 weight bound, the FoldConstant after AlterOpLayout packs it at build time.
 
-Not done here (TVM does it): uint8 x int8 dense on AVX-512 whose weight's units divide by
-16 and K by 4, to the VNNI layout NC16n4c (4-D weight); such a dense is left as it is.  Data of more than 2 dimensions is left as
-it is too (TVM's rule reads the data shape as (M, K) and fails on it).
+Data of more than 2 dimensions is left as it is (TVM's rule reads the data shape as (M, K)
+and fails on it).
+
+int8 and VNNI (h-qnn), not done here.  TVM v0.16 asks the *target*, never the machine
+(`tvm.target.codegen.target_has_features`: the features of `-mcpu` and `-mattr`; without
+`-mcpu` LLVM's "generic" x86-64, SSE2 only).  Its dense takes the int8 path when
+`check_int8_applicable` (topi/x86/dense_alter_op.py) holds: the target has avx512bw and
+avx512f (or amx-int8), both dtypes contain "int8", the weight's units divide by 16 and K
+by 4.  Then Legalize shifts int8 data to uint8 (+128, less 128 * sum(weight) after,
+padding units to 16 and K to 4), and AlterOpLayout makes a uint8 dense
+`nn.contrib_dense_pack(..., weight_layout="NC16n4c")`, computed by the tensor intrinsic
+dot_16x1x16_uint8_int8_int32 (topi/x86/tensor_intrin.py): VNNI `vpdpbusd` when the target
+also has avx512vnni or avxvnni, else AVX-512 `vpmaddubsw`/`vpmaddwd`; AMX tiles with
+amx-int8.  With `relay.build(mod, target="llvm")` none of these features is claimed, so
+TVM takes none of it; on this project's AVX2 machine (no AVX-512, no VNNI) even
+`-mcpu=native` would not.  Here the rule is the untuned float path only: a uint8 x int8
+dense that would qualify on an AVX-512 host (`vnni` below, simd_lanes 16) is left as it
+is rather than packed the float way, and no int8 intrinsic is emitted (RelayLens compiles
+for the host; README "AlterOpLayout cases" says which TVM cases that leaves out).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from .errors import NodeError, OnnxImportError
 from .fold import Folder
 from .names import VarNames
 from .opaque import StandIns, tensor_type_of
-from .registry import lookup
+from .registry import lookup, supported_ops
 from .spans import fill, layer_span, node_names, parameter_span
 
 INLINE_LIMIT = 16  # integer initializers with at most this many elements are written as constants
@@ -63,6 +63,11 @@ def model_opset(model: ModelProto) -> int:
         if entry.domain in DEFAULT_DOMAINS:
             return int(entry.version)
     return 1
+
+
+def domain_opset(model: ModelProto, domain: str) -> int:
+    """The opset the model imports of another domain (com.microsoft), 1 if it names none."""
+    return next((int(e.version) for e in model.opset_import if e.domain == domain), 1)
 
 
 def import_onnx(model: ModelProto, shapes: Mapping[str, Shape] | None = None, *,
@@ -176,13 +181,19 @@ class _Importer:
         return expr
 
     def outputs_of(self, node: NodeProto, inputs: list[Expr | None]) -> list[Expr | None]:
-        if node.domain not in DEFAULT_DOMAINS:
-            raise NodeError(f"ops of domain '{node.domain}' are not supported")
-        found = lookup(node.op_type)
+        domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
+        found = lookup(node.op_type, domain)
+        if found is None and domain:
+            known = [n[len(domain) + 1:] for n in supported_ops() if n.startswith(f"{domain}.")]
+            if not known:
+                raise NodeError(f"ops of domain '{node.domain}' are not supported")
+            raise NodeError(f"the op {node.op_type} of domain '{node.domain}' is not supported "
+                            f"(of that domain: {', '.join(known)})")
         if found is None:
             raise NodeError(f"the op {node.op_type} is not supported")
         convert, since = found
-        if self.opset < since:
+        opset = self.opset if not domain else domain_opset(self.model, domain)
+        if opset < since:
             raise NodeError(f"{node.op_type} is supported from opset {since}")
         ctx = NodeContext(node, self.opset, inputs, self.folder.value, self.tensor)
         result = convert(ctx)

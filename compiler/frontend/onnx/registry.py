@@ -22,20 +22,23 @@ Converter = Callable[[NodeContext], Result]
 _CONVERTERS: dict[str, tuple[Converter, int]] = {}
 
 
-def converter(*op_types: str, since: int = 1) -> Callable[[Converter], Converter]:
+def converter(*op_types: str, since: int = 1, domain: str = "") -> Callable[[Converter], Converter]:
+    """`domain`: an op of another domain than ONNX's own (com.microsoft), kept as
+    `domain.OpType`; `since` is then that domain's opset."""
     def register(fn: Converter) -> Converter:
         for op_type in op_types:
-            if op_type in _CONVERTERS:
-                raise ValueError(f"two converters for {op_type}")
-            _CONVERTERS[op_type] = (fn, since)
+            key = f"{domain}.{op_type}" if domain else op_type
+            if key in _CONVERTERS:
+                raise ValueError(f"two converters for {key}")
+            _CONVERTERS[key] = (fn, since)
         return fn
 
     return register
 
 
-def lookup(op_type: str) -> tuple[Converter, int] | None:
+def lookup(op_type: str, domain: str = "") -> tuple[Converter, int] | None:
     _load()
-    return _CONVERTERS.get(op_type)
+    return _CONVERTERS.get(f"{domain}.{op_type}" if domain else op_type)
 
 
 def supported_ops() -> list[str]:
@@ -60,3 +63,4 @@ def _load() -> None:
             convert_reduce,
             convert_shape,
         )
+        from . import convert_qlinear  # noqa: F401  (h-qnn: com.microsoft QLinearAdd, QLinearConcat)

@@ -26,6 +26,7 @@ from ...ir.functor import children, post_order
 from ...ir.types import TensorType, TupleType, Type
 from ...ops import get_op
 from ...ops.attrs import AttrError
+from ...ops.qnn_composite import NON_COMPUTATIONAL
 from ..errors import LoweringError
 from . import expr as te
 from . import topi  # noqa: F401  (registers each op's compute rule on its OpDef)
@@ -137,7 +138,9 @@ def _lower_call(call: Call, values: dict) -> Any:
     opdef = get_op(name)
     rule = opdef.compute if opdef is not None else None
     if rule is None:
-        raise LoweringError(f"no lowering for operator {name}", call.span)
+        why = (" (TVM never computes it: qnn.Legalize rewrites it first, when its operands are integers)"
+               if name in NON_COMPUTATIONAL else "")
+        raise LoweringError(f"no lowering for operator {name}{why}", call.span)
     try:
         attrs = opdef.normalize_attrs(call.attrs)
     except AttrError as err:

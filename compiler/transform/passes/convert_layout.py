@@ -8,7 +8,18 @@ the FTVMConvertOpLayout functions of python/tvm/relay/op/nn/_nn.py).
 
 The desired layouts come from the constructor or, when it has none, from the pass
 config `relay.ConvertLayout.desired_layouts`: for each op name, the layout of each input
-(`"default"`: the one that goes with the data layout).  The ops that can be converted,
+(`"default"`: the one that goes with the data layout).
+
+TVM's `relay.transform.LayoutConfig(skip_layers=[...])` (a Python `with` scope in TVM, not
+a PassContext option) is the constructor keyword `skip_layers` or the pass config
+`relay.transform.LayoutConfig.skip_layers`:
+
+    relaylens build m.relay --passes ConvertLayout --config 'relay.transform.LayoutConfig.skip_layers=[0]' \
+        --config 'relay.ConvertLayout.desired_layouts={"nn.conv2d": ["HWNC", "default"]}'
+
+As in TVM, the converters of nn.conv2d (and nn.deformable_conv2d) count the calls they are
+asked about, from 0, in the order the walk meets them (children first, arguments left to
+right, function after function in one run), and leave a listed one in its layouts.  The ops that can be converted,
 as TVM's:
 
 * nn.conv2d: data as desired; kernel as desired, or by default OIHW for NCHW, HWIO for
@@ -16,6 +27,7 @@ as TVM's:
   nn.contrib_conv2d_NCHWc with the desired kernel layout (a data variable whose channels
   x does not divide stays as it is);
 * qnn.conv2d: as nn.conv2d for NCHW and NHWC (TVM's convert_qnn_conv2d);
+* qnn.conv2d_transpose: as nn.conv2d_transpose (TVM's convert_qnn_conv2d_transpose);
 * nn.conv2d_transpose (default kernel IOHW for NCHW, HWIO for NHWC) and nn.conv3d
   (OIDHW for NCDHW, DHWIO for NDHWC);
 * nn.max_pool2d, nn.avg_pool2d, nn.global_max_pool2d, nn.global_avg_pool2d: layout and
@@ -25,7 +37,8 @@ as TVM's:
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
 AlterOpLayout) by each op's rule (transform/layout_rules.py): element-wise ops,
 broadcasts, pooling, concatenate, split, strided_slice, transpose, squeeze, pad, the
-reductions, resize, the normalisations, qnn.requantize; layout_transforms where a layout
+reductions, resize, the normalisations, qnn.requantize, qnn.add, qnn.concatenate,
+relay.op.annotation.simulated_quantize; layout_transforms where a layout
 changes.  A desired layout that the op cannot take is an error (a diagnostic at the call, in
 `diagnostics`) naming the op and the layout, and the function is left as it was.
 
@@ -53,6 +66,9 @@ from ..infra import FunctionPass, PassContext, register_pass
 from ..layout_rewrite import LayoutRewriter
 
 CONFIG_KEY = "relay.ConvertLayout.desired_layouts"
+SKIP_KEY = "relay.transform.LayoutConfig.skip_layers"
+# the converters that ask TVM's LayoutConfig whether to skip their call (python/tvm/relay/op/nn/_nn.py)
+COUNTED = ("nn.conv2d", "nn.deformable_conv2d")
 
 
 class ConvertLayoutError(ValueError):
@@ -183,7 +199,16 @@ CONVERTERS = {
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
     "nn.global_max_pool2d": _pool, "nn.global_avg_pool2d": _pool,
     "image.resize2d": _resize,
+    # h-qnn: TVM's convert_qnn_conv2d_transpose (python/tvm/relay/qnn/op/layout_conversions.py)
+    "qnn.conv2d_transpose": _with_kernel_default("qnn.conv2d_transpose", {"NCHW": "IOHW", "NHWC": "HWIO"}),
 }
+
+
+def skip_layers(value: Any) -> frozenset[int]:
+    """The layers LayoutConfig skips, checked: a list of integers."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        raise ConvertLayoutError(f"{SKIP_KEY} must be a list of layer indices, e.g. [0]; got {value!r}")
+    return frozenset(value)
 
 
 def desired_layouts(value: Any) -> dict[str, list[str]]:
@@ -202,14 +227,31 @@ class ConvertLayout(FunctionPass):
     opt_level = 3
     required = ("InferType", "CanonicalizeOps", "InferType")  # TVM types a function pass's output
 
-    def __init__(self, desired_layouts: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, desired_layouts: dict[str, list[str]] | None = None,
+                 skip_layers: list[int] | None = None) -> None:
         self.desired = desired_layouts
+        self.skip = skip_layers
         self.diagnostics: list[Diagnostic] = []
+        self.counter = 0
+
+    def run(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        self.counter = 0  # TVM's LayoutConfig counts from 0 in its scope: one run here
+        return super().run(mod, ctx)
+
+    def _skipped(self, ctx: PassContext) -> bool:
+        """TVM's LayoutConfig.check_skip: whether this counted layer is listed (and count it)."""
+        given = self.skip if self.skip is not None else ctx.get(SKIP_KEY)
+        if given is None:
+            return False
+        index, self.counter = self.counter, self.counter + 1
+        return index in skip_layers(given)
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         def change(call: Call, attrs: Attrs, args: list) -> Call | None:
             if not isinstance(call.op, Op) or call.op.name not in wanted:
                 return None
+            if call.op.name in COUNTED and self._skipped(ctx):
+                return Call(call.op, tuple(args), call.attrs)  # this layer keeps its layouts
             convert = CONVERTERS.get(call.op.name)
             try:
                 return None if convert is None else convert(call, attrs, args, wanted[call.op.name])

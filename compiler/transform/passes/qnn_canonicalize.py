@@ -114,14 +114,19 @@ def requantize_rule(call: Call, args, types) -> Expr | None:
     attrs = get_op("qnn.requantize").normalize_attrs(call.attrs)
     if requantize_modes(attrs) != ("UPWARD", "int64"):
         return None
-    data, in_scale, in_zp, out_scale, out_zp = args
+    return requantize_lower(*args, types[0].ndim, attrs.axis, attrs.out_dtype)
+
+
+def requantize_lower(data: Expr, in_scale: Expr, in_zp: Expr, out_scale: Expr, out_zp: Expr, ndim: int,
+                     axis: int, out_dtype: str) -> Expr | None:
+    """TVM's RequantizeLower with UPWARD rounding in int64 (see the module doc); None when
+    the scales are not scalar constants."""
     in_s, out_s = _scalar(in_scale), _scalar(out_scale)
     if in_s is None or out_s is None or out_s == 0.0:
         return None
     tensor = _call("cast", [data], {"dtype": "int32"})
     if _scalar(in_zp) != 0.0:
-        ndim = types[0].ndim
-        axis = _axis(attrs.axis, ndim) if ndim > 0 else 0
+        axis = _axis(axis, ndim) if ndim > 0 else 0
         flat = _call("reshape", [in_zp], {"newshape": [-1]})
         zp = expand_to_axis(flat, TensorType((1,), "int32"), ndim, axis)
         tensor = _call("subtract", [tensor, _call("cast", [zp], {"dtype": "int32"})])
@@ -130,7 +135,7 @@ def requantize_rule(call: Call, args, types) -> Expr | None:
         tensor = _call("fixed_point_multiply", [tensor], {"multiplier": multiplier, "shift": shift})
     if _scalar(out_zp) != 0.0:
         tensor = _call("add", [_call("cast", [out_zp], {"dtype": "int32"}), tensor])
-    if attrs.out_dtype == "int32":
+    if out_dtype == "int32":
         return tensor
-    low, high = _bounds(attrs.out_dtype)
-    return _call("cast", [_call("clip", [tensor], {"a_min": low, "a_max": high})], {"dtype": attrs.out_dtype})
+    low, high = _bounds(out_dtype)
+    return _call("cast", [_call("clip", [tensor], {"a_min": low, "a_max": high})], {"dtype": out_dtype})

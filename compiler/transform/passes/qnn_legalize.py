@@ -16,9 +16,10 @@ QnnLegalize on TVM's default x86 target, `llvm` (python/tvm/relay/qnn/op/legaliz
 a per-channel kernel zero point subtracted with `nn.bias_add(cast(%k), negative(cast(%kzp)),
 axis=O)` (O: kernel_layout's O for conv2d, 0 for dense).  The scales are not needed: the
 qnn op's result is the integer accumulation.  The attributes are the qnn op's, with
-out_dtype written (the qnn op's result dtype, int32 unless it said otherwise).  TVM's
-other QnnLegalize rules are for ops our registry does not have (qnn.conv2d_transpose,
-the qnn unary ops).
+out_dtype written (the qnn op's result dtype, int32 unless it said otherwise).
+qnn.conv2d_transpose's rule (TVM's generic one) is in qnn_composite_rules.py with the
+canonicalizations of qnn.add and qnn.concatenate; TVM's other QnnLegalize rules are for
+ops our registry does not have (the qnn unary ops).
 
 QnnCanonicalize: qnn.quantize, qnn.dequantize and qnn.requantize become Relay arithmetic
 as TVM lowers them (qnn_canonicalize.py, which lists the forms it leaves as ops).

@@ -13,3 +13,6 @@ from . import (  # noqa: F401
     transform,
     transform_index,
 )
+
+# ---- h-qnn: the quantization toolkit's annotation
+from . import simulated_quantize  # noqa: F401,E402

@@ -25,6 +25,8 @@ follows the tagged reduction.
 
 from __future__ import annotations
 
+import math
+
 from typing import Callable, Sequence
 
 from ....ops.conv_geometry import ConvSpec, Layout, conv_plan, forward_shape, is_depthwise, result_dtype
@@ -44,12 +46,13 @@ Indices = dict[str, te.PrimExpr]
 def read_in_layout(t: te.Tensor, layout: Layout, idx: Indices) -> te.PrimExpr:
     """`t`, laid out as `layout`, at the canonical position `idx` (letter -> index)."""
     out: list[te.PrimExpr] = []
-    for letter, factor in layout.axes:
+    for k, (letter, factor) in enumerate(layout.axes):
         if factor is None:
             sub = layout.factor(letter)
             out.append(idx[letter] if sub is None else idx[letter] // sub)
-        else:
-            out.append(idx[letter.upper()] % factor)
+        else:  # a sub-axis split again (OHWI16i64o2i) reads its digit: (index // inner) % factor
+            inner = math.prod(layout.axes[j][1] for j in layout.subs(letter.upper()) if j > k)
+            out.append((idx[letter.upper()] // inner if inner > 1 else idx[letter.upper()]) % factor)
     return t[tuple(out)]
 
 

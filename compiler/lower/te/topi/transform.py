@@ -144,10 +144,10 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     reblocked = _reblocked_axis(src, dst)
 
     def body(*i):
-        at = {a: i[k] for k, (a, _) in enumerate(dst.axes)}
-        whole = {a: _join(at, a, dst) for a in dst.primal}
+        at = {a: i[k] for k, (a, _) in enumerate(dst.axes)}  # (a block split again: only for _reblock)
+        whole = {a: _join(i, a, dst) for a in dst.primal}
         value = (_reblock(x, at, whole, reblocked, src, dst) if reblocked is not None
-                 else x[tuple(_part(whole, a, f, src) for a, f in src.axes)])
+                 else x[tuple(_part(whole, k, src) for k in range(len(src.axes)))])
         padded = [te.lt(whole[a], extent[a]) for a in dst.primal if extent[a] % (dst.block(a) or 1)]
         return te.select(te.all_of(*padded), value, te.const(0, x.dtype)) if padded else value
 
@@ -196,23 +196,30 @@ def _reblock(x: te.Tensor, at: dict, whole: dict, axis: str, src: Layout, dst: L
 
     def read(block: te.PrimExpr, offset: te.PrimExpr) -> te.PrimExpr:
         parts = {axis: block, axis.lower(): offset}
-        return x[tuple(parts[a] if a.upper() == axis else _part(whole, a, f, src) for a, f in src.axes)]
+        return x[tuple(parts[a] if a.upper() == axis else _part(whole, k, src) for k, (a, _) in enumerate(src.axes))]
 
     if fi % fo == 0:
         return read(q, lane)
     return te.select(te.lt(lane, fi), read(q, lane), read(q + 1, lane - fi))
 
 
-def _join(at: dict[str, te.PrimExpr], axis: str, layout: Layout) -> te.PrimExpr:
-    block = layout.block(axis)
-    return at[axis] * block + at[axis.lower()] if block else at[axis]
+def _join(i: Sequence[te.PrimExpr], axis: str, layout: Layout) -> te.PrimExpr:
+    """The whole index of `axis` from the result's position `i`: its outer part, then each
+    of its blocks in order (OHWI16i64o2i: I = (I' * 16 + i1) * 2 + i2)."""
+    value = i[layout.position(axis)]
+    for k, factor, _ in layout.blocks(axis):
+        value = value * factor + i[k]
+    return value
 
 
-def _part(whole: dict[str, te.PrimExpr], axis: str, factor: int | None, layout: Layout) -> te.PrimExpr:
-    if factor is not None:  # a block axis ('c' of NCHW8c)
-        return whole[axis.upper()] % factor
-    block = layout.block(axis)
-    return whole[axis] // block if block else whole[axis]
+def _part(whole: dict[str, te.PrimExpr], k: int, layout: Layout) -> te.PrimExpr:
+    """The index along axis k of `layout` of the element whose whole indices are `whole`."""
+    letter, factor = layout.axes[k]
+    if factor is not None:  # a block axis ('c' of NCHW8c; a block split again reads its digit)
+        inner = next(n for p, _, n in layout.blocks(letter) if p == k)
+        return (whole[letter.upper()] // inner if inner > 1 else whole[letter.upper()]) % factor
+    block = layout.block(letter)
+    return whole[letter] // block if block else whole[letter]
 
 
 def _broadcast(x: te.Tensor, out_type, name: str) -> te.Tensor:
