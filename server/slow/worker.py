@@ -15,13 +15,19 @@ only the fused functions whose structure changed.  A build that is cancelled han
 it lowered to the next one.  Behind those, the persistent kernel cache shared with every
 other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
 so a model built before, by the CLI or another editor, lowers nothing.  It also keeps the
-last finished build's snapshots, to answer ("graph", request, uri, version, pass[, options])
+last finished build's snapshots, to answer ("graph", request, uri, version, pass[, options[, again]])
 with the graph of one of them (compiler/graph/snapshots.py; options: {"layout": bool,
 "compare": bool}, graph_document's): ("graph", request, GraphDocument, None),
-or ("graph", request, None, why) when it has no such build or no such pass.  Graph requests
-queue behind builds, in the order they came.  stdin closing ends the process.
+or ("graph", request, None, why) when it has no such build or no such pass.  `again`,
+(text, weights, byoc) of that version, is sent when the server knows this process did not
+make the build (it started after the build, or built another version since): the worker runs
+the passes again (`snapshots_again`) and keeps those.  Graph requests queue behind builds, in
+the order they came.  stdin closing ends the process (the server closes it when the worker
+has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`).
+A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
+the server keeps them so.
 
 A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
 runs the model; so does a "numerics" job (the Check Numerics command, numerics.py:
@@ -124,6 +130,7 @@ def disk_cache():
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     # lazy: the worker says it is ready before the compiler loads
     from ...compiler.lower.pipeline import LoweringCache
+    from .report import pack_texts
     from .reporting import Cancelled, build_report, internal_error
 
     jobs = Jobs()
@@ -150,7 +157,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             _profile(message, jobs, out, disk)
             continue
         if message[0] == "graph":
-            frames.write(out, _graph(kept, *message[1:6]))
+            frames.write(out, _graph(kept, *message[1:7]))
             continue
         _, job, uri, version, text, weights = message[:6]
         byoc = message[6] if len(message) > 6 else None  # the BYOC options (byoc_report.py)
@@ -182,7 +189,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         if jobs.is_void(job):
             frames.write(out, ("cancelled", job))
         else:
-            frames.write(out, ("done", job, report))
+            frames.write(out, ("done", job, pack_texts(report)))  # its large texts compressed
         del report, results
         release_memory()
 
@@ -199,11 +206,24 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
               lambda why: ProfileReport(uri, version, error=why))
 
 
-def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None) -> tuple:
-    """The answer to a graph request: the graph document of the kept build, or why not."""
+def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None,
+           again: tuple | None = None) -> tuple:
+    """The answer to a graph request: the graph document of the kept build (made again from
+    `again`, (text, weights, byoc), when it is not kept), or why not."""
     from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
+    from .reporting import snapshots_again
 
     version_kept, snapshots = kept.get(uri, (None, None))
+    if (snapshots is None or version_kept != version) and again is not None:
+        text, weights, byoc = again
+        try:
+            snapshots = snapshots_again(uri, text, weights=weights, byoc=byoc)
+        except Exception as err:  # noqa: BLE001 -- a bug in a pass: an answer, not a dead worker
+            traceback.print_exc()
+            return ("graph", request, None, f"internal error building again: {type(err).__name__}: {err}")
+        kept[uri] = (version, snapshots)
+        version_kept = version
+        release_memory()
     if snapshots is None or version_kept != version:
         return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
     try:
