@@ -211,7 +211,7 @@ def _graph(kept: dict, request: int, uri: str, version: int | None, after, optio
     """The answer to a graph request: the graph document of the kept build (made again from
     `again`, (text, weights, byoc), when it is not kept), or why not."""
     from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
-    from .reporting import snapshots_again
+    from .reporting import snapshots_again  # lazy: as the compiler above
 
     version_kept, snapshots = kept.get(uri, (None, None))
     if (snapshots is None or version_kept != version) and again is not None:
