@@ -4,7 +4,8 @@ With `{"worker": {"idleExitSeconds": 0.5}}` the worker of a server exits half a 
 after its last message; the lenses, hovers, virtual documents (LLVM IR, schedules, pass
 snapshots, views without debug information) and the line map of the last build still
 answer from the reports the server keeps, with no worker running and without starting one;
-a graph starts a worker again (it runs the passes again from the report's text), an edit
+an assembly view not made yet and a graph start a worker again (the graph's runs the
+passes again from the report's text; the server never loads LLVM), an edit
 builds in a new worker whose progress says it is starting; there is never more than one
 worker.  The texts travel and are kept compressed (report.py, `Packed`): each view is the
 very text an in-process build makes.  Waits are for notifications, or polls of
@@ -130,7 +131,8 @@ async def shown(client: LanguageClient, uri: str, version: int, kernel: str) -> 
         lsp.TextDocumentIdentifier(uri), lsp.Position(line, MNIST.split("\n")[line].index("nn.conv2d") + 2)))
     out["hover"] = hover.contents.value
     names = [("llvm", "module.ll"), ("llvm", "module.opt.ll"), ("llvm", f"{kernel}.ll"),
-             ("llvm", f"{kernel}.opt.nodebug.ll"), ("schedule", f"{kernel}.txt"), ("pass", "0-input.relay")]
+             ("llvm", f"{kernel}.opt.nodebug.ll"), ("schedule", f"{kernel}.txt"), ("pass", "0-input.relay"),
+             ("llvm", f"{kernel}.s"), ("llvm", f"{kernel}.nodebug.s")]
     for kind, name in names:
         doc = await client.protocol.send_request_async(
             "relaylens/virtualDocument", {"uri": uris.make(kind, name, uri, version)})
@@ -166,6 +168,9 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     assert before["module.ll"] == report.llvm_ir and before["module.opt.ll"] == report.optimized_ir
     assert before[f"{kernel}.ll"] == fn.llvm_ir and before[f"{kernel}.txt"] == fn.schedule_text
     assert before["0-input.relay"] == report.snapshots[0].text
+    assert f"{kernel}:" in before[f"{kernel}.nodebug.s"] and ".loc" in before[f"{kernel}.s"]
+    # the assembly was the worker's: the server never loads LLVM
+    assert "llvmlite" not in Path(f"/proc/{server}/maps").read_text()
 
     await idle_exit(client, server, 1)
     assert not Path(f"/proc/{first}").exists()
@@ -173,13 +178,18 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     assert after == before
     worker = await status(client)
     assert (_get(worker, "state"), _get(worker, "pid")) == ("stopped", None)  # nothing started one
+    module_s = await client.protocol.send_request_async(  # assembly not made yet: the worker makes it
+        "relaylens/virtualDocument", {"uri": uris.make("llvm", "module.nodebug.s", uri, 1)})
+    assert f"\n{kernel}:\n" in _get(module_s, "text") and ".loc" not in _get(module_s, "text")
+    assert "llvmlite" not in Path(f"/proc/{server}/maps").read_text()
+    await idle_exit(client, server, 2)
 
     # a graph needs the worker: a new one runs the passes again from the report's text
     graph = await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": "FuseOps"})
     assert (_get(graph, "passName"), _get(graph, "version")) == ("FuseOps", 1)
     second = _get(await status(client), "pid")
     assert second not in (None, first) and workers_of(server) == [second]
-    await idle_exit(client, server, 2)
+    await idle_exit(client, server, 3)
 
     # an edit builds in a new worker, whose progress says it is starting
     edited = MNIST + "\n"
@@ -195,7 +205,7 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     assert sorted((lens.range.start.line, lens.command.title) for lens in lenses
                   if lens.command.command == "relaylens.open") == before["lenses"]
-    await idle_exit(client, server, 3)
+    await idle_exit(client, server, 4)
 
     # 0: the worker stays (a setting, changed at any time)
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(

@@ -57,7 +57,7 @@ from ...compiler.transform.patterns.table_check import is_pattern_table
 from .byoc_setup import ByocRequest, byoc_request, dependents
 from .process import WorkerProcess
 from .profiles import Profiles
-from .report import BuildReport, ReportDiagnostic, Text, share_texts, unpack
+from .report import BuildReport, Packed, ReportDiagnostic, Text, share_texts, unpack
 from .uris import VirtualUri
 
 if TYPE_CHECKING:
@@ -126,21 +126,31 @@ class Built:
         self._lines: Recent = Recent(KEPT_VIEWS)
         self._aligned: Recent = Recent(KEPT_VIEWS)
         self._views: Recent = Recent(KEPT_VIEWS)
+        self._assembly: dict[tuple[str | None, bool], Packed] = {}  # the worker's, by (function, optimized)
 
     def view(self, vuri: VirtualUri, base: Text | None = None) -> View:
         """An LLVM IR text of the report (`base`) as the URI asks: as it is, without its
-        debug information, or as assembly (made here when it is asked for with its base
-        text and not kept; NotBuilt when asked for without it)."""
+        debug information, or as assembly (the worker's, `keep_assembly`); made here when
+        it is asked for with its base text and not kept; NotBuilt when asked for without it,
+        or for assembly the worker has not made."""
         found = self._views.found(vuri.name)
         if found is not None:
             return found
         if base is None:
             raise NotBuilt(f"{vuri.name} has not been made yet")
         if vuri.assembly:
-            from ...compiler.lower.runtime.assembly import assembly  # lazy: loads LLVM's code generator, only for an assembly view
-
-            return self._views.keep(vuri.name, asm_view(assembly(unpack(base)), nodebug=vuri.nodebug))
+            made = self._assembly.get((vuri.function, vuri.optimized))
+            if made is None:
+                raise NotBuilt(f"{vuri.name} has not been made yet (the build worker makes it when it is opened)")
+            return self._views.keep(vuri.name, asm_view(unpack(made), nodebug=vuri.nodebug))
         return self._views.keep(vuri.name, ir_view(unpack(base), nodebug=vuri.nodebug))
+
+    def has_assembly(self, vuri: VirtualUri) -> bool:
+        return (vuri.function, vuri.optimized) in self._assembly
+
+    def keep_assembly(self, vuri: VirtualUri, made: Packed) -> None:
+        """The worker's assembly of the IR `vuri` names (`Builds.assembly`), kept packed."""
+        self._assembly[(vuri.function, vuri.optimized)] = made
 
     def aligned(self, index: int) -> Aligned:
         """Snapshot `index` renumbered as the one before it numbers the same statements
@@ -202,7 +212,7 @@ class Builds:
         self._watchdog: asyncio.TimerHandle | None = None
         self._stalled = False
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
-        self._graphs: dict[int, asyncio.Future] = {}  # graph requests sent to the worker
+        self._asks: dict[int, asyncio.Future] = {}  # graph and assembly requests sent to the worker
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
         # the editor's Check Numerics, run by the same worker
         self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics", "check")
@@ -298,7 +308,7 @@ class Builds:
     # ---- the idle exit ----------------------------------------------------------------
     def _busy(self) -> bool:
         """Something is asked of the worker, or a build is due."""
-        return bool(self.jobs or self._graphs or self._timers or self.numerics.pending or self.profiles.jobs.pending)
+        return bool(self.jobs or self._asks or self._timers or self.numerics.pending or self.profiles.jobs.pending)
 
     def _arm_idle(self) -> None:
         """(Re)arm the idle exit of a ready worker, for when it will have been idle long enough."""
@@ -377,13 +387,28 @@ class Builds:
             self._worker_keeps[uri] = (self.worker.runs + upcoming, report.version)
         if not self.worker.send(("graph", request, uri, report.version, after, options or {}, again)):
             raise NotBuilt("the build worker cannot start")
-        self._graphs[request] = future
+        self._asks[request] = future
         try:
             return built, await asyncio.wait_for(future, WAIT_SECONDS)
         except asyncio.TimeoutError:
             raise NotBuilt(f"the build worker did not answer within {WAIT_SECONDS:.0f} s") from None
         finally:
-            self._graphs.pop(request, None)
+            self._asks.pop(request, None)
+
+    async def assembly(self, ir: str) -> Packed:
+        """The worker's host assembly of an LLVM IR text (compiler/lower/runtime/assembly.py):
+        LLVM's code generator is loaded in the worker, never here (NotBuilt: why not)."""
+        request = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        if not self.worker.send(("assembly", request, ir)):
+            raise NotBuilt("the build worker cannot start")
+        self._asks[request] = future
+        try:
+            return await asyncio.wait_for(future, WAIT_SECONDS)
+        except asyncio.TimeoutError:
+            raise NotBuilt(f"the build worker did not answer within {WAIT_SECONDS:.0f} s") from None
+        finally:
+            self._asks.pop(request, None)
 
     def status(self) -> dict:
         return {"worker": {"pid": self.worker.pid, "state": self.worker.state,
@@ -474,8 +499,8 @@ class Builds:
         if self.profiles.handle(message) or self.numerics.handle(message):
             return
         kind = message[0]
-        if kind == "graph":  # ("graph", request, GraphDocument | None, why)
-            future = self._graphs.get(message[1])
+        if kind in ("graph", "assembly"):  # (kind, request, GraphDocument | Packed | None, why)
+            future = self._asks.get(message[1])
             if future is not None and not future.done():
                 if message[2] is None:
                     future.set_exception(NotBuilt(message[3]))
@@ -548,9 +573,9 @@ class Builds:
             self._watchdog.cancel()
             self._watchdog = None
         broken = self.worker.state == "broken"
-        for future in self._graphs.values():  # the new worker has no build to draw
+        for future in self._asks.values():  # a graph or assembly it was making
             if not future.done():
-                future.set_exception(NotBuilt(f"the build worker stopped ({why}); build again and retry"))
+                future.set_exception(NotBuilt(f"the build worker stopped ({why}); retry"))
         for job in sorted(self.jobs.values(), key=lambda j: j.id):
             if job.void:
                 del self.jobs[job.id]

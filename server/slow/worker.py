@@ -22,7 +22,9 @@ or ("graph", request, None, why) when it has no such build or no such pass.  `ag
 (text, weights, byoc) of that version, is sent when the server knows this process did not
 make the build (it started after the build, or built another version since): the worker runs
 the passes again (`snapshots_again`) and keeps those.  Graph requests queue behind builds, in
-the order they came.  stdin closing ends the process (the server closes it when the worker
+the order they came, and so do ("assembly", request, llvm_ir) -> ("assembly", request,
+Packed, None) (the host assembly of an IR text, for the editor's assembly views: the
+server never loads LLVM's code generator) or ("assembly", request, None, why).  stdin closing ends the process (the server closes it when the worker
 has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`).
@@ -47,6 +49,7 @@ from typing import BinaryIO
 from ...compiler.support import release_memory
 
 from . import frames
+from .report import Packed, pack_texts
 
 NICENESS = 10  # added to the worker's nice value: the server's fast path comes first
 
@@ -72,7 +75,7 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
+            elif kind in ("profile", "graph", "assembly"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -130,7 +133,6 @@ def disk_cache():
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     # lazy: the worker says it is ready before the compiler loads
     from ...compiler.lower.pipeline import LoweringCache
-    from .report import pack_texts
     from .reporting import Cancelled, build_report, internal_error
 
     jobs = Jobs()
@@ -158,6 +160,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             continue
         if message[0] == "graph":
             frames.write(out, _graph(kept, *message[1:7]))
+            continue
+        if message[0] == "assembly":
+            frames.write(out, _assembly(*message[1:3]))
             continue
         _, job, uri, version, text, weights = message[:6]
         byoc = message[6] if len(message) > 6 else None  # the BYOC options (byoc_report.py)
@@ -236,6 +241,16 @@ def _graph(kept: dict, request: int, uri: str, version: int | None, after, optio
     except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker
         traceback.print_exc()
         return ("graph", request, None, f"internal error: {type(err).__name__}: {err}")
+
+
+def _assembly(request: int, ir: str) -> tuple:
+    """The answer to an assembly request: ("assembly", request, Packed, None), or why not."""
+    from ...compiler.lower.runtime.assembly import assembly  # lazy: as the compiler above
+    try:
+        return ("assembly", request, Packed.of(assembly(ir)), None)
+    except Exception as err:  # noqa: BLE001 -- IR LLVM refuses, or a bug: an answer, not a dead worker
+        traceback.print_exc()
+        return ("assembly", request, None, f"internal error: {type(err).__name__}: {err}")
 
 
 def _numerics(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
