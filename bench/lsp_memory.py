@@ -15,7 +15,10 @@ process and the worker (`relaylens/status` gives its pid): VmRSS, and the peak V
 the server's `worker.idleExitSeconds` (its default, 60 s, or `--idle-exit S`; `--no-idle`
 skips this part, for a server without the idle exit), the lenses and the module.ll,
 module.opt.ll and FuseOps snapshot views are asked for again (answered from the kept report,
-without a worker), and the server is measured once more: "idle", the worker 0 MB.
+without a worker), and the server is measured once more: "idle", the worker 0 MB.  Last,
+one more edit, whose build starts a worker again: its time from didChange (debounce, the
+worker's start and imports, the build, the kernels from the persistent cache) beside the
+edits' builds in the running worker.
 The goal of issue 16: server + worker ≤ 150 MB on the typed ResNet-50; the table gives
 both states, and the peaks (each process's VmHWM, summed: they need not coincide).
 """
@@ -73,7 +76,8 @@ async def measure(text: str, edits: int, timeout: float, idle_exit: float | None
                 built = client.expect("relaylens/buildFinished", lambda p, v=version: p.get("version") == v)
                 waiting, sent = doc.replace(spot, char)
                 await client.received(waiting, sent, timeout)
-            await client.received(built, sent, timeout)
+            params, seconds = await client.received(built, sent, timeout)
+            out.setdefault("rebuild_s", []).append(round(params.get("seconds") or 0, 2))
         if edits:
             await client.request("textDocument/codeLens", {"textDocument": {"uri": doc.uri}})
         time.sleep(0.5)
@@ -86,6 +90,15 @@ async def measure(text: str, edits: int, timeout: float, idle_exit: float | None
                 out[who] = {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1)}
         if idle:
             out["idle"] = await _idle_state(client, doc.uri, version, status, timeout)
+            if "note" not in out["idle"]:
+                spot = latency.edit_spots(text, 1)[0]  # one edit: its build starts a worker again
+                version += 1
+                built = client.expect("relaylens/buildFinished", lambda p, v=version: p.get("version") == v)
+                waiting, sent = doc.replace(spot, "0")
+                await client.received(waiting, sent, timeout)
+                params, seconds = await client.received(built, sent, timeout)
+                out["idle"]["next_build"] = {"state": params.get("state"), "seconds": round(seconds, 2),
+                                             "worker_s": round(params.get("seconds") or 0, 2)}
     finally:
         await client.close()
     return out
@@ -166,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
         elif idle:
             print(f"- {latency.LABELS[key]}: idle: {idle['lenses']} lenses, views {idle['view_chars']} chars, "
                   f"worker pid {idle['worker_pid']}")
+            if idle.get("next_build"):
+                nb = idle["next_build"]
+                print(f"- {latency.LABELS[key]}: the next edit's build, in a new worker: {nb['state']}, "
+                      f"{nb['seconds']:.1f} s from didChange (the worker's build {nb['worker_s']:.1f} s; "
+                      f"the edits' builds before, in the running worker: {found.get('rebuild_s')} s)")
         for note in found["notes"]:
             print(f"- {latency.LABELS[key]}: {note}")
         print(f"- {latency.LABELS[key]}: build {found.get('build')}, {found.get('lenses')} lenses")
