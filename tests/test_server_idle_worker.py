@@ -232,3 +232,30 @@ def test_packed_texts_read_back_the_same_and_are_shared() -> None:
     assert again.llvm_ir is not packed.llvm_ir and again.llvm_ir == packed.llvm_ir
     share_texts(again, [packed])
     assert again.llvm_ir is packed.llvm_ir and again.functions[0].llvm_ir is packed.functions[0].llvm_ir
+
+
+def test_a_message_sent_while_the_worker_retires_goes_to_the_next_one() -> None:
+    from relaylens.server.slow.process import WorkerProcess
+
+    async def run() -> tuple:
+        answers: asyncio.Queue = asyncio.Queue()
+        exits: list = []
+        worker = WorkerProcess(lambda m: answers.put_nowait(m), lambda *why: exits.append(why))
+        worker.start()
+        assert (await asyncio.wait_for(answers.get(), 60))[0] == "ready"
+        first = worker.pid
+        assert worker.retire() and worker.state == "stopping" and not worker.retire()
+        worker.send(("graph", 1, "file:///r.relay", 1, None, {}, None))  # waits for the next process
+        assert worker.state == "stopping"
+        ready = await asyncio.wait_for(answers.get(), 60)
+        answer = await asyncio.wait_for(answers.get(), 60)
+        states = (worker.runs, worker.retired, worker.restarts, worker.pid != first, ready[0])
+        worker.close()
+        while worker.pid is not None:  # reaped: its transport closes before the loop does
+            await asyncio.sleep(0.05)
+        return states, answer, exits, first
+
+    states, answer, exits, first = asyncio.run(run())
+    assert states == (2, 1, 0, True, "ready") and not exits  # retiring is no crash
+    assert answer[:3] == ("graph", 1, None) and "keeps no build" in answer[3]
+    assert not Path(f"/proc/{first}").exists() or "Z" in Path(f"/proc/{first}/stat").read_text().split()[2]
