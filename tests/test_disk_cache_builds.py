@@ -17,6 +17,7 @@ from relaylens.compiler.driver import compile
 from relaylens.compiler.lower.disk_cache import DiskCache
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.server.slow import frames
+from relaylens.server.slow.report import unpack
 
 # a parallel loop (outlined body), a kernel on two lines, and a constant passed as a buffer
 MODEL = """#[version = "0.0.5"]
@@ -170,7 +171,7 @@ def test_the_editors_worker_reads_and_writes_the_cache(tmp_path) -> None:
     second = worker_build(_moved(MODEL), "file:///w/b.relay")
     assert sorted(tmp_path.iterdir()) == entries  # nothing new lowered
     assert all(p.stat().st_mtime > 1000 for p in entries)  # every entry read (a hit marks it used)
-    assert second.optimized_ir == compile(_moved(MODEL), "file:///w/b.relay", stop_after="llvm").lowered.optimized_ir
+    assert unpack(second.optimized_ir) == compile(_moved(MODEL), "file:///w/b.relay", stop_after="llvm").lowered.optimized_ir
 
 
 def test_the_servers_cache_options_reach_the_worker(tmp_path) -> None:

@@ -1,8 +1,8 @@
 """What keeps the language server small (bench/lsp_memory.py measures it on ResNet-50).
 
 * The server process never loads LLVM (llvmlite, 40 MB resident) or the lowering stack:
-  builds, profiles and assembly run in the worker (or, for an assembly view, load it on
-  first use).
+  builds, profiles and an assembly view's code generation run in the worker
+  (test_server_idle_worker.py checks the server's mappings after an assembly view).
 * The IR line → Relay location tables of a build report are compact arrays
   (`LineTable`) that read as the dict they replace.
 * A build report shares the texts equal to the report before it (`share_texts`).

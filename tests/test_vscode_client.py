@@ -142,7 +142,8 @@ def test_the_vsix_packages_offline(node_modules):
     assert set(manifest["contributes"]["configuration"]["properties"]) == {
         "relaylens.server.pythonPath", "relaylens.trace.server", "relaylens.inlayHints.types",
         "relaylens.files.maxBytes", "relaylens.params.bind", "relaylens.cache.enabled",
-        "relaylens.byoc.patterns", "relaylens.byoc.target", "relaylens.byoc.targetOps"}
+        "relaylens.byoc.patterns", "relaylens.byoc.target", "relaylens.byoc.targetOps",
+        "relaylens.worker.idleExitSeconds"}
     assert {"relaylens.goToSource"} <= commands
     assert {"extension/dist/graph-view.js", "extension/dist/graph-view.css"} <= names and "relaylens.showGraph" in commands
     assert manifest["contributes"]["keybindings"] == [

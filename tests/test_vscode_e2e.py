@@ -5,7 +5,8 @@ Scenario, on a corpus model: it opens and builds (status bar); hover on an opera
 its type and its provenance; the `ƒ <fused function>` code lens opens the module's LLVM IR;
 go to definition on an LLVM IR line returns to the Relay line its debug location names;
 more virtual documents (a schedule, Show LLVM IR, lenses, F12 back and forth) leave exactly
-one language server and one build worker under code-server and no duplicated lens; breaking
+one language server and at most one build worker (it exits when idle) under code-server and
+no duplicated lens; breaking
 a line shows an error squiggle and the status bar counts as many errors as `relaylens check`
 finds in the same text (a second server would double them).  Before that, the Graph view
 (step graph-view): a click on a node selects its Relay line, the cursor highlights its node,
@@ -143,7 +144,7 @@ def test_the_extension_in_code_server(tools, tmp_path):
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
     assert result["hoverLinkLine"] == defines[re.search(r"tvmgen_default_fused_\w+", result["hover"])[0]], report
-    assert result["servers"] == {"server": 1, "worker": 1}, report
+    assert result["servers"]["server"] == 1 and result["servers"]["worker"] <= 1, report  # the worker exits when idle
     broken = lines[:hover_line - 1] + [lines[hover_line - 1] + " )"] + lines[hover_line:]
     assert result["errorsInStatus"] == error_count("\n".join(broken) + "\n", tmp_path), report
     assert scenario.returncode == 0, report
@@ -177,4 +178,4 @@ def test_zero_configuration_in_code_server(tools, tmp_path):
     assert list(result["steps"]) == ["offer-private-environment", "private-environment-builds"], report
     assert all(step["ok"] for step in result["steps"].values()), report
     assert "cannot import relaylens.server" in result["offer"], report
-    assert result["servers"] == {"server": 1, "worker": 1}, report
+    assert result["servers"]["server"] == 1 and result["servers"]["worker"] <= 1, report  # the worker exits when idle

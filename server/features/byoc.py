@@ -209,7 +209,7 @@ def _function_link(built: Built, name: str | None) -> str:
     snapshot = report.snapshots[byoc.snapshot]
     link = uris.make("pass", snapshot.file_name, report.uri, report.version)
     if fn.printed is not None:
-        link += f"#L{snapshot.text.count(chr(10), 0, fn.printed[0]) + 1}"
+        link += f"#L{built.text_source(link, snapshot.text).text.count(chr(10), 0, fn.printed[0]) + 1}"
     return f"[`{fn.name}`]({link})"
 
 

@@ -7,6 +7,8 @@
     relaylens.byoc.target        "mynpu" or "mynpu,dsp", relaylens.byoc.targetOps "exp,nn.relu":
                                  builds partition for them (slow/byoc_setup.py; a model's
                                  `// relaylens: --patterns ...` line wins); a change rebuilds
+    relaylens.worker.idleExitSeconds  number, default 60: the build worker exits after this
+                                 long with nothing to do, 0 = never (slow/builds.py)
 
 Read from initializationOptions at `initialize` (`{"inlayHints": {"types": false}}`, called
 from server.py) and from every workspace/didChangeConfiguration: its `settings` carry the
@@ -98,6 +100,7 @@ def register(server: "RelayLensServer") -> None:
         byoc = (chosen.byoc_patterns, chosen.byoc_targets, chosen.byoc_ops)
         if chosen.update(section):
             _refresh(server)
+        server.builds.configure_worker(section)
         if byoc != (chosen.byoc_patterns, chosen.byoc_targets, chosen.byoc_ops):
             server.builds.reconsider(server.documents.open_uris())
 

@@ -10,7 +10,6 @@ the report has is a RequestFailed error saying why.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ from pygls.exceptions import JsonRpcException
 from .. import convert
 from ..slow import uris
 from ..slow.builds import Built, NotBuilt
+from ..slow.report import unpack
 from ..slow.uris import BadUri, VirtualUri
 from . import Refused, log
 
@@ -59,25 +59,36 @@ def text_of(built: Built, vuri: VirtualUri) -> str:
             return built.aligned(index).text
         if snapshot.file_name != vuri.name:
             raise NotBuilt(f"snapshot {index} is {snapshot.file_name}, not {vuri.name}")
-        return snapshot.text
-    if vuri.kind == "llvm" and not report.lowered:
-        raise NotBuilt(f"version {report.version} of {report.uri} was not lowered to LLVM IR "
-                       "(see its diagnostics)")
-    name = vuri.function
-    if name is None:
-        base = report.optimized_ir if vuri.optimized else report.llvm_ir
-    else:
-        fn = report.function(name)
-        if fn is None:
-            raise NotBuilt(f"there is no fused function {name} in version {report.version} of {report.uri}")
-        if vuri.kind == "schedule":
-            return fn.schedule_text
-        if not fn.llvm_ir:
-            raise NotBuilt(f"{name} was not lowered (see the build diagnostics)")
-        base = fn.optimized_ir if vuri.optimized else fn.llvm_ir
+        return unpack(snapshot.text)
+    if vuri.kind == "schedule":
+        return unpack(_function(built, vuri.function).schedule_text)
+    base = ir_of(built, vuri)
     if vuri.assembly or vuri.nodebug:
         return built.view(vuri, base).text
-    return base
+    return unpack(base)
+
+
+def _function(built: Built, name: str | None):
+    report = built.report
+    fn = report.function(name) if name is not None else None
+    if fn is None:
+        raise NotBuilt(f"there is no fused function {name} in version {report.version} of {report.uri}")
+    return fn
+
+
+def ir_of(built: Built, vuri: VirtualUri):
+    """The report's LLVM IR text (packed or not) an `llvm` URI shows, or its view or
+    assembly is made from (NotBuilt when there is none)."""
+    report = built.report
+    if not report.lowered:
+        raise NotBuilt(f"version {report.version} of {report.uri} was not lowered to LLVM IR "
+                       "(see its diagnostics)")
+    if vuri.function is None:
+        return report.optimized_ir if vuri.optimized else report.llvm_ir
+    fn = _function(built, vuri.function)
+    if not fn.llvm_ir:
+        raise NotBuilt(f"{vuri.function} was not lowered (see the build diagnostics)")
+    return fn.optimized_ir if vuri.optimized else fn.llvm_ir
 
 
 def parse(uri: str) -> VirtualUri:
@@ -89,17 +100,20 @@ def parse(uri: str) -> VirtualUri:
 
 def resolve(server: "RelayLensServer", uri: str) -> tuple[Built, VirtualUri, str, Any] | None:
     """For hover and definition: the report, the parsed URI, its text and a `Source` over
-    it; None when any of them is missing (the answer is then null)."""
+    it; None when any of them is missing (the answer is then null).  The `Source` is the
+    report's (`Built.text_source`): the text is made again only when it is not kept."""
     try:
         vuri = uris.parse(uri)
         built = server.builds.find(vuri.document, vuri.version)
         if built is None:
             return None
-        text = text_of(built, vuri)
+        key = uris.make(vuri.kind, vuri.name, vuri.document, built.report.version)
+        source = built.text_source(key, lambda: text_of(built, vuri))
+        if vuri.assembly or vuri.nodebug:
+            built.view(vuri, ir_of(built, vuri))  # made again if it was let go (its lines are read next)
     except (BadUri, NotBuilt):
         return None
-    key = uris.make(vuri.kind, vuri.name, vuri.document, built.report.version)
-    return built, vuri, text, built.text_source(key, text)
+    return built, vuri, source.text, source
 
 
 def _llvm_target(server, uri: str, position: lsp.Position):
@@ -110,7 +124,7 @@ def _llvm_target(server, uri: str, position: lsp.Position):
     if vuri.assembly or vuri.nodebug:
         where = built.view(vuri).lines.get(position.line + 1)  # made with its text
     else:
-        where = built.line_map(source.name, text).get(position.line + 1)
+        where = built.line_map(source.name, text, vuri).get(position.line + 1)
     if where is None:
         return None
     line = min(where[0], len(built.source.line_starts))  # a location past the end: the last line
@@ -230,10 +244,9 @@ def register(server: "RelayLensServer") -> None:
         vuri = parse(uri)
         try:
             built = await server.builds.wait(vuri.document, vuri.version)
-            if vuri.assembly:  # code generation takes a while on a large model: off the event loop
-                text = await asyncio.to_thread(text_of, built, vuri)
-            else:
-                text = text_of(built, vuri)
+            if vuri.assembly and not built.has_assembly(vuri):  # LLVM's code generator: the worker's
+                built.keep_assembly(vuri, await server.builds.assembly(unpack(ir_of(built, vuri))))
+            text = text_of(built, vuri)
         except NotBuilt as err:
             raise Refused(str(err)) from None
         except JsonRpcException:

@@ -22,7 +22,14 @@ and started again; the build that killed it is not retried.  So is a build that 
 progress for 5 minutes (a pass in an endless loop): the worker is killed.
 
 A graph is computed by the worker from the snapshots of its last build of the document
-(the server holds printed texts, not IR): the request waits for the build, then asks.
+(the server holds printed texts, not IR): the request waits for the build, then asks.  A
+worker that did not make that report (it exited, or built another version since) is sent
+the report's text too, and runs the passes again to answer.
+
+The worker exits after `idle_exit` seconds with nothing to do (initializationOptions or the
+setting `worker.idleExitSeconds`, IDLE_EXIT_SECONDS by default, 0 = never): what the editor
+shows of a build (lenses, hovers, colours, IR views) is in the reports kept here, and the
+next build, graph, profile or check starts a worker again (its progress says so).
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ import itertools
 import logging
 import signal
 import time
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +57,7 @@ from ...compiler.transform.patterns.table_check import is_pattern_table
 from .byoc_setup import ByocRequest, byoc_request, dependents
 from .process import WorkerProcess
 from .profiles import Profiles
-from .report import BuildReport, ReportDiagnostic, share_texts
+from .report import BuildReport, Packed, ReportDiagnostic, Text, share_texts, unpack
 from .uris import VirtualUri
 
 if TYPE_CHECKING:
@@ -59,9 +67,11 @@ STAGE = "build"  # the DiagnosticStore stage of the slow path
 SOURCE = "relaylens-build"
 FINISHED = "relaylens/buildFinished"
 KEEP = 2  # reports kept per document
+KEPT_VIEWS = 4  # of each kind of text made from a report (views, sources, line maps), the most recent
 WAIT_SECONDS = 120.0
 PROGRESS_CREATE_SECONDS = 5.0
 STALL_SECONDS = 300.0  # a running build silent this long is killed (reported as a crash)
+IDLE_EXIT_SECONDS = 60.0  # an idle worker exits after this long (0: never)
 log = logging.getLogger("relaylens.server")
 
 
@@ -82,55 +92,96 @@ class Job:
     begun: float = field(default_factory=time.monotonic)
 
 
+class Recent(OrderedDict):
+    """A dict that keeps its `size` most recently used entries (`found`, `keep`)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def found(self, key):
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return None
+
+    def keep(self, key, value):
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
 class Built:
-    """A finished report, with what requests derive from its texts, derived once."""
+    """A finished report, with what requests derive from its texts, derived once.  The
+    report's large texts are kept compressed (report.py, `Packed`); what is made from them
+    (a view, a `Source` over a virtual document) is kept for the few most recently used
+    (KEPT_VIEWS), so an IR view shown once does not stay in memory uncompressed."""
 
     def __init__(self, report: BuildReport) -> None:
         self.report = report
         self.source = Source(report.uri, report.text)
-        self._sources: dict[str, Source] = {}
-        self._lines: dict[str, dict[int, tuple[int, int]]] = {}
-        self._aligned: dict[int, Aligned] = {}
-        self._views: dict[str, View] = {}
+        self._sources: Recent = Recent(KEPT_VIEWS)
+        self._lines: Recent = Recent(KEPT_VIEWS)
+        self._aligned: Recent = Recent(KEPT_VIEWS)
+        self._views: Recent = Recent(KEPT_VIEWS)
+        self._assembly: dict[tuple[str | None, bool], Packed] = {}  # the worker's, by (function, optimized)
 
-    def view(self, vuri: VirtualUri, base: str | None = None) -> View:
+    def view(self, vuri: VirtualUri, base: Text | None = None) -> View:
         """An LLVM IR text of the report (`base`) as the URI asks: as it is, without its
-        debug information, or as assembly (made here, the first time it is asked for with
-        its base text; NotBuilt when asked for without it before that)."""
-        if vuri.name not in self._views:
-            if base is None:
-                raise NotBuilt(f"{vuri.name} has not been made yet")
-            if vuri.assembly:
-                from ...compiler.lower.runtime.assembly import assembly  # lazy: loads LLVM's code generator, only for an assembly view
+        debug information, or as assembly (the worker's, `keep_assembly`); made here when
+        it is asked for with its base text and not kept; NotBuilt when asked for without it,
+        or for assembly the worker has not made."""
+        found = self._views.found(vuri.name)
+        if found is not None:
+            return found
+        if base is None:
+            raise NotBuilt(f"{vuri.name} has not been made yet")
+        if vuri.assembly:
+            made = self._assembly.get((vuri.function, vuri.optimized))
+            if made is None:
+                raise NotBuilt(f"{vuri.name} has not been made yet (the build worker makes it when it is opened)")
+            return self._views.keep(vuri.name, asm_view(unpack(made), nodebug=vuri.nodebug))
+        return self._views.keep(vuri.name, ir_view(unpack(base), nodebug=vuri.nodebug))
 
-                self._views[vuri.name] = asm_view(assembly(base), nodebug=vuri.nodebug)
-            else:
-                self._views[vuri.name] = ir_view(base, nodebug=vuri.nodebug)
-        return self._views[vuri.name]
+    def has_assembly(self, vuri: VirtualUri) -> bool:
+        return (vuri.function, vuri.optimized) in self._assembly
+
+    def keep_assembly(self, vuri: VirtualUri, made: Packed) -> None:
+        """The worker's assembly of the IR `vuri` names (`Builds.assembly`), kept packed."""
+        self._assembly[(vuri.function, vuri.optimized)] = made
 
     def aligned(self, index: int) -> Aligned:
         """Snapshot `index` renumbered as the one before it numbers the same statements
         (for a diff of the two that shows what the pass changed, not the renumbering)."""
-        if index not in self._aligned:
+        found = self._aligned.found(index)
+        if found is None:
             snapshots = self.report.snapshots
-            self._aligned[index] = align_temporaries(snapshots[index - 1].text, snapshots[index].text)
-        return self._aligned[index]
+            found = self._aligned.keep(index, align_temporaries(unpack(snapshots[index - 1].text),
+                                                                unpack(snapshots[index].text)))
+        return found
 
-    def text_source(self, key: str, text: str) -> Source:
-        """A `Source` over one of the report's texts (a virtual document's), kept."""
-        if key not in self._sources:
-            self._sources[key] = Source(key, text)
-        return self._sources[key]
+    def text_source(self, key: str, text: Text | Callable[[], str]) -> Source:
+        """A `Source` over one of the report's texts (a virtual document's), kept while it
+        is among the most recently used; `text` may be a function that makes the text."""
+        found = self._sources.found(key)
+        if found is None:
+            made = text() if callable(text) else unpack(text)
+            found = self._sources.keep(key, Source(key, made))
+        return found
 
-    def line_map(self, key: str, text: str) -> Mapping[int, tuple[int, int]]:
-        """LLVM IR line (1-based) -> Relay (line, col) for one of the report's IR texts."""
-        if key not in self._lines:
+    def line_map(self, key: str, text: str, vuri: VirtualUri) -> Mapping[int, tuple[int, int]]:
+        """LLVM IR line (1-based) -> Relay (line, col) for the IR text `vuri` names."""
+        report = self.report
+        if vuri.function is None and not vuri.assembly and not vuri.nodebug:  # module.ll, module.opt.ll
+            return report.optimized_line_map if vuri.optimized else report.llvm_lines
+        found = self._lines.found(key)
+        if found is None:
             from ...compiler.lower.codegen.llvm_map import line_locations  # lazy: lowering loads in the worker, here only for an IR text the report lacks
 
-            report = self.report
-            known = {report.llvm_ir: report.llvm_lines, report.optimized_ir: report.optimized_line_map}
-            self._lines[key] = known.get(text) or line_locations(text)
-        return self._lines[key]
+            found = self._lines.keep(key, line_locations(text))
+        return found
 
 
 def cache_environment(cache: dict) -> dict[str, str]:
@@ -161,12 +212,15 @@ class Builds:
         self._watchdog: asyncio.TimerHandle | None = None
         self._stalled = False
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
-        self._graphs: dict[int, asyncio.Future] = {}  # graph requests sent to the worker
+        self._asks: dict[int, asyncio.Future] = {}  # graph and assembly requests sent to the worker
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
         # the editor's Check Numerics, run by the same worker
         self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics", "check")
         self.profiles = Profiles(self)  # the editor's Profile command, run by the same worker
         self._byoc_keys: dict[str, str | None] = {}  # uri -> the BYOC request of its last build (byoc_setup.py)
+        self.idle_exit = IDLE_EXIT_SECONDS
+        self._worker_keeps: dict[str, tuple[int, int | None]] = {}  # uri -> (worker run, version) of its snapshots
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     def configure(self, options: Any) -> None:
         """Read `{"build": {"enabled": bool, "debounceMs": int}, "params": {"bind": bool},
@@ -185,6 +239,16 @@ class Builds:
                 self.enabled = build["enabled"]
             if isinstance(build.get("debounceMs"), (int, float)) and build["debounceMs"] >= 0:
                 self.debounce = build["debounceMs"] / 1000
+        self.configure_worker(options)
+
+    def configure_worker(self, options: Any) -> None:
+        """Read `{"worker": {"idleExitSeconds": number}}` (initializationOptions, and the
+        `relaylens.worker.idleExitSeconds` setting): 0 keeps the worker running."""
+        worker = options.get("worker") if isinstance(options, dict) else None
+        seconds = worker.get("idleExitSeconds") if isinstance(worker, dict) else None
+        if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds >= 0:
+            self.idle_exit = float(seconds)
+            self._arm_idle()
 
     # ---- triggers ---------------------------------------------------------------------
     def opened(self, uri: str) -> None:
@@ -223,6 +287,7 @@ class Builds:
         self.profiles.forget(uri)
         self._void_jobs(uri)
         self.reports.pop(uri, None)
+        self._worker_keeps.pop(uri, None)
         self._fail_waiters(uri, None, "the document was closed")
         if self.worker.state == "ready":
             self.worker.send(("forget", uri))
@@ -236,7 +301,35 @@ class Builds:
             self._cancel_timer(uri)
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         self.worker.close()
+
+    # ---- the idle exit ----------------------------------------------------------------
+    def _busy(self) -> bool:
+        """Something is asked of the worker, or a build is due."""
+        return bool(self.jobs or self._asks or self._timers or self.numerics.pending or self.profiles.jobs.pending)
+
+    def _arm_idle(self) -> None:
+        """(Re)arm the idle exit of a ready worker, for when it will have been idle long enough."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        if self.idle_exit <= 0 or self.worker.state != "ready":
+            return
+        due = self.worker.last_active + self.idle_exit - time.monotonic()
+        self._idle_timer = asyncio.get_running_loop().call_later(max(due, 0.01), self._idle_check)
+
+    def _idle_check(self) -> None:
+        self._idle_timer = None
+        if self.idle_exit <= 0 or self.worker.state != "ready":
+            return
+        if self._busy():
+            self.worker.last_active = time.monotonic()
+        elif time.monotonic() - self.worker.last_active >= self.idle_exit and self.worker.retire():
+            log.info("the build worker was idle for %.0f s: it exits (the next build starts another)", self.idle_exit)
+            return
+        self._arm_idle()
 
     # ---- queries ----------------------------------------------------------------------
     def current(self, uri: str) -> Built | None:
@@ -285,19 +378,42 @@ class Builds:
         built = await self.wait(uri, version)
         request = next(self._ids)
         future = asyncio.get_running_loop().create_future()
-        if not self.worker.send(("graph", request, uri, built.report.version, after, options or {})):
+        report = built.report
+        kept = self.worker.state == "ready" and self._worker_keeps.get(uri) == (self.worker.runs, report.version)
+        # a worker that did not make this report runs the passes again (worker.py, _graph)
+        again = None if kept else (report.text, self._weights(uri), self._byoc(uri, report.text))
+        if again is not None:
+            upcoming = self.worker.state not in ("ready", "starting")  # the message goes to the next process
+            self._worker_keeps[uri] = (self.worker.runs + upcoming, report.version)
+        if not self.worker.send(("graph", request, uri, report.version, after, options or {}, again)):
             raise NotBuilt("the build worker cannot start")
-        self._graphs[request] = future
+        self._asks[request] = future
         try:
             return built, await asyncio.wait_for(future, WAIT_SECONDS)
         except asyncio.TimeoutError:
             raise NotBuilt(f"the build worker did not answer within {WAIT_SECONDS:.0f} s") from None
         finally:
-            self._graphs.pop(request, None)
+            self._asks.pop(request, None)
+
+    async def assembly(self, ir: str) -> Packed:
+        """The worker's host assembly of an LLVM IR text (compiler/lower/runtime/assembly.py):
+        LLVM's code generator is loaded in the worker, never here (NotBuilt: why not)."""
+        request = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        if not self.worker.send(("assembly", request, ir)):
+            raise NotBuilt("the build worker cannot start")
+        self._asks[request] = future
+        try:
+            return await asyncio.wait_for(future, WAIT_SECONDS)
+        except asyncio.TimeoutError:
+            raise NotBuilt(f"the build worker did not answer within {WAIT_SECONDS:.0f} s") from None
+        finally:
+            self._asks.pop(request, None)
 
     def status(self) -> dict:
         return {"worker": {"pid": self.worker.pid, "state": self.worker.state,
-                           "restarts": self.worker.restarts},
+                           "restarts": self.worker.restarts, "idleExits": self.worker.retired,
+                           "idleExitSeconds": self.idle_exit},
                 "builds": [{"uri": j.uri, "version": j.version, "state": j.state}
                            for j in self.jobs.values() if not j.void],
                 "reports": [{"uri": uri, "version": b.report.version}
@@ -331,11 +447,14 @@ class Builds:
         self._void_jobs(uri)
         job = Job(next(self._ids), uri, version, text)
         self._byoc_keys[uri] = byoc.key if byoc else None
+        restarting = self.worker.state in ("stopped", "stopping") and self.worker.retired > 0
         if not self.worker.send(("build", job.id, uri, version, text, self._weights(uri), byoc)):
             self._fail_waiters(uri, version, "the build worker cannot start")
             return
         self.jobs[job.id] = job
-        self._begin_progress(job)
+        if restarting:
+            log.info("starting the build worker again (it exited when idle) to build %s", uri)
+        self._begin_progress(job, "starting the build worker" if restarting else None)
 
     def _weights(self, uri: str) -> str | None:
         """The path of `<stem>.npz` beside the model, when there is one the server may read
@@ -380,8 +499,8 @@ class Builds:
         if self.profiles.handle(message) or self.numerics.handle(message):
             return
         kind = message[0]
-        if kind == "graph":  # ("graph", request, GraphDocument | None, why)
-            future = self._graphs.get(message[1])
+        if kind in ("graph", "assembly"):  # (kind, request, GraphDocument | Packed | None, why)
+            future = self._asks.get(message[1])
             if future is not None and not future.done():
                 if message[2] is None:
                     future.set_exception(NotBuilt(message[3]))
@@ -391,6 +510,8 @@ class Builds:
         job = self.jobs.get(message[1]) if kind != "ready" and len(message) > 1 else None
         if job is not None:
             self._handle(kind, job, message)
+        elif kind == "ready":
+            self._arm_idle()
         self._watch()
 
     def _watch(self) -> None:
@@ -428,6 +549,7 @@ class Builds:
         kept = [b for b in self.reports.get(job.uri, ()) if b.report.version != report.version]
         share_texts(report, [b.report for b in kept[-(KEEP - 1):]] if KEEP > 1 else [])
         built = Built(report)
+        self._worker_keeps[job.uri] = (self.worker.runs, report.version)
         self.reports[job.uri] = (kept + [built])[-KEEP:]
         release_memory(collect=False)  # the message's bytes, a report dropped: 10-30 MB
         current = report.version == self._version(job.uri)
@@ -451,9 +573,9 @@ class Builds:
             self._watchdog.cancel()
             self._watchdog = None
         broken = self.worker.state == "broken"
-        for future in self._graphs.values():  # the new worker has no build to draw
+        for future in self._asks.values():  # a graph or assembly it was making
             if not future.done():
-                future.set_exception(NotBuilt(f"the build worker stopped ({why}); build again and retry"))
+                future.set_exception(NotBuilt(f"the build worker stopped ({why}); retry"))
         for job in sorted(self.jobs.values(), key=lambda j: j.id):
             if job.void:
                 del self.jobs[job.id]
@@ -498,11 +620,12 @@ class Builds:
         caps = self.server.client_capabilities
         return bool(caps is not None and caps.window is not None and caps.window.work_done_progress)
 
-    def _begin_progress(self, job: Job) -> None:
+    def _begin_progress(self, job: Job, note: str | None = None) -> None:
         if not self._progress_supported():
             return
         job.token = f"relaylens-build-{job.id}"
         name = job.uri.rsplit("/", 1)[-1]
+        title = f"{name} (version {job.version})" + (f": {note}" if note else "")
 
         async def create() -> bool:
             try:
@@ -511,7 +634,7 @@ class Builds:
             except Exception:  # noqa: BLE001 -- the client refused or did not answer
                 return False
             self.server.work_done_progress.begin(job.token, lsp.WorkDoneProgressBegin(
-                title="RelayLens build", message=f"{name} (version {job.version})", percentage=0))
+                title="RelayLens build", message=title, percentage=0))
             return True
 
         job.progress = asyncio.get_running_loop().create_task(create())

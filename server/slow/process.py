@@ -3,7 +3,8 @@ answers on the event loop, notice when it dies.
 
     worker = WorkerProcess(on_message, on_exit)
     worker.send(("build", job, uri, version, text, weights))   # starts the process if needed
-    worker.pid, worker.state                          # "stopped" | "starting" | "ready" | "broken"
+    worker.pid, worker.state                          # "stopped" | "starting" | "ready" | "stopping" | "broken"
+    worker.retire()                                   # idle: let it exit; the next send starts another
 
 `on_message(message)` gets every message of `frames.py`; `on_exit(code, was_ready)` is
 called once per process that ended, with its exit status (negative: killed by that
@@ -11,6 +12,12 @@ signal).  Messages sent while the process is starting wait in a backlog; when a 
 ends, what it had not been sent is dropped (the caller resends what it still wants).
 Starting fails three times in a row (the process dies before saying "ready") →
 "broken": nothing more is started, and `on_exit` is told.
+
+`retire()` is the idle exit (builds.py decides when): the worker's stdin is closed, so it
+finishes what it was doing and exits (killed after RETIRE_SECONDS if it does not); that is
+no crash, `on_exit` is not called.  A message sent meanwhile waits in the backlog, and the
+next process starts as soon as this one is gone.  `runs` counts the processes started, so
+the caller can tell whether what a process kept (the worker's snapshots) is still there.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from typing import Callable
 
 from . import frames
@@ -26,6 +34,7 @@ from . import frames
 log = logging.getLogger("relaylens.server")
 COMMAND = (sys.executable, "-m", "relaylens.server.slow.worker")
 MAX_FAILED_STARTS = 3
+RETIRE_SECONDS = 10.0  # a retired worker that has not exited by then is killed
 
 
 class WorkerProcess:
@@ -37,6 +46,9 @@ class WorkerProcess:
         self.pid: int | None = None
         self.restarts = 0
         self.failed_starts = 0
+        self.runs = 0  # processes started
+        self.retired = 0  # processes that exited when idle (retire)
+        self.last_active = time.monotonic()  # the last message sent or received
         self._proc: asyncio.subprocess.Process | None = None
         self._backlog: list[bytes] = []
         self._closing = False
@@ -47,6 +59,7 @@ class WorkerProcess:
         if self.state == "broken" or self._closing:
             return False
         data = frames.encode(message)
+        self.last_active = time.monotonic()
         if self.state == "ready" and self._proc is not None and self._proc.stdin is not None:
             try:
                 self._proc.stdin.write(data)
@@ -59,9 +72,10 @@ class WorkerProcess:
 
     def start(self) -> None:
         """Start the process unless it runs (or is starting)."""
-        if self.state in ("starting", "ready", "broken") or self._closing:
-            return
+        if self.state in ("starting", "ready", "stopping", "broken") or self._closing:
+            return  # a retiring process: the next starts when it is gone (_ended)
         self.state = "starting"
+        self.runs += 1
         asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
@@ -79,6 +93,7 @@ class WorkerProcess:
             while True:
                 header = await proc.stdout.readexactly(frames.HEADER)
                 message = frames.decode(await proc.stdout.readexactly(frames.decode_length(header)))
+                self.last_active = time.monotonic()
                 if message[0] == "ready":
                     ready = True
                     self._ready(proc)
@@ -103,6 +118,12 @@ class WorkerProcess:
 
     def _ended(self, code: int | None, was_ready: bool) -> None:
         self._proc, self.pid = None, None
+        if self.state == "stopping" and not self._closing:  # retired: not a crash
+            self.state = "stopped"
+            self.retired += 1
+            if self._backlog:  # sent while it was leaving: the next process takes it
+                self.start()
+            return
         self._backlog.clear()
         if self._closing:
             self.state = "stopped"
@@ -114,6 +135,21 @@ class WorkerProcess:
             self.failed_starts += 1
             self.state = "broken" if self.failed_starts >= MAX_FAILED_STARTS else "stopped"
         self.on_exit(code, was_ready)
+
+    def retire(self) -> bool:
+        """Let an idle worker exit (its stdin closed); False when none is ready to."""
+        proc = self._proc
+        if self.state != "ready" or proc is None or proc.stdin is None or self._closing:
+            return False
+        self.state = "stopping"
+        proc.stdin.close()
+        asyncio.get_running_loop().call_later(RETIRE_SECONDS, self._kill_if_running, proc)
+        return True
+
+    def _kill_if_running(self, proc: asyncio.subprocess.Process) -> None:
+        if proc is self._proc and proc.returncode is None:
+            log.warning("the retired build worker %s did not exit; killing it", proc.pid)
+            proc.kill()
 
     def kill(self) -> None:
         """Kill the running process (a stalled build); `on_exit` follows as for a crash."""

@@ -5,17 +5,69 @@ IR objects, so it is cheap to send and safe to keep.  Offsets are character offs
 the text that was built (`BuildReport.text`); lines are 1-based where they come from LLVM
 debug locations or printed snapshots, as noted per field.  The lookups at the bottom are
 what the features read (sorted lists and bisection, no recomputation).
+
+The large texts (LLVM IR, optimised IR, schedules, pass snapshots: 11 MB for ResNet-50)
+travel and are kept zlib-compressed, as `Packed` (`pack_texts`, called by the worker just
+before it sends a report; LLVM IR compresses 8-10 times): a field typed `Text` is a `str`
+or a `Packed`, and readers take its `str` with `unpack(field)`, only when a view shows it.
+A `Packed` is true when its text is not empty, and equal to another of the same text.
 """
 
 from __future__ import annotations
 
 import bisect
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 Range = tuple[int, int]  # [start, end) character offsets
+PACK_LEVEL = 6  # zlib's: a text's bytes are the same whenever its text is (share_texts compares them)
+PACK_MIN_CHARS = 256  # shorter texts stay str
+
+
+class Packed:
+    """A text kept zlib-compressed (UTF-8); `unpack` gives it back."""
+
+    __slots__ = ("data", "chars")
+
+    def __init__(self, data: bytes, chars: int) -> None:
+        self.data = data
+        self.chars = chars
+
+    @classmethod
+    def of(cls, text: str) -> "Packed":
+        return cls(zlib.compress(text.encode("utf-8"), PACK_LEVEL), len(text))
+
+    def text(self) -> str:
+        return zlib.decompress(self.data).decode("utf-8")
+
+    def __bool__(self) -> bool:
+        return self.chars > 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Packed) and self.data == other.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __getstate__(self):
+        return (self.data, self.chars)
+
+    def __setstate__(self, state) -> None:
+        self.data, self.chars = state
+
+    def __repr__(self) -> str:
+        return f"Packed({self.chars} chars in {len(self.data)} bytes)"
+
+
+Text = str | Packed
+
+
+def unpack(text: Text) -> str:
+    """The text of a report's field, whether kept packed or not."""
+    return text.text() if isinstance(text, Packed) else text
 
 
 NUMERICS_SEED = 0  # Check Numerics' inputs, as `relaylens run --check --seed 0` draws them
@@ -38,7 +90,7 @@ class Snapshot:
     index: int
     pass_name: str
     changed: bool
-    text: str  # the same str object as the snapshot before when unchanged
+    text: Text  # the same object as the snapshot before's when unchanged
     # printed range -> the source ranges of that node, sorted by (start, -end)
     nodes: tuple[tuple[int, int, tuple[Range, ...]], ...] = ()
 
@@ -82,10 +134,10 @@ class FusedReport:
     anchor: Range  # where its lens goes: its first source expression (or its own `fn`)
     ranges: tuple[Range, ...]  # the source expressions it contains, sorted
     layers: tuple[str, ...]
-    schedule_text: str
+    schedule_text: Text
     schedule_steps: int
-    llvm_ir: str  # its own LLVM module, unoptimised
-    optimized_ir: str
+    llvm_ir: Text  # its own LLVM module, unoptimised
+    optimized_ir: Text
     module_lines: tuple[tuple[int, int], ...]  # 1-based inclusive ranges in the module text
     optimized_lines: tuple[tuple[int, int], ...]
     snapshot: int  # index of the snapshot where the function was made
@@ -101,8 +153,8 @@ class BuildReport:
     diagnostics: list[ReportDiagnostic] = field(default_factory=list)
     snapshots: list[Snapshot] = field(default_factory=list)
     functions: list[FusedReport] = field(default_factory=list)
-    llvm_ir: str = ""
-    optimized_ir: str = ""
+    llvm_ir: Text = ""
+    optimized_ir: Text = ""
     # 1-based IR line -> Relay (line, col), compact (compiler/lower/codegen/llvm_map.py LineTable)
     llvm_lines: Mapping[int, tuple[int, int]] = field(default_factory=dict)
     optimized_line_map: Mapping[int, tuple[int, int]] = field(default_factory=dict)
@@ -175,6 +227,32 @@ def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
                                 optimized_ir=pool.get(f.optimized_ir, f.optimized_ir),
                                 schedule_text=pool.get(f.schedule_text, f.schedule_text))
                         for f in report.functions]
+
+
+def pack_texts(report: BuildReport) -> BuildReport:
+    """Replace the report's large texts by `Packed` ones, in place (one `Packed` per distinct
+    text object: functions sharing a kernel, snapshots of passes that changed nothing)."""
+    made: dict[int, Text] = {}
+
+    def pack(text: Text) -> Text:
+        if not isinstance(text, str) or len(text) < PACK_MIN_CHARS:
+            return text
+        found = made.get(id(text))
+        if found is None:
+            found = made[id(text)] = Packed.of(text)
+        return found
+
+    keep = []  # the texts whose ids are keys of `made` stay alive until it is done
+    for text in (report.llvm_ir, report.optimized_ir, *(s.text for s in report.snapshots),
+                 *(t for f in report.functions for t in (f.llvm_ir, f.optimized_ir, f.schedule_text))):
+        keep.append(text)
+    report.llvm_ir = pack(report.llvm_ir)
+    report.optimized_ir = pack(report.optimized_ir)
+    report.snapshots = [replace(s, text=pack(s.text)) for s in report.snapshots]
+    report.functions = [replace(f, llvm_ir=pack(f.llvm_ir), optimized_ir=pack(f.optimized_ir),
+                                schedule_text=pack(f.schedule_text)) for f in report.functions]
+    del keep
+    return report
 
 
 def _innermost(entries, offset: int):

@@ -97,6 +97,17 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
     return _finish(report, started)
 
 
+def snapshots_again(uri: str, text: str, *, weights: str | None = None, byoc: ByocRequest | None = None) -> list:
+    """The driver's snapshots of `text` built as `build_report` builds it, the passes only
+    (no lowering): what a worker that did not make a report needs to draw its graphs."""
+    params, _ = read_weights(weights)
+    origin = os.path.basename(weights) if weights is not None else "params"
+    config = byoc.config if byoc is not None else None
+    passes = [*BYOC_PASSES, *relay_build_passes(3)] if config is not None else None
+    return compile(text, uri, params=params, params_origin=origin, stop_after="passes",
+                   passes=passes, config=config).snapshots
+
+
 def _finish(report: BuildReport, started: float) -> BuildReport:
     report.seconds = time.monotonic() - started
     return report

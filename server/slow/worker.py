@@ -15,13 +15,21 @@ only the fused functions whose structure changed.  A build that is cancelled han
 it lowered to the next one.  Behind those, the persistent kernel cache shared with every
 other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
 so a model built before, by the CLI or another editor, lowers nothing.  It also keeps the
-last finished build's snapshots, to answer ("graph", request, uri, version, pass[, options])
+last finished build's snapshots, to answer ("graph", request, uri, version, pass[, options[, again]])
 with the graph of one of them (compiler/graph/snapshots.py; options: {"layout": bool,
 "compare": bool}, graph_document's): ("graph", request, GraphDocument, None),
-or ("graph", request, None, why) when it has no such build or no such pass.  Graph requests
-queue behind builds, in the order they came.  stdin closing ends the process.
+or ("graph", request, None, why) when it has no such build or no such pass.  `again`,
+(text, weights, byoc) of that version, is sent when the server knows this process did not
+make the build (it started after the build, or built another version since): the worker runs
+the passes again (`snapshots_again`) and keeps those.  Graph requests queue behind builds, in
+the order they came, and so do ("assembly", request, llvm_ir) -> ("assembly", request,
+Packed, None) (the host assembly of an IR text, for the editor's assembly views: the
+server never loads LLVM's code generator) or ("assembly", request, None, why).  stdin closing ends the process (the server closes it when the worker
+has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`).
+A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
+the server keeps them so.
 
 A "profile" job (the editor's Profile command, profiling.py) builds to machine code and
 runs the model; so does a "numerics" job (the Check Numerics command, numerics.py:
@@ -41,6 +49,7 @@ from typing import BinaryIO
 from ...compiler.support import release_memory
 
 from . import frames
+from .report import Packed, pack_texts
 
 NICENESS = 10  # added to the worker's nice value: the server's fast path comes first
 
@@ -66,7 +75,7 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind in ("profile", "graph"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
+            elif kind in ("profile", "graph", "assembly"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -150,7 +159,10 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             _profile(message, jobs, out, disk)
             continue
         if message[0] == "graph":
-            frames.write(out, _graph(kept, *message[1:6]))
+            frames.write(out, _graph(kept, *message[1:7]))
+            continue
+        if message[0] == "assembly":
+            frames.write(out, _assembly(*message[1:3]))
             continue
         _, job, uri, version, text, weights = message[:6]
         byoc = message[6] if len(message) > 6 else None  # the BYOC options (byoc_report.py)
@@ -182,7 +194,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         if jobs.is_void(job):
             frames.write(out, ("cancelled", job))
         else:
-            frames.write(out, ("done", job, report))
+            frames.write(out, ("done", job, pack_texts(report)))  # its large texts compressed
         del report, results
         release_memory()
 
@@ -199,11 +211,24 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
               lambda why: ProfileReport(uri, version, error=why))
 
 
-def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None) -> tuple:
-    """The answer to a graph request: the graph document of the kept build, or why not."""
+def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None,
+           again: tuple | None = None) -> tuple:
+    """The answer to a graph request: the graph document of the kept build (made again from
+    `again`, (text, weights, byoc), when it is not kept), or why not."""
     from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
+    from .reporting import snapshots_again  # lazy: as the compiler above
 
     version_kept, snapshots = kept.get(uri, (None, None))
+    if (snapshots is None or version_kept != version) and again is not None:
+        text, weights, byoc = again
+        try:
+            snapshots = snapshots_again(uri, text, weights=weights, byoc=byoc)
+        except Exception as err:  # noqa: BLE001 -- a bug in a pass: an answer, not a dead worker
+            traceback.print_exc()
+            return ("graph", request, None, f"internal error building again: {type(err).__name__}: {err}")
+        kept[uri] = (version, snapshots)
+        version_kept = version
+        release_memory()
     if snapshots is None or version_kept != version:
         return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
     try:
@@ -216,6 +241,16 @@ def _graph(kept: dict, request: int, uri: str, version: int | None, after, optio
     except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker
         traceback.print_exc()
         return ("graph", request, None, f"internal error: {type(err).__name__}: {err}")
+
+
+def _assembly(request: int, ir: str) -> tuple:
+    """The answer to an assembly request: ("assembly", request, Packed, None), or why not."""
+    from ...compiler.lower.runtime.assembly import assembly  # lazy: as the compiler above
+    try:
+        return ("assembly", request, Packed.of(assembly(ir)), None)
+    except Exception as err:  # noqa: BLE001 -- IR LLVM refuses, or a bug: an answer, not a dead worker
+        traceback.print_exc()
+        return ("assembly", request, None, f"internal error: {type(err).__name__}: {err}")
 
 
 def _numerics(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:

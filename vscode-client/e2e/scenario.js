@@ -32,7 +32,7 @@
  * the model builds.
  *
  * Writes ARTIFACTS/result.json: {steps: {name: {ok, detail}}, relayLineAfterDefinition,
- * servers: {server, worker} (processes under code-server), errorsInStatus}, one
+ * servers: {server, worker} (processes under code-server; worker 0 once it exited when idle), errorsInStatus}, one
  * screenshot per step, and code-server's log; exits 1 when a step failed.
  */
 'use strict';
@@ -301,8 +301,9 @@ async function scenario(page, url) {
         result.servers = relaylensProcesses(codeServerPid);
         const texts = await lensTexts(page);
         result.lenses = texts;
-        if (result.servers.server !== 1 || result.servers.worker !== 1) {
-            throw new Error(`expected one server and one worker under code-server: ${JSON.stringify(result.servers)}`);
+        // at most one worker: it exits when idle (relaylens.worker.idleExitSeconds) and starts again on demand
+        if (result.servers.server !== 1 || result.servers.worker > 1) {
+            throw new Error(`expected one server and at most one worker under code-server: ${JSON.stringify(result.servers)}`);
         }
         const tabs = { relay: await page.locator('.tab', { hasText: model }).count(), llvm: await page.locator('.tab', { hasText: 'module.ll' }).count() };
         result.tabs = tabs;

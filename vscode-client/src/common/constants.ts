@@ -19,6 +19,7 @@ export const SETTINGS = {
     maxBytes: 'files.maxBytes', // sent to the server at start (docs/lsp.md, "Initialization options")
     bindParams: 'params.bind', // sent to the server (docs/lsp.md, "Settings")
     cacheEnabled: 'cache.enabled', // sent to the server at start (docs/lsp.md, "Initialization options")
+    idleExitSeconds: 'worker.idleExitSeconds', // sent to the server (docs/lsp.md, "Settings")
 } as const;
 
 export const COMMANDS = {

@@ -19,6 +19,7 @@ import { hoverLinks } from '../features/hoverLinks';
 /** The settings the server reads at `initialize` (docs/lsp.md, "Settings"). */
 function initializationOptions(): {
     inlayHints: { types: boolean }; files: { maxBytes: number }; params: { bind: boolean }; cache: { enabled: boolean };
+    worker: { idleExitSeconds: number };
     byoc: { patterns: string; target: string; targetOps: string };
 } {
     const config = vscode.workspace.getConfiguration(SETTINGS.section);
@@ -27,6 +28,7 @@ function initializationOptions(): {
         files: { maxBytes: config.get<number>(SETTINGS.maxBytes, 64 << 20) },
         params: { bind: config.get<boolean>(SETTINGS.bindParams, true) },
         cache: { enabled: config.get<boolean>(SETTINGS.cacheEnabled, true) },
+        worker: { idleExitSeconds: config.get<number>(SETTINGS.idleExitSeconds, 60) },
         byoc: { patterns: config.get<string>('byoc.patterns', ''), target: config.get<string>('byoc.target', ''), targetOps: config.get<string>('byoc.targetOps', '') },
     };
 }
