@@ -592,7 +592,8 @@ async def test_optimised_ir_and_assembly_views_with_and_without_debug_informatio
     assert "!dbg" in texts[f"{kernel}.opt.ll"] and "!dbg" not in texts[f"{kernel}.opt.nodebug.ll"]
     assert not re.search(r"^!", texts["module.opt.nodebug.ll"], re.M)
     assert ".loc\t" in texts[f"{kernel}.s"] and ".loc" not in texts[f"{kernel}.nodebug.s"]
-    assert f"\n{kernel}:\n" in texts[f"{kernel}.nodebug.s"] and ".cfi_" not in texts["module.nodebug.s"]
+    # the label may open the view (no constant pool before it on every CPU)
+    assert re.search(rf"^{kernel}:$", texts[f"{kernel}.nodebug.s"], re.M) and ".cfi_" not in texts["module.nodebug.s"]
     # go to definition from an instruction of the kernel, in both clean views, lands in its lines
     for name in (f"{kernel}.opt.nodebug.ll", "module.nodebug.s"):
         view = uris.make("llvm", name, uri, 1)
