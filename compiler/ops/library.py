@@ -14,3 +14,6 @@ from . import (  # noqa: F401
     transform_index,
 )
 from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)
+
+# issue 14 (h-opsb): ROI pooling and deformable convolution
+from . import nn_deformable, vision  # noqa: F401,E402
