@@ -13,3 +13,6 @@ from . import (  # noqa: F401
     transform,
     transform_index,
 )
+
+# issue 14 (h-opsb): ROI pooling and deformable convolution
+from . import nn_deformable, vision  # noqa: F401,E402
