@@ -60,3 +60,4 @@ def _load() -> None:
             convert_reduce,
             convert_shape,
         )
+        from . import convert_vision  # noqa: F401  (issue 14, h-opsb)
