@@ -30,7 +30,7 @@ import numpy as np
 from ..ir.types import TensorType
 from .attrs import INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
 from .conv_geometry import ConvSpec, backward_shape, conv_plan, from_canonical, result_dtype, to_canonical
-from .nn_conv import _check_weight, _matmul, _shape_in, _spatial_out
+from .nn_conv import accumulate_matmul, canonical_shape, check_weight, spatial_out
 from .registry import OUT_EWISE_FUSABLE, OpTypeError, define
 from .shapes import known, mul, same_dim, tensor, type_text
 
@@ -71,18 +71,18 @@ def _(data, offset, weight, attrs):
     dg = attrs.deformable_groups
     if dg < 1:
         raise AttrError(f"{OP}: deformable_groups must be positive, got {dg}", "deformable_groups")
-    dshape = _shape_in(OP, "data", d, plan.data_layout, "NCHW", 0)
-    wshape = _shape_in(OP, "weight", w, plan.kernel_layout, "OIHW", 2)
+    dshape = canonical_shape(OP, "data", d, plan.data_layout, "NCHW", 0)
+    wshape = canonical_shape(OP, "weight", w, plan.kernel_layout, "OIHW", 2)
     in_c = dshape[1]
     if known(in_c) and in_c % dg:
         raise OpTypeError(f"{OP}: data has {in_c} channels, which deformable_groups={dg} does not "
                           f"divide (data {type_text(d)})", 0)
     try:
-        out_c, kernel = _check_weight(DEFORMABLE, plan, attrs, d, w, dshape, wshape)
+        out_c, kernel = check_weight(DEFORMABLE, plan, attrs, d, w, dshape, wshape)
     except OpTypeError as err:  # nn.conv2d's messages name weight as argument 1
         raise OpTypeError(err.message, 2 if err.arg == 1 else err.arg) from None
-    oh = _spatial_out(DEFORMABLE, plan, 0, "H", dshape[2], kernel[0])
-    ow = _spatial_out(DEFORMABLE, plan, 1, "W", dshape[3], kernel[1])
+    oh = spatial_out(DEFORMABLE, plan, 0, "H", dshape[2], kernel[0])
+    ow = spatial_out(DEFORMABLE, plan, 1, "W", dshape[3], kernel[1])
     taps = mul(mul(kernel[0], kernel[1]), 2 * dg)
     want = backward_shape(plan.data_layout, (dshape[0], taps, oh, ow), "NCHW")
     if o.ndim != len(want) or not all(same_dim(a, b) for a, b in zip(o.shape, want)):
@@ -151,6 +151,6 @@ def _(data, offset, weight, attrs):
     OH, OW = cols.shape[-2:]
     cols = cols.reshape(N, G, Cg * KH * KW, OH * OW).transpose(1, 2, 0, 3).reshape(G, Cg * KH * KW, N * OH * OW)
     wg = w.reshape(G, O // G, Cg * KH * KW)
-    out = _matmul(wg, cols, out_dtype).reshape(G, O // G, N, OH, OW)
+    out = accumulate_matmul(wg, cols, out_dtype).reshape(G, O // G, N, OH, OW)
     out = np.moveaxis(out, 2, 0).reshape(N, O, OH, OW)
     return from_canonical(np.ascontiguousarray(out), plan.out_layout, "NCHW")
