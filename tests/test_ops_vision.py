@@ -418,3 +418,20 @@ def test_run_check_compiled_equals_interpreter(tmp_path, capsys):
     assert main(args) == 0
     report = capsys.readouterr().err
     assert report.count("check output.") == 2 and "differ" not in report
+
+
+def test_hover_describes_the_ops():
+    from relaylens.compiler.ir.expr import Call
+    from relaylens.compiler.ir.functor import post_order
+    from relaylens.server.features.hover import describe_op
+
+    found = {n.op.name: describe_op(n) for n in post_order(parse(MODULE, "m.relay").module["main"])
+             if isinstance(n, Call) and hasattr(n.op, "name")}
+    align = found["vision.roi_align"]
+    assert align.startswith("```relay\nvision.roi_align(data, rois, pooled_size=required, spatial_scale=required, "
+                            "sample_ratio=-1, "
+                            'layout="NCHW", mode="avg")\n```')
+    assert "Fusion pattern: OutEWiseFusable" in align and '| `mode` | `"max"` | "avg" |' in align
+    assert "at their defaults: `layout`" in align
+    assert "ROI Pool" in found["vision.roi_pool"]
+    assert "`deformable_groups`" in found["nn.deformable_conv2d"] and "offset" in found["nn.deformable_conv2d"]
