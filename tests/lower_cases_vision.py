@@ -33,6 +33,13 @@ def vision_cases() -> list[Case]:
              "adaptive-max-nhwc"),
         Case("vision.roi_align", [Arr((1, 2, 5, 5)), _rois([[0, 0.0, 0.0, 9.0, 9.0]])],
              {"pooled_size": (1, 1), "spatial_scale": 1.0}, "adaptive-one-bin"),
+        # grids of 2,000 points per bin, cut to the 14 that can be read
+        Case("vision.roi_align", [Arr((1, 2, 5, 5)), _rois([[0, -2000.0, -3.0, 2000.0, 6.0],
+                                                           [0, -1.0, -4000.0, 3.0, 0.0]])],
+             {"pooled_size": (1, 2), "spatial_scale": 1.0}, "adaptive-huge-grid-avg", rtol=1e-4),
+        Case("vision.roi_align", [Arr((1, 2, 5, 5)), _rois([[0, -2000.0, -3.0, 2000.0, 6.0],
+                                                           [0, -1.0, -4000.0, 3.0, 0.0]])],
+             {"pooled_size": (1, 2), "spatial_scale": 1.0, "mode": "max"}, "adaptive-huge-grid-max"),
         Case("vision.roi_pool", [nchw, _rois(POOL_ROIS)], {"pooled_size": (2, 3), "spatial_scale": 0.5}, "nchw"),
         Case("vision.roi_pool", [nhwc, _rois(POOL_ROIS)], {"pooled_size": (3, 2), "spatial_scale": 1.0,
                                                            "layout": "NHWC"}, "nhwc"),

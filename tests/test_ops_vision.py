@@ -435,3 +435,13 @@ def test_hover_describes_the_ops():
     assert "at their defaults: `layout`" in align
     assert "ROI Pool" in found["vision.roi_pool"]
     assert "`deformable_groups`" in found["nn.deformable_conv2d"] and "offset" in found["nn.deformable_conv2d"]
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_grid_far_larger_than_the_data(mode):
+    """An adaptive grid of 20,000 points per bin: the reference reads only the points that
+    can be read (the rest read 0), and agrees with the whole grid's loop."""
+    a = RNG.standard_normal((1, 2, 5, 4)).astype(F32)
+    rois = np.array([[0, -20000.0, -3.0, 20000.0, 6.0], [0, -1.0, -40000.0, 3.0, 0.0]], F32)
+    got = run("vision.roi_align", [a, rois], pooled_size=(1, 2), spatial_scale=1.0, mode=mode)
+    np.testing.assert_allclose(got, loop_roi_align(a, rois, 1, 2, 1.0, 0, mode), rtol=1e-4, atol=1e-6)

@@ -23,13 +23,25 @@ def pooled(op: str, pooled_size) -> tuple[int, int]:
 
 
 def batch_of(value, batches: int) -> int:
-    """The batch a roi reads: its first value truncated, clamped into [0, batches)."""
-    return min(max(int(np.trunc(value)), 0), batches - 1)
+    """The batch a roi reads: its first value truncated, clamped into [0, batches) (NaN: 0)."""
+    value = float(value)
+    if value != value:
+        return 0
+    return int(min(max(np.trunc(value), 0.0), batches - 1.0))
 
 
 def round_half_away(x):
     """C's round (TVM's `round`, LLVM's llvm.round): halves away from zero."""
     return np.sign(x) * np.floor(np.abs(x) + x.dtype.type(0.5))
+
+
+GRID_MAX = 2 ** 40  # an adaptive grid's bound (a float is bounded so before its conversion)
+
+
+def _grid(bin_size) -> int:
+    """ceil(bin extent) points, at least 1 (a NaN extent: 1)."""
+    value = float(np.ceil(bin_size))
+    return int(min(max(value, 1.0), GRID_MAX)) if value == value else 1
 
 
 @dataclass(frozen=True)
@@ -52,16 +64,32 @@ def align_bins(roi: np.ndarray, ph: int, pw: int, spatial_scale: float, sample_r
     if sample_ratio > 0:
         grid_h = grid_w = int(sample_ratio)
     else:
-        grid_h, grid_w = int(np.ceil(roi_h / ft(ph))), int(np.ceil(roi_w / ft(pw)))
+        grid_h, grid_w = _grid(roi_h / ft(ph)), _grid(roi_w / ft(pw))
     return AlignBins(start_h, start_w, bin_h, bin_w, grid_h, grid_w)
 
 
-def align_sample_points(start, bin_size, bins: int, grid: int, ft) -> np.ndarray:
-    """The sample coordinates along one axis, (bins, grid): bin p's point k at
-    (start + p * bin) + (k + 0.5) * bin / grid."""
+def align_sample_points(start, bin_size, bins: int, grid: int, size: int, ft) -> np.ndarray:
+    """The sample coordinates along an axis of `size`, (bins, points): bin p's point k at
+    (start + p * bin) + (k + 0.5) * bin / grid.
+
+    A grid longer than 2*size + 4 (an adaptive grid of a roi far larger than the data) is
+    cut to the 2*size + 4 points from the one before the first inside [-1, size]: points
+    lie more than 0.5 apart, so no more than 2*size + 3 are inside, and those past the
+    grid's end are placed outside (-2), where they read 0, as the grid's own outside
+    points do (such a grid has some).  The compute rule reduces over the same window."""
     p = np.arange(bins, dtype=ft)[:, None]
-    k = np.arange(grid, dtype=ft)[None, :]
-    return (start + p * bin_size) + ((k + ft(0.5)) * bin_size) / ft(grid)
+    base = start + p * bin_size
+    window = 2 * size + 4
+    if grid <= window:
+        k = np.arange(grid, dtype=ft)[None, :]
+        return base + ((k + ft(0.5)) * bin_size) / ft(grid)
+    step = bin_size / ft(grid)
+    with np.errstate(all="ignore"):
+        first = np.ceil((ft(-1) - base) / step - ft(0.5))
+    first = np.clip(np.nan_to_num(first), 0, grid).astype(np.int64) - 1
+    k = np.clip(first, 0, grid) + np.arange(window)[None, :]
+    coords = base + ((k.astype(ft) + ft(0.5)) * bin_size) / ft(grid)
+    return np.where(k < grid, coords, ft(-2)).astype(ft)
 
 
 def bilinear_corners(coords: np.ndarray, size: int, ft):
@@ -69,7 +97,7 @@ def bilinear_corners(coords: np.ndarray, size: int, ft):
     weight, high weight, outside).  A point past -1 or `size` is outside (reads 0); one
     inside is clamped to [0, size-1]; the high index may be `size` (weight counted, value 0)."""
     outside = (coords < ft(-1)) | (coords > ft(size))
-    c = np.minimum(np.maximum(coords, ft(0)), ft(size - 1))
+    c = np.nan_to_num(np.minimum(np.maximum(coords, ft(0)), ft(size - 1)))  # a NaN point reads index 0
     lo = np.floor(c).astype(np.int64)
     high_w = (c - lo.astype(ft)).astype(ft)
     return lo, lo + 1, (ft(1) - high_w).astype(ft), high_w, outside

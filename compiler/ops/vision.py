@@ -12,7 +12,8 @@ Numerics, as TVM's topi computes them, in the rois' dtype (float32 arithmetic fo
   its height and width at least 1, cut into PH x PW bins; each bin averages (mode "avg")
   or takes the largest (mode "max") of a grid of sample_ratio x sample_ratio points
   (sample_ratio <= 0: ceil(bin extent) points per axis, per roi) placed at the centres of
-  the grid's cells.  A point is read bilinearly: a point beyond -1 or the far edge reads 0
+  the grid's cells (a grid longer than 2*H + 4 is cut to the points that can be read,
+  roi_geometry.align_sample_points).  A point is read bilinearly: a point beyond -1 or the far edge reads 0
   (and counts, in the average and in the maximum); one inside is clamped to
   [0, H-1] x [0, W-1] and the four neighbours weighted.
 * roi_pool: the roi's corners scaled and rounded (halves away from zero), its extent
@@ -113,8 +114,8 @@ def _(data, rois, attrs):
     for i, roi in enumerate(rois):
         b = batch_of(roi[0], N)
         bins = align_bins(roi, ph, pw, attrs.spatial_scale, attrs.sample_ratio, ft)
-        ys = align_sample_points(bins.start_h, bins.bin_h, ph, bins.grid_h, ft)  # (PH, gh)
-        xs = align_sample_points(bins.start_w, bins.bin_w, pw, bins.grid_w, ft)  # (PW, gw)
+        ys = align_sample_points(bins.start_h, bins.bin_h, ph, bins.grid_h, H, ft)  # (PH, gh)
+        xs = align_sample_points(bins.start_w, bins.bin_w, pw, bins.grid_w, W, ft)  # (PW, gw)
         ylo, yhi, wyl, wyh, yout = bilinear_corners(ys, H, ft)
         xlo, xhi, wxl, wxh, xout = bilinear_corners(xs, W, ft)
         plane = x[b].astype(ft, copy=False)  # (C, H, W)
@@ -125,10 +126,9 @@ def _(data, rois, attrs):
         # TVM's order: x-low (y-low, y-high), then x-high (y-low, y-high); a corner past
         # the far edge weighs 0
         val = ft(0)
-        for wx, xi, xok in ((wxl, xlo, True), (wxh, xhi, xhi < W)):
-            for wy, yi, yok in ((wyl, ylo, True), (wyh, yhi, yhi < H)):
-                ok = (yok if isinstance(yok, bool) else yok[:, :, None, None]) & \
-                    (xok if isinstance(xok, bool) else xok[None, None, :, :])
+        for wx, xi in ((wxl, xlo), (wxh, xhi)):
+            for wy, yi in ((wyl, ylo), (wyh, yhi)):
+                ok = (yi < H)[:, :, None, None] & (xi < W)[None, None, :, :]
                 w = (wx[None, None, :, :] * wy[:, :, None, None]).astype(ft)
                 term = w * read(np.minimum(yi, H - 1), np.minimum(xi, W - 1))
                 val = val + np.where(ok, term, ft(0))

@@ -24,7 +24,7 @@ far edge is selected away, not read).
 
 from __future__ import annotations
 
-from ....ops.roi_geometry import POOL_EPSILON, pooled
+from ....ops.roi_geometry import GRID_MAX, POOL_EPSILON, pooled
 from ...errors import LoweringError
 from .. import expr as te
 from .pooling import lowest
@@ -55,7 +55,7 @@ def _batch(rois: te.Tensor, i, batches: int) -> te.PrimExpr:
     return te.minimum(te.maximum(b, 0), batches - 1)
 
 
-_HUGE = float(2 ** 40)  # bounds a float before its conversion to an index
+_HUGE = float(GRID_MAX)  # bounds a float before its conversion to an index
 
 
 def _clamp(v: te.PrimExpr, lo, hi) -> te.PrimExpr:
