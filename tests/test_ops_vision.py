@@ -445,3 +445,19 @@ def test_roi_align_grid_far_larger_than_the_data(mode):
     rois = np.array([[0, -20000.0, -3.0, 20000.0, 6.0], [0, -1.0, -40000.0, 3.0, 0.0]], F32)
     got = run("vision.roi_align", [a, rois], pooled_size=(1, 2), spatial_scale=1.0, mode=mode)
     np.testing.assert_allclose(got, loop_roi_align(a, rois, 1, 2, 1.0, 0, mode), rtol=1e-4, atol=1e-6)
+
+
+def test_random_rois_are_boxes_inside_the_image():
+    from relaylens.compiler.random_data import draw, find_roles
+    from relaylens.compiler.typing import infer_types
+
+    mod = parse(MODULE, "m.relay").module
+    assert not [d for d in infer_types(mod) if d.is_error]
+    roles = find_roles(mod)
+    rois_var = mod["main"].params[3]
+    role = roles[rois_var]
+    assert role.name == "rois" and role.bound == 1 and role.image == (14.0, 12.0)  # its data, the 7x6 conv result, over 0.5
+    boxes = draw(np.random.default_rng(0), T((50, 5)), role)
+    assert boxes.dtype == np.float32 and (boxes[:, 0] == 0).all()
+    assert (boxes[:, 1] >= 0).all() and (boxes[:, 3] <= 12.0).all() and (boxes[:, 3] > boxes[:, 1]).all()
+    assert (boxes[:, 2] >= 0).all() and (boxes[:, 4] <= 14.0).all() and (boxes[:, 4] > boxes[:, 2]).all()
