@@ -10,6 +10,13 @@ stages.
    tiles it as a convolution, `T_deform` computed once into a buffer), summed in float32
    (float64 when a side is) and cast to out_dtype after.
 
+Not fast yet: `T_deform` is a gather (its reads move with the offsets), which the lane
+code generator leaves scalar, and it computes a tap's coordinates and weights again for
+every channel of its deformable group, as TVM's topi does.  Measured (relaylens profile
+--compare, 1x64x28x28, 64 filters 3x3, 2 threads, load average 7-9 from other work):
+40 ms against onnxruntime's 2.6 ms.  A coordinate stage per group kept out of inlining,
+or gathers in lanes.py, would be the next step.
+
 Data and offset are read in data_layout, the weight in kernel_layout and the result
 written in out_layout, through the index maps of nn_conv.py (any permutation of the
 canonical letters; a split spatial axis is a LoweringError).
