@@ -19,6 +19,9 @@ its first role in evaluation order.  The rule (RULE, printed once by `run`):
   small     `beta`, `moving_mean`, `bias`, `mean`          normal(0, 0.1)          [0, 2)
   index     `indices` (take, gather, gather_nd, one_hot)   -                       [0, bound): the size
                                                                                    of the axis indexed
+  rois      `rois` (vision.roi_align, vision.roi_pool)     boxes: a batch index in [0, N), then
+                                                           w_start, h_start in the image (the data's
+                                                           extent / spatial_scale), the ends after them
   data      a parameter of @main with no other role        normal(0, 1)            [0, 10)
   other     a constant with no other role                  normal(0, 0.1)          [0, 2)
 
@@ -44,12 +47,14 @@ from .ops import get_op
 class Role:
     name: str  # weight | scale | small | index | data | other
     what: str = ""  # "nn.batch_norm moving_var", for the note per parameter
-    bound: int | None = None  # index: values in [0, bound)
+    bound: int | None = None  # index: values in [0, bound); rois: the batch
+    image: tuple[float, float] | None = None  # rois: the image's (height, width)
     fan_in: int | None = None  # weight: the contracted size, when the op says which
 
     def describe(self) -> str:
         rule = {"weight": "normal(0, 1/sqrt(fan_in))", "scale": "uniform(0.5, 1.5)", "small": "normal(0, 0.1)",
                 "index": f"integers in [0, {self.bound or 1})", "data": "normal(0, 1)",
+                "rois": "boxes [batch, w_start, h_start, w_end, h_end] inside the image",
                 "other": "normal(0, 0.1)"}[self.name]
         return f"{self.name} ({self.what}): {rule}" if self.what else f"{self.name}: {rule}"
 
@@ -61,15 +66,16 @@ OTHER = Role("other")
 BY_INPUT_NAME = {"weight": "weight", "tensor_b": "weight", "gamma": "scale", "moving_var": "scale",
                  "input_scale": "scale", "kernel_scale": "scale", "output_scale": "scale",
                  "beta": "small", "moving_mean": "small", "bias": "small", "mean": "small",
-                 "indices": "index"}
-# h-qnn: qnn.add's scales, simulated_quantize's
+                 "indices": "index", "rois": "rois"}
+# qnn.add's scales, simulated_quantize's
 BY_INPUT_NAME.update({"lhs_scale": "scale", "rhs_scale": "scale", "dom_scale": "scale"})
 # (op, argument position) -> role, where the argument's name does not say it
 BY_OP_ARGUMENT = {("divide", 1): "scale", ("floor_divide", 1): "scale", ("floor_mod", 1): "scale",
                   ("sqrt", 0): "scale", ("rsqrt", 0): "scale", ("log", 0): "scale"}
 
 RULE = ("parameters by role: weights normal(0, 1/sqrt(fan_in)); variances, gammas, scales and divisors "
-        "uniform(0.5, 1.5); means, betas and biases normal(0, 0.1); indices below the axis size; "
+        "uniform(0.5, 1.5); means, betas and biases normal(0, 0.1); indices below the axis size; rois boxes "
+        "inside the image; "
         "other inputs normal(0, 1), integers in [0, 10), booleans fair coins")
 
 
@@ -89,6 +95,8 @@ def role_of(call: Call, position: int) -> Role | None:
         return Role(kind, what, bound=_index_bound(call, opdef))
     if kind == "weight":
         return Role(kind, what, fan_in=_fan_in(call, opdef, position))
+    if kind == "rois":
+        return _rois_role(call, opdef, what)
     return Role(kind, what)
 
 
@@ -121,6 +129,8 @@ def draw(rng: np.random.Generator, ty: TensorType, role: Role = DATA) -> np.ndar
     kind = role.name
     if dtype.kind == "b":
         return rng.random(shape) < 0.5
+    if kind == "rois" and dtype.kind == "f" and len(shape) == 2 and shape[1] == 5:
+        return _draw_rois(rng, shape[0], role).astype(dtype)
     if dtype.kind in "iu":
         low, high = {"index": (0, max(role.bound or 1, 1)), "scale": (1, 3), "data": (0, 10)}.get(kind, (0, 2))
         return rng.integers(low, high, size=shape).astype(dtype)
@@ -129,10 +139,10 @@ def draw(rng: np.random.Generator, ty: TensorType, role: Role = DATA) -> np.ndar
     elif kind == "weight":
         fan_in = role.fan_in or (math.prod(shape) // max(1, shape[0]) if shape else 1)
         values = rng.normal(0.0, 1.0 / math.sqrt(max(1, fan_in)), shape)
-    elif kind == "data":
-        values = rng.standard_normal(shape)
     elif kind == "index":  # a float used as indices (rare): small non-negative integers
         values = rng.integers(0, max(role.bound or 1, 1), size=shape)
+    elif kind == "data" or kind == "rois":  # rois of another shape: plain data
+        values = rng.standard_normal(shape)
     else:
         values = rng.normal(0.0, 0.1, shape)
     return np.asarray(values).astype(dtype)
@@ -183,3 +193,22 @@ def _fan_in(call: Call, opdef, position: int) -> int | None:
         transposed = bool(getattr(attrs, "transpose_b", call.op.name == "nn.batch_matmul"))
         return shape[-1] if transposed else shape[-2] if len(shape) >= 2 else shape[0]
     return math.prod(shape) // max(1, shape[0])
+
+
+def _rois_role(call: Call, opdef, what: str) -> Role:
+    """Boxes for vision.roi_align / roi_pool: the batch from the data's N, the image from
+    its spatial extents over spatial_scale (NCHW or NHWC)."""
+    attrs, shape = _attrs(call, opdef), _shape(call.args[0])
+    if attrs is None or not shape or len(shape) != 4 or not attrs.spatial_scale:
+        return Role("rois", what)
+    h, w = (shape[2], shape[3]) if attrs.layout == "NCHW" else (shape[1], shape[2])
+    return Role("rois", what, bound=shape[0], image=(h / attrs.spatial_scale, w / attrs.spatial_scale))
+
+
+def _draw_rois(rng: np.random.Generator, count: int, role: Role) -> np.ndarray:
+    height, width = role.image or (16.0, 16.0)
+    batch = rng.integers(0, max(role.bound or 1, 1), size=count)
+    x0, y0 = rng.uniform(0, width * 0.75, count), rng.uniform(0, height * 0.75, count)
+    x1 = x0 + rng.uniform(0.1, 1.0, count) * (width - x0)
+    y1 = y0 + rng.uniform(0.1, 1.0, count) * (height - y0)
+    return np.stack([batch, x0, y0, x1, y1], axis=1)

@@ -371,3 +371,8 @@ def _simulated_quantize_cases() -> list[Case]:
 
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
                      + _plumbing_cases() + _simulated_quantize_cases())
+
+# ROI pooling and deformable convolution
+from lower_cases_vision import vision_cases  # noqa: E402
+
+CASES += vision_cases()

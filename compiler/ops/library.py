@@ -15,5 +15,5 @@ from . import (  # noqa: F401
 )
 from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)
 
-# ---- h-qnn: ops that read other ops' definitions (nn.conv2d_transpose, concatenate, qnn.requantize)
-from . import qnn_composite, simulated_quantize  # noqa: F401,E402
+# ops that read other ops' definitions (nn.conv2d_transpose, concatenate, qnn.requantize, nn.conv2d)
+from . import nn_deformable, qnn_composite, simulated_quantize, vision  # noqa: F401,E402

@@ -59,7 +59,7 @@ def _dims_text(ds) -> str:
 # Convolution family
 
 
-def _shape_in(op: str, what: str, t: TensorType, layout: Layout, canonical: str, arg: int) -> tuple[Dim, ...]:
+def canonical_shape(op: str, what: str, t: TensorType, layout: Layout, canonical: str, arg: int) -> tuple[Dim, ...]:
     """The canonical shape of an argument, after checking its rank and sub-axis extents."""
     if t.ndim != len(layout.axes):
         raise OpTypeError(f"{op}: {what} must have {len(layout.axes)} dimensions for layout "
@@ -89,20 +89,20 @@ def _conv_relation(spec: ConvSpec):
         d = tensor(data, f"{op}: data", 0)
         w = tensor(weight, f"{op}: weight", 1)
         plan = conv_plan(spec, attrs)
-        dshape = _shape_in(op, "data", d, plan.data_layout, spec.data_canonical, 0)
-        wshape = _shape_in(op, "weight", w, plan.kernel_layout, spec.kernel_canonical, 1)
-        kernel = _check_weight(spec, plan, attrs, d, w, dshape, wshape)
+        dshape = canonical_shape(op, "data", d, plan.data_layout, spec.data_canonical, 0)
+        wshape = canonical_shape(op, "weight", w, plan.kernel_layout, spec.kernel_canonical, 1)
+        kernel = check_weight(spec, plan, attrs, d, w, dshape, wshape)
         channels = kernel[0]
         out: list[Dim] = [dshape[0], channels]
         for i, axis in enumerate(spec.spatial):
-            out.append(_spatial_out(spec, plan, i, axis, dshape[2 + i], kernel[1][i]))
+            out.append(spatial_out(spec, plan, i, axis, dshape[2 + i], kernel[1][i]))
         oshape = backward_shape(plan.out_layout, tuple(out), spec.data_canonical)
         return TensorType(oshape, result_dtype(attrs, d.dtype))
 
     return relation
 
 
-def _check_weight(spec: ConvSpec, plan: ConvPlan, attrs: OpAttrs, d: TensorType, w: TensorType,
+def check_weight(spec: ConvSpec, plan: ConvPlan, attrs: OpAttrs, d: TensorType, w: TensorType,
                   dshape: tuple[Dim, ...], wshape: tuple[Dim, ...]) -> tuple[Dim, tuple[Dim, ...]]:
     """Check the weight against data and the attributes; (output channels, kernel extents)."""
     op, groups = spec.name, plan.groups
@@ -173,7 +173,7 @@ def _check_weight(spec: ConvSpec, plan: ConvPlan, attrs: OpAttrs, d: TensorType,
     return out_c, tuple(kernel_size) if kernel_size is not None else wkernel
 
 
-def _spatial_out(spec: ConvSpec, plan: ConvPlan, i: int, axis: str, size: Dim, kernel: Dim) -> Dim:
+def spatial_out(spec: ConvSpec, plan: ConvPlan, i: int, axis: str, size: Dim, kernel: Dim) -> Dim:
     if not known(size, kernel):
         return ANY
     s, dil = plan.strides[i], plan.dilation[i]
@@ -212,7 +212,7 @@ def _exact_in_float64(a: np.ndarray, b: np.ndarray, terms: int) -> bool:
     return bound < 2.0 ** 53
 
 
-def _matmul(a: np.ndarray, b: np.ndarray, out_dtype: str) -> np.ndarray:
+def accumulate_matmul(a: np.ndarray, b: np.ndarray, out_dtype: str) -> np.ndarray:
     """np.matmul with TVM's accumulation: exact for integers (wrapping to out_dtype)."""
     acc = _acc_dtype(out_dtype, a, b)
     if acc.kind == "i":
@@ -256,7 +256,7 @@ def conv_nd(x: np.ndarray, w: np.ndarray, strides, pad_before, pad_after, dilati
     p = N * int(np.prod(So, dtype=np.int64))
     cols = view.transpose(order).reshape(G, kc, p)
     wg = w.reshape(G, Og, kc)
-    out = _matmul(wg, cols, out_dtype)  # (G, Og, N*P)
+    out = accumulate_matmul(wg, cols, out_dtype)  # (G, Og, N*P)
     out = out.reshape((G, Og, N) + So)
     out = np.moveaxis(out, 2, 0).reshape((N, O) + So)
     return np.ascontiguousarray(out)
@@ -280,7 +280,7 @@ def conv_transpose_nd(x: np.ndarray, w: np.ndarray, strides, pad_before, pad_aft
     # contributions[g, o, k, n, p] = sum_c w[g, c, o, k] * x[n, g, c, p]
     wg = w.reshape(G, Cg, Og * nk).transpose(0, 2, 1)  # (G, Og*nk, Cg)
     xg = x.reshape(N, G, Cg, P).transpose(1, 2, 0, 3).reshape(G, Cg, N * P)
-    contrib = _matmul(wg, xg, _acc_name(out_dtype, x, w))
+    contrib = accumulate_matmul(wg, xg, _acc_name(out_dtype, x, w))
     contrib = contrib.reshape((G, Og) + tuple(K) + (N,) + tuple(S))
     full_len = tuple(strides[i] * (S[i] - 1) + dilation[i] * (K[i] - 1) + 1 for i in range(n))
     out_len = tuple(full_len[i] - pad_before[i] - pad_after[i] + output_padding[i] for i in range(n))
@@ -482,7 +482,7 @@ def _(data, weight, attrs):
 
 @dense.reference
 def _(data, weight, attrs):
-    return _matmul(data, weight.T, result_dtype(attrs, str(data.dtype)))
+    return accumulate_matmul(data, weight.T, result_dtype(attrs, str(data.dtype)))
 
 
 _WEIGHT_LAYOUT = Attr("weight_layout", STR, "NC", "the packed weight's layout, NC[x]n: (units/x, K, x)")
@@ -530,7 +530,7 @@ def _(data, weight, attrs):
 @dense_pack.reference
 def _(data, weight, attrs):
     unpacked = weight.transpose(0, 2, 1).reshape(-1, weight.shape[1])
-    return _matmul(data, unpacked.T, result_dtype(attrs, str(data.dtype)))
+    return accumulate_matmul(data, unpacked.T, result_dtype(attrs, str(data.dtype)))
 
 
 matmul = define("nn.matmul", ("tensor_a", "tensor_b"), OUT_EWISE_FUSABLE,
@@ -553,7 +553,7 @@ def _(a, b, attrs):
         a = np.swapaxes(a, -1, -2)
     if attrs.transpose_b:
         b = b.T
-    return _matmul(a, b, result_dtype(attrs, str(a.dtype)))
+    return accumulate_matmul(a, b, result_dtype(attrs, str(a.dtype)))
 
 
 batch_matmul = define("nn.batch_matmul", ("tensor_a", "tensor_b"), OUT_EWISE_FUSABLE,
@@ -591,4 +591,4 @@ def _(a, b, attrs):
         a = np.swapaxes(a, -1, -2)
     if attrs.transpose_b:
         b = np.swapaxes(b, -1, -2)
-    return _matmul(a, b, result_dtype(attrs, str(a.dtype)))
+    return accumulate_matmul(a, b, result_dtype(attrs, str(a.dtype)))

@@ -95,9 +95,9 @@ def _layout_dims(layout: str, shape: tuple[int, ...], letters: str) -> int:
     return int(np.prod([d for d, n in zip(shape, names) if n.upper() in letters], dtype=np.int64)) or 1
 
 
-def _conv(default_layout: str):
+def _conv(default_layout: str, weight_arg: int = 1):
     def rule(call: Call) -> int:
-        weight = _shape(call.args[1]) if len(call.args) > 1 else ()
+        weight = _shape(call.args[weight_arg]) if len(call.args) > weight_arg else ()
         if not weight:
             return 0
         layout = str(call.attrs.get("kernel_layout") or default_layout)
@@ -144,6 +144,7 @@ FLOP_RULES: dict[str, Callable[[Call], int]] = {
     "qnn.conv2d": _conv("OIHW"),
     "nn.contrib_conv2d_NCHWc": _conv("OIHW"),
     "nn.contrib_depthwise_conv2d_NCHWc": _conv("OIHW"),
+    "nn.deformable_conv2d": _conv("OIHW", weight_arg=2),  # the convolution; its sampling not counted
     "nn.conv1d_transpose": _conv_transpose("IOW"),
     "nn.conv2d_transpose": _conv_transpose("IOHW"),
     "nn.dense": _contract(None),

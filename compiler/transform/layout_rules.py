@@ -448,7 +448,7 @@ def _requantize(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     return Inferred([layout, c, c, c, c], [layout], attrs.with_(axis=IntImm(new_axis)))
 
 
-# ---- h-qnn: qnn.add, qnn.concatenate, qnn.conv2d_transpose, simulated_quantize
+# qnn.add, qnn.concatenate, qnn.conv2d_transpose, simulated_quantize
 
 
 def _qnn_concatenate(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
@@ -476,6 +476,29 @@ def _add_quantization_rules(rules: dict[str, Rule]) -> None:
     rules["qnn.concatenate"] = _qnn_concatenate
     rules["qnn.conv2d_transpose"] = _with_channels(_conv("qnn.conv2d_transpose"), 2, 4)
     rules["relay.op.annotation.simulated_quantize"] = _simulated_quantize
+
+# ROI pooling and deformable convolution
+
+# TVM writes the rois' layout as Layout("N5"): its parser keeps the axis N and drops the
+# trailing number, so the rois (R, 5) have a one-axis layout that never changes
+ROIS = Layout("N5", (("N", 0),))
+
+
+def _roi(op_name: str):
+    """TVM's ROIAlignInferCorrectLayout / ROIPoolInferCorrectLayout: data and result in
+    the op's layout, the rois in N5, whatever the inputs are in."""
+    def rule(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+        layout = parse(get_op(op_name).normalize_attrs(attrs).layout)
+        return Inferred([layout, ROIS], [layout], attrs)
+    return rule
+
+
+def _deformable_conv(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's DeformableConvInferCorrectLayout: data and offset in data_layout, the weight
+    in kernel_layout, the result in out_layout (or data_layout)."""
+    a = get_op("nn.deformable_conv2d").normalize_attrs(attrs)
+    data = parse(a.data_layout)
+    return Inferred([data, data, parse(a.kernel_layout)], [parse(a.out_layout or a.data_layout)], attrs)
 
 
 def _build_rules() -> dict[str, Rule]:
@@ -524,6 +547,9 @@ def _build_rules() -> dict[str, Rule]:
         if get_op(name) is not None:
             rules[name] = _resize(name, _resize_follows)
     _add_quantization_rules(rules)
+    for name in ("vision.roi_align", "vision.roi_pool"):
+        rules[name] = _roi(name)
+    rules["nn.deformable_conv2d"] = _deformable_conv
     return rules
 
 

@@ -63,4 +63,5 @@ def _load() -> None:
             convert_reduce,
             convert_shape,
         )
-        from . import convert_qlinear  # noqa: F401  (h-qnn: com.microsoft QLinearAdd, QLinearConcat)
+        from . import convert_qlinear  # noqa: F401  (com.microsoft QLinearAdd, QLinearConcat)
+        from . import convert_vision  # noqa: F401  (RoiAlign, MaxRoiPool, DeformConv)

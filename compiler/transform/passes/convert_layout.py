@@ -32,7 +32,11 @@ as TVM's:
   (OIDHW for NCDHW, DHWIO for NDHWC);
 * nn.max_pool2d, nn.avg_pool2d, nn.global_max_pool2d, nn.global_avg_pool2d: layout and
   out_layout set to the desired one;
-* image.resize2d: layout set to the desired one.
+* image.resize2d: layout set to the desired one;
+* nn.deformable_conv2d: as nn.conv2d_transpose, its offset following the data (default
+  kernel OIHW for NCHW, HWIO for NHWC);
+* vision.roi_align, vision.roi_pool: layout set to the desired data layout (NCHW or
+  NHWC); the rois' desired layout must be "default".
 
 The rest follows through the layout rewriter (transform/layout_rewrite.py, shared with
 AlterOpLayout) by each op's rule (transform/layout_rules.py): element-wise ops,
@@ -191,6 +195,24 @@ def _two(call: Call, desired: list[str]) -> tuple[str, str]:
     return desired[0], desired[1]
 
 
+def _roi(call: Call, attrs: Attrs, args: list, desired: list[str]) -> Call:
+    """TVM's convert_roi_align / convert_roi_pool: a desired layout for data (NCHW or NHWC,
+    not "default") and for the rois ("default": they keep theirs)."""
+    name = call.op.name
+    if len(desired) != 2:
+        raise ConvertLayoutError(f"ConvertLayout: {name} needs a desired layout for both inputs "
+                                 f"(data, rois), got {desired}")
+    data_layout, rois_layout = desired
+    if data_layout == "default":
+        raise ConvertLayoutError(f"ConvertLayout: {name}'s data layout cannot be \"default\"")
+    if rois_layout != "default":
+        raise ConvertLayoutError(f"ConvertLayout: {name}'s rois layout must be \"default\", got "
+                                 f"\"{rois_layout}\"")
+    if data_layout not in ("NCHW", "NHWC"):
+        raise ConvertLayoutError(f"ConvertLayout: {name} layout {data_layout} is not supported")
+    return Call(call.op, tuple(args), _changed(call, attrs, {"layout": data_layout}))
+
+
 CONVERTERS = {
     "nn.conv2d": _conv2d,
     "qnn.conv2d": _qnn_conv2d,
@@ -199,8 +221,10 @@ CONVERTERS = {
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
     "nn.global_max_pool2d": _pool, "nn.global_avg_pool2d": _pool,
     "image.resize2d": _resize,
-    # h-qnn: TVM's convert_qnn_conv2d_transpose (python/tvm/relay/qnn/op/layout_conversions.py)
+    TVM's convert_qnn_conv2d_transpose (python/tvm/relay/qnn/op/layout_conversions.py)
     "qnn.conv2d_transpose": _with_kernel_default("qnn.conv2d_transpose", {"NCHW": "IOHW", "NHWC": "HWIO"}),
+    "nn.deformable_conv2d": _with_kernel_default("nn.deformable_conv2d", {"NCHW": "OIHW", "NHWC": "HWIO"}),
+    "vision.roi_align": _roi, "vision.roi_pool": _roi,
 }
 
 

@@ -14,5 +14,5 @@ from . import (  # noqa: F401
     transform_index,
 )
 
-# ---- h-qnn: the quantization toolkit's annotation
-from . import simulated_quantize  # noqa: F401,E402
+# the quantization toolkit's annotation; ROI pooling and deformable convolution
+from . import nn_deformable, simulated_quantize, vision  # noqa: F401,E402
