@@ -221,7 +221,7 @@ CONVERTERS = {
     "nn.max_pool2d": _pool, "nn.avg_pool2d": _pool,
     "nn.global_max_pool2d": _pool, "nn.global_avg_pool2d": _pool,
     "image.resize2d": _resize,
-    TVM's convert_qnn_conv2d_transpose (python/tvm/relay/qnn/op/layout_conversions.py)
+    # TVM's convert_qnn_conv2d_transpose (python/tvm/relay/qnn/op/layout_conversions.py)
     "qnn.conv2d_transpose": _with_kernel_default("qnn.conv2d_transpose", {"NCHW": "IOHW", "NHWC": "HWIO"}),
     "nn.deformable_conv2d": _with_kernel_default("nn.deformable_conv2d", {"NCHW": "OIHW", "NHWC": "HWIO"}),
     "vision.roi_align": _roi, "vision.roi_pool": _roi,
