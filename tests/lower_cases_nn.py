@@ -356,5 +356,35 @@ def _plumbing_cases() -> list[Case]:
     return c
 
 
+# ---- issue 14: image.resize1d and topk ------------------------------------------------------------
+
+
+def _resize1d_cases() -> list[Case]:
+    c = []
+    for method in ("nearest_neighbor", "linear", "cubic"):
+        for mode in ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                     "tf_crop_and_resize"):
+            for size in (11, 3, 12):
+                c.append(Case("image.resize1d", [Arr((1, 2, 6))],
+                              {"size": (size,), "method": method, "coordinate_transformation_mode": mode,
+                               "roi": (0.2, 0.9)}, f"{method}-{mode}-{size}"))
+    for rounding in ("", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"):
+        c.append(Case("image.resize1d", [Arr((2, 3, 4))],
+                      {"size": (9,), "method": "nearest_neighbor", "rounding_method": rounding},
+                      f"nearest-{rounding or 'default'}"))
+    c += [
+        Case("image.resize1d", [Arr((1, 6, 3))], {"size": (9,), "method": "cubic", "cubic_exclude": 1,
+                                                  "cubic_alpha": -0.75, "layout": "NWC"}, "cubic-exclude-NWC"),
+        Case("image.resize1d", [Arr((1, 2, 4), "int32")], {"size": (7,), "out_dtype": "float32"}, "int32-to-float32"),
+        Case("image.resize1d", [Arr((1, 2, 6))], {"size": (8,), "method": "linear",
+                                                  "coordinate_transformation_mode": "tf_crop_and_resize",
+                                                  "roi": (-0.2, 1.3), "extrapolation_value": 3.5}, "extrapolation"),
+        Case("image.resize1d", [Arr((1, 2, 3))], {"size": (9,), "method": "nearest_neighbor",
+                                                  "coordinate_transformation_mode": "asymmetric",
+                                                  "rounding_method": "round"}, "nearest-asymmetric-upscale"),
+    ]
+    return c
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
-                     + _plumbing_cases())
+                     + _plumbing_cases() + _resize1d_cases())
