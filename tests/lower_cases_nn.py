@@ -386,5 +386,23 @@ def _resize1d_cases() -> list[Case]:
     return c
 
 
+def _topk_cases() -> list[Case]:
+    ties = Arr((2, 7), value=[[3, 1, 3, 2, 3, 0, 1], [0, 5, 5, -1, 2, 5, -1]])
+    nans = Arr((6,), value=[1.0, np.nan, 3.0, np.nan, -0.0, 0.0])
+    c = [
+        Case("topk", [Arr((2, 5, 3))], {"k": 2, "axis": 1}, "both-axis1"),
+        Case("topk", [Arr((4, 6))], {"k": 3, "is_ascend": True, "ret_type": "values"}, "ascend-values"),
+        Case("topk", [Arr((3, 6), "int32")], {"k": 4, "ret_type": "indices", "dtype": "int64"}, "int32-indices"),
+        Case("topk", [Arr((3, 5), "int8")], {"k": 0, "axis": 0}, "all-axis0"),
+        Case("topk", [Arr((1, 4, 3, 3))], {"k": 2, "axis": -1, "dtype": "float32"}, "float-indices"),
+        Case("topk", [Arr((5, 4), "float16")], {"k": 2, "axis": 0}, "float16"),
+    ]
+    for ascend in (False, True):
+        tag = "ascend" if ascend else "descend"
+        c += [Case("topk", [ties], {"k": 5, "is_ascend": ascend}, f"ties-{tag}"),
+              Case("topk", [nans], {"k": 0, "is_ascend": ascend}, f"nan-{tag}")]
+    return c
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
-                     + _plumbing_cases() + _resize1d_cases())
+                     + _plumbing_cases() + _resize1d_cases() + _topk_cases())

@@ -13,4 +13,5 @@ from . import (  # noqa: F401
     transform,
     transform_index,
 )
+from . import algorithm  # noqa: F401,E402  (topk; issue 14)
 from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)

@@ -13,3 +13,4 @@ from . import (  # noqa: F401
     transform,
     transform_index,
 )
+from . import algorithm  # noqa: F401,E402  (topk; issue 14)
