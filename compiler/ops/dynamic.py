@@ -6,7 +6,8 @@ tensor argument instead, known only at run time.
 One table, `DYNAMIC_FORMS`, says for each dynamic op which static op it stands for and
 which of its arguments hold which attribute (and how to read them from an array).  The
 table drives the op definitions below (relation: the result's rank and dtype, every
-extent `?`; reference: the static op's reference on the attribute values read from the
+extent `?`, or the extents a form's `shape` knows (dyn.nn.upsampling keeps N and C);
+reference: the static op's reference on the attribute values read from the
 arguments) and DynamicToStatic (transform/passes/dynamic_to_static.py), which rewrites a
 dynamic call whose attribute arguments are constants into its static op.
 
@@ -27,6 +28,7 @@ import numpy as np
 from ..ir.types import ANY, TensorType
 from .attrs import ANY as ANY_VALUE
 from .attrs import Attr
+from .pooling_geometry import UPSAMPLING_METHODS, resize_check
 from .registry import BROADCAST, INJECTIVE, OUT_EWISE_FUSABLE, OpPattern, OpTypeError, define, get_op
 from .shapes import check_dtype, check_rank, dims, known, tensor, type_text
 
@@ -62,6 +64,8 @@ class DynamicForm:
     pattern: OpPattern = INJECTIVE
     also_constant: tuple[int, ...] = ()  # arguments TVM also wants constant before rewriting
     define: bool = field(default=True)  # False: the op is defined elsewhere (dyn.broadcast_to)
+    shape: Callable[[list[TensorType], Any], tuple] | None = None  # the result's shape when more is
+    # known than its rank (extents the moved attributes do not touch); None: every extent `?`
 
     def kept_args(self) -> list[int]:
         return [i for i in range(len(self.inputs)) if i not in self.moved]
@@ -95,6 +99,21 @@ def _attr_dtype(default_from: int | None):
     return dtype
 
 
+def _upsampled(ts: list[TensorType], attrs) -> tuple:
+    """dyn.nn.upsampling (TVM's DynamicUpSampling relation): the scales are scalars; H and W
+    of the result are `?`, its other axes (C, and a blocked layout's c) data's."""
+    for arg, name in ((1, "scale_h"), (2, "scale_w")):
+        if ts[arg].ndim != 0:
+            raise OpTypeError(f"dyn.nn.upsampling: {name} must be a scalar, found {type_text(ts[arg])}", arg)
+    if attrs.method not in UPSAMPLING_METHODS:
+        raise OpTypeError(f"dyn.nn.upsampling: attribute method is '{attrs.method}'; expected one of "
+                          f"{', '.join(UPSAMPLING_METHODS[:3])}")
+    h, w = resize_check("dyn.nn.upsampling", ts[0], attrs.layout, attrs.method.removeprefix("bi"))
+    shape = list(dims(ts[0]))
+    shape[h] = shape[w] = ANY
+    return tuple(shape)
+
+
 DYNAMIC_FORMS: dict[str, DynamicForm] = {f.name: f for f in (
     DynamicForm("dyn.reshape", "reshape", ("data", "newshape"), {1: ("newshape", _ints)},
                 lambda ts, a: _length(ts[1], "dyn.reshape", 1), _data_dtype),
@@ -121,7 +140,8 @@ DYNAMIC_FORMS: dict[str, DynamicForm] = {f.name: f for f in (
                 {1: ("size", _ints), 2: ("roi", _floats)},
                 lambda ts, a: ts[0].ndim, lambda ts, a: check_dtype(a.out_dtype) if a.out_dtype else ts[0].dtype),
     DynamicForm("dyn.nn.upsampling", "nn.upsampling", ("data", "scale_h", "scale_w"),
-                {1: ("scale_h", _float), 2: ("scale_w", _float)}, lambda ts, a: ts[0].ndim, _data_dtype),
+                {1: ("scale_h", _float), 2: ("scale_w", _float)}, lambda ts, a: ts[0].ndim, _data_dtype,
+                shape=_upsampled),
 )}
 
 
@@ -137,6 +157,8 @@ def _define(form: DynamicForm) -> None:
     def _(*args: Any) -> TensorType:
         *types, attrs = args
         ts = [tensor(t, f"{form.name}: {n}", i) for i, (t, n) in enumerate(zip(types, form.inputs))]
+        if form.shape is not None:
+            return TensorType(form.shape(ts, attrs), form.dtype(ts, attrs))
         return TensorType((ANY,) * form.rank(ts, attrs), form.dtype(ts, attrs))
 
     @opdef.reference
