@@ -199,6 +199,24 @@ def test_dyn_upsampling_computes_what_nn_upsampling_does():
     np.testing.assert_array_equal(got, want)
 
 
+# ---- dyn.topk -------------------------------------------------------------------------------------------
+
+
+def test_dyn_topk_relation_and_reference():
+    k = T((), "int32")
+    assert infer("dyn.topk", [T((20, 100)), k], axis=0) == TupleType((T((ANY, 100)), T((ANY, 100), "int32")))
+    assert infer("dyn.topk", [T((20, 100)), T((1,), "int64")], ret_type="indices", dtype="int64") == \
+        T((20, ANY), "int64")
+    assert get_op("dyn.topk").pattern is OpPattern.OPAQUE
+    fails("dyn.topk", [T((2, 3)), T((2,), "int32")], "dyn.topk: k must be a scalar or a tensor of shape (1), "
+          "found Tensor[(2), int32]")
+    fails("dyn.topk", [T((2, 3)), T(())], "dyn.topk: k must be an integer, found float32")
+    fails("dyn.topk", [T((2, 3)), k], "dyn.topk: attribute ret_type is 'all'; expected one of both, values, indices",
+          ret_type="all")
+    values = run("dyn.topk", [TIES, np.array(2, np.int32)], ret_type="values", is_ascend=True)
+    np.testing.assert_array_equal(values, run("topk", [TIES], k=2, ret_type="values", is_ascend=True))
+
+
 # ---- in a file: errors at the call, attributes printed and read back, hover ----------------------------
 
 
