@@ -174,7 +174,8 @@ def _define(form: DynamicForm) -> None:
     attrs += tuple(Attr(name, ANY_VALUE, None, "unused: the value is an argument") for name in sorted(moved))
     opdef = define(form.name, form.inputs, form.pattern, attrs=attrs,
                    doc=f"{form.static} with {', '.join(sorted(moved))} given as tensor arguments, known at run "
-                       f"time; every extent of the result is `?`.")
+                       f"time; " + ("the extents they decide are `?`." if form.result is not None
+                                    else "every extent of the result is `?`."))
 
     @opdef.relation
     def _(*args: Any) -> TensorType:
