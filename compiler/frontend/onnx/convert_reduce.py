@@ -98,7 +98,8 @@ def _normalise(op_type: str, x: Expr, axis: int) -> Expr:
 def _(ctx: NodeContext) -> list[Expr]:
     """`topk` with both results, the indices in int64; `largest=0` sorts ascending.  Equal
     values come lower index first, as ONNX asks; `sorted=0` leaves the order free, so the
-    sorted order does too.  k must be known before run time (dyn.topk is not supported)."""
+    sorted order does too.  k must be known before run time, as every extent the importer
+    gives a converter (a run-time k would make dyn.topk, which only the interpreter runs)."""
     x = ctx.input(0)
     axis = normalize_axis(ctx.attrs.int("axis", -1), rank(x))
     if ctx.opset < 10:
