@@ -396,11 +396,20 @@ def _topk_cases() -> list[Case]:
         Case("topk", [Arr((3, 5), "int8")], {"k": 0, "axis": 0}, "all-axis0"),
         Case("topk", [Arr((1, 4, 3, 3))], {"k": 2, "axis": -1, "dtype": "float32"}, "float-indices"),
         Case("topk", [Arr((5, 4), "float16")], {"k": 2, "axis": 0}, "float16"),
+        # past SELECT_MAX (32), and 64-bit data: by ranks instead of repeated maxima of keys
+        Case("topk", [Arr((2, 40))], {"k": 33, "is_ascend": True}, "by-ranks-k33"),
+        Case("topk", [Arr((3, 7), "float64")], {"k": 3}, "by-ranks-float64"),
+        Case("topk", [Arr((3, 7), "int64")], {"k": 2, "is_ascend": True}, "by-ranks-int64"),
+        Case("topk", [Arr((4, 9), "uint8")], {"k": 4, "is_ascend": True, "axis": 1}, "uint8-ascend"),
+        Case("topk", [Arr((6,), value=[np.inf, -np.inf, 0.0, -np.inf, np.inf, -1.0])], {"k": 6, "is_ascend": True},
+             "infinities"),
     ]
     for ascend in (False, True):
         tag = "ascend" if ascend else "descend"
         c += [Case("topk", [ties], {"k": 5, "is_ascend": ascend}, f"ties-{tag}"),
-              Case("topk", [nans], {"k": 0, "is_ascend": ascend}, f"nan-{tag}")]
+              Case("topk", [nans], {"k": 0, "is_ascend": ascend}, f"nan-{tag}"),
+              Case("topk", [Arr((2, 24), "int32")], {"k": 0, "is_ascend": ascend}, f"ties-by-keys-{tag}"),
+              Case("topk", [Arr((2, 40), "int32")], {"k": 0, "is_ascend": ascend}, f"ties-by-ranks-{tag}")]
     return c
 
 
