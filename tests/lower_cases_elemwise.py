@@ -297,4 +297,13 @@ def _transform_index() -> list[Case]:
     ]
 
 
-CASES: list[Case] = _elemwise() + _broadcast() + _activations() + _transform() + _transform_index()
+def _slice_like() -> list[Case]:  # issue 14
+    return [
+        Case("slice_like", [Arr((4, 5, 6)), Arr((2, 3), "int8")]),
+        Case("slice_like", [Arr((3, 5, 6), "int32"), Arr((1, 2, 4))], {"axes": [1, -1]}, name="axes"),
+        Case("slice_like", [Arr((2, 5)), Arr((2, 5))], {"axes": [0]}, name="whole"),
+    ]
+
+
+CASES: list[Case] = (_elemwise() + _broadcast() + _activations() + _transform() + _transform_index()
+                     + _slice_like())

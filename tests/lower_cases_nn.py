@@ -356,7 +356,7 @@ def _plumbing_cases() -> list[Case]:
     return c
 
 
-# ---- h-qnn: the quantization toolkit's simulated_quantize
+# ---- the quantization toolkit's simulated_quantize ----------------------------------------------
 
 
 def _simulated_quantize_cases() -> list[Case]:
@@ -369,8 +369,65 @@ def _simulated_quantize_cases() -> list[Case]:
     ]
 
 
+# ---- image.resize1d and topk ------------------------------------------------------------
+
+
+def _resize1d_cases() -> list[Case]:
+    c = []
+    for method in ("nearest_neighbor", "linear", "cubic"):
+        for mode in ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                     "tf_crop_and_resize"):
+            for size in (11, 3, 12):
+                c.append(Case("image.resize1d", [Arr((1, 2, 6))],
+                              {"size": (size,), "method": method, "coordinate_transformation_mode": mode,
+                               "roi": (0.2, 0.9)}, f"{method}-{mode}-{size}"))
+    for rounding in ("", "floor", "ceil", "round_prefer_floor", "round_prefer_ceil"):
+        c.append(Case("image.resize1d", [Arr((2, 3, 4))],
+                      {"size": (9,), "method": "nearest_neighbor", "rounding_method": rounding},
+                      f"nearest-{rounding or 'default'}"))
+    c += [
+        Case("image.resize1d", [Arr((1, 6, 3))], {"size": (9,), "method": "cubic", "cubic_exclude": 1,
+                                                  "cubic_alpha": -0.75, "layout": "NWC"}, "cubic-exclude-NWC"),
+        Case("image.resize1d", [Arr((1, 2, 4), "int32")], {"size": (7,), "out_dtype": "float32"}, "int32-to-float32"),
+        Case("image.resize1d", [Arr((1, 2, 6))], {"size": (8,), "method": "linear",
+                                                  "coordinate_transformation_mode": "tf_crop_and_resize",
+                                                  "roi": (-0.2, 1.3), "extrapolation_value": 3.5}, "extrapolation"),
+        Case("image.resize1d", [Arr((1, 2, 3))], {"size": (9,), "method": "nearest_neighbor",
+                                                  "coordinate_transformation_mode": "asymmetric",
+                                                  "rounding_method": "round"}, "nearest-asymmetric-upscale"),
+    ]
+    return c
+
+
+def _topk_cases() -> list[Case]:
+    ties = Arr((2, 7), value=[[3, 1, 3, 2, 3, 0, 1], [0, 5, 5, -1, 2, 5, -1]])
+    nans = Arr((6,), value=[1.0, np.nan, 3.0, np.nan, -0.0, 0.0])
+    c = [
+        Case("topk", [Arr((2, 5, 3))], {"k": 2, "axis": 1}, "both-axis1"),
+        Case("topk", [Arr((4, 6))], {"k": 3, "is_ascend": True, "ret_type": "values"}, "ascend-values"),
+        Case("topk", [Arr((3, 6), "int32")], {"k": 4, "ret_type": "indices", "dtype": "int64"}, "int32-indices"),
+        Case("topk", [Arr((3, 5), "int8")], {"k": 0, "axis": 0}, "all-axis0"),
+        Case("topk", [Arr((1, 4, 3, 3))], {"k": 2, "axis": -1, "dtype": "float32"}, "float-indices"),
+        Case("topk", [Arr((5, 4), "float16")], {"k": 2, "axis": 0}, "float16"),
+        # past SELECT_MAX (32), and 64-bit data: by ranks instead of repeated maxima of keys
+        Case("topk", [Arr((2, 40))], {"k": 33, "is_ascend": True}, "by-ranks-k33"),
+        Case("topk", [Arr((3, 7), "float64")], {"k": 3}, "by-ranks-float64"),
+        Case("topk", [Arr((3, 7), "int64")], {"k": 2, "is_ascend": True}, "by-ranks-int64"),
+        Case("topk", [Arr((4, 9), "uint8")], {"k": 4, "is_ascend": True, "axis": 1}, "uint8-ascend"),
+        Case("topk", [Arr((6,), value=[np.inf, -np.inf, 0.0, -np.inf, np.inf, -1.0])], {"k": 6, "is_ascend": True},
+             "infinities"),
+    ]
+    for ascend in (False, True):
+        tag = "ascend" if ascend else "descend"
+        c += [Case("topk", [ties], {"k": 5, "is_ascend": ascend}, f"ties-{tag}"),
+              Case("topk", [nans], {"k": 0, "is_ascend": ascend}, f"nan-{tag}"),
+              Case("topk", [Arr((2, 24), "int32")], {"k": 0, "is_ascend": ascend}, f"ties-by-keys-{tag}"),
+              Case("topk", [Arr((2, 40), "int32")], {"k": 0, "is_ascend": ascend}, f"ties-by-ranks-{tag}")]
+    return c
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
-                     + _plumbing_cases() + _simulated_quantize_cases())
+                     + _plumbing_cases() + _simulated_quantize_cases() + _resize1d_cases() + _topk_cases())
 
 # ROI pooling and deformable convolution
 from lower_cases_vision import vision_cases  # noqa: E402

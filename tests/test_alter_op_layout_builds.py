@@ -40,14 +40,34 @@ def @main(%x: Tensor[(1, 32, 8, 8), float32], %cw: Tensor[(32, 32, 3, 3), float3
   (nn.dense(%2, %dw, units=40), %3, %4)
 }"""
 
+ALTER_WITH_REDUCE = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 1, 1, 1), float32]) {
+  %0 = image.resize2d(%x, size=[2, 4], roi=[0f, 0f, 0f, 0f], rounding_method="");
+  %1 = mean(%0, axis=[0]);
+  image.resize1d(%1, size=[1], roi=[0f, 0f], rounding_method="")
+}"""
+
+LAYOUT_PASS_OPS = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16, 8, 8), float32], %w: Tensor[(32, 16, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=32, kernel_size=[3, 3]);
+  %1 = slice_like(%0, %0, axes=[2, 3]);
+  %2 = topk(%1, k=3, axis=3);
+  %3 = %2.0;
+  %4 = mean(%3, axis=[2]);
+  %5 = image.resize1d(%4, size=[5], method="cubic");
+  (%5, %2.1)
+}"""
+
 
 @pytest.mark.parametrize("text,opt_level,bound", [
     (AXIS_SEMANTIC_CHANGE, 3, ("w1", "w2")),  # TVM test_axis_semantic_change
     (REDUCE_CHANNELS, 3, ("weight",)),  # TVM test_conv2d_reduce_channels
     (RESPECT_INPUT_LAYOUTS, 4, ()),  # TVM test_broadcast_respect_input_layouts (x86 rules)
     (DENSE_AFTER_CONV, 3, ("cw", "dw")),  # NCHWc conv, pool, squeeze, sum, pad, dense_pack
+    (ALTER_WITH_REDUCE, 4, ()),  # TVM test_alter_with_reduce
+    (LAYOUT_PASS_OPS, 3, ("w",)),  # slice_like and topk after an NCHW16c conv, then resize1d
 ], ids=["axis_semantic_change", "conv2d_reduce_channels", "broadcast_respect_input_layouts",
-                              "dense_after_conv"])
+                              "dense_after_conv", "alter_with_reduce", "layout_pass_ops"])
 def test_relay_build_equals_interpreter(text, opt_level, bound):
     rng = np.random.default_rng(11)
     checked = compile(text, "case.relay", stop_after="check")

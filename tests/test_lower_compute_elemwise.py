@@ -25,7 +25,7 @@ FAMILIES = {
                  "expand_dims layout_transform nn.batch_flatten reshape reshape_like split squeeze "
                  "stack transpose",
     "transform_index": "arange full gather gather_nd ndarray_size one_hot ones repeat reverse shape_of "
-                       "sliding_window strided_slice take tile zeros",
+                       "sliding_window strided_slice take tile zeros slice_like",
 }
 OPS = sorted(op for names in FAMILIES.values() for op in names.split())
 

@@ -6,15 +6,16 @@ tensor argument instead, known only at run time.
 One table, `DYNAMIC_FORMS`, says for each dynamic op which static op it stands for and
 which of its arguments hold which attribute (and how to read them from an array).  The
 table drives the op definitions below (relation: the result's rank and dtype, every
-extent `?`; reference: the static op's reference on the attribute values read from the
+extent `?`, or the type a form's `result` knows: dyn.nn.upsampling keeps N and C, dyn.topk
+gives a tuple; reference: the static op's reference on the attribute values read from the
 arguments) and DynamicToStatic (transform/passes/dynamic_to_static.py), which rewrites a
 dynamic call whose attribute arguments are constants into its static op.
 
 The other attributes of a dynamic op are the static op's; the moved ones stay accepted
 as unused attributes (TVM prints `dyn.reshape(%x, %s, newshape=[])`).  No compute rule:
 a dynamic op runs in the interpreter only, so it must become static before lowering.
-TVM's dyn ops without a static op here (dyn.topk, dyn.nn.upsampling3d,
-dyn.sparse_to_dense) are not defined.
+TVM's dyn ops without a static op here (dyn.nn.upsampling3d, dyn.sparse_to_dense) are not
+defined.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir.types import ANY, TensorType
+from ..ir.types import ANY, TensorType, TupleType, Type
 from .attrs import ANY as ANY_VALUE
 from .attrs import Attr
-from .registry import BROADCAST, INJECTIVE, OUT_EWISE_FUSABLE, OpPattern, OpTypeError, define, get_op
-from .shapes import check_dtype, check_rank, dims, known, tensor, type_text
+from .algorithm import RET_TYPES
+from .pooling_geometry import UPSAMPLING_METHODS, resize_check
+from .registry import BROADCAST, INJECTIVE, OPAQUE, OUT_EWISE_FUSABLE, OpPattern, OpTypeError, define, get_op
+from .shapes import axis_index, check_dtype, check_rank, dims, known, tensor, type_text
 
 
 def _ints(a: np.ndarray) -> tuple[int, ...]:
@@ -62,6 +65,8 @@ class DynamicForm:
     pattern: OpPattern = INJECTIVE
     also_constant: tuple[int, ...] = ()  # arguments TVM also wants constant before rewriting
     define: bool = field(default=True)  # False: the op is defined elsewhere (dyn.broadcast_to)
+    result: Callable[[list[TensorType], Any], Type] | None = None  # the result's type when more is
+    # known than its rank (extents the moved attributes do not touch, a tuple); None: every extent `?`
 
     def kept_args(self) -> list[int]:
         return [i for i in range(len(self.inputs)) if i not in self.moved]
@@ -95,6 +100,41 @@ def _attr_dtype(default_from: int | None):
     return dtype
 
 
+def _upsampled(ts: list[TensorType], attrs) -> TensorType:
+    """dyn.nn.upsampling (TVM's DynamicUpSampling relation): the scales are scalars; H and W
+    of the result are `?`, its other axes (C, and a blocked layout's c) data's."""
+    for arg, name in ((1, "scale_h"), (2, "scale_w")):
+        if ts[arg].ndim != 0:
+            raise OpTypeError(f"dyn.nn.upsampling: {name} must be a scalar, found {type_text(ts[arg])}", arg)
+    if attrs.method not in UPSAMPLING_METHODS:
+        raise OpTypeError(f"dyn.nn.upsampling: attribute method is '{attrs.method}'; expected one of "
+                          f"{', '.join(UPSAMPLING_METHODS[:3])}")
+    h, w = resize_check("dyn.nn.upsampling", ts[0], attrs.layout, attrs.method.removeprefix("bi"))
+    shape = list(dims(ts[0]))
+    shape[h] = shape[w] = ANY
+    return TensorType(tuple(shape), ts[0].dtype)
+
+
+def _topk(ts: list[TensorType], attrs) -> Type:
+    """dyn.topk (TVM's DynTopK relation): k is a scalar or one value; the sorted axis of the
+    results is `?`."""
+    k = ts[1]
+    if k.ndim > 1 or (k.ndim == 1 and dims(k)[0] != 1):
+        raise OpTypeError(f"dyn.topk: k must be a scalar or a tensor of shape (1), found {type_text(k)}", 1)
+    if not k.dtype.startswith(("int", "uint")):
+        raise OpTypeError(f"dyn.topk: k must be an integer, found {type_text(k)}", 1)
+    axis = axis_index(attrs.axis, ts[0].ndim, "dyn.topk: axis")
+    if attrs.ret_type not in RET_TYPES:
+        raise OpTypeError(f"dyn.topk: attribute ret_type is '{attrs.ret_type}'; expected one of "
+                          f"{', '.join(RET_TYPES)}")
+    shape = list(dims(ts[0]))
+    shape[axis] = ANY
+    values, indices = TensorType(tuple(shape), ts[0].dtype), TensorType(tuple(shape), check_dtype(attrs.dtype))
+    if attrs.ret_type == "both":
+        return TupleType((values, indices))
+    return values if attrs.ret_type == "values" else indices
+
+
 DYNAMIC_FORMS: dict[str, DynamicForm] = {f.name: f for f in (
     DynamicForm("dyn.reshape", "reshape", ("data", "newshape"), {1: ("newshape", _ints)},
                 lambda ts, a: _length(ts[1], "dyn.reshape", 1), _data_dtype),
@@ -121,7 +161,10 @@ DYNAMIC_FORMS: dict[str, DynamicForm] = {f.name: f for f in (
                 {1: ("size", _ints), 2: ("roi", _floats)},
                 lambda ts, a: ts[0].ndim, lambda ts, a: check_dtype(a.out_dtype) if a.out_dtype else ts[0].dtype),
     DynamicForm("dyn.nn.upsampling", "nn.upsampling", ("data", "scale_h", "scale_w"),
-                {1: ("scale_h", _float), 2: ("scale_w", _float)}, lambda ts, a: ts[0].ndim, _data_dtype),
+                {1: ("scale_h", _float), 2: ("scale_w", _float)}, lambda ts, a: ts[0].ndim, _data_dtype,
+                result=_upsampled),
+    DynamicForm("dyn.topk", "topk", ("data", "k"), {1: ("k", _int)}, lambda ts, a: ts[0].ndim, _data_dtype,
+                OPAQUE, result=_topk),
 )}
 
 
@@ -131,12 +174,15 @@ def _define(form: DynamicForm) -> None:
     attrs += tuple(Attr(name, ANY_VALUE, None, "unused: the value is an argument") for name in sorted(moved))
     opdef = define(form.name, form.inputs, form.pattern, attrs=attrs,
                    doc=f"{form.static} with {', '.join(sorted(moved))} given as tensor arguments, known at run "
-                       f"time; every extent of the result is `?`.")
+                       f"time; " + ("the extents they decide are `?`." if form.result is not None
+                                    else "every extent of the result is `?`."))
 
     @opdef.relation
     def _(*args: Any) -> TensorType:
         *types, attrs = args
         ts = [tensor(t, f"{form.name}: {n}", i) for i, (t, n) in enumerate(zip(types, form.inputs))]
+        if form.result is not None:
+            return form.result(ts, attrs)
         return TensorType((ANY,) * form.rank(ts, attrs), form.dtype(ts, attrs))
 
     @opdef.reference

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     transform,
     transform_index,
 )
+from . import algorithm  # noqa: F401,E402  (topk; issue 14)
 from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)
 
 # ops that read other ops' definitions (nn.conv2d_transpose, concatenate, qnn.requantize, nn.conv2d)

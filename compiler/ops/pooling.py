@@ -21,6 +21,8 @@ Numerics follow TVM's topi:
   round for align_corners and floor otherwise; "round" rounds halves away from zero (the
   LLVM intrinsic TVM emits); asymmetric nearest with an integer upscale divides indices
   exactly instead (TVM's integer shortcut, which ignores the rounding method).
+  image.resize1d is the same arithmetic on the W axis alone (one function, `resample`,
+  for any number of axes), without that shortcut, as topi's resize1d has none.
 * nn.upsampling is resize2d with asymmetric (or align_corners) coordinates; its output
   extent rounds size*scale halves to even (TVM folds the constant with nearbyint).
 
@@ -331,81 +333,102 @@ class _Resize:
     alpha: float = -0.5
     exclude: int = 0
     extrapolation: float = 0.0
-    roi: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+    roi: tuple[float, ...] = ()  # the starts, then the ends, one per resized axis; () for zeros
+    int_div: bool = True  # nearest asymmetric integer upscales divide indices (resize2d, not 1d)
 
 
-def resize2d(x: np.ndarray, h_axis: int, w_axis: int, size: tuple[int, int], r: _Resize,
+def resample(x: np.ndarray, axes: tuple[int, ...], size: tuple[int, ...], r: _Resize,
              out_dtype: str | None = None) -> np.ndarray:
-    """topi's resize2d on numpy: resample axes h_axis and w_axis to `size`."""
-    data = np.moveaxis(x, (h_axis, w_axis), (-2, -1)).astype(F32)
-    in_h, in_w = data.shape[-2:]
-    out_h, out_w = size
-    cy, cx = (np.broadcast_to(source_coord(np.arange(n_out, dtype=F32), n_out, n_in, r.mode, start, end, F32),
-                              (n_out,))
-              for n_out, n_in, start, end in ((out_h, in_h, r.roi[0], r.roi[2]), (out_w, in_w, r.roi[1], r.roi[3])))
+    """topi's resize1d/resize2d on numpy: resample `axes` of x to the extents `size`.
 
-    def pixels(yi: np.ndarray, xi: np.ndarray) -> np.ndarray:
-        yi = np.clip(yi, 0, in_h - 1)
-        xi = np.clip(xi, 0, in_w - 1)
-        return data[..., yi[:, None], xi[None, :]]
+    Interpolation is separable and nests the axes in order, the first outermost: for
+    2-D linear, each row pair is blended along W first, then the two along H (topi's
+    order, so float32 rounding agrees with the compiled kernel)."""
+    nd = len(axes)
+    tail = tuple(range(x.ndim - nd, x.ndim))
+    data = np.moveaxis(x, axes, tail).astype(F32)
+    sizes_in = data.shape[x.ndim - nd:]
+    roi = r.roi or (0.0,) * (2 * nd)
+    coords = [np.broadcast_to(source_coord(np.arange(n_out, dtype=F32), n_out, n_in, r.mode, roi[a], roi[nd + a],
+                                           F32), (n_out,))
+              for a, (n_out, n_in) in enumerate(zip(size, sizes_in))]
+
+    def along(a: int, v: np.ndarray) -> np.ndarray:
+        """v (one value per output position of resized axis a) shaped to broadcast there."""
+        return v.reshape((-1,) + (1,) * (nd - 1 - a))
+
+    def pixels(index: list[np.ndarray]) -> np.ndarray:
+        clipped = [np.clip(i, 0, n - 1) for i, n in zip(index, sizes_in)]
+        return data[(Ellipsis, *np.ix_(*clipped))]
 
     if r.method == "nearest_neighbor":
         rounding = r.rounding or ("round" if r.mode == "align_corners" else "floor")
         index = []
-        for coords, n_in, n_out in ((cy, in_h, out_h), (cx, in_w, out_w)):
-            if r.mode == "asymmetric" and int_div_shortcut(n_in, n_out):
+        for c, n_in, n_out in zip(coords, sizes_in, size):
+            if r.mode == "asymmetric" and r.int_div and int_div_shortcut(n_in, n_out):
                 index.append(np.arange(n_out) // (n_out // n_in))
             else:
-                index.append(_nearest(coords, rounding).astype(np.int64))
-        value = pixels(index[0], index[1])
-    elif r.method == "linear":
-        y0 = np.floor(cy).astype(np.int64)
-        x0 = np.floor(cx).astype(np.int64)
-        ty = (cy - y0.astype(F32))[:, None]
-        tx = (cx - x0.astype(F32))[None, :]
-        top = pixels(y0, x0) * (F32(1) - tx) + pixels(y0, x0 + 1) * tx
-        bottom = pixels(y0 + 1, x0) * (F32(1) - tx) + pixels(y0 + 1, x0 + 1) * tx
-        value = top * (F32(1) - ty) + bottom * ty
-    else:  # cubic
-        y0 = np.floor(cy).astype(np.int64)
-        x0 = np.floor(cx).astype(np.int64)
-        wy = cubic_weights(cy - np.floor(cy), r.alpha, F32)
-        wx = cubic_weights(cx - np.floor(cx), r.alpha, F32)
-        if r.exclude:
-            for i in range(4):
-                wx[i] = np.where((x0 - 1 + i < 0) | (x0 + i > in_w), F32(0), wx[i])
-                wy[i] = np.where((y0 - 1 + i < 0) | (y0 + i > in_h), F32(0), wy[i])
-            sx = wx[0] + wx[1] + wx[2] + wx[3]
-            sy = wy[0] + wy[1] + wy[2] + wy[3]
-            wx = [w / sx for w in wx]
-            wy = [w / sy for w in wy]
-        value = None
-        for j in range(4):
-            column = None
-            for i in range(4):
-                term = pixels(y0 + j - 1, x0 + i - 1) * wx[i][None, :]
-                column = term if column is None else column + term
-            term = column * wy[j][:, None]
-            value = term if value is None else value + term
+                index.append(_nearest(c, rounding).astype(np.int64))
+        value = pixels(index)
+    else:
+        base, weights = [], []
+        for c, n_in in zip(coords, sizes_in):
+            floor = np.floor(c).astype(np.int64)
+            t = c - np.floor(c) if r.method == "cubic" else c - floor.astype(F32)
+            if r.method == "linear":
+                base.append(floor)
+                weights.append([F32(1) - t, t])
+                continue
+            w = cubic_weights(t, r.alpha, F32)
+            if r.exclude:
+                w = [np.where((floor - 1 + i < 0) | (floor + i > n_in), F32(0), w[i]) for i in range(4)]
+                total = w[0] + w[1] + w[2] + w[3]
+                w = [wi / total for wi in w]
+            base.append(floor - 1)
+            weights.append(w)
+
+        def blend(a: int, index: list[np.ndarray]) -> np.ndarray:
+            if a == nd:
+                return pixels(index)
+            value = None
+            for k, w in enumerate(weights[a]):
+                term = blend(a + 1, index + [base[a] + k]) * along(a, w)
+                value = term if value is None else value + term
+            return value
+
+        value = blend(0, [])
     if r.mode == "tf_crop_and_resize":
-        outside = ((cy < 0) | (cy > in_h - 1))[:, None] | ((cx < 0) | (cx > in_w - 1))[None, :]
+        outside = np.zeros(tuple(size), dtype=bool)
+        for a, (c, n_in) in enumerate(zip(coords, sizes_in)):
+            outside = outside | along(a, (c < 0) | (c > n_in - 1))
         value = np.where(outside, F32(r.extrapolation), value)
     value = value.astype(out_dtype or x.dtype)
-    return np.moveaxis(value, (-2, -1), (h_axis, w_axis))
+    return np.moveaxis(value, tail, axes)
+
+
+def _resize_of(attrs, int_div: bool) -> _Resize:
+    return _Resize(attrs.method.lower(), attrs.coordinate_transformation_mode, attrs.rounding_method,
+                   attrs.cubic_alpha, attrs.cubic_exclude, attrs.extrapolation_value,
+                   tuple(attrs.roi) if attrs.roi is not None else (), int_div)
+
+
+def _resize_attrs(n: int, layout: str, roi: str) -> tuple[Attr, ...]:
+    size = "[width]" if n == 1 else "[height, width]"
+    return (Attr("size", OPT_INTS, None, f"output {size}"),
+            Attr("roi", OPT_FLOATS, None, f"{roi} for tf_crop_and_resize"),
+            Attr("layout", STR, layout, "data layout"),
+            Attr("method", STR, "linear", "nearest_neighbor, linear or cubic"),
+            Attr("coordinate_transformation_mode", STR, "half_pixel",
+                 "how an output index maps to an input coordinate"),
+            Attr("rounding_method", STR, "round", "nearest_neighbor rounding: round, floor, ceil, ..."),
+            Attr("cubic_alpha", FLOAT, -0.5, "cubic spline coefficient"),
+            Attr("cubic_exclude", INT, 0, "1: give samples outside the image no weight"),
+            Attr("extrapolation_value", FLOAT, 0.0, "value outside the roi (tf_crop_and_resize)"),
+            Attr("out_dtype", STR, "", "result dtype (empty: as data)"))
 
 
 resize = define("image.resize2d", ("data",), INJECTIVE,
-                attrs=(Attr("size", OPT_INTS, None, "output [height, width]"),
-                       Attr("roi", OPT_FLOATS, None, "[start_h, start_w, end_h, end_w] for tf_crop_and_resize"),
-                       Attr("layout", STR, "NCHW", "data layout"),
-                       Attr("method", STR, "linear", "nearest_neighbor, linear or cubic"),
-                       Attr("coordinate_transformation_mode", STR, "half_pixel",
-                            "how an output index maps to an input coordinate"),
-                       Attr("rounding_method", STR, "round", "nearest_neighbor rounding: round, floor, ceil, ..."),
-                       Attr("cubic_alpha", FLOAT, -0.5, "cubic spline coefficient"),
-                       Attr("cubic_exclude", INT, 0, "1: give samples outside the image no weight"),
-                       Attr("extrapolation_value", FLOAT, 0.0, "value outside the roi (tf_crop_and_resize)"),
-                       Attr("out_dtype", STR, "", "result dtype (empty: as data)")),
+                attrs=_resize_attrs(2, "NCHW", "[start_h, start_w, end_h, end_w]"),
                 doc="Resize H and W to `size` by nearest-neighbour, bilinear or bicubic interpolation "
                     "(TVM's topi semantics, computed in float32).")
 
@@ -414,7 +437,7 @@ resize = define("image.resize2d", ("data",), INJECTIVE,
 def _(data, attrs):
     d = tensor(data, "image.resize2d: data", 0)
     h, w = resize_check("image.resize2d", d, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
-                         attrs.rounding_method)
+                        attrs.rounding_method)
     size = resize_size(attrs)
     shape = list(d.shape)
     shape[h], shape[w] = size
@@ -424,11 +447,36 @@ def _(data, attrs):
 
 @resize.reference
 def _(x, attrs):
-    h, w = resize_check("image.resize2d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method)
-    r = _Resize(attrs.method.lower(), attrs.coordinate_transformation_mode, attrs.rounding_method,
-                attrs.cubic_alpha, attrs.cubic_exclude, attrs.extrapolation_value,
-                tuple(attrs.roi) if attrs.roi is not None else (0.0,) * 4)
-    return resize2d(x, h, w, resize_size(attrs), r, attrs.out_dtype or None)
+    axes = resize_check("image.resize2d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method)
+    return resample(x, axes, resize_size(attrs), _resize_of(attrs, int_div=True), attrs.out_dtype or None)
+
+
+# ---- image.resize1d (issue 14) -----------------------------------------------------------------
+
+resize1d = define("image.resize1d", ("data",), INJECTIVE,
+                  attrs=_resize_attrs(1, "NCW", "[start_w, end_w]"),
+                  doc="Resize W to `size` by nearest-neighbour, linear or cubic interpolation (TVM's topi "
+                      "semantics, computed in float32; image.resize2d on one axis, except that a nearest "
+                      "asymmetric integer upscale rounds coordinates instead of dividing indices).")
+
+
+@resize1d.relation
+def _(data, attrs):
+    d = tensor(data, "image.resize1d: data", 0)
+    (w,) = resize_check("image.resize1d", d, attrs.layout, attrs.method, attrs.coordinate_transformation_mode,
+                        attrs.rounding_method, letters="W")
+    shape = list(d.shape)
+    (shape[w],) = resize_size(attrs, "image.resize1d", 1)
+    out_dtype = check_dtype(attrs.out_dtype, "out_dtype") if attrs.out_dtype else d.dtype
+    return TensorType(tuple(shape), out_dtype)
+
+
+@resize1d.reference
+def _(x, attrs):
+    axes = resize_check("image.resize1d", TensorType(x.shape, str(x.dtype)), attrs.layout, attrs.method,
+                        letters="W")
+    return resample(x, axes, resize_size(attrs, "image.resize1d", 1), _resize_of(attrs, int_div=False),
+                    attrs.out_dtype or None)
 
 
 upsampling = define("nn.upsampling", ("data",), INJECTIVE,
@@ -451,4 +499,4 @@ def _(data, attrs):
 def _(x, attrs):
     h, w, shape = upsampled("nn.upsampling", TensorType(x.shape, str(x.dtype)), attrs)
     r = _Resize(attrs.method.removeprefix("bi"), "align_corners" if attrs.align_corners else "asymmetric")
-    return resize2d(x, h, w, (shape[h], shape[w]), r)
+    return resample(x, (h, w), (shape[h], shape[w]), r)

@@ -150,12 +150,15 @@ def int_div_shortcut(in_size: int, out_size: int) -> bool:
 
 
 def resize_check(op: str, data: TensorType, layout: str, method: str, mode: str | None = None,
-                  rounding: str | None = None) -> tuple[int, int]:
+                 rounding: str | None = None, letters: str = "HW") -> tuple[int, ...]:
+    """The indices of the resized axes (`letters`: "W" for resize1d, "HW" for resize2d) in
+    a layout convertible to NC + letters, after checking method, mode and rounding."""
     axes = layout_axes(op, layout)
     for letter in "NC":
         if letter not in axes:
-            raise OpTypeError(f"{op}: layout {layout} has no {letter} axis; expected a layout convertible to NCHW")
-    h, w = spatial_axes(op, layout, "HW", data)
+            raise OpTypeError(f"{op}: layout {layout} has no {letter} axis; expected a layout convertible to "
+                              f"NC{letters}")
+    found = spatial_axes(op, layout, letters, data)
     if method.lower() not in METHODS:
         raise OpTypeError(f"{op}: attribute method is '{method}'; expected one of {', '.join(METHODS)}")
     if mode is not None and mode not in COORDINATE_MODES:
@@ -164,17 +167,22 @@ def resize_check(op: str, data: TensorType, layout: str, method: str, mode: str 
     if rounding is not None and rounding not in ROUNDING_METHODS:
         raise OpTypeError(f"{op}: attribute rounding_method is '{rounding}'; expected one of "
                           f"{', '.join(repr(r) for r in ROUNDING_METHODS)}")
-    return h, w
+    return found
 
 
-def resize_size(attrs) -> tuple[int, int]:
-    if attrs.size is None or len(attrs.size) != 2:
+_SIZE_TEXT = {1: "[width]", 2: "[height, width]"}
+
+
+def resize_size(attrs, op: str = "image.resize2d", n: int = 2) -> tuple[int, ...]:
+    """The output extents of the n resized axes (attribute size), after checking size and roi
+    (2n values: the starts, then the ends)."""
+    if attrs.size is None or len(attrs.size) != n:
         got = "none" if attrs.size is None else f"{list(attrs.size)}"
-        raise OpTypeError(f"image.resize2d: attribute size must be [height, width], got {got}")
+        raise OpTypeError(f"{op}: attribute size must be {_SIZE_TEXT[n]}, got {got}")
     if min(attrs.size) < 1:
-        raise OpTypeError(f"image.resize2d: attribute size must be positive, got {list(attrs.size)}")
-    if attrs.roi is not None and len(attrs.roi) != 4:
-        raise OpTypeError(f"image.resize2d: attribute roi must have 4 values, got {list(attrs.roi)}")
+        raise OpTypeError(f"{op}: attribute size must be positive, got {list(attrs.size)}")
+    if attrs.roi is not None and len(attrs.roi) != 2 * n:
+        raise OpTypeError(f"{op}: attribute roi must have {2 * n} values, got {list(attrs.roi)}")
     return attrs.size
 
 

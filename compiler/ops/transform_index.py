@@ -431,3 +431,50 @@ def _(data, attrs):
 @ndarray_size.reference
 def _(x, attrs):
     return np.array(x.size, dtype=attrs.dtype or "int32")
+
+
+# --------------------------------------------------------------------------- slice_like (issue 14)
+
+slice_like = define(
+    "slice_like", ("data", "shape_like"), INJECTIVE,
+    attrs=(Attr("axes", OPT_INTS, None, "the axes to slice (negative counts from the end); None: every "
+                                        "axis shape_like has"),),
+    doc="Slice data from the start of each axis to the extent shape_like has there, on the given "
+        "axes (all of shape_like's axes when none are given); each must be at most data's extent.")
+
+
+def slice_like_shape(data: TensorType, like: TensorType, attrs) -> tuple:
+    """The result's shape: data's, with the sliced axes' extents taken from shape_like."""
+    out = list(dims(data))
+    if attrs.axes is None:
+        axes = list(range(min(data.ndim, like.ndim)))
+    else:
+        if not attrs.axes:
+            raise OpTypeError("slice_like: attribute axes cannot be empty")
+        axes = []
+        for a in attrs.axes:
+            axis = axis_index(a, data.ndim, "slice_like: axis")
+            if axis >= like.ndim:
+                raise OpTypeError(f"slice_like: axis {a} exceeds the rank {like.ndim} of shape_like "
+                                  f"{type_text(like)}", 1)
+            axes.append(axis)
+    for axis in axes:
+        end = dims(like)[axis]
+        if known(end, out[axis]) and end > out[axis]:
+            raise OpTypeError(f"slice_like: the end index of axis {axis} exceeds data's extent: {end} vs "
+                              f"{out[axis]} (data {type_text(data)}, shape_like {type_text(like)})", 1)
+        out[axis] = end
+    return tuple(out)
+
+
+@slice_like.relation
+def _(data, shape_like, attrs):
+    d = tensor(data, "slice_like: data", 0)
+    like = tensor(shape_like, "slice_like: shape_like", 1)
+    return TensorType(slice_like_shape(d, like, attrs), d.dtype)
+
+
+@slice_like.reference
+def _(x, like, attrs):
+    shape = slice_like_shape(type_of_array(x), type_of_array(like), attrs)
+    return x[tuple(slice(0, n) for n in shape)]

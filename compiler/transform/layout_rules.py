@@ -272,6 +272,54 @@ def _resize_follows(new: Layout, old, own: Layout) -> bool:
     return old is not None and not same(new, old) and same(own, old) and new.ndim == old.ndim
 
 
+# ---- issue 14: dyn.nn.upsampling, slice_like, topk ---------------------------------------------
+
+
+def _dyn_upsampling(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's UpsamplingInferCorrectLayout on dyn.nn.upsampling's data; its scales are scalars
+    (no layout).  TVM registers the one-input rule on this three-input op, so its layout
+    passes stop at a check on the number of inputs; here the scales just stay as they are."""
+    out = _resize("dyn.nn.upsampling", _upsampling_follows)(attrs, new_in and new_in[:1], old_in[:1], types[:1])
+    return Inferred([out.inputs[0], make(()), make(())], out.outputs, out.attrs)
+
+
+def _slice_like(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's SliceLikeInferCorrectLayout: when data and shape_like were and are in one layout,
+    the axes move to where their letters are (no letter there: the old layouts); the result
+    is laid out as shape_like was.  An input without a layout: no rule (the fallback)."""
+    if any(x is None or x is UNDEF for x in old_in):
+        return None
+    given = get_op("slice_like").normalize_attrs(attrs).axes
+    if new_in is not None and all(x is not None and x is not UNDEF for x in new_in) and given:
+        old, new = old_in[0], new_in[0]
+        if not same(new_in[0], new_in[1]) or not same(old_in[0], old_in[1]):
+            return None  # TVM: a failed check
+        moved = [new.index_of(old.axes[a + old.ndim if a < 0 else a][0]) for a in given]
+        if -1 not in moved:
+            return Inferred([new, new], [new], attrs.with_(axes=[IntImm(a) for a in moved]))
+    return Inferred([old_in[0], old_in[1]], [old_in[1]], attrs)
+
+
+def _topk(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
+    """TVM's TopKInferCorrectLayout: the axis moves to where its letter is in the new layout;
+    the results (values and indices, or the one ret_type asks for) are in the input's layout.
+    Unlike TVM, a new layout that splits the sorted axis (NCHW16c for a topk along C, which
+    would sort the blocks alone) or lacks it keeps the old one."""
+    old = old_in[0]
+    if old is None or old is UNDEF:
+        return None
+    layout = old
+    if new_in is not None and new_in[0] is not None and new_in[0] is not UNDEF:
+        axis = get_op("topk").normalize_attrs(attrs).axis
+        letter = old.axes[axis + old.ndim if axis < 0 else axis][0]
+        new = new_in[0]
+        if new.index_of(letter) >= 0 and new.index_of(letter.lower()) < 0:
+            layout = new
+            attrs = attrs.with_(axis=IntImm(new.index_of(letter)))
+    outputs = [layout, layout] if get_op("topk").normalize_attrs(attrs).ret_type == "both" else [layout]
+    return Inferred([layout], outputs, attrs)
+
+
 def _strided_slice(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     """TVM's StridedSliceInferCorrectLayout: a permuted layout of the same length (NHWC to
     NCHW) takes begin/end/strides (or the axes) by letters; a blocked one (NCHW to
@@ -550,6 +598,9 @@ def _build_rules() -> dict[str, Rule]:
     for name in ("vision.roi_align", "vision.roi_pool"):
         rules[name] = _roi(name)
     rules["nn.deformable_conv2d"] = _deformable_conv
+    rules["dyn.nn.upsampling"] = _dyn_upsampling
+    rules["slice_like"] = _slice_like
+    rules["topk"] = _topk
     return rules
 
 

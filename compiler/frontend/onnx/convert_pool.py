@@ -2,8 +2,9 @@
 
 MaxPool/AveragePool become `nn.max_pool{1,2,3}d` / `nn.avg_pool{1,2,3}d`; the global pools
 `nn.global_avg_pool2d` / `nn.global_max_pool2d` on 4-D inputs and a keepdims reduction
-otherwise.  Resize (and the older Upsample) becomes `image.resize2d` on NCHW tensors,
-with the output size known before run time: from `sizes`, or floor(extent × scale).
+otherwise.  Resize (and the older Upsample) becomes `image.resize2d` on NCHW tensors and
+`image.resize1d` on NCW ones, with the output size known before run time: from `sizes`,
+or floor(extent × scale).
 """
 
 from __future__ import annotations
@@ -115,8 +116,9 @@ MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic", "b
 def _(ctx: NodeContext) -> Expr:
     x = ctx.input(0)
     dims = static_shape(x, ctx.op_type)
-    if len(dims) != 4:
-        raise NodeError(f"only 4-D (NCHW) inputs are supported, found rank {len(dims)}")
+    if len(dims) not in (3, 4):
+        raise NodeError(f"only 3-D (NCW) and 4-D (NCHW) inputs are supported, found rank {len(dims)}")
+    n = len(dims)
     mode = ctx.attrs.string("mode", "nearest")
     method = MODES.get(mode)
     if method is None:
@@ -126,9 +128,10 @@ def _(ctx: NodeContext) -> Expr:
     old = ctx.op_type == "Upsample" or ctx.opset < 11
     size = _output_size(ctx, dims, old)
     coordinates = "asymmetric" if old else ctx.attrs.string("coordinate_transformation_mode", "half_pixel")
-    if coordinates not in COORDINATE_MODES:  # those image.resize2d knows
+    if coordinates not in COORDINATE_MODES:  # those image.resize1d/2d know
         raise NodeError(f"coordinate_transformation_mode={coordinates} is not supported")
-    attrs = dict(size=size[2:], layout="NCHW", method=method, coordinate_transformation_mode=coordinates)
+    attrs = dict(size=size[2:], layout="NCHW" if n == 4 else "NCW", method=method,
+                 coordinate_transformation_mode=coordinates)
     if not old:
         rounding = ctx.attrs.string("nearest_mode", "round_prefer_floor") if mode == "nearest" else ""
         attrs.update(rounding_method=rounding,
@@ -136,9 +139,9 @@ def _(ctx: NodeContext) -> Expr:
                      cubic_exclude=ctx.attrs.int("exclude_outside", 0),
                      extrapolation_value=ctx.attrs.float("extrapolation_value", 0.0))
         if coordinates == "tf_crop_and_resize":
-            roi = _per_axis(ctx, ctx.value(1, "roi").astype(float).tolist(), [0.0, 0.0, 1.0, 1.0] * 2, pairs=True)
-            attrs["roi"] = (roi[2], roi[3], roi[6], roi[7])
-    return call("image.resize2d", x, **attrs)
+            roi = _per_axis(ctx, ctx.value(1, "roi").astype(float).tolist(), [0.0] * n + [1.0] * n, pairs=True)
+            attrs["roi"] = tuple(roi[2:n]) + tuple(roi[n + 2:])  # the starts, then the ends, of the resized axes
+    return call("image.resize2d" if n == 4 else "image.resize1d", x, **attrs)
 
 
 def _output_size(ctx: NodeContext, dims: tuple[int, ...], old: bool) -> list[int]:
@@ -157,14 +160,14 @@ def _output_size(ctx: NodeContext, dims: tuple[int, ...], old: bool) -> list[int
         sizes = _per_axis(ctx, sizes, list(dims))
         policy = ctx.attrs.string("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
-            axes = _axes(ctx)
+            axes = _axes(ctx, len(dims))
             ratios = [sizes[a] / dims[a] for a in axes]
             if policy not in ("not_larger", "not_smaller"):
                 raise NodeError(f"keep_aspect_ratio_policy={policy} is not supported")
             scale = min(ratios) if policy == "not_larger" else max(ratios)
             sizes = [int(scale * d + 0.5) if a in axes else d for a, d in enumerate(dims)]
     elif scales is not None:
-        scales = _per_axis(ctx, scales, [1.0] * 4)
+        scales = _per_axis(ctx, scales, [1.0] * len(dims))
         sizes = [int(np.floor(d * np.float32(s))) for d, s in zip(dims, scales)]
     else:
         raise NodeError("one of scales and sizes is required")
@@ -173,14 +176,15 @@ def _output_size(ctx: NodeContext, dims: tuple[int, ...], old: bool) -> list[int
     return sizes
 
 
-def _axes(ctx: NodeContext) -> list[int]:
-    return [a % 4 for a in ctx.attrs.ints("axes", (0, 1, 2, 3))]
+def _axes(ctx: NodeContext, n: int) -> list[int]:
+    return [a % n for a in ctx.attrs.ints("axes", tuple(range(n)))]
 
 
 def _per_axis(ctx: NodeContext, values: list, full: list, pairs: bool = False) -> list:
-    """Values given for the axes of the `axes` attribute, spread over all four axes (for
+    """Values given for the axes of the `axes` attribute, spread over all the axes (for
     roi, the starts then the ends)."""
-    axes = _axes(ctx)
+    n = len(full) // 2 if pairs else len(full)
+    axes = _axes(ctx, n)
     count = len(axes) * (2 if pairs else 1)
     if len(values) != count:
         raise NodeError(f"expected {count} values for axes {axes}, found {len(values)}")
@@ -188,7 +192,7 @@ def _per_axis(ctx: NodeContext, values: list, full: list, pairs: bool = False) -
     for k, axis in enumerate(axes):
         out[axis] = values[k]
         if pairs:
-            out[4 + axis] = values[len(axes) + k]
+            out[n + axis] = values[len(axes) + k]
     return out
 
 

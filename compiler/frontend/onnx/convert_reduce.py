@@ -1,4 +1,4 @@
-"""Reductions, ArgMax/ArgMin and the softmax family.
+"""Reductions, ArgMax/ArgMin, the softmax family and TopK.
 
 Reduce* take their axes as an attribute until ReduceSum-13 and the others' opset 18, as
 an input from then on; no axes means all of them, unless `noop_with_empty_axes` says the
@@ -9,7 +9,7 @@ to 2-D at `axis` and normalise each row; from 13 they work along `axis` alone.
 from __future__ import annotations
 
 from ...ir.expr import Expr
-from .builder import call, dtype, normalize_axis, rank, scalar, shape, static_shape
+from .builder import call, dtype, item, normalize_axis, rank, scalar, shape, static_shape
 from .context import NodeContext
 from .errors import NodeError
 from .registry import converter
@@ -89,3 +89,28 @@ def _normalise(op_type: str, x: Expr, axis: int) -> Expr:
         raise NodeError("Hardmax needs a static extent along its axis")
     index = call("argmax", x, axis=(axis,), keepdims=False)
     return call("one_hot", index, scalar(1, x), scalar(0, x), depth=depth, axis=axis, dtype=dtype(x))
+
+
+# --- TopK (issue 14) ------------------------------------------------------------------------------
+
+
+@converter("TopK")
+def _(ctx: NodeContext) -> list[Expr]:
+    """`topk` with both results, the indices in int64; `largest=0` sorts ascending.  Equal
+    values come lower index first, as ONNX asks; `sorted=0` leaves the order free, so the
+    sorted order does too.  k must be known before run time, as every extent the importer
+    gives a converter (a run-time k would make dyn.topk, which only the interpreter runs)."""
+    x = ctx.input(0)
+    axis = normalize_axis(ctx.attrs.int("axis", -1), rank(x))
+    if ctx.opset < 10:
+        k = ctx.attrs.int("k")
+    else:
+        given = ctx.value(1, "k").reshape(-1)
+        if given.size != 1:
+            raise NodeError(f"k (input 1) must hold one value, found {given.size}")
+        k = int(given[0])
+    if k < 1:
+        raise NodeError(f"k={k} is not supported (topk keeps at least one element)")
+    found = call("topk", x, k=k, axis=axis, ret_type="both", is_ascend=not ctx.attrs.int("largest", 1),
+                 dtype="int64")
+    return [item(found, 0), item(found, 1)]

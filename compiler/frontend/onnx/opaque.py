@@ -3,9 +3,9 @@
 Such a node becomes a call of a new parameter of @main with a function type, named after
 the op (`%onnx_NonMaxSuppression`):
 
-    def @main(%x: Tensor[(1, 4), float32], %onnx_TopK: fn (Tensor[(1, 4), float32],
-              Tensor[(1), int64]) -> (Tensor[(1, 2), float32], Tensor[(1, 2), int64])) {
-      %0 = %onnx_TopK(%x, meta[relay.Constant][0]) /* span=TopK_0:0:0 */;
+    def @main(%x: Tensor[(1, 4), float32], %onnx_Unique: fn (Tensor[(1, 4), float32])
+              -> (Tensor[(?), float32], Tensor[(?), int64])) {
+      %0 = %onnx_Unique(%x) /* span=Unique_0:0:0 */;
       ...
 
 Our parser, type checker and printer take this as ordinary Relay: the rest of the model

@@ -8,15 +8,15 @@ pass of that name (src/relay/transforms/dynamic_to_static.cc; user-run, opt leve
 Walking each function in post-order, each argument of a dynamic call (the ops of
 ops/dynamic.py's DYNAMIC_FORMS: dyn.reshape, dyn.squeeze, dyn.tile, dyn.broadcast_to,
 dyn.zeros, dyn.ones, dyn.full, dyn.one_hot, dyn.strided_slice, dyn.nn.pad,
-dyn.image.resize2d, dyn.nn.upsampling) that is not a constant is constant-folded on its
+dyn.image.resize2d, dyn.nn.upsampling, dyn.topk) that is not a constant is constant-folded on its
 own (so `shape_of` of a statically typed tensor is a constant); when every argument that
 holds an attribute of the static op (and dyn.nn.pad's pad value, as TVM asks) is then a
 constant, the call becomes the static op with those values as attributes, its other
 arguments as they were, and its type inferred at once, so that a later `shape_of` of it
 folds too.  Then, as TVM's pass ends, the whole function is constant-folded and typed
 again; this repeats until no dynamic call changes (TVM's per-call type inference reaches
-the same fixed point).  TVM's dyn.topk, dyn.nn.upsampling3d and dyn.sparse_to_dense have
-no static op here and are not rewritten.
+the same fixed point).  TVM's dyn.nn.upsampling3d and dyn.sparse_to_dense have no static
+op here and are not rewritten.
 
 Expects: any module (types let more fold).  Guarantees: the same values; no dynamic
 call with constant attribute arguments remains; the module is constant-folded.

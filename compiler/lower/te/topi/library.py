@@ -16,3 +16,4 @@ from . import (  # noqa: F401
 
 # the quantization toolkit's annotation; ROI pooling and deformable convolution
 from . import nn_deformable, simulated_quantize, vision  # noqa: F401,E402
+from . import algorithm  # noqa: F401,E402  (topk)

@@ -316,7 +316,7 @@ def _(data: te.Tensor, pad_value: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute(out_type.shape, body, "T_pad")
 
 
-# ---- image.resize2d, nn.upsampling
+# ---- image.resize1d, image.resize2d, nn.upsampling
 
 
 def _f32(value: float) -> te.Const:
@@ -346,67 +346,78 @@ def _excluded(weights: list[te.PrimExpr], i0: te.PrimExpr, size: int) -> list[te
     return [w / total for w in kept]
 
 
-def _interpolate(pixel, cy: te.PrimExpr, cx: te.PrimExpr, method: str, alpha: float, exclude: int,
-                 in_h: int, in_w: int) -> te.PrimExpr:
-    """Bilinear or bicubic interpolation at (cy, cx); pixel(y, x) reads clamped float32."""
-    y0, x0 = te.cast(te.floor(cy), te.INDEX), te.cast(te.floor(cx), te.INDEX)
-    if method == "linear":
-        ty, tx = cy - te.cast(y0, "float32"), cx - te.cast(x0, "float32")
-        one = _f32(1)
-        top = pixel(y0, x0) * (one - tx) + pixel(y0, x0 + 1) * tx
-        bottom = pixel(y0 + 1, x0) * (one - tx) + pixel(y0 + 1, x0 + 1) * tx
-        return top * (one - ty) + bottom * ty
-    wy = cubic_weights(cy - te.floor(cy), alpha, _f32)
-    wx = cubic_weights(cx - te.floor(cx), alpha, _f32)
-    if exclude:
-        wy, wx = _excluded(wy, y0, in_h), _excluded(wx, x0, in_w)
-    value = None
-    for j in range(4):
-        column = None
-        for k in range(4):
-            term = pixel(y0 + j - 1, x0 + k - 1) * wx[k]
-            column = term if column is None else column + term
-        term = column * wy[j]
-        value = term if value is None else value + term
-    return value
+def _interpolate(pixel, coords: list[te.PrimExpr], method: str, alpha: float, exclude: int,
+                 sizes_in: list[int]) -> te.PrimExpr:
+    """Linear or cubic interpolation at `coords` (one per resized axis), separable, the
+    first axis outermost as the reference nests them; pixel(indices) reads clamped float32."""
+    base, weights = [], []
+    for c, n_in in zip(coords, sizes_in):
+        i0 = te.cast(te.floor(c), te.INDEX)
+        if method == "linear":
+            t = c - te.cast(i0, "float32")
+            base.append(i0)
+            weights.append([_f32(1) - t, t])
+            continue
+        w = cubic_weights(c - te.floor(c), alpha, _f32)
+        if exclude:
+            w = _excluded(w, i0, n_in)
+        base.append(i0 - 1)
+        weights.append(w)
+
+    def blend(a: int, index: list[te.PrimExpr]) -> te.PrimExpr:
+        if a == len(coords):
+            return pixel(index)
+        value = None
+        for k, w in enumerate(weights[a]):
+            term = blend(a + 1, index + [base[a] + k]) * w
+            value = term if value is None else value + term
+        return value
+
+    return blend(0, [])
 
 
-def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], method: str, mode: str,
+def resize(data: te.Tensor, axes: Sequence[int], out_shape: Sequence[int], method: str, mode: str,
            rounding: str, alpha: float = -0.5, exclude: int = 0, extrapolation: float = 0.0,
-           roi: Sequence[float] = (0.0, 0.0, 0.0, 0.0), out_dtype: str | None = None) -> te.Tensor:
-    """Resample axes h_axis and w_axis of data to out_shape's extents (the reference's
-    resize2d: float32 coordinates and interpolation, then a cast)."""
+           roi: Sequence[float] = (), out_dtype: str | None = None, int_div: bool = True,
+           op: str = "image.resize2d") -> te.Tensor:
+    """Resample `axes` of data to out_shape's extents (the reference's `resample`: float32
+    coordinates and interpolation, then a cast); `roi` holds the starts, then the ends;
+    `int_div`: a nearest asymmetric integer upscale divides indices (resize2d's shortcut)."""
     if method not in METHODS:
-        raise LoweringError(f"image.resize2d: method {method} is not supported")
+        raise LoweringError(f"{op}: method {method} is not supported")
     if mode not in COORDINATE_MODES:
-        raise LoweringError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
-    in_h, in_w = data.shape[h_axis], data.shape[w_axis]
-    out_h, out_w = out_shape[h_axis], out_shape[w_axis]
+        raise LoweringError(f"{op}: coordinate_transformation_mode {mode} is not supported")
+    nd = len(axes)
+    roi = tuple(roi) or (0.0,) * (2 * nd)
+    sizes_in = [data.shape[a] for a in axes]
+    sizes_out = [out_shape[a] for a in axes]
 
     def body(*i):
-        cy = source_coord(te.cast(i[h_axis], "float32"), out_h, in_h, mode, roi[0], roi[2], _f32)
-        cx = source_coord(te.cast(i[w_axis], "float32"), out_w, in_w, mode, roi[1], roi[3], _f32)
+        coords = [source_coord(te.cast(i[ax], "float32"), n_out, n_in, mode, roi[k], roi[nd + k], _f32)
+                  for k, (ax, n_in, n_out) in enumerate(zip(axes, sizes_in, sizes_out))]
 
-        def pixel(yi, xi):
+        def pixel(index):
             idx = list(i)
-            idx[h_axis] = te.minimum(te.maximum(yi, 0), in_h - 1)
-            idx[w_axis] = te.minimum(te.maximum(xi, 0), in_w - 1)
+            for ax, j, n_in in zip(axes, index, sizes_in):
+                idx[ax] = te.minimum(te.maximum(j, 0), n_in - 1)
             return te.cast(data[tuple(idx)], "float32")
 
         if method == "nearest_neighbor":
             chosen = rounding or ("round" if mode == "align_corners" else "floor")
             index = []
-            for c, ax, n_in, n_out in ((cy, h_axis, in_h, out_h), (cx, w_axis, in_w, out_w)):
-                if mode == "asymmetric" and int_div_shortcut(n_in, n_out):
+            for c, ax, n_in, n_out in zip(coords, axes, sizes_in, sizes_out):
+                if mode == "asymmetric" and int_div and int_div_shortcut(n_in, n_out):
                     index.append(i[ax] // (n_out // n_in))
                 else:
                     index.append(_nearest(c, chosen))
-            value = pixel(*index)
+            value = pixel(index)
         else:
-            value = _interpolate(pixel, cy, cx, method, alpha, exclude, in_h, in_w)
+            value = _interpolate(pixel, coords, method, alpha, exclude, sizes_in)
         if mode == "tf_crop_and_resize":
-            outside = te.logical_or(te.logical_or(te.lt(cy, _f32(0)), te.gt(cy, _f32(in_h - 1))),
-                                    te.logical_or(te.lt(cx, _f32(0)), te.gt(cx, _f32(in_w - 1))))
+            outside = None
+            for c, n_in in zip(coords, sizes_in):
+                out_here = te.logical_or(te.lt(c, _f32(0)), te.gt(c, _f32(n_in - 1)))
+                outside = out_here if outside is None else te.logical_or(outside, out_here)
             value = te.select(outside, _f32(extrapolation), value)
         return te.cast(value, out_dtype or data.dtype)
 
@@ -415,16 +426,27 @@ def resize(data: te.Tensor, h_axis: int, w_axis: int, out_shape: Sequence[int], 
 
 @register_compute("image.resize2d")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
-    h, w = resize_check("image.resize2d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method)
+    axes = resize_check("image.resize2d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method)
     resize_size(attrs)
-    return resize(data, h, w, out_type.shape, attrs.method.lower(), attrs.coordinate_transformation_mode,
+    return resize(data, axes, out_type.shape, attrs.method.lower(), attrs.coordinate_transformation_mode,
                   attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude,
-                  attrs.extrapolation_value, tuple(attrs.roi) if attrs.roi is not None else (0.0,) * 4,
+                  attrs.extrapolation_value, tuple(attrs.roi) if attrs.roi is not None else (),
                   attrs.out_dtype or None)
+
+
+@register_compute("image.resize1d")
+def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
+    axes = resize_check("image.resize1d", TensorType(data.shape, data.dtype), attrs.layout, attrs.method,
+                        letters="W")
+    resize_size(attrs, "image.resize1d", 1)
+    return resize(data, axes, out_type.shape, attrs.method.lower(), attrs.coordinate_transformation_mode,
+                  attrs.rounding_method, attrs.cubic_alpha, attrs.cubic_exclude,
+                  attrs.extrapolation_value, tuple(attrs.roi) if attrs.roi is not None else (),
+                  attrs.out_dtype or None, int_div=False, op="image.resize1d")
 
 
 @register_compute("nn.upsampling")
 def _(data: te.Tensor, attrs, out_type) -> te.Tensor:
     h, w, _ = upsampled("nn.upsampling", TensorType(data.shape, data.dtype), attrs)
     mode = "align_corners" if attrs.align_corners else "asymmetric"
-    return resize(data, h, w, out_type.shape, attrs.method.removeprefix("bi"), mode, "")
+    return resize(data, (h, w), out_type.shape, attrs.method.removeprefix("bi"), mode, "", op="nn.upsampling")

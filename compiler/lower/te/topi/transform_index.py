@@ -191,3 +191,9 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 @register_compute("ndarray_size")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return te.compute((), lambda: te.const(math.prod(x.shape), out_type.dtype), "T_ndarray_size")
+
+
+@register_compute("slice_like")
+def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
+    """Every axis starts at 0: the result reads data at its own position (issue 14)."""
+    return te.compute(out_type.shape, lambda *i: x[i], "T_slice_like")
