@@ -297,7 +297,7 @@ def _transform_index() -> list[Case]:
     ]
 
 
-def _slice_like() -> list[Case]:  # issue 14
+def _slice_like() -> list[Case]:
     return [
         Case("slice_like", [Arr((4, 5, 6)), Arr((2, 3), "int8")]),
         Case("slice_like", [Arr((3, 5, 6), "int32"), Arr((1, 2, 4))], {"axes": [1, -1]}, name="axes"),

@@ -153,7 +153,6 @@ EXPECTED_FAILURES = {  # on both paths
     r"test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric":
         "image.resize2d takes TVM's index-division shortcut for whole upscale factors, which floors",
     r"test_wrap_pad": "nn.pad has no wrap mode",
-    # issue 14 (h-opsb)
     r"test_deform_conv_with_mask_bias": "nn.deformable_conv2d has no mask (modulated deformable convolution)",
     r"test_roialign_mode_max": "ONNX's max mode takes the largest of each point's four weighted neighbours; "
                                "vision.roi_align (TVM, torchvision) the largest interpolated point",
@@ -178,7 +177,6 @@ COMPILED_FAILURES = {  # the interpreter runs these, the lowering cannot
 
 LOOSER = {  # case → (rtol, why), on both paths
     "test_averagepool_2d_ceil_last_window_starts_on_pad": (1e-3, "its outputs are written with 4 digits"),
-    # issue 14 (h-opsb)
     "test_roialign_aligned_false": (1e-3, "its outputs are written with 4 digits"),
     "test_roialign_aligned_true": (1e-3, "its outputs are written with 4 digits"),
 }

@@ -53,7 +53,7 @@ def test_a_tiled_layout_makes_the_nchwc_op(capsys, tmp_path):
     assert "nn.contrib_conv2d_NCHWc(" in out and 'kernel_layout="OIHW4i4o"' in out
 
 
-# ---- h-qnn: TVM's LayoutConfig(skip_layers=...) as a pass config
+# ---- TVM's LayoutConfig(skip_layers=...) as a pass config
 
 SKIP = "relay.transform.LayoutConfig.skip_layers"
 

@@ -1,4 +1,4 @@
-"""The ops TVM's layout-pass tests needed (issue 14): topk (ops/algorithm.py), slice_like
+"""The ops TVM's layout-pass tests needed: topk (ops/algorithm.py), slice_like
 (ops/transform_index.py), image.resize1d (ops/pooling.py) and dyn.nn.upsampling's relation
 (ops/dynamic.py): shapes and errors (also at their place in a file), numerics against
 hand-worked cases, attributes printed and read back, and the hover text.  Compiled =

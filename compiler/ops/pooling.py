@@ -451,7 +451,7 @@ def _(x, attrs):
     return resample(x, axes, resize_size(attrs), _resize_of(attrs, int_div=True), attrs.out_dtype or None)
 
 
-# ---- image.resize1d (issue 14) -----------------------------------------------------------------
+# ---- image.resize1d ------------------------------------------------------------------------
 
 resize1d = define("image.resize1d", ("data",), INJECTIVE,
                   attrs=_resize_attrs(1, "NCW", "[start_w, end_w]"),

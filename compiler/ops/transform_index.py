@@ -433,7 +433,7 @@ def _(x, attrs):
     return np.array(x.size, dtype=attrs.dtype or "int32")
 
 
-# --------------------------------------------------------------------------- slice_like (issue 14)
+# --------------------------------------------------------------------------- slice_like
 
 slice_like = define(
     "slice_like", ("data", "shape_like"), INJECTIVE,

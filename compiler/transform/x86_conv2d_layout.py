@@ -22,7 +22,7 @@ differ in their row tiles).  `simd_lanes` is TVM's get_simd_32bit_lanes for the 
 Not done here (TVM does them): winograd for the auto-scheduler; float16/float64 conv2d
 stay as they are (TVM alters them too; our NCHWc schedule is for float32); int8 conv2d.
 
-int8 and VNNI (h-qnn).  TVM v0.16's `_alter_conv2d_layout` treats int8 x int8 as uint8 x
+int8 and VNNI.  TVM v0.16's `_alter_conv2d_layout` treats int8 x int8 as uint8 x
 int8 (the data shifted by 128, conv2d_alter_int8_common) and takes the int8 path when
 `is_int8_hw_support` (topi/x86/conv2d_int8.py): uint8 data, int8 kernel, LLVM >= 8 and a
 *target* with sse4.2 (`target_has_features` reads `-mcpu`/`-mattr`, not the machine).

@@ -22,7 +22,7 @@ weight bound, the FoldConstant after AlterOpLayout packs it at build time.
 Data of more than 2 dimensions is left as it is (TVM's rule reads the data shape as (M, K)
 and fails on it).
 
-int8 and VNNI (h-qnn), not done here.  TVM v0.16 asks the *target*, never the machine
+int8 and VNNI, not done here.  TVM v0.16 asks the *target*, never the machine
 (`tvm.target.codegen.target_has_features`: the features of `-mcpu` and `-mattr`; without
 `-mcpu` LLVM's "generic" x86-64, SSE2 only).  Its dense takes the int8 path when
 `check_int8_applicable` (topi/x86/dense_alter_op.py) holds: the target has avx512bw and

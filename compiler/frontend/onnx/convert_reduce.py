@@ -91,7 +91,7 @@ def _normalise(op_type: str, x: Expr, axis: int) -> Expr:
     return call("one_hot", index, scalar(1, x), scalar(0, x), depth=depth, axis=axis, dtype=dtype(x))
 
 
-# --- TopK (issue 14) ------------------------------------------------------------------------------
+# --- TopK ------------------------------------------------------------------------------------------
 
 
 @converter("TopK")

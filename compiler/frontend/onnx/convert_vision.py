@@ -1,4 +1,4 @@
-"""Detection layers: RoiAlign, MaxRoiPool and DeformConv (issue 14).
+"""Detection layers: RoiAlign, MaxRoiPool and DeformConv.
 
 * RoiAlign becomes `vision.roi_align`, the batch indices cast to the rois' dtype and put
   in front of each roi (TVM's converter).  Opset 16's default coordinate mode

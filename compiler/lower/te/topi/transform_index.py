@@ -195,5 +195,5 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 
 @register_compute("slice_like")
 def _(x: te.Tensor, like: te.Tensor, attrs, out_type) -> te.Tensor:
-    """Every axis starts at 0: the result reads data at its own position (issue 14)."""
+    """Every axis starts at 0: the result reads data at its own position."""
     return te.compute(out_type.shape, lambda *i: x[i], "T_slice_like")
