@@ -30,6 +30,7 @@ from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
+from .pauses import steady
 from .parser.parse import OnSyntax
 from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
@@ -115,7 +116,7 @@ def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE
     """
     if max_chars is not None and len(text) > max_chars:
         return None
-    with gc_paused():  # the cycle collector would walk the whole module on each pass
+    with gc_paused(), steady():  # (steady: `previous` is updated in place, compiler/pauses.py)
         return _recheck(previous, text, on_parsed)
 
 
