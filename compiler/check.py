@@ -79,9 +79,10 @@ def check_text(text: str, name: str = "<input>", incremental: bool = False,
     commented: dict = {}
     checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
     checker.commented = commented
-    diagnostics = checker.run()
-    if parsed.incremental is not None:
-        _note_unused(parsed, checker.types, commented)
+    with gc_paused():  # the cycle collector would walk the whole module again and again
+        diagnostics = checker.run()
+        if parsed.incremental is not None:
+            _note_unused(parsed, checker.types, commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
 
 
