@@ -68,6 +68,7 @@ INPUTS = ("resnet50", "gpt2", "resnet50-typed", "chain1000", "chain20000", "two-
 LABELS = {"resnet50": "ResNet-50 (corpus 005)", "gpt2": "GPT-2 (corpus 002)",
           "resnet50-typed": "ResNet-50 typed (bench/build.py)", "chain1000": "chain of 1,000 adds",
           "chain20000": "chain of 20,000 adds", "two-at-once": "two documents at once"}
+QUIET_CHANGE = "change a small document, nothing else in flight → its diagnostics"
 BUSY_OFFSETS = (0.05, 0.4)  # s after a large open that a small document is changed (parse, typing)
 RELAYLENS = "RelayLens"
 MLIR = "mlir-lsp-server"
@@ -322,8 +323,10 @@ async def measure_two_at_once(server: Server, big: str, small: str, reps: int, l
                               timeout: float) -> None:
     """A fresh server (builds off), a warm-up document; then `reps` times: open A and at
     once B (both `big`), timed to each one's first diagnostics, and both closed once
-    all their diagnostics are in; then with `small` open and analysed, `big` opened
-    and `small` changed BUSY_OFFSETS s later, timed from didChange to its diagnostics."""
+    all their diagnostics are in; then `small` opened, changed `reps` times with
+    nothing else in flight, then `reps` times for each of BUSY_OFFSETS: `big` opened
+    and `small` changed that many seconds later, each change timed from didChange to
+    its diagnostics."""
     client = await LspClient.start(server.command, logs / f"{server.name}-two-at-once.log")
     try:
         caps = await client.initialize({"build": {"enabled": False}} if server.ours else None)
@@ -348,7 +351,11 @@ async def measure_two_at_once(server: Server, big: str, small: str, reps: int, l
         little = Document(client, f"file:///tmp/lsp-bench/small{server.suffix}", server.language, small, incremental)
         waiting, sent = little.open()
         await client.received(waiting, sent, timeout)
-        spots = edit_spots(small, reps * len(BUSY_OFFSETS))
+        spots = edit_spots(small, reps * (len(BUSY_OFFSETS) + 1))
+        for i in range(reps):
+            await asyncio.sleep(0.3)
+            waiting, sent = little.replace(spots[-1 - i], "0")
+            figures.add(QUIET_CHANGE, (await client.received(waiting, sent, timeout))[1])
         for i in range(reps):
             for j, offset in enumerate(BUSY_OFFSETS):
                 large = Document(client, f"file:///tmp/lsp-bench/busy{i}-{j}/large{server.suffix}", server.language,
@@ -485,6 +492,7 @@ async def run(args, inputs: dict[str, str], servers: list[Server], logs: Path) -
 
 MEASURES = ("open B right after A (both large) → B's first diagnostics",
             "open B right after A (both large) → A's first diagnostics",
+            QUIET_CHANGE,
             *(f"change a small document {offset:g} s after a large open → its diagnostics" for offset in BUSY_OFFSETS),
             "open → diagnostics", "change → diagnostics", "change → diagnostics, breaking",
             "change → diagnostics, inside the broken statement", "change → diagnostics, mending",

@@ -73,13 +73,13 @@ def check_text(text: str, name: str = "<input>", incremental: bool = False,
     syntax diagnostics)`: called before that, once the text is read (parser/parse.py)."""
     if max_chars is not None and len(text) > max_chars:
         return _too_large(text, name, max_chars)
-    parsed = parse(text, name, incremental, attr_schema=attr_schema, on_syntax=on_syntax)
-    if on_parsed is not None:
-        on_parsed(parsed, ())
-    commented: dict = {}
-    checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
-    checker.commented = commented
     with gc_paused():  # the cycle collector would walk the whole module again and again
+        parsed = parse(text, name, incremental, attr_schema=attr_schema, on_syntax=on_syntax)
+        if on_parsed is not None:
+            on_parsed(parsed, ())
+        commented: dict = {}
+        checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
+        checker.commented = commented
         diagnostics = checker.run()
         if parsed.incremental is not None:
             _note_unused(parsed, checker.types, commented)

@@ -145,6 +145,11 @@ class Scheduler:
         self._queue: list[tuple[Pieces, Callable[[Pieces], None]]] = []  # the last runs first
         self._task: asyncio.Task | None = None
 
+    @property
+    def busy(self) -> bool:
+        """Whether some work is waiting."""
+        return bool(self._queue)
+
     def start(self, pieces: Pieces, done: Callable[[Pieces], None]) -> None:
         """Queue `pieces` first; `done(pieces)` is called on the loop when it is done."""
         self._queue.append((pieces, done))

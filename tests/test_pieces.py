@@ -114,3 +114,25 @@ def test_a_whole_check_in_pieces_is_the_check() -> None:
     assert [d.message for d in analysis.diagnostics] == [d.message for d in whole.diagnostics]
     assert analysis.result.module.functions  # typed: @main's type is known
     assert next(iter(analysis.result.module.global_vars.values())).ty is not None
+
+
+def test_the_scan_searches_a_window_at_a_time_and_finds_what_one_search_finds(monkeypatch) -> None:
+    """parser/scan.py `_next_event`: events cut by a window's end (`def` of `define`,
+    `/` then `*`) are found whole in the next window, never a false one."""
+    import random
+
+    from relaylens.compiler.parser import scan
+
+    monkeypatch.setattr(scan, "WINDOW", 16)
+    pieces = ["def", "define", "type", "extern", "/*", "//", '"', "#", " ", "\n", "%", "@", "x", "/", ".", "*"]
+    rng = random.Random(16)
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        found = {}
+        for name, search in (("whole", scan._EVENT.search), ("windows", scan._next_event)):
+            pos, events = 0, []
+            while (m := search(text, pos, len(text))) is not None:
+                events.append((m.start(), m.group()))
+                pos = m.end()
+            found[name] = events
+        assert found["whole"] == found["windows"], text
