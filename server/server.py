@@ -70,9 +70,11 @@ class RelayLensProtocol(LanguageServerProtocol):
     def handle_message(self, message) -> None:
         collector = getattr(self._server, "collector", None)
         if collector is not None:
-            collector.touch()
+            collector.touch()  # (collect when the server has been idle a while: collector.py)
         if not isinstance(message, _Unreadable):
             super().handle_message(message)
+            if collector is not None:
+                collector.touch()  # a second after the end of this message's handler
             return
         cause = message.error.__cause__
         try:
