@@ -1,7 +1,11 @@
 """Parse results, cached per (uri, version): what every handler reads.
 
 The fast path (parse, name resolution, type inference: `compiler/check.py`) runs when a document opens and, debounced, after
-it changes; requests never recompute.  While the user types, the last analysis answers:
+it changes, in pieces (server/pieces.py, started by the diagnostics feature); requests never recompute.
+While an analysis is in progress, readers get the latest analysis stored, except when
+the one in progress is updating it in place, or there is none yet, or `current` is
+asked for: then `settle` (set by the diagnostics feature) finishes it first.  An
+analysis of an older version never replaces a newer one.  While the user types, the last analysis answers:
 its ranges are converted on its own text, so they stay consistent with one another even
 when the editor's text has moved on.  Only a document that was never analysed (a request
 before didOpen finished, say) is analysed on demand, and so is the current version for the

@@ -2,16 +2,25 @@
 and the slow path's builds (`server.builds`, server/slow/builds.py) started from them.
 
 Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
-version they were computed on.  didOpen analyses at once.  didChange is debounced per
+version they were computed on.  Every analysis runs in pieces (server/pieces.py): on a
+thread of its own that runs only on the event loop's turn, a few milliseconds at a time,
+the most recently started analysis first; between pieces the loop reads and answers
+what arrived.  So a document opened or changed while a long one is being analysed is
+served at once, its syntax diagnostics first, and the long one goes on after it.  An
+analysis of a version the document no longer has is stopped at its next pause point
+(compiler/pauses.py), or finished first when it is updating the previous analysis in
+place (the incremental re-check: a few ms, unless a break makes it type the module
+again); a request that cannot do without an analysis in progress finishes it
+(`_settle`).  didOpen starts its analysis at once (and the build once it is done).  didChange is debounced per
 URI, and a newer edit cancels the pending run: a change to a document that was quiet
 (no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
 take edits sent together as one; a change while the document is busy (being typed in,
 or analysed a moment ago, 30 ms: edits that queued up meanwhile) waits for 150 ms
-without changes.  So
-one edit shows its diagnostics after one analysis, and a burst of typing costs one
+without changes.  So one edit shows its diagnostics after one analysis, and a burst of typing costs one
 analysis, not one per keystroke.  didClose clears the document's diagnostics.  A
-result is published only if its version is still the document's version; once it is,
-the analysis builds the lookup tables of hover and definition (`Analysis.prepare`).  The fast
+result is published only if its version is still the document's version at that moment
+(so never an older version after a newer one); then the analysis builds the lookup
+tables of hover and definition (`Analysis.prepare`).  The fast
 stage is published only for the version it was computed on; the slow path's stage
 (`build`) stays, whatever its version, until the next build replaces it, so neither
 path clears the other.  Documents of our `relaylens:` scheme (virtual documents a client
