@@ -658,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="5 edits, 3 breaks, 20 requests, 2 opens")
     ap.add_argument("--json", type=Path, help="write every sample here")
     ap.add_argument("--mlir", help="the mlir-lsp-server binary (default: on PATH or /usr/lib/llvm-*/bin)")
+    ap.add_argument("--no-mlir", action="store_true", help="RelayLens alone")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one answer")
     ap.add_argument("--lens-timeout", type=float, default=600.0, help="seconds to wait for a build")
     ap.add_argument("--pause", type=float, default=0.3,
@@ -676,8 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.reps, args.breaks, args.requests, args.opens = 5, 3, 20, 2
     servers = [Server(RELAYLENS, [args.server_python, "-m", "relaylens.server"], "relay", ".relay")]
-    mlir = find_mlir(args.mlir)
-    if mlir is None:
+    mlir = None if args.no_mlir else find_mlir(args.mlir)
+    if mlir is None and not args.no_mlir:
         print(f"note: no {MLIR} found; run `sh bench/mlir_setup.sh` (Debian: mlir-16-tools) for the comparison",
               file=sys.stderr)
     else:
