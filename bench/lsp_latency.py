@@ -678,11 +678,11 @@ def main(argv: list[str] | None = None) -> int:
         args.reps, args.breaks, args.requests, args.opens = 5, 3, 20, 2
     servers = [Server(RELAYLENS, [args.server_python, "-m", "relaylens.server"], "relay", ".relay")]
     mlir = None if args.no_mlir else find_mlir(args.mlir)
-    if mlir is None and not args.no_mlir:
+    if mlir is not None:
+        servers.append(Server(MLIR, [mlir], "mlir", ".mlir"))
+    elif not args.no_mlir:
         print(f"note: no {MLIR} found; run `sh bench/mlir_setup.sh` (Debian: mlir-16-tools) for the comparison",
               file=sys.stderr)
-    else:
-        servers.append(Server(MLIR, [mlir], "mlir", ".mlir"))
     inputs = {key: load_input(key) for key in keys}
     before = load()
     logs = Path(tempfile.mkdtemp(prefix="lsp-latency-"))
