@@ -124,7 +124,7 @@ class DiagnosticStore:
         running = self._running.get(uri)
         if running is None:
             return
-        pieces, version = running
+        pieces = running[0]
         if pieces.steady or self.server.analyses.stored(uri) is None or exact:
             self.scheduler.finish(pieces)
 
@@ -142,7 +142,7 @@ class DiagnosticStore:
         items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.diagnostics]
         on_loop(lambda: self._publish(uri, version, items, final=True))
         if self.server.analyses.stored(uri) is analysis:
-            analysis.prepare()  # the tables of hover and definition, in pieces too
+            analysis.prepare()  # the tables of hover and definition (the expressions' in pieces too)
 
     def _publish(self, uri: str, version: int | None, items: list[lsp.Diagnostic], final: bool = False) -> None:
         """Publish the fast stage of `version` if it is still the document's version."""
