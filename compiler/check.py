@@ -30,6 +30,7 @@ from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
+from .pauses import steady
 from .parser.parse import OnSyntax
 from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
@@ -72,15 +73,16 @@ def check_text(text: str, name: str = "<input>", incremental: bool = False,
     syntax diagnostics)`: called before that, once the text is read (parser/parse.py)."""
     if max_chars is not None and len(text) > max_chars:
         return _too_large(text, name, max_chars)
-    parsed = parse(text, name, incremental, attr_schema=attr_schema, on_syntax=on_syntax)
-    if on_parsed is not None:
-        on_parsed(parsed, ())
-    commented: dict = {}
-    checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
-    checker.commented = commented
-    diagnostics = checker.run()
-    if parsed.incremental is not None:
-        _note_unused(parsed, checker.types, commented)
+    with gc_paused():  # the cycle collector would walk the whole module again and again
+        parsed = parse(text, name, incremental, attr_schema=attr_schema, on_syntax=on_syntax)
+        if on_parsed is not None:
+            on_parsed(parsed, ())
+        commented: dict = {}
+        checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
+        checker.commented = commented
+        diagnostics = checker.run()
+        if parsed.incremental is not None:
+            _note_unused(parsed, checker.types, commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
 
 
@@ -115,7 +117,7 @@ def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE
     """
     if max_chars is not None and len(text) > max_chars:
         return None
-    with gc_paused():  # the cycle collector would walk the whole module on each pass
+    with gc_paused(), steady():  # (steady: `previous` is updated in place, compiler/pauses.py)
         return _recheck(previous, text, on_parsed)
 
 

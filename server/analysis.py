@@ -1,7 +1,11 @@
 """Parse results, cached per (uri, version): what every handler reads.
 
 The fast path (parse, name resolution, type inference: `compiler/check.py`) runs when a document opens and, debounced, after
-it changes; requests never recompute.  While the user types, the last analysis answers:
+it changes, in pieces (server/pieces.py, started by the diagnostics feature); requests never recompute.
+While an analysis is in progress, readers get the latest analysis stored, except when
+the one in progress is updating it in place, or there is none yet, or `current` is
+asked for: then `settle` (set by the diagnostics feature) finishes it first.  An
+analysis of an older version never replaces a newer one.  While the user types, the last analysis answers:
 its ranges are converted on its own text, so they stay consistent with one another even
 when the editor's text has moved on.  Only a document that was never analysed (a request
 before didOpen finished, say) is analysed on demand, and so is the current version for the
@@ -36,7 +40,7 @@ hover after every edit used to pay).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..compiler.check import CheckResult, Parsed, check_text, recheck
@@ -150,6 +154,9 @@ class Analyses:
 
     def __init__(self, limit: SizeLimit | None = None) -> None:
         self.limit = limit or SizeLimit()
+        # settle(uri, exact): finish what is in progress for `uri` when a reader needs it (the
+        # diagnostics feature's analyses in pieces; `exact`: the reader needs the current version)
+        self.settle: Callable[[str, bool], None] = lambda uri, exact: None
         self._latest: dict[str, Analysis] = {}
         self._good: dict[str, Analysis] = {}  # the latest analysis without syntax errors
         self._files: dict[str, Analysis] = {}  # uri → analysis of a file read from disk
@@ -162,6 +169,9 @@ class Analyses:
         if known is not None and known.version == version and known.source.text == text:
             return known
         analysis = analyse(uri, version, text, known, self.limit, on_parsed, on_syntax)
+        stored = self._latest.get(uri)
+        if stored is not known and _newer(stored, analysis):
+            return analysis  # a newer version was analysed meanwhile (this one in pieces): it stays
         self._latest[uri] = analysis
         if not analysis.has_syntax_errors:
             self._good[uri] = analysis
@@ -171,18 +181,22 @@ class Analyses:
 
     def current(self, uri: str, version: int | None, text: str) -> Analysis:
         """The analysis of exactly this text (made now if the latest is older)."""
+        self.settle(uri, True)
         return self.update(uri, version, text)
 
     def latest(self, uri: str) -> Analysis | None:
+        self.settle(uri, False)
         return self._latest.get(uri)
 
     def good(self, uri: str) -> Analysis | None:
         """The latest analysis that had no syntax error (what completion falls back on
         while the user is typing an unfinished line)."""
+        self.settle(uri, False)
         return self._good.get(uri)
 
     def for_request(self, uri: str, version: int | None, text: str) -> Analysis:
         """The analysis a request reads: the latest one, or a new one if there is none."""
+        self.settle(uri, False)
         known = self._latest.get(uri)
         return known if known is not None else self.update(uri, version, text)
 
@@ -196,6 +210,17 @@ class Analyses:
             del self._files[next(iter(self._files))]
         return known
 
+    def stored(self, uri: str) -> Analysis | None:
+        """The latest analysis as it is, without settling anything (for the analysis in
+        progress itself)."""
+        return self._latest.get(uri)
+
     def forget(self, uri: str) -> None:
         self._latest.pop(uri, None)
         self._good.pop(uri, None)
+
+
+def _newer(stored: Analysis | None, analysis: Analysis) -> bool:
+    """Whether `stored` is of a later version than `analysis`."""
+    return stored is not None and stored.version is not None and analysis.version is not None \
+        and stored.version > analysis.version

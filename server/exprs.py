@@ -17,8 +17,10 @@ from ..compiler.ir.functor import post_order
 from ..compiler.ir.span import Source, Span
 from ..compiler.parser import ParseResult
 from ..compiler.parser.incremental import Change
+from ..compiler.pauses import pause_point
 
 SHOWN = (Call, Tuple, TupleGetItem, Constant)
+PAUSE_NODES = 1024
 
 
 class ExprIndex:
@@ -29,6 +31,8 @@ class ExprIndex:
             for node in post_order(func, done=done):
                 done.add(node)
                 nodes.append(node)
+                if not len(nodes) % PAUSE_NODES:
+                    pause_point()  # built in pieces when the analysis is (server/pieces.py)
         self.entries = _entries(nodes, result.source)
 
     def at(self, offset: int) -> tuple[int, int, Expr] | None:

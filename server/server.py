@@ -25,6 +25,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from .analysis import Analyses
+from .collector import IdleCollector
 from .documents import Documents, SizeLimit
 from .features import (build_status, byoc, code_actions, code_lens, completion, declaration, diagnostics, folding,
                        formatting, graph, hover, inlay_hints, line_map, navigation, numerics, profile, rename,
@@ -67,8 +68,13 @@ class RelayLensProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message) -> None:
+        collector = getattr(self._server, "collector", None)
+        if collector is not None:
+            collector.touch()  # (collect when the server has been idle a while: collector.py)
         if not isinstance(message, _Unreadable):
             super().handle_message(message)
+            if collector is not None:
+                collector.touch()  # a second after the end of this message's handler
             return
         cause = message.error.__cause__
         try:
@@ -89,6 +95,7 @@ class RelayLensServer(LanguageServer):
         self.analyses = Analyses(limit)
         self.diagnostics = diagnostics.DiagnosticStore(self)
         self.builds = Builds(self)
+        self.collector = IdleCollector(lambda: self.diagnostics.scheduler.busy)
 
 
 def _lifecycle(server: RelayLensServer) -> None:
@@ -126,6 +133,7 @@ def serve(tcp: bool = False, port: int = 2087) -> None:
     """Run until the client says exit.  Logs go to stderr (stdout is the protocol)."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     server = build()
+    server.collector.install()  # the cycle collector runs when the server is idle (collector.py)
     if tcp:
         start_tcp(server, port)
     else:

@@ -436,7 +436,9 @@ async def test_an_edit_during_a_build_never_shows_the_old_report(client: Languag
     assert "_building…_" in hover.contents.value and "fused into" not in hover.contents.value
     assert (await finished(uri, 2))["state"] == "done"
     old = [f for f in FINISHES if f["uri"] == uri and f["version"] == 1]
-    assert [f["state"] for f in old] == ["cancelled"]  # superseded, never published
+    # superseded, never published: cancelled, or never started (the open's analysis, in
+    # pieces, was stopped by the edit before it was done: server/pieces.py)
+    assert [f["state"] for f in old] in ([], ["cancelled"])
     assert {line_of(text, "%0 = nn.conv2d") + 1, conv} <= set(rows(await lenses(client, uri)))
     hover = await client.text_document_hover_async(lsp.HoverParams(doc, lsp.Position(conv, 14)))
     assert ("**fused into** conv2d" in hover.contents.value

@@ -113,12 +113,19 @@ async def test_a_change_a_while_after_a_long_analysis_runs_at_once(store, clock)
 @pytest.mark.asyncio
 async def test_the_published_analysis_is_indexed_before_any_request(store) -> None:
     store, _ = store
+    indexed_when_published = []
+    publish = store.server.text_document_publish_diagnostics
+
+    def published(params) -> None:
+        indexed_when_published.append(store.server.analyses.stored(URI).index._sorted is not None)
+        publish(params)
+
+    store.server.text_document_publish_diagnostics = published
     store.analyse_now(URI)
     analysis = store.server.analyses.latest(URI)
     assert store.server.published[-1].version == 1
-    assert analysis.index._sorted is None  # published first ...
-    await asyncio.sleep(0)
-    assert analysis.index._sorted is not None  # ... then indexed, on the next turn of the loop
+    assert indexed_when_published == [False]  # published first ...
+    assert analysis.index._sorted is not None  # ... then indexed, by the same analysis
     assert analysis._exprs
 
 

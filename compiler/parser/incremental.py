@@ -50,6 +50,7 @@ from ..ir import expr as E
 from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
+from ..pauses import pause_point
 from .errors import AFTER_DEFINITION, BINDING
 from .grammar import first_token, kids, parse_text
 from .recovery import MAX_RECOVERIES, recover
@@ -62,6 +63,7 @@ from .symbols import Symbol, SymbolIndex
 # characters whose insertion or removal may change what the scanner sees (comments,
 # strings, metadata, the `#[version]` header, the recovery's hole, which it reports)
 _SCANNED = frozenset('/*"#' + HOLE)
+PAUSE_STATEMENTS = 256  # statements between two pause points (compiler/pauses.py)
 
 
 @dataclass
@@ -99,7 +101,9 @@ def anchor(source: Source, parsed: list, diagnostics: list[Diagnostic]) -> None:
         if not statements or any(s.data != "graph_stmt" for s in statements):
             continue
         parts = body.children
-        for stmt, semicolon in zip(parts[:-1], parts[1:]):  # a statement runs up to its `;`
+        for i, (stmt, semicolon) in enumerate(zip(parts[:-1], parts[1:])):  # a statement runs up to its `;`
+            if not i % PAUSE_STATEMENTS:
+                pause_point()
             if isinstance(stmt, Tree) and stmt.data == "graph_stmt":
                 bounds.add(item.start + first_token(stmt).start_pos)  # (comments after it included)
                 bounds.add(item.start + semicolon.start_pos)

@@ -34,6 +34,10 @@ from lark import Lark, Token, Tree
 from lark.lexer import PatternStr, UnlessCallback
 from lark.parsers.lalr_analysis import Shift
 
+from ..pauses import pause_point
+
+PAUSE_TOKENS = 256  # tokens between two pause points (compiler/pauses.py): about half a millisecond
+
 
 class NotTaken(Exception):
     """The text has a syntax error (or something the driver does not handle): parse it
@@ -96,7 +100,12 @@ class LalrDriver:
         end_state = self.end_states[start]
         pos, end = 0, len(text)
         new = str.__new__
+        countdown = PAUSE_TOKENS
         while True:
+            countdown -= 1
+            if not countdown:
+                countdown = PAUSE_TOKENS
+                pause_point()
             match, keywords = lexers[states[-1]]
             m = match(text, pos)
             if m is None:

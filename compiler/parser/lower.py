@@ -34,6 +34,7 @@ from ..ir import expr as E
 from ..ir import types as T
 from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
+from ..pauses import pause_point
 from .annotations import split_annotation
 from .grammar import first_token, kids, last_token
 from .literals import LiteralError, parse_number, parse_string
@@ -262,6 +263,7 @@ class Lowerer(TypeLowering, MetadataLowering):
         try:
             lets: list[tuple[E.Var, E.Expr, int]] = []
             for stmt in kids(tree)[:-1]:
+                pause_point()
                 kind = stmt.data
                 if kind == "let_stmt":
                     tok, *rest = kids(stmt)

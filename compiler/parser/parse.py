@@ -20,6 +20,7 @@ from ..ir.expr import Function
 from ..ir.module import IRModule
 from ..ir.span import Source, Span
 from ..metadata import MetadataError, parse_metadata
+from ..pauses import pause_point
 from ..support import gc_paused
 from .errors import HOLE
 from .grammar import kids, parse_type_text
@@ -88,6 +89,8 @@ def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSch
                 m = _DEF_NAME.match(code, item.start)
                 if m is not None:
                     lowerer.declare_broken_global(m.group(1), Span(source, m.start(1) - 1, m.end(1)))
+        for _, tree in parsed:
+            _free(tree)
     lowerer.check_undefined()
     if lowerer.unknown_constants:
         diagnostics.append(unknown_constants_warning(lowerer.unknown_constants))
@@ -125,6 +128,30 @@ def _parse_with_recovery(
     code: str, start: int, end: int, rule: str, statements: bool, source: Source, diagnostics: list[Diagnostic]
 ) -> Tree | None:
     return recover(code[start:end], rule, statements, start, source, diagnostics)
+
+
+def _free(tree: Tree | None) -> None:
+    """Take a parse tree apart a few statements at a time, with pause points between
+    (compiler/pauses.py): freed at once, the tree of a 20,000-statement body holds up
+    whatever runs it for 0.1 s.  Nodes of few children go whole."""
+    stack = [tree] if isinstance(tree, Tree) else []
+    countdown = PAUSE_NODES
+    while stack:
+        children = stack[-1].children
+        if not children:
+            stack.pop()
+            continue
+        child = children.pop()
+        if isinstance(child, Tree) and len(child.children) > 8:
+            stack.append(child)
+        del child
+        countdown -= 1
+        if not countdown:
+            countdown = PAUSE_NODES
+            pause_point()
+
+
+PAUSE_NODES = 128  # subtrees freed between two pause points
 
 
 def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], diagnostics: list[Diagnostic]) -> None:

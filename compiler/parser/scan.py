@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import Diagnostic, Severity
 from ..ir.span import Source, Span
+from ..pauses import pause_point
 
 VERSION = "0.0.5"
 HOLE = "\u2047"  # written by error recovery where it dropped a statement (parse.py)
@@ -63,6 +64,24 @@ class Scan:
         return m.start() if m else len(self.code)
 
 
+def _next_event(text: str, pos: int, end: int) -> re.Match | None:
+    """`_EVENT.search(text, pos, end)`, a window of WINDOW characters at a time with a
+    pause point between (compiler/pauses.py: one search over 500 KB takes 20 ms and
+    more).  A match that ends before its window does is what the whole search finds
+    (its lookahead saw a real character); one that reaches the window's end may be cut
+    short (`def` of `define`), so the next window starts a few characters before it."""
+    while True:
+        limit = min(end, pos + WINDOW)
+        m = _EVENT.search(text, pos, limit)
+        if limit == end or (m is not None and m.end() < limit):
+            return m
+        pos = min(m.start(), limit - 8) if m is not None else limit - 8  # events are at most 6 long
+        pause_point()
+
+
+WINDOW = 1 << 15
+
+
 def scan(source: Source) -> Scan:
     text = source.text
     blanks: list[tuple[int, int]] = []
@@ -72,7 +91,7 @@ def scan(source: Source) -> Scan:
     pos = 0
     header_allowed = True
     while True:
-        m = _EVENT.search(text, pos, end)
+        m = _next_event(text, pos, end)
         if m is None:
             break
         tok, at = m.group(), m.start()

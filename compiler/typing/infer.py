@@ -33,11 +33,13 @@ from ..ir.functor import children
 from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, all_ops, get_op
+from ..pauses import pause_point
 from ..printer.types import print_type
 from .unknown_constants import broadcast_operand, operand_type, unknown_constants
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
+PAUSE_STEPS = 512  # steps of the walk between two pause points (compiler/pauses.py)
 
 
 def infer_types(module: IRModule, *, check_annotations: bool = False,
@@ -167,7 +169,12 @@ class TypeChecker:
         """Type `root` and everything under it, children first, without recursion."""
         types = self.types
         stack: list[tuple[int, object]] = [(0, root)]
+        countdown = PAUSE_STEPS
         while stack:
+            countdown -= 1
+            if not countdown:
+                countdown = PAUSE_STEPS
+                pause_point()
             step, item = stack.pop()
             if step == 0:  # enter
                 node = item
@@ -510,7 +517,12 @@ class TypeChecker:
         """Write every complete type into its node; check the `ty=` comments if asked."""
         solver = self.solver
         seeded = self.seeded
+        countdown = PAUSE_STEPS
         for node, ty in self.types.items():
+            countdown -= 1
+            if not countdown:
+                countdown = PAUSE_STEPS
+                pause_point()
             if node in seeded:
                 continue
             resolved = solver.resolve(ty)

@@ -2,16 +2,25 @@
 and the slow path's builds (`server.builds`, server/slow/builds.py) started from them.
 
 Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
-version they were computed on.  didOpen analyses at once.  didChange is debounced per
+version they were computed on.  Every analysis runs in pieces (server/pieces.py): on a
+thread of its own that runs only on the event loop's turn, a few milliseconds at a time,
+the most recently started analysis first; between pieces the loop reads and answers
+what arrived.  So a document opened or changed while a long one is being analysed is
+served at once, its syntax diagnostics first, and the long one goes on after it.  An
+analysis of a version the document no longer has is stopped at its next pause point
+(compiler/pauses.py), or finished first when it is updating the previous analysis in
+place (the incremental re-check: a few ms, unless a break makes it type the module
+again); a request that cannot do without an analysis in progress finishes it
+(`_settle`).  didOpen starts its analysis at once (and the build once it is done).  didChange is debounced per
 URI, and a newer edit cancels the pending run: a change to a document that was quiet
 (no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
 take edits sent together as one; a change while the document is busy (being typed in,
 or analysed a moment ago, 30 ms: edits that queued up meanwhile) waits for 150 ms
-without changes.  So
-one edit shows its diagnostics after one analysis, and a burst of typing costs one
+without changes.  So one edit shows its diagnostics after one analysis, and a burst of typing costs one
 analysis, not one per keystroke.  didClose clears the document's diagnostics.  A
-result is published only if its version is still the document's version; once it is,
-the analysis builds the lookup tables of hover and definition (`Analysis.prepare`).  The fast
+result is published only if its version is still the document's version at that moment
+(so never an older version after a newer one); then the analysis builds the lookup
+tables of hover and definition (`Analysis.prepare`).  The fast
 stage is published only for the version it was computed on; the slow path's stage
 (`build`) stays, whatever its version, until the next build replaces it, so neither
 path clears the other.  Documents of our `relaylens:` scheme (virtual documents a client
@@ -28,11 +37,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from lsprotocol import types as lsp
 
+from ...compiler.pauses import Stopped
 from .. import convert
+from ..pieces import Pieces, Scheduler, on_loop
 from ..slow.builds import STAGE as BUILD
 from ..slow.uris import is_virtual
 from . import guarded, log
@@ -56,6 +67,9 @@ class DiagnosticStore:
         self._pending: dict[str, asyncio.Task] = {}
         self._active: dict[str, float] = {}  # uri -> time of its last change
         self._analysed: dict[str, float] = {}  # uri -> when its last analysis ended
+        self._running: dict[str, tuple[Pieces, int | None]] = {}  # uri -> its analysis in progress, version
+        self.scheduler = Scheduler()
+        server.analyses.settle = self._settle
 
     def set(self, stage: str, uri: str, version: int | None, items: list[lsp.Diagnostic]) -> None:
         self._by_stage[(stage, uri)] = (version, items)
@@ -75,37 +89,81 @@ class DiagnosticStore:
         self.server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
 
-    def analyse_now(self, uri: str) -> None:
-        """Analyse the opened document (a closed one: nothing) and publish."""
+    def analyse(self, uri: str, then: Callable[[], None] | None = None) -> Pieces | None:
+        """Start analysing the opened document (a closed one: nothing) in pieces, ahead of
+        the other analyses waiting; its diagnostics are published as they are known, and
+        `then` is called (on the loop) once they all are.  An analysis of an older version
+        of the document still going is stopped first (finished, when it is updating the
+        previous analysis in place: pieces.py)."""
         doc = self.server.documents.opened(uri)
         if doc is None:
+            return None
+        running = self._running.get(uri)
+        if running is not None:
+            if running[1] == doc.version:
+                self.scheduler.raise_(running[0])
+                return running[0]
+            running[0].stop()
+            self.scheduler.finish(running[0])
+        version, text = doc.version, doc.text
+        pieces = Pieces(lambda: self._analyse(uri, version, text), f"analysis of {uri}")
+        self._running[uri] = (pieces, version)
+        self.scheduler.start(pieces, lambda done: self._done(uri, done, then))
+        return pieces
+
+    def analyse_now(self, uri: str) -> None:
+        """Analyse the opened document and publish, before returning."""
+        pieces = self.analyse(uri)
+        if pieces is not None:
+            self.scheduler.finish(pieces)
+
+    def _settle(self, uri: str, exact: bool) -> None:
+        """Finish the analysis of `uri` in progress when a reader cannot do without it:
+        it is updating the previous analysis in place, there is no analysis yet, or the
+        reader needs the document's current version (`exact`)."""
+        running = self._running.get(uri)
+        if running is None:
             return
-        version = doc.version
+        pieces = running[0]
+        if pieces.steady or self.server.analyses.stored(uri) is None or exact:
+            self.scheduler.finish(pieces)
+
+    def _analyse(self, uri: str, version: int | None, text: str) -> None:
+        """The work of one analysis (on its own thread, a piece at a time: pieces.py)."""
         early = syntax = None
-        if len(doc.text) >= self.EARLY_CHARS:
+        if len(text) >= self.EARLY_CHARS:
             def syntax(source, diagnostics) -> None:  # syntax first, then names, types after
-                self.set(FAST, uri, version, [convert.diagnostic(d, source, uri) for d in diagnostics])
-                self.sync(uri, version)
+                items = [convert.diagnostic(d, source, uri) for d in diagnostics]
+                on_loop(lambda: self._publish(uri, version, items))
 
             def early(parsed, type_diagnostics) -> None:
                 syntax(parsed.source, (*parsed.diagnostics, *type_diagnostics))
-        analysis = self.server.analyses.update(uri, version, doc.text, early, syntax)
-        current = self.server.documents.opened(uri)
-        if current is None or current.version != version:  # a newer edit arrived; its own run will publish
-            return
+        analysis = self.server.analyses.update(uri, version, text, early, syntax)
         items = [convert.diagnostic(d, analysis.source, uri) for d in analysis.diagnostics]
+        on_loop(lambda: self._publish(uri, version, items, final=True))
+        if self.server.analyses.stored(uri) is analysis:
+            analysis.prepare()  # the tables of hover and definition (the expressions' in pieces too)
+
+    def _publish(self, uri: str, version: int | None, items: list[lsp.Diagnostic], final: bool = False) -> None:
+        """Publish the fast stage of `version` if it is still the document's version."""
+        current = self.server.documents.opened(uri)
+        if current is None or current.version != version:  # a newer edit arrived; its own run publishes
+            return
         self.set(FAST, uri, version, items)
         self.sync(uri, version)
-        self._analysed[uri] = time.monotonic()
-        asyncio.get_running_loop().call_soon(self._prepare, analysis)
+        if final:
+            self._analysed[uri] = time.monotonic()
 
-    def _prepare(self, analysis) -> None:
-        if self.server.analyses.latest(analysis.uri) is not analysis:
-            return  # a newer version was analysed meanwhile: its own call prepares it
-        try:
-            analysis.prepare()
-        except Exception:  # noqa: BLE001 -- the request that needs the table will say why
-            log.exception("indexing %s failed", analysis.uri)
+    def _done(self, uri: str, pieces: Pieces, then: Callable[[], None] | None) -> None:
+        if self._running.get(uri, (None,))[0] is pieces:
+            del self._running[uri]
+        if isinstance(pieces.error, Stopped):
+            return
+        if pieces.error is not None:
+            log.error("analysis of %s failed", uri, exc_info=pieces.error)
+            return
+        if then is not None:
+            then()
 
     def schedule(self, uri: str) -> None:
         """Analyse `uri` soon if it was quiet, after a pause in its changes if busy."""
@@ -125,8 +183,12 @@ class DiagnosticStore:
             pending.cancel()
 
     def forget(self, uri: str) -> None:
-        """A closed document: nothing pending, nothing stored."""
+        """A closed document: nothing pending, nothing running, nothing stored."""
         self.cancel(uri)
+        running = self._running.pop(uri, None)
+        if running is not None:
+            running[0].stop()
+            self.scheduler.finish(running[0])
         self.clear(uri)
         self._active.pop(uri, None)
         self._analysed.pop(uri, None)
@@ -138,7 +200,7 @@ class DiagnosticStore:
             return
         self._pending.pop(uri, None)
         try:
-            self.analyse_now(uri)
+            self.analyse(uri)
         except Exception:  # noqa: BLE001
             log.exception("analysis of %s failed", uri)
 
@@ -153,8 +215,7 @@ def register(server: "RelayLensServer") -> None:
         if is_virtual(uri):
             return
         store.cancel(uri)
-        store.analyse_now(uri)
-        server.builds.opened(uri)
+        store.analyse(uri, then=lambda: server.builds.opened(uri))
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     @guarded()
