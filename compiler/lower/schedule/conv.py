@@ -47,8 +47,8 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .primitives import Schedule, Stage
+from .vector_unit import VectorUnit, host_unit
 
-ACCUMULATORS = 20  # of the 32 vector registers: the rest hold weights and broadcasts
 PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
 CACHE_BYTES = 2 << 20  # per core (L2)
 COPY_PARALLEL_BYTES = 1 << 20
@@ -80,12 +80,14 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
     return done
 
 
-def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16) -> tuple[int, int]:
+def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
+              unit: VectorUnit | None = None) -> tuple[int, int]:
     """(cols, vectors) of the register tile for an output `width` and `blocks` of `lanes`
-    channels (see the module doc).  A block of lanes that is not a power of two takes a
-    register per power of two in it (the code generator's vector pieces: 12 lanes are a
-    vector of 8 and one of 4), so fewer fit."""
-    budget = ACCUMULATORS // bin(lanes).count("1")
+    channels on `unit` (default the host's; see the module doc).  A block wider than a
+    register, or of lanes that are not a power of two, takes more than one register
+    (`VectorUnit.registers_for`: 12 lanes are a vector of 8 and one of 4), so fewer fit."""
+    unit = unit or host_unit()
+    budget = max(1, unit.accumulators // unit.registers_for(lanes))
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
