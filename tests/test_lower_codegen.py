@@ -7,7 +7,10 @@ from a real Source and read the IR back through llvm_map.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -386,6 +389,23 @@ def test_parallel_loops(jit):
     np.testing.assert_array_equal(k["par_nested"](y), y * 3 + np.arange(rows, dtype=np.int32)[:, None])
     z = values("float64", n=rows * cols).reshape(rows, cols)
     np.testing.assert_array_equal(k["serial_then_par"](z), z + np.arange(rows)[:, None])
+
+
+@pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_libgomp_waits_passively_unless_told_otherwise(given, expected):
+    """The JIT sets OMP_WAIT_POLICY=PASSIVE before libgomp loads (jit.py's module doc: a
+    spinning barrier on a busy machine), unless the environment says how to wait; libgomp
+    reports the policy it read (OMP_DISPLAY_ENV)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["OMP_DISPLAY_ENV"] = "true"
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    code = ("import os; from relaylens.compiler.lower.runtime.jit import JIT; JIT(num_threads=1); "
+            "print('policy', os.environ['OMP_WAIT_POLICY'])")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert f"policy {expected}" in run.stdout
+    assert re.search(rf"OMP_WAIT_POLICY = '{expected}'", run.stderr)
 
 
 def _vector_func(name, fn, n=64, width=16):
