@@ -98,7 +98,7 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
     per_block = unit.registers_for(lanes)
     budget = max(1, unit.accumulators // per_block)
     if unit.registers < 32 and not depthwise:
-        return _modelled_tile(width, blocks, budget, per_block)
+        return _modelled_tile(width, blocks, unit.accumulators, per_block)
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
@@ -115,14 +115,15 @@ WEIGHT_LOAD_COST = 2  # a weight vector comes from L2 (a block's filters outgrow
 OVERLAP_COST = 1.15  # a last tile overlapping the one before: index arithmetic, stores twice
 
 
-def _modelled_tile(width: int, blocks: int, budget: int, per_block: int) -> tuple[int, int]:
-    """(cols, vectors) by a model of one reduction step of the tile on a 16-register unit
+def _modelled_tile(width: int, blocks: int, accumulators: int, per_block: int) -> tuple[int, int]:
+    """(cols, vectors), cols * vectors * per_block registers within `accumulators`, by a
+    model of one reduction step of the tile on a 16-register unit
     (see the module doc): max(FMAs / FMA_PORTS, FMA_LATENCY, loads / LOAD_PORTS) cycles,
     times the tiles a row of `blocks` blocks takes (a last tile overlapping the one
     before counts whole); the cheapest, then the one whose columns divide the width."""
     best: tuple | None = None
-    for cols in range(1, min(width, budget) + 1):
-        for vectors in (d for d in range(1, blocks + 1) if blocks % d == 0 and cols * d * per_block <= budget):
+    for cols in range(1, min(width, accumulators // per_block) + 1):
+        for vectors in (d for d in range(1, blocks + 1) if blocks % d == 0 and cols * d * per_block <= accumulators):
             fmas = cols * vectors * per_block
             loads = cols + WEIGHT_LOAD_COST * vectors * per_block
             step = max(fmas / FMA_PORTS, FMA_LATENCY, loads / LOAD_PORTS)
