@@ -9,6 +9,7 @@ import pytest
 from relaylens.compiler.driver import compile
 from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.lower.schedule.dense_pack import dense_tile
+from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.transform.x86_dense_layout import pack_block
 
@@ -62,15 +63,21 @@ def test_pack_block_is_tvms_fallback():
     # the largest divisor of N up to 2 * simd_lanes (topi/x86/dense.py _default_dense_pack_config)
     assert pack_block(1000, 16) == 25
     assert pack_block(3072, 16) == 32
-    assert pack_block(48, 8) == 16
-    assert pack_block(1000, 8) == 10
+    assert pack_block(48, 8, "int8") == 16
+    assert pack_block(1000, 8, "int8") == 10
+    assert pack_block(48, 8) == 8 and pack_block(1000, 8) == 8  # float32 on AVX2: one register (module doc)
     assert pack_block(37, 16) == 1
 
 
 def test_tile_has_no_guard_and_fits_registers():
-    assert dense_tile(128, 24, 32) == (4, 2)   # 4 rows x 2 blocks x 2 vectors = 16 accumulators
-    assert dense_tile(1, 40, 25) == (1, 4)     # odd lanes: rows x blocks <= 4
-    assert dense_tile(5, 3, 7) == (1, 3)
+    # AVX-512: 20 accumulators of 16 lanes
+    assert dense_tile(128, 24, 32, AVX512) == (4, 2)   # 4 rows x 2 blocks x 2 vectors = 16 accumulators
+    assert dense_tile(1, 40, 25, AVX512) == (1, 4)     # odd lanes: rows x blocks <= 4
+    assert dense_tile(5, 3, 7, AVX512) == (1, 3)
+    # AVX2: 12 accumulators of 8 lanes; 16 lanes take two
+    assert dense_tile(128, 384, 8, AVX2) == (4, 3)
+    assert dense_tile(128, 192, 16, AVX2) == (4, 1)
+    assert dense_tile(128, 24, 32, AVX2) == (4, 1)     # 4 vectors a block: 16 accumulators, spilled
 
 
 def test_odd_lanes_with_rows_by_sixteen_keep_rows_in_the_vectors():
@@ -97,7 +104,8 @@ def @main(%x: Tensor[(4, 64), float32], %w: Tensor[(96, 64), float32]) {
 
 
 @pytest.mark.parametrize("data, weight, lanes, packed", [
-    ("float32", (48, 64), 8, "NC16n"),      # TVM's test_alter_op_dense (core-avx2)
+    ("float32", (48, 64), 8, "NC8n"),       # TVM's test_alter_op_dense (core-avx2) has NC16n: one register here
+    ("float32", (1000, 64), 8, "NC8n"),     # (TVM: NC10n)
     ("float32", (1000, 64), 16, "NC25n"),   # AVX-512: up to 32
     ("int8", (32, 64), 16, "NC32n"),        # int8 data: dense_pack.x86 too
     ("uint8", (32, 64), 16, None),          # uint8 x int8 on AVX-512: VNNI's NC16n4c, not done

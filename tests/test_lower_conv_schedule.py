@@ -26,7 +26,8 @@ from relaylens.compiler.lower.pipeline import lower_build, lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.schedule import loopnest as ln
-from relaylens.compiler.lower.schedule.conv import ACCUMULATORS, conv_tile
+from relaylens.compiler.lower.schedule.conv import conv_tile
+from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512, host_unit
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.primitives import Schedule
 from relaylens.compiler.lower.te import evaluate as te_eval
@@ -90,16 +91,30 @@ def test_blocked_compute_matches_numpy_in_te_eval(case):
     assert_close(case, te_eval.evaluate(outputs, pairs), case.reference(case.inputs()))
 
 
-def test_register_tile_fits_and_divides():
-    for width in (1, 5, 7, 13, 14, 17, 28, 56, 112, 224):
-        for blocks in (1, 2, 3, 4, 32, 128):
-            cols, vectors = conv_tile(width, blocks)
-            assert 1 <= cols <= width and cols * vectors <= ACCUMULATORS
-            assert blocks % vectors == 0
-            assert width % cols == 0 or cols == min(width, ACCUMULATORS // (2 if blocks > 1 else 1))
-    assert conv_tile(7, 32) == (7, 2)
-    assert conv_tile(56, 4) == (8, 2)
-    assert conv_tile(56, 2, lanes=12) == (4, 2)  # 12 lanes: a vector of 8 and one of 4, two registers
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_register_tile_fits_and_divides(unit):
+    budget = unit.accumulators
+    for lanes in (unit.lanes, 12, 16):
+        per_block = unit.registers_for(lanes)
+        for width in (1, 5, 7, 13, 14, 17, 28, 56, 112, 224):
+            for blocks in (1, 2, 3, 4, 32, 128):
+                cols, vectors = conv_tile(width, blocks, lanes=lanes, unit=unit)
+                assert 1 <= cols <= width and cols * vectors * per_block <= budget
+                assert blocks % vectors == 0
+
+
+def test_register_tiles_of_avx512_and_avx2():
+    assert conv_tile(7, 32, unit=AVX512) == (7, 2)
+    assert conv_tile(56, 4, unit=AVX512) == (8, 2)
+    assert conv_tile(56, 2, lanes=12, unit=AVX512) == (4, 2)  # 12 lanes: a vector of 8 and one of 4, two registers
+    # AVX2: 16 registers, 12 accumulators of 8 lanes; a block of 16 lanes takes two
+    assert AVX2.registers_for(8) == 1 and AVX2.registers_for(16) == 2 and AVX2.registers_for(12) == 2
+    # there the tile is costed (conv.py `_modelled_tile`): 3 columns x 4 blocks (12 chains of
+    # FMAs, MLAS's AVX2 kernel's shape) where the blocks allow it, the last tile overlapping
+    assert conv_tile(14, 32, lanes=8, unit=AVX2) == (3, 4)
+    assert conv_tile(56, 8, lanes=8, unit=AVX2) == (3, 4)
+    assert conv_tile(7, 64, lanes=8, unit=AVX2) == (7, 1)  # a 7-wide row whole: the weight read once per row
+    assert conv_tile(7, 32, lanes=16, unit=AVX2) == (3, 2)  # 16 lanes: two registers a block
 
 
 def test_schedule_record_shows_the_tile_inside_the_epilogue(jit):
@@ -114,11 +129,16 @@ def test_schedule_record_shows_the_tile_inside_the_epilogue(jit):
     assert any(p == "parallel" and a.startswith("T_relu:") for p, a in steps)
     assert any(p == "vectorize" and a.startswith("T_weight_pack:") for p, a in steps)
     text = ln.print_func(lowered.prim)
-    # one tile: 2 blocks of 16 channels x 7 columns, accumulated in registers
-    assert "T_conv2d_NCHW16c = allocate(float32, [1, 2, 1, 7, 16])" in text
+    # one tile: 2 blocks of 16 channels x 7 columns with AVX-512 (2 x 3 with AVX2),
+    # accumulated in registers
+    cols, vectors = conv_tile(7, 4)
+    assert (cols, vectors) == ((7, 2) if host_unit().registers >= 32 else (3, 2))
+    assert f"T_conv2d_NCHW16c = allocate(float32, [1, {vectors}, 1, {cols}, 16])" in text
     assert "T_conv2d =" not in text and "T_conv2d[" not in text  # read back inside the epilogue
     tile_reads = re.findall(r"T_conv2d_NCHW16c\[([^\]]*)\]", text)
-    assert tile_reads and not any("//" in i or "%" in i for i in tile_reads)
+    assert tile_reads
+    if 7 % cols == 0:  # AVX2's 3 columns: the last tile overlaps the one before, a min() in its reads
+        assert not any("//" in i or "%" in i for i in tile_reads)
     x, w = (np.random.default_rng(1).standard_normal(s).astype("float32") for s in ((1, 64, 7, 7), (64, 64, 3, 3)))
     got = _KernelCall(lowered)(x, w)
     want = np.maximum(case.reference([x, w])[0], 0)
@@ -145,7 +165,8 @@ def test_depthwise_and_strided_1x1_stages():
     assert any(p == "vectorize" and a.startswith("T_pad_NCHW16c:") for p, a in depthwise)
     strided = schedule_steps(conv((1, 32, 14, 14), (64, 32, 1, 1), "s2", strides=(2, 2)))
     assert any(p == "vectorize" and a.startswith("T_strided:") for p, a in strided)
-    assert conv_tile(28, 4, depthwise=True) == (14, 1)
+    assert conv_tile(28, 4, depthwise=True, unit=AVX512) == (14, 1)
+    assert conv_tile(28, 4, depthwise=True, lanes=8, unit=AVX2) == (7, 1)
 
 
 def _call(name: str, args, **attrs):

@@ -157,6 +157,29 @@ def test_compiled_code_gives_the_evaluated_bits(jit, name):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
 
 
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf"])
+def test_vector_code_gives_the_evaluated_bits(jit, name):
+    """Inside a vectorized loop of a power-of-two width with a straight-line body (a fused
+    kernel's epilogue), the expansion is emitted on vectors (codegen/lanes.py), not left to
+    the loop vectoriser: the IR has no vectorize hint and computes <8 x float> values, and
+    the bits are still te_eval's (so the accuracy tests above cover vector code too)."""
+    width = 8
+    n = len(X) // width * width
+    a, out = te.Buffer("a", (n,), "float32"), te.Buffer("out", (n,), "float32")
+    o, v = te.Var("o"), te.Var("v")
+    value = te.intrinsic(name, te.BufferLoad(a, o * width + v, "float32")) * 2.0
+    func = ln.PrimFunc(f"lanes_{name}", (a, out), ln.For(o, n // width, ln.For(
+        v, width, ln.Store(out, o * width + v, value), "vectorized")))
+    text = str(generate([func], "t.relay"))
+    assert "llvm.loop.vectorize" not in text and "<8 x float>" in text
+    assert not re.search(r"call .*@\"?llvm\.(exp|tanh)", text)
+    jit.load(jit.optimize(text))
+    got = jit.kernel(func)(X[:n])
+    want = _evaluate(lambda x: mathfuncs.INLINED[name](x) * 2.0)[:n]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got.view(np.int32)[~np.isnan(want)], want.view(np.int32)[~np.isnan(want)])
+
+
 def test_fast_intrinsics_on_float64_are_exact(jit):
     x = np.linspace(-5, 5, 33)
     a, out = te.Buffer("a", (33,), "float64"), te.Buffer("out", (33,), "float64")

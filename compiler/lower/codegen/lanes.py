@@ -14,14 +14,21 @@ Lane by lane, with v the loop variable:
   one vector load or store when c is 1, else W scalar accesses (a strided epilogue store,
   as the loop vectoriser scalarises it); the base is the index emitted with v = 0;
 * arithmetic, comparisons, casts and selects of vectors are the same instructions on
-  vector types (scalar.py's `binary`, `cast`; min and max as its compare and select).
+  vector types (scalar.py's `binary`, `cast`; min and max as its compare and select);
+  shifts of int32 lanes by a constant are vector shifts;
+* a float32 `exp`, `tanh`, `erf`, `sigmoid` or FastMath `fast_*` call is its expansion
+  (te/mathfuncs.py `INLINED`, as scalar.py inlines it) emitted on vectors, in exact IEEE
+  steps (no FMA contraction inside, as for the scalar expansion): the expansion is built
+  of arithmetic, selects, casts and the calls `floor`, `abs`, `neg`, `isnan` and
+  `reinterpret`, which have vector forms (LLVM's intrinsics on vector types, `fneg`,
+  an unordered compare, `bitcast`);
 
 The iterations run all at once, statement by statement: the loop vectoriser's legality
 (`llvm._vectorizable`: a written buffer is read only where the same iteration writes it)
 makes that the loop's result.  A select whose side reads memory (a padding guard) on a
 condition that is the same on every lane is a branch, as in scalar code.  Anything
 else — such a select on a condition that differs between lanes (its lanes may not be
-loaded), an index not affine in v, a call, integer
+loaded), an index not affine in v, another call (a libm one: `erf` on float64), integer
 division on lanes, bool or float16 data — is left to the loop vectoriser (`lane_plan`
 says None).
 """
@@ -34,12 +41,15 @@ import llvmlite.ir as ir
 
 from ..schedule.loopnest import For, Seq, Store
 from ..te import expr as te
-from .scalar import I32, I64, binary, cast, elem_bytes, mem_type
+from ..te.mathfuncs import INLINED
+from .scalar import I32, I64, binary, call, cast, elem_bytes, mem_type, reg_type
 
 MAX_LANES = 64
 LANE_DTYPES = ("float32", "float64", "int32", "int64")  # of what lanes load, store and compute
 LANE_FLOAT_OPS = ("add", "sub", "mul", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
 LANE_INT_OPS = ("add", "sub", "mul", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+LANE_SHIFTS = ("shl", "shr")  # of int32 lanes by a constant within the width
+LANE_CALLS = ("floor", "abs", "neg", "isnan", "reinterpret")  # float32 calls with vector forms
 
 
 @dataclass
@@ -49,6 +59,7 @@ class LanePlan:
 
     stores: list[Store]
     uses: dict[int, bool]
+    expansions: dict[int, tuple[te.Var, te.PrimExpr]]  # an inlined call's (variable, expansion), by id
 
 
 def lane_plan(s: For) -> LanePlan | None:
@@ -60,14 +71,14 @@ def lane_plan(s: For) -> LanePlan | None:
     stores = _stores(s.body)
     if stores is None:
         return None
-    uses: dict[int, bool] = {}
+    plan = LanePlan(stores, {}, {})
     seen: dict[int, bool] = {}
     for st in stores:
-        if st.buffer.dtype not in LANE_DTYPES or affine_stride(st.index, s.var, uses) in (None, 0):
+        if st.buffer.dtype not in LANE_DTYPES or affine_stride(st.index, s.var, plan.uses) in (None, 0):
             return None
-        if not _supported(st.value, s.var, uses, seen):
+        if not _supported(st.value, s.var, plan, seen):
             return None
-    return LanePlan(stores, uses)
+    return plan
 
 
 def _stores(body) -> list[Store] | None:
@@ -111,34 +122,57 @@ def affine_stride(e: te.PrimExpr, var: te.Var, uses: dict[int, bool]) -> int | N
     return None
 
 
-def _supported(e: te.PrimExpr, var: te.Var, uses: dict[int, bool], seen: dict[int, bool]) -> bool:
+def _supported(e: te.PrimExpr, var: te.Var, plan: LanePlan, seen: dict[int, bool]) -> bool:
     """Whether every node of `e` that reads `var` has a vector form (see the module doc)."""
-    key = id(e)
+    key, uses = id(e), plan.uses
     if key in seen:
         return seen[key]
     if not uses_var(e, var, uses):
         ok = True
-    elif e.dtype not in LANE_DTYPES and not (e.dtype == "bool" and isinstance(e, te.Binary)):
+    elif e.dtype not in LANE_DTYPES and not (e.dtype == "bool" and isinstance(e, (te.Binary, te.Call))):
         ok = False
     elif e is var:
         ok = True
     elif isinstance(e, te.BufferLoad):
         ok = e.buffer.dtype in LANE_DTYPES and affine_stride(e.index, var, uses) not in (None, 0)
     elif isinstance(e, te.Binary):
-        ops = LANE_FLOAT_OPS if te.is_float(e.a.dtype) else LANE_INT_OPS
-        ok = e.a.dtype in LANE_DTYPES and e.op in ops and \
-            _supported(e.a, var, uses, seen) and _supported(e.b, var, uses, seen)
+        if e.op in LANE_SHIFTS:
+            ok = e.a.dtype == "int32" and _shift_amount(e) is not None and _supported(e.a, var, plan, seen)
+        else:
+            ops = LANE_FLOAT_OPS if te.is_float(e.a.dtype) else LANE_INT_OPS
+            ok = e.a.dtype in LANE_DTYPES and e.op in ops and \
+                _supported(e.a, var, plan, seen) and _supported(e.b, var, plan, seen)
     elif isinstance(e, te.Cast):
-        ok = e.value.dtype in LANE_DTYPES and _supported(e.value, var, uses, seen)
+        ok = e.value.dtype in LANE_DTYPES and _supported(e.value, var, plan, seen)
     elif isinstance(e, te.Select):
         # a side that reads memory is read only where the condition holds: lane by lane
         # that would take a masked load; a condition the same on every lane is a branch
         ok = (not uses_var(e.cond, var, uses) or not any(_reads(x) for x in (e.a, e.b))) and \
-            all(_supported(x, var, uses, seen) for x in (e.cond, e.a, e.b))
+            all(_supported(x, var, plan, seen) for x in (e.cond, e.a, e.b))
+    elif isinstance(e, te.Call) and len(e.args) == 1 and e.args[0].dtype == "float32":
+        if e.name in INLINED and e.dtype == "float32":
+            v = te.Var("v", "float32")
+            body = INLINED[e.name](v)
+            uses[id(v)] = True  # every node of the expansion that reads v reads the lanes
+            plan.expansions[key] = (v, body)
+            ok = _supported(e.args[0], var, plan, seen) and _supported(body, v, plan, seen)
+        else:
+            ok = e.name in LANE_CALLS and (e.name != "reinterpret" or e.dtype == "int32") and \
+                _supported(e.args[0], var, plan, seen)
+    elif isinstance(e, te.Call) and e.name == "reinterpret" and e.args[0].dtype == "int32":
+        ok = e.dtype == "float32" and _supported(e.args[0], var, plan, seen)
     else:
         ok = False
     seen[key] = ok
     return ok
+
+
+def _shift_amount(e: te.Binary) -> int | None:
+    """The constant a shift moves its int32 lanes by, when within the width."""
+    b = e.b
+    if isinstance(b, te.Const) and 0 <= int(b.value) < 32:
+        return int(b.value)
+    return None
 
 
 def _reads(e: te.PrimExpr) -> bool:
@@ -213,9 +247,15 @@ class Lanes:
                               name=e.buffer.name)
                 vector = b.insert_element(vector, lane, ir.Constant(I32, k))
             return vector
+        if isinstance(e, te.Binary) and e.op in LANE_SHIFTS:
+            x = self.splat(self.value(e.a))
+            amount = ir.Constant(x.type, [_shift_amount(e)] * w)
+            return b.shl(x, amount) if e.op == "shl" else b.ashr(x, amount)
         if isinstance(e, te.Binary):
             x, y = self.splat(self.value(e.a)), self.splat(self.value(e.b))
             return binary(em, e.op, x, y, e.a.dtype)
+        if isinstance(e, te.Call):
+            return self.call(e)
         if isinstance(e, te.Cast):
             return cast(b, self.value(e.value), e.value.dtype, e.dtype)
         if isinstance(e, te.Select):
@@ -226,6 +266,24 @@ class Lanes:
                 x, y = self.splat(x), self.splat(y)
             return b.select(cond, x, y)
         raise AssertionError(f"lane_plan let through {type(e).__name__}")
+
+    def call(self, e: te.Call) -> ir.Value:
+        """A float32 call on every lane: an inlined function's expansion, in exact IEEE
+        steps, or one of LANE_CALLS."""
+        em, b = self.em, self.em.builder
+        x = self.splat(self.value(e.args[0]))
+        expansion = self.plan.expansions.get(id(e))
+        if expansion is not None:
+            v, body = expansion
+            self.vectors[id(v)] = x
+            contract, em.contract = em.contract, False
+            try:
+                return self.splat(self.value(body))
+            finally:
+                em.contract = contract
+        if e.name == "reinterpret":
+            return b.bitcast(x, ir.VectorType(reg_type(e.dtype), self.width))
+        return call(em, e.name, [x], e.args[0].dtype, e.dtype)
 
     def branches(self, e: te.Select) -> ir.Value:
         """A select on one condition for every lane whose sides read memory: a branch to

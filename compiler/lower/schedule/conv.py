@@ -26,10 +26,18 @@ vectorized).  Measured (1 thread, depthwise 3x3 with bias and relu): 1x304x128x1
 from 31 to 20-22 ms, 1x64x128x128 from 4.3 to 1.9 ms; other widths stay as they were
 (the columns' vector is shorter than 16 there, and 1x128x28x28 1x1 lost 15% with it).
 
-`cols` is the largest divisor of the output width up to ACCUMULATORS/2 (ACCUMULATORS for
-depthwise or a single block; when no divisor from 4 exists, that bound, the last tile
-overlapping the one before), `vectors` the largest divisor of B that fits beside it (1
-for depthwise, whose lanes read the blocked input: nothing to share).  Blocks of 12
+The accumulators are the host's (schedule/vector_unit.py: 20 with AVX-512's 32 vector
+registers, 12 with AVX2's 16).  With 32 registers, `cols` is the largest divisor of the
+output width up to half of them (all of them for depthwise or a single block; when no
+divisor from 4 exists, that bound, the last tile overlapping the one before), `vectors`
+the largest divisor of B that fits beside it (1 for depthwise, whose lanes read the
+blocked input: nothing to share).  With 16 registers (`_modelled_tile`) so few
+accumulators leave no room for that rule: 14 columns gave 2 x 6 with the last tile
+overlapping (18 columns computed for 14), 7 gave 6 for 7.  There every (cols, vectors)
+that fits is costed by a model of one reduction step (FMAs over two ports, loads over
+two, at least an FMA's latency: fewer than 8 chains wait on it) times the tiles: 14
+columns of 32 blocks take 3 x 4 (MLAS's AVX2 kernel's 3 outputs x 4 filter blocks),
+56 columns of 8 blocks 4 x 2.  Blocks of 12
 lanes (NCHW12c) take two registers each, so the tile holds half as many: MobileNet v2's
 1x1 projection 144 to 24 channels at 56x56 (1 thread) from 0.37-0.39 to 0.29 ms.  More
 accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filters at
@@ -47,8 +55,8 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .primitives import Schedule, Stage
+from .vector_unit import VectorUnit, host_unit
 
-ACCUMULATORS = 20  # of the 32 vector registers: the rest hold weights and broadcasts
 PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
 CACHE_BYTES = 2 << 20  # per core (L2)
 COPY_PARALLEL_BYTES = 1 << 20
@@ -80,12 +88,17 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
     return done
 
 
-def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16) -> tuple[int, int]:
+def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
+              unit: VectorUnit | None = None) -> tuple[int, int]:
     """(cols, vectors) of the register tile for an output `width` and `blocks` of `lanes`
-    channels (see the module doc).  A block of lanes that is not a power of two takes a
-    register per power of two in it (the code generator's vector pieces: 12 lanes are a
-    vector of 8 and one of 4), so fewer fit."""
-    budget = ACCUMULATORS // bin(lanes).count("1")
+    channels on `unit` (default the host's; see the module doc).  A block wider than a
+    register, or of lanes that are not a power of two, takes more than one register
+    (`VectorUnit.registers_for`: 12 lanes are a vector of 8 and one of 4), so fewer fit."""
+    unit = unit or host_unit()
+    per_block = unit.registers_for(lanes)
+    budget = max(1, unit.accumulators // per_block)
+    if unit.registers < 32 and not depthwise:
+        return _modelled_tile(width, blocks, unit.accumulators, per_block)
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
@@ -93,6 +106,33 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16)
     if depthwise:
         return cols, 1
     return cols, max(d for d in range(1, blocks + 1) if blocks % d == 0 and d * cols <= budget)
+
+
+FMA_LATENCY = 5  # cycles before an accumulator's next FMA may start, in effect
+FMA_PORTS = 2  # FMAs a cycle
+LOAD_PORTS = 2  # vector loads (and broadcasts) a cycle
+WEIGHT_LOAD_COST = 2  # a weight vector comes from L2 (a block's filters outgrow L1), a broadcast from L1
+OVERLAP_COST = 1.15  # a last tile overlapping the one before: index arithmetic, stores twice
+
+
+def _modelled_tile(width: int, blocks: int, accumulators: int, per_block: int) -> tuple[int, int]:
+    """(cols, vectors), cols * vectors * per_block registers within `accumulators`, by a
+    model of one reduction step of the tile on a 16-register unit
+    (see the module doc): max(FMAs / FMA_PORTS, FMA_LATENCY, loads / LOAD_PORTS) cycles,
+    times the tiles a row of `blocks` blocks takes (a last tile overlapping the one
+    before counts whole); the cheapest, then the one whose columns divide the width."""
+    best: tuple | None = None
+    for cols in range(1, min(width, accumulators // per_block) + 1):
+        for vectors in (d for d in range(1, blocks + 1) if blocks % d == 0 and cols * d * per_block <= accumulators):
+            fmas = cols * vectors * per_block
+            loads = cols + WEIGHT_LOAD_COST * vectors * per_block
+            step = max(fmas / FMA_PORTS, FMA_LATENCY, loads / LOAD_PORTS)
+            cost = -(-width // cols) * (blocks // vectors) * step * (1 if width % cols == 0 else OVERLAP_COST)
+            key = (cost, width % cols != 0, -fmas)
+            if best is None or key < best[0]:
+                best = (key, cols, vectors)
+    assert best is not None
+    return best[1], best[2]
 
 
 # ---------------------------------------------------------------------- recognising
