@@ -98,6 +98,16 @@ def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotation
     return root.ty, checker.diagnostics
 
 
+_generation = 0  # how many times types were written into nodes (TypeChecker.finish) in this process
+
+
+def typing_generation() -> int:
+    """A number that changes whenever inference writes types into nodes: a module typed
+    at generation g still holds the types of that inference while it is g (InferType
+    skips such a module when its functions are the same objects)."""
+    return _generation
+
+
 class TypeChecker:
     def __init__(self, module: IRModule, check_annotations: bool) -> None:
         self.module = module
@@ -362,18 +372,28 @@ class TypeChecker:
         if any(self.solver.has_error(a) for a in args):
             self.unknown_after_error.update(a for a in call.args if a in self.unknown)
             return ERROR
-        if not opdef.polymorphic and not all(self.solver.is_complete(a) for a in args):
+        complete = all(self.solver.is_complete(a) for a in args)
+        if not opdef.polymorphic and not complete:
             if not self.type_unknown_operands(call, opdef, args):
                 return None
             args = [self.solver.resolve(self.types[a]) for a in call.args]
             if not all(self.solver.is_complete(a) for a in args):
                 return None
+            complete = True
+        key = _relation_key(opdef, call.attrs, args) if complete else None
+        if key is not None:
+            known = _RELATIONS.get(key)
+            if known is not None:
+                return known[1]
         try:
             attrs = opdef.normalize_attrs(call.attrs)
             if opdef.type_relation is None:
                 self.error(f"{opdef.name} has no type relation yet", call)
                 return ERROR
-            return opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
+            result = opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
+            if key is not None:
+                _remember_relation(key, call.attrs, result)
+            return result
         except AttrError as err:
             self.error(err.message, call, fixes=_attribute_fix(call, err))
         except OpTypeError as err:
@@ -508,6 +528,8 @@ class TypeChecker:
     # results --------------------------------------------------------------------------
     def finish(self) -> None:
         """Write every complete type into its node; check the `ty=` comments if asked."""
+        global _generation
+        _generation += 1
         solver = self.solver
         seeded = self.seeded
         for node, ty in self.types.items():
@@ -545,6 +567,33 @@ class TypeChecker:
         except Mismatch:
             self.error(f"the comment says ty={self.show(written)}, but the type is {self.show(inferred)}",
                        node, Severity.WARNING)
+
+
+# The results of type relations that succeeded, by (op, the call's attributes object,
+# argument types).  A relation is a function of its argument types and attributes, so a
+# call typed again (every InferType of a pipeline types every call of the module again;
+# a rebuilt call shares its attributes object) takes its result from here instead of
+# normalising its attributes and running the relation.  The attributes are keyed by
+# identity, not by value (1 and 1.0 and True are equal keys, and not equal attributes),
+# and kept alive in the entry so that their id is not reused.  Failures are not kept:
+# they run again and report.  Bounded: cleared when full.
+_RELATIONS: dict[tuple, tuple[object, Type]] = {}
+MAX_RELATIONS = 1 << 16
+
+
+def _relation_key(opdef, attrs, args: list[Type]) -> tuple | None:
+    key = (opdef.name, id(attrs), *args)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable dimension or attribute: not kept
+        return None
+    return key
+
+
+def _remember_relation(key: tuple, attrs, result: Type) -> None:
+    if len(_RELATIONS) >= MAX_RELATIONS:
+        _RELATIONS.clear()
+    _RELATIONS[key] = (attrs, result)
 
 
 def _declared_type(func: E.Function) -> FuncType | None:
