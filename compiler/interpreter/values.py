@@ -70,7 +70,14 @@ def as_tensor(value: Any) -> np.ndarray:
 
 
 def tensor_type(array: np.ndarray) -> TensorType:
-    return TensorType(tuple(int(d) for d in array.shape), array.dtype.name)
+    dtype = array.dtype
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name  # numpy computes the name in Python each time
+    return TensorType(tuple(int(d) for d in array.shape), name)
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def value_type(value: Value) -> Type | None:

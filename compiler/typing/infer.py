@@ -33,6 +33,7 @@ from ..ir.functor import children
 from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, all_ops, get_op
+from ..ops.relation_memo import known_result, normalized, remember_result, result_key
 from ..printer.types import print_type
 from .unknown_constants import broadcast_operand, operand_type, unknown_constants
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
@@ -380,19 +381,17 @@ class TypeChecker:
             if not all(self.solver.is_complete(a) for a in args):
                 return None
             complete = True
-        key = _relation_key(opdef, call.attrs, args) if complete else None
-        if key is not None:
-            known = _RELATIONS.get(key)
-            if known is not None:
-                return known[1]
+        key = result_key(opdef, call.attrs, args) if complete else None  # ops/relation_memo.py
+        known = known_result(key)
+        if known is not None:
+            return known
         try:
-            attrs = opdef.normalize_attrs(call.attrs)
+            attrs = normalized(opdef, call.attrs)
             if opdef.type_relation is None:
                 self.error(f"{opdef.name} has no type relation yet", call)
                 return ERROR
             result = opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
-            if key is not None:
-                _remember_relation(key, call.attrs, result)
+            remember_result(key, call.attrs, result)
             return result
         except AttrError as err:
             self.error(err.message, call, fixes=_attribute_fix(call, err))
@@ -567,33 +566,6 @@ class TypeChecker:
         except Mismatch:
             self.error(f"the comment says ty={self.show(written)}, but the type is {self.show(inferred)}",
                        node, Severity.WARNING)
-
-
-# The results of type relations that succeeded, by (op, the call's attributes object,
-# argument types).  A relation is a function of its argument types and attributes, so a
-# call typed again (every InferType of a pipeline types every call of the module again;
-# a rebuilt call shares its attributes object) takes its result from here instead of
-# normalising its attributes and running the relation.  The attributes are keyed by
-# identity, not by value (1 and 1.0 and True are equal keys, and not equal attributes),
-# and kept alive in the entry so that their id is not reused.  Failures are not kept:
-# they run again and report.  Bounded: cleared when full.
-_RELATIONS: dict[tuple, tuple[object, Type]] = {}
-MAX_RELATIONS = 1 << 16
-
-
-def _relation_key(opdef, attrs, args: list[Type]) -> tuple | None:
-    key = (opdef.name, id(attrs), *args)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable dimension or attribute: not kept
-        return None
-    return key
-
-
-def _remember_relation(key: tuple, attrs, result: Type) -> None:
-    if len(_RELATIONS) >= MAX_RELATIONS:
-        _RELATIONS.clear()
-    _RELATIONS[key] = (attrs, result)
 
 
 def _declared_type(func: E.Function) -> FuncType | None:
