@@ -18,6 +18,10 @@ as its type, else a hole that the call using it fills where the op's relation fi
 (unknown_constants.py); every reference to one metadata entry shares one type.  One that
 stays unknown gets one information diagnostic, and the calls waiting on it no warning.
 
+An op call whose relation already succeeded on the same attributes object and argument
+types (the same call typed again by a later InferType, or a call a pass rebuilt) takes
+that result from ops/relation_memo.py without running the relation again.
+
 Errors are diagnostics at the offending expression with both sides in the message; the
 expression's type becomes ERROR, which unifies with everything, so one mistake does not
 hide the rest of the module or cascade into its users.
