@@ -19,6 +19,9 @@ persistent kernel cache off), timed from inside after its imports:
     at once in forked workers: RELAYLENS_COMPILE_JOBS, default the CPUs);
   * TVM: `from_onnx`, then `tvm.compile`.
 Median of --runs runs, the two sides alternating, with the load average before each run.
+Beside the wall-clock seconds, the CPU seconds of the same span (user + system, of every
+thread of the process and of the worker processes it forked and reaped): under load,
+where wall-clock seconds stretch with whatever else runs, the CPU seconds move far less.
 The models are bench/build.py's (seeded weights), written to a temporary ONNX file.
 """
 
@@ -39,36 +42,43 @@ import build  # noqa: E402  (bench/build.py: the models, the machine, the load)
 
 INSTALL = "python3 -m venv /tmp/tvmvenv && /tmp/tvmvenv/bin/pip install apache-tvm onnx numpy"
 
-OURS = """
+CPU = """
+import resource
+def cpu_seconds():  # this process's threads and its children that ended (forked workers)
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+"""
+
+OURS = CPU + """
 import json, sys, time
 import onnx
 from relaylens.compiler.driver import compile
 from relaylens.compiler.frontend.onnx import import_onnx
 from relaylens.compiler.printer import print_module
 model = onnx.load(sys.argv[1])
-start = time.perf_counter()
+cpu_start, start = cpu_seconds(), time.perf_counter()
 imported = import_onnx(model)
 text = print_module(imported.module, spans=True, types=True)
 imported_at = time.perf_counter()
 result = compile(text, "model.relay", params=imported.params)
 done = time.perf_counter()
 assert result.ok and result.lowered.executable is not None, [d.render() for d in result.diagnostics]
-print(json.dumps({"frontend": imported_at - start, "compile": done - imported_at,
+print(json.dumps({"frontend": imported_at - start, "compile": done - imported_at, "cpu": cpu_seconds() - cpu_start,
                   "kernels": len(result.lowered.functions)}))
 """
 
-THEIRS = """
+THEIRS = CPU + """
 import json, os, sys, time
 import onnx, tvm
 from tvm.relax.frontend.onnx import from_onnx
 model = onnx.load(sys.argv[1])
 target = tvm.target.Target({"kind": "llvm", "mcpu": sys.argv[2], "num-cores": os.cpu_count()})
-start = time.perf_counter()
+cpu_start, start = cpu_seconds(), time.perf_counter()
 mod = from_onnx(model, keep_params_in_input=False)
 imported_at = time.perf_counter()
 tvm.compile(mod, target=target)
 done = time.perf_counter()
-print(json.dumps({"frontend": imported_at - start, "compile": done - imported_at,
+print(json.dumps({"frontend": imported_at - start, "compile": done - imported_at, "cpu": cpu_seconds() - cpu_start,
                   "version": tvm.__version__}))
 """
 
@@ -100,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu = llvm.get_host_cpu_name()
     figures: dict[str, dict] = {}
     lines = ["| model | RelayLens frontend | RelayLens compile | RelayLens total | TVM from_onnx | TVM compile "
-             "| TVM total | total ÷ TVM |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| TVM total | total ÷ TVM | RelayLens CPU | TVM CPU | CPU ÷ TVM |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     with tempfile.TemporaryDirectory() as tmp:
         for key in args.models.split(","):
             path = Path(tmp) / f"{key}.onnx"
@@ -110,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{key} run {i + 1}: {build.load_note()}", file=sys.stderr)
                 runs["ours"].append(run_side(sys.executable, OURS, str(path)))
                 runs["tvm"].append(run_side(args.tvm_python, THEIRS, str(path), cpu))
-            med = {side: {k: statistics.median(r[k] for r in rs) for k in ("frontend", "compile")}
+            med = {side: {k: statistics.median(r[k] for r in rs) for k in ("frontend", "compile", "cpu")}
                    for side, rs in runs.items()}
             ours, tvm = (med[s]["frontend"] + med[s]["compile"] for s in ("ours", "tvm"))
             figures[key] = {"median": med, "runs": runs}
             lines.append(f"| {build.LABELS[key]} | {med['ours']['frontend']:.2f} s | {med['ours']['compile']:.2f} s "
                          f"| {ours:.2f} s | {med['tvm']['frontend']:.2f} s | {med['tvm']['compile']:.2f} s "
-                         f"| {tvm:.2f} s | {ours / tvm:.2f}x |")
+                         f"| {tvm:.2f} s | {ours / tvm:.2f}x | {med['ours']['cpu']:.2f} s | {med['tvm']['cpu']:.2f} s "
+                         f"| {med['ours']['cpu'] / med['tvm']['cpu']:.2f}x |")
     print("\n".join(lines))
     print(f"\nTVM {runs['tvm'][0]['version']} (Relax, untuned, target llvm -mcpu={cpu}); "
           f"RelayLens with RELAYLENS_COMPILE_JOBS={os.environ.get('RELAYLENS_COMPILE_JOBS', 'unset (the CPUs)')}; "

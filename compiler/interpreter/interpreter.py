@@ -65,6 +65,7 @@ from ..ir.module import IRModule
 from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType, Type
 from ..ops import AttrError, OpTypeError, get_op
+from ..ops.relation_memo import known_result, normalized, remember_result, result_key
 from .values import (
     Closure,
     ConstructorValue,
@@ -409,7 +410,7 @@ class Interpreter:
         attrs = self._attrs.get(call)
         if attrs is None:
             try:
-                attrs = self._attrs[call] = opdef.normalize_attrs(call.attrs)
+                attrs = self._attrs[call] = normalized(opdef, call.attrs)  # ops/relation_memo.py
             except AttrError as exc:
                 raise _error(exc.message, span) from None
         expected: Type | None = None
@@ -417,11 +418,16 @@ class Interpreter:
         # a value whose type cannot be told without inference (an ADT value, an unannotated
         # closure) goes to the compute unchecked: pass-through ops such as on_device take any
         if self.check_types and opdef.type_relation is not None and None not in arg_types:
+            key = result_key(opdef, call.attrs, arg_types)
+            expected = known_result(key)
             try:
-                if opdef.inputs is None:
+                if expected is not None:
+                    pass  # this relation on these types and attributes succeeded before
+                elif opdef.inputs is None:
                     expected = opdef.type_relation(arg_types, attrs)
                 else:
                     expected = opdef.type_relation(*arg_types, attrs)
+                remember_result(key, call.attrs, expected)
             except OpTypeError as exc:  # at the call: an argument's own span may be its binder
                 raise _error(exc.message, span) from None
             except AttrError as exc:

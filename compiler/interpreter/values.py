@@ -70,7 +70,18 @@ def as_tensor(value: Any) -> np.ndarray:
 
 
 def tensor_type(array: np.ndarray) -> TensorType:
-    return TensorType(tuple(int(d) for d in array.shape), array.dtype.name)
+    return TensorType(tuple(int(d) for d in array.shape), dtype_name(array.dtype))
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """`dtype.name`, which numpy computes in Python on every read."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = dtype.name
+    return name
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
 
 
 def value_type(value: Value) -> Type | None:
@@ -153,7 +164,7 @@ def type_mismatch(value: Value, ty: Type | None) -> str | None:
     if isinstance(ty, TensorType):
         if not isinstance(value, np.ndarray):
             return f"expected {type_text(ty)}, found {value_text(value)}"
-        if value.dtype.name != ty.dtype or value.ndim != len(ty.shape) or any(
+        if dtype_name(value.dtype) != ty.dtype or value.ndim != len(ty.shape) or any(
             _dim(d) is not None and _dim(d) != n and not isinstance(d, AnyDim)
             for d, n in zip(ty.shape, value.shape)
         ):

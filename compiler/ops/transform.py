@@ -444,9 +444,10 @@ def _(x, attrs):
         b = dst.block(a)
         if b:
             outer = -(-y.shape[k] // b)
-            pad = [(0, 0)] * y.ndim
-            pad[k] = (0, outer * b - y.shape[k])
-            y = np.pad(y, pad)
+            if outer * b != y.shape[k]:  # np.pad copies even when it adds nothing
+                pad = [(0, 0)] * y.ndim
+                pad[k] = (0, outer * b - y.shape[k])
+                y = np.pad(y, pad)
             split_shape += [outer] + [f for _, f, _ in dst.blocks(a)]
             positions += [dst.position(a)] + [p for p, _, _ in dst.blocks(a)]
         else:

@@ -6,14 +6,30 @@ Positions come from the tokens, not from Lark's position propagation, which cost
 40% of the parse time: every tree keeps all its tokens (punctuation included), so a
 tree's span runs from its first token to its last.  `kids(tree)` gives the children that
 carry meaning (punctuation and keywords left out), which is what the lowering reads.
+
+Lark's analysis of the grammar (its LALR tables) costs a quarter of a second in every
+new process, a tenth of a cold ResNet-50 build.  It depends only on relay.lark, the
+options below, and the versions of Lark and Python, so the parser is saved once
+(`Lark.save`) under a name hashed from all of them, in `$RELAYLENS_GRAMMAR_CACHE_DIR`,
+else `$XDG_CACHE_HOME/relaylens/grammar`, else `~/.cache/relaylens/grammar`, and later
+processes load it (`Lark.load`, 20 ms).  The file is written whole under a temporary name
+and renamed, so a process never reads half of one; a file that does not load, or a
+directory that cannot be written, only means the tables are built as before.
+`RELAYLENS_GRAMMAR_CACHE_DIR=-` turns the cache off.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import sys
+import tempfile
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
+import lark
 from lark import Lark, Token, Tree
 from lark.lexer import PatternStr
 
@@ -22,22 +38,62 @@ from .lalr_driver import LalrDriver, NotTaken
 KEPT = {"HOLE"}  # string terminals that mean something
 
 
+OPTIONS = dict(parser="lalr", lexer="contextual", start=["item", "expr_file", "type", "stmt"],
+               keep_all_tokens=True, maybe_placeholders=False)
+CACHE_ENV = "RELAYLENS_GRAMMAR_CACHE_DIR"
+
+
 @lru_cache(maxsize=1)
 def grammar() -> Lark:
     text = resources.files("relaylens.grammar").joinpath("relay.lark").read_text()
-    parser = Lark(
-        text,
-        parser="lalr",
-        lexer="contextual",
-        start=["item", "expr_file", "type", "stmt"],
-        keep_all_tokens=True,
-        maybe_placeholders=False,
-    )
+    path = cache_path(text)
+    parser = _load(path) if path is not None else None
+    if parser is None:
+        parser = Lark(text, **OPTIONS)
+        if path is not None:
+            _save(parser, path)
     _PUNCTUATION.update(t.name for t in parser.terminals if isinstance(t.pattern, PatternStr) and t.name not in KEPT)
     return parser
 
 
 _PUNCTUATION: set[str] = set()
+
+
+def cache_path(text: str) -> Path | None:
+    """Where the parser built from `text` is kept (None: the cache is off)."""
+    explicit = os.environ.get(CACHE_ENV, "").strip()
+    if explicit == "-":
+        return None
+    if explicit:
+        folder = Path(explicit).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME", "").strip()
+        folder = (Path(base).expanduser() if base else Path.home() / ".cache") / "relaylens" / "grammar"
+    key = repr((text, sorted(OPTIONS.items()), lark.__version__, sys.version_info[:3]))
+    return folder / f"relay-{hashlib.sha256(key.encode()).hexdigest()[:24]}.lark"
+
+
+def _load(path: Path) -> Lark | None:
+    try:
+        with open(path, "rb") as f:
+            return Lark.load(f)
+    except Exception:  # noqa: BLE001 -- absent, unreadable or from another Lark: build it
+        return None
+
+
+def _save(parser: Lark, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                parser.save(f)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except Exception:  # noqa: BLE001 -- a read-only home: every process builds the tables
+        pass
 
 
 @lru_cache(maxsize=1)

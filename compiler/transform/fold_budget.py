@@ -28,6 +28,7 @@ from ..ir.functor import post_order
 from ..ir.module import IRModule
 from ..ir.types import TensorType, TupleType, Type
 from ..ops import get_op
+from ..ops.relation_memo import known_result, normalized, remember_result, result_key
 from .infra import PassContext
 
 MAX_BYTES = "relay.FoldConstant.max_bytes"
@@ -99,10 +100,14 @@ def fold_cost(name: str, attrs: Any, args: Sequence[Any]) -> int | None:
     if opdef is None or opdef.type_relation is None:
         return 0
     types = [_value_type(a) for a in args]
+    key = result_key(opdef, attrs, types)  # ops/relation_memo.py: the interpreter asks next
     try:
-        normalized = opdef.normalize_attrs(attrs)
-        result = opdef.type_relation(types, normalized) if opdef.inputs is None \
-            else opdef.type_relation(*types, normalized)
+        normalized_attrs = normalized(opdef, attrs)
+        result = known_result(key)
+        if result is None:
+            result = opdef.type_relation(types, normalized_attrs) if opdef.inputs is None \
+                else opdef.type_relation(*types, normalized_attrs)
+            remember_result(key, attrs, result)
     except Exception:  # noqa: BLE001 -- rejected: the fold would fail, nothing is computed
         return 0
     size = type_bytes(result)
@@ -110,7 +115,7 @@ def fold_cost(name: str, attrs: Any, args: Sequence[Any]) -> int | None:
         size = _value_shaped_bytes(name, args, result)
     if size is None:
         return None
-    return size + _scratch_bytes(name, normalized, args, result)
+    return size + _scratch_bytes(name, normalized_attrs, args, result)
 
 
 def type_bytes(ty: Type) -> int | None:
@@ -138,7 +143,13 @@ def _value_type(value: Any) -> Type:
     if isinstance(value, tuple):
         return TupleType(tuple(_value_type(v) for v in value))
     data = np.asarray(value)
-    return TensorType(tuple(data.shape), str(data.dtype))
+    name = _DTYPE_TEXT.get(data.dtype)
+    if name is None:
+        name = _DTYPE_TEXT[data.dtype] = str(data.dtype)
+    return TensorType(tuple(data.shape), name)
+
+
+_DTYPE_TEXT: dict[np.dtype, str] = {}
 
 
 def _value_shaped_bytes(name: str, args: Sequence[Any], result: Type) -> int | None:

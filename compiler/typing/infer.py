@@ -18,6 +18,10 @@ as its type, else a hole that the call using it fills where the op's relation fi
 (unknown_constants.py); every reference to one metadata entry shares one type.  One that
 stays unknown gets one information diagnostic, and the calls waiting on it no warning.
 
+An op call whose relation already succeeded on the same attributes object and argument
+types (the same call typed again by a later InferType, or a call a pass rebuilt) takes
+that result from ops/relation_memo.py without running the relation again.
+
 Errors are diagnostics at the offending expression with both sides in the message; the
 expression's type becomes ERROR, which unifies with everything, so one mistake does not
 hide the rest of the module or cascade into its users.
@@ -33,6 +37,7 @@ from ..ir.functor import children
 from ..ir.module import IRModule
 from ..ir.types import FuncType, IncompleteType, MetaType, RefType, TensorType, TupleType, Type, TypeCall, UNIT
 from ..ops import AttrError, OpTypeError, all_ops, get_op
+from ..ops.relation_memo import known_result, normalized, remember_result, result_key
 from ..pauses import pause_point
 from ..printer.types import print_type
 from .unknown_constants import broadcast_operand, operand_type, unknown_constants
@@ -98,6 +103,16 @@ def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotation
     checker.retry_pending(final=True)
     checker.finish()
     return root.ty, checker.diagnostics
+
+
+_generation = 0  # how many times types were written into nodes (TypeChecker.finish) in this process
+
+
+def typing_generation() -> int:
+    """A number that changes whenever inference writes types into nodes: a module typed
+    at generation g still holds the types of that inference while it is g (InferType
+    skips such a module when its functions are the same objects)."""
+    return _generation
 
 
 class TypeChecker:
@@ -369,18 +384,26 @@ class TypeChecker:
         if any(self.solver.has_error(a) for a in args):
             self.unknown_after_error.update(a for a in call.args if a in self.unknown)
             return ERROR
-        if not opdef.polymorphic and not all(self.solver.is_complete(a) for a in args):
+        complete = all(self.solver.is_complete(a) for a in args)
+        if not opdef.polymorphic and not complete:
             if not self.type_unknown_operands(call, opdef, args):
                 return None
             args = [self.solver.resolve(self.types[a]) for a in call.args]
             if not all(self.solver.is_complete(a) for a in args):
                 return None
+            complete = True
+        key = result_key(opdef, call.attrs, args) if complete else None  # ops/relation_memo.py
+        known = known_result(key)
+        if known is not None:
+            return known
         try:
-            attrs = opdef.normalize_attrs(call.attrs)
+            attrs = normalized(opdef, call.attrs)
             if opdef.type_relation is None:
                 self.error(f"{opdef.name} has no type relation yet", call)
                 return ERROR
-            return opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
+            result = opdef.type_relation(args, attrs) if opdef.inputs is None else opdef.type_relation(*args, attrs)
+            remember_result(key, call.attrs, result)
+            return result
         except AttrError as err:
             self.error(err.message, call, fixes=_attribute_fix(call, err))
         except OpTypeError as err:
@@ -515,6 +538,8 @@ class TypeChecker:
     # results --------------------------------------------------------------------------
     def finish(self) -> None:
         """Write every complete type into its node; check the `ty=` comments if asked."""
+        global _generation
+        _generation += 1
         solver = self.solver
         seeded = self.seeded
         countdown = PAUSE_STEPS
