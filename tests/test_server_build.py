@@ -24,6 +24,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from build_events import BuildEvents
 from relaylens.server.slow import frames, uris
 from relaylens.server.slow.reporting import build_report
 from relaylens.server.slow.report import unpack
@@ -32,7 +33,6 @@ from relaylens.server.slow.uris import BadUri
 ROOT = Path(__file__).resolve().parents[1]
 from conftest import CORPUS
 MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
-FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
 MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions and packed denses, weights unbound: packed at
     # run time; in source order of what each kernel computes (a dense kernel sits at its dense,
@@ -167,35 +167,13 @@ def test_the_worker_binds_the_weights_beside_a_model(tmp_path) -> None:
 
 # --- end to end ----------------------------------------------------------------------------
 
-FINISHES: list[dict] = []
-WAKE: list[asyncio.Future] = []
-
-
-def _as_dict(params) -> dict:
-    return params if isinstance(params, dict) else dict(params._asdict())
-
-
-def on_finished(params) -> None:
-    FINISHES.append(_as_dict(params))
-    while WAKE:
-        future = WAKE.pop()
-        if not future.done():
-            future.set_result(None)
+EVENTS = BuildEvents()
+FINISHES = EVENTS.seen
 
 
 async def finished(uri: str, version: int, state: str | None = None, timeout: float = 60) -> dict:
     """Wait for `relaylens/buildFinished` of (uri, version) (in `state`, if given)."""
-
-    async def wait() -> dict:
-        while True:
-            for params in FINISHES:
-                if params["uri"] == uri and params["version"] == version and state in (None, params["state"]):
-                    return params
-            future = asyncio.get_running_loop().create_future()
-            WAKE.append(future)
-            await future
-
-    return await asyncio.wait_for(wait(), timeout)
+    return await EVENTS.of(uri, version, state, timeout)
 
 
 @pytest_lsp.fixture(
@@ -203,7 +181,7 @@ async def finished(uri: str, version: int, state: str | None = None, timeout: fl
     scope="module",
 )
 async def client(lsp_client: LanguageClient):
-    lsp_client.feature(FINISHED)(on_finished)
+    EVENTS.listen(lsp_client)
     lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
     capabilities = lsp.ClientCapabilities(
         window=lsp.WindowClientCapabilities(work_done_progress=True),
@@ -621,7 +599,7 @@ async def rooted(lsp_client: LanguageClient):
     WORKSPACE.mkdir(exist_ok=True)
     (WORKSPACE / "model.relay").write_text(WEIGHTED)
     np.savez(WORKSPACE / "model.npz", w=np.ones((3, 4), "float32"), b=np.ones(3, "float32"))
-    lsp_client.feature(FINISHED)(on_finished)
+    EVENTS.listen(lsp_client)
     root = WORKSPACE.as_uri()
     await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=lsp.ClientCapabilities(), root_uri=root,

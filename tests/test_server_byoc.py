@@ -20,10 +20,11 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from build_events import BuildEvents
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = (ROOT / "examples" / "byoc" / "mynpu_patterns.relay").read_text(encoding="utf-8")
 WORKSPACE = Path(tempfile.gettempdir()) / "relaylens-byoc-workspace"
-FINISHED = "relaylens/buildFinished"
 DIRECTIVE = "// relaylens: --patterns mynpu_patterns.relay --target mynpu\n"
 BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
   %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
@@ -36,31 +37,13 @@ BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), 
 """
 MODEL = '#[version = "0.0.5"]\n' + DIRECTIVE + BODY
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
-FINISHES: list[dict] = []
-WAKE: list[asyncio.Future] = []
-
-
-def on_finished(params) -> None:
-    FINISHES.append(params if isinstance(params, dict) else dict(params._asdict()))
-    while WAKE:
-        future = WAKE.pop()
-        if not future.done():
-            future.set_result(None)
+EVENTS = BuildEvents()
+FINISHES = EVENTS.seen
 
 
 async def finished(uri: str, count: int = 1, timeout: float = 120) -> dict:
     """The `count`-th `relaylens/buildFinished` of `uri` (a rebuild keeps the version)."""
-
-    async def wait() -> dict:
-        while True:
-            mine = [p for p in FINISHES if p["uri"] == uri and p["state"] == "done"]
-            if len(mine) >= count:
-                return mine[count - 1]
-            future = asyncio.get_running_loop().create_future()
-            WAKE.append(future)
-            await future
-
-    return await asyncio.wait_for(wait(), timeout)
+    return await EVENTS.nth(lambda p: p["uri"] == uri and p["state"] == "done", count, timeout)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]),
@@ -72,7 +55,7 @@ async def client(lsp_client: LanguageClient):
     for name in ("bound", "plain", "configured", "broken"):
         (WORKSPACE / f"{name}.relay").write_text(MODEL)
     np.savez(WORKSPACE / "bound.npz", w=np.ones((4, 3, 3, 3), "float32"), b=np.ones(4, "float32"))
-    lsp_client.feature(FINISHED)(on_finished)
+    EVENTS.listen(lsp_client)
     lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
     root = WORKSPACE.as_uri()
     await lsp_client.initialize_session(lsp.InitializeParams(

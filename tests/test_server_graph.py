@@ -5,7 +5,6 @@ wait is for a notification or a response, never a sleep."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from build_events import BuildEvents
 from relaylens.server.slow import frames
 
 TEXT = """#[version = "0.0.5"]
@@ -24,7 +24,6 @@ def @main(%x: Tensor[(1, 4), float32], %w: Tensor[(4, 4), float32]) {
   add(%1, %x) /* span=out/Add:0:0 */
 }
 """
-FINISHED = "relaylens/buildFinished"
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -66,29 +65,12 @@ def test_the_worker_draws_the_snapshots_of_its_last_build() -> None:
 
 # --- end to end ----------------------------------------------------------------------------
 
-FINISHES: list[dict] = []
-WAKE: list[asyncio.Future] = []
-
-
-def on_finished(params) -> None:
-    FINISHES.append(params if isinstance(params, dict) else dict(params._asdict()))
-    while WAKE:
-        future = WAKE.pop()
-        if not future.done():
-            future.set_result(None)
+EVENTS = BuildEvents()
+FINISHES = EVENTS.seen
 
 
 async def finished(uri: str, version: int, timeout: float = 120) -> dict:
-    async def wait() -> dict:
-        while True:
-            for params in FINISHES:
-                if params["uri"] == uri and params["version"] == version:
-                    return params
-            future = asyncio.get_running_loop().create_future()
-            WAKE.append(future)
-            await future
-
-    return await asyncio.wait_for(wait(), timeout)
+    return await EVENTS.of(uri, version, timeout=timeout)
 
 
 @pytest_lsp.fixture(
@@ -96,7 +78,7 @@ async def finished(uri: str, version: int, timeout: float = 120) -> dict:
     scope="module",
 )
 async def client(lsp_client: LanguageClient):
-    lsp_client.feature(FINISHED)(on_finished)
+    EVENTS.listen(lsp_client)
     await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities()))
     yield
     await lsp_client.shutdown_session()

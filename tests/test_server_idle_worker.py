@@ -25,38 +25,21 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from build_events import BuildEvents
 from relaylens.server.slow import uris
 from relaylens.server.slow.report import Packed, pack_texts, share_texts, unpack
 from relaylens.server.slow.reporting import build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
-FINISHED = "relaylens/buildFinished"
 IDLE = 0.5  # seconds
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
-FINISHES: list[dict] = []
-WAKE: list[asyncio.Future] = []
-
-
-def on_finished(params) -> None:
-    FINISHES.append(params if isinstance(params, dict) else dict(params._asdict()))
-    while WAKE:
-        future = WAKE.pop()
-        if not future.done():
-            future.set_result(None)
+EVENTS = BuildEvents()
+FINISHES = EVENTS.seen
 
 
 async def finished(uri: str, version: int, timeout: float = 120) -> dict:
-    async def wait() -> dict:
-        while True:
-            for params in FINISHES:
-                if params["uri"] == uri and params["version"] == version:
-                    return params
-            future = asyncio.get_running_loop().create_future()
-            WAKE.append(future)
-            await future
-
-    return await asyncio.wait_for(wait(), timeout)
+    return await EVENTS.of(uri, version, timeout=timeout)
 
 
 @pytest_lsp.fixture(
@@ -64,7 +47,7 @@ async def finished(uri: str, version: int, timeout: float = 120) -> dict:
     scope="module",
 )
 async def client(lsp_client: LanguageClient):
-    lsp_client.feature(FINISHED)(on_finished)
+    EVENTS.listen(lsp_client)
     lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
     capabilities = lsp.ClientCapabilities(
         window=lsp.WindowClientCapabilities(work_done_progress=True),
