@@ -95,7 +95,9 @@ def test_spans_types_and_values_over_the_corpus(name):
         if _runnable(mod):
             args = random_args(mod, np.random.default_rng(0))
             for want, got in zip(_flat(interpret(mod, *args)), _flat(interpret(out, *args))):
-                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=file)
+                # float16 sums round at every step, in an order numpy picks by shape and CPU
+                tol = 1e-2 if np.asarray(want).dtype == np.float16 else 1e-4
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=file)
     print(f"{name} rewrote: {changed}")
     if name == "CombineParallelConv2D":
         assert changed, "no parallel convolutions in the corpus: the test lost its teeth"
