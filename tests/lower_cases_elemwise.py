@@ -160,6 +160,7 @@ def _activations() -> list[Case]:
             Case(op, [Arr((6,), "float64")], name="f64-1d"),
             Case(op, [Arr((3, 5), "float16")], name="f16", rtol=1e-3, atol=1e-3),
             Case(op, [big], name="large", atol=1e-4),
+            Case(op, [Arr((2, 3, 64))], name="rows-in-lanes"),  # schedule/row_reduce.py
         ]
     return cases
 

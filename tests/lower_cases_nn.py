@@ -227,6 +227,11 @@ def _reduce_cases() -> list[Case]:
             Case(op, [Arr((3, 4), "float16", fill)], {"axis": (1,), "keepdims": True}, "float16", **F16),
             Case(op, [Arr((), "float32")], {}, "rank0"),
         ]
+    nan_row = np.arange(3 * 48, dtype=np.float32).reshape(3, 48) / 7
+    nan_row[1, 37] = np.nan  # a NaN in one lane of one row: that row's max and min are NaN
+    for op in ("sum", "max", "min", "mean"):  # rows of 3 vectors: split into lanes (schedule/row_reduce.py)
+        c += [Case(op, [Arr((2, 5, 48))], {"axis": (-1,)}, "rows-in-lanes", atol=SUM_ATOL),
+              Case(op, [Arr((3, 48), value=nan_row)], {"axis": (1,), "keepdims": True}, "rows-in-lanes-nan")]
     for op in ("all", "any"):
         for name, attrs in axes_variants[:4]:
             c.append(Case(op, [Arr((3, 4, 5), "bool")], attrs, name))
@@ -282,6 +287,8 @@ def _norm_cases() -> list[Case]:
              {"axis": 1, "scale": False}, "axis1-no-scale", **tol),
         Case("nn.layer_norm", [Arr((4, 6)), vec(6, "float32"), vec(6, "float32")], {"axis": -1, "center": False},
              "2d-no-center", **tol),
+        Case("nn.layer_norm", [Arr((3, 5, 64)), vec(64, "float32"), vec(64, "float32")], {"epsilon": 1e-5},
+             "rows-in-lanes", **tol),
         Case("nn.instance_norm", [Arr((2, 4, 5, 3)), vec(3, "float32"), vec(3, "float32")], {"axis": 3},
              "NHWC", **tol),
         Case("nn.instance_norm", [Arr((2, 3, 6)), vec(3, "float32"), vec(3, "float32")], {"epsilon": 0.1},

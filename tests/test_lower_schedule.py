@@ -536,6 +536,23 @@ def test_default_softmax_keeps_the_exponential_once():
     assert text.count("exp(") == 1
 
 
+def test_default_row_reductions_run_in_vector_lanes():
+    ins, out = softmax(rows=4, cols=64)
+    sch, text = _default(ins, [out])
+    assert "T_max.rf = allocate(float32, [1, 16])" in lines(sch) and "T_sum.rf = allocate(float32, [1, 16])" in text
+    assert "T_sum.rf[ax1_1] = T_sum.rf[ax1_1] + T_exp[ax0_1 * 64 + k.outer * 16 + ax1_1]" in lines(sch)
+    assert "for k.lane in unrolled(16):" in lines(sch)
+    x = sch.inputs[0]
+    nan = values([x])[0]
+    nan[2, 40] = np.nan
+    got = check(sch, [nan])[0]
+    assert np.isnan(got[2]).all() and not np.isnan(got[[0, 1, 3]]).any()
+    short = te.placeholder((4, 24), "float32", "x")  # fewer than 2 vectors a row: a scalar loop
+    r = te.reduce_axis(24, "k")
+    sch, text = _default([short], [te.compute((4,), lambda i: te.max(short[i, r], axis=[r]), "T_max")])
+    assert ".rf" not in text
+
+
 @pytest.mark.parametrize("n, c, h, w, k", [(1, 3, 7, 9, 5), (2, 2, 1, 1, 1), (1, 1, 5, 20, 2)])
 def test_default_convolution_with_epilogue(n, c, h, w, k):
     ins, out, pad, cv = conv(n, c, h, w, k)

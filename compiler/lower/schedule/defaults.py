@@ -96,6 +96,7 @@ from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK
 from .conv import schedule_blocked_convs
 from .dense_pack import schedule_dense_packs
+from .row_reduce import schedule_rows, split_lanes, wants_lanes
 from .primitives import Schedule, Stage
 
 VECTOR_BYTES = 64
@@ -115,7 +116,7 @@ COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "
 
 def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], name: str) -> Schedule:
     """A schedule for the computes between `inputs` and `outputs` (see the module doc)."""
-    outputs, totals = _rfactor_products(outputs)
+    outputs, totals, rows = _rfactor_products(outputs)
     sch = Schedule(outputs, inputs, name)
     _inline_injective(sch)
     done = schedule_blocked_convs(sch)  # conv.py
@@ -127,6 +128,10 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
         if id(stage.tensor) in totals:
             total = sch[totals[id(stage.tensor)]]
             _schedule_rfactor(sch, stage, total)
+            done.add(id(total))
+        elif id(stage.tensor) in rows:  # row_reduce.py
+            total = sch[rows[id(stage.tensor)]]
+            schedule_rows(sch, stage, total, PARALLEL_MIN)
             done.add(id(total))
         elif _is_anchor(stage):
             epilogue = _epilogue(sch, stage)
@@ -425,12 +430,15 @@ RFACTOR_MIN = 64  # the shortest reduction split across vector lanes (see the mo
 RF_TILE = (4, 4)  # rows x columns of lane vectors kept in registers
 
 
-def _rfactor_products(outputs: Sequence[te.Tensor]) -> tuple[list[te.Tensor], dict[int, te.Tensor]]:
+def _rfactor_products(outputs: Sequence[te.Tensor]) \
+        -> tuple[list[te.Tensor], dict[int, te.Tensor], dict[int, te.Tensor]]:
     """The outputs with every product that reads its operands along its reduction
     (`_wants_rfactor`) rewritten as lane sums `T.rf` and their total `T` (which replaces
-    the product in every reader); and {id(T.rf): T}."""
+    the product in every reader), and every row reduction likewise (row_reduce.py); and
+    {id(T.rf): T} of each kind."""
     replaced: dict[int, te.Tensor] = {}
     totals: dict[int, te.Tensor] = {}
+    rows: dict[int, te.Tensor] = {}
     for t in te.post_order(outputs):
         if t.op is None:
             continue
@@ -438,9 +446,12 @@ def _rfactor_products(outputs: Sequence[te.Tensor]) -> tuple[list[te.Tensor], di
         if _wants_rfactor(t, body):
             lanes, replaced[id(t)] = _rfactor(t, body)
             totals[id(lanes)] = replaced[id(t)]
+        elif wants_lanes(t, body, vector_width(t.dtype)):
+            lanes, replaced[id(t)] = split_lanes(t, body, vector_width(t.dtype))
+            rows[id(lanes)] = replaced[id(t)]
         elif body is not t.op.body:
             replaced[id(t)] = te.Tensor(t.name, t.shape, t.dtype, te.ComputeOp(t.op.axes, body, t.op.tag, t.op.span))
-    return [replaced.get(id(t), t) for t in outputs], totals
+    return [replaced.get(id(t), t) for t in outputs], totals, rows
 
 
 def _reread(n: te.PrimExpr, replaced: dict[int, te.Tensor]) -> te.PrimExpr | None:
