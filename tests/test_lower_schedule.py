@@ -632,6 +632,22 @@ def test_a_fused_loop_flattened_again_is_the_loop_even_through_a_bounded_quotien
     assert tidy(flat, {id(f): 64 * 56}) is f
 
 
+def test_a_quotient_by_a_multiple_of_the_scaled_terms_drops_the_bounded_rest():
+    from relaylens.compiler.lower.te.arith import tidy
+
+    f, j, g = te.Var("f"), te.Var("j"), te.Var("g")
+    extents = {id(f): 96, id(j): 128, id(g): 768}
+    # a transpose's flattened index read back: (f*128 + j) // 8192 is f // 64 for j < 128
+    assert ln.print_expr(tidy((f * 128 + j) // 8192, extents)) == "f // 64"
+    assert ln.print_expr(tidy((f * 128 + j) % 8192, extents)) == "f % 64 * 128 + j"
+    assert ln.print_expr(tidy((j * 12 + g // 64) // 24, extents)) == "j // 2"
+    # the rest may reach g: nothing to take out
+    assert ln.print_expr(tidy((f * 128 + g) // 8192, extents)) == "(f * 128 + g) // 8192"
+    x = te.placeholder((4, 6, 8), "float32", "x")  # transpose (2, 0, 1) of x, read flat
+    t = te.compute((8, 24), lambda i, k: x[(i * 24 + k) // 48, (i * 24 + k) // 8 % 6, (i * 24 + k) % 8], "T_t")
+    check(Schedule([t], [x], "f"))
+
+
 def test_default_empty_and_bool_tensors():
     ins, out, _ = elementwise((0, 3))
     _default(ins, [out])

@@ -15,6 +15,8 @@ loop-nest builder of schedule/; it knows nothing of either.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from . import expr as te
@@ -128,6 +130,9 @@ def tidy(e: te.PrimExpr, extents: dict[int, int]) -> te.PrimExpr:
                 if n.op == "floormod":
                     return part if part is not None else te.const(0, te.INDEX)
                 return quotient if part is None else simplify(quotient + part)
+            common = common_factor(n, extents)
+            if common is not None:
+                return common
         a, b = bounds(n.a, extents), bounds(n.b, extents)
         if a is None or b is None:
             return None
@@ -142,6 +147,49 @@ def tidy(e: te.PrimExpr, extents: dict[int, int]) -> te.PrimExpr:
         return None
 
     return simplify(te.transform(e, fold))
+
+
+def common_factor(n: te.Binary, extents: dict[int, int]) -> te.PrimExpr | None:
+    """`(g*q + r) // d` as `q // (d/g)` and `(g*q + r) % d` as `q % (d/g) * g + r`, where
+    g > 1 divides the constant d and every term of the scaled part, and the rest r lies
+    in [0, g) by the loop extents (a transpose's flattened index read back: (f*128 + j)
+    // 8192 with j < 128 is f // 64); None when no such g."""
+    d = n.b.value
+    terms, stack = [], [n.a]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, te.Binary) and t.op == "add" and t.dtype == te.INDEX:
+            stack += [t.b, t.a]
+        else:
+            terms.append(t)
+    g, scaled, rest = d, [], []
+    for t in terms:
+        k = t.value if isinstance(t, te.Const) else next(
+            (f.value for f in (t.b, t.a) if isinstance(f, te.Const)), None) if isinstance(t, te.Binary) \
+            and t.op == "mul" else None
+        if k:
+            g = math.gcd(g, k)
+            scaled.append(t)
+        else:
+            rest.append(t)
+    if g <= 1 or not scaled:
+        return None
+    r = None
+    for t in rest:
+        r = t if r is None else r + t
+    known = (0, 0) if r is None else bounds(r, extents)
+    if known is None or known[0] < 0 or known[1] >= g:
+        return None
+    q = None
+    for t in scaled:
+        part, _ = divide_terms(t, g)
+        q = part if q is None else q + part
+    q = simplify(q)
+    m = te.const(d // g, te.INDEX)
+    if n.op == "floordiv":
+        return simplify(q // m) if d // g > 1 else q
+    head = simplify((q % m) * g) if d // g > 1 else te.const(0, te.INDEX)
+    return head if r is None else simplify(head + r)
 
 
 def undivide(n: te.Binary) -> te.PrimExpr | None:
