@@ -235,6 +235,7 @@ def _transform() -> list[Case]:
         Case("transpose", [Arr((2, 3, 4))], {"axes": [1, 0, 2]}, name="swap"),
         Case("transpose", [Arr((2, 3, 4, 5), "int32")], {"axes": [0, 2, 3, 1]}, name="nchw-nhwc"),
         Case("transpose", [Arr((2, 3, 4))], {"axes": [-1, 0, 1]}, name="negative"),
+        Case("transpose", [Arr((32, 3, 20))], {"axes": [1, 2, 0]}, name="blocked"),  # schedule/transpose.py
     ]
 
 

@@ -648,6 +648,21 @@ def test_a_quotient_by_a_multiple_of_the_scaled_terms_drops_the_bounded_rest():
     check(Schedule([t], [x], "f"))
 
 
+def test_default_transpose_reads_blocks_of_input_rows():
+    x = te.placeholder((2, 32, 24), "float32", "x")
+    t = te.compute((2, 24, 32), lambda b, j, i: x[b, i, j] + 1.0, "T_transpose")
+    sch, text = _default([x], [t])
+    assert [line for line in lines(sch) if line.startswith("for")] == [
+        "for ax0.ax2.outer.fused in range(4):", "for ax1 in range(24):", "for ax2.inner in vectorized(16):"]
+    x = te.placeholder((32, 24), "float32", "x")  # rows of 24: each element of a row 24 apart
+    t = te.compute((24, 40), lambda j, i: x[i % 32, j], "T_wrap")  # not affine along i: left alone
+    sch, text = _default([x], [t])
+    assert "outer" not in text
+    t = te.compute((24, 32), lambda j, i: x[i, j], "T_t")
+    sch, text = _default([x], [t])
+    assert "for ax1.inner in vectorized(16):" in lines(sch)
+
+
 def test_default_empty_and_bool_tensors():
     ins, out, _ = elementwise((0, 3))
     _default(ins, [out])

@@ -72,7 +72,9 @@
      WINDOW_SIDE outputs unrolled innermost, side by side (independent chains: 2048
      channels of 7x7, 1 thread, CPU time, from 0.045 ms to 0.035 with 8 side by side,
      0.028 with 4, 0.044-0.049 with 2; onnxruntime 0.025-0.027).
-   * an injective stage: two loops, the inner one the trailing axes fused until it has at
+   * a transpose (an injective stage reading an input far apart along its last axis and
+     contiguously along the one before): transpose.py, blocks of input rows;
+   * another injective stage: two loops, the inner one the trailing axes fused until it has at
      least 64 iterations, vectorized whole (LLVM's vectoriser handles the remainder), the
      outer one the other axes fused, parallel from 16384 elements (a single loop is split
      into chunks for that, by a divisor of its extent when there is one).  Flattening
@@ -97,6 +99,7 @@ from ..te.topi.transform import PACK, REBLOCK
 from .conv import schedule_blocked_convs
 from .dense_pack import schedule_dense_packs
 from .row_reduce import schedule_rows, split_lanes, wants_lanes
+from .transpose import is_transpose, schedule_transpose
 from .primitives import Schedule, Stage
 
 VECTOR_BYTES = 64
@@ -199,6 +202,9 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
         sch.unroll(t, axes[-1])
         if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
             sch.parallel(t, outer)
+        return
+    if is_transpose(sch, stage, vector_width(t.dtype)):  # transpose.py
+        schedule_transpose(sch, stage, vector_width(t.dtype), PARALLEL_MIN)
         return
     split = len(axes) - 1  # axes[split:] make the inner loop: long enough to vectorise
     while split > 0 and _size(a.extent for a in axes[split:]) < INNER_MIN:
