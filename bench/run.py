@@ -31,7 +31,10 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
    ResNet-50's max pool (NCHW and NCHW16c), a 3x3 average pool and the global average
    pools of ResNet-50 and MobileNet v2, each a single fused function called on aligned
    buffers; beside onnxruntime's Conv / Gemm / pool node on the NCHW arrays and numpy's
-   BLAS (`x @ w.T + b`).  The peak is cores x measured clock x FMA units x datapath
+   BLAS (`x @ w.T + b`).  Then the transformers' kernels as the models build them
+   (bench/transformer_kernels.py: the packed dense with its weight bound, batch_matmul,
+   softmax, layer_norm, the two GELUs), each a small graph run whole, beside onnxruntime's
+   matching node.  The peak is cores x measured clock x FMA units x datapath
    lanes x 2 (compiler/profile/peak.py).
 Goals (issue 5): fused element-wise chains faster than numpy; ResNet-50 within 3x of
 onnxruntime at the same thread count.  The lines under the tables say whether this run
@@ -419,6 +422,17 @@ KERNELS = (
 )
 
 
+def _transformer_cases():
+    spec = importlib.util.spec_from_file_location("bench_transformer_kernels", HERE / "transformer_kernels.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_transformer_kernels"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.CASES
+
+
+KERNELS = KERNELS + _transformer_cases()  # transformer_kernels.py: whole small graphs, weights bound
+
+
 def peak(threads: int) -> tuple[float, str]:
     """(GFLOP/s, how it was derived): the profiler's estimate (compiler/profile/peak.py:
     the FMA datapath of this CPU, its measured clock, the threads)."""
@@ -428,8 +442,36 @@ def peak(threads: int) -> tuple[float, str]:
     return found.gflops, found.derivation
 
 
+def measure_graph(case, threads: int, runs: int) -> dict:
+    """A transformer_kernels.py case: its graph compiled with the weights bound and run
+    whole (`executable.run`), beside onnxruntime's node with them as initializers."""
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
+
+    xs, bound = case.arrays()
+    aligned = []
+    for x in xs:  # as a model's kernels get them: no copy on the way in
+        aligned.append(aligned_empty(x.shape, x.dtype))
+        aligned[-1][...] = x
+    xs = aligned
+    result, lowering = compile_text(case.relay(), "kernel.relay", threads, params=bound)
+    exe = lowering.executable
+    session = ort_session(case.onnx(bound), threads)
+    feeds = case.feeds(xs)
+    reference = session.run(None, feeds)[0]
+    np.testing.assert_allclose(exe.run(*xs).reshape(reference.shape), reference, rtol=1e-4, atol=1e-4)
+    figures = {"function": ", ".join(lowering.functions), "gflop": case.flops / 1e9,
+               "ours_s": median_s(lambda: exe.run(*xs), runs, min_sample_s=0.05),
+               "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
+    for key in ("ours", "onnxruntime"):
+        figures[f"{key}_gflops"] = case.flops / figures[f"{key}_s"] / 1e9
+    return figures
+
+
 def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
     from relaylens.compiler.lower.runtime.jit import aligned_empty
+
+    if not isinstance(case, KernelCase):
+        return measure_graph(case, threads, runs)
 
     from relaylens.compiler.build import relay_build_passes
 
