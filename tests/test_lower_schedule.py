@@ -540,7 +540,10 @@ def test_default_row_reductions_run_in_vector_lanes():
     ins, out = softmax(rows=4, cols=64)
     sch, text = _default(ins, [out])
     assert "T_max.rf = allocate(float32, [1, 16])" in lines(sch) and "T_sum.rf = allocate(float32, [1, 16])" in text
-    assert "T_sum.rf[ax1_1] = T_sum.rf[ax1_1] + T_exp[ax0_1 * 64 + k.outer * 16 + ax1_1]" in lines(sch)
+    # a row at a time (row_reduce.schedule_row_group): its exponentials for the sum and the division
+    assert lines(sch)[1:3] == ["for ax0 in range(4):", "T_exp = allocate(float32, [1, 64])"]
+    assert "T_sum.rf[ax1_1] = T_sum.rf[ax1_1] + T_exp[k.outer * 16 + ax1_1]" in lines(sch)
+    assert "T_div[ax0 * 64 + ax1] = T_exp[ax1] / T_sum[0]" in lines(sch)
     assert "for k.lane in unrolled(16):" in lines(sch)
     x = sch.inputs[0]
     nan = values([x])[0]
@@ -646,6 +649,29 @@ def test_a_quotient_by_a_multiple_of_the_scaled_terms_drops_the_bounded_rest():
     x = te.placeholder((4, 6, 8), "float32", "x")  # transpose (2, 0, 1) of x, read flat
     t = te.compute((8, 24), lambda i, k: x[(i * 24 + k) // 48, (i * 24 + k) // 8 % 6, (i * 24 + k) % 8], "T_t")
     check(Schedule([t], [x], "f"))
+
+
+def test_shared_compute_at_checks_that_every_reader_stays_in_the_region():
+    x = te.placeholder((4, 8), "float32", "x")
+    p = te.compute((4, 8), lambda i, j: x[i, j] * 2.0, "T_p")
+    for flip, ok in ((lambda i, j: (i, 7 - j), True), (lambda i, j: (3 - i, j), False)):
+        q = te.compute((4, 8), lambda i, j: p[flip(i, j)] + 1.0, "T_q")
+        out = te.compute((4, 8), lambda i, j: p[i, j] + q[i, j], "T_out")
+        sch = Schedule([out], [x], "f")
+        with pytest.raises(ScheduleError, match="T_p is also read by T_q"):
+            sch.compute_at(p, out, sch[out].axes[0])
+        sch.compute_at(q, out, sch[out].axes[0])
+        sch.compute_at(p, out, sch[out].axes[0], shared=True)
+        if ok:
+            assert "T_p = allocate(float32, [1, 8])" in lines(sch)
+            check(sch)
+        else:  # q reads another row than the one computed
+            with pytest.raises(ScheduleError, match="a read of it .* may fall outside the region"):
+                sch.lower()
+    sch = Schedule([out], [x], "g")
+    sch.compute_at(p, out, sch[out].axes[0], shared=True)  # q is computed outside the loop
+    with pytest.raises(ScheduleError, match="T_p is computed at T_out but read by T_q, T_out"):
+        sch.lower()
 
 
 def test_default_transpose_reads_blocks_of_input_rows():

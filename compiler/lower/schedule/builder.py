@@ -56,6 +56,7 @@ class _Lowering:
         self.buffers: dict[int, tuple[te.Buffer, tuple[te.PrimExpr | None, ...]]] = {}
         self.attached: dict[int, list[Stage]] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> extent
+        self.shared: set[int] = set()  # tensors computed at a loop for several readers inside it
 
     def run(self) -> PrimFunc:
         sch = self.sch
@@ -64,7 +65,9 @@ class _Lowering:
                 continue
             target, axis = stage.attach
             reading = self.readers.get(id(stage.tensor), [])
-            if reading != [target]:
+            if stage.shared and target in reading and all(_inside(r, target, axis) for r in reading):
+                self.shared.add(id(stage.tensor))
+            elif reading != [target]:
                 names = ", ".join(r.name for r in reading) or "nothing"
                 raise ScheduleError(f"{stage.name} is computed at {target.name} but read by {names}; "
                                     f"compute_at needs its consumer to be the only reader")
@@ -90,10 +93,22 @@ class _Lowering:
             if isinstance(n, te.Load):
                 buf, starts = self.buffers[id(n.tensor)]
                 idx = tuple(i if s is None else minus(self.tidy(i), self.tidy(s)) for i, s in zip(n.indices, starts))
+                if id(n.tensor) in self.shared:
+                    self._check_inside(n.tensor, buf, idx, starts)
                 return te.BufferLoad(buf, self.tidy(flat_index(buf.shape, idx)), n.dtype, loc=n.loc)
             return None
 
         return te.transform(simplify(e), convert)
+
+    def _check_inside(self, t: te.Tensor, buf: te.Buffer, idx: tuple, starts: tuple) -> None:
+        """A read of a shared stage (compute_at ..., shared=True) must fall in its region."""
+        for i, s, n in zip(idx, starts, buf.shape):
+            if s is None:
+                continue
+            known = bounds(self.tidy(i), self.extents)
+            if known is None or known[0] < 0 or known[1] >= n:
+                raise ScheduleError(f"{t.name} is computed for several readers at one loop, but a read of it "
+                                    f"({i}) may fall outside the region computed there")
 
     def tidy(self, e: te.PrimExpr) -> te.PrimExpr:
         """`e` simplified with what the extents of the loops made so far tell."""
@@ -249,6 +264,20 @@ class _Lowering:
                 v, m, kind = loops[d]
                 body = For(v, m, body, kind, loc=loc)
         return body
+
+
+def _inside(reader: Stage, target: Stage, axis: Axis) -> bool:
+    """Whether `reader` is `target` or computed inside target's loop over `axis` (at it,
+    or at a stage computed there, and so on)."""
+    if reader is target:
+        return True
+    stage = reader
+    while stage.attach is not None:
+        at, loop = stage.attach
+        if at is target:
+            return loop is axis
+        stage = at
+    return False
 
 
 def _pass_up(relations: list, value: dict[Axis, te.PrimExpr], ext: dict[Axis, int]) -> None:

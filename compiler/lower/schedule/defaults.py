@@ -98,7 +98,7 @@ from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK
 from .conv import schedule_blocked_convs
 from .dense_pack import schedule_dense_packs
-from .row_reduce import schedule_rows, split_lanes, wants_lanes
+from .row_reduce import schedule_row_group, schedule_rows, split_lanes, wants_lanes
 from .transpose import is_transpose, schedule_transpose
 from .primitives import Schedule, Stage
 
@@ -125,6 +125,8 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
     done = schedule_blocked_convs(sch)  # conv.py
     done |= schedule_dense_packs(sch)  # dense_pack.py
     done |= _schedule_phased_pools(sch)
+    if rows:
+        done |= schedule_row_group(sch, rows, PARALLEL_MIN)  # row_reduce.py: softmax a row at a time
     for stage in list(sch.stages):
         if stage.inlined or id(stage) in done:
             continue

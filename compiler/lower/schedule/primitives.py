@@ -173,9 +173,12 @@ class Schedule:
             stage.inlined, stage.attach = True, None
             step.args = stage.name
 
-    def compute_at(self, tensor, consumer, axis: Axis) -> None:
+    def compute_at(self, tensor, consumer, axis: Axis, shared: bool = False) -> None:
         """Compute the tensor inside `consumer`'s loop over `axis`, for the region the
-        loops inside it read."""
+        loops inside it read.  `shared`: other stages read it too, each computed inside
+        that same loop (compute_at there, or at a stage computed there): they read the
+        region the consumer reads, which lowering checks (an index it cannot prove
+        inside the region is a ScheduleError)."""
         stage, target = self[tensor], self[consumer]
         where = f"cannot compute {stage.name} at {target.name}"
         if stage is target:
@@ -190,12 +193,12 @@ class Schedule:
         reading = readers(self.stages, self.bodies()).get(id(stage.tensor), [])
         if target not in reading:
             raise ScheduleError(f"{where}: {target.name} does not read {stage.name}")
-        if len(reading) > 1:
+        if len(reading) > 1 and not shared:
             others = ", ".join(r.name for r in reading if r is not target)
             raise ScheduleError(f"{where}: {stage.name} is also read by {others}")
         with self._step("compute_at") as step:
-            stage.attach = (target, axis)
-            step.args = f"{stage.name} at {target.name}.{axis.name}"
+            stage.attach, stage.shared = (target, axis), shared
+            step.args = f"{stage.name} at {target.name}.{axis.name}" + (" (shared)" if shared else "")
 
     def cache_write(self, tensor) -> te.Tensor:
         """Compute the tensor in a new stage `<name>.local` (returned, scheduled like any

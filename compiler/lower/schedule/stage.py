@@ -72,6 +72,7 @@ class Stage:
         self.kinds: dict[Axis, str] = {}
         self.inlined = False
         self.attach: tuple[Stage, Axis] | None = None
+        self.shared = False  # computed at (attach) for that consumer and stages computed inside it
         self.reduce_reordered = False
         own = {id(iv) for iv in (*tensor.op.axes, *reduce_ivs)}
         for n in te.nodes(body):
@@ -97,11 +98,11 @@ class Stage:
 
     def _state(self) -> tuple:
         return (list(self.leaves), list(self.relations), dict(self.kinds), self.inlined,
-                self.attach, self.reduce_reordered, self.body, self.reduce_axes)
+                self.attach, self.reduce_reordered, self.body, self.reduce_axes, self.shared)
 
     def _restore(self, state: tuple) -> None:
         (self.leaves, self.relations, self.kinds, self.inlined, self.attach,
-         self.reduce_reordered, self.body, self.reduce_axes) = state
+         self.reduce_reordered, self.body, self.reduce_axes, self.shared) = state
 
     def __repr__(self) -> str:
         return f"<stage {self.name}: {', '.join(a.name for a in self.leaves)}>"
