@@ -148,13 +148,25 @@ def test_compiled_code_gives_the_evaluated_bits(jit, name):
     i = te.Var("i")
     value = te.intrinsic(name, te.BufferLoad(a, i, "float32"))
     func = ln.PrimFunc(f"grid_{name}", (a, out), ln.For(i, n, ln.Store(out, i, value), "vectorized"))
-    jit.load(jit.optimize(str(generate([func], "t.relay"))))
+    text = str(generate([func], "t.relay"))
+    # a long loop of a math expansion: vectors side by side (llvm.py MATH_INTERLEAVE), the same bits
+    assert re.search(r'!"llvm.loop.interleave.count", i32 4\b', text)
+    jit.load(jit.optimize(text))
     got = jit.kernel(func)(X)
     want = _evaluate(mathfuncs.INLINED[name])
     if name.startswith("fast_"):
         np.testing.assert_array_equal(_evaluate(lambda v: te.intrinsic(name, v)).view(np.int32), want.view(np.int32))
     np.testing.assert_array_equal(got.view(np.int32)[~np.isnan(want)], want.view(np.int32)[~np.isnan(want)])
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_only_loops_of_math_expansions_ask_for_vectors_side_by_side():
+    a, out = te.Buffer("a", (4096,), "float32"), te.Buffer("out", (4096,), "float32")
+    i = te.Var("i")
+    func = ln.PrimFunc("plain", (a, out), ln.For(i, 4096, ln.Store(out, i, te.BufferLoad(a, i, "float32") * 2.0),
+                                                 "vectorized"))
+    text = str(generate([func], "t.relay"))
+    assert "llvm.loop.vectorize.enable" in text and "interleave" not in text
 
 
 @pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf"])
