@@ -8,9 +8,10 @@ the most recently started analysis first; between pieces the loop reads and answ
 what arrived.  So a document opened or changed while a long one is being analysed is
 served at once, its syntax diagnostics first, and the long one goes on after it.  An
 analysis of a version the document no longer has is stopped at its next pause point
-(compiler/pauses.py), or finished first when it is updating the previous analysis in
-place (the incremental re-check: a few ms, unless a break makes it type the module
-again); a request that cannot do without an analysis in progress finishes it
+(compiler/pauses.py), or finished first while it is updating the previous analysis in
+place (the incremental re-check reading the edited statement: a few ms); the typing
+after that (the module typed again, 0.3 s at 20,000 lines, when a statement breaks or
+mends) is stopped like the rest, and the next analysis types the module again; a request that cannot do without an analysis in progress finishes it
 (`_settle`).  didOpen starts its analysis at once (and the build once it is done).  didChange is debounced per
 URI, and a newer edit cancels the pending run: a change to a document that was quiet
 (no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
@@ -119,13 +120,15 @@ class DiagnosticStore:
 
     def _settle(self, uri: str, exact: bool) -> None:
         """Finish the analysis of `uri` in progress when a reader cannot do without it:
-        it is updating the previous analysis in place, there is no analysis yet, or the
-        reader needs the document's current version (`exact`)."""
+        it is updating the previous analysis in place (reading the edited statement, or
+        typing the analysis stored, which is not `typed` yet), there is no analysis yet,
+        or the reader needs the document's current version (`exact`)."""
         running = self._running.get(uri)
         if running is None:
             return
         pieces = running[0]
-        if pieces.steady or self.server.analyses.stored(uri) is None or exact:
+        stored = self.server.analyses.stored(uri)
+        if pieces.steady or stored is None or not stored.typed or exact:
             self.scheduler.finish(pieces)
 
     def _analyse(self, uri: str, version: int | None, text: str) -> None:
