@@ -22,7 +22,10 @@ A statement the edit left unparsable is re-read alone too, recovered as a whole 
 would (a hole).  When typing remains to be done after the parse (a whole check, or an
 edit that changed a type), `on_parsed` hears of the syntax and name diagnostics first (the
 diagnostics feature publishes them at once for long documents), and a whole read tells
-`on_syntax` of the syntax diagnostics before it resolves names.
+`on_syntax` of the syntax diagnostics before it resolves names.  That typing may be
+stopped by the next edit: meanwhile the analysis as read (`typed` False) is the latest
+(`on_read`), a reader finishes its typing before it reads it (the diagnostics feature's
+`settle`), and the next analysis, starting from it, types the module whole.
 
 A document over the size limit (`SizeLimit`, documents.py) is only parsed: its analysis
 is `syntax_only` (no types, never built) and carries one warning saying so.  A file the
