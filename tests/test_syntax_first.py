@@ -88,3 +88,48 @@ def test_the_scheduler_runs_urgent_work_first() -> None:
 
     asyncio.run(run())
     assert ran == ["first"] * 3 + ["second"] * 3
+
+
+def test_held_work_gets_no_slices_until_finished() -> None:
+    """An analysis of a version its document no longer has is `held` while the change
+    waits for its run (server/features/diagnostics.py `schedule`): no slices, so the old
+    version's typing costs nothing meanwhile; `finish` (the run that stops it) still runs it."""
+    ran: list[str] = []
+
+    def work(name: str):
+        def run() -> None:
+            from relaylens.compiler.pauses import pause_point
+            for _ in range(3):
+                ran.append(name)
+                pause_point()
+        return run
+
+    async def run() -> None:
+        scheduler = Scheduler(slice_seconds=0)
+        old = Pieces(work("old"))
+        old.held = True
+        scheduler.start(old, lambda p: None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert ran == [] and scheduler.busy
+        scheduler.finish(old)
+        assert ran == ["old"] * 3 and not scheduler.busy
+
+    asyncio.run(run())
+
+
+def test_a_change_holds_the_analysis_of_the_older_version() -> None:
+    server = Server()
+    store = DiagnosticStore(server)  # type: ignore[arg-type]
+    uri = next(iter(DOCS))
+    held = []
+
+    async def run() -> None:
+        pieces = store.analyse(uri)
+        store.schedule(uri)  # a change arrives: its run comes after the debounce
+        held.append(pieces.held)
+        store.cancel(uri)
+        store.forget(uri)
+
+    asyncio.run(run())
+    assert held == [True]

@@ -4,7 +4,9 @@ and the slow path's builds (`server.builds`, server/slow/builds.py) started from
 Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
 version they were computed on.  Every analysis runs in pieces (server/pieces.py): on a
 thread of its own that runs only on the event loop's turn, a few milliseconds at a time,
-the most recently started analysis first, except that an analysis which has not yet
+the most recently started analysis first (an analysis of a version its document no
+longer has gets no more slices while the change waits for its run, which stops it),
+except that an analysis which has not yet
 published its first diagnostics goes before those that have (so every document's
 syntax diagnostics come before any document's types: two long documents opened one
 after the other get their syntax diagnostics one after the other, then their types);
@@ -184,6 +186,9 @@ class DiagnosticStore:
         self._active[uri] = now
         if pending is not None:
             pending.cancel()
+        running = self._running.get(uri)
+        if running is not None:  # of an older version: the run below stops it; no slices till then
+            running[0].held = True
         delay = DEBOUNCE_SECONDS if busy else COALESCE_SECONDS
         self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri, delay))
 
