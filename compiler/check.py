@@ -46,6 +46,10 @@ class CheckResult:
     type_diagnostics: tuple[Diagnostic, ...]
     # the nodes whose type the text wrote (`ty=` comments), with that type
     commented: Mapping[Expr, Type] = field(default_factory=dict)
+    # False: the module's types are not (all) inferred yet, or were left half written by a
+    # stopped inference (`recheck`'s `on_committed`); `type_diagnostics` are the last ones
+    # known to stand, `commented` the types the text writes
+    typed: bool = True
 
     @property
     def module(self):
@@ -61,6 +65,7 @@ MAX_SOURCE_CHARS = 32 << 20
 
 
 Parsed = Callable[[ParseResult, tuple[Diagnostic, ...]], None]
+Committed = Callable[["CheckResult", Change], None]
 
 
 def check_text(text: str, name: str = "<input>", incremental: bool = False,
@@ -98,7 +103,8 @@ def _note_unused(parsed: ParseResult, typed: Mapping, commented: dict) -> None:
 
 
 def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE_CHARS,
-            on_parsed: Parsed | None = None) -> tuple[CheckResult, Change] | None:
+            on_parsed: Parsed | None = None,
+            on_committed: Committed | None = None) -> tuple[CheckResult, Change] | None:
     """Check `text`, an edit of `previous`'s text, re-reading only the statement the edit
     changed; None when that cannot be done (then `check_text` the whole of it).  The
     result is what `check_text` gives; `previous` is spent (its nodes, index and spans
@@ -111,23 +117,47 @@ def recheck(previous: CheckResult, text: str, max_chars: int | None = MAX_SOURCE
     parameter typed by the old use; nothing, for an unused statement a whole check does
     not type): then the statement and what uses it are typed again (`_retype_cone`), or
     when that cannot be done the module, from scratch, which costs a fifth of a whole
-    check.  Before that, `on_parsed(parsed, type diagnostics outside the statement)` is
-    called (the language server publishes them at once).  A text over `max_chars` gives
-    None (`check_text` then says it is too large).
+    check.  Before that, `on_committed(untyped, change)` is called with the result as it
+    stands (`typed` False: the type diagnostics outside the statement, the types the
+    text writes), then `on_parsed(parsed, those type diagnostics)` (the language server
+    stores the first and publishes the second at once).  A `previous` that is not
+    `typed` (its typing was stopped) is typed again whole after the statement is read.
+    A text over `max_chars` gives None (`check_text` then says it is too large).
+
+    Reading the statement and committing it updates `previous` in place, so it runs
+    `steady()` (compiler/pauses.py: it pauses, never stops).  The typing after it may
+    stop when the caller took the untyped result (`on_committed`): a `Stopped` then
+    leaves that result as the text's latest, `typed` False.
     """
     if max_chars is not None and len(text) > max_chars:
         return None
-    with gc_paused(), steady():  # (steady: `previous` is updated in place, compiler/pauses.py)
-        return _recheck(previous, text, on_parsed)
+    with gc_paused():
+        with steady():  # (`previous` is updated in place, compiler/pauses.py)
+            done = _recheck(previous, text, on_parsed, on_committed)
+        if done is None or isinstance(done[0], CheckResult):
+            return done  # type: ignore[return-value]
+        retype, change = done
+        if on_committed is None:
+            with steady():
+                return retype(), change
+        return retype(), change
 
 
-def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None) -> tuple[CheckResult, Change] | None:
+def retype(untyped: CheckResult) -> CheckResult:
+    """Type again, whole, a module whose typing was stopped (`CheckResult.typed` False)."""
+    with gc_paused():
+        return _retype_whole(untyped.parsed, dict(untyped.commented))
+
+
+def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None, on_committed: Committed | None):
+    """The statement read and committed: (the result, the change) when it is typed too,
+    else (the typing still to do, the change); None when it cannot be read alone."""
     pending = prepare(previous.parsed, text)
     if pending is None:
         return None
     commented: dict = {}
     typed = infer_expr_types(previous.module, pending.value, pending.is_new, check_annotations=True,
-                             commented=commented)
+                             commented=commented) if previous.typed else None
     holes = isinstance(pending.value, ErrorExpr) and isinstance(pending.statement.value, ErrorExpr)
     alone = typed is not None and pending.statement.symbol.references and (
         holes  # `%5 = ⁇` still (typing inside a broken statement): ERROR before and after
@@ -149,19 +179,30 @@ def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None) -> tupl
         return CheckResult(parsed, tuple(diagnostics), written), change
     for node, ty in pending.written.items():
         written[value if node is pending.value else node] = ty
+    if on_committed is not None:
+        on_committed(CheckResult(parsed, tuple(kept), dict(written), typed=False), change)
     if on_parsed is not None:
         on_parsed(parsed, tuple(kept))
-    if local:
-        done = _retype_cone(parsed, change, tuple(kept), written, old_uses)
-        if done is not None:
-            return done
+
+    def retype() -> CheckResult:
+        if local:
+            done = _retype_cone(parsed, change, tuple(kept), written, old_uses)
+            if done is not None:
+                return done[0]
+        change.retyped = True
+        return _retype_whole(parsed, written)
+
+    return retype, change
+
+
+def _retype_whole(parsed: ParseResult, written: dict) -> CheckResult:
+    """Type the whole module again from the types the text writes (`written`)."""
     _forget_types(parsed, written)
-    change.retyped = True
-    commented = {}
+    commented: dict = {}
     diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
     for node, ty in written.items():  # statements nothing uses are not typed: keep what they wrote
         commented.setdefault(node, ty)
-    return CheckResult(parsed, tuple(diagnostics), commented), change
+    return CheckResult(parsed, tuple(diagnostics), commented)
 
 
 def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:

@@ -22,7 +22,10 @@ A statement the edit left unparsable is re-read alone too, recovered as a whole 
 would (a hole).  When typing remains to be done after the parse (a whole check, or an
 edit that changed a type), `on_parsed` hears of the syntax and name diagnostics first (the
 diagnostics feature publishes them at once for long documents), and a whole read tells
-`on_syntax` of the syntax diagnostics before it resolves names.
+`on_syntax` of the syntax diagnostics before it resolves names.  That typing may be
+stopped by the next edit: meanwhile the analysis as read (`typed` False) is the latest
+(`on_read`), a reader finishes its typing before it reads it (the diagnostics feature's
+`settle`), and the next analysis, starting from it, types the module whole.
 
 A document over the size limit (`SizeLimit`, documents.py) is only parsed: its analysis
 is `syntax_only` (no types, never built) and carries one warning saying so.  A file the
@@ -43,7 +46,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..compiler.check import CheckResult, Parsed, check_text, recheck
+from ..compiler.check import CheckResult, Parsed, check_text, recheck, retype
 from ..compiler.diagnostics import Diagnostic, Severity
 from ..compiler.ir.span import Source
 from ..compiler.parser import ParseResult, SymbolIndex, parse
@@ -63,6 +66,7 @@ class Analysis:
     type_diagnostics: tuple[Diagnostic, ...] = ()
     commented: Mapping = field(default_factory=dict)  # nodes with a `ty=` comment in the text → its type
     syntax_only: bool = False  # over the size limit: parsed, not typed, not built
+    typed: bool = True  # False: read, its typing in progress or stopped (see `analyse`)
     _syntax: list = field(default_factory=list, repr=False, compare=False)
     _exprs: list = field(default_factory=list, repr=False, compare=False)
 
@@ -100,7 +104,7 @@ class Analysis:
         return self._syntax[0]
 
     def checked(self) -> CheckResult:
-        return CheckResult(self.result, self.type_diagnostics, self.commented)
+        return CheckResult(self.result, self.type_diagnostics, self.commented, self.typed)
 
     def prepare(self) -> None:
         """Build the lookup tables of hover and definition now (each is built once)."""
@@ -114,13 +118,20 @@ class Analysis:
 
 def analyse(uri: str, version: int | None, text: str, previous: Analysis | None = None,
             limit: SizeLimit | None = None, on_parsed: Parsed | None = None,
-            on_syntax: OnSyntax | None = None) -> Analysis:
+            on_syntax: OnSyntax | None = None,
+            on_read: Callable[[Analysis], None] | None = None) -> Analysis:
     """Analyse `text`: incrementally from `previous` (an analysis of the same document,
     spent if that succeeds) when the edit allows it, else from scratch; only parse it
     when it is over `limit`.  `on_parsed` is called with the syntax and name diagnostics
     (and the type diagnostics known to stand) before the types are inferred, when that
     is still to do (compiler/check.py); before that, when the whole text is read,
-    `on_syntax` with the syntax diagnostics alone (compiler/parser/parse.py)."""
+    `on_syntax` with the syntax diagnostics alone (compiler/parser/parse.py).
+
+    When an incremental analysis has typing left to do once the statement is read, it
+    calls `on_read` with the analysis as it stands then (`typed` False; it spent
+    `previous`), and that typing may be stopped (compiler/pauses.py `Stopped`): the
+    caller keeps that analysis as the document's latest, and the next analysis of the
+    document starting from it reads its edit and types the module again whole."""
     size = limit.size_over(text) if limit is not None else None
     if size is not None:
         note = Diagnostic(f"this document is {limit.describe(size)}: it is only parsed "
@@ -128,23 +139,42 @@ def analyse(uri: str, version: int | None, text: str, previous: Analysis | None 
         return Analysis(uri, version, parse(text, uri), (note,), syntax_only=True)
     if previous is not None and previous.source.text == text and not previous.syntax_only:
         # a new version of the same text (an edit undone before it was analysed, say)
-        return Analysis(uri, version, previous.result, previous.type_diagnostics, previous.commented,
+        checked = previous.checked() if previous.typed else retype(previous.checked())
+        return Analysis(uri, version, previous.result, checked.type_diagnostics, checked.commented,
                         _syntax=previous._syntax, _exprs=previous._exprs)
     if previous is not None and previous.result.incremental is not None:
+        read: list[Analysis] = []
+
+        def committed(untyped: CheckResult, change) -> None:
+            analysis = Analysis(uri, version, untyped.parsed, untyped.type_diagnostics, untyped.commented,
+                                typed=False)
+            _splice_exprs(previous, analysis, change)
+            read.append(analysis)
+            if on_read is not None:
+                on_read(analysis)
+
         try:
-            done = recheck(previous.checked(), text, on_parsed=on_parsed)
+            done = recheck(previous.checked(), text, on_parsed=on_parsed, on_committed=committed)
         except Exception:  # noqa: BLE001 -- a bug in the shortcut must not cost the analysis
             log.exception("incremental analysis of %s failed; analysing it whole", uri)
             done = None
         if done is not None:
             checked, change = done
             analysis = Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
-            if previous._exprs:
-                previous._exprs[0].splice(change, checked.parsed.source)
-                analysis._exprs.append(previous._exprs[0])
+            if read:
+                analysis._exprs.extend(read[0]._exprs)
+            else:
+                _splice_exprs(previous, analysis, change)
             return analysis
     checked = check_text(text, uri, incremental=True, on_parsed=on_parsed, on_syntax=on_syntax)
     return Analysis(uri, version, checked.parsed, checked.type_diagnostics, checked.commented)
+
+
+def _splice_exprs(previous: Analysis, analysis: Analysis, change) -> None:
+    """Hand `previous`'s expression table, moved across `change`, to `analysis`."""
+    if previous._exprs:
+        previous._exprs[0].splice(change, analysis.source)
+        analysis._exprs.append(previous._exprs[0])
 
 
 class Analyses:
@@ -166,18 +196,23 @@ class Analyses:
         """Analyse this version unless it already is; keep it as the latest.  `on_parsed`,
         `on_syntax`: see `analyse`."""
         known = self._latest.get(uri)
-        if known is not None and known.version == version and known.source.text == text:
+        if known is not None and known.version == version and known.source.text == text and known.typed:
             return known
-        analysis = analyse(uri, version, text, known, self.limit, on_parsed, on_syntax)
+        analysis = analyse(uri, version, text, known, self.limit, on_parsed, on_syntax,
+                           on_read=lambda read: self._keep(uri, known, read))
+        self._keep(uri, known, analysis)
+        return analysis
+
+    def _keep(self, uri: str, known: Analysis | None, analysis: Analysis) -> None:
+        """Store `analysis` as the latest (made from `known`), unless a newer version's is."""
         stored = self._latest.get(uri)
         if stored is not known and _newer(stored, analysis):
-            return analysis  # a newer version was analysed meanwhile (this one in pieces): it stays
+            return  # a newer version was analysed meanwhile (this one in pieces): it stays
         self._latest[uri] = analysis
-        if not analysis.has_syntax_errors:
+        if not analysis.has_syntax_errors and analysis.typed:
             self._good[uri] = analysis
         elif known is not None and self._good.get(uri) is known and analysis.result.module is known.result.module:
             self._good.pop(uri, None)  # spent on this analysis
-        return analysis
 
     def current(self, uri: str, version: int | None, text: str) -> Analysis:
         """The analysis of exactly this text (made now if the latest is older)."""

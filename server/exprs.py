@@ -67,16 +67,21 @@ class ExprIndex:
 
 
 def _entries(nodes: Iterable[Expr], source: Source) -> list[tuple[Span, Expr]]:
-    entries = []
-    for node in nodes:
+    """The shown nodes with a range of `source`, by start (longest first); made with pause
+    points between (what is left in one go: the sort of their offsets)."""
+    entries, keys = [], []
+    for i, node in enumerate(nodes):
+        if not i % PAUSE_NODES:
+            pause_point()
         if not isinstance(node, SHOWN) or node.span is None:
             continue
         for origin in node.span.origins():
             if isinstance(origin, Span) and origin.source is source:
                 entries.append((origin, node))
+                keys.append((origin.start, -origin.end))
                 break
-    entries.sort(key=lambda e: (e[0].start, -e[0].end))
-    return entries
+    order = sorted(range(len(entries)), key=keys.__getitem__)  # stable, as a sort of the entries
+    return [entries[i] for i in order]
 
 
 def _start(entry: tuple[Span, Expr]) -> int:

@@ -8,7 +8,11 @@ server's state, no contention for the GIL (an analysis beside the loop would hal
 speed of both), and the compiler's code stays plain functions with a `pause_point()` in
 its long loops.  `Scheduler` runs the pieces of every piece of work waiting, a slice
 at a time, the most recently started first, and yields to the loop between slices, so
-a message that arrives meanwhile is read and answered after at most one slice.
+a message that arrives meanwhile is read and answered after at most one slice.  Work
+still `urgent` (an analysis that has not published its first diagnostics: its syntax)
+goes before the rest, so every document's syntax diagnostics come before any
+document's types.  Work `held` (an analysis of a version its document no longer has,
+which the next analysis will stop) gets no slices; `finish()` still runs it.
 
 From inside the work, `on_loop(call)` runs `call` on the loop's thread at once (the
 piece ends there; everything that writes to the client goes this way); outside a piece
@@ -52,6 +56,8 @@ class Pieces:
         self._stopping = False
         self._calls: list[Callable[[], None]] = []
         self.steady = False  # paused where it may not stop (updating shared objects in place)
+        self.urgent = True  # goes before the work that is not (the owner says when it stops being)
+        self.held = False  # gets no slices from the scheduler (only `finish`)
         self.done = False
         self.result: Any = None
         self.error: BaseException | None = None
@@ -138,7 +144,8 @@ def _thread(target: Callable[[], None], name: str) -> threading.Thread:
 
 class Scheduler:
     """Runs the waiting pieces of work on the event loop, one slice at a time, the most
-    recently started (or `raise_`d) first, yielding to the loop between slices."""
+    recently started (or `raise_`d) of the `urgent` ones first, else the most recent,
+    none that is `held`, yielding to the loop between slices."""
 
     def __init__(self, slice_seconds: float = SLICE_SECONDS) -> None:
         self.slice = slice_seconds
@@ -180,7 +187,18 @@ class Scheduler:
 
     async def _drive(self) -> None:
         while self._queue:
-            pieces = self._queue[-1][0]
+            pieces = self._next()
+            if pieces is None:
+                return  # all held: the next `start` drives again
             if pieces.run(self.slice):
                 self._retire(pieces)
             await asyncio.sleep(0)  # the loop reads and answers what arrived meanwhile
+
+    def _next(self) -> Pieces | None:
+        """The work to run a slice of: the most recent urgent one, else the most recent;
+        none held (None if all are)."""
+        ready = [pieces for pieces, _ in self._queue if not pieces.held]
+        for pieces in reversed(ready):
+            if pieces.urgent:
+                return pieces
+        return ready[-1] if ready else None

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Container, Generic, Iterable, Iterator, TypeVar
 
+from ..pauses import pause_point
+
 from .expr import (
     Call,
     Clause,
@@ -88,6 +90,9 @@ def children(expr: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+PAUSE_NODES = 1024  # steps of `post_order` between two pause points
+
+
 def post_order(
     root: Expr,
     expand: Callable[[Expr], Iterable[Expr]] = children,
@@ -96,12 +101,18 @@ def post_order(
     """Every node reachable from `root`, each once, children first.
 
     `done` holds nodes already handled (the caller's memo); when given, the caller must
-    add each yielded node to it before asking for the next one.
+    add each yielded node to it before asking for the next one.  A pause point every
+    PAUSE_NODES steps (compiler/pauses.py: the language server's analyses in pieces).
     """
     own = done is None
     finished: Container[Expr] = set() if own else done  # type: ignore[assignment]
     stack: list[tuple[Expr, bool]] = [(root, False)]
+    countdown = PAUSE_NODES
     while stack:
+        countdown -= 1
+        if not countdown:  # (the way down a chain of 20,000 statements, before the first node)
+            countdown = PAUSE_NODES
+            pause_point()
         node, expanded = stack.pop()
         if node in finished:
             continue

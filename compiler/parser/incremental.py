@@ -51,9 +51,9 @@ from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from ..pauses import pause_point
-from .errors import AFTER_DEFINITION, BINDING
+from .errors import AFTER_DEFINITION
 from .grammar import first_token, kids, parse_text
-from .recovery import MAX_RECOVERIES, recover
+from .recovery import MAX_RECOVERIES, recover_alone
 from .lower import Lowerer, Statement
 from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
                      unknown_constants_warning)
@@ -485,54 +485,27 @@ def _walk(root: E.Expr, keep) -> list[E.Expr]:
     return out
 
 
-# What a statement re-read with a syntax error is parsed in: a definition whose body holds
-# it alone, then a value (the whole-file parse sees it in its real body, in the same state).
-_PREFIX = "def @f() {"
-
-
-def _suffix(code: str, end: int) -> str:
-    """What follows the statement's `;` in the text it is re-read in: as in `code`, a line
-    end, another binding or another value (the words of a syntax error on the `;` depend
-    on it: errors.py)."""
-    line_end = code.find("\n", end + 1)
-    if not code[end + 1 : line_end if line_end >= 0 else len(code)].strip():
-        return "\n%0 }"
-    return " %0 = %0; %0 }" if BINDING.match(code, end + 1) else " %0 }"
-
-
 def _read_statement(code: str, start: int, end: int, source: Source,
                     previous: list[Diagnostic]) -> tuple[Tree, int, list[Diagnostic]] | None:
     """The tree of the statement at code[start:end] (its `;` at `end`), the offset its
     token positions count from, and its syntax errors; None if the whole file must be read.
 
     A statement that does not parse is recovered as the whole-file parse recovers it in
-    its body (recovery.py): the same diagnostics, the same hole.  That holds when every
-    error lies in the statement or on its `;` (the parser cannot have seen what follows),
-    and the mended body still holds the statement alone; otherwise None."""
+    its body (recovery.py `recover_alone`): the same diagnostics, the same hole.  That
+    holds when every error lies in the statement or on its `;` (the parser cannot have
+    seen what follows), and the mended body still holds the statement alone; otherwise
+    None."""
     try:
         return parse_text(code[start:end], "stmt"), start, []
     except LarkError:
         pass
-    before = max(code.rfind(";", 0, start), code.rfind("{", 0, start))  # where the body's
-    if before < 0 or code[before + 1:start].strip():  # previous statement ends
+    read = recover_alone(code, start, end, 0, source)
+    if read is None:
         return None
-    base = before + 1 - len(_PREFIX)
-    text = _PREFIX + code[before + 1 : end + 1] + _suffix(code, end)
-    syntax: list[Diagnostic] = []
-    errors: list[int] = []
-    tree = recover(text, "item", True, base, source, syntax, errors)
-    if tree is None or not all(start <= base + e <= end for e in errors):
-        return None
+    tree, base, syntax, errors, _ = read
     if len(errors) + sum(d.source == "syntax" for d in previous) >= MAX_RECOVERIES:
         return None  # the whole-file parse may give up on the definition
-    block = kids(tree)[-1]
-    if not isinstance(block, Tree) or block.data != "block":
-        return None
-    parts = kids(block)
-    tail = len(text) - len("%0 }")
-    if len(parts) != 2 or not isinstance(parts[0], Tree) or first_token(parts[1]).start_pos != tail:
-        return None
-    return parts[0], base, syntax
+    return tree, base, syntax
 
 
 def _users(previous: "ParseResult", statement: Statement) -> list[E.Expr] | None:

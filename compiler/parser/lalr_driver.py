@@ -89,11 +89,13 @@ class LalrDriver:
                 built[id(lexer)] = _state_lexer(lexer, ignore, blank, lark.lexer_conf.g_regex_flags)
             self.lexers[state] = built[id(lexer)]
         self.blanks = re.compile(f"(?>(?:{blank})*)", lark.lexer_conf.g_regex_flags).match
+        # state → (its lexer's match, its keywords, its actions): one lookup a token
+        self.rows = {state: (*self.lexers[state], self.actions[state]) for state in self.lexers}
 
     def parse(self, text: str, start: str):
         """The tree of `text` from rule `start`, as `Lark.parse` gives it; `NotTaken` on a
         syntax error."""
-        actions, goto, lexers, units = self.actions, self.goto, self.lexers, self.units
+        actions, goto, rows, units = self.actions, self.goto, self.rows, self.units
         sizes, origins, callbacks = self.sizes, self.origins, self.callbacks
         states = [self.start_states[start]]
         values: list = []
@@ -106,7 +108,7 @@ class LalrDriver:
             if not countdown:
                 countdown = PAUSE_TOKENS
                 pause_point()
-            match, keywords = lexers[states[-1]]
+            match, keywords, row = rows[states[-1]]
             m = match(text, pos)
             if m is None:
                 pos = self.blanks(text, pos).end()
@@ -125,8 +127,8 @@ class LalrDriver:
             token.start_pos = pos - len(value)
             token.end_pos = pos
             token.line = token.column = token.end_line = token.end_column = None
+            act = row.get(kind)
             while True:  # reduce, then shift the token
-                act = actions[states[-1]].get(kind)
                 if act is None:
                     raise NotTaken(token.start_pos)
                 if act >= 0:
@@ -138,6 +140,7 @@ class LalrDriver:
                 if callback is None:
                     states[-1] = self._units(states[-2], states[-1], kind, rule) \
                         if (key := (states[-2], states[-1], kind)) not in units else units[key]
+                    act = actions[states[-1]].get(kind)
                     continue
                 size = sizes[rule]  # `_reduce`, inlined: this loop is the parse's hot path
                 if size:
@@ -148,6 +151,7 @@ class LalrDriver:
                     children = []
                 states.append(goto[states[-1]][origins[rule]])
                 values.append(callback(children))
+                act = actions[states[-1]].get(kind)
         while True:  # the end: reduce until the start rule is done
             act = actions[states[-1]].get("$END")
             if act is None or act >= 0:

@@ -4,14 +4,21 @@ and the slow path's builds (`server.builds`, server/slow/builds.py) started from
 Diagnostics are stored by (stage, uri) and published together by `sync()`, tagged with the
 version they were computed on.  Every analysis runs in pieces (server/pieces.py): on a
 thread of its own that runs only on the event loop's turn, a few milliseconds at a time,
-the most recently started analysis first; between pieces the loop reads and answers
-what arrived.  So a document opened or changed while a long one is being analysed is
-served at once, its syntax diagnostics first, and the long one goes on after it.  An
+the most recently started analysis first (an analysis of a version its document no
+longer has gets no more slices while the change waits for its run, which stops it),
+except that an analysis which has not yet
+published its first diagnostics goes before those that have (so every document's
+syntax diagnostics come before any document's types: two long documents opened one
+after the other get their syntax diagnostics one after the other, then their types);
+between pieces the loop reads and answers what arrived.  So a document opened or
+changed while a long one is being analysed is served at once, its syntax diagnostics
+first, and the long one goes on after it.  An
 analysis of a version the document no longer has is stopped at its next pause point
-(compiler/pauses.py), or finished first when it is updating the previous analysis in
-place (the incremental re-check: a few ms, unless a break makes it type the module
-again); a request that cannot do without an analysis in progress finishes it
-(`_settle`).  didOpen starts its analysis at once (and the build once it is done).  didChange is debounced per
+(compiler/pauses.py), or finished first while it is updating the previous analysis in
+place (the incremental re-check reading the edited statement: a few ms); the typing
+after that (the module typed again, 0.3 s at 20,000 lines, when a statement breaks or
+mends) is stopped like the rest, and the next analysis types the module again; a
+request that cannot do without an analysis in progress finishes it (`_settle`).  didOpen starts its analysis at once (and the build once it is done).  didChange is debounced per
 URI, and a newer edit cancels the pending run: a change to a document that was quiet
 (no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
 take edits sent together as one; a change while the document is busy (being typed in,
@@ -24,7 +31,7 @@ tables of hover and definition (`Analysis.prepare`).  The fast
 stage is published only for the version it was computed on; the slow path's stage
 (`build`) stays, whatever its version, until the next build replaces it, so neither
 path clears the other.  Documents of our `relaylens:` scheme (virtual documents a client
-may open) are not analysed.  A long document (`EARLY_CHARS`) gets its diagnostics twice
+may open) are not analysed.  A document of 800 lines and more (`EARLY_CHARS`) gets its diagnostics twice
 for one version: syntax and names as soon as it is parsed (after an edit, with the
 previous version's type diagnostics outside the edited statement, which typing may
 change), then all of them once typed: typing 20,000 lines takes 0.3 s.  A document read
@@ -59,7 +66,7 @@ STICKY = frozenset({BUILD})  # stages published whatever their version (the slow
 
 
 class DiagnosticStore:
-    EARLY_CHARS = 200_000  # a document this long gets its syntax diagnostics before its types
+    EARLY_CHARS = 16_000  # a document this long (800 lines) gets its syntax diagnostics before its types
 
     def __init__(self, server: "RelayLensServer") -> None:
         self.server = server
@@ -119,13 +126,15 @@ class DiagnosticStore:
 
     def _settle(self, uri: str, exact: bool) -> None:
         """Finish the analysis of `uri` in progress when a reader cannot do without it:
-        it is updating the previous analysis in place, there is no analysis yet, or the
-        reader needs the document's current version (`exact`)."""
+        it is updating the previous analysis in place (reading the edited statement, or
+        typing the analysis stored, which is not `typed` yet), there is no analysis yet,
+        or the reader needs the document's current version (`exact`)."""
         running = self._running.get(uri)
         if running is None:
             return
         pieces = running[0]
-        if pieces.steady or self.server.analyses.stored(uri) is None or exact:
+        stored = self.server.analyses.stored(uri)
+        if pieces.steady or stored is None or not stored.typed or exact:
             self.scheduler.finish(pieces)
 
     def _analyse(self, uri: str, version: int | None, text: str) -> None:
@@ -151,6 +160,9 @@ class DiagnosticStore:
             return
         self.set(FAST, uri, version, items)
         self.sync(uri, version)
+        running = self._running.get(uri)
+        if running is not None and running[1] == version:
+            running[0].urgent = False  # published: the other documents' syntax first (pieces.py)
         if final:
             self._analysed[uri] = time.monotonic()
 
@@ -174,6 +186,9 @@ class DiagnosticStore:
         self._active[uri] = now
         if pending is not None:
             pending.cancel()
+        running = self._running.get(uri)
+        if running is not None:  # of an older version: the run below stops it; no slices till then
+            running[0].held = True
         delay = DEBOUNCE_SECONDS if busy else COALESCE_SECONDS
         self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri, delay))
 

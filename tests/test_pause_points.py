@@ -1,0 +1,45 @@
+"""The steps of an open's analysis that grow with the text pass pause points
+(compiler/pauses.py), so that the language server's analysis in pieces
+(server/pieces.py) hands back to the event loop inside them: the regions of the
+anchors, the walk down a long chain of statements, the symbol index's sort, the
+expression table.  And what they make is what they made before.  No clock: the test
+records where the pause points are passed."""
+
+from __future__ import annotations
+
+import sys
+
+from relaylens.compiler.parser.symbols import _order
+from relaylens.compiler.pauses import pausing
+from relaylens.server.analysis import analyse
+
+LINES = 6_000
+
+
+def chain(n: int = LINES) -> str:
+    lines = ['#[version = "0.0.5"]', "def @main(%x: Tensor[(16), float32]) {", "  %0 = add(%x, %x);"]
+    lines += [f"  %{k} = add(%{k - 1}, %{k - 1});" for k in range(1, n)]
+    return "\n".join([*lines, f"  %{n - 1}", "}"]) + "\n"
+
+
+def test_the_long_steps_of_an_open_pass_pause_points() -> None:
+    passed: set[str] = set()
+
+    def hook(may_stop: bool) -> None:
+        code = sys._getframe(2).f_code  # the function the pause point is in
+        passed.add(f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_name}")
+
+    with pausing(hook):
+        analysis = analyse("file:///chain.relay", 1, chain())
+        analysis.prepare()
+    assert {"anchors.py:__init__", "functor.py:post_order", "symbols.py:entries", "exprs.py:_entries"} <= passed, passed
+    entries = analysis.index.entries()
+    assert entries == sorted(entries, key=_order)  # the same order as a sort by _order
+    assert len(entries) >= 3 * LINES  # every statement's definition and its two uses
+    exprs = analysis.exprs.entries
+    assert [(s.start, -s.end) for s, _ in exprs] == sorted((s.start, -s.end) for s, _ in exprs)
+    assert len(exprs) == LINES  # every call
+    line = 2 + 4_321
+    offset = analysis.source.offset(line + 1, 3)  # on `%4321`, its definition
+    found = analysis.index.at(offset)
+    assert found is not None and found[0].name == "4321"
