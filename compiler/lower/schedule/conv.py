@@ -54,6 +54,7 @@ machine).
 from __future__ import annotations
 
 from ..te import expr as te
+from .conv_chunks import chunked_tile, schedule_chunked
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -77,8 +78,12 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         epilogue = _epilogue(sch, stage)
         if epilogue is None:
             epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
-        _schedule_tile(sch, stage, epilogue, depthwise=not data,
-                       channels_inside=_channels_inside(blocked, data))
+        chunked = chunked_tile(stage) if data and epilogue.tensor.ndim == 5 else None
+        if chunked is not None:  # the reduction a chunk of input channels at a time
+            schedule_chunked(sch, stage, epilogue, *chunked)
+        else:
+            _schedule_tile(sch, stage, epilogue, depthwise=not data,
+                           channels_inside=_channels_inside(blocked, data))
         done.update((id(stage), id(epilogue)))
         for operands, inner in ((packs, 2), (others, 1)):
             for operand in operands:
