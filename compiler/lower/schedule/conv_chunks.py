@@ -61,9 +61,9 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
         return None
     cols, vectors = tile
     group_bytes = vectors * lanes * 4
-    if channels.extent * per_channel * group_bytes <= WEIGHT_BYTES:
-        return None
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
+    if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
+        return None
     rows = max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
     return cols, vectors, rows, chunk
 
