@@ -110,6 +110,7 @@ def test_chunked_tile_choice(avx2):
     assert tile(512, 512, 7, 3) == (1, 8, 7, 1)  # layer4's 3x3: 7 columns have no divisor but 1 and 7
     assert tile(256, 64, 56, 1) == (2, 4, 2, 16)  # two rows of 56 columns x 32 channels: 14 KiB of sums
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile
+    assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
     assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
 
 
