@@ -37,14 +37,14 @@ def avx2(monkeypatch):
     monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
 
 
-def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1) -> tuple[Case, dict]:
+def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1) -> tuple[Case, dict]:
     pad = k // 2
     attrs = {"strides": (stride, stride), "padding": (pad,) * 4, "channels": co, "kernel_size": (k, k),
              "data_layout": f"NCHW{LANES}c", "kernel_layout": f"OIHW{LANES}i{LANES}o",
              "out_layout": f"NCHW{LANES}c"}
-    case = Case("nn.contrib_conv2d_NCHWc", [Arr((1, ci // LANES, size, size, LANES)),
+    case = Case("nn.contrib_conv2d_NCHWc", [Arr((batch, ci // LANES, size, size, LANES)),
                                             Arr((co // LANES, ci // LANES, k, k, LANES, LANES))], attrs,
-                f"{ci}to{co}_{size}_k{k}s{stride}")
+                f"{ci}to{co}_{size}_k{k}s{stride}_n{batch}")
     return case, {"strides": (stride, stride), "padding": (pad,) * 4}
 
 
@@ -75,22 +75,24 @@ def block_weight(w: np.ndarray) -> np.ndarray:
     return w.reshape(o // LANES, LANES, i // LANES, LANES, kh, kw).transpose(0, 2, 4, 5, 3, 1).copy()
 
 
-@pytest.mark.parametrize("ci,co,size,k,stride", [
-    (256, 32, 6, 1, 1),  # 1x1: 3 columns x 4 blocks, 256 channels in chunks of 128
-    (64, 32, 7, 3, 1),  # 3x3 at 7x7: 7 columns x 1 block, chunks of 32 channels
-    (64, 16, 10, 3, 2),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
+@pytest.mark.parametrize("ci,co,size,k,stride,batch", [
+    (256, 32, 6, 1, 1, 1),  # 1x1: 3 columns x 4 blocks, 256 channels in chunks of 128
+    (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 7 columns x 1 block, chunks of 32 channels
+    (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
+    (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
+    (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
 ])
-def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride):
-    case, attrs = nchwc(ci, co, size, k, stride)
+def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
+    case, attrs = nchwc(ci, co, size, k, stride, batch)
     func = relu_bias_function(case)
     recorded = steps(func)
     assert any(p == "cache_accumulator" and a.startswith("T_conv2d_NCHWc at ") for p, a in recorded)
     lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
     rng = np.random.default_rng(5)
-    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    x = rng.standard_normal((batch, ci, size, size)).astype("float32")
     w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype("float32")
     b = rng.standard_normal(co).astype("float32")
-    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    xb = np.ascontiguousarray(x.reshape(batch, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
     bb = np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES))
     got = _KernelCall(lowered)(xb, block_weight(w), bb)
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
