@@ -99,6 +99,21 @@ def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, 
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
 
 
+def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):
+    """nn.conv2d in NCHW (no AlterOpLayout): the blocked compute of 16 lanes (two AVX2
+    registers a block), the epilogue reading the result back a channel per lane."""
+    case = Case("nn.conv2d", [Arr((1, 64, 7, 7)), Arr((48, 64, 3, 3))], {"padding": (1, 1)}, "nchw")
+    conv_func = primitive_function(case)
+    body = Call(op("nn.relu"), (conv_func.body,), as_ir_attrs({}), ty=case.out_type())
+    func = Function(conv_func.params, body, attrs=conv_func.attrs)
+    recorded = steps(func)
+    assert ("cache_accumulator", "T_conv2d_NCHW16c at rc.inner") in recorded
+    lowered = lower_function(func, "tvmgen_default_fused_nn_conv2d_nn_relu", "<case>", jit)
+    x, w = case.inputs(seed=4)
+    want = np.maximum(case.reference([x, w])[0], 0)
+    np.testing.assert_allclose(_KernelCall(lowered)(x, w), want, rtol=1e-4, atol=1e-4)
+
+
 def test_chunked_tile_choice(avx2):
     def tile(ci, co, size, k, unit=AVX2):
         composed = compose(primitive_function(nchwc(ci, co, size, k)[0]))

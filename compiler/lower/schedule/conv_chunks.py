@@ -1,6 +1,6 @@
 """Blocked convolutions summed a chunk of input channels at a time (the loop order of
 MLAS's and oneDNN's NCHWc kernels), for the non-depthwise convolutions of conv.py on a
-vector unit of 16 registers (AVX2).
+vector unit of 16 registers (AVX2), whose epilogue stores a channel per lane.
 
 conv.py's tile sums the whole reduction (input channels x filter window) in registers
 before it moves on, so every tile of `cols` output columns reads the filters of its
@@ -29,7 +29,10 @@ fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer,
 faster (1x1, 64 -> 256 channels at 56x56, 1 thread: 1.36 against 1.62 ms).  Measured
 (1 thread, CPU time, NCHW8c, against onnxruntime's Conv in the same run): 1x1 1024 ->
 256 at 14x14 2.46 -> 1.51 ms (onnxruntime 1.62), 1x1 256 -> 64 at 56x56 4.5 -> 2.5 ms
-(2.5), 1x1 512 -> 128 at 28x28 4.1 -> 2.0 ms (1.85).
+(2.5), 1x1 512 -> 128 at 28x28 4.1 -> 2.0 ms (1.85); nn.conv2d in NCHW (blocks of 16
+lanes, two registers each; no AlterOpLayout), 3x3 with bias and relu, bench/run.py's
+kernels: 1x64x56x56 7.1 -> 3.5 ms, 1x256x14x14 7.1 -> 3.3 ms.  The machine was shared
+(load 4-7): single runs of these moved by 20-30%.
 """
 
 from __future__ import annotations
@@ -94,11 +97,17 @@ def _tile(width: int, blocks: int, accumulators: int, per_block: int) -> tuple[i
 
 def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vectors: int, rows: int,
                      chunk: int) -> None:
-    """Schedule `conv` at the blocked 5-D `epilogue` (the NCHWc result, or cache_write's
-    copy) that reads it in place, as the module doc draws it."""
+    """Schedule `conv` at its `epilogue`, as the module doc draws it: the blocked 5-D
+    stage that reads it in place (the NCHWc result, or cache_write's copy), or the NCHW
+    one that reads it back a channel per lane (conv.py `_epilogue`)."""
     t, e = conv.tensor, epilogue.tensor
-    en, eb, ey, ex, lane = epilogue.axes
-    bo, bi = sch.split(e, eb, vectors)
+    if e.ndim == 5:
+        en, eb, ey, ex, lane = epilogue.axes
+        bo, bi = sch.split(e, eb, vectors)
+    else:
+        en, ec, ey, ex = epilogue.axes
+        bo, channels = sch.split(e, ec, vectors * t.shape[4])
+        bi, lane = sch.split(e, channels, t.shape[4])
     yo, yi = sch.split(e, ey, rows)
     xo, xi = sch.split(e, ex, cols)
     sch.reorder(e, en, bo, yo, yi, xo, xi, bi, lane)
