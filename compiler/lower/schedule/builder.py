@@ -9,7 +9,10 @@ condition uses.  A reduction stores its initial value before its first reduction
 (inside the data loops that enclose it, repeated over the data loops inside it, named
 `<axis>.init`), then accumulates; argmax/argmin keep the best value in a local buffer next
 to the index in the output and take the first position on ties (and the first NaN, as
-numpy), comparing indices as well when the reduction loops were reordered.
+numpy), comparing indices as well when the reduction loops were reordered.  With
+`cache_accumulator` at a reduction loop, the data loops inside it index a local buffer
+(`<name>.acc`) loaded from the stage's buffer just before that loop and stored back just
+after it, and the accumulation inside goes there.
 
 A stage computed at a consumer's loop over `axis` (`compute_at`) is computed inside that
 loop, for the region the consumer's inner loops read, into a local buffer of that region's
