@@ -26,6 +26,7 @@ from relaylens.compiler.lower.pipeline import lower_build, lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.schedule import conv_chunks
 from relaylens.compiler.lower.schedule.conv import conv_tile
 from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512, host_unit
 from relaylens.compiler.lower.schedule.defaults import default_schedule
@@ -117,7 +118,14 @@ def test_register_tiles_of_avx512_and_avx2():
     assert conv_tile(7, 32, lanes=16, unit=AVX2) == (3, 2)  # 16 lanes: two registers a block
 
 
-def test_schedule_record_shows_the_tile_inside_the_epilogue(jit):
+@pytest.fixture
+def plain_tile(monkeypatch):
+    """conv.py's own tile whatever the host: no chunked reduction (conv_chunks.py, which
+    tests/test_lower_conv_chunks.py covers) on AVX2."""
+    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX512)
+
+
+def test_schedule_record_shows_the_tile_inside_the_epilogue(jit, plain_tile):
     case = conv((1, 64, 7, 7), (64, 64, 3, 3), "tile", padding=(1, 1))
     conv_func = primitive_function(case)
     body = Call(op("nn.relu"), (conv_func.body,), as_ir_attrs({}), ty=case.out_type())
@@ -152,7 +160,7 @@ def schedule_steps(case) -> list[tuple[str, str]]:
     return [(s.primitive, s.args) for s in sch.record]
 
 
-def test_tile_loop_puts_channel_blocks_inside_when_the_input_is_the_larger():
+def test_tile_loop_puts_channel_blocks_inside_when_the_input_is_the_larger(plain_tile):
     big_input = schedule_steps(conv((1, 256, 56, 56), (64, 256, 1, 1), "big-input"))
     big_weight = schedule_steps(conv((1, 512, 7, 7), (512, 512, 3, 3), "big-weight", padding=(1, 1)))
     assert ("fuse", "T_conv2d: ax0, ax2, ax3.outer, ax1.outer -> ax0.ax2.ax3.outer.ax1.outer.fused") in big_input

@@ -364,6 +364,55 @@ def test_cache_write_accumulates_in_a_local_tile():
     check(sch)
 
 
+def test_cache_accumulator_keeps_a_tile_across_an_inner_block_of_the_reduction():
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([mm], ins, "f")
+    i, j = sch[mm].axes
+    (k,) = sch[mm].reduce_axes
+    ko, ki = sch.split(mm, k, 4)
+    jo, ji = sch.split(mm, j, 4)
+    sch.reorder(mm, ko, i, jo, ki, ji)  # every tile of the output per block of k
+    sch.cache_accumulator(mm, ki)
+    sch.unroll(mm, ji)
+    assert sch.record[-2].args == "T_matmul at k.inner"
+    text = lines(sch)
+    assert "T_matmul.acc = allocate(float32, [4])" in text
+    # loaded before the block of k, accumulated, stored back after it
+    load = text.index("T_matmul.acc[ax1.inner.load] = T_matmul[ax0 * 8 + ax1.outer * 4 + ax1.inner.load]")
+    update = text.index("T_matmul.acc[ax1.inner] = T_matmul.acc[ax1.inner] + a[ax0 * 8 + k.outer * 4 + k.inner]"
+                        " * b[(k.outer * 4 + k.inner) * 8 + ax1.outer * 4 + ax1.inner]")
+    back = text.index("T_matmul[ax0 * 8 + ax1.outer * 4 + ax1.inner.store] = T_matmul.acc[ax1.inner.store]")
+    assert text.index("for k.outer in range(2):") < load < update < back
+    check(sch)
+    # the sums are the very same: each output adds the same terms in the same order
+    plain = Schedule([mm], ins, "g")
+    arrays = values(ins, seed=3)
+    np.testing.assert_array_equal(run(sch.lower(), arrays)[0], run(plain.lower(), arrays)[0])
+
+
+def test_cache_accumulator_refuses_what_it_cannot_keep():
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([mm], ins, "f")
+    with pytest.raises(ScheduleError, match="ax0 is not a reduction loop"):
+        sch.cache_accumulator(mm, sch[mm].axes[0])
+    (k,) = sch[mm].reduce_axes
+    sch.cache_accumulator(mm, k)
+    with pytest.raises(ScheduleError, match="split: T_matmul accumulates at k"):
+        sch.split(mm, k, 2)
+    check(sch)  # at the first reduction loop: the tile of all data loops inside it
+    sch = Schedule([mm], ins, "f")
+    ko, ki = sch.split(mm, sch[mm].reduce_axes[0], 4)
+    jo, ji = sch.split(mm, sch[mm].axes[1], 3)  # 3 does not divide 8: a guard inside k.inner
+    sch.reorder(mm, ko, sch[mm].axes[0], jo, ki, ji)
+    sch.cache_accumulator(mm, ki)
+    with pytest.raises(ScheduleError, match="every split inside it to divide its loop"):
+        sch.lower()
+    xs, am = argmax()
+    sch = Schedule([am], xs, "h")
+    with pytest.raises(ScheduleError, match="argmax reduction"):
+        sch.cache_accumulator(am, sch[am].reduce_axes[0])
+
+
 # ---------------------------------------------------------------------- errors
 
 

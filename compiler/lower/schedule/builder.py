@@ -9,7 +9,10 @@ condition uses.  A reduction stores its initial value before its first reduction
 (inside the data loops that enclose it, repeated over the data loops inside it, named
 `<axis>.init`), then accumulates; argmax/argmin keep the best value in a local buffer next
 to the index in the output and take the first position on ties (and the first NaN, as
-numpy), comparing indices as well when the reduction loops were reordered.
+numpy), comparing indices as well when the reduction loops were reordered.  With
+`cache_accumulator` at a reduction loop, the data loops inside it index a local buffer
+(`<name>.acc`) loaded from the stage's buffer just before that loop and stored back just
+after it, and the accumulation inside goes there.
 
 A stage computed at a consumer's loop over `axis` (`compute_at`) is computed inside that
 loop, for the region the consumer's inner loops read, into a local buffer of that region's
@@ -241,11 +244,50 @@ class _Lowering:
             init = Store(own, at_init(out_idx), _identity(combiner, own.dtype), loc=loc)
             current = te.BufferLoad(own, out_idx, own.dtype)
             update = Store(own, out_idx, _combine(combiner, current, src), loc=loc)
+        if stage.accumulate_at is not None and acc is None:
+            accumulated = self.accumulated(stage, src, own, out_idx, value, ext, loops, guards, attached)
+            inner = seq(self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc),
+                        self.wrap(accumulated, loops, r, leaves.index(stage.accumulate_at), guards, attached, loc))
+            return self.wrap(inner, loops, 0, r, guards, attached, loc)
         inner = seq(self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc),
                     self.wrap(update, loops, r, n, guards, attached, loc))
         if acc is not None:
             inner = Allocate(acc, inner, loc=loc)
         return self.wrap(inner, loops, 0, r, guards, attached, loc)
+
+    def accumulated(self, stage, src, own, out_idx, value, ext, loops, guards, attached) -> Stmt:
+        """The loops from `cache_accumulator`'s axis inward, accumulating in a local buffer
+        over the data loops inside it: loaded from `own` before, stored back after."""
+        t, loc, leaves, n = stage.tensor, stage.tensor.op.span, stage.leaves, len(stage.leaves)
+        axis = stage.accumulate_at
+        if axis not in leaves:
+            raise ScheduleError(f"{t.name}: cache_accumulator's loop {axis.name} is no longer a loop")
+        p = leaves.index(axis)
+        if any(d >= p for d, conds in guards.items() if conds) or any(d >= p for d in attached):
+            raise ScheduleError(f"{t.name}: cache_accumulator at {axis.name} needs every split inside it "
+                                f"to divide its loop and no stage computed inside it")
+        tile = [q for q in range(p + 1, n) if not leaves[q].reduce]
+        shape = tuple(ext[leaves[q]] for q in tile) or (1,)
+        acc = te.Buffer(unique(f"{t.name}.acc", self.buf_names), shape, own.dtype, "local")
+        acc_idx = self.tidy(flat_index(shape, tuple(value[leaves[q]] for q in tile) or (te.const(0, te.INDEX),)))
+
+        def copy(suffix: str, make) -> Stmt:
+            fresh: list[_Loop | None] = [None] * n
+            rename: dict[te.Var, te.PrimExpr] = {}
+            for q in tile:
+                if loops[q] is not None:
+                    v, m, kind = loops[q]
+                    fresh[q] = (te.Var(unique(f"{v.name}.{suffix}", self.var_names)), m, kind)
+                    self.extents[id(fresh[q][0])] = m
+                    rename[v] = fresh[q][0]
+            at = lambda e: self.tidy(te.substitute(e, rename))  # noqa: E731
+            return self.wrap(make(at(out_idx), at(acc_idx)), fresh, p + 1, n, {}, {}, loc)
+
+        load = copy("load", lambda o, a: Store(acc, a, te.BufferLoad(own, o, own.dtype), loc=loc))
+        current = te.BufferLoad(acc, acc_idx, acc.dtype)
+        update = Store(acc, acc_idx, _combine(stage.body.combiner, current, src), loc=loc)
+        back = copy("store", lambda o, a: Store(own, o, te.BufferLoad(acc, a, acc.dtype), loc=loc))
+        return Allocate(acc, seq(load, self.wrap(update, loops, p, n, {}, {}, loc), back), loc=loc)
 
     def wrap(self, body: Stmt, loops: Sequence[_Loop | None], lo: int, hi: int,
              guards: dict[int, list[te.PrimExpr]], attached: dict[int, _Attached], loc: Any) -> Stmt:

@@ -44,6 +44,10 @@ accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filte
 7x7 and 14x14.  Without such an epilogue (the blocked result is read elsewhere too) `cache_write`
 makes one, a copy in the blocked layout.
 
+On a 16-register unit, a convolution (not depthwise; its epilogue storing a channel per
+lane) whose filters for one tile's blocks outgrow half of L1 is summed a chunk of input channels at a time instead
+(conv_chunks.py): its tile reads them from L2 here, per `cols` columns.
+
 The packs, the padded input and `T_strided`, computed on every call, are copies: the
 last axis vectorised (the lanes of a pack), the axis before it serial for a blocked
 stage, the others fused into one loop, parallel from COPY_PARALLEL_BYTES (a smaller
@@ -54,6 +58,7 @@ machine).
 from __future__ import annotations
 
 from ..te import expr as te
+from .conv_chunks import chunked_tile, schedule_chunked
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -77,8 +82,13 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         epilogue = _epilogue(sch, stage)
         if epilogue is None:
             epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
-        _schedule_tile(sch, stage, epilogue, depthwise=not data,
-                       channels_inside=_channels_inside(blocked, data))
+        per_lane = epilogue.tensor.ndim == 5 or not _planes_alias(epilogue.tensor)
+        chunked = chunked_tile(stage) if data and per_lane else None
+        if chunked is not None:  # the reduction a chunk of input channels at a time
+            schedule_chunked(sch, stage, epilogue, *chunked)
+        else:
+            _schedule_tile(sch, stage, epilogue, depthwise=not data,
+                           channels_inside=_channels_inside(blocked, data))
         done.update((id(stage), id(epilogue)))
         for operands, inner in ((packs, 2), (others, 1)):
             for operand in operands:

@@ -15,7 +15,9 @@ reduction axes.  Primitives change the loops of a stage or where it is computed:
 `split`, `tile`, `reorder`, `fuse`, `vectorize`, `parallel` and `unroll` work on the
 current loops (`sch[t].leaf_axes`); an axis that was split or fused is gone, its results
 replace it.  `compute_inline`, `compute_at` and `cache_write` (TVM's, scope local) change
-where a stage is computed.  Each primitive appends a `Step` to `schedule.record`: its
+where a stage is computed; `cache_accumulator` (ours) keeps a reduction's running sums in
+a local buffer inside one of its reduction loops, so that an outer reduction loop can
+run over a whole tile of outputs (a block of input channels at a time).  Each primitive appends a `Step` to `schedule.record`: its
 arguments in words and the loop nest after it, printed when first read (step 0 is the
 schedule as created).  A primitive that fails raises `ScheduleError` and leaves the
 schedule as it was.
@@ -200,6 +202,26 @@ class Schedule:
             stage.attach, stage.shared = (target, axis), shared
             step.args = f"{stage.name} at {target.name}.{axis.name}" + (" (shared)" if shared else "")
 
+    def cache_accumulator(self, tensor, axis: Axis) -> None:
+        """Inside the reduction loop `axis`, accumulate into a local buffer over the data
+        loops inside `axis` (their extents its shape): loaded from the stage's buffer just
+        before the loop, stored back just after.  With the data loops inside unrolled and
+        vectorized the buffer is a register tile, while the loops outside `axis`, reduction
+        loops among them, may visit many such tiles: the reduction split into blocks, each
+        block summed into every tile before the next.  The sums are the same, in the same
+        order.  Not for argmax/argmin; no stage may be computed, and no split guard
+        needed, inside `axis` (the builder checks)."""
+        stage = self._loops_of(tensor, "cache_accumulator")
+        self._check_leaf(stage, axis, "cache_accumulator")
+        if not axis.reduce:
+            raise ScheduleError(f"cache_accumulator: {stage.name}.{axis.name} is not a reduction loop")
+        if stage.body.combiner not in ("sum", "prod", "max", "min"):
+            raise ScheduleError(f"cache_accumulator: {stage.name} is a {stage.body.combiner} reduction; "
+                                f"only sum, prod, max and min keep a single running value")
+        with self._step("cache_accumulator") as step:
+            stage.accumulate_at = axis
+            step.args = f"{stage.name} at {axis.name}"
+
     def cache_write(self, tensor) -> te.Tensor:
         """Compute the tensor in a new stage `<name>.local` (returned, scheduled like any
         other) and make the tensor's stage a copy of it.  A reduction computed at the copy's
@@ -305,6 +327,8 @@ class Schedule:
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise ScheduleError(f"split: the factor must be a positive integer, got {factor!r}")
         self._check_no_attached(stage, f"split: cannot split {stage.name}.{axis.name}", axis)
+        if stage.accumulate_at is axis:
+            raise ScheduleError(f"split: {stage.name} accumulates at {axis.name} (cache_accumulator)")
         no, ni = split_extents(axis.extent, factor)
         outer = Axis(self._fresh(f"{axis.name}.outer"), no, axis.reduce, stage)
         inner = Axis(self._fresh(f"{axis.name}.inner"), ni, axis.reduce, stage)
@@ -332,6 +356,8 @@ class Schedule:
         for a in axes:
             self._check_leaf(stage, a, "fuse")
             self._check_no_attached(stage, f"fuse: cannot fuse {stage.name}.{a.name}", a)
+            if stage.accumulate_at is a:
+                raise ScheduleError(f"fuse: {stage.name} accumulates at {a.name} (cache_accumulator)")
         first = stage.leaves.index(axes[0])
         if [stage.leaves.index(a) for a in axes] != list(range(first, first + len(axes))):
             raise ScheduleError(f"fuse: {', '.join(a.name for a in axes)} are not consecutive loops "

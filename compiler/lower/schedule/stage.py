@@ -4,8 +4,9 @@ A stage's loops start as its data axes, then its reduction axes (`Axis`, each wi
 extent over the stage's whole domain).  `split` and `fuse` replace loops by new axes and
 record how they relate (`Split`, `Fuse`), so the loop-nest builder can compute the value
 of every original axis from the loops that remain.  A stage also records the kind of each
-loop (serial, parallel, vectorized, unrolled) and where it is computed (at the root,
-inlined, or at a consumer's loop).  `readers` gives the dataflow between stages.  The
+loop (serial, parallel, vectorized, unrolled), where it is computed (at the root,
+inlined, or at a consumer's loop) and, for a reduction, the loop inside which its running
+sums stay in a local buffer (`cache_accumulator`).  `readers` gives the dataflow between stages.  The
 primitives that change all this are in primitives.py; builder.py reads it.
 """
 
@@ -74,6 +75,7 @@ class Stage:
         self.attach: tuple[Stage, Axis] | None = None
         self.shared = False  # computed at (attach) for that consumer and stages computed inside it
         self.reduce_reordered = False
+        self.accumulate_at: Axis | None = None  # cache_accumulator's loop
         own = {id(iv) for iv in (*tensor.op.axes, *reduce_ivs)}
         for n in te.nodes(body):
             if isinstance(n, te.IterVar) and id(n) not in own:
@@ -98,11 +100,12 @@ class Stage:
 
     def _state(self) -> tuple:
         return (list(self.leaves), list(self.relations), dict(self.kinds), self.inlined,
-                self.attach, self.reduce_reordered, self.body, self.reduce_axes, self.shared)
+                self.attach, self.reduce_reordered, self.body, self.reduce_axes, self.shared,
+                self.accumulate_at)
 
     def _restore(self, state: tuple) -> None:
         (self.leaves, self.relations, self.kinds, self.inlined, self.attach,
-         self.reduce_reordered, self.body, self.reduce_axes, self.shared) = state
+         self.reduce_reordered, self.body, self.reduce_axes, self.shared, self.accumulate_at) = state
 
     def __repr__(self) -> str:
         return f"<stage {self.name}: {', '.join(a.name for a in self.leaves)}>"

@@ -1,0 +1,137 @@
+"""Blocked convolutions summed a chunk of input channels at a time (schedule/conv_chunks.py):
+when the chunked loop order is taken (a 16-register unit, filters of a group beyond
+WEIGHT_BYTES) and when not, what the schedule record shows (the accumulator tile inside
+the chunk, the tile dividing the width), and the compiled NCHWc kernels, with bias and
+relu fused, against nn.conv2d's numpy reference.  The unit is AVX2's whatever the host
+(its code runs on AVX-512 hosts too)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from lower_cases import Arr, Case
+from test_lower_compiled import primitive_function
+
+from relaylens.compiler.ir.expr import Call, Function, Var, op
+from relaylens.compiler.ir.types import TensorType
+from relaylens.compiler.lower.pipeline import lower_function
+from relaylens.compiler.lower.runtime.executable import _KernelCall
+from relaylens.compiler.lower.runtime.jit import JIT
+from relaylens.compiler.lower.schedule import conv_chunks
+from relaylens.compiler.lower.schedule.defaults import default_schedule
+from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512
+from relaylens.compiler.lower.te.compose import compose
+from relaylens.compiler.ops import get_op
+from relaylens.compiler.ops.registry import as_ir_attrs
+
+LANES = 8
+
+
+@pytest.fixture(scope="module")
+def jit():
+    return JIT()
+
+
+@pytest.fixture
+def avx2(monkeypatch):
+    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
+
+
+def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1) -> tuple[Case, dict]:
+    pad = k // 2
+    attrs = {"strides": (stride, stride), "padding": (pad,) * 4, "channels": co, "kernel_size": (k, k),
+             "data_layout": f"NCHW{LANES}c", "kernel_layout": f"OIHW{LANES}i{LANES}o",
+             "out_layout": f"NCHW{LANES}c"}
+    case = Case("nn.contrib_conv2d_NCHWc", [Arr((batch, ci // LANES, size, size, LANES)),
+                                            Arr((co // LANES, ci // LANES, k, k, LANES, LANES))], attrs,
+                f"{ci}to{co}_{size}_k{k}s{stride}_n{batch}")
+    return case, {"strides": (stride, stride), "padding": (pad,) * 4}
+
+
+def relu_bias_function(case: Case) -> Function:
+    """nn.relu(add(conv, bias)) as FuseOps makes it: the epilogue reads the blocked result in place."""
+    conv_func = primitive_function(case)
+    out = case.out_type()
+    bias_ty = TensorType((1, out.shape[1], 1, 1, LANES), "float32")
+    bias = Var("p2", bias_ty, ty=bias_ty)
+    added = Call(op("add"), (conv_func.body, bias), as_ir_attrs({}), ty=out)
+    body = Call(op("nn.relu"), (added,), as_ir_attrs({}), ty=out)
+    return Function((*conv_func.params, bias), body, attrs=conv_func.attrs)
+
+
+def steps(func: Function) -> list[tuple[str, str]]:
+    composed = compose(func)
+    sch = default_schedule(composed.outputs, composed.placeholders, "tvmgen_default_fused_conv")
+    return [(s.primitive, s.args) for s in sch.record]
+
+
+def unblock(a: np.ndarray) -> np.ndarray:
+    n, cb, h, w, b = a.shape
+    return a.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
+
+
+def block_weight(w: np.ndarray) -> np.ndarray:
+    o, i, kh, kw = w.shape
+    return w.reshape(o // LANES, LANES, i // LANES, LANES, kh, kw).transpose(0, 2, 4, 5, 3, 1).copy()
+
+
+@pytest.mark.parametrize("ci,co,size,k,stride,batch", [
+    (256, 32, 6, 1, 1, 1),  # 1x1: 3 columns x 4 blocks, 256 channels in chunks of 128
+    (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 7 columns x 1 block, chunks of 32 channels
+    (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
+    (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
+    (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
+])
+def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
+    case, attrs = nchwc(ci, co, size, k, stride, batch)
+    func = relu_bias_function(case)
+    recorded = steps(func)
+    assert any(p == "cache_accumulator" and a.startswith("T_conv2d_NCHWc at ") for p, a in recorded)
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((batch, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(batch, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    bb = np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES))
+    got = _KernelCall(lowered)(xb, block_weight(w), bb)
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):
+    """nn.conv2d in NCHW (no AlterOpLayout): the blocked compute of 16 lanes (two AVX2
+    registers a block), the epilogue reading the result back a channel per lane."""
+    case = Case("nn.conv2d", [Arr((1, 64, 7, 7)), Arr((48, 64, 3, 3))], {"padding": (1, 1)}, "nchw")
+    conv_func = primitive_function(case)
+    body = Call(op("nn.relu"), (conv_func.body,), as_ir_attrs({}), ty=case.out_type())
+    func = Function(conv_func.params, body, attrs=conv_func.attrs)
+    recorded = steps(func)
+    assert ("cache_accumulator", "T_conv2d_NCHW16c at rc.inner") in recorded
+    lowered = lower_function(func, "tvmgen_default_fused_nn_conv2d_nn_relu", "<case>", jit)
+    x, w = case.inputs(seed=4)
+    want = np.maximum(case.reference([x, w])[0], 0)
+    np.testing.assert_allclose(_KernelCall(lowered)(x, w), want, rtol=1e-4, atol=1e-4)
+
+
+def test_chunked_tile_choice(avx2):
+    def tile(ci, co, size, k, unit=AVX2):
+        composed = compose(primitive_function(nchwc(ci, co, size, k)[0]))
+        sch = default_schedule(composed.outputs, composed.placeholders, "f")
+        conv = next(s for s in sch.stages if s.name.startswith("T_conv2d_NCHWc"))
+        return conv_chunks.chunked_tile(conv, unit)
+
+    # (cols, vectors, rows, chunk): the tile divides the width and the blocks; a chunk's
+    # filters (chunk x window x 8 input channels x vectors x 8 lanes) within 16 KiB
+    assert tile(1024, 256, 14, 1) == (2, 4, 7, 16)  # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk
+    assert tile(512, 512, 7, 3) == (1, 8, 7, 1)  # layer4's 3x3: 7 columns have no divisor but 1 and 7
+    assert tile(256, 64, 56, 1) == (2, 4, 2, 16)  # two rows of 56 columns x 32 channels: 14 KiB of sums
+    assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile
+    assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
+    assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
+
+
+def test_plain_tile_when_the_filters_fit(avx2):
+    case, _ = nchwc(64, 256, 8, 1)
+    recorded = steps(relu_bias_function(case))
+    assert not any(p == "cache_accumulator" for p, _ in recorded)
