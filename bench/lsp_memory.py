@@ -21,6 +21,13 @@ worker's start and imports, the build, the kernels from the persistent cache) be
 edits' builds in the running worker.
 The goal of issue 16: server + worker ≤ 150 MB on the typed ResNet-50; the table gives
 both states, and the peaks (each process's VmHWM, summed: they need not coincide).
+
+Beside RSS, a second table splits each measure by /proc/PID/smaps_rollup: PSS (a page
+shared by N processes counts 1/N in each, so the PSS of the two sums to what they hold
+together; pages shared with other programs on the machine, such as libpython, are split
+with them too), USS (the pages of this process alone), anonymous (the heap: what the
+process made) and file-backed (library code and data, clean pages of the page cache that
+the kernel may drop and read again).
 """
 
 from __future__ import annotations
@@ -87,7 +94,7 @@ async def measure(text: str, edits: int, timeout: float, idle_exit: float | None
             if found is None:
                 out["notes"].append(f"no {who} process to measure")
             else:
-                out[who] = {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1)}
+                out[who] = {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1), **smaps_mb(pid)}
         if idle:
             out["idle"] = await _idle_state(client, doc.uri, version, status, timeout)
             if "note" not in out["idle"]:
@@ -132,7 +139,51 @@ async def _idle_state(client: LspClient, uri: str, version: int, status: dict, t
     found = latency.memory_mb(client.pid)
     return {"waited_s": round(waited, 1), "lenses": len(lenses or ()), "view_chars": views,
             "worker_pid": worker.get("pid"),
-            "server": {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1)} if found else None}
+            "server": {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1), **smaps_mb(client.pid)}
+            if found else None}
+
+
+ROLLUP = {"Pss": "pss_mb", "Anonymous": "anon_mb"}  # smaps_rollup fields, as kept
+
+
+def smaps_mb(pid: int) -> dict:
+    """PSS, USS, anonymous and file-backed resident MB of a process (/proc/PID/smaps_rollup),
+    or {} where there is none."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return {}
+    kb = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == "kB":
+            kb[parts[0].rstrip(":")] = int(parts[1])
+    if "Rss" not in kb:
+        return {}
+    found = {key: round(kb.get(field, 0) / 1024, 1) for field, key in ROLLUP.items()}
+    found["uss_mb"] = round((kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0)) / 1024, 1)
+    found["file_mb"] = round((kb["Rss"] - kb.get("Anonymous", 0)) / 1024, 1)
+    return found
+
+
+def split_table(key: str, found: dict) -> list[str]:
+    """The second table's rows for one input: each process and state by smaps_rollup."""
+    rows = []
+    states = [("after the builds", {w: found.get(w) for w in ("server", "worker")})]
+    if (found.get("idle") or {}).get("server"):
+        states.append(("idle, the worker gone", {"server": found["idle"]["server"]}))
+    for state, processes in states:
+        both = {m: 0.0 for m in ("rss_mb", "pss_mb", "uss_mb", "anon_mb", "file_mb")}
+        for who, got in processes.items():
+            if not got or "pss_mb" not in got:
+                continue
+            rows.append(f"| {latency.LABELS[key]} | {state} | {who} | " +
+                        " | ".join(f"{got[m]:.0f}" for m in both) + " |")
+            for m in both:
+                both[m] += got[m]
+        if len(processes) > 1:
+            rows.append(f"| | {state} | **both** | " + " | ".join(f"{v:.0f}" for v in both.values()) + " |")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         for note in found["notes"]:
             print(f"- {latency.LABELS[key]}: {note}")
         print(f"- {latency.LABELS[key]}: build {found.get('build')}, {found.get('lenses')} lenses")
+        split = split_table(key, found)
+        if split:
+            print("\n| input | state | process | RSS MB | PSS | USS | anonymous | file-backed |")
+            print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+            print("\n".join(split))
     print(f"\n{args.edits} edits after the first build; load average before {before}, after {latency.load()}, "
           f"on {os.cpu_count()} CPUs")
     if args.json:
