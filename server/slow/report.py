@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import bisect
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
+
+from .node_table import NodeTable
 
 Range = tuple[int, int]  # [start, end) character offsets
 PACK_LEVEL = 6  # zlib's: a text's bytes are the same whenever its text is (share_texts compares them)
@@ -91,8 +93,9 @@ class Snapshot:
     pass_name: str
     changed: bool
     text: Text  # the same object as the snapshot before's when unchanged
-    # printed range -> the source ranges of that node, sorted by (start, -end)
-    nodes: tuple[tuple[int, int, tuple[Range, ...]], ...] = ()
+    # printed range -> the source ranges of that node, sorted by (start, -end); the worker
+    # sends a NodeTable (node_table.py), which reads as this tuple of tuples
+    nodes: Sequence[tuple[int, int, tuple[Range, ...]]] = ()
 
     @property
     def file_name(self) -> str:
@@ -100,7 +103,8 @@ class Snapshot:
 
     def node_at(self, offset: int) -> tuple[int, int, tuple[Range, ...]] | None:
         """The innermost printed node holding `offset` that has a source range."""
-        return _innermost(self.nodes, offset)
+        nodes = self.nodes
+        return nodes.innermost(offset) if isinstance(nodes, NodeTable) else _innermost(nodes, offset)
 
 
 @dataclass(frozen=True, slots=True)
