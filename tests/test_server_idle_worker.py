@@ -242,3 +242,25 @@ def test_a_message_sent_while_the_worker_retires_goes_to_the_next_one() -> None:
     assert states == (2, 1, 0, True, "ready") and not exits  # retiring is no crash
     assert answer[:3] == ("graph", 1, None) and "keeps no build" in answer[3]
     assert not Path(f"/proc/{first}").exists() or "Z" in Path(f"/proc/{first}/stat").read_text().split()[2]
+
+
+def test_the_worker_ends_without_the_interpreters_teardown() -> None:
+    """stdin closed (a retired worker): it exits at once, 0, its answers flushed, and skips the
+    teardown (freeing every module, LLVM's static destructors) that kept a retired worker
+    past the server's wait on a busy machine (atexit handlers are part of that teardown)."""
+    import subprocess
+
+    from relaylens.server.slow import frames
+
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('torn down', file=sys.stderr))\n"
+            "from relaylens.server.slow.worker import main\n"
+            "main()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert frames.read(proc.stdout) == ("ready", proc.pid)
+    frames.write(proc.stdin, ("graph", 1, "file:///r.relay", 1, None))
+    proc.stdin.close()
+    assert frames.read(proc.stdout)[:3] == ("graph", 1, None)  # answered before it ended
+    assert proc.wait(timeout=120) == 0
+    assert "torn down" not in proc.stderr.read().decode()
