@@ -9,9 +9,10 @@ typed and buildable, needs onnx), a fresh server as an editor starts it (builds 
 input opened, its build awaited (`relaylens/buildFinished`), the code lenses asked for
 (they read the build), then N one-character edits (`--edits`, 5; each undone by a second
 edit once its diagnostics came, then the build of the undone text awaited), then the
-lenses again.  Then, for the server
-process and the worker (`relaylens/status` gives its pid): VmRSS, and the peak VmHWM
-(from /proc/PID/status): "after the builds".  Then the idle state: the worker exits after
+lenses again.  Then, once the worker has used no CPU for a second (`settle`: it frees what
+a build used after sending its report), for the server process and the worker
+(`relaylens/status` gives its pid): VmRSS, and the peak VmHWM (from /proc/PID/status):
+"after the builds".  Then the idle state: the worker exits after
 the server's `worker.idleExitSeconds` (its default, 60 s, or `--idle-exit S`; `--no-idle`
 skips this part, for a server without the idle exit), the lenses and the module.ll,
 module.opt.ll and FuseOps snapshot views are asked for again (answered from the kept report,
@@ -89,6 +90,7 @@ async def measure(text: str, edits: int, timeout: float, idle_exit: float | None
             await client.request("textDocument/codeLens", {"textDocument": {"uri": doc.uri}})
         time.sleep(0.5)
         status = await client.request("relaylens/status", None)
+        out["settled_s"] = settle((status.get("worker") or {}).get("pid"))
         for who, pid in (("server", client.pid), ("worker", (status.get("worker") or {}).get("pid"))):
             found = latency.memory_mb(pid)
             if found is None:
@@ -141,6 +143,32 @@ async def _idle_state(client: LspClient, uri: str, version: int, status: dict, t
             "worker_pid": worker.get("pid"),
             "server": {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1), **smaps_mb(client.pid)}
             if found else None}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (/proc/PID/stat), or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int | None, quiet: float = 1.0, limit: float = 30.0) -> float:
+    """Wait until the worker has used no CPU for `quiet` seconds (its last build's answer is
+    sent before it frees what the build used and unmaps LLVM's code: on a busy machine, at
+    its lower priority, that can take seconds), at most `limit`; the seconds waited."""
+    start = time.monotonic()
+    if pid is None:
+        return 0.0
+    last = cpu_seconds(pid)
+    while last is not None and time.monotonic() - start < limit:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now == last:
+            break
+        last = now
+    return round(time.monotonic() - start, 1)
 
 
 ROLLUP = {"Pss": "pss_mb", "Anonymous": "anon_mb"}  # smaps_rollup fields, as kept
@@ -237,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"the edits' builds before, in the running worker: {found.get('rebuild_s')} s)")
         for note in found["notes"]:
             print(f"- {latency.LABELS[key]}: {note}")
-        print(f"- {latency.LABELS[key]}: build {found.get('build')}, {found.get('lenses')} lenses")
+        print(f"- {latency.LABELS[key]}: build {found.get('build')}, {found.get('lenses')} lenses; "
+              f"measured after the worker settled ({found.get('settled_s')} s)")
         split = split_table(key, found)
         if split:
             print("\n| input | state | process | RSS MB | PSS | USS | anonymous | file-backed |")
