@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 import subprocess
 import sys
 import tracemalloc
@@ -150,3 +151,15 @@ def @main(%x: Tensor[(1, 4), float32]) {
   add(%0, %x)
 }
 """
+
+
+def test_a_report_shares_the_node_tables_of_the_report_before() -> None:
+    old, new, other = _report(1, "same"), _report(2, "same"), _report(3, "same")
+    old.snapshots = [replace(old.snapshots[0], nodes=NodeTable(_nodes(5)))]
+    new.snapshots = [replace(new.snapshots[0], nodes=NodeTable(_nodes(5)))]
+    other.snapshots = [replace(other.snapshots[0], nodes=NodeTable(_nodes(6)))]
+    assert new.snapshots[0].nodes is not old.snapshots[0].nodes
+    share_texts(new, [old])
+    share_texts(other, [old])
+    assert new.snapshots[0].nodes is old.snapshots[0].nodes
+    assert other.snapshots[0].nodes is not old.snapshots[0].nodes and len(other.snapshots[0].nodes) == 13

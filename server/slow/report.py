@@ -214,19 +214,26 @@ class BuildReport:
 
 def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
     """Make each text of `report` (LLVM IR, optimised IR, schedules, snapshots) that equals a
-    text of an `older` report the older one's object, so that the server holds it once.
+    text of an `older` report the older one's object, so that the server holds it once; so
+    too a snapshot's node table (an edit that keeps every offset, an edit undone).
     Two versions of a model mostly lower to the same kernels: a one-character edit leaves
     most of ResNet-50's 11 MB of IR text as it was, and an edit undone leaves all of it."""
     pool: dict[str, str] = {}
+    tables: dict = {}  # a snapshot's NodeTable equal to an older one's: the older one
     for old in older:
         for text in (old.llvm_ir, old.optimized_ir, *(s.text for s in old.snapshots),
                      *(t for f in old.functions for t in (f.llvm_ir, f.optimized_ir, f.schedule_text))):
             pool.setdefault(text, text)
+        for s in old.snapshots:
+            if isinstance(s.nodes, NodeTable):
+                tables.setdefault(s.nodes, s.nodes)
     if not pool:
         return
     report.llvm_ir = pool.get(report.llvm_ir, report.llvm_ir)
     report.optimized_ir = pool.get(report.optimized_ir, report.optimized_ir)
-    report.snapshots = [replace(s, text=pool.get(s.text, s.text)) for s in report.snapshots]
+    report.snapshots = [replace(s, text=pool.get(s.text, s.text),
+                                nodes=tables.get(s.nodes, s.nodes) if isinstance(s.nodes, NodeTable) else s.nodes)
+                        for s in report.snapshots]
     report.functions = [replace(f, llvm_ir=pool.get(f.llvm_ir, f.llvm_ir),
                                 optimized_ir=pool.get(f.optimized_ir, f.optimized_ir),
                                 schedule_text=pool.get(f.schedule_text, f.schedule_text))
