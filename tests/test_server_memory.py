@@ -15,10 +15,10 @@
 from __future__ import annotations
 
 import pickle
-from dataclasses import replace
 import subprocess
 import sys
 import tracemalloc
+from dataclasses import replace
 
 from relaylens.compiler.lower.codegen.llvm_map import LineTable, line_locations
 from relaylens.compiler.support import release_memory
