@@ -23,7 +23,8 @@ from dataclasses import replace
 from relaylens.compiler.lower.codegen.llvm_map import LineTable, line_locations
 from relaylens.compiler.support import release_memory
 from relaylens.server.slow.node_table import NodeTable
-from relaylens.server.slow.report import BuildReport, FusedReport, Snapshot, _innermost, share_texts
+from relaylens.server.slow.report import (BuildReport, Change, ExprReport, FusedReport, Snapshot, _innermost,
+                                          share_texts)
 
 
 def test_the_server_does_not_load_llvm() -> None:
@@ -163,3 +164,14 @@ def test_a_report_shares_the_node_tables_of_the_report_before() -> None:
     share_texts(other, [old])
     assert new.snapshots[0].nodes is old.snapshots[0].nodes
     assert other.snapshots[0].nodes is not old.snapshots[0].nodes and len(other.snapshots[0].nodes) == 13
+
+
+def test_a_report_shares_the_entries_equal_to_the_report_before() -> None:
+    old, new = _report(1, "same"), _report(2, "same")
+    expr = ExprReport((3, 9), ("conv1/Conv",), (Change(36, "FuseOps", ((4, "nn.relu(%p0)"),), "nn.relu(%3)"),),
+                      "fused_add")
+    old.exprs = [expr, replace(expr, range=(10, 12))]
+    new.exprs = [replace(expr), replace(expr, range=(10, 13))]
+    share_texts(new, [old])
+    assert new.functions[0] is old.functions[0]  # equal once its texts are shared
+    assert new.exprs[0] is old.exprs[0] and new.exprs[1] is not old.exprs[1] and new.exprs[1].range == (10, 13)
