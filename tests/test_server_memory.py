@@ -175,3 +175,17 @@ def test_a_report_shares_the_entries_equal_to_the_report_before() -> None:
     share_texts(new, [old])
     assert new.functions[0] is old.functions[0]  # equal once its texts are shared
     assert new.exprs[0] is old.exprs[0] and new.exprs[1] is not old.exprs[1] and new.exprs[1].range == (10, 13)
+
+
+def test_the_server_forgets_the_source_of_generated_code() -> None:
+    code = ("import linecache, relaylens.server.server\n"
+            "from relaylens.server.generated_sources import forget_generated_sources\n"
+            "assert any(k.startswith('<attrs generated') for k in linecache.cache)\n"
+            "linecache.getlines(relaylens.server.server.__file__)\n"
+            "dropped = forget_generated_sources()\n"
+            "assert dropped > 100 and not [k for k in linecache.cache if k.startswith('<')]\n"
+            "assert linecache.cache.get(relaylens.server.server.__file__)  # a file's lines stay\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
