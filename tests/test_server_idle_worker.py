@@ -172,7 +172,7 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     assert (_get(graph, "passName"), _get(graph, "version")) == ("FuseOps", 1)
     second = _get(await status(client), "pid")
     if second is not None:  # it exits IDLE s after its answer, at once (os._exit): it may be gone
-        assert second != first and workers_of(server) == [second]
+        assert second != first and set(workers_of(server)) <= {second}
     await idle_exit(client, server, 3)  # a third idle exit: a new worker drew the graph
 
     # an edit builds in a new worker, whose progress says it is starting
@@ -186,7 +186,7 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     assert any("(version 2): starting the build worker" in m for m in begins), begins
     third = _get(await status(client), "pid")
     if third is not None:  # as above: it may have exited when idle already
-        assert third not in (first, second) and workers_of(server) == [third]
+        assert third not in (first, second) and set(workers_of(server)) <= {third}
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     assert sorted((lens.range.start.line, lens.command.title) for lens in lenses
                   if lens.command.command == "relaylens.open") == before["lenses"]
