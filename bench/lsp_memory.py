@@ -9,9 +9,10 @@ typed and buildable, needs onnx), a fresh server as an editor starts it (builds 
 input opened, its build awaited (`relaylens/buildFinished`), the code lenses asked for
 (they read the build), then N one-character edits (`--edits`, 5; each undone by a second
 edit once its diagnostics came, then the build of the undone text awaited), then the
-lenses again.  Then, for the server
-process and the worker (`relaylens/status` gives its pid): VmRSS, and the peak VmHWM
-(from /proc/PID/status): "after the builds".  Then the idle state: the worker exits after
+lenses again.  Then, once the worker has used no CPU for a second (`settle`: it frees what
+a build used after sending its report), for the server process and the worker
+(`relaylens/status` gives its pid): VmRSS, and the peak VmHWM (from /proc/PID/status):
+"after the builds".  Then the idle state: the worker exits after
 the server's `worker.idleExitSeconds` (its default, 60 s, or `--idle-exit S`; `--no-idle`
 skips this part, for a server without the idle exit), the lenses and the module.ll,
 module.opt.ll and FuseOps snapshot views are asked for again (answered from the kept report,
@@ -21,6 +22,13 @@ worker's start and imports, the build, the kernels from the persistent cache) be
 edits' builds in the running worker.
 The goal of issue 16: server + worker ≤ 150 MB on the typed ResNet-50; the table gives
 both states, and the peaks (each process's VmHWM, summed: they need not coincide).
+
+Beside RSS, a second table splits each measure by /proc/PID/smaps_rollup: PSS (a page
+shared by N processes counts 1/N in each, so the PSS of the two sums to what they hold
+together; pages shared with other programs on the machine, such as libpython, are split
+with them too), USS (the pages of this process alone), anonymous (the heap: what the
+process made) and file-backed (library code and data, clean pages of the page cache that
+the kernel may drop and read again).
 """
 
 from __future__ import annotations
@@ -82,12 +90,13 @@ async def measure(text: str, edits: int, timeout: float, idle_exit: float | None
             await client.request("textDocument/codeLens", {"textDocument": {"uri": doc.uri}})
         time.sleep(0.5)
         status = await client.request("relaylens/status", None)
+        out["settled_s"] = settle((status.get("worker") or {}).get("pid"))
         for who, pid in (("server", client.pid), ("worker", (status.get("worker") or {}).get("pid"))):
             found = latency.memory_mb(pid)
             if found is None:
                 out["notes"].append(f"no {who} process to measure")
             else:
-                out[who] = {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1)}
+                out[who] = {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1), **smaps_mb(pid)}
         if idle:
             out["idle"] = await _idle_state(client, doc.uri, version, status, timeout)
             if "note" not in out["idle"]:
@@ -132,7 +141,77 @@ async def _idle_state(client: LspClient, uri: str, version: int, status: dict, t
     found = latency.memory_mb(client.pid)
     return {"waited_s": round(waited, 1), "lenses": len(lenses or ()), "view_chars": views,
             "worker_pid": worker.get("pid"),
-            "server": {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1)} if found else None}
+            "server": {"rss_mb": round(found[0], 1), "peak_mb": round(found[1], 1), **smaps_mb(client.pid)}
+            if found else None}
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (/proc/PID/stat), or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int | None, quiet: float = 1.0, limit: float = 30.0) -> float:
+    """Wait until the worker has used no CPU for `quiet` seconds (its last build's answer is
+    sent before it frees what the build used and unmaps LLVM's code: on a busy machine, at
+    its lower priority, that can take seconds), at most `limit`; the seconds waited."""
+    start = time.monotonic()
+    if pid is None:
+        return 0.0
+    last = cpu_seconds(pid)
+    while last is not None and time.monotonic() - start < limit:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now == last:
+            break
+        last = now
+    return round(time.monotonic() - start, 1)
+
+
+ROLLUP = {"Pss": "pss_mb", "Anonymous": "anon_mb"}  # smaps_rollup fields, as kept
+
+
+def smaps_mb(pid: int) -> dict:
+    """PSS, USS, anonymous and file-backed resident MB of a process (/proc/PID/smaps_rollup),
+    or {} where there is none."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return {}
+    kb = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == "kB":
+            kb[parts[0].rstrip(":")] = int(parts[1])
+    if "Rss" not in kb:
+        return {}
+    found = {key: round(kb.get(field, 0) / 1024, 1) for field, key in ROLLUP.items()}
+    found["uss_mb"] = round((kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0)) / 1024, 1)
+    found["file_mb"] = round((kb["Rss"] - kb.get("Anonymous", 0)) / 1024, 1)
+    return found
+
+
+def split_table(key: str, found: dict) -> list[str]:
+    """The second table's rows for one input: each process and state by smaps_rollup."""
+    rows = []
+    states = [("after the builds", {w: found.get(w) for w in ("server", "worker")})]
+    if (found.get("idle") or {}).get("server"):
+        states.append(("idle, the worker gone", {"server": found["idle"]["server"]}))
+    for state, processes in states:
+        both = {m: 0.0 for m in ("rss_mb", "pss_mb", "uss_mb", "anon_mb", "file_mb")}
+        for who, got in processes.items():
+            if not got or "pss_mb" not in got:
+                continue
+            rows.append(f"| {latency.LABELS[key]} | {state} | {who} | " +
+                        " | ".join(f"{got[m]:.0f}" for m in both) + " |")
+            for m in both:
+                both[m] += got[m]
+        if len(processes) > 1:
+            rows.append(f"| | {state} | **both** | " + " | ".join(f"{v:.0f}" for v in both.values()) + " |")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,7 +265,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"the edits' builds before, in the running worker: {found.get('rebuild_s')} s)")
         for note in found["notes"]:
             print(f"- {latency.LABELS[key]}: {note}")
-        print(f"- {latency.LABELS[key]}: build {found.get('build')}, {found.get('lenses')} lenses")
+        print(f"- {latency.LABELS[key]}: build {found.get('build')}, {found.get('lenses')} lenses; "
+              f"measured after the worker settled ({found.get('settled_s')} s)")
+        split = split_table(key, found)
+        if split:
+            print("\n| input | state | process | RSS MB | PSS | USS | anonymous | file-backed |")
+            print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+            print("\n".join(split))
     print(f"\n{args.edits} edits after the first build; load average before {before}, after {latency.load()}, "
           f"on {os.cpu_count()} CPUs")
     if args.json:

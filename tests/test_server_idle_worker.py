@@ -171,8 +171,9 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
     graph = await client.protocol.send_request_async("relaylens/graph", {"uri": uri, "after": "FuseOps"})
     assert (_get(graph, "passName"), _get(graph, "version")) == ("FuseOps", 1)
     second = _get(await status(client), "pid")
-    assert second not in (None, first) and workers_of(server) == [second]
-    await idle_exit(client, server, 3)
+    if second is not None:  # it exits IDLE s after its answer, at once (os._exit): it may be gone
+        assert second != first and set(workers_of(server)) <= {second}
+    await idle_exit(client, server, 3)  # a third idle exit: a new worker drew the graph
 
     # an edit builds in a new worker, whose progress says it is starting
     edited = MNIST + "\n"
@@ -184,7 +185,8 @@ async def test_the_worker_exits_when_idle_and_the_editor_keeps_what_it_showed(cl
               if isinstance(v, lsp.WorkDoneProgressBegin)]
     assert any("(version 2): starting the build worker" in m for m in begins), begins
     third = _get(await status(client), "pid")
-    assert third not in (None, first, second) and workers_of(server) == [third]
+    if third is not None:  # as above: it may have exited when idle already
+        assert third not in (first, second) and set(workers_of(server)) <= {third}
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(lsp.TextDocumentIdentifier(uri)))
     assert sorted((lens.range.start.line, lens.command.title) for lens in lenses
                   if lens.command.command == "relaylens.open") == before["lenses"]
@@ -242,3 +244,25 @@ def test_a_message_sent_while_the_worker_retires_goes_to_the_next_one() -> None:
     assert states == (2, 1, 0, True, "ready") and not exits  # retiring is no crash
     assert answer[:3] == ("graph", 1, None) and "keeps no build" in answer[3]
     assert not Path(f"/proc/{first}").exists() or "Z" in Path(f"/proc/{first}/stat").read_text().split()[2]
+
+
+def test_the_worker_ends_without_the_interpreters_teardown() -> None:
+    """stdin closed (a retired worker): it exits at once, 0, its answers flushed, and skips the
+    teardown (freeing every module, LLVM's static destructors) that kept a retired worker
+    past the server's wait on a busy machine (atexit handlers are part of that teardown)."""
+    import subprocess
+
+    from relaylens.server.slow import frames
+
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('torn down', file=sys.stderr))\n"
+            "from relaylens.server.slow.worker import main\n"
+            "main()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert frames.read(proc.stdout) == ("ready", proc.pid)
+    frames.write(proc.stdin, ("graph", 1, "file:///r.relay", 1, None))
+    proc.stdin.close()
+    assert frames.read(proc.stdout)[:3] == ("graph", 1, None)  # answered before it ended
+    assert proc.wait(timeout=120) == 0
+    assert "torn down" not in proc.stderr.read().decode()

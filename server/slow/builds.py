@@ -48,6 +48,7 @@ from lsprotocol import types as lsp
 
 from ...compiler.ir.span import Source
 from ...compiler.support import release_memory
+from ..generated_sources import forget_generated_sources
 from ...compiler.lower.codegen.views import View, asm_view, ir_view
 from ...compiler.printer.renumber import Aligned, align_temporaries
 from .. import convert
@@ -551,6 +552,7 @@ class Builds:
         built = Built(report)
         self._worker_keeps[job.uri] = (self.worker.runs, report.version)
         self.reports[job.uri] = (kept + [built])[-KEEP:]
+        forget_generated_sources()  # converters made since (generated_sources.py)
         release_memory(collect=False)  # the message's bytes, a report dropped: 10-30 MB
         current = report.version == self._version(job.uri)
         if current:

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import bisect
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
+
+from .node_table import NodeTable
 
 Range = tuple[int, int]  # [start, end) character offsets
 PACK_LEVEL = 6  # zlib's: a text's bytes are the same whenever its text is (share_texts compares them)
@@ -91,8 +93,9 @@ class Snapshot:
     pass_name: str
     changed: bool
     text: Text  # the same object as the snapshot before's when unchanged
-    # printed range -> the source ranges of that node, sorted by (start, -end)
-    nodes: tuple[tuple[int, int, tuple[Range, ...]], ...] = ()
+    # printed range -> the source ranges of that node, sorted by (start, -end); the worker
+    # sends a NodeTable (node_table.py), which reads as this tuple of tuples
+    nodes: Sequence[tuple[int, int, tuple[Range, ...]]] = ()
 
     @property
     def file_name(self) -> str:
@@ -100,7 +103,8 @@ class Snapshot:
 
     def node_at(self, offset: int) -> tuple[int, int, tuple[Range, ...]] | None:
         """The innermost printed node holding `offset` that has a source range."""
-        return _innermost(self.nodes, offset)
+        nodes = self.nodes
+        return nodes.innermost(offset) if isinstance(nodes, NodeTable) else _innermost(nodes, offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,23 +214,35 @@ class BuildReport:
 
 def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
     """Make each text of `report` (LLVM IR, optimised IR, schedules, snapshots) that equals a
-    text of an `older` report the older one's object, so that the server holds it once.
+    text of an `older` report the older one's object, so that the server holds it once; so
+    too a snapshot's node table, a fused function's or an expression's whole entry (an edit
+    that keeps every offset, an edit undone).
     Two versions of a model mostly lower to the same kernels: a one-character edit leaves
     most of ResNet-50's 11 MB of IR text as it was, and an edit undone leaves all of it."""
     pool: dict[str, str] = {}
+    tables: dict = {}  # a snapshot's NodeTable equal to an older one's: the older one
     for old in older:
         for text in (old.llvm_ir, old.optimized_ir, *(s.text for s in old.snapshots),
                      *(t for f in old.functions for t in (f.llvm_ir, f.optimized_ir, f.schedule_text))):
             pool.setdefault(text, text)
+        for s in old.snapshots:
+            if isinstance(s.nodes, NodeTable):
+                tables.setdefault(s.nodes, s.nodes)
     if not pool:
         return
     report.llvm_ir = pool.get(report.llvm_ir, report.llvm_ir)
     report.optimized_ir = pool.get(report.optimized_ir, report.optimized_ir)
-    report.snapshots = [replace(s, text=pool.get(s.text, s.text)) for s in report.snapshots]
+    report.snapshots = [replace(s, text=pool.get(s.text, s.text),
+                                nodes=tables.get(s.nodes, s.nodes) if isinstance(s.nodes, NodeTable) else s.nodes)
+                        for s in report.snapshots]
     report.functions = [replace(f, llvm_ir=pool.get(f.llvm_ir, f.llvm_ir),
                                 optimized_ir=pool.get(f.optimized_ir, f.optimized_ir),
                                 schedule_text=pool.get(f.schedule_text, f.schedule_text))
                         for f in report.functions]
+    functions = {f: f for old in reversed(older) for f in old.functions}
+    exprs = {e: e for old in reversed(older) for e in old.exprs}
+    report.functions = [functions.get(f, f) for f in report.functions]
+    report.exprs = [exprs.get(e, e) for e in report.exprs]
 
 
 def pack_texts(report: BuildReport) -> BuildReport:

@@ -30,6 +30,7 @@ from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from ...compiler.provenance import Provenance, moves_only
 from ...compiler.transform.patterns.options import BYOC_PASSES
 from .byoc_report import ByocRequest, byoc_report
+from .node_table import NodeTable
 from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
 from .weights import read_weights
 
@@ -125,7 +126,7 @@ def _snapshots(prov: Provenance) -> list[Snapshot]:
                 if keys:
                     nodes.append((start, end, tuple(keys)))
             nodes.sort(key=lambda n: (n[0], -n[1]))
-            printed[id(stage.module)] = (text, tuple(nodes))
+            printed[id(stage.module)] = (text, NodeTable(nodes))  # compact: node_table.py
         text, nodes = printed[id(stage.module)]
         out.append(Snapshot(stage.index, stage.pass_name, stage.changed, text, nodes))
     return out
