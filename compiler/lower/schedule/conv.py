@@ -54,6 +54,7 @@ machine).
 from __future__ import annotations
 
 from ..te import expr as te
+from .depthwise import schedule_depthwise
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -77,8 +78,11 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         epilogue = _epilogue(sch, stage)
         if epilogue is None:
             epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
-        _schedule_tile(sch, stage, epilogue, depthwise=not data,
-                       channels_inside=_channels_inside(blocked, data))
+        if data:
+            _schedule_tile(sch, stage, epilogue, depthwise=False,
+                           channels_inside=_channels_inside(blocked, data))
+        else:  # depthwise: both operands read at the lane
+            packs = schedule_depthwise(sch, stage, epilogue, packs)
         done.update((id(stage), id(epilogue)))
         for operands, inner in ((packs, 2), (others, 1)):
             for operand in operands:
