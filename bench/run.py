@@ -27,7 +27,8 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
    kernel): conv2d 3x3 of ResNet-50 (layer1 and layer3) with bias and relu, dense with
    bias (ResNet-50's fc, a 64x512x512 and GPT-2's 128x768 -> 3072), MobileNet v2's
    depthwise 3x3 convolutions with bias and relu (NCHW, and NCHW16c as AlterOpLayout
-   leaves them in the model: nn.contrib_depthwise_conv2d_NCHWc on blocked arrays),
+   leaves them in the model: nn.contrib_depthwise_conv2d_NCHWc on blocked arrays; NCHW8c
+   on AVX2), a deformable 3x3 convolution beside onnxruntime's DeformConv,
    ResNet-50's max pool (NCHW and NCHW16c), a 3x3 average pool and the global average
    pools of ResNet-50 and MobileNet v2, each a single fused function called on aligned
    buffers; beside onnxruntime's Conv / Gemm / pool node on the NCHW arrays and numpy's
@@ -259,6 +260,8 @@ class KernelCase:
       conv       (C, H, W, K, R, stride)  conv2d RxR, K filters, padding R // 2, bias, relu
       dense      (M, K, N)                dense with bias
       depthwise  (C, H, W, R, stride)     depthwise conv2d RxR, padding R // 2, bias, relu
+      deformable (C, H, W, K, R)          deformable conv2d RxR, K filters, no padding,
+                                          offsets in [0, 0.9) (where Relay and ONNX agree)
       maxpool, avgpool (C, H, W, R, stride, pad)  RxR window (avg counts the padding)
       gap        (C, H, W)                global average pool
     on a batch of 1.  `block` > 0: our side runs the op in NCHW[block]c, as AlterOpLayout
@@ -282,6 +285,9 @@ class KernelCase:
         if self.kind == "depthwise":
             c, h, w, r, stride = self.shape
             return 2.0 * c * r * r * self.out_hw[0] * self.out_hw[1]
+        if self.kind == "deformable":
+            c, h, w, k, r = self.shape
+            return 2.0 * c * k * r * r * self.out_hw[0] * self.out_hw[1]
         if self.kind == "gap":
             c, h, w = self.shape
             return float(c * h * w)
@@ -293,6 +299,9 @@ class KernelCase:
         if self.kind == "depthwise":
             c, h, w, r, stride = self.shape
             pad = r // 2
+        elif self.kind == "deformable":
+            c, h, w, _, r = self.shape
+            stride, pad = 1, 0
         else:
             c, h, w, r, stride, pad = self.shape
         return (h + 2 * pad - r) // stride + 1, (w + 2 * pad - r) // stride + 1
@@ -324,6 +333,12 @@ class KernelCase:
                 params = (f"%x: Tensor[(1, {c}, {h}, {w}), float32], %w: Tensor[({c}, 1, {r}, {r}), float32], "
                           f"%b: Tensor[({c}), float32]")
                 body = f"nn.relu(nn.bias_add(nn.conv2d(%x, %w, {window}, {common}), %b))"
+        elif self.kind == "deformable":
+            c, h, w, k, r = self.shape
+            oh, ow = self.out_hw
+            params = (f"%x: Tensor[(1, {c}, {h}, {w}), float32], %off: Tensor[(1, {2 * r * r}, {oh}, {ow}), float32], "
+                      f"%w: Tensor[({k}, {c}, {r}, {r}), float32]")
+            body = f"nn.deformable_conv2d(%x, %off, %w, channels={k}, kernel_size=[{r}, {r}])"
         elif self.kind == "gap":
             c, h, w = self.shape
             params = f"%x: Tensor[(1, {c}, {h}, {w}), float32]"
@@ -350,10 +365,20 @@ class KernelCase:
         elif self.kind == "depthwise":
             c, h, w, r, _ = self.shape
             shapes = [(1, c, h, w), (c, 1, r, r), (c,)]
+        elif self.kind == "deformable":
+            c, h, w, k, r = self.shape
+            x, weight = rng.standard_normal((1, c, h, w)), rng.standard_normal((k, c, r, r)) * 0.1
+            offsets = rng.random((1, 2 * r * r, *self.out_hw)) * 0.9
+            return [a.astype(np.float32) for a in (x, offsets, weight)]
         else:
             c, h, w = self.shape[:3]
             shapes = [(1, c, h, w)]
         return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+    @property
+    def names(self) -> list[str]:
+        """The ONNX graph's inputs, in the order of `arrays`."""
+        return ["x", "off", "w"] if self.kind == "deformable" else list("xwb")
 
     def ours(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Our kernel's inputs: the arrays, blocked into NCHW[block]c when `block`."""
@@ -381,13 +406,16 @@ class KernelCase:
         from onnx import TensorProto, helper
 
         arrays = self.arrays()
-        names = "xwb"[:len(arrays)]
+        names = self.names[:len(arrays)]
         if self.kind in ("conv", "depthwise"):
             r, stride = self.shape[-2:]
             group = {"group": self.shape[0]} if self.kind == "depthwise" else {}
             conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[r, r], pads=[r // 2] * 4,
                                     strides=[stride, stride], **group)
             nodes = [conv, helper.make_node("Relu", ["c"], ["out"])]
+        elif self.kind == "deformable":
+            r = self.shape[-1]
+            nodes = [helper.make_node("DeformConv", ["x", "w", "off"], ["out"], kernel_shape=[r, r])]
         elif self.kind == "dense":
             nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["out"], transB=1)]
         elif self.kind == "gap":
@@ -400,7 +428,8 @@ class KernelCase:
         inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in zip(names, arrays)]
         graph = helper.make_graph(nodes, self.kind, inputs, [helper.make_tensor_value_info("out", TensorProto.FLOAT,
                                                                                            None)])
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+        opset = 19 if self.kind == "deformable" else 17  # DeformConv came in opset 19
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
 KERNELS = (
@@ -414,6 +443,12 @@ KERNELS = (
     KernelCase("depthwise 3x3 stride 2, MobileNet v2 (1x96x112x112), NCHW16c", "depthwise", (96, 112, 112, 3, 2), 16),
     KernelCase("depthwise 3x3 stride 2, MobileNet v2 (1x144x56x56), NCHW16c", "depthwise", (144, 56, 56, 3, 2), 16),
     KernelCase("depthwise 3x3, MobileNet v2 (1x960x7x7), NCHW16c", "depthwise", (960, 7, 7, 3, 1), 16),
+    # NCHW8c: what AlterOpLayout gives MobileNet v2 on AVX2
+    KernelCase("depthwise 3x3, MobileNet v2 (1x32x112x112), NCHW8c", "depthwise", (32, 112, 112, 3, 1), 8),
+    KernelCase("depthwise 3x3 stride 2, MobileNet v2 (1x96x112x112), NCHW8c", "depthwise", (96, 112, 112, 3, 2), 8),
+    KernelCase("depthwise 3x3, MobileNet v2 (1x144x56x56), NCHW8c", "depthwise", (144, 56, 56, 3, 1), 8),
+    KernelCase("depthwise 3x3 stride 2, MobileNet v2 (1x144x56x56), NCHW8c", "depthwise", (144, 56, 56, 3, 2), 8),
+    KernelCase("deformable conv2d 3x3 (1x64x30x30, 64 filters)", "deformable", (64, 30, 30, 64, 3)),
     KernelCase("max_pool2d 3x3 stride 2, ResNet-50 stem (1x64x112x112)", "maxpool", (64, 112, 112, 3, 2, 1)),
     KernelCase("max_pool2d 3x3 stride 2, ResNet-50 stem, NCHW16c", "maxpool", (64, 112, 112, 3, 2, 1), 16),
     KernelCase("avg_pool2d 3x3 (1x64x56x56)", "avgpool", (64, 56, 56, 3, 1, 1)),
@@ -497,7 +532,7 @@ def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
         aligned.append(copy)
     out = aligned_empty(tuple(kernel.func.outputs[0].shape), kernel.func.outputs[0].dtype)
     session = ort_session(case.onnx(), threads)
-    feeds = dict(zip("xwb", arrays))
+    feeds = dict(zip(case.names, arrays))
     reference = session.run(None, feeds)[0]
     np.testing.assert_allclose(case.unblock(kernel(*aligned, out=out)).reshape(reference.shape), reference,
                                rtol=1e-4, atol=1e-3)

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .conv_chunks import chunked_tile, schedule_chunked
+from .depthwise import schedule_depthwise
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -86,9 +87,11 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         chunked = chunked_tile(stage) if data and per_lane else None
         if chunked is not None:  # the reduction a chunk of input channels at a time
             schedule_chunked(sch, stage, epilogue, *chunked)
-        else:
-            _schedule_tile(sch, stage, epilogue, depthwise=not data,
+        elif data:
+            _schedule_tile(sch, stage, epilogue, depthwise=False,
                            channels_inside=_channels_inside(blocked, data))
+        else:  # depthwise: both operands read at the lane
+            packs = schedule_depthwise(sch, stage, epilogue, packs)
         done.update((id(stage), id(epilogue)))
         for operands, inner in ((packs, 2), (others, 1)):
             for operand in operands:
