@@ -59,14 +59,13 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .conv_chunks import chunked_tile, schedule_chunked
+from .conv_tile_end import parallel_tiles, planes_alias
 from .depthwise import schedule_depthwise
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
-PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
 CACHE_BYTES = 2 << 20  # per core (L2)
 COPY_PARALLEL_BYTES = 1 << 20
-L1_SET_STRIDE = 4096  # addresses this far apart share an L1 set (64 sets of 64-byte lines)
 
 
 def schedule_blocked_convs(sch: Schedule) -> set[int]:
@@ -83,7 +82,7 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         epilogue = _epilogue(sch, stage)
         if epilogue is None:
             epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
-        per_lane = epilogue.tensor.ndim == 5 or not _planes_alias(epilogue.tensor)
+        per_lane = epilogue.tensor.ndim == 5 or not planes_alias(epilogue.tensor)
         chunked = chunked_tile(stage) if data and per_lane else None
         if chunked is not None:  # the reduction a chunk of input channels at a time
             schedule_chunked(sch, stage, epilogue, *chunked)
@@ -271,7 +270,7 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
         bi, inner_lane = sch.split(e, channels, lanes)
     xo, xi = sch.split(e, ex, cols)
     tiles = (en, ey, xo, bo) if channels_inside else (en, bo, ey, xo)
-    if e.ndim == 5 or not _planes_alias(e):  # a channel per lane
+    if e.ndim == 5 or not planes_alias(e):  # a channel per lane
         sch.reorder(e, *tiles, xi, bi, inner_lane)
         sch.unroll(e, xi)
         sch.vectorize(e, inner_lane)
@@ -280,19 +279,8 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
         sch.unroll(e, inner_lane)
         sch.vectorize(e, xi)
     sch.unroll(e, bi)
-    loop = sch.fuse(e, *tiles)
-    work = 1
-    for extent in (*t.shape, *(a.extent for a in conv.reduce_axes)):
-        work *= extent
-    if loop.extent > 1 and work >= PARALLEL_MIN:
-        sch.parallel(e, loop)
-    sch.compute_at(t, e, loop)
+    parallel_tiles(sch, conv, epilogue, sch.fuse(e, *tiles))
 
-
-def _planes_alias(t: te.Tensor) -> bool:
-    """Whether the channel planes of an NCHW tensor lie a multiple of L1's set stride
-    apart, so that the 16 stores of a channel-per-lane vector fall into one cache set."""
-    return (t.shape[2] * t.shape[3] * te.bits(t.dtype) // 8) % L1_SET_STRIDE == 0
 
 
 def _schedule_copy(sch: Schedule, stage: Stage, inner: int) -> None:

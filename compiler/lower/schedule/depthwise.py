@@ -44,11 +44,9 @@ from __future__ import annotations
 
 from ..te import expr as te
 from ..te.arith import divide_terms
+from .conv_tile_end import parallel_tiles, planes_alias
 from .primitives import Schedule, Stage
 from .vector_unit import host_unit
-
-PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
-L1_SET_STRIDE = 4096  # addresses this far apart share an L1 set (as conv.py)
 
 
 def schedule_depthwise(sch: Schedule, conv: Stage, epilogue: Stage, operands: list[Stage]) -> list[Stage]:
@@ -121,25 +119,12 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage) -> None:
         xo, xi = sch.split(e, ex, cols)
         sch.reorder(e, en, eb, ey, xo, xi, inner_lane)
         tiles = (en, eb, ey, xo)
-    if e.ndim == 4 and _planes_alias(e):  # a vector of columns per channel (see conv.py)
+    if e.ndim == 4 and planes_alias(e):  # a vector of columns per channel (see conv.py)
         sch.reorder(e, *tiles, inner_lane, xi)
         sch.unroll(e, inner_lane)
         sch.vectorize(e, xi)
     else:  # a channel per lane
         sch.unroll(e, xi)
         sch.vectorize(e, inner_lane)
-    loop = sch.fuse(e, *tiles)
-    work = 1
-    for extent in (*t.shape, *(a.extent for a in conv.reduce_axes)):
-        work *= extent
-    if loop.extent > 1 and work >= PARALLEL_MIN:
-        sch.parallel(e, loop)
-    sch.compute_at(t, e, loop)
+    parallel_tiles(sch, conv, epilogue, sch.fuse(e, *tiles))
 
-
-def _planes_alias(t: te.Tensor) -> bool:
-    """Whether the channel planes of an NCHW output lie a multiple of L1's set stride
-    apart, so that a channel-per-lane vector store falls into one cache set: the
-    epilogue then stores a vector of columns per channel instead (conv.py's module doc
-    has the measurements)."""
-    return (t.shape[2] * t.shape[3] * te.bits(t.dtype) // 8) % L1_SET_STRIDE == 0
