@@ -11,8 +11,8 @@ import asyncio
 from types import SimpleNamespace
 
 from relaylens.compiler.check import check_text
-from relaylens.server.analysis import Analyses
 from relaylens.server.features.diagnostics import DiagnosticStore
+from store_server import StoreServer, messages
 
 URI = "file:///long.relay"
 TEXT = ('#[version = "0.0.5"]\n'
@@ -32,25 +32,8 @@ TEXT = ('#[version = "0.0.5"]\n'
         "}\n")
 
 
-class Server:
-    """What DiagnosticStore reads of the language server."""
-
-    def __init__(self) -> None:
-        self.doc = SimpleNamespace(version=1, text=TEXT)
-        self.documents = SimpleNamespace(opened=lambda uri: self.doc)
-        self.analyses = Analyses()
-        self.published: list = []
-
-    def text_document_publish_diagnostics(self, params) -> None:
-        self.published.append((params.version, sorted(d.message for d in params.diagnostics)))
-
-
-def messages(diagnostics) -> list[str]:
-    return sorted(d.message for d in diagnostics)
-
-
 def test_a_long_document_gets_its_syntax_diagnostics_first() -> None:
-    server = Server()
+    server = StoreServer(TEXT)
     store = DiagnosticStore(server)  # type: ignore[arg-type]
     store.EARLY_CHARS = 0
 
@@ -75,7 +58,7 @@ def test_a_long_document_gets_its_syntax_diagnostics_first() -> None:
 
 
 def test_a_short_document_gets_them_once() -> None:
-    server = Server()
+    server = StoreServer(TEXT)
     store = DiagnosticStore(server)  # type: ignore[arg-type]
 
     async def run() -> None:

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 from relaylens.compiler.check import check_text, recheck, retype
 from relaylens.compiler.pauses import Stopped
-from relaylens.server.analysis import Analyses
 from relaylens.server.features.diagnostics import DiagnosticStore
+from store_server import StoreServer, messages
 
 URI = "file:///chain.relay"
 N = 3_000  # statements: their typing passes several pause points
@@ -36,29 +36,12 @@ INSIDE = BROKEN.replace(f"  %{MID} = add(%{MID - 1}, %{MID - 1} ;", f"  %{MID} =
 MENDED = INSIDE.replace(f"  %{MID} = add(%{MID - 1}, %{MID - 2} ;", f"  %{MID} = add(%{MID - 1}, %{MID - 2});")
 
 
-class Server:
-    """What DiagnosticStore reads of the language server."""
-
-    def __init__(self) -> None:
-        self.doc = SimpleNamespace(version=1, text=TEXT)
-        self.documents = SimpleNamespace(opened=lambda uri: self.doc)
-        self.analyses = Analyses()
-        self.published: list = []
-
-    def text_document_publish_diagnostics(self, params) -> None:
-        self.published.append((params.version, sorted(d.message for d in params.diagnostics)))
-
-
-def messages(diagnostics) -> list[str]:
-    return sorted(d.message for d in diagnostics)
-
-
 def main_type(module):
     return next(f for gv, f in module.functions.items() if gv.name == "main").ty
 
 
 def test_a_stopped_retype_leaves_the_edit_read_and_the_next_edit_types_the_module_whole() -> None:
-    server = Server()
+    server = StoreServer(TEXT)
     store = DiagnosticStore(server)  # type: ignore[arg-type]
     store.EARLY_CHARS = 1 << 40  # no early publication: the one the test waits for is the last
     stopped = []
@@ -88,7 +71,7 @@ def test_a_stopped_retype_leaves_the_edit_read_and_the_next_edit_types_the_modul
 
 
 def test_a_reader_finishes_the_typing_of_the_analysis_it_reads() -> None:
-    server = Server()
+    server = StoreServer(TEXT)
     store = DiagnosticStore(server)  # type: ignore[arg-type]
     found = []
 

@@ -14,6 +14,7 @@ from lsprotocol import types as lsp
 from relaylens.compiler.check import check_text
 from relaylens.server.analysis import Analyses
 from relaylens.server.features.diagnostics import DiagnosticStore
+from relaylens.compiler.pauses import pause_point
 from relaylens.server.pieces import Pieces, Scheduler
 
 
@@ -66,16 +67,21 @@ def test_both_documents_syntax_diagnostics_come_before_either_documents_types() 
     assert server.published[last[a]][1] == typed[a] and server.published[last[b]][1] == typed[b]
 
 
-def test_the_scheduler_runs_urgent_work_first() -> None:
-    ran: list[str] = []
-
+def _work(ran: list[str]):
+    """work(name): a piece of work that appends `name` to `ran` three times, with a pause
+    point after each."""
     def work(name: str):
         def run() -> None:
-            from relaylens.compiler.pauses import pause_point
             for _ in range(3):
                 ran.append(name)
                 pause_point()
         return run
+    return work
+
+
+def test_the_scheduler_runs_urgent_work_first() -> None:
+    ran: list[str] = []
+    work = _work(ran)
 
     async def run() -> None:
         scheduler = Scheduler(slice_seconds=0)
@@ -95,14 +101,7 @@ def test_held_work_gets_no_slices_until_finished() -> None:
     waits for its run (server/features/diagnostics.py `schedule`): no slices, so the old
     version's typing costs nothing meanwhile; `finish` (the run that stops it) still runs it."""
     ran: list[str] = []
-
-    def work(name: str):
-        def run() -> None:
-            from relaylens.compiler.pauses import pause_point
-            for _ in range(3):
-                ran.append(name)
-                pause_point()
-        return run
+    work = _work(ran)
 
     async def run() -> None:
         scheduler = Scheduler(slice_seconds=0)

@@ -155,13 +155,7 @@ def common_factor(n: te.Binary, extents: dict[int, int]) -> te.PrimExpr | None:
     in [0, g) by the loop extents (a transpose's flattened index read back: (f*128 + j)
     // 8192 with j < 128 is f // 64); None when no such g."""
     d = n.b.value
-    terms, stack = [], [n.a]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, te.Binary) and t.op == "add" and t.dtype == te.INDEX:
-            stack += [t.b, t.a]
-        else:
-            terms.append(t)
+    terms = sum_terms(n.a)
     g, scaled, rest = d, [], []
     for t in terms:
         k = t.value if isinstance(t, te.Const) else next(
@@ -272,10 +266,8 @@ def interval(e: te.PrimExpr, inner: dict[int, int]) -> Interval | None:
     return None
 
 
-def divide_terms(e: te.PrimExpr, c: int) -> tuple[te.PrimExpr | None, te.PrimExpr | None]:
-    """`e` as `c * quotient + rest`, taking out of the sum `e` the terms that are multiples
-    of `c` (a constant, or a product with a constant factor that c divides); None stands
-    for no quotient (0) or no rest (0)."""
+def sum_terms(e: te.PrimExpr) -> list[te.PrimExpr]:
+    """The terms of the index sum `e`, left to right (`e` itself when it is no sum)."""
     terms, stack = [], [e]
     while stack:
         t = stack.pop()
@@ -283,6 +275,14 @@ def divide_terms(e: te.PrimExpr, c: int) -> tuple[te.PrimExpr | None, te.PrimExp
             stack += [t.b, t.a]
         else:
             terms.append(t)
+    return terms
+
+
+def divide_terms(e: te.PrimExpr, c: int) -> tuple[te.PrimExpr | None, te.PrimExpr | None]:
+    """`e` as `c * quotient + rest`, taking out of the sum `e` the terms that are multiples
+    of `c` (a constant, or a product with a constant factor that c divides); None stands
+    for no quotient (0) or no rest (0)."""
+    terms = sum_terms(e)
     quotient: te.PrimExpr | None = None
     rest: te.PrimExpr | None = None
     for t in terms:
