@@ -9,6 +9,7 @@ import ctypes
 import mmap
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,14 +104,96 @@ def test_the_worker_unmaps_llvm_code_after_a_build() -> None:
         assert frames.read(proc.stdout) == ("ready", proc.pid)
         frames.write(proc.stdin, ("build", 1, "file:///r.relay", 1, TEXT, None))
         assert _until(proc, "done")[1] == 1
-        # answered after the worker took this message, so after it unmapped what the build used
         frames.write(proc.stdin, ("graph", 2, "file:///r.relay", 7, None))
         assert _until(proc, "graph")[2] is None
-        code = [m for m in mappings(f"/proc/{proc.pid}/smaps")
-                if m.path.endswith("libllvmlite.so") and "x" in m.perms]
-        assert code, "the worker maps llvmlite"
-        # LLVM's code is 80 MB; what a graph answer runs of it is none
-        assert sum(m.rss_kb for m in code) * 8 < sum(m.end - m.start for m in code) // 1024
+
+        def llvm_code() -> list:
+            return [m for m in mappings(f"/proc/{proc.pid}/smaps")
+                    if m.path.endswith("libllvmlite.so") and "x" in m.perms]
+
+        assert llvm_code(), "the worker maps llvmlite"
+        # LLVM's code is 80 MB; what a graph answer runs of it is none.  The worker unmaps
+        # it once it waits for a message again (a waiting message is taken first).
+        deadline = time.monotonic() + 30
+        while (resident := sum(m.rss_kb for m in llvm_code())) * 8 >= \
+                sum(m.end - m.start for m in llvm_code()) // 1024 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert resident * 8 < sum(m.end - m.start for m in llvm_code()) // 1024
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+class _Counter:
+    """A stand-in for the file-backed resident size and the drop `Trim` calls."""
+
+    def __init__(self, kb: int) -> None:
+        self.kb = kb
+        self.drops = 0
+
+    def resident(self) -> int:
+        return self.kb
+
+    def drop(self) -> list:
+        self.drops += 1
+        self.kb -= 500  # what a drop gives back
+        return []
+
+
+def test_trim_reads_smaps_only_when_file_pages_grew() -> None:
+    from relaylens.server.slow.resident import Trim
+
+    pages = _Counter(10_000)
+    trim = Trim(grow_kb=2048, resident=pages.resident, drop=pages.drop)
+    trim()
+    assert pages.drops == 1  # the first time: right after the imports
+    pages.kb += 1000  # an answer from what is kept maps a little
+    trim()
+    assert pages.drops == 1
+    pages.kb += 1100  # a build maps LLVM's parser and linker: 2,100 kB since the last drop
+    trim()
+    assert pages.drops == 2
+    trim()
+    assert pages.drops == 2
+
+
+def test_trim_drops_every_time_without_proc() -> None:
+    from relaylens.server.slow.resident import Trim, file_resident_kb
+
+    assert file_resident_kb("/nonexistent/statm") is None
+    pages = _Counter(0)
+    trim = Trim(resident=lambda: None, drop=pages.drop)
+    trim()
+    trim()
+    assert pages.drops == 2
+
+
+def test_a_waiting_message_is_taken_before_any_trim() -> None:
+    from relaylens.server.slow.worker import Jobs, _next
+
+    calls = []
+    jobs = Jobs()
+    jobs.take(("graph", 1, "file:///a.relay", 1, None))
+    assert _next(jobs, lambda: calls.append("trim"))[0] == "graph"
+    assert calls == []  # a message was waiting: taken at once
+
+
+def test_the_worker_trims_before_it_waits() -> None:
+    from relaylens.server.slow.worker import Jobs, _next
+
+    calls = []
+    jobs = Jobs()
+
+    def trim() -> None:  # the queue is empty: the trim comes first, then the wait
+        calls.append("trim")
+        jobs.queue.put(None)
+
+    assert _next(jobs, trim) is None
+    assert calls == ["trim"]
+
+
+def test_file_resident_kb_reads_statm() -> None:
+    from relaylens.server.slow.resident import file_resident_kb
+
+    kb = file_resident_kb()
+    assert kb is not None and kb > 0

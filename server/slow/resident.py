@@ -14,16 +14,23 @@ differs from the file; a private mapping's copied-on-write pages (relocations of
 segment, a debugger's breakpoint) would be lost, and such a mapping is left alone.  Only
 mappings with at least `min_kb` resident are touched.  Linux only; elsewhere (no
 /proc/self/smaps, no madvise) it does nothing and returns [].
+
+Reading smaps costs 10-50 ms, so the worker asks `Trim` instead: it looks at the
+file-backed resident size first (/proc/self/statm, microseconds) and drops only when that
+grew by `GROW_KB` since its last drop, which a build (LLVM's parser, linker, printer) does
+and an answer from what is kept (a graph, a hover's numerics) mostly does not.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import mmap
 from dataclasses import dataclass
 
 MADV_DONTNEED = 4
 MIN_KB = 1024  # mappings with less resident are not worth a system call
+GROW_KB = 2 * MIN_KB  # file-backed growth since the last drop that is worth reading smaps for
 
 
 @dataclass(frozen=True)
@@ -88,3 +95,34 @@ def drop_clean_mappings(min_kb: int = MIN_KB) -> list[Mapping]:
         if m.clean_file and m.rss_kb >= min_kb and madvise(m.start, m.end - m.start, MADV_DONTNEED) == 0:
             dropped.append(m)
     return dropped
+
+
+def file_resident_kb(statm: str = "/proc/self/statm") -> int | None:
+    """The process's resident pages backed by a file or shared memory (statm's third field,
+    RssFile + RssShmem), in kB; None where there is no such file."""
+    try:
+        with open(statm) as f:
+            shared_pages = int(f.read().split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+    return shared_pages * (mmap.PAGESIZE // 1024)
+
+
+class Trim:
+    """`drop_clean_mappings()` when the file-backed resident size grew by `grow_kb` since the
+    last drop (the module's docstring says why); returns what it dropped, [] when it did not
+    look."""
+
+    def __init__(self, grow_kb: int = GROW_KB, resident=file_resident_kb, drop=drop_clean_mappings) -> None:
+        self.grow_kb = grow_kb
+        self._resident = resident
+        self._drop = drop
+        self._after_last: int | None = None  # file-backed kB right after the last drop
+
+    def __call__(self) -> list[Mapping]:
+        now = self._resident()
+        if now is not None and self._after_last is not None and now - self._after_last < self.grow_kb:
+            return []
+        dropped = self._drop()
+        self._after_last = self._resident()
+        return dropped

@@ -28,9 +28,9 @@ server never loads LLVM's code generator) or ("assembly", request, None, why).  
 has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`),
-and before it takes a message (after its imports, after each job) it unmaps the clean
-pages of the libraries it is not running (`resident.drop_clean_mappings`: LLVM's code,
-95 MB resident right after llvmlite loads, most of it never run again).
+and before it waits for a message (after its imports, after a job) it unmaps the clean
+pages of the libraries it is not running when a job mapped more of them (`resident.Trim`:
+LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again).
 A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
 the server keeps them so.
 
@@ -53,7 +53,7 @@ from ...compiler.support import release_memory
 
 from . import frames
 from .report import Packed, pack_texts
-from .resident import drop_clean_mappings
+from .resident import Trim
 
 NICENESS = 10  # added to the worker's nice value: the server's fast path comes first
 
@@ -151,7 +151,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     kept: dict[str, tuple[int | None, list]] = {}  # uri -> (version, snapshots) of its last build
     frames.write(out, ("ready", os.getpid()))
     disk = disk_cache()
-    while (message := _next(jobs)) is not None:
+    trim = Trim()
+    while (message := _next(jobs, trim)) is not None:
         while not jobs.forgotten.empty():
             forgotten = jobs.forgotten.get()
             caches.pop(forgotten, None)
@@ -203,11 +204,13 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         release_memory()
 
 
-def _next(jobs: Jobs):
-    """The next message, once the clean library pages the worker is not running are unmapped
-    (resident.py: 10-50 ms; what the next job runs of LLVM is mapped again, a hundred minor
-    faults from the page cache for a ResNet-50 link)."""
-    drop_clean_mappings()
+def _next(jobs: Jobs, trim: Trim):
+    """The next message.  Before the worker waits for one, the clean library pages it is not
+    running are unmapped when a job mapped more of them (resident.py `Trim`; what the next
+    job runs of LLVM is mapped again, a hundred minor faults from the page cache for a
+    ResNet-50 link); a message already waiting is taken first."""
+    if jobs.queue.empty():
+        trim()
     return jobs.queue.get()
 
 
