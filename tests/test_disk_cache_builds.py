@@ -148,6 +148,19 @@ def test_relaylens_cache_says_where_and_how_much_and_clears(tmp_path, monkeypatc
     assert status == 2 and err.startswith("relaylens: RELAYLENS_CACHE_SIZE: ") and "'huge'" in err
 
 
+def test_relaylens_cache_shows_and_clears_the_reports(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RELAYLENS_CACHE_DIR", str(tmp_path))
+    from relaylens.server.slow import report_cache
+    from relaylens.server.slow.report import BuildReport
+
+    report_cache.store(DiskCache.default(), "k", BuildReport("file:///a.relay", 1, MODEL))
+    status, out, _ = _cli("cache", "--info")
+    assert status == 0 and "editor's build reports: 1, " in out and "entries: 0\n" in out
+    status, out, _ = _cli("cache", "--clear")
+    assert (status, out) == (0, f"removed 0 entries from {tmp_path} and 1 build reports\n")
+    assert "editor's build reports: 0, " in _cli("cache", "--info")[1]
+
+
 def test_the_editors_worker_reads_and_writes_the_cache(tmp_path) -> None:
     env = {**os.environ, "RELAYLENS_CACHE_DIR": str(tmp_path)}
 
@@ -165,12 +178,12 @@ def test_the_editors_worker_reads_and_writes_the_cache(tmp_path) -> None:
             proc.wait(timeout=60)
 
     first = worker_build(MODEL, "file:///w/a.relay")
-    entries = sorted(tmp_path.iterdir())
+    entries = sorted(tmp_path.glob("*.kernel"))
     assert len(entries) == len(first.functions) >= 2
     for path in entries:
         os.utime(path, (1000, 1000))  # long unused
     second = worker_build(_moved(MODEL), "file:///w/b.relay")
-    assert sorted(tmp_path.iterdir()) == entries  # nothing new lowered
+    assert sorted(tmp_path.glob("*.kernel")) == entries  # nothing new lowered
     assert all(p.stat().st_mtime > 1000 for p in entries)  # every entry read (a hit marks it used)
     assert unpack(second.optimized_ir) == compile(_moved(MODEL), "file:///w/b.relay", stop_after="llvm").lowered.optimized_ir
 
@@ -201,7 +214,7 @@ def test_the_servers_cache_options_reach_the_worker(tmp_path) -> None:
             await asyncio.wait_for(ended, 30)
 
     report = asyncio.run(build())[2]
-    assert len(list((tmp_path / "kernels").iterdir())) == len(report.functions) >= 2
+    assert len(list((tmp_path / "kernels").glob("*.kernel"))) == len(report.functions) >= 2
 
 
 def test_object_code_loads_again_under_another_name_with_the_jits_thread_count() -> None:

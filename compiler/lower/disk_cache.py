@@ -16,8 +16,8 @@ longest ago are removed (a hit sets its file's modification time: LRU by access 
 
 The key (`cache_key`) is a SHA-256 of everything that decides the machine code: the
 primitive function's structural hash (spans are not part of it: the same kernel at
-another line is a hit), its tensor signature, the target (`jit.target_id()`), LLVM's
-options (`jit.OPTIONS`), the build's options, the package version and a digest of the
+another line is a hit), its tensor signature, the target (`runtime/target.py`), LLVM's
+options (`target.OPTIONS`), the build's options, the package version and a digest of the
 compiler's own source files that lowering runs (`compiler_version()`: lower/, ops/, ir/),
 so that any change to the compiler invalidates every entry.  The structural hash reads a
 sample of a large constant's values; that is enough, because a non-scalar constant is a
@@ -47,7 +47,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .runtime.jit import OPTIONS, target_id
+from .runtime.target import OPTIONS, target_id
 
 ENV_DIR = "RELAYLENS_CACHE_DIR"
 ENV_SIZE = "RELAYLENS_CACHE_SIZE"
@@ -56,6 +56,8 @@ DEFAULT_MAX_BYTES = 1 << 30
 SCHEMA = 1  # of the entry format and of what callers put in it; bump on a change
 MAGIC = b"relaylens-kernel 1\n"
 SUFFIX = ".kernel"
+REPORTS = "reports"  # the part (subdirectory) that holds the editor's build reports
+PART_SHARE = 0.25  # of the cache's size bound, for a part's entries on top of it
 _DIGEST = hashlib.sha256().digest_size
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -109,11 +111,11 @@ def compiler_version() -> str:
 KERNEL_SOURCES = ("lower", "ops", "ir")  # the compiler's folders whose code decides a kernel
 
 
-def source_digest(root: Path | None = None) -> str:
-    """SHA-256 of the .py files under `root`'s KERNEL_SOURCES (root: the compiler package)."""
+def source_digest(root: Path | None = None, folders: tuple[str, ...] = KERNEL_SOURCES) -> str:
+    """SHA-256 of the .py files under `root`'s `folders` (root: the compiler package)."""
     root = root or Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for folder in KERNEL_SOURCES:
+    for folder in folders:
         for path in sorted((root / folder).rglob("*.py")):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
             digest.update(path.read_bytes())
@@ -157,6 +159,12 @@ class DiskCache:
     def default(cls) -> DiskCache:
         """The cache the environment names (ValueError for a $RELAYLENS_CACHE_SIZE that does not read)."""
         return cls(default_directory(), default_max_bytes())
+
+    def part(self, name: str, share: float = PART_SHARE) -> DiskCache:
+        """A cache of its own in the subdirectory `name`, for entries of another kind (the
+        editor's build reports: server/slow/report_cache.py), bounded by `share` of this
+        cache's bound; this cache's own entries and bound do not count it."""
+        return DiskCache(self.directory / name, int(self.max_bytes * share))
 
     def path(self, key: str) -> Path:
         return self.directory / (key + SUFFIX)

@@ -76,6 +76,9 @@ NUMERICS_SEED = 0  # Check Numerics' inputs, as `relaylens run --check --seed 0`
 NUMERICS_STAGE = "numerics"  # its diagnostics' stage in the server's store, and their source
 
 
+ERROR = 1  # compiler.diagnostics.Severity.ERROR, LSP's DiagnosticSeverity.Error
+
+
 @dataclass(frozen=True, slots=True)
 class ReportDiagnostic:
     message: str
@@ -83,6 +86,10 @@ class ReportDiagnostic:
     range: Range | None  # in the built text; None: no document position
     stage: str  # "build", "lower", "worker"
     notes: tuple[tuple[Range | None, str], ...] = ()
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ from ...compiler.support import release_memory
 
 from . import frames
 from .report import Packed, pack_texts
+from .preload import Preload
 from .resident import Trim
 
 NICENESS = 10  # added to the worker's nice value: the server's fast path comes first
@@ -135,9 +136,7 @@ def disk_cache():
 
 
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
-    # lazy: the worker says it is ready before the compiler loads
-    from ...compiler.lower.pipeline import LoweringCache
-    from .reporting import Cancelled, build_report, internal_error
+    from . import report_cache  # the kernel cache and llvmlite's binding: enough to answer from a kept report
 
     jobs = Jobs()
 
@@ -149,14 +148,16 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     threading.Thread(target=read_all, name="relaylens-worker-reader", daemon=True).start()
     caches: dict[str, object] = {}
     kept: dict[str, tuple[int | None, list]] = {}  # uri -> (version, snapshots) of its last build
+    answered: dict[str, tuple[int | None, tuple]] = {}  # uri -> (version, (text, weights, byoc)): from a kept report
     frames.write(out, ("ready", os.getpid()))
     disk = disk_cache()
-    trim = Trim()
-    while (message := _next(jobs, trim)) is not None:
+    trim, preload = Trim(), Preload()
+    while (message := _next(jobs, trim, preload)) is not None:
         while not jobs.forgotten.empty():
             forgotten = jobs.forgotten.get()
             caches.pop(forgotten, None)
             kept.pop(forgotten, None)
+            answered.pop(forgotten, None)
         if message[0] == "numerics":
             _numerics(message, jobs, out, disk)
             continue
@@ -164,7 +165,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             _profile(message, jobs, out, disk)
             continue
         if message[0] == "graph":
-            frames.write(out, _graph(kept, *message[1:7]))
+            frames.write(out, _graph(kept, *message[1:7], answered=answered))
             continue
         if message[0] == "assembly":
             frames.write(out, _assembly(*message[1:3]))
@@ -175,6 +176,17 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("cancelled", job))
             continue
         frames.write(out, ("started", job))
+        key = report_cache.report_key(uri, text, weights, byoc)
+        kept_report = report_cache.load(disk, key, version)
+        if kept_report is not None:  # built before, by this or another worker: nothing to build
+            frames.write(out, ("done", job, kept_report))
+            answered[uri] = (version, (text, weights, byoc))  # a graph view runs the passes then
+            continue
+        answered.pop(uri, None)
+        # lazy: loaded while the worker waited (preload.py), or now
+        from ...compiler.lower.pipeline import LoweringCache
+        from .reporting import Cancelled, build_report, internal_error
+
         cache = GenerationalCache(caches.get(uri) or LoweringCache())
 
         def progress(step: str, fraction: float, job=job) -> None:
@@ -200,15 +212,19 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             frames.write(out, ("cancelled", job))
         else:
             frames.write(out, ("done", job, pack_texts(report)))  # its large texts compressed
+            report_cache.store(disk, key, report)  # after the answer: for the next open
         del report, results
         release_memory()
 
 
-def _next(jobs: Jobs, trim: Trim):
-    """The next message.  Before the worker waits for one, the clean library pages it is not
-    running are unmapped when a job mapped more of them (resident.py `Trim`; what the next
-    job runs of LLVM is mapped again, a hundred minor faults from the page cache for a
-    ResNet-50 link); a message already waiting is taken first."""
+def _next(jobs: Jobs, trim: Trim, preload: Preload | None = None):
+    """The next message.  Before the worker waits for one, the rest of the compiler is
+    imported (preload.py, stopping when a message comes), then the clean library pages it
+    is not running are unmapped when a job mapped more of them (resident.py `Trim`; what
+    the next job runs of LLVM is mapped again, a hundred minor faults from the page cache
+    for a ResNet-50 link); a message already waiting is taken first."""
+    if preload is not None:
+        preload.run(lambda: not jobs.queue.empty())
     if jobs.queue.empty():
         trim()
     return jobs.queue.get()
@@ -227,12 +243,16 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
 
 
 def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None,
-           again: tuple | None = None) -> tuple:
+           again: tuple | None = None, *, answered: dict | None = None) -> tuple:
     """The answer to a graph request: the graph document of the kept build (made again from
-    `again`, (text, weights, byoc), when it is not kept), or why not."""
+    `again`, (text, weights, byoc), when it is not kept, or from the inputs of a build of
+    that version `answered` from its kept report), or why not."""
     from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
     from .reporting import snapshots_again  # lazy: as the compiler above
 
+    version_answered, inputs = (answered or {}).get(uri, (None, None))
+    if again is None and inputs is not None and version_answered == version:
+        again = inputs
     version_kept, snapshots = kept.get(uri, (None, None))
     if (snapshots is None or version_kept != version) and again is not None:
         text, weights, byoc = again

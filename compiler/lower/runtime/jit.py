@@ -7,7 +7,7 @@
     out = add(x, y)
 
 Optimisation is LLVM's O3 pipeline (new pass manager) for the host CPU and its features
-(`OPTIONS`; `target_id()` names the target, for the on-disk kernel cache).  Each `load`
+(`target.OPTIONS`; `target.target_id()` names the target, for the on-disk kernel cache).  Each `load`
 makes one MCJIT engine (`load_keeping_object` also returns the object code MCJIT made,
 and `load_object` loads such object code again without compiling anything); the JIT
 keeps every engine alive until it is dropped itself (a long-running process frees
@@ -44,6 +44,7 @@ import numpy as np
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
+from .target import OPTIONS
 
 _ready = False
 
@@ -120,16 +121,6 @@ def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
 
 def _aligned(a: np.ndarray) -> bool:
     return a.flags.c_contiguous and a.ctypes.data % BUFFER_ALIGN == 0
-
-
-# What `optimize` asks of LLVM: part of every on-disk cache key (disk_cache.py).
-OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
-
-
-def target_id() -> str:
-    """The target machine code is made for: triple, CPU, its features, LLVM's version."""
-    return " ".join([llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
-                     "llvm-" + ".".join(map(str, llvm.llvm_version_info))])
 
 
 class JIT:

@@ -11,7 +11,7 @@ loads of a lane-split product).  With 32 registers that is 20 (measured: a 4 x 7
 a 3x3 convolution, 28, ran 1.5-2.7x slower than 2 x 7 at 7x7 and 14x14); with 16, 12.
 
 RelayLens compiles for the host, so the unit is asked of LLVM once per process; the
-kernel cache keys on the host's features (runtime/jit.py `target_id`), so a schedule
+kernel cache keys on the host's features (runtime/target.py `target_id`), so a schedule
 sized for one unit is never reused on another.  Tests pass a unit explicitly.
 """
 
