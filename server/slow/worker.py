@@ -14,7 +14,11 @@ Per document, the worker keeps the lowering cache of its last build: a rebuild r
 only the fused functions whose structure changed.  A build that is cancelled hands what
 it lowered to the next one.  Behind those, the persistent kernel cache shared with every
 other process (`disk_cache()`: where the environment says, RELAYLENS_NO_CACHE=1 for none),
-so a model built before, by the CLI or another editor, lowers nothing.  It also keeps the
+so a model built before, by the CLI or another editor, lowers nothing; and in front of
+everything, the reports of finished builds kept on disk (`report_cache.py`): a document
+built before with the same text and weights is answered from its report, with nothing but
+the framing and the cache loaded (the worker imports the compiler while it waits for
+work: `preload.py`).  It also keeps the
 last finished build's snapshots, to answer ("graph", request, uri, version, pass[, options[, again]])
 with the graph of one of them (compiler/graph/snapshots.py; options: {"layout": bool,
 "compare": bool}, graph_document's): ("graph", request, GraphDocument, None),
