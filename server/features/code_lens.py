@@ -41,38 +41,40 @@ def _lines_range(first: int, last: int) -> lsp.Range:
 def lenses_for(built: Built, fn: FusedReport, line: int | None = None, stale: str = "") -> list[lsp.CodeLens]:
     """The lenses of one fused function, on `line` (its anchor's line in the built text by
     default); `stale` ("rebuilding…", "out of date") marks those of an older build."""
+    anchor, parts = built.derived(("lenses", id(fn)), lambda: _lens_parts(built, fn))
+    line = anchor if line is None else line
+    where = lsp.Range(start=lsp.Position(line=line, character=0), end=lsp.Position(line=line, character=0))
+    return [lsp.CodeLens(range=where, command=lsp.Command(title=f"{title}{stale and ' · ' + stale}" if i == 0 else title,
+                                                          command=OPEN, arguments=list(arguments), tooltip=tooltip))
+            for i, (title, arguments, tooltip) in enumerate(parts)]
+
+
+def _lens_parts(built: Built, fn: FusedReport) -> tuple[int, list[tuple[str, tuple, str | None]]]:
+    """(the line of `fn`'s anchor in the built text, (title, arguments, tooltip) of each of its
+    lenses): what does not change while the build is current, made once (`Built.derived`);
+    the first is the name, which a stale lens marks."""
     report = built.report
     doc, version = report.uri, report.version
-    if line is None:
-        line = convert.position(built.source, fn.anchor[0]).line
-    where = lsp.Range(start=lsp.Position(line=line, character=0), end=lsp.Position(line=line, character=0))
-
-    def lens(title: str, *arguments, tooltip: str | None = None) -> lsp.CodeLens:
-        return lsp.CodeLens(range=where, command=lsp.Command(title=title, command=OPEN, arguments=list(arguments),
-                                                             tooltip=tooltip))
-
     snapshot = report.snapshots[fn.snapshot]
     snap_uri = uris.make("pass", snapshot.file_name, doc, version)
-    in_snapshot = [snap_uri]
+    in_snapshot: tuple = (snap_uri,)
     if fn.printed is not None:
-        in_snapshot.append(convert.offset_range(built.text_source(snap_uri, snapshot.text), *fn.printed))
+        in_snapshot += (convert.offset_range(built.text_source(snap_uri, snapshot.text), *fn.printed),)
     if report.lowered and fn.module_lines:
         first, last = fn.module_lines[0]
-        found = [lens(f"ƒ {fn.display_name}{stale and ' · ' + stale}", uris.make("llvm", "module.ll", doc, version),
-                      _lines_range(first, last),
-                      tooltip=f"{fn.name}: its lines in module.ll")]
+        parts = [(f"ƒ {fn.display_name}", (uris.make("llvm", "module.ll", doc, version), _lines_range(first, last)),
+                  f"{fn.name}: its lines in module.ll")]
     else:  # not lowered: the name shows where the function is in the snapshot
-        found = [lens(f"ƒ {fn.display_name}{stale and ' · ' + stale}", *in_snapshot,
-                      tooltip=f"{fn.name} in the module after FuseOps")]
+        parts = [(f"ƒ {fn.display_name}", in_snapshot, f"{fn.name} in the module after FuseOps")]
     if fn.llvm_ir:
-        found.append(lens("LLVM IR", uris.make("llvm", f"{fn.name}.ll", doc, version)))
+        parts.append(("LLVM IR", (uris.make("llvm", f"{fn.name}.ll", doc, version),), None))
     if fn.schedule_text:
         steps = fn.schedule_steps
-        found.append(lens(f"schedule ({steps} step{'s' * (steps != 1)})",
-                          uris.make("schedule", f"{fn.name}.txt", doc, version)))
-    found.append(lens(f"passes ({fn.passes})", *in_snapshot,
-                      tooltip="passes that changed its expressions themselves (renumbering aside)"))
-    return found
+        parts.append((f"schedule ({steps} step{'s' * (steps != 1)})",
+                      (uris.make("schedule", f"{fn.name}.txt", doc, version),), None))
+    parts.append((f"passes ({fn.passes})", in_snapshot,
+                  "passes that changed its expressions themselves (renumbering aside)"))
+    return convert.position(built.source, fn.anchor[0]).line, parts
 
 
 def register(server: "RelayLensServer") -> None:

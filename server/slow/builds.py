@@ -128,6 +128,7 @@ class Built:
         self._aligned: Recent = Recent(KEPT_VIEWS)
         self._views: Recent = Recent(KEPT_VIEWS)
         self._assembly: dict[tuple[str | None, bool], Packed] = {}  # the worker's, by (function, optimized)
+        self._derived: dict = {}  # small values features derive from the report (`derived`)
 
     def view(self, vuri: VirtualUri, base: Text | None = None) -> View:
         """An LLVM IR text of the report (`base`) as the URI asks: as it is, without its
@@ -162,6 +163,13 @@ class Built:
             found = self._aligned.keep(index, align_temporaries(unpack(snapshots[index - 1].text),
                                                                 unpack(snapshots[index].text)))
         return found
+
+    def derived(self, key, make: Callable[[], Any]) -> Any:
+        """`make()`, made once for this build and kept as long as it is: for small values
+        a request derives from the report alone (a fused function's lenses: code_lens.py)."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return self._derived[key]
 
     def text_source(self, key: str, text: Text | Callable[[], str]) -> Source:
         """A `Source` over one of the report's texts (a virtual document's), kept while it
