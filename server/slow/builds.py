@@ -274,6 +274,7 @@ class Builds:
         self._fail_superseded_waiters(uri)
         if self.enabled:
             self._timers[uri] = asyncio.get_running_loop().call_later(self.debounce, self._build_later, uri)
+            self.worker.start()  # one gone idle starts now: its imports overlap the debounce (preload.py)
         if dependent:
             self.reconsider(self._dependents(uri))
 
@@ -456,7 +457,7 @@ class Builds:
         self._void_jobs(uri)
         job = Job(next(self._ids), uri, version, text)
         self._byoc_keys[uri] = byoc.key if byoc else None
-        restarting = self.worker.state in ("stopped", "stopping") and self.worker.retired > 0
+        restarting = self.worker.state in ("stopped", "stopping", "starting") and self.worker.retired > 0
         if not self.worker.send(("build", job.id, uri, version, text, self._weights(uri), byoc)):
             self._fail_waiters(uri, version, "the build worker cannot start")
             return
