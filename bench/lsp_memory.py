@@ -5,8 +5,9 @@ model is opened and built, as an editor leaves them.
                                [--json out.json]
 
 For each input (bench/lsp_latency.py's: `resnet50-typed` is bench/build.py's ResNet-50,
-typed and buildable, needs onnx), a fresh server as an editor starts it (builds on): the
-input opened, its build awaited (`relaylens/buildFinished`), the code lenses asked for
+typed and buildable, needs onnx), under a first comment line of this run's own (so that it
+is built, its kernels from the disk cache, not answered from a report kept by an earlier
+run), a fresh server as an editor starts it (builds on): the input opened, its build awaited (`relaylens/buildFinished`), the code lenses asked for
 (they read the build), then N one-character edits (`--edits`, 5; each undone by a second
 edit once its diagnostics came, then the build of the undone text awaited), then the
 lenses again.  Then, once the worker has used no CPU for a second (`settle`: it frees what
@@ -232,7 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| input | lines | state | server RSS (peak) | build worker RSS (peak) | both (peaks) |")
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     for key in keys:
-        text = latency.load_input(key)
+        # a text of this run's own: its first build is built (kernels from the disk cache), not
+        # answered from the report an earlier run kept (server/slow/report_cache.py)
+        text = f"// bench/lsp_memory.py run {os.getpid()}-{time.time_ns()}\n" + latency.load_input(key)
         found = results[key] = asyncio.run(measure(text, args.edits, args.timeout, args.idle_exit,
                                                    not args.no_idle))
         cells = [f"{found[w]['rss_mb']:.0f} MB ({found[w]['peak_mb']:.0f})" if w in found else "—"

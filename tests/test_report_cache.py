@@ -53,6 +53,7 @@ def test_a_model_opened_again_is_answered_from_its_report(tmp_path) -> None:
     kinds, again = _worker_build(tmp_path, MODEL, "file:///w/a.relay", version=7)
     assert kinds == ["started"]  # no pass, no kernel: nothing built
     assert again.version == 7 and again.uri == first.uri and again.text == MODEL
+    assert again.kept and not first.kept
     assert [f.name for f in again.functions] == [f.name for f in first.functions]
     assert unpack(again.optimized_ir) == unpack(first.optimized_ir)
     assert [(e.range, e.layers) for e in again.exprs] == [(e.range, e.layers) for e in first.exprs]

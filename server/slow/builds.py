@@ -572,8 +572,10 @@ class Builds:
                 future.set_result(built)
         n = len(report.functions)
         bound = f", weights from {report.weights}" if report.weights else ""
-        self._finish(job, "done", f"built in {report.seconds:.1f} s: {n} fused function{'s' * (n != 1)}{bound}",
-                     report.seconds, n, refresh=current, weights=report.weights if report.bound else None)
+        how = "built before: its report kept on disk" if report.kept else f"built in {report.seconds:.1f} s"
+        self._finish(job, "done", f"{how}: {n} fused function{'s' * (n != 1)}{bound}",
+                     report.seconds, n, refresh=current, weights=report.weights if report.bound else None,
+                     kept=report.kept)
 
     def _on_exit(self, code: int | None, was_ready: bool) -> None:
         why = f"it made no progress for {STALL_SECONDS:.0f} s" if self._stalled else _exit_reason(code)
@@ -657,7 +659,7 @@ class Builds:
                 message=message, percentage=max(0, min(100, int(fraction * 100)))))
 
     def _finish(self, job: Job, state: str, message: str, seconds: float, functions: int,
-                refresh: bool = False, weights: str | None = None) -> None:
+                refresh: bool = False, weights: str | None = None, kept: bool = False) -> None:
         """End the job's progress, then say `relaylens/buildFinished` (in that order)."""
 
         async def finish() -> None:
@@ -668,7 +670,7 @@ class Builds:
             self.server.protocol.notify(FINISHED, {
                 "uri": job.uri, "version": job.version, "state": state,
                 "current": job.version == self._version(job.uri),
-                "seconds": round(seconds, 3), "functions": functions, "weights": weights})
+                "seconds": round(seconds, 3), "functions": functions, "weights": weights, "kept": kept})
 
         asyncio.get_running_loop().create_task(finish())
 

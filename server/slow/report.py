@@ -174,6 +174,7 @@ class BuildReport:
     weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
     bound: tuple[str, ...] = ()  # the @main parameters it bound (constants in the build)
     byoc: Any = None  # byoc_report.ByocReport: where a partitioned build put each call
+    kept: bool = False  # answered from the report of an earlier build kept on disk (report_cache.py)
 
     @property
     def lowered(self) -> bool:

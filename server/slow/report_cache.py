@@ -82,7 +82,7 @@ def load(disk: DiskCache | None, key: str | None, version: int | None) -> BuildR
         return None
     if not isinstance(report, BuildReport):
         return None
-    return replace(report, version=version, seconds=time.monotonic() - started)
+    return replace(report, version=version, seconds=time.monotonic() - started, kept=True)
 
 
 def store(disk: DiskCache | None, key: str | None, report: BuildReport) -> None:

@@ -185,6 +185,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         if kept_report is not None:  # built before, by this or another worker: nothing to build
             frames.write(out, ("done", job, kept_report))
             answered[uri] = (version, (text, weights, byoc))  # a graph view runs the passes then
+            del kept_report
+            release_memory()
             continue
         answered.pop(uri, None)
         # lazy: loaded while the worker waited (preload.py), or now
