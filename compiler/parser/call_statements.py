@@ -55,17 +55,17 @@ class CallStatements:
     def read(self, text: str, pos: int, graph: Token, name_lexer):
         """The statement whose `%N` is `graph`, read, its end at `pos`: (its tree, its `;`
         token, the offset after the `;`), or None when it is not of the short cut's form.
-        `name_lexer(text, at)` is (the kind of token the lexer of the state after `=`
-        reads at `at`, its end): the operator's name must be read as a name there."""
+        `name_lexer(text, at, name)` is the kind of token the lexer of the state after
+        `=` reads at `at` ("" unless it is `name` whole): it must be a name."""
         m = _REST.match(text, pos)
         if m is None:
             return None
-        _, (eq, _), (at, name_end), (lpar, _), (first, _), (comma, _), (second, _), (more, more_end), \
+        _, (eq, _), (at, _), (lpar, _), (first, _), (comma, _), (second, _), (more, more_end), \
             (rpar, _) = m.regs
-        kind, end = name_lexer(text, at)
-        if (kind != "IDENT" and kind != "DOTTED") or end != name_end:
-            return None
         name, first_arg, second_arg = m.group(2, 4, 6)
+        kind = name_lexer(text, at, name)
+        if kind != "IDENT" and kind != "DOTTED":
+            return None
         args = [_arg(first_arg, first)]
         if comma >= 0:
             args += (_token(self.comma, ",", comma), _arg(second_arg, second))

@@ -265,17 +265,28 @@ SHORTCUT_TOKENS = 8  # what a statement read by the short cut counts for, betwee
 
 
 def _name_lexer(match, keywords):
-    """(kind, end) of the token a state's lexer reads at an offset (None if none)."""
-    def read(text: str, at: int):
-        m = match(text, at)
-        if m is None:
-            return None, -1
-        kind = m.lastgroup
-        renamed = keywords.get(kind)
-        if renamed is not None:
-            kind = renamed.get(m[kind], kind)
-        return kind, m.end()
+    """`read(text, at, name)`: the kind of token a state's lexer reads at `at`, where the
+    text holds `name` followed by a blank or `(`, or "" if that token is not `name`
+    whole.  What the lexer reads there depends on `name` alone (no terminal reads on past
+    a blank or a `(` after a name), so each name is lexed once."""
+    known: dict[str, str] = {}
+
+    def read(text: str, at: int, name: str) -> str:
+        kind = known.get(name)
+        if kind is None:
+            m = match(text, at)
+            kind = "" if m is None or m.end() != at + len(name) else m.lastgroup
+            renamed = keywords.get(kind)
+            if renamed is not None:
+                kind = renamed.get(name, kind)
+            if len(known) >= NAMES_KEPT:
+                known.clear()
+            known[name] = kind
+        return kind
     return read
+
+
+NAMES_KEPT = 4096  # operator names whose token kind a driver remembers
 
 
 def _same(a, b) -> bool:
