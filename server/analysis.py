@@ -107,9 +107,13 @@ class Analysis:
         return CheckResult(self.result, self.type_diagnostics, self.commented, self.typed)
 
     def prepare(self) -> None:
-        """Build the lookup tables of hover and definition now (each is built once)."""
+        """Build the lookup tables of hover and definition now (each is built once), and
+        the table of `%N` definitions an incremental re-read looks names up in (0.1 s at
+        20,000 lines, which the first edit after an open used to pay)."""
         self.index.at(0)  # the first lookup sorts the symbol index by position
         self.exprs  # noqa: B018 -- built on first use
+        if self.result.incremental is not None:  # what the next edit's re-read looks names up in
+            self.result.incremental.graph_symbols(self.index)
 
     @property
     def has_syntax_errors(self) -> bool:

@@ -34,6 +34,7 @@ from .features import (build_status, byoc, code_actions, code_lens, completion, 
 from .slow.builds import Builds
 from .stdio import start_stdio
 from .tcp import start_tcp
+from .text_sync import use_spliced_documents
 
 NAME = "relaylens"
 log = logging.getLogger("relaylens.server")
@@ -101,11 +102,12 @@ class RelayLensServer(LanguageServer):
 
 def _lifecycle(server: RelayLensServer) -> None:
     """initializationOptions configure the builds, the size limit and the settings; the
-    worker starts once the client is ready (so the first build does not wait for its
+    documents' edits are spliced (text_sync.py); the worker starts once the client is ready (so the first build does not wait for its
     imports) and stops at shutdown."""
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
+        use_spliced_documents(server.workspace)  # (pygls made it just before: text_sync.py)
         server.builds.configure(params.initialization_options)
         server.documents.limit.configure(params.initialization_options)
         settings.configure(server, params.initialization_options)

@@ -292,6 +292,16 @@ def test_the_server_analyses_a_statement_edit_incrementally() -> None:
         [(e[0].start, e[0].end, str(e[1].ty)) for e in whole.exprs.entries]
 
 
+def test_prepare_builds_the_table_the_next_edit_looks_names_up_in() -> None:
+    """`Analysis.prepare` (run once the diagnostics are published) builds the `%N` table
+    of the incremental re-read, so the first edit after an open does not pay for it."""
+    first = Analyses().update(NAME, 1, chain(30))
+    assert first.result.incremental._graph is None
+    first.prepare()
+    table = first.result.incremental._graph
+    assert table is not None and sorted(table, key=int) == [str(k) for k in range(30)]
+
+
 def test_a_changed_type_types_only_what_uses_it() -> None:
     """The statements after it that use it, through one another, are typed again, the
     rest keeps its types; one whose uses are all unused is not typed (a whole check

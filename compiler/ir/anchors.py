@@ -77,12 +77,25 @@ class Anchors:
         return max(bisect_right(starts, offset) - 1, 0)
 
     def replace(self, index: int, piece: Piece, delta: int) -> None:
-        """Put `piece` in place of region `index` (its statement was re-read) and move
-        every region after it by `delta` characters."""
+        """Put `piece` in place of region `index` (its statement was re-read, `piece`
+        starts where it did) and move every region after it by `delta` characters.  An
+        edit that keeps the length (`delta` 0) touches no other region: O(1)."""
         pieces = self.pieces
         pieces[index] = piece
-        for later in pieces[index + 1 :]:
+        starts = self._starts
+        if not delta:
+            if starts is not None:
+                starts[index] = piece.base
+            return
+        last = len(pieces) - 1
+        for later in pieces[index + 1 : last]:
             later.base += delta
-            if later.limit < 1 << 62:
-                later.limit += delta
-        self._starts = None
+            later.limit += delta
+        if index < last:
+            final = pieces[last]
+            final.base += delta
+            if final.limit < 1 << 62:
+                final.limit += delta
+        if starts is not None:
+            starts[index] = piece.base
+            starts[index + 1 :] = [s + delta for s in starts[index + 1 :]]

@@ -355,7 +355,7 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     anchors.forced = new_piece
     try:
         lowerer.source, lowerer.index, lowerer.diagnostics = source, recorder, diagnostics
-        lowerer.annotations = annotation_ends(scanned)
+        lowerer.annotations = annotation_ends(scanned, stmt_start, new_end)  # (the statement's own)
         lowerer.graph = _GraphBefore(state.graph_symbols(previous.index), stmt_start)  # type: ignore[assignment]
         lowerer.scopes = list(statement.scopes)
         lowerer.type_scopes = list(statement.type_scopes)

@@ -35,6 +35,7 @@ from lark.lexer import PatternStr, UnlessCallback
 from lark.parsers.lalr_analysis import Shift
 
 from ..pauses import pause_point
+from .call_statements import SAMPLES, CallStatements
 
 PAUSE_TOKENS = 256  # tokens between two pause points (compiler/pauses.py): about half a millisecond
 
@@ -91,11 +92,14 @@ class LalrDriver:
         self.blanks = re.compile(f"(?>(?:{blank})*)", lark.lexer_conf.g_regex_flags).match
         # state → (its lexer's match, its keywords, its actions): one lookup a token
         self.rows = {state: (*self.lexers[state], self.actions[state]) for state in self.lexers}
+        self.shortcuts: dict = {}  # state after a statement's `%N` → (state below → its plan)
+        self._plan_shortcuts(lark)
 
     def parse(self, text: str, start: str):
         """The tree of `text` from rule `start`, as `Lark.parse` gives it; `NotTaken` on a
         syntax error."""
         actions, goto, rows, units = self.actions, self.goto, self.rows, self.units
+        shortcuts = self.shortcuts
         sizes, origins, callbacks = self.sizes, self.origins, self.callbacks
         states = [self.start_states[start]]
         values: list = []
@@ -105,7 +109,7 @@ class LalrDriver:
         countdown = PAUSE_TOKENS
         while True:
             countdown -= 1
-            if not countdown:
+            if countdown <= 0:
                 countdown = PAUSE_TOKENS
                 pause_point()
             match, keywords, row = rows[states[-1]]
@@ -134,6 +138,15 @@ class LalrDriver:
                 if act >= 0:
                     states.append(act)
                     values.append(token)
+                    if act in shortcuts:  # a statement's `%N`: `= op(args);` read at once?
+                        plan = shortcuts[act].get(states[-2])
+                        read = plan[0](text, pos, token, plan[3]) if plan is not None else None
+                        if read is not None:
+                            values[-1], semicolon, pos = read
+                            states[-1] = plan[1]
+                            states.append(plan[2])
+                            values.append(semicolon)
+                            countdown -= SHORTCUT_TOKENS
                     break
                 rule = ~act
                 callback = callbacks[rule]
@@ -162,6 +175,36 @@ class LalrDriver:
                 self._reduce(states, values, ~act)
             if states[-1] == end_state:
                 return values[-1]
+
+    def _plan_shortcuts(self, lark: Lark) -> None:
+        """Where the short cut for `%N = op(args);` applies (call_statements.py): after a
+        `%N` shifted from a state whose `stmt` goto shifts a `;`.  Kept only if it gives
+        Lark's trees on the samples."""
+        names = {t.pattern.value: _plain(t.name) for t in lark.terminals
+                 if isinstance(t.pattern, PatternStr) and t.pattern.value in ("=", "(", ",", ")", ";")}
+        if len(names) != 5:
+            return
+        calls = CallStatements(names)
+        for below, actions in self.actions.items():
+            graph, stmt = actions.get("GRAPH"), self.goto[below].get("stmt")
+            if graph is None or graph < 0 or stmt is None:
+                continue
+            semicolon = self.actions[stmt].get(names[";"])
+            eq = self.actions[graph].get(names["="])
+            if semicolon is None or semicolon < 0 or eq is None or eq < 0 or eq not in self.lexers:
+                continue
+            self.shortcuts.setdefault(graph, {})[below] = (calls.read, stmt, semicolon, _name_lexer(*self.lexers[eq]))
+        if self.shortcuts and not self._shortcut_agrees(lark):
+            self.shortcuts = {}
+
+    def _shortcut_agrees(self, lark: Lark) -> bool:
+        """Whether the short cut gives Lark's own tree for each of its samples."""
+        text = "def @f(%x, %y) {\n  " + "\n  ".join(SAMPLES) + "\n  %0\n}"
+        try:
+            tree = self.parse(text, "item")
+        except NotTaken:
+            return False
+        return _same(tree, lark.parse(text, start="item"))
 
     def _reduce(self, states: list, values: list, rule: int) -> None:
         size = self.sizes[rule]
@@ -216,3 +259,39 @@ def _state_lexer(lexer, ignore: set[str], blank: str, flags: int):
         keywords[_plain(name)] = words
     pattern = f"(?>(?:{blank})*)(?:{alternatives or '(?!)'})"  # atomic: no backtracking into blanks
     return re.compile(pattern, flags).match, keywords
+
+
+SHORTCUT_TOKENS = 8  # what a statement read by the short cut counts for, between pause points
+
+
+def _name_lexer(match, keywords):
+    """`read(text, at, name)`: the kind of token a state's lexer reads at `at`, where the
+    text holds `name` followed by a blank or `(`, or "" if that token is not `name`
+    whole.  What the lexer reads there depends on `name` alone (no terminal reads on past
+    a blank or a `(` after a name), so each name is lexed once."""
+    known: dict[str, str] = {}
+
+    def read(text: str, at: int, name: str) -> str:
+        kind = known.get(name)
+        if kind is None:
+            m = match(text, at)
+            kind = "" if m is None or m.end() != at + len(name) else m.lastgroup
+            renamed = keywords.get(kind)
+            if renamed is not None:
+                kind = renamed.get(name, kind)
+            if len(known) >= NAMES_KEPT:
+                known.clear()
+            known[name] = kind
+        return kind
+    return read
+
+
+NAMES_KEPT = 4096  # operator names whose token kind a driver remembers
+
+
+def _same(a, b) -> bool:
+    """Trees equal, tokens with their type and offsets."""
+    if isinstance(a, Tree) or isinstance(b, Tree):
+        return isinstance(a, Tree) and isinstance(b, Tree) and a.data == b.data and \
+            len(a.children) == len(b.children) and all(_same(x, y) for x, y in zip(a.children, b.children))
+    return (a, a.type, a.start_pos, a.end_pos) == (b, b.type, b.start_pos, b.end_pos)

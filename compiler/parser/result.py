@@ -4,6 +4,7 @@ expression ends, and the order diagnostics are reported in."""
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,17 +34,28 @@ class ParseResult:
         return [d for d in self.diagnostics if d.is_error]
 
 
-def annotation_ends(scanned: Scan) -> dict[int, tuple[str, int]]:
-    """For each `ty=`/`span=` comment, the offset where the expression before it ends."""
+def annotation_ends(scanned: Scan, start: int = 0, end: int | None = None) -> dict[int, tuple[str, int]]:
+    """For each `ty=`/`span=` comment, the offset where the expression before it ends;
+    only the comments that start in [start, end] when given (the incremental re-read of
+    one statement: its expressions' comments are inside it)."""
     code = scanned.code
     ends: dict[int, tuple[str, int]] = {}
-    for comment in scanned.comments:
+    comments = scanned.comments
+    if start or end is not None:
+        first = bisect_left(comments, start, key=_comment_start)
+        last = len(comments) if end is None else bisect_right(comments, end, key=_comment_start)
+        comments = comments[first:last]
+    for comment in comments:
         if comment.block and is_annotation(comment.body):
             j = comment.start
             while j > 0 and code[j - 1].isspace():
                 j -= 1
             ends.setdefault(j, (comment.body, comment.start + 2))
     return ends
+
+
+def _comment_start(comment) -> int:
+    return comment.start
 
 
 def diagnostic_order(d: Diagnostic) -> tuple[int, int]:

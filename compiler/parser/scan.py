@@ -245,7 +245,11 @@ def rescan(old: Scan, text: str, start: int, old_stop: int, new_stop: int) -> Sc
     if i < len(comments) and comments[i].start < max(old_stop, start + 1):
         return None  # inside a comment
     delta = new_stop - old_stop
-    moved = [c if c.end <= start else Comment(c.start + delta, c.end + delta, c.body, c.block) for c in comments[i:]]
+    if delta:  # (an edit of the same length moves nothing: the comments after it are kept)
+        moved = [c if c.end <= start else Comment(c.start + delta, c.end + delta, c.body, c.block)
+                 for c in comments[i:]]
+    else:
+        moved = comments[i:]
     items = [Item(it.keyword, it.start + delta if it.start >= old_stop else it.start,
                   it.end + delta if it.end >= old_stop else it.end) for it in old.items]
     metadata = old.metadata
