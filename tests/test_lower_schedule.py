@@ -155,6 +155,45 @@ def test_split_with_and_without_guard():
     check(sch)
 
 
+def test_split_with_a_tail_makes_the_nest_twice_without_a_guard():
+    ins, out = broadcast()
+    sch = Schedule([out], ins, "f")
+    o, i = sch.split(out, sch[out].axes[1], 3, tail=True)
+    assert sch.record[1].args == "T_add: ax1 by 3 with a tail -> ax1.outer, ax1.inner"
+    text = lines(sch)
+    assert not any(t.startswith("if ") for t in text)
+    # the whole tiles (2 of 3), then the remainder: the 7th column, outer fixed at 2
+    assert "for ax1.outer in range(2):" in text and "for ax1.inner in range(3):" in text
+    assert text[-1] == "T_add[ax0_1 * 7 + 6] = a[ax0_1 * 7 + 6] + b[6]"
+    check(sch)
+    sch.split(out, sch[out].axes[0], 5, tail=True)  # divides: one nest
+    assert sum(t.startswith("for ax0 in") or t.startswith("for ax0.inner") for t in lines(sch)) == 2
+    check(sch)
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([mm], ins, "g")
+    with pytest.raises(ScheduleError, match="only a data axis may be split with a tail"):
+        sch.split(mm, sch[mm].reduce_axes[0], 3, tail=True)
+
+
+def test_a_tail_keeps_a_register_tile_under_cache_accumulator():
+    ins, out, mm = matmul(6, 8, 11)
+    sch = Schedule([mm], ins, "f")
+    (k,) = sch[mm].reduce_axes
+    ko, ki = sch.split(mm, k, 4)
+    jo, ji = sch.split(mm, sch[mm].axes[1], 3, tail=True)  # 11 = 3 * 3 + 2
+    sch.reorder(mm, ko, sch[mm].axes[0], jo, ki, ji)
+    sch.cache_accumulator(mm, ki)
+    sch.unroll(mm, ji)
+    text = lines(sch)
+    assert "T_matmul.acc = allocate(float32, [3])" in text and "T_matmul.acc_1 = allocate(float32, [2])" in text
+    assert "for k.outer in range(2):" in text and "for k.outer_1 in range(2):" in text  # the remainder's pass
+    assert "T_matmul.acc_1[ax1.inner_1.load] = T_matmul[ax0_1 * 11 + 9 + ax1.inner_1.load]" in text
+    check(sch)
+    plain = Schedule([mm], ins, "g")
+    arrays = values(ins, seed=3)
+    np.testing.assert_array_equal(run(sch.lower(), arrays)[0], run(plain.lower(), arrays)[0])
+
+
 def test_split_by_more_than_the_extent_keeps_one_loop():
     ins, out = broadcast()
     sch = Schedule([out], ins, "f")

@@ -119,9 +119,12 @@ class _Lowering:
 
     # ---- one stage
 
-    def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None) -> Stmt:
+    def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None,
+             parts: dict[int, bool] | None = None) -> Stmt:
         """The loops of `stage` over `domain` (per data axis: start or None, extent; None:
-        the whole tensor), with the stages computed at its loops inside them."""
+        the whole tensor), with the stages computed at its loops inside them.  A split with
+        a tail that does not divide makes the nest twice (`parts`: per such split, whether
+        this nest is its remainder)."""
         t, loc = stage.tensor, stage.tensor.op.span
         body = self.bodies[id(t)]
         red = body if isinstance(body, te.Reduce) else None
@@ -134,11 +137,23 @@ class _Lowering:
         for ax in stage.reduce_axes:
             ext[ax] = ax.extent
         inexact: list[Axis] = []
+        fixed: dict[Axis, int] = {}  # a remainder's outer loop: its one value
+        parts = parts or {}
         for rel in stage.relations:
             if isinstance(rel, Split):
                 ext[rel.outer], ext[rel.inner] = split_extents(ext[rel.parent], rel.factor)
-                if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
+                if ext[rel.outer] * ext[rel.inner] == ext[rel.parent]:
+                    continue
+                if not rel.tail:
                     inexact.append(rel.parent)
+                elif id(rel) not in parts:
+                    return seq(self.nest(stage, domain, {**parts, id(rel): False}),
+                               self.nest(stage, domain, {**parts, id(rel): True}))
+                elif parts[id(rel)]:
+                    fixed[rel.outer] = ext[rel.parent] // ext[rel.inner]
+                    ext[rel.outer], ext[rel.inner] = 1, ext[rel.parent] % ext[rel.inner]
+                else:
+                    ext[rel.outer] = ext[rel.parent] // ext[rel.inner]
             else:
                 n = 1
                 for a in rel.axes:
@@ -150,7 +165,7 @@ class _Lowering:
         loops: list[_Loop | None] = []
         for ax in leaves:
             if ext[ax] == 1:
-                value[ax] = te.const(0, te.INDEX)
+                value[ax] = te.const(fixed.get(ax, 0), te.INDEX)
                 loops.append(None)
             else:
                 v = te.Var(unique(ax.name, self.var_names))
@@ -325,8 +340,9 @@ def _inside(reader: Stage, target: Stage, axis: Axis) -> bool:
 def _pass_up(relations: list, value: dict[Axis, te.PrimExpr], ext: dict[Axis, int]) -> None:
     """The values of split and fused axes from the loops made of them."""
     for rel in reversed(relations):
-        if isinstance(rel, Split):
-            value[rel.parent] = simplify(value[rel.outer] * ext[rel.inner] + value[rel.inner])
+        if isinstance(rel, Split):  # the factor, not the inner extent: a remainder's is less
+            factor = min(rel.factor, max(ext[rel.parent], 1))
+            value[rel.parent] = simplify(value[rel.outer] * factor + value[rel.inner])
             continue
         fused = value[rel.fused]
         if ext[rel.fused] == 0:
