@@ -81,6 +81,7 @@ def block_weight(w: np.ndarray) -> np.ndarray:
     (64, 16, 14, 3, 1, 1),  # 3x3 at 14x14: 5 columns x 2 blocks, a 4-column tail
     (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
     (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
+    (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 1 x 8 would divide; 3 columns x 4 blocks and a 1-column tail
     (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
 ])
 def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
@@ -126,6 +127,7 @@ def test_chunked_tile_choice(avx2):
     # filter; a chunk's filters (chunk x window x 8 input channels x vectors x 8 lanes)
     # within 16 KiB
     assert tile(1024, 256, 14, 1) == (2, 4, 7, 16)  # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk
+    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16)  # layer4's 1x1: 1 x 8 divided 7 columns, 3 x 4 and a tail
     # a 3x3 filter: 3 columns x 4 blocks (MLAS's tile), the rest of the row a tile of its own
     assert tile(512, 512, 7, 3) == (3, 4, 7, 1)  # layer4's 3x3: 3 + 3 + 1 columns
     assert tile(256, 256, 14, 3) == (3, 4, 7, 1)  # layer3's: 4 x 3 + 2

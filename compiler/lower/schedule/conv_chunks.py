@@ -31,7 +31,9 @@ of 1 or 2 columns, where 2 x 4 (1 x 8 at 7x7) divided the width.  Measured (1 th
 CPU time, paired ratios against the old tile in the same run, load 6-7): 512 channels
 at 7x7 0.82, stride 2 to 7x7 0.72, 256 at 14x14 0.91, 128 at 28x28 0.93, 64 at 56x56
 1.03, stride 2 to 28x28 and 56x56 1.02-1.03.  A 1x1 filter keeps a dividing tile: its
-second pass re-reads the input for little work (256 -> 64 at 56x56 1.26x slower).
+second pass re-reads the input for little work (256 -> 64 at 56x56 1.55x slower, 1024
+-> 256 at 14x14 1.06x, 512 -> 128 at 28x28 0.92x), unless that tile is a single column:
+2048 -> 512 at 7x7 0.81x, 512 -> 2048 0.88x (1 x 8 before, 21 rounds, load 7).
 
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
 fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer, is
@@ -70,6 +72,8 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     for axis in window:
         per_channel *= axis.extent
     tile = _tile(ow, blocks, unit.accumulators, per_block, unit.registers, tail=_taps(conv) > 1)
+    if tile is not None and tile[0] == 1:  # a 1x1 filter whose width has no better divisor (7)
+        tile = _tile(ow, blocks, unit.accumulators, per_block, unit.registers, tail=True)
     if tile is None:
         return None
     cols, vectors = tile
