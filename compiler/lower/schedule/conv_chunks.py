@@ -110,9 +110,10 @@ def _divisors(n: int) -> list[int]:
 def _tile(width: int, blocks: int, accumulators: int, per_block: int, registers: int,
           tail: bool) -> tuple[int, int] | None:
     """(cols, vectors), vectors dividing the blocks, cols * vectors * per_block within
-    `accumulators` and, with a step's `cols` broadcasts beside them, within `registers`
-    (a weight vector may be an FMA's memory operand; a broadcast may not: 6 x 2 spilled
-    at 12 columns, 2.4x slower than 3 x 4): the fewest cycles for a row of all blocks by
+    `accumulators` and, with a step's `cols` broadcasts and one block of weights beside
+    them, within `registers` (6 x 2 spilled at 12 columns, 2.4x slower than 3 x 4; blocks
+    of 16 lanes on AVX2, two registers each: 3 x 2 spilled, 1.2-1.35x slower than 2 x 2):
+    the fewest cycles for a row of all blocks by
     the model of a step (see the module doc), with a `tail` the last `width % cols`
     columns a smaller tile of their own, else cols dividing the width; ties to fewer
     loads, then more vectors.  None when nothing but a single accumulator fits."""
@@ -122,7 +123,7 @@ def _tile(width: int, blocks: int, accumulators: int, per_block: int, registers:
         if rest and not tail:
             continue
         for vectors in _divisors(blocks):
-            if cols * vectors * per_block > accumulators or cols * (vectors * per_block + 1) > registers:
+            if cols * vectors * per_block > accumulators or (cols + 1) * per_block + cols * vectors * per_block > registers:
                 continue
             groups = blocks // vectors
             cycles = groups * (full * _step(cols, vectors, per_block) + _step(rest, vectors, per_block))
