@@ -5,7 +5,8 @@ Parameters are the input buffers, then one buffer per output, named after the te
 order; an intermediate one writes a local buffer allocated around the function body.
 Loops of extent 1 disappear (their variable is 0).  A split whose factor does not divide
 the extent guards the body with `if parent < extent` just inside the innermost loop the
-condition uses.  A reduction stores its initial value before its first reduction loop
+condition uses, unless it has a tail: then the nest is made for the whole tiles and again
+for the remainder, the two merged in the loops outside the split (`_merge`).  A reduction stores its initial value before its first reduction loop
 (inside the data loops that enclose it, repeated over the data loops inside it, named
 `<axis>.init`), then accumulates; argmax/argmin keep the best value in a local buffer next
 to the index in the output and take the first position on ties (and the first NaN, as
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..te import expr as te
 from ..te.arith import Interval, bounds, expr_key, flat_index, interval, minus, simplify, tidy
-from .loopnest import Allocate, For, IfThenElse, PrimFunc, Stmt, Store, seq
+from .loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
 from .stage import Axis, ScheduleError, Split, Stage, readers, split_extents, unique
 
 if TYPE_CHECKING:  # for annotations only: primitives.py imports this module
@@ -120,11 +121,12 @@ class _Lowering:
     # ---- one stage
 
     def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None,
-             parts: dict[int, bool] | None = None) -> Stmt:
+             parts: dict[int, bool] | None = None, share: tuple[Split, dict] | None = None) -> Stmt:
         """The loops of `stage` over `domain` (per data axis: start or None, extent; None:
         the whole tensor), with the stages computed at its loops inside them.  A split with
         a tail that does not divide makes the nest twice (`parts`: per such split, whether
-        this nest is its remainder)."""
+        this nest is its remainder), the two merged down to that split's outer loop (`share`:
+        the split and the loop variables the two nests share outside it)."""
         t, loc = stage.tensor, stage.tensor.op.span
         body = self.bodies[id(t)]
         red = body if isinstance(body, te.Reduce) else None
@@ -147,8 +149,9 @@ class _Lowering:
                 if not rel.tail:
                     inexact.append(rel.parent)
                 elif id(rel) not in parts:
-                    return seq(self.nest(stage, domain, {**parts, id(rel): False}),
-                               self.nest(stage, domain, {**parts, id(rel): True}))
+                    shared: dict[int, te.Var] = {}
+                    return _merge(self.nest(stage, domain, {**parts, id(rel): False}, (rel, shared)),
+                                  self.nest(stage, domain, {**parts, id(rel): True}, (rel, shared)))
                 elif parts[id(rel)]:
                     fixed[rel.outer] = ext[rel.parent] // ext[rel.inner]
                     ext[rel.outer], ext[rel.inner] = 1, ext[rel.parent] % ext[rel.inner]
@@ -163,12 +166,17 @@ class _Lowering:
         leaves = stage.leaves
         value: dict[Axis, te.PrimExpr] = {}
         loops: list[_Loop | None] = []
-        for ax in leaves:
+        outside = _outside(share, leaves, inexact, self.attached)
+        for p, ax in enumerate(leaves):
             if ext[ax] == 1:
                 value[ax] = te.const(fixed.get(ax, 0), te.INDEX)
                 loops.append(None)
             else:
-                v = te.Var(unique(ax.name, self.var_names))
+                v = share[1].get(id(ax)) if p < outside else None
+                if v is None or self.extents.get(id(v)) != ext[ax]:
+                    v = te.Var(unique(ax.name, self.var_names))
+                    if p < outside:
+                        share[1][id(ax)] = v
                 self.extents[id(v)] = ext[ax]
                 value[ax] = v
                 loops.append((v, ext[ax], stage.kind(ax)))
@@ -321,6 +329,29 @@ class _Lowering:
                 v, m, kind = loops[d]
                 body = For(v, m, body, kind, loc=loc)
         return body
+
+
+def _outside(share: tuple[Split, dict] | None, leaves: list[Axis], inexact: list[Axis],
+             attached: dict[int, list[Stage]]) -> int:
+    """How many leading loops the two nests of a split with a tail share (see `nest`):
+    those outside the split's outer loop, up to the first with a stage computed at it;
+    none when another split needs a guard."""
+    if share is None or inexact or share[0].outer not in leaves:
+        return 0
+    limit = leaves.index(share[0].outer)
+    return next((p for p in range(limit) if attached.get(id(leaves[p]))), limit)
+
+
+def _merge(a: Stmt, b: Stmt) -> Stmt:
+    """`a` then `b` (the two nests of a split with a tail), in the loops they share: a loop
+    of the same variable in both holds both bodies, and sequences of as many statements
+    are merged pairwise (the nests write different elements, so running a piece of `b`
+    before the rest of `a` changes nothing)."""
+    if isinstance(a, For) and isinstance(b, For) and a.var is b.var:
+        return For(a.var, a.extent, _merge(a.body, b.body), a.kind, loc=a.loc)
+    if isinstance(a, Seq) and isinstance(b, Seq) and len(a.stmts) == len(b.stmts):
+        return seq(*(_merge(x, y) for x, y in zip(a.stmts, b.stmts)))
+    return seq(a, b)
 
 
 def _inside(reader: Stage, target: Stage, axis: Axis) -> bool:

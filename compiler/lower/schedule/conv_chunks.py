@@ -21,8 +21,8 @@ The buffer is zeroed first; each sum adds the same terms in the same order as be
 The reduction visits every tile once per chunk, so tiles must not overlap (conv.py's
 may overlap the one before): `vectors` divides the blocks, and `cols` either divides
 the width or, for a filter wider than 1x1, leaves the last `width % cols` columns to a
-tile of their own (a split with a tail: the whole nest above made a second time for
-them, MLAS's remainder columns).  Among those, `chunked_tile` takes the fewest cycles a
+tile of their own (a split with a tail: the tile loop made a second time for them, in
+the same chunk and rows, MLAS's remainder columns).  Among those, `chunked_tile` takes the fewest cycles a
 row by conv.py's model of a step with the weights read from L1 (costing as much as a
 broadcast), the step's broadcasts in registers beside the accumulators; ties go to
 fewer loads, then to more blocks (each group reads the whole input once).  ResNet-50's

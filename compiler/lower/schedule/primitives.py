@@ -120,10 +120,12 @@ class Schedule:
     def split(self, tensor, axis: Axis, factor: int, tail: bool = False) -> tuple[Axis, Axis]:
         """Split `axis` into `outer` (extent ceil(n / factor)) and `inner` (factor).  When
         `factor` does not divide the extent, the body is guarded, or with `tail` (a data
-        axis only) the stage's whole loop nest is made twice instead: over the whole
+        axis only) the loops from `outer` inward are made twice instead: over the whole
         tiles (outer floor(n / factor)), then over the rest (outer fixed at that, inner
-        n % factor), neither guarded: a register tile keeps its shape, and the remainder
-        gets a smaller one (MLAS's remainder columns)."""
+        n % factor), neither guarded, inside the loops outside `outer` (up to a loop a
+        stage is computed at; the whole nest twice when another split needs a guard): a
+        register tile keeps its shape, and the remainder gets a smaller one (MLAS's
+        remainder columns)."""
         stage = self._loops_of(tensor, "split")
         if tail and axis.reduce:
             raise ScheduleError(f"split: {stage.name}.{axis.name} is a reduction axis; only a data axis "
