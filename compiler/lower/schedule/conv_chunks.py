@@ -28,12 +28,13 @@ broadcast), the step's broadcasts in registers beside the accumulators; ties go 
 fewer loads, then to more blocks (each group reads the whole input once).  ResNet-50's
 3x3 convolutions (AVX2, 8 lanes) so take MLAS's 3 columns x 4 blocks with a remainder
 of 1 or 2 columns, where 2 x 4 (1 x 8 at 7x7) divided the width.  Measured (1 thread,
-CPU time, paired ratios against the old tile in the same run, load 6-7): 512 channels
-at 7x7 0.82, stride 2 to 7x7 0.72, 256 at 14x14 0.91, 128 at 28x28 0.93, 64 at 56x56
-1.03, stride 2 to 28x28 and 56x56 1.02-1.03.  A 1x1 filter keeps a dividing tile: its
-second pass re-reads the input for little work (256 -> 64 at 56x56 1.55x slower, 1024
--> 256 at 14x14 1.06x, 512 -> 128 at 28x28 0.92x), unless that tile is a single column:
-2048 -> 512 at 7x7 0.81x, 512 -> 2048 0.88x (1 x 8 before, 21 rounds, load 7).
+CPU time, paired ratios against the old tile in the same run, 15 rounds, load 10-12):
+512 channels at 7x7 0.78, stride 2 to 7x7 0.74, 256 at 14x14 0.92, 128 at 28x28 0.87,
+64 at 56x56 0.91, stride 2 to 14x14 0.98-1.00 and to 28x28 0.83-1.19 (noisy).  A 1x1
+filter keeps a dividing tile, its 3-column tiles straddling cache lines of an input
+that outgrows L1 (256 -> 64 at 56x56 1.43x slower; 1024 -> 256 at 14x14 0.89x, 512 ->
+128 at 28x28 0.98x), unless that tile is a single column: 2048 -> 512 at 7x7 0.75x,
+512 -> 2048 0.76x (1 x 8 before).
 
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
 fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer, is
