@@ -31,9 +31,9 @@ of 1 or 2 columns, where 2 x 4 (1 x 8 at 7x7) divided the width.  Measured (1 th
 CPU time, paired ratios against the old tile in the same run, 15 rounds, load 10-12):
 512 channels at 7x7 0.78, stride 2 to 7x7 0.74, 256 at 14x14 0.92, 128 at 28x28 0.87,
 64 at 56x56 0.91, stride 2 to 14x14 0.98-1.00 and to 28x28 0.83-1.19 (noisy).  A 1x1
-filter keeps a dividing tile, its 3-column tiles straddling cache lines of an input
-that outgrows L1 (256 -> 64 at 56x56 1.43x slower; 1024 -> 256 at 14x14 0.89x, 512 ->
-128 at 28x28 0.98x), unless that tile is a single column: 2048 -> 512 at 7x7 0.75x,
+filter keeps a dividing tile (256 -> 64 at 56x56 1.43x slower, probably 3-column tiles
+straddling the cache lines of an input that outgrows L1; 1024 -> 256 at 14x14 0.89x,
+512 -> 128 at 28x28 0.98x), unless that tile is a single column: 2048 -> 512 at 7x7 0.75x,
 512 -> 2048 0.76x (1 x 8 before).
 
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
