@@ -77,9 +77,11 @@ def block_weight(w: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("ci,co,size,k,stride,batch", [
     (256, 32, 6, 1, 1, 1),  # 1x1: 3 columns x 4 blocks, 256 channels in chunks of 128
-    (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 7 columns x 1 block, chunks of 32 channels
+    (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 3 columns x 4 blocks and a 1-column tail, chunks of 8 channels
+    (64, 16, 14, 3, 1, 1),  # 3x3 at 14x14: 5 columns x 2 blocks, a 4-column tail
     (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
     (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
+    (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 1 x 8 would divide; 3 columns x 4 blocks and a 1-column tail
     (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
 ])
 def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
@@ -121,10 +123,18 @@ def test_chunked_tile_choice(avx2):
         conv = next(s for s in sch.stages if s.name.startswith("T_conv2d_NCHWc"))
         return conv_chunks.chunked_tile(conv, unit)
 
-    # (cols, vectors, rows, chunk): the tile divides the width and the blocks; a chunk's
-    # filters (chunk x window x 8 input channels x vectors x 8 lanes) within 16 KiB
+    # (cols, vectors, rows, chunk): the tile divides the blocks, and the width for a 1x1
+    # filter; a chunk's filters (chunk x window x 8 input channels x vectors x 8 lanes)
+    # within 16 KiB
     assert tile(1024, 256, 14, 1) == (2, 4, 7, 16)  # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk
-    assert tile(512, 512, 7, 3) == (1, 8, 7, 1)  # layer4's 3x3: 7 columns have no divisor but 1 and 7
+    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16)  # layer4's 1x1: 1 x 8 divided 7 columns, 3 x 4 and a tail
+    # a 3x3 filter: 3 columns x 4 blocks (MLAS's tile), the rest of the row a tile of its own
+    assert tile(512, 512, 7, 3) == (3, 4, 7, 1)  # layer4's 3x3: 3 + 3 + 1 columns
+    assert tile(256, 256, 14, 3) == (3, 4, 7, 1)  # layer3's: 4 x 3 + 2
+    # blocks of 16 lanes, two registers each: 3 x 2 would need 12 + 3 broadcasts + 2 weights
+    assert conv_chunks._tile(14, 16, AVX2.accumulators, 2, AVX2.registers, tail=True) == (2, 2)
+    recorded = steps(relu_bias_function(nchwc(64, 32, 7, 3)[0]))
+    assert ("split", "T_conv2d_NCHWc: ax3_2 by 3 with a tail -> ax3_2.outer, ax3_2.inner") in recorded
     assert tile(256, 64, 56, 1) == (2, 4, 2, 16)  # two rows of 56 columns x 32 channels: 14 KiB of sums
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk

@@ -155,6 +155,61 @@ def test_split_with_and_without_guard():
     check(sch)
 
 
+def test_split_with_a_tail_makes_the_remainder_apart_without_a_guard():
+    ins, out = broadcast()
+    sch = Schedule([out], ins, "f")
+    o, i = sch.split(out, sch[out].axes[1], 3, tail=True)
+    assert sch.record[1].args == "T_add: ax1 by 3 with a tail -> ax1.outer, ax1.inner"
+    text = lines(sch)
+    assert not any(t.startswith("if ") for t in text)
+    # in the loop they share: the whole tiles (2 of 3), then the remainder, the 7th
+    # column (outer fixed at 2)
+    assert text[1:5] == ["for ax0 in range(5):", "for ax1.outer in range(2):", "for ax1.inner in range(3):",
+                         "T_add[ax0 * 7 + ax1.outer * 3 + ax1.inner] = a[ax0 * 7 + ax1.outer * 3 + ax1.inner]"
+                         " + b[ax1.outer * 3 + ax1.inner]"]
+    assert text[5:] == ["T_add[ax0 * 7 + 6] = a[ax0 * 7 + 6] + b[6]"]
+    check(sch)
+    sch.split(out, sch[out].axes[0], 5, tail=True)  # divides: no remainder
+    assert sum(t.startswith("for ax0") for t in lines(sch)) == 1
+    check(sch)
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([mm], ins, "g")
+    with pytest.raises(ScheduleError, match="only a data axis may be split with a tail"):
+        sch.split(mm, sch[mm].reduce_axes[0], 3, tail=True)
+
+
+def test_a_tail_beside_a_stage_computed_outside_it_is_a_nest_of_its_own():
+    ins, out, mm = matmul(6, 5, 7)
+    sch = Schedule([out], ins, "f")
+    i, j = sch[out].axes
+    sch.split(out, j, 3, tail=True)
+    sch.compute_at(mm, out, i)  # the matmul's row at the relu's row: each nest computes its own
+    text = lines(sch)
+    assert text.count("for ax0 in range(6):") == 1 and text.count("for ax0_1 in range(6):") == 1
+    check(sch)
+
+
+def test_a_tail_keeps_a_register_tile_under_cache_accumulator():
+    ins, out, mm = matmul(6, 8, 11)
+    sch = Schedule([mm], ins, "f")
+    (k,) = sch[mm].reduce_axes
+    ko, ki = sch.split(mm, k, 4)
+    jo, ji = sch.split(mm, sch[mm].axes[1], 3, tail=True)  # 11 = 3 * 3 + 2
+    sch.reorder(mm, ko, sch[mm].axes[0], jo, ki, ji)
+    sch.cache_accumulator(mm, ki)
+    sch.unroll(mm, ji)
+    text = lines(sch)
+    assert "T_matmul.acc = allocate(float32, [3])" in text and "T_matmul.acc_1 = allocate(float32, [2])" in text
+    # the remainder's tile in the block of k and the row of the whole tiles, after them
+    assert text.count("for k.outer in range(2):") == 1
+    assert text.index("for ax1.outer in range(3):") < text.index("T_matmul.acc_1 = allocate(float32, [2])")
+    assert "T_matmul.acc_1[ax1.inner_1.load] = T_matmul[ax0 * 11 + 9 + ax1.inner_1.load]" in text
+    check(sch)
+    plain = Schedule([mm], ins, "g")
+    arrays = values(ins, seed=3)
+    np.testing.assert_array_equal(run(sch.lower(), arrays)[0], run(plain.lower(), arrays)[0])
+
+
 def test_split_by_more_than_the_extent_keeps_one_loop():
     ins, out = broadcast()
     sch = Schedule([out], ins, "f")

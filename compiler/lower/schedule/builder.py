@@ -5,7 +5,8 @@ Parameters are the input buffers, then one buffer per output, named after the te
 order; an intermediate one writes a local buffer allocated around the function body.
 Loops of extent 1 disappear (their variable is 0).  A split whose factor does not divide
 the extent guards the body with `if parent < extent` just inside the innermost loop the
-condition uses.  A reduction stores its initial value before its first reduction loop
+condition uses, unless it has a tail: then the nest is made for the whole tiles and again
+for the remainder, the two merged in the loops outside the split (`_merge`).  A reduction stores its initial value before its first reduction loop
 (inside the data loops that enclose it, repeated over the data loops inside it, named
 `<axis>.init`), then accumulates; argmax/argmin keep the best value in a local buffer next
 to the index in the output and take the first position on ties (and the first NaN, as
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..te import expr as te
 from ..te.arith import Interval, bounds, expr_key, flat_index, interval, minus, simplify, tidy
-from .loopnest import Allocate, For, IfThenElse, PrimFunc, Stmt, Store, seq
+from .loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
 from .stage import Axis, ScheduleError, Split, Stage, readers, split_extents, unique
 
 if TYPE_CHECKING:  # for annotations only: primitives.py imports this module
@@ -119,9 +120,13 @@ class _Lowering:
 
     # ---- one stage
 
-    def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None) -> Stmt:
+    def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None,
+             parts: dict[int, bool] | None = None, share: tuple[Split, dict] | None = None) -> Stmt:
         """The loops of `stage` over `domain` (per data axis: start or None, extent; None:
-        the whole tensor), with the stages computed at its loops inside them."""
+        the whole tensor), with the stages computed at its loops inside them.  A split with
+        a tail that does not divide makes the nest twice (`parts`: per such split, whether
+        this nest is its remainder), the two merged down to that split's outer loop (`share`:
+        the split and the loop variables the two nests share outside it)."""
         t, loc = stage.tensor, stage.tensor.op.span
         body = self.bodies[id(t)]
         red = body if isinstance(body, te.Reduce) else None
@@ -134,11 +139,24 @@ class _Lowering:
         for ax in stage.reduce_axes:
             ext[ax] = ax.extent
         inexact: list[Axis] = []
+        fixed: dict[Axis, int] = {}  # a remainder's outer loop: its one value
+        parts = parts or {}
         for rel in stage.relations:
             if isinstance(rel, Split):
                 ext[rel.outer], ext[rel.inner] = split_extents(ext[rel.parent], rel.factor)
-                if ext[rel.outer] * ext[rel.inner] != ext[rel.parent]:
+                if ext[rel.outer] * ext[rel.inner] == ext[rel.parent]:
+                    continue
+                if not rel.tail:
                     inexact.append(rel.parent)
+                elif id(rel) not in parts:
+                    shared: dict[int, te.Var] = {}
+                    return _merge(self.nest(stage, domain, {**parts, id(rel): False}, (rel, shared)),
+                                  self.nest(stage, domain, {**parts, id(rel): True}, (rel, shared)))
+                elif parts[id(rel)]:
+                    fixed[rel.outer] = ext[rel.parent] // ext[rel.inner]
+                    ext[rel.outer], ext[rel.inner] = 1, ext[rel.parent] % ext[rel.inner]
+                else:
+                    ext[rel.outer] = ext[rel.parent] // ext[rel.inner]
             else:
                 n = 1
                 for a in rel.axes:
@@ -148,12 +166,17 @@ class _Lowering:
         leaves = stage.leaves
         value: dict[Axis, te.PrimExpr] = {}
         loops: list[_Loop | None] = []
-        for ax in leaves:
+        outside = _outside(share, leaves, inexact, self.attached)
+        for p, ax in enumerate(leaves):
             if ext[ax] == 1:
-                value[ax] = te.const(0, te.INDEX)
+                value[ax] = te.const(fixed.get(ax, 0), te.INDEX)
                 loops.append(None)
             else:
-                v = te.Var(unique(ax.name, self.var_names))
+                v = share[1].get(id(ax)) if p < outside else None
+                if v is None or self.extents.get(id(v)) != ext[ax]:
+                    v = te.Var(unique(ax.name, self.var_names))
+                    if p < outside:
+                        share[1][id(ax)] = v
                 self.extents[id(v)] = ext[ax]
                 value[ax] = v
                 loops.append((v, ext[ax], stage.kind(ax)))
@@ -308,6 +331,29 @@ class _Lowering:
         return body
 
 
+def _outside(share: tuple[Split, dict] | None, leaves: list[Axis], inexact: list[Axis],
+             attached: dict[int, list[Stage]]) -> int:
+    """How many leading loops the two nests of a split with a tail share (see `nest`):
+    those outside the split's outer loop, up to the first with a stage computed at it;
+    none when another split needs a guard."""
+    if share is None or inexact or share[0].outer not in leaves:
+        return 0
+    limit = leaves.index(share[0].outer)
+    return next((p for p in range(limit) if attached.get(id(leaves[p]))), limit)
+
+
+def _merge(a: Stmt, b: Stmt) -> Stmt:
+    """`a` then `b` (the two nests of a split with a tail), in the loops they share: a loop
+    of the same variable in both holds both bodies, and sequences of as many statements
+    are merged pairwise (the nests write different elements, so running a piece of `b`
+    before the rest of `a` changes nothing)."""
+    if isinstance(a, For) and isinstance(b, For) and a.var is b.var:
+        return For(a.var, a.extent, _merge(a.body, b.body), a.kind, loc=a.loc)
+    if isinstance(a, Seq) and isinstance(b, Seq) and len(a.stmts) == len(b.stmts):
+        return seq(*(_merge(x, y) for x, y in zip(a.stmts, b.stmts)))
+    return seq(a, b)
+
+
 def _inside(reader: Stage, target: Stage, axis: Axis) -> bool:
     """Whether `reader` is `target` or computed inside target's loop over `axis` (at it,
     or at a stage computed there, and so on)."""
@@ -325,8 +371,9 @@ def _inside(reader: Stage, target: Stage, axis: Axis) -> bool:
 def _pass_up(relations: list, value: dict[Axis, te.PrimExpr], ext: dict[Axis, int]) -> None:
     """The values of split and fused axes from the loops made of them."""
     for rel in reversed(relations):
-        if isinstance(rel, Split):
-            value[rel.parent] = simplify(value[rel.outer] * ext[rel.inner] + value[rel.inner])
+        if isinstance(rel, Split):  # the factor, not the inner extent: a remainder's is less
+            factor = min(rel.factor, max(ext[rel.parent], 1))
+            value[rel.parent] = simplify(value[rel.outer] * factor + value[rel.inner])
             continue
         fused = value[rel.fused]
         if ext[rel.fused] == 0:

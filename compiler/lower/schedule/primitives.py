@@ -117,12 +117,24 @@ class Schedule:
 
     # ------------------------------------------------------------------ primitives
 
-    def split(self, tensor, axis: Axis, factor: int) -> tuple[Axis, Axis]:
-        """Split `axis` into `outer` (extent ceil(n / factor)) and `inner` (factor)."""
+    def split(self, tensor, axis: Axis, factor: int, tail: bool = False) -> tuple[Axis, Axis]:
+        """Split `axis` into `outer` (extent ceil(n / factor)) and `inner` (factor).  When
+        `factor` does not divide the extent, the body is guarded, or with `tail` (a data
+        axis only) the loops from `outer` inward are made twice instead: over the whole
+        tiles (outer floor(n / factor)), then over the rest (outer fixed at that, inner
+        n % factor), neither guarded, inside the loops outside `outer` (up to a loop a
+        stage is computed at; the whole nest twice when another split needs a guard): a
+        register tile keeps its shape, and the remainder gets a smaller one (MLAS's
+        remainder columns)."""
         stage = self._loops_of(tensor, "split")
+        if tail and axis.reduce:
+            raise ScheduleError(f"split: {stage.name}.{axis.name} is a reduction axis; only a data axis "
+                                f"may be split with a tail (each nest starts its own sums)")
         with self._step("split") as step:
             outer, inner = self._split(stage, axis, factor)
-            step.args = f"{stage.name}: {axis.name} by {factor} -> {outer.name}, {inner.name}"
+            stage.relations[-1].tail = tail
+            step.args = (f"{stage.name}: {axis.name} by {factor}{' with a tail' if tail else ''} -> "
+                         f"{outer.name}, {inner.name}")
         return outer, inner
 
     def tile(self, tensor, x: Axis, y: Axis, x_factor: int, y_factor: int) -> tuple[Axis, Axis, Axis, Axis]:

@@ -39,10 +39,15 @@ class Axis:
 
 @dataclass(eq=False)
 class Split:
+    """`parent` = `outer` * factor + `inner`.  `tail`: when the factor does not divide the
+    extent, the builder makes the loops from `outer` inward twice, the whole tiles and then
+    the remainder, instead of guarding the body."""
+
     parent: Axis
     outer: Axis
     inner: Axis
     factor: int
+    tail: bool = False
 
 
 @dataclass(eq=False)
