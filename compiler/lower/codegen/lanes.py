@@ -208,7 +208,7 @@ class Lanes:
             for one in s.stmts:
                 self.statement(one)
         elif isinstance(s, For):
-            em.extents[id(s.var)] = s.extent
+            em.bind_extent(s.var, s.extent)
             for k in range(s.extent):
                 with em.region():
                     em.vars[id(s.var)] = ir.Constant(I64, k)
