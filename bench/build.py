@@ -301,8 +301,8 @@ class StageClock:
     """Seconds per compile stage, summed over one build (see STAGES).  `measure()` wraps
     the lowering steps that pipeline.lower_function calls by name (compose,
     default_schedule, Schedule.lower, codegen_llvm.generate) for its duration; the LLVM IR
-    stage includes printing the module to text.  O3 and machine code are timed by
-    `timed_jit()`, whose clock each build sets."""
+    stage includes printing the module to text.  O3 (`JIT.run_o3`) and machine code
+    (`JIT.load_module`) are timed by `timed_jit()`, whose clock each build sets."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
@@ -344,18 +344,18 @@ class StageClock:
 
 
 def timed_jit():
-    """A JIT whose optimize (O3) and load_keeping_object (machine code: what `load` and
-    the lowering pipeline call) add to `jit.clock`."""
+    """A JIT whose run_o3 (O3) and load_module (machine code: what `load`,
+    `optimize_and_load` and the lowering pipeline call) add to `jit.clock`."""
     from relaylens.compiler.lower.runtime.jit import JIT
 
     class TimedJIT(JIT):
         clock = StageClock()
 
-        def optimize(self, text):
-            return self.clock.timed("O3", super().optimize)(text)
+        def run_o3(self, mod):
+            return self.clock.timed("O3", super().run_o3)(mod)
 
-        def load_keeping_object(self, text):
-            return self.clock.timed("machine code", super().load_keeping_object)(text)
+        def load_module(self, mod):
+            return self.clock.timed("machine code", super().load_module)(mod)
 
     return TimedJIT()
 

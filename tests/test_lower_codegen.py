@@ -213,6 +213,44 @@ def test_widened_guarded_read(jit):
     np.testing.assert_array_equal(jit.compile([f], "t.relay")["guarded"](x), expected)
 
 
+def test_index_arithmetic_says_it_does_not_wrap(jit):
+    """An index add or mul whose operands the loop extents keep non-negative carries
+    `nuw nsw` (LLVM's scalar evolution needs not prove it); one that may go negative (a
+    padding offset, r - 1) only `nsw`, and the select guarding it still works."""
+    a, out = buf("a", (3, 16), "float32"), buf("out", (4, 16), "float32")
+    r, c = te.Var("r"), te.Var("c")
+    value = te.select(te.ge(r - 1, 0), load(a, (r - 1) * 16 + c), te.const(0.0, "float32"))
+    f = ln.PrimFunc("flags", (a, out), ln.For(r, 4, ln.For(c, 16, ln.Store(out, r * 16 + c, value))))
+    text = str(generate([f], "t.relay"))
+    assert re.search(r'mul nuw nsw i64 %"r", 16', text) and re.search(r'add nuw nsw i64 %"?\.\d+"?, %"c"', text)
+    assert re.search(r'sub nsw i64 %"r", 1', text) and not re.search(r'sub nuw', text)
+    x = values("float32", n=48).reshape(3, 16)
+    expected = np.concatenate([np.zeros((1, 16), np.float32), x])
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["flags"](x), expected)
+
+
+def test_widened_loop_around_unrolled_window(jit):
+    """A vectorized loop whose body holds unrolled loops (a pooling window: an initial
+    store, then a guarded max per window position) is vector code too: each unrolled
+    iteration once, on vectors, the guard a branch; no scalar loop for LLVM to widen."""
+    a, out = buf("a", (5, 16), "float32"), buf("out", (4, 16), "float32")
+    r, k, v = te.Var("r"), te.Var("k"), te.Var("v")
+    row = r + k - 1
+    read = te.select(te.ge(row, 0), load(a, row * 16 + v), te.const(-1e30, "float32"))
+    body = ln.For(r, 4, ln.For(v, 16, ln.seq(
+        ln.Store(out, r * 16 + v, te.const(-np.inf, "float32")),
+        ln.For(k, 3, ln.Store(out, r * 16 + v, te.maximum(load(out, r * 16 + v), read)), "unrolled")),
+        "vectorized"))
+    f = ln.PrimFunc("window", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert "llvm.loop.vectorize" not in text and '%"v" = phi' not in text and '%"k" = phi' not in text
+    assert text.count("load <16 x float>") >= 3 and re.search(r"phi\s+<16 x float>", text)
+    x = values("float32", n=80).reshape(5, 16)
+    padded = np.concatenate([np.full((1, 16), -1e30, np.float32), x])
+    expected = np.stack([padded[i:i + 3].max(axis=0) for i in range(4)])
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["window"](x), expected)
+
+
 FLOAT_INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
                     "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "neg")
 

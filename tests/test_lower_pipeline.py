@@ -74,6 +74,26 @@ def test_a_build_without_machine_code_has_the_same_llvm_ir_and_cannot_run(jit):
                                rtol=1e-5, atol=1e-6)
 
 
+def test_a_kernel_is_parsed_once_on_its_way_to_machine_code():
+    """O3 and MCJIT share one parsed module: the optimised text is printed, not parsed
+    again; it is the text `optimize` gives, and the machine code runs."""
+    from relaylens.compiler.lower.pipeline import lower_function
+
+    class CountingJIT(JIT):
+        parsed = 0
+
+        def parse(self, text, context=None):
+            CountingJIT.parsed += 1
+            return super().parse(text, context)
+
+    built = build_text(MLP, "mlp.relay")
+    func, name = next(iter(built.fused_names.items()))
+    counting = CountingJIT()
+    fn = lower_function(func, name, "mlp.relay", counting)
+    assert CountingJIT.parsed == 1 and fn.address != 0
+    assert fn.optimized_ir == JIT().optimize(fn.llvm_ir)
+
+
 def test_a_moved_function_keeps_its_kernel_with_new_debug_lines(jit):
     cache = LoweringCache()
     before = lower(MLP, cache, jit)

@@ -231,11 +231,10 @@ def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
     """`lower_function` from its composition; with the object code of its machine code."""
     schedule, prim = _schedule(composed, name, func)
     text = str(codegen.generate([prim], source_name))
-    optimized = jit.optimize(text)
-    fn = LoweredFunction(name, func, composed, text, optimized, scheduled=(schedule, prim))
     if not machine_code:
-        return fn, b""
-    fn.engine, obj = jit.load_keeping_object(optimized)
+        return LoweredFunction(name, func, composed, text, jit.optimize(text), scheduled=(schedule, prim)), b""
+    optimized, engine, obj = jit.optimize_and_load(text)
+    fn = LoweredFunction(name, func, composed, text, optimized, engine=engine, scheduled=(schedule, prim))
     fn.address = jit.address(name)
     return fn, obj
 

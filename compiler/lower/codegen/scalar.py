@@ -103,8 +103,9 @@ def _intrinsic(module: ir.Module, name: str, typ: ir.Type, arity: int = 1) -> ir
     return declare(module, f"llvm.{name}.{suffix}", typ, [typ] * arity)
 
 
-def binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
-    """`x op y` for operands of `dtype` (comparisons give i1)."""
+def binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str, flags: tuple[str, ...] = ()) -> ir.Value:
+    """`x op y` for operands of `dtype` (comparisons give i1); `flags` (`nsw`, `nuw`) for
+    an integer add, sub or mul the caller knows does not wrap."""
     b = em.builder
     if te.is_float(dtype):
         return _float_binary(em, op, x, y, dtype)
@@ -115,7 +116,9 @@ def binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value:
         folded = _fold_signed(op, x, y)
         if folded is not None:
             return folded
-    simple = {"add": b.add, "sub": b.sub, "mul": b.mul, "and": b.and_, "or": b.or_, "xor": b.xor}
+    if op in ("add", "sub", "mul"):
+        return {"add": b.add, "sub": b.sub, "mul": b.mul}[op](x, y, flags=flags)
+    simple = {"and": b.and_, "or": b.or_, "xor": b.xor}
     if op in simple:
         return simple[op](x, y)
     if op in te.COMPARISONS:

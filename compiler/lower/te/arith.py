@@ -71,8 +71,20 @@ def flat_index(shape: tuple[int, ...], indices: tuple[te.PrimExpr, ...]) -> te.P
     return simplify(result)
 
 
-def bounds(e: te.PrimExpr, extents: dict[int, int]) -> tuple[int, int] | None:
-    """The least and greatest value of index expression `e` given loop extents, or None."""
+def bounds(e: te.PrimExpr, extents: dict[int, int],
+           memo: dict[int, tuple[int, int] | None] | None = None) -> tuple[int, int] | None:
+    """The least and greatest value of index expression `e` given loop extents, or None.
+    `memo` keeps the bounds of every node worked out, by id (valid while `extents` gives
+    each variable the same extent)."""
+    if memo is None:
+        return _bounds(e, extents, {})
+    key = id(e)
+    if key not in memo:
+        memo[key] = _bounds(e, extents, memo)
+    return memo[key]
+
+
+def _bounds(e: te.PrimExpr, extents: dict[int, int], memo: dict) -> tuple[int, int] | None:
     if isinstance(e, te.Const):
         return e.value, e.value
     if isinstance(e, te.Var):
@@ -80,7 +92,7 @@ def bounds(e: te.PrimExpr, extents: dict[int, int]) -> tuple[int, int] | None:
         return None if n is None else (0, n - 1)
     if not isinstance(e, te.Binary) or e.op not in ("add", "sub", "mul", "floordiv", "floormod", "min", "max"):
         return None
-    a, b = bounds(e.a, extents), bounds(e.b, extents)
+    a, b = bounds(e.a, extents, memo), bounds(e.b, extents, memo)
     if a is None or b is None:
         return None
     if e.op == "add":
