@@ -122,6 +122,21 @@ def affine_stride(e: te.PrimExpr, var: te.Var, uses: dict[int, bool]) -> int | N
     return None
 
 
+def same_expr(a: te.PrimExpr, b: te.PrimExpr) -> bool:
+    """Structural equality of two expressions (variables by identity)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.dtype != b.dtype or isinstance(a, (te.Var, te.IterVar)):
+        return False
+    if isinstance(a, te.Const):
+        return a.value == b.value
+    if isinstance(a, te.Binary) and a.op != b.op or isinstance(a, te.Call) and a.name != b.name \
+            or isinstance(a, te.BufferLoad) and a.buffer is not b.buffer:
+        return False
+    kids_a, kids_b = te.children(a), te.children(b)
+    return len(kids_a) == len(kids_b) and all(same_expr(x, y) for x, y in zip(kids_a, kids_b))
+
+
 def _supported(e: te.PrimExpr, var: te.Var, plan: LanePlan, seen: dict[int, bool]) -> bool:
     """Whether every node of `e` that reads `var` has a vector form (see the module doc)."""
     key, uses = id(e), plan.uses
