@@ -31,9 +31,9 @@ them to, with some margin: the largest errors on the tests' grid are 0.96 ulp fo
   4 ulp where the result is at least 2^-126; below that (x < -87.3) the reference's own
   formula loses precision the same way, and where exp(-x) overflows (x < -88.72) both
   give 0.
-* `fast_exp`: relative error at most 5e-6 for x in [-87.33, 88.72] (a single-constant
-  range reduction, a degree-5 polynomial, a power-of-two scaling); 0 below -87.33 (no
-  subnormal results), inf above, NaN stays NaN.
+* `fast_exp`: relative error at most 5e-6 for x in [-87.33, 88.72283] (a single-constant
+  range reduction, a degree-5 polynomial, the power of two added to its exponent field);
+  0 below -87.33 (no subnormal results), inf above, NaN stays NaN.
 * `fast_tanh`: a (9, 8)-degree odd/even rational function on x clamped to [-9, 9];
   relative error at most 4e-7 where the result is normal, |result| <= 1.
 * `fast_erf`: an (11, 10)-degree odd/even rational function on x clamped to [-4, 4];
@@ -45,6 +45,7 @@ nodes, iteratively reweighted; relative error weighting), rounded to float32.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Sequence
 
 from . import expr as te
@@ -155,19 +156,22 @@ def sigmoid(x: te.PrimExpr) -> te.PrimExpr:
 
 # (e^r - 1 - r) / r^2 on |r| <= ln2 / 2, degree 3
 _FAST_EXP_G = (0.499992311000824, 0.16667115688323975, 0.04189027473330498, 0.008312509395182133)
-_FAST_EXP_LO = -87.33  # the smallest k is -126: 2^k stays a normal float
+_FAST_EXP_LO = -87.33  # k >= -126 and there p >= 1: the result stays a normal float
+_FAST_EXP_HI = 88.72283  # the float32 below ln(FLT_MAX) = 88.722839: e^x overflows from the next one
 
 
 def fast_exp(x: te.PrimExpr) -> te.PrimExpr:
-    """e^x with one reduction constant, a degree-5 polynomial and a scaling by 2^k (k at
-    most 128, applied as 2^min(k, 127) times 1 or 2)."""
-    xc = _clamp(x, _FAST_EXP_LO, 89.0)
+    """e^x with one reduction constant, a degree-5 polynomial p(r) in [0.70, 1.42], and k
+    added to p's exponent field (two integer instructions, no multiply): on the clamped
+    range k is in [-126, 128], p >= 1 where k = -126 (r >= 0.0065) and p < 1 where k =
+    128 (r < 0), so the field stays within [1, 254], a normal float.  0 below -87.33,
+    inf above 88.72283, NaN stays NaN."""
+    xc = _clamp(x, _FAST_EXP_LO, _FAST_EXP_HI)
     k = te.floor(te.fma(xc, _c(LOG2E), _c(0.5)))
     r = te.fma(k, _c(-LN2), xc)
     p = te.fma(r * r, _poly(r, _FAST_EXP_G), r) + 1.0
-    k1 = te.select(te.gt(k, 127.0), _c(127.0), k)
-    value = (p * _pow2(te.cast(k1, "int32"))) * ((k - k1) + 1.0)
-    value = te.select(te.lt(x, _FAST_EXP_LO), _c(0.0), value)
+    scaled = te.reinterpret(te.reinterpret(p, "int32") + te.binary("shl", te.cast(k, "int32"), 23), F32)
+    value = te.select(te.lt(x, _FAST_EXP_LO), _c(0.0), te.select(te.gt(x, _FAST_EXP_HI), _c(math.inf), scaled))
     return te.select(te.intrinsic("isnan", x), x, value)
 
 
