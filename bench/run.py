@@ -81,6 +81,7 @@ B = _build_bench()
 
 
 CLOCK = time.perf_counter  # --cpu-time: time.thread_time
+OPT_LEVEL = 3  # --opt-level: relay.build's, for our builds (4 adds FastMath, as TVM's level 4)
 
 
 def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sample_s: float = 0.0) -> float:
@@ -119,7 +120,7 @@ def compile_text(text: str, name: str, threads: int | None = None, params: dict 
     from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.runtime.jit import JIT
 
-    result = compile(text, name, params=params, passes=passes, jit=JIT(num_threads=threads))
+    result = compile(text, name, params=params, passes=passes, opt_level=OPT_LEVEL, jit=JIT(num_threads=threads))
     if result.executable is None:
         raise SystemExit(f"error: {name} does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
     return result, result.lowered
@@ -657,8 +658,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-time", action="store_true",
                     help="time the CPU the calling thread uses instead of wall time (1 thread only: "
                          "RELAYLENS_NUM_THREADS=1); far less disturbed by other work on a busy machine")
+    ap.add_argument("--opt-level", type=int, default=3, choices=range(5),
+                    help="relay.build's opt level for our builds (4: FastMath's fast_exp, fast_tanh, fast_erf, "
+                         "as TVM applies it at level 4; default 3)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args(argv)
+    global OPT_LEVEL, CLOCK
+    OPT_LEVEL = args.opt_level
     words = [w.strip() for w in (args.kernels or "").split(",") if w.strip()]
     cases = [c for c in KERNELS if not words or any(w in c.label for w in words)]
     if not cases:
@@ -676,7 +682,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu_time:
         if threads != 1:
             ap.error("--cpu-time times the calling thread: run with RELAYLENS_NUM_THREADS=1")
-        global CLOCK
         CLOCK = time.thread_time
     B.require("onnxruntime")
     load = B.load_note()
@@ -704,11 +709,12 @@ def main(argv: list[str] | None = None) -> int:
     info = B.machine(threads)
     print("\n\n".join("\n".join(s) for s in sections))
     clock = "CPU time of the calling thread (--cpu-time)" if args.cpu_time else "wall time"
-    print(f"\nTimes are {clock}.  Machine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
+    built = "" if OPT_LEVEL == 3 else f"  Ours built at --opt-level {OPT_LEVEL}{' (FastMath)' if OPT_LEVEL >= 4 else ''}."
+    print(f"\nTimes are {clock}.{built}  Machine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
     if args.json:
         top, formula = peak(threads)
         payload = {"bench": "run", "clock": "thread_time" if args.cpu_time else "perf_counter",
-                   "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
+                   "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads, "opt_level": OPT_LEVEL,
                    "load": load, "machine": info, "peak_gflops": top, "peak_formula": formula,
                    "models": models, "chains": chains, "kernels": kernels}
         args.json.write_text(json.dumps(payload, indent=1) + "\n")
