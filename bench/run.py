@@ -660,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
                          "RELAYLENS_NUM_THREADS=1); far less disturbed by other work on a busy machine")
     ap.add_argument("--opt-level", type=int, default=3, choices=range(5),
                     help="relay.build's opt level for our builds (4: FastMath's fast_exp, fast_tanh, fast_erf, "
-                         "as TVM applies it at level 4; default 3)")
+                         "and the CombineParallel* passes, as TVM's level 4; default 3)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args(argv)
     global OPT_LEVEL, CLOCK
