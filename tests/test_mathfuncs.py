@@ -265,3 +265,15 @@ def test_fma_is_evaluated_with_one_rounding():
     assert np.isnan(te_eval.fma(np.float32([np.inf]), np.float32([0.0]), np.float32([1.0])))[0]
     assert te_eval.fma(np.float32([-0.0]), np.float32([1.0]), np.float32([-0.0]))[0] == 0
     assert np.signbit(te_eval.fma(np.float32([-0.0]), np.float32([1.0]), np.float32([-0.0]))[0])
+
+
+@pytest.mark.parametrize("name", ["tanh", "erf"])
+def test_tanh_and_erf_scale_their_exponential_once(name):
+    """Their exponentials are normal floats: 2^k in one multiply, not exp's two halves
+    for subnormal results (the bounds above hold the values to exp's)."""
+    v = te.Var("v", "float32")
+
+    def shifts(e):
+        return sum(1 for n in te.nodes(e) if isinstance(n, te.Binary) and n.op == "shr")
+
+    assert shifts(mathfuncs.exp(v)) == 1 and shifts(mathfuncs.INLINED[name](v)) == 0

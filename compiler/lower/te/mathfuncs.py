@@ -98,17 +98,29 @@ _EXP_G = (0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.0083687
           0.001381455804221332)
 
 
-def exp(x: te.PrimExpr) -> te.PrimExpr:
-    """e^x: x = k ln2 + r (Cody-Waite, ln2 in two parts), e^r = 1 + r + r^2 G(r), and
-    2^k applied in two halves so that subnormal results round once."""
-    xc = _clamp(x, -104.0, 89.0)
+def _exp_parts(xc: te.PrimExpr) -> tuple[te.PrimExpr, te.PrimExpr]:
+    """(e^r, k) with xc = k ln2 + r (Cody-Waite, ln2 in two parts), e^r = 1 + r + r^2 G(r),
+    k an int32; xc must be a number within [-104, 89]."""
     k = te.floor(te.fma(xc, _c(LOG2E), _c(0.5)))
     r = te.fma(k, _c(-LN2_LO), te.fma(k, _c(-LN2_HI), xc))
-    p = te.fma(r * r, _poly(r, _EXP_G), r) + 1.0
-    n = te.cast(k, "int32")
+    return te.fma(r * r, _poly(r, _EXP_G), r) + 1.0, te.cast(k, "int32")
+
+
+def exp(x: te.PrimExpr) -> te.PrimExpr:
+    """e^x: e^r 2^k (`_exp_parts`), 2^k applied in two halves so that subnormal results
+    round once."""
+    p, n = _exp_parts(_clamp(x, -104.0, 89.0))
     half = te.binary("shr", n, 1)
     scaled = (p * _pow2(half)) * _pow2(n - half)
     return te.select(te.intrinsic("isnan", x), x, scaled)
+
+
+def _exp_normal(x: te.PrimExpr) -> te.PrimExpr:
+    """e^x for tanh and erf, whose exponentials are normal floats: x clamped to [-87, 88]
+    (NaN to -87), where k is in [-125, 127] and one multiply by 2^k is exact, so on that
+    range the bits are `exp`'s with 5 instructions fewer (no halves, no NaN select)."""
+    p, n = _exp_parts(_clamp(x, -87.0, 88.0))
+    return p * _pow2(n)
 
 
 # (tanh(x) - x) / x^3 as a polynomial in x^2 on |x| <= 0.625, degree 4
@@ -118,12 +130,14 @@ _TANH_SMALL = 0.625
 
 
 def tanh(x: te.PrimExpr) -> te.PrimExpr:
-    """x + x^3 P(x^2) near 0; else sign(x) (1 - 2 / (e^{2|x|} + 1))."""
+    """x + x^3 P(x^2) near 0; else sign(x) (1 - 2 / (e^{2|x|} + 1)), e^{2|x|} taken at
+    most e^88 (where the result is 1 either way).  NaN fails the comparison and takes the
+    polynomial's side, which keeps it."""
     a = te.abs(x)
     s = x * x
     small = te.select(te.lt(a, 2.0 ** -12), x, te.fma(x * s, _poly(s, _TANH_P), x))
-    big = _copysign(1.0 - 2.0 / (exp(a + a) + 1.0), x)
-    return te.select(te.lt(a, _TANH_SMALL), small, big)
+    big = _copysign(1.0 - 2.0 / (_exp_normal(a + a) + 1.0), x)
+    return te.select(te.ge(a, _TANH_SMALL), big, small)
 
 
 # erf(x) / x - 1 as a polynomial in x^2 on |x| <= 0.921875, degree 6
@@ -139,12 +153,14 @@ _ERFC_LOG = (-4.697091102600098, -4.130749702453613, -0.9154775738716125, -0.018
 
 def erf(x: te.PrimExpr) -> te.PrimExpr:
     """x + x R(x^2) near 0; else sign(x) (1 - exp(L(|x|))) with L ~ log erfc, |x| taken
-    at most 4 (erf is 1 in float32 from 3.92 on)."""
+    at most 4 (erf is 1 in float32 from 3.92 on; L is within [-16.3, -1.9], so its
+    exponential is a normal float).  NaN fails the comparison and takes the polynomial's
+    side, which keeps it."""
     a = te.abs(x)
     small = te.fma(x, _poly(x * x, _ERF_R), x)
-    ac = te.select(te.gt(a, 4.0), _c(4.0), a)  # NaN stays NaN
-    big = _copysign(1.0 - exp(_poly(ac - _ERFC_CENTRE, _ERFC_LOG)), x)
-    return te.select(te.lt(a, _ERF_SMALL), small, big)
+    ac = te.select(te.gt(a, 4.0), _c(4.0), a)
+    big = _copysign(1.0 - _exp_normal(_poly(ac - _ERFC_CENTRE, _ERFC_LOG)), x)
+    return te.select(te.ge(a, _ERF_SMALL), big, small)
 
 
 def sigmoid(x: te.PrimExpr) -> te.PrimExpr:
