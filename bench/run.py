@@ -46,6 +46,7 @@ for a descheduled thread at its barrier, and the figures mean nothing.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import importlib.util
 import json
@@ -80,6 +81,7 @@ B = _build_bench()
 
 
 CLOCK = time.perf_counter  # --cpu-time: time.thread_time
+OPT_LEVEL = 3  # --opt-level: relay.build's, for our builds (4 adds FastMath, as TVM's level 4)
 
 
 def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sample_s: float = 0.0) -> float:
@@ -118,7 +120,7 @@ def compile_text(text: str, name: str, threads: int | None = None, params: dict 
     from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.runtime.jit import JIT
 
-    result = compile(text, name, params=params, passes=passes, jit=JIT(num_threads=threads))
+    result = compile(text, name, params=params, passes=passes, opt_level=OPT_LEVEL, jit=JIT(num_threads=threads))
     if result.executable is None:
         raise SystemExit(f"error: {name} does not build: {next(d for d in result.diagnostics if d.is_error).render()}")
     return result, result.lowered
@@ -479,8 +481,8 @@ def peak(threads: int) -> tuple[float, str]:
 
 def measure_graph(case, threads: int, runs: int) -> dict:
     """A transformer_kernels.py case: its graph compiled with the weights bound, its one
-    kernel called on aligned buffers (several: `executable.run`, which allocates the
-    output), beside onnxruntime's node with them as initializers."""
+    kernel called on aligned buffers (several: the AOT entry, `entry_call`), beside
+    onnxruntime's node with them as initializers."""
     from relaylens.compiler.lower.runtime.jit import aligned_empty
 
     xs, bound = case.arrays()
@@ -503,12 +505,35 @@ def measure_graph(case, threads: int, runs: int) -> dict:
         args = [xs[b.ref.index] if b.ref.kind == "input" else exe._constants[b.ref.index] for b in step.args]
         outs = [aligned_empty(tuple(b.shape), b.dtype) for b in kernel.func.outputs]
         call = lambda: kernel(*args, out=outs)  # noqa: E731
+    else:  # several kernels: the AOT entry on pointer tables made once, into an output made once
+        call = entry_call(exe, xs)
+        call()
+        np.testing.assert_allclose(call.outputs[0].reshape(reference.shape), reference, rtol=1e-4, atol=1e-4)
     figures = {"function": ", ".join(lowering.functions), "gflop": case.flops / 1e9,
                "ours_s": median_s(call, runs, min_sample_s=0.05),
                "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
     for key in ("ours", "onnxruntime"):
         figures[f"{key}_gflops"] = case.flops / figures[f"{key}_s"] / 1e9
     return figures
+
+
+def entry_call(exe, xs: list[np.ndarray]):
+    """A call of `exe`'s AOT entry on the aligned inputs `xs`, writing outputs allocated
+    here once (`.outputs`): what a model's kernels cost, without `executable.run`'s
+    output allocation and pointer tables on every call (for a kernel of 0.05 ms on 128 x
+    768 floats, allocating its output took longer than the kernels)."""
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
+
+    outputs = [aligned_empty(tuple(b.shape), b.dtype) for b in exe.plan.outputs]
+    tables = [(ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays]) for arrays in (xs, outputs)]
+    addresses = (ctypes.addressof(tables[0]), ctypes.addressof(tables[1]), ctypes.addressof(exe._const_table),
+                 exe._workspace.ctypes.data, ctypes.addressof(exe._kernel_table))
+
+    def call() -> None:
+        exe._entry(*addresses)
+
+    call.outputs, call.tables = outputs, tables  # kept alive with the call
+    return call
 
 
 def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
@@ -633,8 +658,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-time", action="store_true",
                     help="time the CPU the calling thread uses instead of wall time (1 thread only: "
                          "RELAYLENS_NUM_THREADS=1); far less disturbed by other work on a busy machine")
+    ap.add_argument("--opt-level", type=int, default=3, choices=range(5),
+                    help="relay.build's opt level for our builds (4: FastMath's fast_exp, fast_tanh, fast_erf, "
+                         "and the CombineParallel* passes, as TVM's level 4; default 3)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     args = ap.parse_args(argv)
+    global OPT_LEVEL, CLOCK
+    OPT_LEVEL = args.opt_level
     words = [w.strip() for w in (args.kernels or "").split(",") if w.strip()]
     cases = [c for c in KERNELS if not words or any(w in c.label for w in words)]
     if not cases:
@@ -652,7 +682,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu_time:
         if threads != 1:
             ap.error("--cpu-time times the calling thread: run with RELAYLENS_NUM_THREADS=1")
-        global CLOCK
         CLOCK = time.thread_time
     B.require("onnxruntime")
     load = B.load_note()
@@ -680,11 +709,12 @@ def main(argv: list[str] | None = None) -> int:
     info = B.machine(threads)
     print("\n\n".join("\n".join(s) for s in sections))
     clock = "CPU time of the calling thread (--cpu-time)" if args.cpu_time else "wall time"
-    print(f"\nTimes are {clock}.  Machine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
+    built = "" if OPT_LEVEL == 3 else f"  Ours built at --opt-level {OPT_LEVEL}{' (FastMath)' if OPT_LEVEL >= 4 else ''}."
+    print(f"\nTimes are {clock}.{built}  Machine ({load} before the run):\n" + "\n".join(B.machine_lines(info)))
     if args.json:
         top, formula = peak(threads)
         payload = {"bench": "run", "clock": "thread_time" if args.cpu_time else "perf_counter",
-                   "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads,
+                   "runs": args.runs, "interp_runs": args.interp_runs, "threads": threads, "opt_level": OPT_LEVEL,
                    "load": load, "machine": info, "peak_gflops": top, "peak_formula": formula,
                    "models": models, "chains": chains, "kernels": kernels}
         args.json.write_text(json.dumps(payload, indent=1) + "\n")

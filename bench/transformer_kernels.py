@@ -1,8 +1,7 @@
 """The kernels of the GPT-2 block and BERT-base as the models build them, for bench/run.py's
 kernel table: each a small Relay graph, the weights bound as constants (so a dense is the
 packed dense of the models), its kernel called on aligned buffers (layer_norm's three
-kernels: `executable.run`)
-beside onnxruntime's matching node (weights as initializers, which it pre-packs as it does
+kernels: the AOT entry, its output allocated once, as in a model) beside onnxruntime's matching node (weights as initializers, which it pre-packs as it does
 in the models).
 
     GraphCase(label, kind, shape)

@@ -80,3 +80,17 @@ def test_run_time_lengths_are_lowering_errors():
     args = [te.placeholder((2, 3), "float32", "x"), te.placeholder((1,), "int64", "s")]
     with pytest.raises(te.LoweringError, match="collapse_sum_to: the target shape"):
         get_op("collapse_sum_to").compute(*args, get_op("collapse_sum_to").normalize_attrs({}), out_type)
+
+
+@pytest.mark.parametrize("op, divides", [("nn.softmax", "per element"), ("nn.fast_softmax", "once a row")])
+def test_fast_softmax_multiplies_by_the_reciprocal_of_the_sum(op, divides):
+    """nn.softmax divides each exponential by the row's sum, as TVM's; nn.fast_softmax
+    (FastMath) multiplies by one reciprocal a row (topi/activations.py)."""
+    x = te.placeholder((4, 32), "float32", "p0")
+    out = get_op(op).compute(x, get_op(op).normalize_attrs({}), TensorType((4, 32), "float32"))
+    body = out.op.body.value if isinstance(out.op.body, te.Cast) else out.op.body
+    assert isinstance(body, te.Binary)
+    if divides == "per element":
+        assert body.op == "div"
+    else:
+        assert body.op == "mul" and isinstance(body.b, te.Binary) and body.b.op == "div"

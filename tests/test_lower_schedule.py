@@ -854,3 +854,10 @@ def test_a_global_pool_sums_a_few_channels_side_by_side_inside_the_window():
     window = body.index("for rv1 in range(7):")
     assert body[window - 1] == "for rv0 in range(7):" and body[window + 1].startswith("for ") \
         and body[window + 1].endswith("in unrolled(4):")
+
+
+def test_a_product_with_a_quotient_on_the_right_keeps_its_parentheses():
+    """x * (1 / s) (nn.fast_softmax's normalisation) is not (x * 1) / s."""
+    x, s = te.Var("x", "float32"), te.Var("s", "float32")
+    assert ln.print_expr(x * (1.0 / s)) == "x * (float32(1.0) / s)"
+    assert ln.print_expr(x * 2.0 / s) == "x * float32(2.0) / s"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -149,6 +150,7 @@ def test_compiled_code_gives_the_evaluated_bits(jit, name):
     value = te.intrinsic(name, te.BufferLoad(a, i, "float32"))
     func = ln.PrimFunc(f"grid_{name}", (a, out), ln.For(i, n, ln.Store(out, i, value), "vectorized"))
     text = str(generate([func], "t.relay"))
+    assert "llvm.fma.f32" in text  # the expansion's multiply-adds fused (te.fma), in the loop vectoriser's loop
     # a long loop of a math expansion: vectors side by side (llvm.py MATH_INTERLEAVE), the same bits
     assert re.search(r'!"llvm.loop.interleave.count", i32 4\b', text)
     jit.load(jit.optimize(text))
@@ -183,7 +185,7 @@ def test_vector_code_gives_the_evaluated_bits(jit, name):
     func = ln.PrimFunc(f"lanes_{name}", (a, out), ln.For(o, n // width, ln.For(
         v, width, ln.Store(out, o * width + v, value), "vectorized")))
     text = str(generate([func], "t.relay"))
-    assert "llvm.loop.vectorize" not in text and "<8 x float>" in text
+    assert "llvm.loop.vectorize" not in text and "<8 x float>" in text and "llvm.fma.v8f32" in text
     assert not re.search(r"call .*@\"?llvm\.(exp|tanh)", text)
     jit.load(jit.optimize(text))
     got = jit.kernel(func)(X[:n])
@@ -237,3 +239,41 @@ def test_a_small_whole_power_is_products_not_a_pow_call(exponent: int) -> None:
     finite = np.isfinite(want) & (want != 0)
     assert np.array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
     assert np.max(np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))) <= 2
+
+
+def _round_to_float32(exact: Fraction) -> np.float32:
+    """`exact` rounded once to the nearest float32, ties to even."""
+    near = np.float32(float(exact))
+    candidates = [near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(-np.inf))]
+    return min(candidates, key=lambda f: (abs(Fraction(float(f)) - exact), int(np.asarray(f).view(np.int32)) & 1))
+
+
+def test_fma_is_evaluated_with_one_rounding():
+    """te_eval's fma rounds a*b+c once: where a*b+c rounded to float64 lands on a midpoint
+    between two float32 (1 + 2^-11 + 2^-24, plus or minus 2^-80), rounding twice would
+    go to the even neighbour both times; and on random triples, the exact value rounded."""
+    a = np.float32(1 + 2.0 ** -12)
+    tiny = np.float32(2.0 ** -80)
+    got = te_eval.fma(np.array([a, a]), np.array([a, a]), np.array([tiny, -tiny]))
+    assert got[0] == np.float32(1 + 2.0 ** -11 + 2.0 ** -23) and got[1] == np.float32(1 + 2.0 ** -11)
+    rng = np.random.default_rng(3)
+    x, y = ((rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 30, 2000)).astype(np.float32) for _ in range(2))
+    z = (-(x.astype(np.float64) * y) * (1 + rng.standard_normal(2000) * 2.0 ** -20)).astype(np.float32)  # cancelling
+    got = te_eval.fma(x, y, z)
+    want = [_round_to_float32(Fraction(float(p)) * Fraction(float(q)) + Fraction(float(r))) for p, q, r in zip(x, y, z)]
+    np.testing.assert_array_equal(got.view(np.int32), np.asarray(want, np.float32).view(np.int32))
+    assert np.isnan(te_eval.fma(np.float32([np.inf]), np.float32([0.0]), np.float32([1.0])))[0]
+    assert te_eval.fma(np.float32([-0.0]), np.float32([1.0]), np.float32([-0.0]))[0] == 0
+    assert np.signbit(te_eval.fma(np.float32([-0.0]), np.float32([1.0]), np.float32([-0.0]))[0])
+
+
+@pytest.mark.parametrize("name", ["tanh", "erf"])
+def test_tanh_and_erf_scale_their_exponential_once(name):
+    """Their exponentials are normal floats: 2^k in one multiply, not exp's two halves
+    for subnormal results (the bounds above hold the values to exp's)."""
+    v = te.Var("v", "float32")
+
+    def shifts(e):
+        return sum(1 for n in te.nodes(e) if isinstance(n, te.Binary) and n.op == "shr")
+
+    assert shifts(mathfuncs.exp(v)) == 1 and shifts(mathfuncs.INLINED[name](v)) == 0

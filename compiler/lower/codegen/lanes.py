@@ -22,9 +22,9 @@ Lane by lane, with v the loop variable:
 * a float32 `exp`, `tanh`, `erf`, `sigmoid` or FastMath `fast_*` call is its expansion
   (te/mathfuncs.py `INLINED`, as scalar.py inlines it) emitted on vectors, in exact IEEE
   steps (no FMA contraction inside, as for the scalar expansion): the expansion is built
-  of arithmetic, selects, casts and the calls `floor`, `abs`, `neg`, `isnan` and
-  `reinterpret`, which have vector forms (LLVM's intrinsics on vector types, `fneg`,
-  an unordered compare, `bitcast`);
+  of arithmetic, selects, casts and the calls `floor`, `abs`, `neg`, `isnan`,
+  `reinterpret` and `fma` (its explicit fused multiply-adds), which have vector forms
+  (LLVM's intrinsics on vector types, `fneg`, an unordered compare, `bitcast`);
 
 The iterations run all at once, statement by statement: the loop vectoriser's legality
 (`llvm._vectorizable`: a written buffer is read only where the same iteration writes it)
@@ -130,6 +130,21 @@ def affine_stride(e: te.PrimExpr, var: te.Var, uses: dict[int, bool]) -> int | N
     return None
 
 
+def same_expr(a: te.PrimExpr, b: te.PrimExpr) -> bool:
+    """Structural equality of two expressions (variables by identity)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.dtype != b.dtype or isinstance(a, (te.Var, te.IterVar)):
+        return False
+    if isinstance(a, te.Const):
+        return a.value == b.value
+    if isinstance(a, te.Binary) and a.op != b.op or isinstance(a, te.Call) and a.name != b.name \
+            or isinstance(a, te.BufferLoad) and a.buffer is not b.buffer:
+        return False
+    kids_a, kids_b = te.children(a), te.children(b)
+    return len(kids_a) == len(kids_b) and all(same_expr(x, y) for x, y in zip(kids_a, kids_b))
+
+
 def _supported(e: te.PrimExpr, var: te.Var, plan: LanePlan, seen: dict[int, bool]) -> bool:
     """Whether every node of `e` that reads `var` has a vector form (see the module doc)."""
     key, uses = id(e), plan.uses
@@ -167,6 +182,8 @@ def _supported(e: te.PrimExpr, var: te.Var, plan: LanePlan, seen: dict[int, bool
         else:
             ok = e.name in LANE_CALLS and (e.name != "reinterpret" or e.dtype == "int32") and \
                 _supported(e.args[0], var, plan, seen)
+    elif isinstance(e, te.Call) and e.name == "fma" and e.dtype in ("float32", "float64"):
+        ok = all(_supported(a, var, plan, seen) for a in e.args)
     elif isinstance(e, te.Call) and e.name == "reinterpret" and e.args[0].dtype == "int32":
         ok = e.dtype == "float32" and _supported(e.args[0], var, plan, seen)
     else:
@@ -293,8 +310,10 @@ class Lanes:
 
     def call(self, e: te.Call) -> ir.Value:
         """A float32 call on every lane: an inlined function's expansion, in exact IEEE
-        steps, or one of LANE_CALLS."""
+        steps, `fma`, or one of LANE_CALLS."""
         em, b = self.em, self.em.builder
+        if e.name == "fma":
+            return call(em, "fma", [self.splat(self.value(a)) for a in e.args], e.dtype, e.dtype)
         x = self.splat(self.value(e.args[0]))
         expansion = self.plan.expansions.get(id(e))
         if expansion is not None:

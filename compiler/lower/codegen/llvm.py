@@ -51,7 +51,8 @@ from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from ..te.mathfuncs import INLINED
-from .lanes import LanePlan, Lanes, lane_plan
+from .lane_total import emit_tree, tree_plan
+from .lanes import LanePlan, Lanes, lane_plan, same_expr
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
                      mem_type, reg_type)
 
@@ -278,6 +279,8 @@ class _Emitter:
             return
         if s.kind == "parallel" and not self.in_parallel and s.extent > 1:
             self.parallel(s)
+        elif s.kind == "unrolled" and (tree := tree_plan(s)) is not None:  # a row total (lane_total.py)
+            emit_tree(self, s, tree)
         elif s.kind == "unrolled" or s.extent == 1:
             self.bind_extent(s.var, s.extent)
             for k in range(s.extent):
@@ -612,24 +615,9 @@ def _vectorizable(s: For) -> bool:
             return False
         # reading a written buffer only where this iteration writes (acc[i] = acc[i] + x)
         if isinstance(e, te.BufferLoad) and id(e.buffer) in written and \
-                not any(_same_expr(e.index, index) for index in written[id(e.buffer)]):
+                not any(same_expr(e.index, index) for index in written[id(e.buffer)]):
             return False
     return True
-
-
-def _same_expr(a: te.PrimExpr, b: te.PrimExpr) -> bool:
-    """Structural equality of two expressions (variables by identity)."""
-    if a is b:
-        return True
-    if type(a) is not type(b) or a.dtype != b.dtype or isinstance(a, (te.Var, te.IterVar)):
-        return False
-    if isinstance(a, te.Const):
-        return a.value == b.value
-    if isinstance(a, te.Binary) and a.op != b.op or isinstance(a, te.Call) and a.name != b.name \
-            or isinstance(a, te.BufferLoad) and a.buffer is not b.buffer:
-        return False
-    kids_a, kids_b = te.children(a), te.children(b)
-    return len(kids_a) == len(kids_b) and all(_same_expr(x, y) for x, y in zip(kids_a, kids_b))
 
 
 def _stmt_exprs(s: Stmt) -> tuple[te.PrimExpr, ...]:

@@ -358,6 +358,8 @@ def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
 def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
     """A math intrinsic on an argument of dtype `src`, giving `dtype`."""
     b, x = em.builder, args[0]
+    if name == "fma":
+        return b.call(_intrinsic(em.module, "fma", x.type, 3), args)
     if name == "reinterpret":
         return b.bitcast(x, reg_type(dtype))
     if name == "not":

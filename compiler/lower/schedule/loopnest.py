@@ -135,7 +135,10 @@ def print_expr(e: PrimExpr, prec: int = 0) -> str:
     if isinstance(e, te.Binary):
         if e.op in _SYMBOL:
             p = _PREC[e.op]
-            right = p + 1 if e.op in ("sub", "div", "floordiv", "floormod", "truncmod") else p
+            # a right operand of the same precedence is grouped unless regrouping gives the
+            # same value: x - (y - z), x / (y / z), x * (y / z) keep their parentheses
+            right = p + 1 if e.op in ("sub", "div", "floordiv", "floormod", "truncmod") or \
+                isinstance(e.b, te.Binary) and e.b.op in ("div", "floordiv", "floormod", "truncmod") else p
             text = f"{print_expr(e.a, p)} {_SYMBOL[e.op]} {print_expr(e.b, right)}"
             return f"({text})" if p < prec else text
         return f"{e.op}({print_expr(e.a)}, {print_expr(e.b)})"

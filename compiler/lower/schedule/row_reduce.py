@@ -12,7 +12,8 @@ long, it is rewritten before the schedule is made, as TVM's rfactor would:
 
 T, the total, takes the reduction's place in every reader.  Scheduled (`schedule_rows`):
 T's data axes fused into one loop (parallel when the work is large), the vw lanes of T
-added inside it (unrolled); T.rf computed at that loop, ko outside, kl vectorized: each
+added inside it (unrolled: the code generator combines them by halves, 16 → 8 → 4 → 2
+→ 1, codegen/lane_total.py); T.rf computed at that loop, ko outside, kl vectorized: each
 step one vector load and one vector add or max into an accumulator LLVM keeps in
 registers (vw = 16 float32 lanes: two independent chains on AVX2).  A max or min gives
 the same value as the scalar loop; a sum adds in another order (pairwise by lanes), the

@@ -124,6 +124,24 @@ def _fast(name: str, x: np.ndarray) -> np.ndarray:
     return _eval(mathfuncs.INLINED[name](v), {id(v): x.astype(np.float32)}, {})
 
 
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to the dtype of `a`.  float32: the product is exact in
+    float64, the sum is rounded to float64 with its error kept (Knuth's two-sum) and made
+    odd when inexact (rounding to odd), so rounding that to float32 rounds the exact value
+    once.  float64: a * b + c in two roundings (no expansion fuses float64)."""
+    with np.errstate(all="ignore"):
+        if np.asarray(a).dtype != np.float32:
+            return a * b + c
+        p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+        c64 = np.asarray(c, np.float64)
+        s = p + c64
+        back = s - p
+        err = (p - (s - back)) + (c64 - back)
+        inexact = np.isfinite(s) & (err != 0) & (np.asarray(s).view(np.int64) & 1 == 0)
+        s = np.where(inexact, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+        return s.astype(np.float32)
+
+
 def _binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
     with np.errstate(all="ignore"):
         if op == "add": return a + b
@@ -157,6 +175,8 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
 
 def _call(name: str, args: list[np.ndarray]) -> np.ndarray:
     x = args[0]
+    if name == "fma":
+        return fma(*args)
     with np.errstate(all="ignore"):
         if name == "erf":
             return _erf(x).astype(x.dtype)

@@ -114,7 +114,7 @@ class Binary(PrimExpr):
 # approximations of mathfuncs.py on float32 and float16, exact on float64)
 INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
               "tanh", "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "isnan",
-              "isinf", "isfinite", "not", "neg", "reinterpret", "fast_exp", "fast_tanh", "fast_erf")
+              "isinf", "isfinite", "not", "neg", "reinterpret", "fast_exp", "fast_tanh", "fast_erf", "fma")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -274,6 +274,12 @@ def sigmoid(x): return intrinsic("sigmoid", x)
 def abs(x): return intrinsic("abs", x)  # noqa: A001 (te.abs, as TVM spells it)
 def floor(x): return intrinsic("floor", x)
 def ceil(x): return intrinsic("ceil", x)
+
+
+def fma(a: Any, b: Any, c: Any) -> Call:
+    """a * b + c rounded once (a fused multiply-add); te/evaluate.py computes it exactly
+    so, and the code generator emits LLVM's `fma` (one instruction with FMA units)."""
+    return intrinsic("fma", a, b, c)
 
 
 def reinterpret(value: Any, dtype: str) -> Call:

@@ -9,7 +9,8 @@ TVM's post-order rewriter does.
 Its opt_level is 4, as TVM's: `relay.build` runs it (followed by FoldConstant) only at
 `--opt-level 4`, or when the context requires it by name (`required_pass`, or naming it
 in `relaylens build --passes`).  What the fast ops compute, and their error bounds, is in
-lower/te/mathfuncs.py.
+lower/te/mathfuncs.py; `nn.fast_softmax` also multiplies by one reciprocal of the row's
+sum instead of dividing each element (lower/te/topi/activations.py).
 
 Expects: any module (required: InferType, as TVM declares it).  Guarantees: the same
 values within the fast ops' error bounds; no exp, tanh, erf or nn.softmax call left.

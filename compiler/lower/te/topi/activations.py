@@ -52,13 +52,20 @@ def _max_along(x: te.Tensor, axis: int, name: str) -> te.Tensor:
                       f"{name}_maxelem")
 
 
-def _softmax(x: te.Tensor, axis: int, exp_fn) -> te.Tensor:
+def _softmax(x: te.Tensor, axis: int, exp_fn, reciprocal: bool = False) -> te.Tensor:
+    """max, exp(x - max), their sum, then each exponential divided by the sum, or with
+    `reciprocal` (nn.fast_softmax) multiplied by 1 / sum: one division a row instead of
+    one a lane (within 1.5 ulp of the quotient; the division loop was about a sixth of
+    softmax's time, by perf samples on 1x12x128x128)."""
     axis = axis % x.ndim
     wide = _wide(x.dtype)
     big = _max_along(x, axis, "T_softmax")
     exp = te.compute(x.shape, lambda *i: exp_fn(te.cast(x[i], wide) - big[_drop(i, axis)]), "T_softmax_exp")
     k = te.reduce_axis(x.shape[axis], "k")
     total = te.compute(big.shape, lambda *r: te.sum(exp[_put(r, axis, k)], k), "T_softmax_expsum")
+    if reciprocal:
+        return te.compute(x.shape, lambda *i: te.cast(exp[i] * (1.0 / total[_drop(i, axis)]), x.dtype),
+                          "T_softmax_norm")
     return te.compute(x.shape, lambda *i: te.cast(exp[i] / total[_drop(i, axis)], x.dtype), "T_softmax_norm")
 
 
@@ -69,7 +76,7 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
 
 @register_compute("nn.fast_softmax")
 def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
-    return _softmax(x, attrs.axis, lambda v: fast("exp", v))
+    return _softmax(x, attrs.axis, lambda v: fast("exp", v), reciprocal=True)
 
 
 @register_compute("nn.log_softmax")
