@@ -150,7 +150,7 @@ class _Emitter:
         self.buffers: dict[int, ir.Value] = {}
         self.vars: dict[int, ir.Value] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> its loop's extent (for index bounds)
-        self.ranges: dict[int, tuple[int, int] | None] = {}  # index bounds worked out, by node id
+        self.ranges: dict[int, tuple] = {}  # index bounds worked out: node id -> (node, bounds)
         # expressions emitted, by id: `memo` those that read no memory, valid while the
         # variables they use keep their values and their instructions dominate the
         # insertion point (see `region`); `loaded` those that read memory, for one statement

@@ -72,16 +72,17 @@ def flat_index(shape: tuple[int, ...], indices: tuple[te.PrimExpr, ...]) -> te.P
 
 
 def bounds(e: te.PrimExpr, extents: dict[int, int],
-           memo: dict[int, tuple[int, int] | None] | None = None) -> tuple[int, int] | None:
+           memo: dict[int, tuple] | None = None) -> tuple[int, int] | None:
     """The least and greatest value of index expression `e` given loop extents, or None.
-    `memo` keeps the bounds of every node worked out, by id (valid while `extents` gives
-    each variable the same extent)."""
+    `memo` keeps the bounds of every node worked out, by id, with the node itself (so that
+    no other node takes its id while the memo lives; valid while `extents` gives each
+    variable the same extent)."""
     if memo is None:
         return _bounds(e, extents, {})
-    key = id(e)
-    if key not in memo:
-        memo[key] = _bounds(e, extents, memo)
-    return memo[key]
+    found = memo.get(id(e))
+    if found is None or found[0] is not e:
+        found = memo[id(e)] = (e, _bounds(e, extents, memo))
+    return found[1]
 
 
 def _bounds(e: te.PrimExpr, extents: dict[int, int], memo: dict) -> tuple[int, int] | None:
