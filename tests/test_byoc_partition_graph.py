@@ -15,6 +15,7 @@ from conftest import CORPUS, needs_corpus
 from relaylens.compiler.build import relay_build_passes
 from relaylens.compiler.driver import compile
 from relaylens.compiler.interpreter import Interpreter
+from relaylens.compiler.lower.disk_cache import environment_cache
 from relaylens.compiler.check import check_text
 from relaylens.compiler.ir.expr import Call, Function
 from relaylens.compiler.ir.functor import post_order
@@ -278,7 +279,7 @@ def test_partitioned_corpus_cnn_runs_as_before():
     text = path.read_text()
     config = byoc_config(patterns=REALISTIC.read_text(), targets=["mynpu"])
     parted = compile(text, str(path), passes=[*BYOC, *relay_build_passes(3)], config=config, unknown_seed=0)
-    plain = compile(text, str(path), unknown_seed=0)
+    plain = compile(text, str(path), unknown_seed=0, disk_cache=environment_cache())  # kept for the corpus tests
     assert parted.ok and plain.ok
     assert any(f.attrs.get("Compiler") == "mynpu" for f in parted.module.functions.values())
     args = random_inputs(plain.snapshots[0].module)
