@@ -89,5 +89,5 @@ def store(disk: DiskCache | None, key: str | None, report: BuildReport) -> None:
     """Keep `report` (its texts packed) under `key`, unless it has errors."""
     if disk is None or key is None or any(d.is_error for d in report.diagnostics):
         return
-    disk.part(REPORTS).put(key, Entry({"kind": KIND, "schema": SCHEMA},
-                        {"report": pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)}))
+    blob = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
+    disk.part(REPORTS).put(key, Entry({"kind": KIND, "schema": SCHEMA}, {"report": blob}))
