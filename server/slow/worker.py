@@ -183,6 +183,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         key = report_cache.report_key(uri, text, weights, byoc)
         kept_report = report_cache.load(disk, key, version)
         if kept_report is not None:  # built before, by this or another worker: nothing to build
+            if jobs.is_void(job):  # superseded while it was read
+                frames.write(out, ("cancelled", job))
+                continue
             frames.write(out, ("done", job, kept_report))
             answered[uri] = (version, (text, weights, byoc))  # a graph view runs the passes then
             del kept_report
