@@ -620,6 +620,9 @@ async function graphViewStep(page, model) {
     const shot = (name) => page.screenshot({ path: path.join(artifacts, `graph-view-${name}.png`) }).catch(() => undefined);
     await page.locator('.tab', { hasText: model }).first().click();
     await activeTab(page, model).waitFor();
+    // the last step's edit and undo start a build; when it ends the view draws again, and a
+    // click during that redraw lands on whatever node is under the pointer then
+    await page.locator('.statusbar-item', { hasText: 'Relay: built in' }).first().waitFor({ timeout: STEP_TIMEOUT });
     await goToLine(page, hoverLine);
     await page.keyboard.press('Control+B'); // the side bar away: room for the graph (back at the end)
     await runCommand(page, 'RelayLens: Show Graph');
