@@ -118,4 +118,6 @@ def test_a_long_blank_run_before_a_bad_character_fails_at_once():
     started = time.perf_counter()
     with pytest.raises(NotTaken):
         driver().parse(text, "item")
-    assert time.perf_counter() - started < 1.0
+    # a guard against a hang, not a speed test: linear is milliseconds on any machine, and
+    # the exponential backtracking it guards against would not end in a lifetime
+    assert time.perf_counter() - started < 30
