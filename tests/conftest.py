@@ -72,6 +72,15 @@ def pytest_configure(config) -> None:
     _private_bytecode_cache()
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """On pytest-xdist's workers (`make test` runs two, a file to a worker), the files
+    marked `slow` go first, so that the long ones start early and the two workers end
+    together rather than one running the VS Code test alone at the end.  The order is
+    the same on every worker (xdist requires it); a run without xdist keeps file order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+
+
 def _private_kernel_cache() -> None:
     """Builds in tests (the CLI in process, servers and workers they start) use a kernel
     cache of their own, never the user's ~/.cache/relaylens: $RELAYLENS_CACHE_DIR set to a
@@ -80,6 +89,8 @@ def _private_kernel_cache() -> None:
     import shutil
     import tempfile
 
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("RELAYLENS_CACHE_DIR"):
+        return  # a worker of pytest-xdist: the directory its controller made, shared
     directory = tempfile.mkdtemp(prefix="relaylens-test-kernels-")
     os.environ["RELAYLENS_CACHE_DIR"] = directory
     atexit.register(shutil.rmtree, directory, ignore_errors=True)

@@ -8,6 +8,9 @@
 # path of the .vsix on stdout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# one packaging at a time (two test workers may both want the .vsix): python/ and dist/
+# are rewritten below
+if command -v flock >/dev/null; then exec 9>.vsix.lock && flock 9; fi
 
 scripts/npm-ci.sh
 python="${PYTHON:-}"
@@ -16,6 +19,6 @@ if [ -z "$python" ]; then
 fi
 rm -rf python
 "$python" -m pip wheel --quiet --no-deps --disable-pip-version-check -w python .. >&2
-rm -rf ../build
+rm -rf ../build/lib ../build/bdist.* # setuptools' leftovers; build/demo (make demo's) stays
 npm run --silent package >&2
 echo "$PWD/dist/relaylens.vsix"
