@@ -63,7 +63,7 @@ from .symbols import Symbol, SymbolIndex
 # characters whose insertion or removal may change what the scanner sees (comments,
 # strings, metadata, the `#[version]` header, the recovery's hole, which it reports)
 _SCANNED = frozenset('/*"#' + HOLE)
-PAUSE_STATEMENTS = 256  # statements between two pause points (compiler/pauses.py)
+PAUSE_STATEMENTS = 128  # statements between two pause points (compiler/pauses.py)
 
 
 @dataclass
@@ -590,7 +590,12 @@ def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
     seen = {id(piece)}
     order, queue = [piece], [piece]
     functions: dict[tuple[int, int], tuple[E.Function, Piece]] = {}
+    countdown = PAUSE_STATEMENTS
     while queue:
+        countdown -= 1
+        if not countdown:
+            countdown = PAUSE_STATEMENTS
+            pause_point()
         statement = queue.pop().info
         for reference in statement.symbol.references:  # type: ignore[union-attr]
             user = anchors.piece_at(reference.start)
