@@ -71,7 +71,7 @@ class DiagnosticStore:
     def __init__(self, server: "RelayLensServer") -> None:
         self.server = server
         self._by_stage: dict[tuple[str, str], tuple[int | None, list[lsp.Diagnostic]]] = {}
-        self._pending: dict[str, asyncio.Task] = {}
+        self._pending: dict[str, asyncio.TimerHandle] = {}
         self._active: dict[str, float] = {}  # uri -> time of its last change
         self._analysed: dict[str, float] = {}  # uri -> when its last analysis ended
         self._running: dict[str, tuple[Pieces, int | None]] = {}  # uri -> its analysis in progress, version
@@ -190,7 +190,7 @@ class DiagnosticStore:
         if running is not None:  # of an older version: the run below stops it; no slices till then
             running[0].held = True
         delay = DEBOUNCE_SECONDS if busy else COALESCE_SECONDS
-        self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri, delay))
+        self._pending[uri] = self._later(uri, delay)
 
     def cancel(self, uri: str) -> None:
         pending = self._pending.pop(uri, None)
@@ -208,11 +208,13 @@ class DiagnosticStore:
         self._active.pop(uri, None)
         self._analysed.pop(uri, None)
 
-    async def _later(self, uri: str, delay: float) -> None:
-        try:
-            await asyncio.sleep(delay)
-        except asyncio.CancelledError:
-            return
+    def _later(self, uri: str, delay: float) -> asyncio.TimerHandle:
+        """Analyse `uri` in `delay` seconds: a timer whose callback starts the analysis
+        (a task sleeping `delay` would start it one turn of the loop later: a slice of
+        another document's analysis more)."""
+        return asyncio.get_running_loop().call_later(delay, self._due, uri)
+
+    def _due(self, uri: str) -> None:
         self._pending.pop(uri, None)
         try:
             self.analyse(uri)
