@@ -111,6 +111,22 @@ async def test_edits_queued_behind_an_analysis_wait_for_a_pause(store, clock) ->
 
 
 @pytest.mark.asyncio
+async def test_a_change_just_after_an_analysis_in_pieces_runs_at_once(store, clock) -> None:
+    """An analysis in pieces lets the loop read messages between its pieces: a change
+    read just after it ended was made after it, not queued behind it (only an analysis
+    run at once, for a request, holds messages back)."""
+    store, delays = store
+    clock([100.0, 100.001])
+    store.analyse(URI)
+    while store.scheduler.busy:
+        await asyncio.sleep(0.001)
+    assert store.server.published  # it ran to its end (at 100.0, were the clock read)
+    store.schedule(URI)  # read 1 ms later
+    await asyncio.sleep(0)
+    assert delays == [COALESCE_SECONDS]
+
+
+@pytest.mark.asyncio
 async def test_a_change_a_while_after_a_long_analysis_runs_at_once(store, clock) -> None:
     """A long analysis ended 0.1 s ago (its syntax diagnostics were published long
     before): the change was made after it, not queued behind it."""
