@@ -16,6 +16,9 @@ document changed again.  Work that is stopped must leave nothing shared half don
 whole check builds new objects only, so it may stop anywhere.  Code that updates shared
 objects in place (the incremental re-check, which spends the previous analysis) runs
 `steady()`: its pause points still pause, but never stop.
+
+A sort of a long table is one C call that no pause point interrupts: `sorted_in_pieces`
+sorts it a run at a time and merges the runs a piece at a time.
 """
 
 from __future__ import annotations
