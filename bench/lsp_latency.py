@@ -72,6 +72,7 @@ LABELS = {"resnet50": "ResNet-50 (corpus 005)", "gpt2": "GPT-2 (corpus 002)",
           "resnet50-typed": "ResNet-50 typed (bench/build.py)", "chain1000": "chain of 1,000 adds",
           "chain20000": "chain of 20,000 adds", "two-at-once": "two documents at once"}
 QUIET_CHANGE = "change a small document, nothing else in flight → its diagnostics"
+QUIET_SECONDS = 0.3  # before each change of the small document: not typing (the server debounces typing: 150 ms)
 BUSY_OFFSETS = (0.05, 0.4)  # s after a large open that a small document is changed (parse, typing)
 RELAYLENS = "RelayLens"
 MLIR = "mlir-lsp-server"
@@ -329,7 +330,8 @@ async def measure_two_at_once(server: Server, big: str, small: str, reps: int, l
     all their diagnostics are in; then `small` opened, changed `reps` times with
     nothing else in flight, then `reps` times for each of BUSY_OFFSETS: `big` opened
     and `small` changed that many seconds later, each change timed from didChange to
-    its diagnostics."""
+    its diagnostics.  Every change of `small` comes QUIET_SECONDS after anything else
+    happened to it, so the server never takes it for typing (which it debounces)."""
     client = await LspClient.start(server.command, logs / f"{server.name}-two-at-once.log")
     try:
         caps = await client.initialize({"build": {"enabled": False}} if server.ours else None)
@@ -356,11 +358,12 @@ async def measure_two_at_once(server: Server, big: str, small: str, reps: int, l
         await client.received(waiting, sent, timeout)
         spots = edit_spots(small, reps * (len(BUSY_OFFSETS) + 1))
         for i in range(reps):
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(QUIET_SECONDS)
             waiting, sent = little.replace(spots[-1 - i], "0")
             figures.add(QUIET_CHANGE, (await client.received(waiting, sent, timeout))[1])
         for i in range(reps):
             for j, offset in enumerate(BUSY_OFFSETS):
+                await asyncio.sleep(QUIET_SECONDS)  # the small document quiet, as in QUIET_CHANGE
                 large = Document(client, f"file:///tmp/lsp-bench/busy{i}-{j}/large{server.suffix}", server.language,
                                  big, incremental)
                 large.open()

@@ -30,7 +30,7 @@ from .ir.module import IRModule
 from .ir.span import Source, document_span
 from .ops import attr_schema
 from .parser import ParseResult, parse
-from .pauses import steady
+from .pauses import pause_point, steady
 from .parser.parse import OnSyntax
 from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
@@ -211,7 +211,9 @@ def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:
     roots: list[Expr] = [*parsed.module.global_vars.values(), *parsed.module.functions.values()]
     roots += [p.info.value for p in parsed.incremental.anchors.pieces if p.info is not None]  # type: ignore[union-attr]
     done: set = set()
-    for root in roots:
+    for i, root in enumerate(roots):  # (20,000 roots, one a statement: post_order's own pauses never come)
+        if not i % PAUSE_ROOTS:
+            pause_point()
         for node in post_order(root, done=done):
             done.add(node)
             if not isinstance(node, Op):
@@ -255,7 +257,9 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
         if func not in mine and func.ty is not None:
             checker.types[func] = func.ty
             checker.seeded.add(func)
-    for node in nodes:
+    for i, node in enumerate(nodes):
+        if not i % PAUSE_NODES:
+            pause_point()
         operands = [c for c in children(node) if isinstance(c, Expr) and c not in mine]
         if isinstance(node, Call) and not isinstance(node.op, Op) and node.op not in mine:
             operands.append(node.op)
@@ -269,7 +273,9 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
     old_types = {f: f.ty for f, _ in found.functions}
     for node in nodes:  # as the parser left them: the types their comments wrote
         object.__setattr__(node, "ty", written.get(node))
-    for piece in found.pieces:
+    for i, piece in enumerate(found.pieces):
+        if not i % PAUSE_ROOTS:
+            pause_point()
         checker.walk(piece.info.value)
     for func, _ in found.functions:
         checker.walk(func)
@@ -289,6 +295,8 @@ def _retype_cone(parsed: ParseResult, change: Change, diagnostics: tuple[Diagnos
 
 
 CONE_LIMIT = 1 << 30  # statements in a cone; no limit: a whole check costs as much
+PAUSE_ROOTS = 64  # statements (their walks) between two pause points (compiler/pauses.py)
+PAUSE_NODES = 512  # nodes between two pause points
 
 
 def _uses(nodes: list[Expr]) -> set[int]:
@@ -308,7 +316,9 @@ def _live(found) -> set:
     live: set = set()
     users: dict[int, list] = {}
     tails = {id(p) for _, p in found.functions}
-    for piece in reversed(found.pieces):
+    for i, piece in enumerate(reversed(found.pieces)):
+        if not i % PAUSE_ROOTS:
+            pause_point()
         info = piece.info
         for reference in info.symbol.references:
             user = found.place(reference)

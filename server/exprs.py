@@ -14,10 +14,10 @@ from collections.abc import Iterable
 
 from ..compiler.ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
 from ..compiler.ir.functor import post_order
-from ..compiler.ir.span import Source, Span
+from ..compiler.ir.span import Source, Span, range_order
 from ..compiler.parser import ParseResult
 from ..compiler.parser.incremental import Change
-from ..compiler.pauses import pause_point
+from ..compiler.pauses import pause_point, sorted_in_pieces
 
 SHOWN = (Call, Tuple, TupleGetItem, Constant)
 PAUSE_NODES = 1024
@@ -68,8 +68,8 @@ class ExprIndex:
 
 def _entries(nodes: Iterable[Expr], source: Source) -> list[tuple[Span, Expr]]:
     """The shown nodes with a range of `source`, by start (longest first); made with pause
-    points between (what is left in one go: the sort of their offsets)."""
-    entries, keys = [], []
+    points between."""
+    entries = []
     for i, node in enumerate(nodes):
         if not i % PAUSE_NODES:
             pause_point()
@@ -78,10 +78,12 @@ def _entries(nodes: Iterable[Expr], source: Source) -> list[tuple[Span, Expr]]:
         for origin in node.span.origins():
             if isinstance(origin, Span) and origin.source is source:
                 entries.append((origin, node))
-                keys.append((origin.start, -origin.end))
                 break
-    order = sorted(range(len(entries)), key=keys.__getitem__)  # stable, as a sort of the entries
-    return [entries[i] for i in order]
+    return sorted_in_pieces(entries, _range_order)
+
+
+def _range_order(entry: tuple[Span, Expr]) -> int:
+    return range_order(entry[0])
 
 
 def _start(entry: tuple[Span, Expr]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from lark import Tree
 from lark.exceptions import UnexpectedInput
 
 from conftest import CORPUS
@@ -118,3 +119,26 @@ def test_random_statements_parse_to_larks_tree(body, tail):
             driver().parse(text, "item")
         return
     same(driver().parse(text, "item"), expected)
+
+
+def test_a_statements_children_are_made_when_first_read():
+    """The short cut's `graph_stmt` trees (StatementTree) hold their match until their
+    children are read; then, copied or not, they are Lark's trees."""
+    import copy
+
+    text = chain(5)
+    text = text[text.index("def"):]
+    tree = driver().parse(text, "item")
+    pending, stack = [], [tree]
+    while stack:  # every tree, without reading a StatementTree's children
+        node = stack.pop()
+        if isinstance(node, call_statements.StatementTree):
+            pending.append(node)
+        elif isinstance(node, Tree):
+            stack.extend(node.children)
+    assert len(pending) == 5 and all(t._pending is not None for t in pending)
+    same(tree, grammar().parse(text, start="item"))
+    assert all(t._pending is None for t in pending)
+    for statement in pending:
+        same(statement.copy(), statement)
+        assert copy.deepcopy(statement) == statement  # (Lark's deepcopy of a token drops its end_pos)

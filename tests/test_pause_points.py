@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import sys
 
+from hypothesis import given, settings, strategies as st
+
+from relaylens.compiler import pauses
 from relaylens.compiler.parser.symbols import _order
-from relaylens.compiler.pauses import pausing
+from relaylens.compiler.pauses import pausing, sorted_in_pieces
 from relaylens.server.analysis import analyse
 
 LINES = 6_000
@@ -32,7 +35,8 @@ def test_the_long_steps_of_an_open_pass_pause_points() -> None:
     with pausing(hook):
         analysis = analyse("file:///chain.relay", 1, chain())
         analysis.prepare()
-    assert {"anchors.py:__init__", "functor.py:post_order", "symbols.py:entries", "exprs.py:_entries"} <= passed, passed
+    assert {"anchors.py:__init__", "functor.py:post_order", "symbols.py:entries", "exprs.py:_entries",
+            "pauses.py:sorted_in_pieces"} <= passed, passed
     entries = analysis.index.entries()
     assert entries == sorted(entries, key=_order)  # the same order as a sort by _order
     assert len(entries) >= 3 * LINES  # every statement's definition and its two uses
@@ -43,3 +47,19 @@ def test_the_long_steps_of_an_open_pass_pause_points() -> None:
     offset = analysis.source.offset(line + 1, 3)  # on `%4321`, its definition
     found = analysis.index.at(offset)
     assert found is not None and found[0].name == "4321"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 1000))), st.integers(1, 5))
+def test_a_sort_in_pieces_is_a_stable_sort(items, run) -> None:
+    """pauses.py `sorted_in_pieces`: runs sorted, then merged two by two; the result is
+    `sorted`'s, items with equal keys in their order (the second field tells them apart)."""
+    old, pauses.RUN = pauses.RUN, run
+    paused = []
+    try:
+        with pausing(lambda may_stop: paused.append(1)):
+            got = sorted_in_pieces(items, key=lambda item: item[0])
+    finally:
+        pauses.RUN = old
+    assert got == sorted(items, key=lambda item: item[0])
+    assert len(paused) >= len(items) // run

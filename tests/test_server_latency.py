@@ -57,7 +57,7 @@ def store(monkeypatch) -> tuple[DiagnosticStore, list[float]]:
 
     def recorded(self, uri: str, delay: float):
         delays.append(delay)  # when the run is scheduled, whether or not it is cancelled later
-        return asyncio.sleep(0)
+        return asyncio.get_running_loop().call_soon(lambda: None)
 
     monkeypatch.setattr(DiagnosticStore, "_later", recorded)
     return DiagnosticStore(StandIn()), delays
@@ -87,6 +87,20 @@ async def test_changes_while_busy_wait_for_a_pause(store, clock) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_changes_analysis_starts_in_the_turn_its_delay_ends(monkeypatch) -> None:
+    """The delay is a timer whose callback starts the analysis, not a task that sleeps
+    (which would start it a turn of the loop later: one more slice of the analysis of
+    another document in progress)."""
+    store = DiagnosticStore(StandIn())
+    started: list = []
+    monkeypatch.setattr(store, "analyse", lambda uri: started.append((uri, asyncio.current_task())))
+    store.schedule(URI)
+    assert isinstance(store._pending[URI], asyncio.TimerHandle)
+    await asyncio.sleep(COALESCE_SECONDS * 3)
+    assert started == [(URI, None)] and URI not in store._pending  # (None: no task but the timer's callback)
+
+
+@pytest.mark.asyncio
 async def test_edits_queued_behind_an_analysis_wait_for_a_pause(store, clock) -> None:
     store, delays = store
     clock([100.0, 100.001])
@@ -94,6 +108,22 @@ async def test_edits_queued_behind_an_analysis_wait_for_a_pause(store, clock) ->
     store.schedule(URI)  # the first of them, read 1 ms later
     await asyncio.sleep(0)
     assert delays == [DEBOUNCE_SECONDS]
+
+
+@pytest.mark.asyncio
+async def test_a_change_just_after_an_analysis_in_pieces_runs_at_once(store, clock) -> None:
+    """An analysis in pieces lets the loop read messages between its pieces: a change
+    read just after it ended was made after it, not queued behind it (only an analysis
+    run at once, for a request, holds messages back)."""
+    store, delays = store
+    clock([100.0, 100.001])
+    store.analyse(URI)
+    while store.scheduler.busy:
+        await asyncio.sleep(0.001)
+    assert store.server.published  # it ran to its end (at 100.0, were the clock read)
+    store.schedule(URI)  # read 1 ms later
+    await asyncio.sleep(0)
+    assert delays == [COALESCE_SECONDS]
 
 
 @pytest.mark.asyncio

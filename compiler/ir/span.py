@@ -270,6 +270,13 @@ def cover(*spans: AnySpan | None) -> AnySpan | None:
     return sequential(*parts)
 
 
+def range_order(span: Span) -> int:
+    """A sort key of document ranges: by start, the longest first (the enclosing range
+    before the ranges inside it that start with it), for texts under 4 GiB.  One int,
+    which sorts several times faster than the pair (start, -end)."""
+    return (span.start << 32) - span.end
+
+
 def document_span(span: AnySpan | None, source: Source | None = None) -> Span | None:
     """The first document range among a span's origins (of `source`, if given)."""
     if span is None:

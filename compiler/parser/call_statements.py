@@ -6,7 +6,8 @@ it (the `ty=` comments are blanks by the time the grammar reads the text: scan.p
 LALR driver (lalr_driver.py) gives each of its eight to a dozen tokens a match of its
 state's lexer, an action lookup and the reductions between; here the rest of such a
 statement after its `%N` is matched by one regular expression, its tokens are cut from
-that match, and its tree is built directly, the tree Lark's callbacks build for it:
+that match, and its tree is built directly, the tree Lark's callbacks build for it (its
+children when first read: `StatementTree`):
 
     graph_stmt [GRAPH, EQUAL, call [name [IDENT|DOTTED], LPAR, call_args [arg, COMMA, ...], RPAR]]
 
@@ -56,16 +57,26 @@ class CallStatements:
         """The statement whose `%N` is `graph`, read, its end at `pos`: (its tree, its `;`
         token, the offset after the `;`), or None when it is not of the short cut's form.
         `name_lexer(text, at, name)` is the kind of token the lexer of the state after
-        `=` reads at `at` ("" unless it is `name` whole): it must be a name."""
+        `=` reads at `at` ("" unless it is `name` whole): it must be a name.  The tree's
+        children are made when first read (`StatementTree`)."""
         m = _REST.match(text, pos)
         if m is None:
             return None
-        _, (eq, _), (at, _), (lpar, _), (first, _), (comma, _), (second, _), (more, more_end), \
-            (rpar, _) = m.regs
-        name, first_arg, second_arg = m.group(2, 4, 6)
-        kind = name_lexer(text, at, name)
+        kind = name_lexer(text, m.start(2), m[2])
         if kind != "IDENT" and kind != "DOTTED":
             return None
+        tree = Tree.__new__(StatementTree)
+        tree.data, tree._meta, tree._pending = "graph_stmt", None, (self, m, graph, kind)
+        end = m.end()
+        return tree, _token(self.semi, ";", end - 1), end
+
+    def children(self, m: re.Match, graph: Token, kind: str) -> list:
+        """The children of the `graph_stmt` tree of the statement `m` matched (its `%N`:
+        `graph`; its operator's name, a token of `kind`)."""
+        _, (eq, _), (at, _), (lpar, _), (first, _), (comma, _), (second, _), (more, more_end), \
+            (rpar, _) = m.regs
+        text = m.string
+        name, first_arg, second_arg = m.group(2, 4, 6)
         args = [_arg(first_arg, first)]
         if comma >= 0:
             args += (_token(self.comma, ",", comma), _arg(second_arg, second))
@@ -76,8 +87,29 @@ class CallStatements:
                                 _arg(value, part.start()))
         call = _tree("call", [_tree("name", [_token(kind, name, at)]), _token(self.lpar, "(", lpar),
                               _tree("call_args", args), _token(self.rpar, ")", rpar)])
-        end = m.end()
-        return _tree("graph_stmt", [graph, _token(self.eq, "=", eq), call]), _token(self.semi, ";", end - 1), end
+        return [graph, _token(self.eq, "=", eq), call]
+
+
+class StatementTree(Tree):
+    """The `graph_stmt` tree of a statement the short cut read, the same as Lark's; its
+    children (eleven tokens and trees for `%2 = add(%1, %1);`) are made when something
+    first reads them.  The parse makes two objects for such a statement, its tree and its
+    `;`: the syntax diagnostics of a long body come out before its trees are made (the
+    lowering reads them next)."""
+
+    _pending = None  # (the CallStatements, the match, the `%N` token, the name's kind) until read
+
+    @property
+    def children(self) -> list:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            self._kids = pending[0].children(*pending[1:])
+        return self._kids
+
+    @children.setter
+    def children(self, value: list) -> None:
+        self._pending, self._kids = None, value
 
 
 def _token(kind: str, value: str, start: int, new=str.__new__) -> Token:

@@ -50,7 +50,7 @@ from ..ir import expr as E
 from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
-from ..pauses import pause_point
+from ..pauses import pause_point, sorted_in_pieces
 from .errors import AFTER_DEFINITION
 from .grammar import first_token, kids, parse_text
 from .recovery import MAX_RECOVERIES, recover_alone
@@ -63,7 +63,7 @@ from .symbols import Symbol, SymbolIndex
 # characters whose insertion or removal may change what the scanner sees (comments,
 # strings, metadata, the `#[version]` header, the recovery's hole, which it reports)
 _SCANNED = frozenset('/*"#' + HOLE)
-PAUSE_STATEMENTS = 256  # statements between two pause points (compiler/pauses.py)
+PAUSE_STATEMENTS = 128  # statements between two pause points (compiler/pauses.py)
 
 
 @dataclass
@@ -107,7 +107,7 @@ def anchor(source: Source, parsed: list, diagnostics: list[Diagnostic]) -> None:
             if isinstance(stmt, Tree) and stmt.data == "graph_stmt":
                 bounds.add(item.start + first_token(stmt).start_pos)  # (comments after it included)
                 bounds.add(item.start + semicolon.start_pos)
-    anchors = Anchors(sorted(bounds), len(source.text), source)
+    anchors = Anchors(sorted_in_pieces(list(bounds), int), len(source.text), source)
     object.__setattr__(source, "anchors", anchors)
     diagnostics[:] = [_anchored(d, source) for d in diagnostics]
 
@@ -590,7 +590,12 @@ def cone(result: "ParseResult", piece: Piece, limit: int) -> Cone | None:
     seen = {id(piece)}
     order, queue = [piece], [piece]
     functions: dict[tuple[int, int], tuple[E.Function, Piece]] = {}
+    countdown = PAUSE_STATEMENTS
     while queue:
+        countdown -= 1
+        if not countdown:
+            countdown = PAUSE_STATEMENTS
+            pause_point()
         statement = queue.pop().info
         for reference in statement.symbol.references:  # type: ignore[union-attr]
             user = anchors.piece_at(reference.start)

@@ -44,7 +44,7 @@ from .unknown_constants import broadcast_operand, operand_type, unknown_constant
 from .solver import ERROR, ErrorType, Mismatch, Solver, subtypes
 
 BOOL_SCALAR = TensorType((), "bool")
-PAUSE_STEPS = 512  # steps of the walk between two pause points (compiler/pauses.py)
+PAUSE_STEPS = 128  # steps of the walk between two pause points (compiler/pauses.py: about 1 ms)
 
 
 def infer_types(module: IRModule, *, check_annotations: bool = False,

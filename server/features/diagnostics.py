@@ -22,7 +22,8 @@ request that cannot do without an analysis in progress finishes it (`_settle`). 
 URI, and a newer edit cancels the pending run: a change to a document that was quiet
 (no change and no analysis of it in the last 150 ms) is analysed after 10 ms, enough to
 take edits sent together as one; a change while the document is busy (being typed in,
-or analysed a moment ago, 30 ms: edits that queued up meanwhile) waits for 150 ms
+or analysed to its end at once on the loop a moment ago, 30 ms: edits that queued up
+meanwhile; an analysis in pieces lets every message in as it comes) waits for 150 ms
 without changes.  So one edit shows its diagnostics after one analysis, and a burst of typing costs one
 analysis, not one per keystroke.  didClose clears the document's diagnostics.  A
 result is published only if its version is still the document's version at that moment
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from ..server import RelayLensServer
 
 DEBOUNCE_SECONDS = 0.15  # a busy document's changes wait for a pause this long
-QUEUED_SECONDS = 0.03  # a change read this soon after an analysis was sent during it
+QUEUED_SECONDS = 0.03  # a change read this soon after an analysis run at once (`_finish`) was sent during it
 COALESCE_SECONDS = 0.01  # a quiet document's change waits this long for the edits sent with it
 FAST = "fast"  # parse + names + types
 STICKY = frozenset({BUILD})  # stages published whatever their version (the slow path's)
@@ -71,9 +72,10 @@ class DiagnosticStore:
     def __init__(self, server: "RelayLensServer") -> None:
         self.server = server
         self._by_stage: dict[tuple[str, str], tuple[int | None, list[lsp.Diagnostic]]] = {}
-        self._pending: dict[str, asyncio.Task] = {}
+        self._pending: dict[str, asyncio.TimerHandle] = {}
         self._active: dict[str, float] = {}  # uri -> time of its last change
-        self._analysed: dict[str, float] = {}  # uri -> when its last analysis ended
+        self._analysed: dict[str, float] = {}  # uri -> when its last analysis run at once (`_finish`) ended
+        self._finishing = 0  # inside `_finish`: the loop reads no message meanwhile
         self._running: dict[str, tuple[Pieces, int | None]] = {}  # uri -> its analysis in progress, version
         self.scheduler = Scheduler()
         server.analyses.settle = self._settle
@@ -111,7 +113,7 @@ class DiagnosticStore:
                 self.scheduler.raise_(running[0])
                 return running[0]
             running[0].stop()
-            self.scheduler.finish(running[0])
+            self._finish(running[0])
         version, text = doc.version, doc.text
         pieces = Pieces(lambda: self._analyse(uri, version, text), f"analysis of {uri}")
         self._running[uri] = (pieces, version)
@@ -122,7 +124,16 @@ class DiagnosticStore:
         """Analyse the opened document and publish, before returning."""
         pieces = self.analyse(uri)
         if pieces is not None:
+            self._finish(pieces)
+
+    def _finish(self, pieces: Pieces) -> None:
+        """Run `pieces` to its end now, on the loop: messages that arrive meanwhile wait,
+        so a change read just after it ends may have queued up behind it (`schedule`)."""
+        self._finishing += 1
+        try:
             self.scheduler.finish(pieces)
+        finally:
+            self._finishing -= 1
 
     def _settle(self, uri: str, exact: bool) -> None:
         """Finish the analysis of `uri` in progress when a reader cannot do without it:
@@ -135,7 +146,7 @@ class DiagnosticStore:
         pieces = running[0]
         stored = self.server.analyses.stored(uri)
         if pieces.steady or stored is None or not stored.typed or exact:
-            self.scheduler.finish(pieces)
+            self._finish(pieces)
 
     def _analyse(self, uri: str, version: int | None, text: str) -> None:
         """The work of one analysis (on its own thread, a piece at a time: pieces.py)."""
@@ -163,7 +174,7 @@ class DiagnosticStore:
         running = self._running.get(uri)
         if running is not None and running[1] == version:
             running[0].urgent = False  # published: the other documents' syntax first (pieces.py)
-        if final:
+        if final and self._finishing:  # (in pieces, the loop read every message in between)
             self._analysed[uri] = time.monotonic()
 
     def _done(self, uri: str, pieces: Pieces, then: Callable[[], None] | None) -> None:
@@ -190,7 +201,7 @@ class DiagnosticStore:
         if running is not None:  # of an older version: the run below stops it; no slices till then
             running[0].held = True
         delay = DEBOUNCE_SECONDS if busy else COALESCE_SECONDS
-        self._pending[uri] = asyncio.get_running_loop().create_task(self._later(uri, delay))
+        self._pending[uri] = self._later(uri, delay)
 
     def cancel(self, uri: str) -> None:
         pending = self._pending.pop(uri, None)
@@ -203,16 +214,18 @@ class DiagnosticStore:
         running = self._running.pop(uri, None)
         if running is not None:
             running[0].stop()
-            self.scheduler.finish(running[0])
+            self._finish(running[0])
         self.clear(uri)
         self._active.pop(uri, None)
         self._analysed.pop(uri, None)
 
-    async def _later(self, uri: str, delay: float) -> None:
-        try:
-            await asyncio.sleep(delay)
-        except asyncio.CancelledError:
-            return
+    def _later(self, uri: str, delay: float) -> asyncio.TimerHandle:
+        """Analyse `uri` in `delay` seconds: a timer whose callback starts the analysis
+        (a task sleeping `delay` would start it one turn of the loop later: a slice of
+        another document's analysis more)."""
+        return asyncio.get_running_loop().call_later(delay, self._due, uri)
+
+    def _due(self, uri: str) -> None:
         self._pending.pop(uri, None)
         try:
             self.analyse(uri)
