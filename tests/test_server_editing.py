@@ -371,13 +371,14 @@ async def test_completion_while_the_text_does_not_parse(client: LanguageClient) 
     # and before the server has even analysed the new text (no wait for diagnostics)
     typed2 = "  let %v = %"
     text2 = text.replace(typed + "\n", "  let %w = nn.bias_add(%y, %b, axis=1);\n" + typed2 + "\n")
-    await change(client, uri, 3, text2, wait=False)
+    analysed = asyncio.ensure_future(published(client, uri, 3))  # listening before the requests:
+    await change(client, uri, 3, text2, wait=False)  # a request may have the analysis finished
     found = await client.text_document_completion_async(lsp.CompletionParams(doc, pos(5, len(typed2))))
     labels = {i.label for i in found.items}
     assert {"%x", "%b", "%y", "%w", "%v"} <= labels
     help_ = await client.text_document_signature_help_async(lsp.SignatureHelpParams(doc, pos(4, len(typed))))
     assert help_ is None or help_.signatures  # a stale position answers without failing
-    await published(client, uri, 3)
+    await analysed
 
 
 @asyncio_module
