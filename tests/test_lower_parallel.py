@@ -123,3 +123,11 @@ def test_children_send_schedule_texts_only_when_kept_or_shown(monkeypatch):
     shown = compile(TEXT, "m.relay", stop_after="llvm").lowered
     assert all(f.kept_schedule is not None and f.scheduled is None for f in shown.functions.values())
     assert [f.schedule_text for f in fns] == [f.schedule_text for f in shown.functions.values()]
+
+
+def test_children_keep_the_heap_they_inherit_out_of_the_collector():
+    """Every collection in a child would walk the parent's whole heap (the build): a
+    child freezes what it inherits (gc.freeze) before its first item."""
+    import gc
+
+    assert all(count > 0 for _, count in map_forked(lambda _: gc.get_freeze_count(), [0, 1, 2], 2))
