@@ -199,6 +199,21 @@ def test_index_terms_are_emitted_once_where_they_dominate(jit):
     np.testing.assert_array_equal(got_side, x[:, 15])
 
 
+def test_an_address_is_emitted_once_where_it_dominates(jit):
+    """A row total's element is read and written at one address: one getelementptr for
+    its first store, the three unrolled reads and the three writes."""
+    a, out = buf("a", (4, 3), "float32"), buf("out", (4,), "float32")
+    r, k = te.Var("r"), te.Var("k")
+    body = ln.For(r, 4, ln.seq(
+        ln.Store(out, r, te.const(0.0, "float32")),
+        ln.For(k, 3, ln.Store(out, r, load(out, r) + load(a, r * 3 + k)), "unrolled")))
+    f = ln.PrimFunc("row_total", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert text.count('getelementptr inbounds float, ptr %"out", i64 %"r"') == 1
+    x = values("float32", n=12).reshape(4, 3)
+    np.testing.assert_allclose(jit.compile([f], "t.relay")["row_total"](x), x.sum(axis=1), rtol=1e-6)
+
+
 def test_widened_loops(jit):
     """Vector code for a vectorized loop (lanes.py): a contiguous read is one vector load,
     a loop-invariant read a broadcast scalar, a strided write one store per lane, and a

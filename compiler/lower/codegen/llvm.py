@@ -27,8 +27,12 @@ Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up t
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
 `select` evaluates only the side taken when a side reads memory (branches and a phi).
 Index arithmetic is folded where it is constant, a division by a constant has no guard
-(unsigned where the loop bounds prove the dividend non-negative), and an expression that
-reads no memory is emitted once per block (`_Emitter.region`), not once per statement.
+(unsigned where the loop bounds prove the dividend non-negative), an expression that
+reads no memory is emitted once per block (`_Emitter.region`), not once per statement, and
+an index operation or an address on values already combined so is not emitted again
+where the first one dominates (`_Emitter.integer_binary`, `address`): LLVM would remove
+the copies, but only after printing, parsing and optimising them (a third of ResNet-50's
+unoptimised IR).
 Scalar operations and the LLVM types of dtypes are in scalar.py.
 
 Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
@@ -248,12 +252,20 @@ class _Emitter:
         return _accumulates(s)
 
     def address(self, buffer: te.Buffer, index: ir.Value) -> ir.Value:
+        """The address of `buffer[index]`: one instruction per buffer and index value where
+        it dominates (`numbered`, as index operations: a tile reads and writes its
+        accumulators at the same addresses)."""
         ptr = self.buffers.get(id(buffer))
         if ptr is None:
             raise LoweringError(f"LLVM code generation: buffer {buffer.name} is not a parameter or allocated")
-        if index.type != I64:
-            index = self.builder.sext(index, I64)
-        return self.builder.gep(ptr, [index], inbounds=True, source_etype=mem_type(buffer.dtype))
+        key = ("address", id(ptr), buffer.dtype, _value_key(index))
+        found = self.numbered.get(key)
+        if found is None:
+            if index.type != I64:
+                index = self.builder.sext(index, I64)
+            found = self.numbered[key] = self.builder.gep(ptr, [index], inbounds=True,
+                                                          source_etype=mem_type(buffer.dtype))
+        return found
 
     def if_(self, s: IfThenElse) -> None:
         cond = self.expr(s.cond)
@@ -549,7 +561,9 @@ class _Emitter:
 def _value_key(v: ir.Value) -> Any:
     """What identifies an operand's value: a constant by its value, else the instruction
     or argument itself."""
-    return ("const", v.constant) if isinstance(v, ir.Constant) else id(v)
+    if isinstance(v, ir.Constant):
+        return "const", str(v.type), tuple(v.constant) if isinstance(v.constant, list) else v.constant
+    return id(v)
 
 
 def _vector_pieces(extent: int) -> list[int]:
