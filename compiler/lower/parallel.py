@@ -19,8 +19,8 @@ writes its two pipes (its standard streams go to /dev/null), leaves with `os._ex
 dies with the parent (Linux's parent-death signal).  It moves the heap it inherits out of
 the garbage collector's sight (`gc.freeze`): it lives for one build, so nothing it
 inherited needs collecting there, and each collection would otherwise walk the parent's
-whole heap (the build, the model, its weights' wrappers), which made LLVM IR generation
-over ResNet-50's kernels take about twice its CPU time.  A child that dies, or answers with
+whole heap (the build, the model, its weights' wrappers): LLVM IR generation over
+ResNet-50's kernels took 15-40% more CPU time without it.  A child that dies, or answers with
 something unreadable, costs nothing but time: the parent computes that item itself.
 
 `compile_jobs()` is how many: RELAYLENS_COMPILE_JOBS when set (1 turns the children off),

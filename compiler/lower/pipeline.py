@@ -293,7 +293,7 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
     here, so its error (or a bug's traceback) surfaces in this process.
 
     A worker sends its kernel's schedule text (the loop nest printed after every step:
-    nearly half a worker's time on ResNet-50) only when the disk cache keeps it or the
+    about 40% of a worker's time on ResNet-50) only when the disk cache keeps it or the
     build stops at LLVM IR (the editor's, whose report reads every text); otherwise it is
     made here if something asks for it (`LoweredFunction.schedule_text`)."""
     texts = disk is not None or not machine_code

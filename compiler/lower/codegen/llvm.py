@@ -160,8 +160,8 @@ class _Emitter:
         # insertion point (see `region`); `loaded` those that read memory, for one statement
         self.memo: dict[int, ir.Value] = {}
         self.loaded: dict[int, ir.Value] = {}
-        # integer operations emitted, by operation and operand values (`integer_binary`):
-        # scoped as `memo`
+        # index operations and addresses emitted, by operation and operand values
+        # (`integer_binary`, `address`): scoped as `memo`
         self.numbered: dict[tuple, ir.Value] = {}
         self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
@@ -205,8 +205,9 @@ class _Emitter:
         """A block of code that need not run (a loop body, a branch) or that rebinds a
         variable (an unrolled iteration): it may use what was emitted before it, and
         nothing it emits is reused after it, except, when it is `straight` (it runs
-        whenever the code after it does: an unrolled iteration), its integer operations
-        (`numbered`, keyed by the values they use, so a rebound variable keys apart)."""
+        whenever the code after it does: an unrolled iteration), its index operations and
+        addresses (`numbered`, keyed by the values they use, so a rebound variable keys
+        apart)."""
         saved, saved_loaded, saved_numbered = self.memo, self.loaded, self.numbered
         self.memo, self.loaded = dict(saved), dict(saved_loaded)
         if not straight:
