@@ -179,6 +179,41 @@ def test_unrolled_index_arithmetic_is_folded(jit):
     np.testing.assert_array_equal(jit.compile([f], "t.relay")["unrolled_fold"](x), x * 2)
 
 
+def test_index_terms_are_emitted_once_where_they_dominate(jit):
+    """The same index operation on the same values is one instruction: an unrolled
+    iteration's terms serve the iterations after it (`r * 16` once for the three), but
+    nothing emitted in a loop body or a branch is used after it (LLVM's verifier would
+    reject the module)."""
+    a, out, side = buf("a", (4, 16), "float32"), buf("out", (4, 16), "float32"), buf("side", (4,), "float32")
+    r, k, c = te.Var("r"), te.Var("k"), te.Var("c")
+    body = ln.For(r, 4, ln.seq(
+        ln.For(c, 13, ln.Store(out, r * 16 + (c + 3), load(a, r * 16 + (c + 3)) * 2.0)),
+        ln.For(k, 3, ln.Store(out, r * 16 + k, load(a, r * 16 + k) + 1.0), "unrolled"),
+        ln.Store(side, r, load(a, r * 16 + 15))))
+    f = ln.PrimFunc("numbered", (a, out, side), body, num_outputs=2)
+    text = str(generate([f], "t.relay"))
+    assert len(re.findall(r'mul nuw nsw i64 %"r", 16', text)) == 2  # in the inner loop; in the first iteration
+    x = values("float32", n=64).reshape(4, 16)
+    got, got_side = jit.compile([f], "t.relay")["numbered"](x)
+    np.testing.assert_array_equal(got, np.concatenate([x[:, :3] + 1, x[:, 3:] * 2], axis=1))
+    np.testing.assert_array_equal(got_side, x[:, 15])
+
+
+def test_an_address_is_emitted_once_where_it_dominates(jit):
+    """A row total's element is read and written at one address: one getelementptr for
+    its first store, the three unrolled reads and the three writes."""
+    a, out = buf("a", (4, 3), "float32"), buf("out", (4,), "float32")
+    r, k = te.Var("r"), te.Var("k")
+    body = ln.For(r, 4, ln.seq(
+        ln.Store(out, r, te.const(0.0, "float32")),
+        ln.For(k, 3, ln.Store(out, r, load(out, r) + load(a, r * 3 + k)), "unrolled")))
+    f = ln.PrimFunc("row_total", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert text.count('getelementptr inbounds float, ptr %"out", i64 %"r"') == 1
+    x = values("float32", n=12).reshape(4, 3)
+    np.testing.assert_allclose(jit.compile([f], "t.relay")["row_total"](x), x.sum(axis=1), rtol=1e-6)
+
+
 def test_widened_loops(jit):
     """Vector code for a vectorized loop (lanes.py): a contiguous read is one vector load,
     a loop-invariant read a broadcast scalar, a strided write one store per lane, and a

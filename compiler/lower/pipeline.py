@@ -290,10 +290,18 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
     Two or more jobs are lowered in forked workers (parallel.py), each returning what the
     disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
     moved: the same name and source).  A job a worker could not lower is lowered again
-    here, so its error (or a bug's traceback) surfaces in this process."""
+    here, so its error (or a bug's traceback) surfaces in this process.
+
+    A worker sends its kernel's schedule text (the loop nest printed after every step:
+    about 40% of a worker's time on ResNet-50) only when the disk cache keeps it or the
+    build stops at LLVM IR (the editor's, whose report reads every text); otherwise it is
+    made here if something asks for it (`LoweredFunction.schedule_text`)."""
+    texts = disk is not None or not machine_code
+
     def in_worker(job: _Job) -> Entry | None:
         try:
-            return _disk_entry(*_lower(job.func, job.name, source_name, jit, machine_code, job.composed))
+            fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
+            return _disk_entry(fn, obj, schedule_text=texts)
         except Exception:  # reported by the parent, which lowers this one again
             return None
 
@@ -334,10 +342,13 @@ def _locations(func: Function) -> list:
     return [source_location(node.span) for node in post_order(func)]
 
 
-def _disk_entry(fn: LoweredFunction, obj: bytes) -> Entry:
+def _disk_entry(fn: LoweredFunction, obj: bytes, schedule_text: bool = True) -> Entry:
+    """What the disk cache keeps of `fn` (and a worker sends back); without its schedule
+    text when `schedule_text` is false (`_from_disk` then leaves it to be made on demand)."""
     meta = {"name": fn.name, "locations": _locations(fn.func), "steps": fn.schedule_steps}
-    blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode(),
-             "schedule_text": fn.schedule_text.encode()}
+    blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode()}
+    if schedule_text:
+        blobs["schedule_text"] = fn.schedule_text.encode()
     if obj:
         blobs["object"] = obj
     return Entry(meta, blobs)

@@ -68,7 +68,7 @@ def emit_tree(em, s: For, plan: TreePlan) -> None:
     index = em.expr(st.index)
     values = []
     for k in range(s.extent):
-        with em.region():
+        with em.region(straight=True):
             em.vars[id(s.var)] = ir.Constant(I64, k)
             values.append(em.expr(plan.part))
     while len(values) > 1:

@@ -213,7 +213,7 @@ class Lanes:
         self.vectors: dict[int, ir.Value] = {}  # lane-dependent expressions emitted, by id
 
     def emit(self) -> None:
-        with self.em.region():
+        with self.em.region(straight=True):
             self.em.vars[id(self.var)] = ir.Constant(I64, 0)  # the bases: every index at lane 0
             self.statement(self.plan.body)
 
@@ -227,7 +227,7 @@ class Lanes:
         elif isinstance(s, For):
             em.bind_extent(s.var, s.extent)
             for k in range(s.extent):
-                with em.region():
+                with em.region(straight=True):
                     em.vars[id(s.var)] = ir.Constant(I64, k)
                     self.statement(s.body)
             em.vars.pop(id(s.var), None)

@@ -27,8 +27,12 @@ Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up t
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
 `select` evaluates only the side taken when a side reads memory (branches and a phi).
 Index arithmetic is folded where it is constant, a division by a constant has no guard
-(unsigned where the loop bounds prove the dividend non-negative), and an expression that
-reads no memory is emitted once per block (`_Emitter.region`), not once per statement.
+(unsigned where the loop bounds prove the dividend non-negative), an expression that
+reads no memory is emitted once per block (`_Emitter.region`), not once per statement, and
+an index operation or an address on values already combined so is not emitted again
+where the first one dominates (`_Emitter.integer_binary`, `address`): LLVM would remove
+the copies, but only after printing, parsing and optimising them (a third of ResNet-50's
+unoptimised IR).
 Scalar operations and the LLVM types of dtypes are in scalar.py.
 
 Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
@@ -156,6 +160,9 @@ class _Emitter:
         # insertion point (see `region`); `loaded` those that read memory, for one statement
         self.memo: dict[int, ir.Value] = {}
         self.loaded: dict[int, ir.Value] = {}
+        # index operations and addresses emitted, by operation and operand values
+        # (`integer_binary`, `address`): scoped as `memo`
+        self.numbered: dict[tuple, ir.Value] = {}
         self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
@@ -194,16 +201,21 @@ class _Emitter:
     # ------------------------------------------------------------------ statements
 
     @contextlib.contextmanager
-    def region(self) -> Iterator[None]:
+    def region(self, straight: bool = False) -> Iterator[None]:
         """A block of code that need not run (a loop body, a branch) or that rebinds a
         variable (an unrolled iteration): it may use what was emitted before it, and
-        nothing it emits is reused after it."""
-        saved, saved_loaded = self.memo, self.loaded
+        nothing it emits is reused after it, except, when it is `straight` (it runs
+        whenever the code after it does: an unrolled iteration), its index operations and
+        addresses (`numbered`, keyed by the values they use, so a rebound variable keys
+        apart)."""
+        saved, saved_loaded, saved_numbered = self.memo, self.loaded, self.numbered
         self.memo, self.loaded = dict(saved), dict(saved_loaded)
+        if not straight:
+            self.numbered = dict(saved_numbered)
         try:
             yield
         finally:
-            self.memo, self.loaded = saved, saved_loaded
+            self.memo, self.loaded, self.numbered = saved, saved_loaded, saved_numbered
 
     def stmt(self, s: Stmt) -> None:
         self.loaded = {}
@@ -241,12 +253,20 @@ class _Emitter:
         return _accumulates(s)
 
     def address(self, buffer: te.Buffer, index: ir.Value) -> ir.Value:
+        """The address of `buffer[index]`: one instruction per buffer and index value where
+        it dominates (`numbered`, as index operations: a tile reads and writes its
+        accumulators at the same addresses)."""
         ptr = self.buffers.get(id(buffer))
         if ptr is None:
             raise LoweringError(f"LLVM code generation: buffer {buffer.name} is not a parameter or allocated")
-        if index.type != I64:
-            index = self.builder.sext(index, I64)
-        return self.builder.gep(ptr, [index], inbounds=True, source_etype=mem_type(buffer.dtype))
+        key = ("address", id(ptr), buffer.dtype, _value_key(index))
+        found = self.numbered.get(key)
+        if found is None:
+            if index.type != I64:
+                index = self.builder.sext(index, I64)
+            found = self.numbered[key] = self.builder.gep(ptr, [index], inbounds=True,
+                                                          source_etype=mem_type(buffer.dtype))
+        return found
 
     def if_(self, s: IfThenElse) -> None:
         cond = self.expr(s.cond)
@@ -284,7 +304,7 @@ class _Emitter:
         elif s.kind == "unrolled" or s.extent == 1:
             self.bind_extent(s.var, s.extent)
             for k in range(s.extent):
-                with self.region():
+                with self.region(straight=True):
                     self.vars[id(s.var)] = ir.Constant(I64, k)
                     self.stmt(s.body)
         else:
@@ -457,10 +477,9 @@ class _Emitter:
             return self.select(e)
         if isinstance(e, te.Binary):
             x, y = self.expr(e.a), self.expr(e.b)
-            if e.op in ("floordiv", "floormod") and self._nonnegative_by_positive(e):
-                # an index: both sides known non-negative, so floor is truncation (no sign fix-up)
-                return b.udiv(x, y) if e.op == "floordiv" else b.urem(x, y)
-            return binary(self, e.op, x, y, e.a.dtype, flags=self.no_wrap(e))
+            if e.a.dtype == te.INDEX:
+                return self.integer_binary(e, x, y)
+            return self._binary(e, x, y)
         if isinstance(e, te.Cast):
             x = self.expr(e.value)
             return cast(b, x, e.value.dtype, e.dtype)
@@ -468,6 +487,26 @@ class _Emitter:
             args = [self.expr(a) for a in e.args]
             return call(self, e.name, args, e.args[0].dtype, e.dtype)
         raise LoweringError(f"LLVM code generation: {type(e).__name__} must be lowered before code generation")
+
+    def integer_binary(self, e: te.Binary, x: ir.Value, y: ir.Value) -> ir.Value:
+        """`e`, an operation on indices, given its operands' values: the instruction an
+        earlier expression made of the same operation on the same values, where it still
+        dominates (`numbered`, scoped as `memo`), else a new one.  Unrolled tiles spell the
+        same index terms again in every address (`ax3.outer * 3` in each of a 3x3
+        window's loads): emitted once, LLVM has fewer instructions to print, parse and
+        deduplicate (its no-wrap flags are facts about the values, whichever expression
+        proved them)."""
+        key = (e.op, e.b.dtype, _value_key(x), _value_key(y))
+        value = self.numbered.get(key)
+        if value is None:
+            value = self.numbered[key] = self._binary(e, x, y)
+        return value
+
+    def _binary(self, e: te.Binary, x: ir.Value, y: ir.Value) -> ir.Value:
+        if e.op in ("floordiv", "floormod") and self._nonnegative_by_positive(e):
+            # an index: both sides known non-negative, so floor is truncation (no sign fix-up)
+            return self.builder.udiv(x, y) if e.op == "floordiv" else self.builder.urem(x, y)
+        return binary(self, e.op, x, y, e.a.dtype, flags=self.no_wrap(e))
 
     def _nonnegative_by_positive(self, e: te.Binary) -> bool:
         """Whether `e.a` is never negative and `e.b` a positive constant, on signed
@@ -518,6 +557,14 @@ class _Emitter:
         if key not in self._reads:
             self._reads[key] = isinstance(e, te.BufferLoad) or any(self.reads_memory(k) for k in te.children(e))
         return self._reads[key]
+
+
+def _value_key(v: ir.Value) -> Any:
+    """What identifies an operand's value: a constant by its value, else the instruction
+    or argument itself."""
+    if isinstance(v, ir.Constant):
+        return "const", str(v.type), tuple(v.constant) if isinstance(v.constant, list) else v.constant
+    return id(v)
 
 
 def _vector_pieces(extent: int) -> list[int]:
