@@ -15,11 +15,12 @@ $(STAMP): pyproject.toml setup.py
 venv: $(STAMP)
 
 # Two pytest-xdist workers (a file to a worker: module fixtures and the files' shared
-# scratch directories stay in one process); TEST_WORKERS=0 runs in this one process.
+# scratch directories stay in one process), in the order tests/conftest.py gives (slow
+# files first); TEST_WORKERS=0 runs in this one process.
 TEST_WORKERS ?= 2
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The long fuzzing runs (tests/fuzz/, docs/reliability.md): each target for FUZZ_SECONDS,
 # out of process; `make test` runs the same fuzzers for 12 s each.

@@ -73,12 +73,21 @@ def pytest_configure(config) -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """On pytest-xdist's workers (`make test` runs two, a file to a worker), the files
-    marked `slow` go first, so that the long ones start early and the two workers end
-    together rather than one running the VS Code test alone at the end.  The order is
-    the same on every worker (xdist requires it); a run without xdist keeps file order."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+    """On pytest-xdist's workers (`make test` runs two, a file to a worker, in the order
+    given here: --no-loadscope-reorder), the files with a test marked `slow` go first and
+    then the others, the files with more tests first: the long ones start early and the
+    two workers end together, rather than one running the VS Code tests alone at the end.
+    The order is the same on every worker (xdist requires it); a run without xdist keeps
+    pytest's order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    tests: dict[str, int] = {}
+    slow: set[str] = set()
+    for item in items:
+        tests[item.fspath.strpath] = tests.get(item.fspath.strpath, 0) + 1
+        if item.get_closest_marker("slow") is not None:
+            slow.add(item.fspath.strpath)
+    items.sort(key=lambda item: (item.fspath.strpath not in slow, -tests[item.fspath.strpath]))  # stable
 
 
 def _private_kernel_cache() -> None:
