@@ -32,7 +32,9 @@ server never loads LLVM's code generator) or ("assembly", request, None, why).  
 has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`),
-and before it waits for a message (after its imports, after a job) it unmaps the clean
+and before it says it is ready (what loading llvmlite mapped: a build taken at once
+would otherwise add its peak to those 95 MB) and before it waits for a message (after
+its imports, after a job) it unmaps the clean
 pages of the libraries it is not running when a job mapped more of them (`resident.Trim`:
 LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again).
 A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
@@ -142,6 +144,8 @@ def disk_cache():
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     from . import report_cache  # the kernel cache and llvmlite's binding: enough to answer from a kept report
 
+    trim = Trim()
+    trim()  # what loading llvmlite mapped (resident.py), before any job: else the first one builds on top of it
     jobs = Jobs()
 
     def read_all() -> None:
@@ -155,7 +159,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     answered: dict[str, tuple[int | None, tuple]] = {}  # uri -> (version, (text, weights, byoc)): from a kept report
     frames.write(out, ("ready", os.getpid()))
     disk = disk_cache()
-    trim, preload = Trim(), Preload()
+    preload = Preload()
     while (message := _next(jobs, trim, preload)) is not None:
         while not jobs.forgotten.empty():
             forgotten = jobs.forgotten.get()
