@@ -192,8 +192,9 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     cached is lowered in a child, even one alone, and the module texts are linked (and
     the entry optimised) in a child as they are asked for (`Lowered.isolated`), so a
     long-running process (the editor's build worker) never maps LLVM's optimiser, linker
-    or code generator for it (parallel.py), and the JIT it is given stays unused.  `disk` is the
-    persistent cache behind `cache` (disk_cache.py), `options` the build's options that
+    or code generator for it (parallel.py), and the JIT it is given stays unused.
+
+    `disk` is the persistent cache behind `cache` (disk_cache.py), `options` the build's options that
     key it (the driver's opt_level and PassContext config).  Structurally equal
     functions are lowered once per build even without a `cache`."""
     jit = jit or JIT()
@@ -303,10 +304,10 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
                 progress: Callable[[str], None] | None, isolate: bool = False):
     """(job, its LoweredFunction or the LoweringError that stopped it), as each finishes.
 
-    Two or more jobs (one too, with `isolate`) are lowered in forked workers (parallel.py), each returning what the
-    disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
-    moved: the same name and source).  A job a worker could not lower is lowered again
-    here, so its error (or a bug's traceback) surfaces in this process.
+    Two or more jobs (one too, with `isolate`) are lowered in forked workers (parallel.py),
+    each returning what the disk cache keeps of its kernel, loaded here as a disk hit is
+    (no renaming, nothing moved: the same name and source).  A job a worker could not
+    lower is lowered again here, so its error (or a bug's traceback) surfaces in this process.
 
     A worker sends its kernel's schedule text (the loop nest printed after every step:
     about 40% of a worker's time on ResNet-50) only when the disk cache keeps it or the

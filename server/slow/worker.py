@@ -32,11 +32,13 @@ server never loads LLVM's code generator) or ("assembly", request, None, why).  
 has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`),
-and before it says it is ready (what loading llvmlite mapped: a build taken at once
-would otherwise add its peak to those 95 MB) and before it waits for a message (after
-its imports, after a job) it unmaps the clean
+and before it waits for a message (after its imports, after a job) it unmaps the clean
 pages of the libraries it is not running when a job mapped more of them (`resident.Trim`:
-LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again).
+LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again); it
+does so once before it says it is ready, too: the server's first build is taken at once,
+before any wait, and its peak came on top of those 95 MB.  Its builds stop at LLVM IR
+and run LLVM itself only in forked children (lower/pipeline.py), so a build maps none of
+it here; a profile, a numerics check or an assembly view loads LLVM's code in this process.
 A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
 the server keeps them so.
 

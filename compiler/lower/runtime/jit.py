@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import ctypes.util
+import functools
 import os
 import sys
 import tempfile
