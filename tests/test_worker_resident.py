@@ -124,6 +124,22 @@ def test_the_worker_unmaps_llvm_code_after_a_build() -> None:
         proc.wait(timeout=60)
 
 
+def test_the_worker_unmaps_what_loading_llvm_mapped_before_it_says_ready() -> None:
+    """The server sends its first build as soon as the worker is ready, so that build is
+    taken before any wait (and its trim): the pages llvmlite's loading mapped (95 MB) must
+    be gone by then, or the build's own peak comes on top of them."""
+    proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert frames.read(proc.stdout) == ("ready", proc.pid)
+        code = [m for m in mappings(f"/proc/{proc.pid}/smaps") if m.path.endswith("libllvmlite.so") and "x" in m.perms]
+        assert code, "the worker maps llvmlite"
+        assert sum(m.rss_kb for m in code) * 8 < sum(m.end - m.start for m in code) // 1024
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
 class _Counter:
     """A stand-in for the file-backed resident size and the drop `Trim` calls."""
 

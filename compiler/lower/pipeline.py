@@ -54,7 +54,7 @@ from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
 from .codegen.llvm_map import refile, relocate
 from .disk_cache import DiskCache, Entry, cache_key
-from .parallel import compile_jobs, map_forked
+from .parallel import call_forked, compile_jobs, map_forked
 from .errors import LoweringError
 from .runtime.executable import make_executable
 from .runtime.jit import JIT
@@ -146,6 +146,7 @@ class Lowered:
     executable: Any = None  # executable.Executable when everything lowered
     source_name: str = "<input>"
     jit: Any = field(default=None, repr=False)  # owns the machine code of the entry
+    isolated: bool = False  # LLVM's work runs in forked children (lower_build's machine_code=False)
 
     @property
     def ok(self) -> bool:
@@ -154,11 +155,20 @@ class Lowered:
     @property
     def llvm_ir(self) -> str:
         """The whole module (every kernel, then the entry), unoptimised."""
-        return _link([f.llvm_ir for f in self.functions.values()] + self._entry_texts(optimized=False))
+        return self._module(False)
 
     @property
     def optimized_ir(self) -> str:
-        return _link([f.optimized_ir for f in self.functions.values()] + self._entry_texts(optimized=True))
+        return self._module(True)
+
+    def _module(self, optimized: bool) -> str:
+        """The module linked (and the entry optimised, for `optimized`): in a forked child
+        when `isolated`, so that LLVM's parser, linker and optimiser stay out of this process."""
+        return call_forked(self._linked, optimized) if self.isolated else self._linked(optimized)
+
+    def _linked(self, optimized: bool) -> str:
+        return _link([f.optimized_ir if optimized else f.llvm_ir for f in self.functions.values()]
+                     + self._entry_texts(optimized))
 
     def _entry_texts(self, optimized: bool) -> list[str]:
         exe = self.executable
@@ -177,14 +187,21 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
     language server's build worker), without the memory and time of machine code.  Such
-    a build cannot run; its kernels and cache entries have no address.  `disk` is the
-    persistent cache behind `cache` (disk_cache.py), `options` the build's options that
+    a build cannot run; its kernels and cache entries have no address.  It keeps LLVM out
+    of this process when children are allowed (`compile_jobs() > 1`): every kernel not
+    cached is lowered in a child, even one alone, and the module texts are linked (and
+    the entry optimised) in a child as they are asked for (`Lowered.isolated`), so a
+    long-running process (the editor's build worker) never maps LLVM's optimiser, linker
+    or code generator for it (parallel.py), and the JIT it is given stays unused.
+
+    `disk` is the persistent cache behind `cache` (disk_cache.py), `options` the build's options that
     key it (the driver's opt_level and PassContext config).  Structurally equal
     functions are lowered once per build even without a `cache`."""
     jit = jit or JIT()
     cache = cache if cache is not None else LoweringCache()
     source_name = result.name
-    lowered = Lowered({}, [], source_name=source_name, jit=jit)
+    lowered = Lowered({}, [], source_name=source_name, jit=jit,
+                      isolated=not machine_code and compile_jobs() > 1)
     found: dict[str, LoweredFunction] = {}
     pending: list[_Job] = []  # neither cache has them: lowered below, several at once
     for func, name in result.fused_names.items():
@@ -206,7 +223,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 progress(name)
         except LoweringError as err:
             lowered.diagnostics.append(_diagnostic(name, func, err))
-    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress):
+    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, lowered.isolated):
         if isinstance(entry, LoweringError):
             lowered.diagnostics.append(_diagnostic(job.name, job.func, entry))
             continue
@@ -284,13 +301,13 @@ def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_
 
 
 def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, disk: DiskCache | None,
-                progress: Callable[[str], None] | None):
+                progress: Callable[[str], None] | None, isolate: bool = False):
     """(job, its LoweredFunction or the LoweringError that stopped it), as each finishes.
 
-    Two or more jobs are lowered in forked workers (parallel.py), each returning what the
-    disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
-    moved: the same name and source).  A job a worker could not lower is lowered again
-    here, so its error (or a bug's traceback) surfaces in this process.
+    Two or more jobs (one too, with `isolate`) are lowered in forked workers (parallel.py),
+    each returning what the disk cache keeps of its kernel, loaded here as a disk hit is
+    (no renaming, nothing moved: the same name and source).  A job a worker could not
+    lower is lowered again here, so its error (or a bug's traceback) surfaces in this process.
 
     A worker sends its kernel's schedule text (the loop nest printed after every step:
     about 40% of a worker's time on ResNet-50) only when the disk cache keeps it or the
@@ -306,7 +323,8 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
             return None
 
     workers = compile_jobs() if len(jobs) > 1 else 1
-    results = map_forked(in_worker, jobs, workers) if workers > 1 else ((i, None) for i in range(len(jobs)))
+    forked = workers > 1 or isolate
+    results = map_forked(in_worker, jobs, workers, isolate) if forked else ((i, None) for i in range(len(jobs)))
     for index, stored in results:
         job = jobs[index]
         try:

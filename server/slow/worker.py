@@ -34,7 +34,11 @@ has been idle: builds.py).
 After each build the memory it freed is handed back to the system (`release_memory`),
 and before it waits for a message (after its imports, after a job) it unmaps the clean
 pages of the libraries it is not running when a job mapped more of them (`resident.Trim`:
-LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again).
+LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again); it
+does so once before it says it is ready, too: the server's first build is taken at once,
+before any wait, and its peak came on top of those 95 MB.  Its builds stop at LLVM IR
+and run LLVM itself only in forked children (lower/pipeline.py), so a build maps none of
+it here; a profile, a numerics check or an assembly view loads LLVM's code in this process.
 A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
 the server keeps them so.
 
@@ -142,6 +146,8 @@ def disk_cache():
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
     from . import report_cache  # the kernel cache and llvmlite's binding: enough to answer from a kept report
 
+    trim = Trim()
+    trim()  # what loading llvmlite mapped (resident.py), before any job: else the first one builds on top of it
     jobs = Jobs()
 
     def read_all() -> None:
@@ -155,7 +161,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
     answered: dict[str, tuple[int | None, tuple]] = {}  # uri -> (version, (text, weights, byoc)): from a kept report
     frames.write(out, ("ready", os.getpid()))
     disk = disk_cache()
-    trim, preload = Trim(), Preload()
+    preload = Preload()
     while (message := _next(jobs, trim, preload)) is not None:
         while not jobs.forgotten.empty():
             forgotten = jobs.forgotten.get()

@@ -39,7 +39,8 @@ class Executable:
         self.plan: Plan | None = None
         self.why_interpreted: str | None = None
         self.entry_ir: str | None = None
-        self.entry_optimized_ir: str | None = None
+        self._entry_optimized_ir: str | None = None
+        self._jit = jit
         self._kernel_names = _all_fused(module, lowered)
         constants = {func: lowered.functions[name].constants for func, name in self._kernel_names.items()}
         try:
@@ -50,6 +51,14 @@ class Executable:
             self._prepare_entry(jit)
 
     @property
+    def entry_optimized_ir(self) -> str | None:
+        """The entry after O3, made on first use: a build that stops at LLVM IR asks for it
+        only to link module.opt.ll (pipeline.py, in a forked child when it can)."""
+        if self._entry_optimized_ir is None and self.entry_ir is not None:
+            self._entry_optimized_ir = self._jit.optimize(self.entry_ir)
+        return self._entry_optimized_ir
+
+    @property
     def mode(self) -> str:
         return "aot" if self.plan is not None else "interpreter"
 
@@ -57,7 +66,6 @@ class Executable:
     def _prepare_entry(self, jit) -> None:
         plan = self.plan
         self.entry_ir = str(entry_module(plan, debug=_entry_debug(self.lowered.source_name)))
-        self.entry_optimized_ir = jit.optimize(self.entry_ir)
         if not self.machine_code:
             return
         self._entry_engine = jit.load(self.entry_optimized_ir)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 import tempfile
@@ -129,11 +130,17 @@ class JIT:
     """Host target machine, O3 optimisation, MCJIT engines."""
 
     def __init__(self, num_threads: int | None = None) -> None:
-        _initialize()
         self.num_threads = num_threads or default_num_threads()
-        self.target_machine = self._target_machine()
         # each engine, the names it answers for, and their symbols where they differ
         self._engines: list[tuple[llvm.ExecutionEngine, set[str], dict[str, str]]] = []
+
+    @functools.cached_property
+    def target_machine(self) -> llvm.TargetMachine:
+        """The host's, made on first use, with LLVM's native target (`_initialize`): a JIT
+        never asked to parse, optimise or load anything (a build that stops at LLVM IR with
+        its LLVM work in forked children, pipeline.py) maps none of LLVM's code generator."""
+        _initialize()
+        return self._target_machine()
 
     @staticmethod
     def _target_machine() -> llvm.TargetMachine:
