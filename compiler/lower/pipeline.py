@@ -20,7 +20,10 @@ same and is called by address.  Within one build, structurally equal functions a
 lowered once (a build without a cache gets one of its own).
 
 Behind it, the disk cache (`disk`, disk_cache.py) keeps each kernel's LLVM texts, the
-number of its schedule's steps and its object code across processes.  A kernel found
+number of its schedule's steps and its object code across processes; not its schedule
+text (every step's loop nest printed: about 40% of lowering a ResNet-50 kernel), which
+is made only when something reads it (`LoweredFunction.schedule_text`, or
+`schedule_text(module, name)` from a built module alone: the editor's schedule view).  A kernel found
 there is composed (its constants and signature are needed) but not scheduled, generated,
 optimised or compiled: its object code is loaded, and its texts are re-pointed as above,
 from the kernel name, source file and node locations the entry recorded.  An entry
@@ -37,8 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -50,6 +51,7 @@ from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural_equal import structural_equal
 from ..ir.structural_hash import structural_hash
+from ..transform.fused_names import name_primitive_functions
 from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
 from .codegen.llvm_map import refile, relocate
@@ -72,10 +74,9 @@ class LoweredFunction:
 
     A kernel read from the disk cache or lowered in a child process has no schedule in
     memory: `schedule` and `prim` make it again on first use (the default schedule is a
-    pure function of `composed`), while `schedule_steps` reads the count the cache kept and
-    `schedule_text` the text it kept (zlib, as `kept_schedule`): the editor's report reads
-    every kernel's schedule text, and scheduling each kernel again only for that was 45% of
-    a build from the disk cache in a fresh worker."""
+    pure function of `composed`), while `schedule_steps` reads the count the cache kept, so
+    that a build's report (the editor's lens "schedule (N steps)") schedules nothing again.
+    `schedule_text` is made when read, never by a build."""
 
     name: str
     func: Function  # the primitive Relay function
@@ -86,7 +87,6 @@ class LoweredFunction:
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
     scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
     steps: int | None = field(default=None, repr=False)  # the schedule's steps, as the disk cache kept them
-    kept_schedule: bytes | None = field(default=None, repr=False)  # its record_text, zlib, as the disk cache kept it
 
     @property
     def constants(self) -> list[np.ndarray]:
@@ -102,9 +102,8 @@ class LoweredFunction:
 
     @property
     def schedule_text(self) -> str:
-        """Every step of the schedule with the loop nest after it (`Schedule.record_text`)."""
-        if self.scheduled is None and self.kept_schedule is not None:
-            return zlib.decompress(self.kept_schedule).decode()
+        """Every step of the schedule with the loop nest after it (`Schedule.record_text`),
+        made now (scheduling again first if this process did not)."""
         return self.schedule.record_text()
 
     @property
@@ -226,6 +225,17 @@ def lower_function(func: Function, name: str, source_name: str, jit, machine_cod
     return _lower(func, name, source_name, jit, machine_code, compose(func))[0]
 
 
+def schedule_text(module, name: str) -> str:
+    """The schedule text of the fused function `name` of a built `module` (the last
+    snapshot's), made now: what `LoweredFunction.schedule_text` of its build gives.
+    KeyError when no primitive function of `module` has that name; LoweringError when it
+    does not compose or schedule."""
+    func = next((f for f, n in name_primitive_functions(module).items() if n == name), None)
+    if func is None:
+        raise KeyError(name)
+    return _schedule(compose(func), name, func)[0].record_text()
+
+
 def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
            composed: Composed) -> tuple[LoweredFunction, bytes]:
     """`lower_function` from its composition; with the object code of its machine code."""
@@ -290,18 +300,12 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
     Two or more jobs are lowered in forked workers (parallel.py), each returning what the
     disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
     moved: the same name and source).  A job a worker could not lower is lowered again
-    here, so its error (or a bug's traceback) surfaces in this process.
-
-    A worker sends its kernel's schedule text (the loop nest printed after every step:
-    about 40% of a worker's time on ResNet-50) only when the disk cache keeps it or the
-    build stops at LLVM IR (the editor's, whose report reads every text); otherwise it is
-    made here if something asks for it (`LoweredFunction.schedule_text`)."""
-    texts = disk is not None or not machine_code
+    here, so its error (or a bug's traceback) surfaces in this process."""
 
     def in_worker(job: _Job) -> Entry | None:
         try:
             fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
-            return _disk_entry(fn, obj, schedule_text=texts)
+            return _disk_entry(fn, obj)
         except Exception:  # reported by the parent, which lowers this one again
             return None
 
@@ -342,13 +346,11 @@ def _locations(func: Function) -> list:
     return [source_location(node.span) for node in post_order(func)]
 
 
-def _disk_entry(fn: LoweredFunction, obj: bytes, schedule_text: bool = True) -> Entry:
-    """What the disk cache keeps of `fn` (and a worker sends back); without its schedule
-    text when `schedule_text` is false (`_from_disk` then leaves it to be made on demand)."""
+def _disk_entry(fn: LoweredFunction, obj: bytes) -> Entry:
+    """What the disk cache keeps of `fn` (and a worker sends back): its LLVM texts, object
+    code and schedule's number of steps; never its schedule text (made when read)."""
     meta = {"name": fn.name, "locations": _locations(fn.func), "steps": fn.schedule_steps}
     blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode()}
-    if schedule_text:
-        blobs["schedule_text"] = fn.schedule_text.encode()
     if obj:
         blobs["object"] = obj
     return Entry(meta, blobs)
@@ -362,9 +364,7 @@ def _from_disk(stored: Entry, func: Function, name: str, source_name: str, compo
     directory, filename = os.path.split(source_name)
     texts = [refile(t, filename or source_name, directory or ".") for t in texts]
     llvm_ir, optimized_ir = _moved(texts, [tuple(x) if x else None for x in meta["locations"]], func)
-    kept = blobs.get("schedule_text")  # absent from an entry written before it was kept
-    kept = zlib.compress(_named(kept.decode(), old, name).encode(), 1) if kept is not None else None
-    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]), kept_schedule=kept)
+    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]))
     if not machine_code:
         return fn
     if "object" in blobs:
@@ -387,11 +387,6 @@ def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunc
 
 def _renamed(text: str, old: str, new: str) -> str:
     return text if old == new else text.replace(f'@{old}', f'@{new}').replace(f'"{old}', f'"{new}')
-
-
-def _named(schedule_text: str, old: str, new: str) -> str:
-    """A schedule's text (it names its function) for the function renamed `old` → `new`."""
-    return schedule_text if old == new else re.sub(rf"\b{re.escape(old)}\b", new, schedule_text)
 
 
 def _moved(texts: list[str], old_locations: list, func: Function) -> list[str]:
