@@ -179,3 +179,31 @@ def test_a_graph_of_a_build_answered_from_its_report_runs_the_passes(tmp_path) -
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+def test_a_schedule_of_a_build_answered_from_its_report_is_made_when_asked(tmp_path) -> None:
+    """A report kept on disk has each kernel's number of steps, not its text: a worker that
+    answered from it with no compiler loaded makes a schedule text when a view asks (the
+    passes run again), the very text a build's kernel gives."""
+    from relaylens.compiler.driver import compile
+
+    _, first = _worker_build(tmp_path, MODEL, "file:///w/a.relay")
+    env = {**os.environ, "RELAYLENS_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        assert frames.read(proc.stdout) == ("ready", proc.pid)
+        frames.write(proc.stdin, ("build", 1, "file:///w/a.relay", 4, MODEL, None))
+        while (message := frames.read(proc.stdout))[0] != "done":
+            assert message[0] != "progress"
+        kept = message[2]
+        assert kept.kept and [f.schedule_steps for f in kept.functions] == [f.schedule_steps for f in first.functions]
+        conv = next(f for f in kept.functions if "conv2d" in f.name)
+        frames.write(proc.stdin, ("schedule", 2, "file:///w/a.relay", 4, conv.name))
+        answer = frames.read(proc.stdout)
+        assert answer[:2] == ("schedule", 2) and answer[3] is None
+        built = compile(MODEL, "file:///w/a.relay", stop_after="llvm").lowered.functions[conv.name]
+        assert unpack(answer[2]) == built.schedule_text and conv.schedule_steps == built.schedule_steps > 1
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
