@@ -144,6 +144,23 @@ def test_no_build_makes_a_schedule_text_until_one_is_read(monkeypatch, tmp_path)
             == {name: (text.count("# step "), text) for name, text in expected.items()}
 
 
+def test_a_build_whose_texts_are_all_read_has_them_made_by_its_children(monkeypatch, tmp_path):
+    """`relaylens build --emit schedule` and `-o` read every text: the children that lower
+    the kernels make them, in parallel, and the parent schedules nothing again; the disk
+    cache still keeps no text."""
+    from relaylens.compiler.lower.disk_cache import SUFFIX, DiskCache
+
+    expected = {name: fn.schedule_text for name, fn in compile(TEXT, "m.relay").lowered.functions.items()}
+    monkeypatch.setenv(ENV, "2")
+    disk = DiskCache(tmp_path)
+    lowered = compile(TEXT, "m.relay", disk_cache=disk, schedule_texts=True).lowered
+    assert all(fn.made_text is not None and fn.scheduled is None for fn in lowered.functions.values())
+    assert {name: fn.schedule_text for name, fn in lowered.functions.items()} == expected
+    assert all(fn.scheduled is None for fn in lowered.functions.values())  # nothing scheduled here
+    entries = [disk.get(p.name.removesuffix(SUFFIX)) for p in disk.directory.glob("*" + SUFFIX)]
+    assert len(entries) == len(expected) and not any("schedule_text" in e.blobs for e in entries)
+
+
 def test_children_keep_the_heap_they_inherit_out_of_the_collector():
     """Every collection in a child would walk the parent's whole heap (the build): a
     child freezes what it inherits (gc.freeze) before its first item."""

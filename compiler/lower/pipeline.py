@@ -66,6 +66,7 @@ from .schedule.primitives import Schedule
 from .te.compose import Composed, compose
 
 SOURCE = "lower"
+TEXT = "schedule_text"  # the blob of a child's answer that carries its schedule text (`lower_build(schedule_texts=)`)
 
 
 @dataclass
@@ -76,7 +77,8 @@ class LoweredFunction:
     memory: `schedule` and `prim` make it again on first use (the default schedule is a
     pure function of `composed`), while `schedule_steps` reads the count the cache kept, so
     that a build's report (the editor's lens "schedule (N steps)") schedules nothing again.
-    `schedule_text` is made when read, never by a build."""
+    `schedule_text` is made when read, never by a build, unless its caller reads every
+    kernel's (`lower_build(schedule_texts=True)`: the child that lowered it made it)."""
 
     name: str
     func: Function  # the primitive Relay function
@@ -87,6 +89,7 @@ class LoweredFunction:
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
     scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
     steps: int | None = field(default=None, repr=False)  # the schedule's steps, as the disk cache kept them
+    made_text: str | None = field(default=None, repr=False)  # its schedule text, made in the child that lowered it
 
     @property
     def constants(self) -> list[np.ndarray]:
@@ -103,8 +106,8 @@ class LoweredFunction:
     @property
     def schedule_text(self) -> str:
         """Every step of the schedule with the loop nest after it (`Schedule.record_text`),
-        made now (scheduling again first if this process did not)."""
-        return self.schedule.record_text()
+        made now (scheduling again first if this process did not) unless made already."""
+        return self.made_text if self.made_text is not None else self.schedule.record_text()
 
     @property
     def schedule_steps(self) -> int:
@@ -171,7 +174,8 @@ class Lowered:
 
 def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 progress: Callable[[str], None] | None = None, machine_code: bool = True,
-                disk: DiskCache | None = None, options: dict[str, Any] | None = None) -> Lowered:
+                disk: DiskCache | None = None, options: dict[str, Any] | None = None,
+                schedule_texts: bool = False) -> Lowered:
     """Lower every fused function of a successful build, then plan and compile @main.
 
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
@@ -179,7 +183,9 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     a build cannot run; its kernels and cache entries have no address.  `disk` is the
     persistent cache behind `cache` (disk_cache.py), `options` the build's options that
     key it (the driver's opt_level and PassContext config).  Structurally equal
-    functions are lowered once per build even without a `cache`."""
+    functions are lowered once per build even without a `cache`.  `schedule_texts`: the
+    caller will read every kernel's schedule text (`relaylens build --emit schedule`,
+    `-o`), so the children that lower kernels make theirs, in parallel, as they go."""
     jit = jit or JIT()
     cache = cache if cache is not None else LoweringCache()
     source_name = result.name
@@ -205,7 +211,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 progress(name)
         except LoweringError as err:
             lowered.diagnostics.append(_diagnostic(name, func, err))
-    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress):
+    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, schedule_texts):
         if isinstance(entry, LoweringError):
             lowered.diagnostics.append(_diagnostic(job.name, job.func, entry))
             continue
@@ -294,18 +300,22 @@ def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_
 
 
 def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, disk: DiskCache | None,
-                progress: Callable[[str], None] | None):
+                progress: Callable[[str], None] | None, texts: bool = False):
     """(job, its LoweredFunction or the LoweringError that stopped it), as each finishes.
 
     Two or more jobs are lowered in forked workers (parallel.py), each returning what the
     disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
     moved: the same name and source).  A job a worker could not lower is lowered again
-    here, so its error (or a bug's traceback) surfaces in this process."""
+    here, so its error (or a bug's traceback) surfaces in this process.  With `texts` a
+    worker sends its kernel's schedule text too (TEXT, never kept on disk)."""
 
     def in_worker(job: _Job) -> Entry | None:
         try:
             fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
-            return _disk_entry(fn, obj)
+            stored = _disk_entry(fn, obj)
+            if texts:
+                stored.blobs[TEXT] = fn.schedule_text.encode()
+            return stored
         except Exception:  # reported by the parent, which lowers this one again
             return None
 
@@ -318,8 +328,10 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
                 fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
                 stored = _disk_entry(fn, obj) if disk is not None and job.key is not None else None
             else:
+                text = stored.blobs.pop(TEXT, None)  # before the entry goes to disk
                 fn = _from_disk(stored, job.func, job.name, source_name, job.composed, jit, machine_code, disk,
                                 job.key)
+                fn.made_text = text.decode() if text is not None else None
         except LoweringError as err:
             yield job, err
             continue
