@@ -159,6 +159,9 @@ def test_a_build_whose_texts_are_all_read_has_them_made_by_its_children(monkeypa
     assert all(fn.scheduled is None for fn in lowered.functions.values())  # nothing scheduled here
     entries = [disk.get(p.name.removesuffix(SUFFIX)) for p in disk.directory.glob("*" + SUFFIX)]
     assert len(entries) == len(expected) and not any("schedule_text" in e.blobs for e in entries)
+    warm = compile(TEXT, "m.relay", disk_cache=disk, schedule_texts=True).lowered  # every kernel from disk
+    assert disk.hits >= len(expected) and all(fn.scheduled is None for fn in warm.functions.values())
+    assert {name: fn.made_text for name, fn in warm.functions.items()} == expected  # made in children
 
 
 def test_children_keep_the_heap_they_inherit_out_of_the_collector():

@@ -185,7 +185,8 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     key it (the driver's opt_level and PassContext config).  Structurally equal
     functions are lowered once per build even without a `cache`.  `schedule_texts`: the
     caller will read every kernel's schedule text (`relaylens build --emit schedule`,
-    `-o`), so the children that lower kernels make theirs, in parallel, as they go."""
+    `-o`), so the children that lower kernels make theirs, in parallel, as they go, and
+    those of kernels found in a cache are made in children too (`_make_texts`)."""
     jit = jit or JIT()
     cache = cache if cache is not None else LoweringCache()
     source_name = result.name
@@ -217,6 +218,8 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
             continue
         cache.put(entry)
         found[job.name] = entry
+    if schedule_texts:
+        _make_texts([f for f in found.values() if f.made_text is None])
     lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
@@ -340,6 +343,20 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
         if progress is not None:
             progress(job.name)
         yield job, fn
+
+
+def _make_texts(fns: list[LoweredFunction]) -> None:
+    """Give kernels found in a cache their schedule texts, made several at once in forked
+    children (parallel.py), for a caller that reads them all."""
+
+    def text(fn: LoweredFunction) -> str | None:
+        try:
+            return fn.schedule_text
+        except Exception:  # made again when read, in this process, where the error surfaces
+            return None
+
+    for index, made in map_forked(text, fns, compile_jobs()):
+        fns[index].made_text = made
 
 
 def _diagnostic(name: str, func: Function, err: LoweringError) -> Diagnostic:
