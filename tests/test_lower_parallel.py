@@ -13,6 +13,7 @@ import pytest
 
 from relaylens.compiler.driver import compile
 from relaylens.compiler.lower.parallel import ENV, compile_jobs, map_forked
+from relaylens.compiler.lower.pipeline import TEXT as TEXT_BLOB
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"), reason="no os.fork or /proc here")
 
@@ -136,7 +137,7 @@ def test_no_build_makes_a_schedule_text_until_one_is_read(monkeypatch, tmp_path)
     again = compile(TEXT, "m.relay", disk_cache=DiskCache(tmp_path / "a")).lowered  # every kernel from disk
     stored = DiskCache(tmp_path / "a")
     entries = [stored.get(p.name.removesuffix(SUFFIX)) for p in stored.directory.glob("*" + SUFFIX)]
-    assert entries and all(set(e.blobs) <= {"llvm_ir", "optimized_ir", "object"} and e.meta["steps"] > 1
+    assert entries and all(TEXT_BLOB not in e.blobs and e.meta["steps"] > 1
                            for e in entries)
     monkeypatch.setattr(Schedule, "record_text", made)
     for lowered in (*builds, again):
@@ -146,22 +147,46 @@ def test_no_build_makes_a_schedule_text_until_one_is_read(monkeypatch, tmp_path)
 
 def test_a_build_whose_texts_are_all_read_has_them_made_by_its_children(monkeypatch, tmp_path):
     """`relaylens build --emit schedule` and `-o` read every text: the children that lower
-    the kernels make them, in parallel, and the parent schedules nothing again; the disk
-    cache still keeps no text."""
+    the kernels (or, for kernels from the disk cache without theirs, children forked for
+    that) make them in parallel and the disk cache keeps them, so that the next such
+    build reads them; the parent schedules nothing again."""
     from relaylens.compiler.lower.disk_cache import SUFFIX, DiskCache
+    from relaylens.compiler.lower.schedule.primitives import Schedule
 
     expected = {name: fn.schedule_text for name, fn in compile(TEXT, "m.relay").lowered.functions.items()}
     monkeypatch.setenv(ENV, "2")
-    disk = DiskCache(tmp_path)
-    lowered = compile(TEXT, "m.relay", disk_cache=disk, schedule_texts=True).lowered
-    assert all(fn.made_text is not None and fn.scheduled is None for fn in lowered.functions.values())
-    assert {name: fn.schedule_text for name, fn in lowered.functions.items()} == expected
-    assert all(fn.scheduled is None for fn in lowered.functions.values())  # nothing scheduled here
-    entries = [disk.get(p.name.removesuffix(SUFFIX)) for p in disk.directory.glob("*" + SUFFIX)]
-    assert len(entries) == len(expected) and not any("schedule_text" in e.blobs for e in entries)
-    warm = compile(TEXT, "m.relay", disk_cache=disk, schedule_texts=True).lowered  # every kernel from disk
-    assert disk.hits >= len(expected) and all(fn.scheduled is None for fn in warm.functions.values())
-    assert {name: fn.made_text for name, fn in warm.functions.items()} == expected  # made in children
+
+    def texts(disk) -> list:
+        return [TEXT_BLOB in disk.get(p.name.removesuffix(SUFFIX)).blobs for p in disk.directory.glob("*" + SUFFIX)]
+
+    def made(lowered) -> dict:
+        assert all(fn.scheduled is None for fn in lowered.functions.values())  # nothing scheduled here
+        return {name: fn.made_text for name, fn in lowered.functions.items()}
+
+    cold = DiskCache(tmp_path / "cold")
+    assert made(compile(TEXT, "m.relay", disk_cache=cold, schedule_texts=True).lowered) == expected
+    assert texts(cold) == [True] * len(expected)
+    warm = DiskCache(tmp_path / "warm")
+    compile(TEXT, "m.relay", disk_cache=warm)  # a build that reads no text: the entries keep none
+    assert texts(warm) == [False] * len(expected)
+    assert made(compile(TEXT, "m.relay", disk_cache=warm, schedule_texts=True).lowered) == expected
+    assert texts(warm) == [True] * len(expected)  # made by children, then kept
+
+    def refused(self):
+        raise AssertionError(f"{self.name}'s schedule text was made again")
+
+    monkeypatch.setattr(Schedule, "record_text", refused)
+    for disk in (cold, warm):
+        assert made(compile(TEXT, "m.relay", disk_cache=disk, schedule_texts=True).lowered) == expected
+
+
+def test_a_kept_schedule_text_is_renamed_with_its_kernel_alone() -> None:
+    from relaylens.compiler.lower.pipeline import _named
+
+    text = "# step 0: create_schedule(k_add: outputs T)\ndef k_add(p0):\n  k_add_1(p0)  # k_addx\n"
+    assert _named(text, "k_add", "k_add_2") == \
+        "# step 0: create_schedule(k_add_2: outputs T)\ndef k_add_2(p0):\n  k_add_1(p0)  # k_addx\n"
+    assert _named(text, "k_add", "k_add") is text
 
 
 def test_children_keep_the_heap_they_inherit_out_of_the_collector():

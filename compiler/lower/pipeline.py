@@ -20,10 +20,11 @@ same and is called by address.  Within one build, structurally equal functions a
 lowered once (a build without a cache gets one of its own).
 
 Behind it, the disk cache (`disk`, disk_cache.py) keeps each kernel's LLVM texts, the
-number of its schedule's steps and its object code across processes; not its schedule
-text (every step's loop nest printed: about 40% of lowering a ResNet-50 kernel), which
-is made only when something reads it (`LoweredFunction.schedule_text`, or
-`schedule_text(module, name)` from a built module alone: the editor's schedule view).  A kernel found
+number of its schedule's steps and its object code across processes; its schedule text
+(every step's loop nest printed: about 40% of lowering a ResNet-50 kernel) only once a
+build whose caller reads every text made it (`schedule_texts`: `relaylens build --emit
+schedule`, `-o`).  Otherwise a text is made when read (`LoweredFunction.schedule_text`,
+or `schedule_text(module, name)` from a built module alone: the editor's schedule view).  A kernel found
 there is composed (its constants and signature are needed) but not scheduled, generated,
 optimised or compiled: its object code is loaded, and its texts are re-pointed as above,
 from the kernel name, source file and node locations the entry recorded.  An entry
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -66,7 +68,7 @@ from .schedule.primitives import Schedule
 from .te.compose import Composed, compose
 
 SOURCE = "lower"
-TEXT = "schedule_text"  # the blob of a child's answer that carries its schedule text (`lower_build(schedule_texts=)`)
+TEXT = "schedule_text"  # the blob of a kernel's schedule text: only from a build that read them all (`schedule_texts`)
 
 
 @dataclass
@@ -78,7 +80,8 @@ class LoweredFunction:
     pure function of `composed`), while `schedule_steps` reads the count the cache kept, so
     that a build's report (the editor's lens "schedule (N steps)") schedules nothing again.
     `schedule_text` is made when read, never by a build, unless its caller reads every
-    kernel's (`lower_build(schedule_texts=True)`: the child that lowered it made it)."""
+    kernel's (`lower_build(schedule_texts=True)`: the child that lowered it made it, or
+    the disk cache kept it from such a build)."""
 
     name: str
     func: Function  # the primitive Relay function
@@ -89,7 +92,7 @@ class LoweredFunction:
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
     scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
     steps: int | None = field(default=None, repr=False)  # the schedule's steps, as the disk cache kept them
-    made_text: str | None = field(default=None, repr=False)  # its schedule text, made in the child that lowered it
+    made_text: str | None = field(default=None, repr=False)  # its schedule text, made already (`schedule_texts`)
 
     @property
     def constants(self) -> list[np.ndarray]:
@@ -186,7 +189,8 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     functions are lowered once per build even without a `cache`.  `schedule_texts`: the
     caller will read every kernel's schedule text (`relaylens build --emit schedule`,
     `-o`), so the children that lower kernels make theirs, in parallel, as they go, and
-    those of kernels found in a cache are made in children too (`_make_texts`)."""
+    those of kernels found in a cache without theirs are made in children too and kept
+    in the disk cache (`_make_texts`)."""
     jit = jit or JIT()
     cache = cache if cache is not None else LoweringCache()
     source_name = result.name
@@ -219,7 +223,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
         cache.put(entry)
         found[job.name] = entry
     if schedule_texts:
-        _make_texts([f for f in found.values() if f.made_text is None])
+        _make_texts([f for f in found.values() if f.made_text is None], disk, options)
     lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
@@ -310,7 +314,7 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
     disk cache keeps of its kernel, loaded here as a disk hit is (no renaming, nothing
     moved: the same name and source).  A job a worker could not lower is lowered again
     here, so its error (or a bug's traceback) surfaces in this process.  With `texts` a
-    worker sends its kernel's schedule text too (TEXT, never kept on disk)."""
+    worker sends its kernel's schedule text too (TEXT), which the disk cache then keeps."""
 
     def in_worker(job: _Job) -> Entry | None:
         try:
@@ -331,10 +335,8 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
                 fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
                 stored = _disk_entry(fn, obj) if disk is not None and job.key is not None else None
             else:
-                text = stored.blobs.pop(TEXT, None)  # before the entry goes to disk
                 fn = _from_disk(stored, job.func, job.name, source_name, job.composed, jit, machine_code, disk,
                                 job.key)
-                fn.made_text = text.decode() if text is not None else None
         except LoweringError as err:
             yield job, err
             continue
@@ -345,9 +347,11 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
         yield job, fn
 
 
-def _make_texts(fns: list[LoweredFunction]) -> None:
+def _make_texts(fns: list[LoweredFunction], disk: DiskCache | None, options: dict[str, Any] | None) -> None:
     """Give kernels found in a cache their schedule texts, made several at once in forked
-    children (parallel.py), for a caller that reads them all."""
+    children (parallel.py), for a caller that reads them all; each is added to the
+    kernel's disk-cache entry (under the entry's kernel name), so the next such build
+    reads it."""
 
     def text(fn: LoweredFunction) -> str | None:
         try:
@@ -356,7 +360,13 @@ def _make_texts(fns: list[LoweredFunction]) -> None:
             return None
 
     for index, made in map_forked(text, fns, compile_jobs()):
-        fns[index].made_text = made
+        fn = fns[index]
+        fn.made_text = made
+        key = cache_key(structural_hash(fn.func), _signature(fn.composed), options or {}) if disk else None
+        stored = disk.get(key) if key is not None and made is not None else None
+        if stored is not None:
+            named = _named(made, fn.name, stored.meta["name"]).encode()
+            disk.put(key, Entry(stored.meta, {**stored.blobs, TEXT: named}))
 
 
 def _diagnostic(name: str, func: Function, err: LoweringError) -> Diagnostic:
@@ -377,7 +387,7 @@ def _locations(func: Function) -> list:
 
 def _disk_entry(fn: LoweredFunction, obj: bytes) -> Entry:
     """What the disk cache keeps of `fn` (and a worker sends back): its LLVM texts, object
-    code and schedule's number of steps; never its schedule text (made when read)."""
+    code and schedule's number of steps; not its schedule text (TEXT: made when read)."""
     meta = {"name": fn.name, "locations": _locations(fn.func), "steps": fn.schedule_steps}
     blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode()}
     if obj:
@@ -393,7 +403,9 @@ def _from_disk(stored: Entry, func: Function, name: str, source_name: str, compo
     directory, filename = os.path.split(source_name)
     texts = [refile(t, filename or source_name, directory or ".") for t in texts]
     llvm_ir, optimized_ir = _moved(texts, [tuple(x) if x else None for x in meta["locations"]], func)
-    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]))
+    kept = blobs.get(TEXT)  # only once a build that read every text made it (`_make_texts`)
+    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]),
+                         made_text=_named(kept.decode(), old, name) if kept is not None else None)
     if not machine_code:
         return fn
     if "object" in blobs:
@@ -411,11 +423,18 @@ def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunc
     expressions (paired in evaluation order, as structural equality pairs them)."""
     renamed = [_renamed(text, entry.name, name) for text in (entry.llvm_ir, entry.optimized_ir)]
     llvm_ir, optimized_ir = _moved(renamed, _locations(entry.func), func)
-    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir)
+    made = _named(entry.made_text, entry.name, name) if entry.made_text is not None else None
+    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir,
+                               made_text=made)
 
 
 def _renamed(text: str, old: str, new: str) -> str:
     return text if old == new else text.replace(f'@{old}', f'@{new}').replace(f'"{old}', f'"{new}')
+
+
+def _named(schedule_text: str, old: str, new: str) -> str:
+    """A schedule's text (it names its function) for the function renamed `old` → `new`."""
+    return schedule_text if old == new else re.sub(rf"\b{re.escape(old)}\b", new, schedule_text)
 
 
 def _moved(texts: list[str], old_locations: list, func: Function) -> list[str]:
