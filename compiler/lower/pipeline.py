@@ -362,7 +362,7 @@ def _make_texts(fns: list[LoweredFunction], disk: DiskCache | None, options: dic
     for index, made in map_forked(text, fns, compile_jobs()):
         fn = fns[index]
         fn.made_text = made
-        key = cache_key(structural_hash(fn.func), _signature(fn.composed), options or {}) if disk else None
+        key = cache_key(structural_hash(fn.func), _signature(fn.composed), options or {}) if disk is not None else None
         stored = disk.get(key) if key is not None and made is not None else None
         if stored is not None:
             named = _named(made, fn.name, stored.meta["name"]).encode()
