@@ -68,7 +68,7 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
             config: dict[str, Any] | None = None, stop_after: str = "machine_code",
             cache: LoweringCache | None = None, jit=None, progress: Progress | None = None,
             strict: bool = False, unknown_seed: int | None = None,
-            disk_cache: DiskCache | None = None) -> BuildResult:
+            disk_cache: DiskCache | None = None, schedule_texts: bool = False) -> BuildResult:
     """Build `text` (named `name` in diagnostics and spans) up to the stage `stop_after`.
 
     `params` are weights by parameter name (`params_origin`, the file they came from, names
@@ -80,6 +80,7 @@ builds pass `DiskCache.default()`, tests a temporary directory); `strict`
     re-raises a failing pass instead of reporting it (for tests).  `unknown_seed` gives the
     constants of unknown value (text printed without its metadata) values drawn from it
     (unknown_values.py) before the passes, so that such a model lowers and runs.
+    `schedule_texts`: every kernel's schedule text will be read (lower_build's).
     """
     if stop_after not in STAGES:
         raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
@@ -105,7 +106,8 @@ builds pass `DiskCache.default()`, tests a temporary directory); `strict`
     try:
         built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
                                     progress=_kernel_steps(progress, built), disk=disk_cache,
-                                    options={"opt_level": opt_level, "config": config or {}})
+                                    options={"opt_level": opt_level, "config": config or {}},
+                                    schedule_texts=schedule_texts)
     except Exception as err:  # a bug in lowering: say so, keep what the passes made
         if strict:
             raise

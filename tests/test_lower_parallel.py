@@ -13,6 +13,7 @@ import pytest
 
 from relaylens.compiler.driver import compile
 from relaylens.compiler.lower.parallel import ENV, compile_jobs, map_forked
+from relaylens.compiler.lower.pipeline import TEXT as TEXT_BLOB
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not os.path.isdir("/proc"), reason="no os.fork or /proc here")
 
@@ -111,18 +112,81 @@ def test_a_build_is_the_same_in_children_and_in_order(monkeypatch):
     np.testing.assert_array_equal(np.asarray(one.executable.run(*args)), np.asarray(two.executable.run(*args)))
 
 
-def test_children_send_schedule_texts_only_when_kept_or_shown(monkeypatch):
-    """A build with machine code and no disk cache (the CLI's cold build with the cache
-    off) gets no schedule text from its children (printing every step's loop nest was
-    nearly half their time); it is made on demand, the same.  A build that stops at LLVM
-    IR (the editor's, which shows every text) gets them from the children."""
+def test_no_build_makes_a_schedule_text_until_one_is_read(monkeypatch, tmp_path):
+    """Printing every step's loop nest was about 40% of lowering: no build makes it, in
+    order or in children, to machine code or to LLVM IR, with the disk cache or without;
+    the cache keeps the count of steps, not the text.  Read afterwards, each text is the
+    one a build in order makes."""
+    from relaylens.compiler.lower.disk_cache import SUFFIX, DiskCache
+    from relaylens.compiler.lower.schedule.primitives import Schedule
+
+    expected = {name: fn.schedule_text for name, fn in compile(TEXT, "m.relay").lowered.functions.items()}
+    made = Schedule.record_text
+
+    def refused(self):
+        raise AssertionError(f"a build made the schedule text of {self.name}")
+
+    monkeypatch.setattr(Schedule, "record_text", refused)  # inherited by forked children
+    builds = []
+    for jobs, stop, disk in (("2", "machine_code", None), ("2", "machine_code", DiskCache(tmp_path / "a")),
+                             ("2", "llvm", DiskCache(tmp_path / "b")), ("1", "llvm", None)):
+        monkeypatch.setenv(ENV, jobs)
+        result = compile(TEXT, "m.relay", stop_after=stop, disk_cache=disk)
+        assert result.ok, [d.render() for d in result.diagnostics]
+        builds.append(result.lowered)
+    again = compile(TEXT, "m.relay", disk_cache=DiskCache(tmp_path / "a")).lowered  # every kernel from disk
+    stored = DiskCache(tmp_path / "a")
+    entries = [stored.get(p.name.removesuffix(SUFFIX)) for p in stored.directory.glob("*" + SUFFIX)]
+    assert entries and all(TEXT_BLOB not in e.blobs and e.meta["steps"] > 1
+                           for e in entries)
+    monkeypatch.setattr(Schedule, "record_text", made)
+    for lowered in (*builds, again):
+        assert {name: (fn.schedule_steps, fn.schedule_text) for name, fn in lowered.functions.items()} \
+            == {name: (text.count("# step "), text) for name, text in expected.items()}
+
+
+def test_a_build_whose_texts_are_all_read_has_them_made_by_its_children(monkeypatch, tmp_path):
+    """`relaylens build --emit schedule` and `-o` read every text: the children that lower
+    the kernels (or, for kernels from the disk cache without theirs, children forked for
+    that) make them in parallel and the disk cache keeps them, so that the next such
+    build reads them; the parent schedules nothing again."""
+    from relaylens.compiler.lower.disk_cache import SUFFIX, DiskCache
+    from relaylens.compiler.lower.schedule.primitives import Schedule
+
+    expected = {name: fn.schedule_text for name, fn in compile(TEXT, "m.relay").lowered.functions.items()}
     monkeypatch.setenv(ENV, "2")
-    built = compile(TEXT, "m.relay").lowered
-    fns = list(built.functions.values())
-    assert len(fns) >= 3 and all(f.kept_schedule is None and f.scheduled is None for f in fns)
-    shown = compile(TEXT, "m.relay", stop_after="llvm").lowered
-    assert all(f.kept_schedule is not None and f.scheduled is None for f in shown.functions.values())
-    assert [f.schedule_text for f in fns] == [f.schedule_text for f in shown.functions.values()]
+
+    def texts(disk) -> list:
+        return [TEXT_BLOB in disk.get(p.name.removesuffix(SUFFIX)).blobs for p in disk.directory.glob("*" + SUFFIX)]
+
+    def made(lowered) -> dict:
+        assert all(fn.scheduled is None for fn in lowered.functions.values())  # nothing scheduled here
+        return {name: fn.made_text for name, fn in lowered.functions.items()}
+
+    cold = DiskCache(tmp_path / "cold")
+    assert made(compile(TEXT, "m.relay", disk_cache=cold, schedule_texts=True).lowered) == expected
+    assert texts(cold) == [True] * len(expected)
+    warm = DiskCache(tmp_path / "warm")
+    compile(TEXT, "m.relay", disk_cache=warm)  # a build that reads no text: the entries keep none
+    assert texts(warm) == [False] * len(expected)
+    assert made(compile(TEXT, "m.relay", disk_cache=warm, schedule_texts=True).lowered) == expected
+    assert texts(warm) == [True] * len(expected)  # made by children, then kept
+
+    def refused(self):
+        raise AssertionError(f"{self.name}'s schedule text was made again")
+
+    monkeypatch.setattr(Schedule, "record_text", refused)
+    for disk in (cold, warm):
+        assert made(compile(TEXT, "m.relay", disk_cache=disk, schedule_texts=True).lowered) == expected
+
+
+def test_a_kept_schedule_text_is_renamed_with_its_kernel_alone() -> None:
+    from relaylens.compiler.lower.pipeline import _named
+
+    text = "# step 0: create_schedule(k_add: outputs T)\ndef k_add(p0):\n  k_add_1(p0)  # k_addx\n"
+    assert _named(text, "k_add", "k_add_2") == \
+        "# step 0: create_schedule(k_add_2: outputs T)\ndef k_add_2(p0):\n  k_add_1(p0)  # k_addx\n"
+    assert _named(text, "k_add", "k_add") is text
 
 
 def test_children_keep_the_heap_they_inherit_out_of_the_collector():

@@ -5,6 +5,7 @@ is built again; `relaylens cache` shows and clears the reports."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -160,9 +161,12 @@ def test_report_error_severity_is_the_compilers() -> None:
     assert ERROR == int(Severity.ERROR)
 
 
-def test_a_graph_of_a_build_answered_from_its_report_runs_the_passes(tmp_path) -> None:
-    _worker_build(tmp_path, MODEL, "file:///w/a.relay")
-    env = {**os.environ, "RELAYLENS_CACHE_DIR": str(tmp_path)}
+@contextlib.contextmanager
+def _answered_from_report(directory: Path):
+    """A new worker that answered version 4 of MODEL from the report an earlier worker
+    kept (so with no compiler loaded): (its process, that report)."""
+    _worker_build(directory, MODEL, "file:///w/a.relay")
+    env = {**os.environ, "RELAYLENS_CACHE_DIR": str(directory)}
     proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
@@ -170,12 +174,33 @@ def test_a_graph_of_a_build_answered_from_its_report_runs_the_passes(tmp_path) -
         frames.write(proc.stdin, ("build", 1, "file:///w/a.relay", 4, MODEL, None))
         while (message := frames.read(proc.stdout))[0] != "done":
             assert message[0] != "progress"
+        assert message[2].kept
+        yield proc, message[2]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def test_a_graph_of_a_build_answered_from_its_report_runs_the_passes(tmp_path) -> None:
+    with _answered_from_report(tmp_path) as (proc, _):
         frames.write(proc.stdin, ("graph", 2, "file:///w/a.relay", 4, "FuseOps"))
         answer = frames.read(proc.stdout)
         assert answer[:2] == ("graph", 2) and answer[3] is None
         assert answer[2].pass_name == "FuseOps" and answer[2].offsets
         frames.write(proc.stdin, ("graph", 3, "file:///w/a.relay", 5, "FuseOps"))
         assert "keeps no build of version 5" in frames.read(proc.stdout)[3]
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=60)
+
+
+def test_a_schedule_of_a_build_answered_from_its_report_is_made_when_asked(tmp_path) -> None:
+    """A report kept on disk has each kernel's number of steps, not its text: a worker that
+    answered from it with no compiler loaded makes a schedule text when a view asks (the
+    passes run again), the very text a build's kernel gives."""
+    from relaylens.compiler.driver import compile
+
+    with _answered_from_report(tmp_path) as (proc, kept):
+        conv = next(f for f in kept.functions if "conv2d" in f.name)
+        frames.write(proc.stdin, ("schedule", 2, "file:///w/a.relay", 4, conv.name))
+        answer = frames.read(proc.stdout)
+        assert answer[:2] == ("schedule", 2) and answer[3] is None
+        built = compile(MODEL, "file:///w/a.relay", stop_after="llvm").lowered.functions[conv.name]
+        assert unpack(answer[2]) == built.schedule_text and conv.schedule_steps == built.schedule_steps > 1

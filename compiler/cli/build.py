@@ -94,7 +94,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", passes=passes,
                          opt_level=args.opt_level, config=config, stop_after=stop_after, progress=progress,
-                         disk_cache=disk_cache(args))
+                         disk_cache=disk_cache(args),
+                         schedule_texts=bool(args.output) or args.emit == "schedule")  # written: made in parallel
     report(result.diagnostics, name, err)
     if not result.snapshots:
         return EXIT_ERRORS

@@ -20,7 +20,11 @@ same and is called by address.  Within one build, structurally equal functions a
 lowered once (a build without a cache gets one of its own).
 
 Behind it, the disk cache (`disk`, disk_cache.py) keeps each kernel's LLVM texts, the
-number of its schedule's steps and its object code across processes.  A kernel found
+number of its schedule's steps and its object code across processes; its schedule text
+(every step's loop nest printed: about 40% of lowering a ResNet-50 kernel) only once a
+build whose caller reads every text made it (`schedule_texts`: `relaylens build --emit
+schedule`, `-o`).  Otherwise a text is made when read (`LoweredFunction.schedule_text`,
+or `schedule_text(module, name)` from a built module alone: the editor's schedule view).  A kernel found
 there is composed (its constants and signature are needed) but not scheduled, generated,
 optimised or compiled: its object code is loaded, and its texts are re-pointed as above,
 from the kernel name, source file and node locations the entry recorded.  An entry
@@ -38,7 +42,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -50,6 +53,7 @@ from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural_equal import structural_equal
 from ..ir.structural_hash import structural_hash
+from ..transform.fused_names import name_primitive_functions
 from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
 from .codegen.llvm_map import refile, relocate
@@ -64,6 +68,7 @@ from .schedule.primitives import Schedule
 from .te.compose import Composed, compose
 
 SOURCE = "lower"
+TEXT = "schedule_text"  # the blob of a kernel's schedule text: only from a build that read them all (`schedule_texts`)
 
 
 @dataclass
@@ -72,10 +77,11 @@ class LoweredFunction:
 
     A kernel read from the disk cache or lowered in a child process has no schedule in
     memory: `schedule` and `prim` make it again on first use (the default schedule is a
-    pure function of `composed`), while `schedule_steps` reads the count the cache kept and
-    `schedule_text` the text it kept (zlib, as `kept_schedule`): the editor's report reads
-    every kernel's schedule text, and scheduling each kernel again only for that was 45% of
-    a build from the disk cache in a fresh worker."""
+    pure function of `composed`), while `schedule_steps` reads the count the cache kept, so
+    that a build's report (the editor's lens "schedule (N steps)") schedules nothing again.
+    `schedule_text` is made when read, never by a build, unless its caller reads every
+    kernel's (`lower_build(schedule_texts=True)`: the child that lowered it made it, or
+    the disk cache kept it from such a build)."""
 
     name: str
     func: Function  # the primitive Relay function
@@ -86,7 +92,7 @@ class LoweredFunction:
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
     scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
     steps: int | None = field(default=None, repr=False)  # the schedule's steps, as the disk cache kept them
-    kept_schedule: bytes | None = field(default=None, repr=False)  # its record_text, zlib, as the disk cache kept it
+    made_text: str | None = field(default=None, repr=False)  # its schedule text, made already (`schedule_texts`)
 
     @property
     def constants(self) -> list[np.ndarray]:
@@ -102,10 +108,9 @@ class LoweredFunction:
 
     @property
     def schedule_text(self) -> str:
-        """Every step of the schedule with the loop nest after it (`Schedule.record_text`)."""
-        if self.scheduled is None and self.kept_schedule is not None:
-            return zlib.decompress(self.kept_schedule).decode()
-        return self.schedule.record_text()
+        """Every step of the schedule with the loop nest after it (`Schedule.record_text`),
+        made now (scheduling again first if this process did not) unless made already."""
+        return self.made_text if self.made_text is not None else self.schedule.record_text()
 
     @property
     def schedule_steps(self) -> int:
@@ -182,7 +187,8 @@ class Lowered:
 
 def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 progress: Callable[[str], None] | None = None, machine_code: bool = True,
-                disk: DiskCache | None = None, options: dict[str, Any] | None = None) -> Lowered:
+                disk: DiskCache | None = None, options: dict[str, Any] | None = None,
+                schedule_texts: bool = False) -> Lowered:
     """Lower every fused function of a successful build, then plan and compile @main.
 
     `machine_code=False` stops at the optimised LLVM IR: what the editor shows (the
@@ -196,7 +202,11 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 
     `disk` is the persistent cache behind `cache` (disk_cache.py), `options` the build's options that
     key it (the driver's opt_level and PassContext config).  Structurally equal
-    functions are lowered once per build even without a `cache`."""
+    functions are lowered once per build even without a `cache`.  `schedule_texts`: the
+    caller will read every kernel's schedule text (`relaylens build --emit schedule`,
+    `-o`), so the children that lower kernels make theirs, in parallel, as they go, and
+    those of kernels found in a cache without theirs are made in children too and kept
+    in the disk cache (`_make_texts`)."""
     jit = jit or JIT()
     cache = cache if cache is not None else LoweringCache()
     source_name = result.name
@@ -223,12 +233,15 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 progress(name)
         except LoweringError as err:
             lowered.diagnostics.append(_diagnostic(name, func, err))
-    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, lowered.isolated):
+    for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, schedule_texts,
+                                  lowered.isolated):
         if isinstance(entry, LoweringError):
             lowered.diagnostics.append(_diagnostic(job.name, job.func, entry))
             continue
         cache.put(entry)
         found[job.name] = entry
+    if schedule_texts:
+        _make_texts([f for f in found.values() if f.made_text is None], disk, options)
     lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
@@ -241,6 +254,17 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
     """One primitive function through every stage to machine code (or to optimised LLVM IR)."""
     return _lower(func, name, source_name, jit, machine_code, compose(func))[0]
+
+
+def schedule_text(module, name: str) -> str:
+    """The schedule text of the fused function `name` of a built `module` (the last
+    snapshot's), made now: what `LoweredFunction.schedule_text` of its build gives.
+    KeyError when no primitive function of `module` has that name; LoweringError when it
+    does not compose or schedule."""
+    func = next((f for f, n in name_primitive_functions(module).items() if n == name), None)
+    if func is None:
+        raise KeyError(name)
+    return _schedule(compose(func), name, func)[0].record_text()
 
 
 def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
@@ -301,24 +325,23 @@ def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_
 
 
 def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, disk: DiskCache | None,
-                progress: Callable[[str], None] | None, isolate: bool = False):
+                progress: Callable[[str], None] | None, texts: bool = False, isolate: bool = False):
     """(job, its LoweredFunction or the LoweringError that stopped it), as each finishes.
 
     Two or more jobs (one too, with `isolate`) are lowered in forked workers (parallel.py),
     each returning what the disk cache keeps of its kernel, loaded here as a disk hit is
     (no renaming, nothing moved: the same name and source).  A job a worker could not
-    lower is lowered again here, so its error (or a bug's traceback) surfaces in this process.
-
-    A worker sends its kernel's schedule text (the loop nest printed after every step:
-    about 40% of a worker's time on ResNet-50) only when the disk cache keeps it or the
-    build stops at LLVM IR (the editor's, whose report reads every text); otherwise it is
-    made here if something asks for it (`LoweredFunction.schedule_text`)."""
-    texts = disk is not None or not machine_code
+    lower is lowered again here, so its error (or a bug's traceback) surfaces in this
+    process.  With `texts` a worker sends its kernel's schedule text too (TEXT), which the
+    disk cache then keeps."""
 
     def in_worker(job: _Job) -> Entry | None:
         try:
             fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
-            return _disk_entry(fn, obj, schedule_text=texts)
+            stored = _disk_entry(fn, obj)
+            if texts:
+                stored.blobs[TEXT] = fn.schedule_text.encode()
+            return stored
         except Exception:  # reported by the parent, which lowers this one again
             return None
 
@@ -344,6 +367,28 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
         yield job, fn
 
 
+def _make_texts(fns: list[LoweredFunction], disk: DiskCache | None, options: dict[str, Any] | None) -> None:
+    """Give kernels found in a cache their schedule texts, made several at once in forked
+    children (parallel.py), for a caller that reads them all; each is added to the
+    kernel's disk-cache entry (under the entry's kernel name), so the next such build
+    reads it."""
+
+    def text(fn: LoweredFunction) -> str | None:
+        try:
+            return fn.schedule_text
+        except Exception:  # made again when read, in this process, where the error surfaces
+            return None
+
+    for index, made in map_forked(text, fns, compile_jobs()):
+        fn = fns[index]
+        fn.made_text = made
+        key = cache_key(structural_hash(fn.func), _signature(fn.composed), options or {}) if disk is not None else None
+        stored = disk.get(key) if key is not None and made is not None else None
+        if stored is not None:
+            named = _named(made, fn.name, stored.meta["name"]).encode()
+            disk.put(key, Entry(stored.meta, {**stored.blobs, TEXT: named}))
+
+
 def _diagnostic(name: str, func: Function, err: LoweringError) -> Diagnostic:
     return Diagnostic(f"{name}: {err.message}", err.span or func.span, Severity.ERROR, source=SOURCE)
 
@@ -360,13 +405,11 @@ def _locations(func: Function) -> list:
     return [source_location(node.span) for node in post_order(func)]
 
 
-def _disk_entry(fn: LoweredFunction, obj: bytes, schedule_text: bool = True) -> Entry:
-    """What the disk cache keeps of `fn` (and a worker sends back); without its schedule
-    text when `schedule_text` is false (`_from_disk` then leaves it to be made on demand)."""
+def _disk_entry(fn: LoweredFunction, obj: bytes) -> Entry:
+    """What the disk cache keeps of `fn` (and a worker sends back): its LLVM texts, object
+    code and schedule's number of steps; not its schedule text (TEXT: made when read)."""
     meta = {"name": fn.name, "locations": _locations(fn.func), "steps": fn.schedule_steps}
     blobs = {"llvm_ir": fn.llvm_ir.encode(), "optimized_ir": fn.optimized_ir.encode()}
-    if schedule_text:
-        blobs["schedule_text"] = fn.schedule_text.encode()
     if obj:
         blobs["object"] = obj
     return Entry(meta, blobs)
@@ -380,9 +423,9 @@ def _from_disk(stored: Entry, func: Function, name: str, source_name: str, compo
     directory, filename = os.path.split(source_name)
     texts = [refile(t, filename or source_name, directory or ".") for t in texts]
     llvm_ir, optimized_ir = _moved(texts, [tuple(x) if x else None for x in meta["locations"]], func)
-    kept = blobs.get("schedule_text")  # absent from an entry written before it was kept
-    kept = zlib.compress(_named(kept.decode(), old, name).encode(), 1) if kept is not None else None
-    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]), kept_schedule=kept)
+    kept = blobs.get(TEXT)  # only once a build that read every text made it (`_make_texts`)
+    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]),
+                         made_text=_named(kept.decode(), old, name) if kept is not None else None)
     if not machine_code:
         return fn
     if "object" in blobs:
@@ -400,7 +443,9 @@ def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunc
     expressions (paired in evaluation order, as structural equality pairs them)."""
     renamed = [_renamed(text, entry.name, name) for text in (entry.llvm_ir, entry.optimized_ir)]
     llvm_ir, optimized_ir = _moved(renamed, _locations(entry.func), func)
-    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir)
+    made = _named(entry.made_text, entry.name, name) if entry.made_text is not None else None
+    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir,
+                               made_text=made)
 
 
 def _renamed(text: str, old: str, new: str) -> str:

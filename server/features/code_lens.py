@@ -68,7 +68,7 @@ def _lens_parts(built: Built, fn: FusedReport) -> tuple[int, list[tuple[str, tup
         parts = [(f"ƒ {fn.display_name}", in_snapshot, f"{fn.name} in the module after FuseOps")]
     if fn.llvm_ir:
         parts.append(("LLVM IR", (uris.make("llvm", f"{fn.name}.ll", doc, version),), None))
-    if fn.schedule_text:
+    if fn.schedule_steps:  # its text is made by the worker when the lens is clicked
         steps = fn.schedule_steps
         parts.append((f"schedule ({steps} step{'s' * (steps != 1)})",
                       (uris.make("schedule", f"{fn.name}.txt", doc, version),), None))

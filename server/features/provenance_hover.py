@@ -71,7 +71,7 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
             links.append(f"[LLVM IR]({uris.make('llvm', 'module.ll', doc, version)}#L{first})")
         if fn.llvm_ir:
             links.append(f"[{'alone' if links else 'LLVM IR'}]({uris.make('llvm', f'{fn.name}.ll', doc, version)})")
-        if fn.schedule_text:
+        if fn.schedule_steps:
             links.append(f"[schedule]({uris.make('schedule', f'{fn.name}.txt', doc, version)})")
         parts.append(f"**fused into** {fn.display_name}  \n`{fn.name}`" + (" · " + " · ".join(links) if links else "")
                      + (f"  \nwhy: {expr.fusion}" if expr.fusion else ""))

@@ -61,7 +61,8 @@ def text_of(built: Built, vuri: VirtualUri) -> str:
             raise NotBuilt(f"snapshot {index} is {snapshot.file_name}, not {vuri.name}")
         return unpack(snapshot.text)
     if vuri.kind == "schedule":
-        return unpack(_function(built, vuri.function).schedule_text)
+        _lowered(built, vuri.function)
+        return built.schedule(vuri)  # the worker's, made when the document was opened
     base = ir_of(built, vuri)
     if vuri.assembly or vuri.nodebug:
         return built.view(vuri, base).text
@@ -76,6 +77,14 @@ def _function(built: Built, name: str | None):
     return fn
 
 
+def _lowered(built: Built, name: str | None):
+    """The fused function `name` of the report, lowered (NotBuilt when it is not)."""
+    fn = _function(built, name)
+    if not fn.llvm_ir:
+        raise NotBuilt(f"{name} was not lowered (see the build diagnostics)")
+    return fn
+
+
 def ir_of(built: Built, vuri: VirtualUri):
     """The report's LLVM IR text (packed or not) an `llvm` URI shows, or its view or
     assembly is made from (NotBuilt when there is none)."""
@@ -85,9 +94,7 @@ def ir_of(built: Built, vuri: VirtualUri):
                        "(see its diagnostics)")
     if vuri.function is None:
         return report.optimized_ir if vuri.optimized else report.llvm_ir
-    fn = _function(built, vuri.function)
-    if not fn.llvm_ir:
-        raise NotBuilt(f"{vuri.function} was not lowered (see the build diagnostics)")
+    fn = _lowered(built, vuri.function)
     return fn.optimized_ir if vuri.optimized else fn.llvm_ir
 
 
@@ -244,8 +251,10 @@ def register(server: "RelayLensServer") -> None:
         vuri = parse(uri)
         try:
             built = await server.builds.wait(vuri.document, vuri.version)
-            if vuri.assembly and not built.has_assembly(vuri):  # LLVM's code generator: the worker's
-                built.keep_assembly(vuri, await server.builds.assembly(unpack(ir_of(built, vuri))))
+            if vuri.assembly and not built.has_made(vuri):  # LLVM's code generator: the worker's
+                built.keep_made(vuri, await server.builds.assembly(unpack(ir_of(built, vuri))))
+            if vuri.kind == "schedule" and not built.has_made(vuri):  # no build makes it: the worker, now
+                built.keep_made(vuri, await server.builds.schedule(built, _lowered(built, vuri.function).name))
             text = text_of(built, vuri)
         except NotBuilt as err:
             raise Refused(str(err)) from None

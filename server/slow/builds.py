@@ -8,6 +8,7 @@ when, the reports that came back, and what the client is told (docs/lsp.md).
     builds.find(uri, version)         a kept report (the last two versions), None = latest
     await builds.wait(uri, version)   the same, waiting for a build under way
     await builds.graph(uri, version, after)   (Built, GraphDocument): the graph of a snapshot
+    await builds.schedule(built, name)         the schedule text of a fused function (Packed)
 
 A model that names a BYOC pattern table (byoc_setup.py: its `// relaylens:` line, or the
 settings) is built partitioned, and built again when the table or the settings change,
@@ -24,7 +25,8 @@ progress for 5 minutes (a pass in an endless loop): the worker is killed.
 A graph is computed by the worker from the snapshots of its last build of the document
 (the server holds printed texts, not IR): the request waits for the build, then asks.  A
 worker that did not make that report (it exited, or built another version since) is sent
-the report's text too, and runs the passes again to answer.
+the report's text too, and runs the passes again to answer.  So is a fused function's
+schedule text, which no build makes (a report has its number of steps only).
 
 The worker exits after `idle_exit` seconds with nothing to do (initializationOptions or the
 setting `worker.idleExitSeconds`, IDLE_EXIT_SECONDS by default, 0 = never): what the editor
@@ -127,12 +129,12 @@ class Built:
         self._lines: Recent = Recent(KEPT_VIEWS)
         self._aligned: Recent = Recent(KEPT_VIEWS)
         self._views: Recent = Recent(KEPT_VIEWS)
-        self._assembly: dict[tuple[str | None, bool], Packed] = {}  # the worker's, by (function, optimized)
+        self._made: dict[tuple[str, str | None, bool], Packed] = {}  # the worker's texts (`keep_made`)
         self._derived: dict = {}  # small values features derive from the report (`derived`)
 
     def view(self, vuri: VirtualUri, base: Text | None = None) -> View:
         """An LLVM IR text of the report (`base`) as the URI asks: as it is, without its
-        debug information, or as assembly (the worker's, `keep_assembly`); made here when
+        debug information, or as assembly (the worker's, `keep_made`); made here when
         it is asked for with its base text and not kept; NotBuilt when asked for without it,
         or for assembly the worker has not made."""
         found = self._views.found(vuri.name)
@@ -141,18 +143,27 @@ class Built:
         if base is None:
             raise NotBuilt(f"{vuri.name} has not been made yet")
         if vuri.assembly:
-            made = self._assembly.get((vuri.function, vuri.optimized))
+            made = self._made.get(_made_key(vuri))
             if made is None:
                 raise NotBuilt(f"{vuri.name} has not been made yet (the build worker makes it when it is opened)")
             return self._views.keep(vuri.name, asm_view(unpack(made), nodebug=vuri.nodebug))
         return self._views.keep(vuri.name, ir_view(unpack(base), nodebug=vuri.nodebug))
 
-    def has_assembly(self, vuri: VirtualUri) -> bool:
-        return (vuri.function, vuri.optimized) in self._assembly
+    def has_made(self, vuri: VirtualUri) -> bool:
+        return _made_key(vuri) in self._made
 
-    def keep_assembly(self, vuri: VirtualUri, made: Packed) -> None:
-        """The worker's assembly of the IR `vuri` names (`Builds.assembly`), kept packed."""
-        self._assembly[(vuri.function, vuri.optimized)] = made
+    def keep_made(self, vuri: VirtualUri, made: Packed) -> None:
+        """A text the worker made for `vuri`, kept packed: the assembly of the IR it names
+        (`Builds.assembly`; its views with and without debug lines share it), or a
+        schedule text (`Builds.schedule`)."""
+        self._made[_made_key(vuri)] = made
+
+    def schedule(self, vuri: VirtualUri) -> str:
+        """The schedule text `vuri` names, as the worker made it (NotBuilt when it has not)."""
+        made = self._made.get(_made_key(vuri))
+        if made is None:
+            raise NotBuilt(f"{vuri.name} has not been made yet (the build worker makes it when it is opened)")
+        return unpack(made)
 
     def aligned(self, index: int) -> Aligned:
         """Snapshot `index` renumbered as the one before it numbers the same statements
@@ -193,6 +204,10 @@ class Built:
         return found
 
 
+def _made_key(vuri: VirtualUri) -> tuple[str, str | None, bool]:
+    return (vuri.kind, vuri.function, vuri.optimized)
+
+
 def cache_environment(cache: dict) -> dict[str, str]:
     """The worker's environment for initializationOptions `cache`; values of the wrong
     type are ignored (the environment's, or the defaults, stay)."""
@@ -221,7 +236,7 @@ class Builds:
         self._watchdog: asyncio.TimerHandle | None = None
         self._stalled = False
         self._unbuilt: dict[str, int | None] = {}  # uri -> a version not built: it has errors
-        self._asks: dict[int, asyncio.Future] = {}  # graph and assembly requests sent to the worker
+        self._asks: dict[int, asyncio.Future] = {}  # graph, schedule and assembly requests sent to the worker
         self.bind_params = True  # weights beside a model are bound (initializationOptions "params")
         # the editor's Check Numerics, run by the same worker
         self.numerics = EditorJobs(self, "numerics", "checked", "RelayLens check numerics", "check")
@@ -386,31 +401,36 @@ class Builds:
         worker's GraphDocument of its snapshot after the pass `after` (NotBuilt: why not);
         `options` are graph_document's (`layout`, `compare`)."""
         built = await self.wait(uri, version)
-        request = next(self._ids)
-        future = asyncio.get_running_loop().create_future()
         report = built.report
-        kept = self.worker.state == "ready" and self._worker_keeps.get(uri) == (self.worker.runs, report.version)
-        # a worker that did not make this report runs the passes again (worker.py, _graph)
-        again = None if kept else (report.text, self._weights(uri), self._byoc(uri, report.text))
-        if again is not None:
-            upcoming = self.worker.state not in ("ready", "starting")  # the message goes to the next process
-            self._worker_keeps[uri] = (self.worker.runs + upcoming, report.version)
-        if not self.worker.send(("graph", request, uri, report.version, after, options or {}, again)):
-            raise NotBuilt("the build worker cannot start")
-        self._asks[request] = future
-        try:
-            return built, await asyncio.wait_for(future, WAIT_SECONDS)
-        except asyncio.TimeoutError:
-            raise NotBuilt(f"the build worker did not answer within {WAIT_SECONDS:.0f} s") from None
-        finally:
-            self._asks.pop(request, None)
+        return built, await self._ask("graph", uri, report.version, after, options or {}, self._again(uri, report))
+
+    async def schedule(self, built: Built, name: str) -> Packed:
+        """The worker's schedule text of the fused function `name` of `built`'s build
+        (lower/pipeline.py `schedule_text`; NotBuilt: why not).  No build makes it: a
+        worker that did not make this report runs the passes again first, as for a graph."""
+        report = built.report
+        return await self._ask("schedule", report.uri, report.version, name, self._again(report.uri, report))
 
     async def assembly(self, ir: str) -> Packed:
         """The worker's host assembly of an LLVM IR text (compiler/lower/runtime/assembly.py):
         LLVM's code generator is loaded in the worker, never here (NotBuilt: why not)."""
+        return await self._ask("assembly", ir)
+
+    def _again(self, uri: str, report: BuildReport) -> tuple | None:
+        """What a worker that did not make `report` needs to run its passes again (worker.py,
+        `_snapshots`): (text, weights, byoc); None when the worker keeps that build."""
+        kept = self.worker.state == "ready" and self._worker_keeps.get(uri) == (self.worker.runs, report.version)
+        if kept:
+            return None
+        upcoming = self.worker.state not in ("ready", "starting")  # the message goes to the next process
+        self._worker_keeps[uri] = (self.worker.runs + upcoming, report.version)
+        return (report.text, self._weights(uri), self._byoc(uri, report.text))
+
+    async def _ask(self, kind: str, *args: Any) -> Any:
+        """Send (kind, request, *args) to the worker and wait for its answer (NotBuilt: why not)."""
         request = next(self._ids)
         future = asyncio.get_running_loop().create_future()
-        if not self.worker.send(("assembly", request, ir)):
+        if not self.worker.send((kind, request, *args)):
             raise NotBuilt("the build worker cannot start")
         self._asks[request] = future
         try:
@@ -509,7 +529,7 @@ class Builds:
         if self.profiles.handle(message) or self.numerics.handle(message):
             return
         kind = message[0]
-        if kind in ("graph", "assembly"):  # (kind, request, GraphDocument | Packed | None, why)
+        if kind in ("graph", "assembly", "schedule"):  # (kind, request, GraphDocument | Packed | None, why)
             future = self._asks.get(message[1])
             if future is not None and not future.done():
                 if message[2] is None:
@@ -586,7 +606,7 @@ class Builds:
             self._watchdog.cancel()
             self._watchdog = None
         broken = self.worker.state == "broken"
-        for future in self._asks.values():  # a graph or assembly it was making
+        for future in self._asks.values():  # a graph, schedule or assembly it was making
             if not future.done():
                 future.set_exception(NotBuilt(f"the build worker stopped ({why}); retry"))
         for job in sorted(self.jobs.values(), key=lambda j: j.id):

@@ -6,7 +6,7 @@ the text that was built (`BuildReport.text`); lines are 1-based where they come 
 debug locations or printed snapshots, as noted per field.  The lookups at the bottom are
 what the features read (sorted lists and bisection, no recomputation).
 
-The large texts (LLVM IR, optimised IR, schedules, pass snapshots: 11 MB for ResNet-50)
+The large texts (LLVM IR, optimised IR, pass snapshots: 11 MB for ResNet-50)
 travel and are kept zlib-compressed, as `Packed` (`pack_texts`, called by the worker just
 before it sends a report; LLVM IR compresses 8-10 times): a field typed `Text` is a `str`
 or a `Packed`, and readers take its `str` with `unpack(field)`, only when a view shows it.
@@ -145,8 +145,8 @@ class FusedReport:
     anchor: Range  # where its lens goes: its first source expression (or its own `fn`)
     ranges: tuple[Range, ...]  # the source expressions it contains, sorted
     layers: tuple[str, ...]
-    schedule_text: Text
-    schedule_steps: int
+    schedule_steps: int  # its schedule's steps, 0 when not lowered; the text is the worker's, made when
+    # a view asks (Builds.schedule): printing every step's loop nest was 40% of lowering
     llvm_ir: Text  # its own LLVM module, unoptimised
     optimized_ir: Text
     module_lines: tuple[tuple[int, int], ...]  # 1-based inclusive ranges in the module text
@@ -221,7 +221,7 @@ class BuildReport:
 
 
 def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
-    """Make each text of `report` (LLVM IR, optimised IR, schedules, snapshots) that equals a
+    """Make each text of `report` (LLVM IR, optimised IR, snapshots) that equals a
     text of an `older` report the older one's object, so that the server holds it once; so
     too a snapshot's node table, a fused function's or an expression's whole entry (an edit
     that keeps every offset, an edit undone).
@@ -231,7 +231,7 @@ def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
     tables: dict = {}  # a snapshot's NodeTable equal to an older one's: the older one
     for old in older:
         for text in (old.llvm_ir, old.optimized_ir, *(s.text for s in old.snapshots),
-                     *(t for f in old.functions for t in (f.llvm_ir, f.optimized_ir, f.schedule_text))):
+                     *(t for f in old.functions for t in (f.llvm_ir, f.optimized_ir))):
             pool.setdefault(text, text)
         for s in old.snapshots:
             if isinstance(s.nodes, NodeTable):
@@ -244,8 +244,7 @@ def share_texts(report: BuildReport, older: list[BuildReport]) -> None:
                                 nodes=tables.get(s.nodes, s.nodes) if isinstance(s.nodes, NodeTable) else s.nodes)
                         for s in report.snapshots]
     report.functions = [replace(f, llvm_ir=pool.get(f.llvm_ir, f.llvm_ir),
-                                optimized_ir=pool.get(f.optimized_ir, f.optimized_ir),
-                                schedule_text=pool.get(f.schedule_text, f.schedule_text))
+                                optimized_ir=pool.get(f.optimized_ir, f.optimized_ir))
                         for f in report.functions]
     functions = {f: f for old in reversed(older) for f in old.functions}
     exprs = {e: e for old in reversed(older) for e in old.exprs}
@@ -268,13 +267,13 @@ def pack_texts(report: BuildReport) -> BuildReport:
 
     keep = []  # the texts whose ids are keys of `made` stay alive until it is done
     for text in (report.llvm_ir, report.optimized_ir, *(s.text for s in report.snapshots),
-                 *(t for f in report.functions for t in (f.llvm_ir, f.optimized_ir, f.schedule_text))):
+                 *(t for f in report.functions for t in (f.llvm_ir, f.optimized_ir))):
         keep.append(text)
     report.llvm_ir = pack(report.llvm_ir)
     report.optimized_ir = pack(report.optimized_ir)
     report.snapshots = [replace(s, text=pack(s.text)) for s in report.snapshots]
-    report.functions = [replace(f, llvm_ir=pack(f.llvm_ir), optimized_ir=pack(f.optimized_ir),
-                                schedule_text=pack(f.schedule_text)) for f in report.functions]
+    report.functions = [replace(f, llvm_ir=pack(f.llvm_ir), optimized_ir=pack(f.optimized_ir))
+                        for f in report.functions]
     del keep
     return report
 

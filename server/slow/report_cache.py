@@ -35,7 +35,7 @@ from ...compiler.lower.disk_cache import REPORTS, DiskCache, Entry, compiler_ver
 from ...compiler.lower.runtime.target import OPTIONS, target_id
 from .report import BuildReport
 
-SCHEMA = 1  # of the pickled report; bump when BuildReport's fields change meaning
+SCHEMA = 2  # of the pickled report; bump when BuildReport's fields change meaning
 KIND = "build-report"
 REPORT_SOURCES = ("compiler", "server/slow")  # relative to the package's root: what makes a report
 

@@ -190,7 +190,6 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
             anchor=min(anchors),
             ranges=tuple(keys),
             layers=_layers(func),
-            schedule_text=fn.schedule_text if fn is not None else "",
             schedule_steps=fn.schedule_steps if fn is not None else 0,
             llvm_ir=fn.llvm_ir if fn is not None else "",
             optimized_ir=fn.optimized_ir if fn is not None else "",

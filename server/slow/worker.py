@@ -28,7 +28,11 @@ make the build (it started after the build, or built another version since): the
 the passes again (`snapshots_again`) and keeps those.  Graph requests queue behind builds, in
 the order they came, and so do ("assembly", request, llvm_ir) -> ("assembly", request,
 Packed, None) (the host assembly of an IR text, for the editor's assembly views: the
-server never loads LLVM's code generator) or ("assembly", request, None, why).  stdin closing ends the process (the server closes it when the worker
+server never loads LLVM's code generator) or ("assembly", request, None, why), and
+("schedule", request, uri, version, name[, again]) -> ("schedule", request, Packed, None),
+the schedule text of the fused function `name` (every step's loop nest, which no build
+prints: lower/pipeline.py `schedule_text`), made from the snapshots as a graph is, or
+("schedule", request, None, why).  stdin closing ends the process (the server closes it when the worker
 has been idle: builds.py).
 
 After each build the memory it freed is handed back to the system (`release_memory`),
@@ -88,7 +92,7 @@ class Jobs:
                     self.cancelled.add(older)
                 self.latest[uri] = job
                 self.queue.put(message)
-            elif kind in ("profile", "graph", "assembly"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
+            elif kind in ("profile", "graph", "assembly", "schedule"):  # never superseded: ("profile", job, uri, version, text, weights, runs, onnx)
                 self.queue.put(message)
             elif kind == "cancel":
                 self.cancelled.add(message[1])
@@ -180,6 +184,9 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         if message[0] == "assembly":
             frames.write(out, _assembly(*message[1:3]))
             continue
+        if message[0] == "schedule":
+            frames.write(out, _schedule(kept, *message[1:6], answered=answered))
+            continue
         _, job, uri, version, text, weights = message[:6]
         byoc = message[6] if len(message) > 6 else None  # the BYOC options (byoc_report.py)
         if jobs.is_void(job):
@@ -257,12 +264,11 @@ def _profile(message: tuple, jobs: Jobs, out: BinaryIO, disk) -> None:
               lambda why: ProfileReport(uri, version, error=why))
 
 
-def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None,
-           again: tuple | None = None, *, answered: dict | None = None) -> tuple:
-    """The answer to a graph request: the graph document of the kept build (made again from
-    `again`, (text, weights, byoc), when it is not kept, or from the inputs of a build of
-    that version `answered` from its kept report), or why not."""
-    from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
+def _snapshots(kept: dict, uri: str, version: int | None, again: tuple | None,
+               answered: dict | None) -> tuple[list | None, str | None]:
+    """(the snapshots of the kept build of that version, None) or (None, why not): made
+    again from `again`, (text, weights, byoc), when they are not kept, or from the inputs
+    of a build of that version `answered` from its kept report (the passes run again)."""
     from .reporting import snapshots_again  # lazy: as the compiler above
 
     version_answered, inputs = (answered or {}).get(uri, (None, None))
@@ -275,12 +281,24 @@ def _graph(kept: dict, request: int, uri: str, version: int | None, after, optio
             snapshots = snapshots_again(uri, text, weights=weights, byoc=byoc)
         except Exception as err:  # noqa: BLE001 -- a bug in a pass: an answer, not a dead worker
             traceback.print_exc()
-            return ("graph", request, None, f"internal error building again: {type(err).__name__}: {err}")
+            return None, f"internal error building again: {type(err).__name__}: {err}"
         kept[uri] = (version, snapshots)
         version_kept = version
         release_memory()
     if snapshots is None or version_kept != version:
-        return ("graph", request, None, f"the build worker keeps no build of version {version} of {uri}")
+        return None, f"the build worker keeps no build of version {version} of {uri}"
+    return snapshots, None
+
+
+def _graph(kept: dict, request: int, uri: str, version: int | None, after, options: dict | None = None,
+           again: tuple | None = None, *, answered: dict | None = None) -> tuple:
+    """The answer to a graph request: the graph document of the kept build's snapshot
+    after the pass `after` (`_snapshots`), or why not."""
+    from ...compiler.graph.snapshots import UnknownPass, graph_document  # lazy: as the compiler above
+
+    snapshots, why = _snapshots(kept, uri, version, again, answered)
+    if snapshots is None:
+        return ("graph", request, None, why)
     try:
         options = options or {}
         doc = graph_document(snapshots, after, uri, layout=bool(options.get("layout")),
@@ -291,6 +309,24 @@ def _graph(kept: dict, request: int, uri: str, version: int | None, after, optio
     except Exception as err:  # noqa: BLE001 -- a bug in the graph: an answer, not a dead worker
         traceback.print_exc()
         return ("graph", request, None, f"internal error: {type(err).__name__}: {err}")
+
+
+def _schedule(kept: dict, request: int, uri: str, version: int | None, name: str, again: tuple | None = None,
+              *, answered: dict | None = None) -> tuple:
+    """The answer to a schedule request: the schedule text of the fused function `name` of
+    the kept build (`_snapshots`), made now, or why not."""
+    from ...compiler.lower.pipeline import schedule_text  # lazy: as the compiler above
+
+    snapshots, why = _snapshots(kept, uri, version, again, answered)
+    if snapshots is None:
+        return ("schedule", request, None, why)
+    try:
+        return ("schedule", request, Packed.of(schedule_text(snapshots[-1].module, name)), None)
+    except KeyError:
+        return ("schedule", request, None, f"there is no fused function {name} in version {version} of {uri}")
+    except Exception as err:  # noqa: BLE001 -- a bug in a schedule: an answer, not a dead worker
+        traceback.print_exc()
+        return ("schedule", request, None, f"internal error: {type(err).__name__}: {err}")
 
 
 def _assembly(request: int, ir: str) -> tuple:
