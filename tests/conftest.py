@@ -81,13 +81,13 @@ def pytest_collection_modifyitems(config, items) -> None:
     pytest's order."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    tests: dict[str, int] = {}
-    slow: set[str] = set()
+    tests: dict[Path, int] = {}
+    slow: set[Path] = set()
     for item in items:
-        tests[item.fspath.strpath] = tests.get(item.fspath.strpath, 0) + 1
+        tests[item.path] = tests.get(item.path, 0) + 1
         if item.get_closest_marker("slow") is not None:
-            slow.add(item.fspath.strpath)
-    items.sort(key=lambda item: (item.fspath.strpath not in slow, -tests[item.fspath.strpath]))  # stable
+            slow.add(item.path)
+    items.sort(key=lambda item: (item.path not in slow, -tests[item.path]))  # stable
 
 
 def _private_kernel_cache() -> None:
