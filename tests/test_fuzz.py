@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -95,6 +96,23 @@ def _fuzz(name: str, seconds: int) -> None:
 @pytest.mark.parametrize("name", TARGETS)
 def test_short_fuzz_run(name):
     _fuzz(name, SHORT_SECONDS)
+
+
+def test_the_fuzzer_measures_its_own_memory_not_its_parents():
+    """libFuzzer's -rss_limit_mb reads getrusage's peak, which Linux carries across exec:
+    started by a test worker that had grown to 3 GB, every target's first input was "out of
+    memory" (fuzz.py now fuzzes in a forked child)."""
+    pytest.importorskip("atheris")
+    script = ("import sys, numpy as np\n"
+              "sys.path[:0] = [sys.argv[1]]\n"
+              "from run import run\n"
+              "held = np.ones(600 << 17)  # 630 MB, touched\n"
+              "result = run('parse', 3, rss_limit_mb=400)\n"
+              "print(result.returncode, result.peak_rss_mb, result.summary())\n")
+    out = subprocess.run([sys.executable, "-c", script, str(FUZZ)], capture_output=True, text=True, timeout=300)
+    returncode, peak, summary = out.stdout.split(" ", 2)
+    assert (returncode, "findings: none" in summary) == ("0", True), out.stdout + out.stderr
+    assert 0 < int(peak) < 400, out.stdout
 
 
 @pytest.mark.fuzz

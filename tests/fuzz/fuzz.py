@@ -31,6 +31,7 @@ TARGET_VARIABLE = "RELAYLENS_FUZZ_TARGET"
 
 
 def main(argv: list[str]) -> None:
+    _own_peak()
     if len(argv) >= 2 and argv[1] in TARGETS:
         name = argv.pop(1)
         # libFuzzer runs itself again for -merge and -minimize_crash, with argv less the
@@ -73,6 +74,22 @@ def main(argv: list[str]) -> None:
     argv[0] = f"{shlex.quote(sys.executable)} {shlex.quote(str(Path(__file__).resolve()))}"
     atheris.Setup(argv, one_input, **options)
     atheris.Fuzz()
+
+
+def _own_peak() -> None:
+    """Go on in a forked child, and exit as it does, so libFuzzer measures this run alone.
+
+    libFuzzer's -rss_limit_mb reads the process's peak resident size (getrusage), and
+    Linux carries a process's peak across exec into the program it starts: a fuzzer
+    started by a test worker that had grown to 3 GB called its first input out of memory.
+    A forked child's peak starts from its own pages.
+    """
+    child = os.fork()
+    if child == 0:
+        return
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    sys.exit(code if code >= 0 else 128 - code)
 
 
 def _instrumented(name: str) -> tuple[str, ...]:

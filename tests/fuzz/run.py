@@ -59,6 +59,11 @@ class FuzzRun:
         return self._last(r"ft: (\d+)")
 
     @property
+    def peak_rss_mb(self) -> int:
+        """libFuzzer's peak resident size of the run, in MB (-print_final_stats)."""
+        return self._last(r"stat::peak_rss_mb:\s+(\d+)")
+
+    @property
     def seed_coverage(self) -> int:
         """`cov:` once the kept corpus was read, before any fuzzing."""
         found = re.findall(r"INITED cov: (\d+)", self.log)
@@ -91,13 +96,13 @@ def command(target: str, *flags: str) -> list[str]:
 
 
 def run(target: str, seconds: int, *, runs: int | None = None, work: Path | None = None,
-        keep: bool = False) -> FuzzRun:
+        keep: bool = False, rss_limit_mb: int = RSS_LIMIT_MB) -> FuzzRun:
     """Fuzz `target` for `seconds` (or `runs` inputs, whichever ends first)."""
     kept = HERE / "corpus" / target
     with tempfile.TemporaryDirectory(prefix=f"fuzz-{target}-") as scratch:
         work = work or Path(scratch)
         (work / "corpus").mkdir(parents=True, exist_ok=True)
-        flags = [f"-max_total_time={seconds}", f"-timeout={INPUT_SECONDS}", f"-rss_limit_mb={RSS_LIMIT_MB}",
+        flags = [f"-max_total_time={seconds}", f"-timeout={INPUT_SECONDS}", f"-rss_limit_mb={rss_limit_mb}",
                  f"-artifact_prefix={work}/", "-print_final_stats=1"]
         if runs is not None:
             flags.append(f"-runs={runs}")
