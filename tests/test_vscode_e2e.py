@@ -138,7 +138,7 @@ def test_the_extension_in_code_server(tools, tmp_path):
     report = json.dumps(result, indent=2)[:6000] + "\n" + scenario.stderr[-3000:]
     steps = result["steps"]
     assert list(steps) == ["open-and-build", "hover", "hover-link-opens-llvm-ir", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
-                           "one-server-many-documents", "optimised-ir-and-assembly",
+                           "one-server-many-documents", "optimised-ir-and-assembly", "schedule-lens",
                            "pass-diff-without-renumbering", "profile", "profile-view", "graph-view", "check-numerics",
                            "byoc", "broken-line-diagnostic"], report
     assert all(step["ok"] for step in steps.values()), report

@@ -138,11 +138,23 @@ async function goToLine(page, line, column) {
 
 /** Run a command by its title through the command palette (F1). */
 async function runCommand(page, title) {
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(`>${title}`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor();
+    // the palette can close under us while the window is still restoring its editors (after
+    // the graph step's reload): then it is opened again
+    for (let attempt = 1; ; attempt++) {
+        await page.keyboard.press('F1');
+        const input = page.locator('.quick-input-widget input');
+        await input.waitFor({ state: 'visible' });
+        try {
+            await input.fill(`>${title}`, { timeout: 10_000 });
+            await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 20_000 });
+            break;
+        } catch (error) {
+            if (attempt === 3) {
+                throw error;
+            }
+            await page.keyboard.press('Escape');
+        }
+    }
     await page.keyboard.press('Enter');
 }
 
@@ -345,6 +357,24 @@ async function scenario(page, url) {
             .waitFor({ timeout: STEP_TIMEOUT });
         await page.locator('.editor-group-container.active .view-lines', { hasText: '.cfi_' }).waitFor({ timeout: STEP_TIMEOUT });
         return (await page.locator('.editor-group-container.active .tab.active').innerText()).trim();
+    });
+
+    // a kernel's schedule is made by the worker when its lens is clicked (no build makes them)
+    await step(page, 'schedule-lens', async () => {
+        await page.locator('.tab', { hasText: model }).first().click();
+        await activeTab(page, model).waitFor();
+        const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: /^schedule \(\d+ steps\)$/ });
+        await lens.first().waitFor({ timeout: STEP_TIMEOUT });
+        const title = (await lens.first().innerText()).trim();
+        await lens.first().click();
+        await activeTab(page, '.txt').waitFor({ timeout: STEP_TIMEOUT });
+        await page.locator('.editor-group-container.active .view-lines', { hasText: '# step 0: create_schedule' }).waitFor({ timeout: STEP_TIMEOUT });
+        const tab = (await page.locator('.editor-group-container.active .tab.active').innerText()).trim();
+        await page.screenshot({ path: path.join(artifacts, 'schedule.png') });
+        // closed by its tab's button, so the next steps find the layout as they left it
+        await page.locator('.editor-group-container.active .tab.active .tab-actions .action-label').first().click();
+        await activeTab(page, '.txt').waitFor({ state: 'detached', timeout: 10_000 });
+        return `${title}: ${tab}`;
     });
 
     await step(page, 'pass-diff-without-renumbering', async () => {
