@@ -277,3 +277,19 @@ def test_tanh_and_erf_scale_their_exponential_once(name):
         return sum(1 for n in te.nodes(e) if isinstance(n, te.Binary) and n.op == "shr")
 
     assert shifts(mathfuncs.exp(v)) == 1 and shifts(mathfuncs.INLINED[name](v)) == 0
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf"])
+def test_exponentials_are_rounded_without_a_float_to_int_conversion(name):
+    """k = round(x log2 e) is read from the bits of x log2 e + 1.5 * 2^23: no floor and no
+    conversion (LLVM's fptosi of a NaN is poison; the clamps let NaN through)."""
+    v = te.Var("v", "float32")
+    body = mathfuncs.INLINED[name](v)
+    assert not any(isinstance(n, te.Cast) or isinstance(n, te.Call) and n.name == "floor" for n in te.nodes(body))
+
+
+def test_tanh_is_one_branch():
+    """tanh is sign(x) m / (m + 2), m = e^{2|x|} - 1, over the whole range: its one select
+    is the clamp of |x| (no polynomial beside the exponential for small arguments)."""
+    v = te.Var("v", "float32")
+    assert sum(1 for n in te.nodes(mathfuncs.tanh(v)) if isinstance(n, te.Select)) == 1
