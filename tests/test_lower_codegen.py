@@ -671,7 +671,7 @@ def test_debug_info_unoptimized(jit):
     where = line_locations(text)
     # exp is inlined (te/mathfuncs.py): its arithmetic is at the exp call
     assert {where[n] for n, line in instructions if "fadd float" in line} == {(2, 8), (3, 8)}
-    assert {where[n] for n, line in instructions if "llvm.floor.f32" in line} == {(3, 8)}
+    assert {where[n] for n, line in instructions if "llvm.fma.f32" in line} == {(3, 8)}
     assert {where[n] for n, line in instructions if "bitcast" in line} == {(3, 8)}
     assert {where[n] for n, line in instructions if "fmul float" in line and "0x4000000000000000" in line} == {(4, 3)}
     assert {where[n] for n, line in instructions if "store float" in line} == {(4, 3)}
@@ -754,7 +754,7 @@ def test_golden_snippet():
                     'line: 1, name: "fused_add_exp_multiply"',
                     '%"i" = phi  i64 [0, %"body"], [%"i.next", %"i.loop"]',
                     'getelementptr inbounds float, ptr %"x", i64 %"i"',
-                    'call float @"llvm.floor.f32"(',  # in the inlined exp
+                    'call float @"llvm.fma.f32"(',  # in the inlined exp
                     'icmp slt i64 %"i.next", 37',
                     'ret void, !dbg !'):
         assert snippet in text, snippet

@@ -6,8 +6,8 @@ Integer division and remainder never trap: a zero divisor acts as 1 and `MIN / -
 as the numpy reference does.  Float arithmetic is exact IEEE steps except in an
 accumulation (`em.contract`), where a*b+c may fuse into an FMA.
 
-`exp`, `tanh`, `erf`, `sigmoid` and the fast approximations `fast_exp`, `fast_tanh`,
-`fast_erf` on float32 (and float16, through float32) are inlined as straight-line
+`exp`, `tanh`, `erf`, `sigmoid`, `exp_nonpositive` (softmax's) and the fast
+approximations `fast_exp`, `fast_tanh`, `fast_erf` on float32 (and float16, through float32) are inlined as straight-line
 arithmetic (te/mathfuncs.py, with their error bounds), which the loop vectoriser widens
 into SIMD code; on float64 they stay calls to LLVM's intrinsics or libm (the fast ones are
 the exact ones there).
@@ -387,6 +387,9 @@ def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
         return y if src == "float32" else b.fptrunc(y, x.type)
     if name.startswith("fast_"):  # float64: the exact function
         return call(em, name.removeprefix("fast_"), args, src, dtype)
+    if name == "exp_nonpositive":  # float64: exp(min(x, 0)), NaN kept
+        zero = ir.Constant(x.type, 0.0)
+        return call(em, "exp", [b.select(b.fcmp_ordered("<", zero, x), zero, x)], src, dtype)
     if name in _LLVM_MATH:
         return b.call(_intrinsic(em.module, _LLVM_MATH[name], x.type), [x])
     if name == "rsqrt":

@@ -12,7 +12,7 @@ against 0.78, BERT's erf GELU 0.78 against 1.03, softmax over 1x12x128x128 0.25 
 0.29 (1 thread, CPU time, the two alternating in one process, load 6).  The
 code generator inlines them for the float32 (and float16, through float32) intrinsics
 `exp`, `tanh`, `erf`, `sigmoid` and `fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`;
-codegen/scalar.py); the compute rules of the FastMath ops (`fast_exp`, ...,
+codegen/scalar.py), and `exp_nonpositive` for softmax; the compute rules of the FastMath ops (`fast_exp`, ...,
 `nn.fast_softmax`) call the fast intrinsics, so schedules print `fast_exp(x)`, not the
 expansion.  te/evaluate.py evaluates the fast intrinsics by these very expressions, step
 for step in float32 (the accurate ones by numpy's exact functions); the tests sweep the
@@ -26,6 +26,7 @@ them to, with some margin: the largest errors on the tests' grid are 0.96 ulp fo
 * `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
   range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
   exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
+* `exp_nonpositive`: `exp`'s bits for x <= 0 (so its bounds), 1 above.
 * `tanh`: at most 3 ulp; odd, tanh(±0) = ±0, ±1 beyond ±9.1 and at ±inf.
 * `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from about |x| = 3.92 on and at ±inf.
 * `sigmoid`: 1 / (1 + exp(-x)) as the op's reference computes it in float32: at most
@@ -125,10 +126,10 @@ def _exp_reduced(y: te.PrimExpr) -> tuple[te.PrimExpr, te.PrimExpr]:
     return te.fma(r * r, _poly(r, _EXP_G), r), t
 
 
-def _pow2_of(t: te.PrimExpr) -> te.PrimExpr:
-    """2^k for the k that `_exp_reduced`'s t holds, k in [-126, 127]: k + 127 in the
-    exponent field, two integer instructions."""
-    return te.reinterpret(te.binary("shl", _bits(t), 23) + (127 << 23), F32)
+def _pow2_of(t: te.PrimExpr, offset: int = 0) -> te.PrimExpr:
+    """2^(k + offset) for the k that `_exp_reduced`'s t holds, k + offset in [-126, 127]:
+    k + offset + 127 in the exponent field, two integer instructions."""
+    return te.reinterpret(te.binary("shl", _bits(t), 23) + ((127 + offset) << 23), F32)
 
 
 def exp(x: te.PrimExpr) -> te.PrimExpr:
@@ -138,6 +139,15 @@ def exp(x: te.PrimExpr) -> te.PrimExpr:
     n = _bits(t) - MAGIC_BITS
     half = te.binary("shr", n, 1)
     return ((q + 1.0) * _pow2(half)) * _pow2(n - half)
+
+
+def exp_nonpositive(x: te.PrimExpr) -> te.PrimExpr:
+    """e^min(x, 0), softmax's exp(x - max): the bits of `exp` for x <= 0 in 6 instructions
+    fewer.  On x within [-104, 0] k is in [-150, 0], so e^r 2^(k + 64) is a normal float,
+    exact, and one multiply by 2^-64 rounds it once, subnormal results included (`exp`
+    needs two halves of 2^k for its whole range).  NaN is kept."""
+    q, t = _exp_reduced(_upto(_from(x, -104.0), 0.0))
+    return ((q + 1.0) * _pow2_of(t, 64)) * (2.0 ** -64)
 
 
 def _exp_normal(x: te.PrimExpr) -> te.PrimExpr:
@@ -253,7 +263,7 @@ def fast_erf(x: te.PrimExpr) -> te.PrimExpr:
 
 # intrinsic -> its float32 expansion, which the code generator inlines
 INLINED: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
-    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid,
+    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "exp_nonpositive": exp_nonpositive,
     "fast_exp": fast_exp, "fast_tanh": fast_tanh, "fast_erf": fast_erf}
 FAST: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
     "exp": fast_exp, "tanh": fast_tanh, "erf": fast_erf}
