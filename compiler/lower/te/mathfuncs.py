@@ -150,11 +150,11 @@ def exp_nonpositive(x: te.PrimExpr) -> te.PrimExpr:
     return ((q + 1.0) * _pow2_of(t, 64)) * (2.0 ** -64)
 
 
-def _exp_normal(x: te.PrimExpr) -> te.PrimExpr:
-    """e^x for erf, whose exponentials are normal floats: x within [-87, 88], where k is
-    in [-125, 127] and one multiply by 2^k is exact, so on that range the bits are
-    `exp`'s with 6 instructions fewer (no halves)."""
-    q, t = _exp_reduced(_upto(_from(x, -87.0), 88.0))
+def _exp_normal(y: te.PrimExpr) -> te.PrimExpr:
+    """e^y for a y the caller keeps within [-86, 87] (or NaN), where e^y is a normal float
+    and one multiply by 2^k is exact: `exp`'s bits there, without its clamps and halves
+    (erf's exponential of its polynomial in [-16.3, -1.9])."""
+    q, t = _exp_reduced(y)
     return (q + 1.0) * _pow2_of(t)
 
 
