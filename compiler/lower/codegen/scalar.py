@@ -7,10 +7,11 @@ as the numpy reference does.  Float arithmetic is exact IEEE steps except in an
 accumulation (`em.contract`), where a*b+c may fuse into an FMA.
 
 `exp`, `tanh`, `erf`, `sigmoid`, `exp_nonpositive` (softmax's) and the fast
-approximations `fast_exp`, `fast_tanh`, `fast_erf` on float32 (and float16, through float32) are inlined as straight-line
-arithmetic (te/mathfuncs.py, with their error bounds), which the loop vectoriser widens
-into SIMD code; on float64 they stay calls to LLVM's intrinsics or libm (the fast ones are
-the exact ones there).
+approximations `fast_exp`, `fast_tanh`, `fast_erf` on float32 (and float16, through
+float32) are inlined as straight-line arithmetic (te/mathfuncs.py, with their error
+bounds), which the loop vectoriser widens into SIMD code; on float64 they stay calls to
+LLVM's intrinsics or libm (the fast ones are the exact ones there, `exp_nonpositive`
+exp(min(x, 0))).
 """
 
 from __future__ import annotations

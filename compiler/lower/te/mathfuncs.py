@@ -3,20 +3,21 @@ approximations of TVM's FastMath ops.
 
 Each function takes a float32 `PrimExpr` and returns one built only from arithmetic,
 fused multiply-adds (`te.fma`: every Horner step and the range reductions, one rounding
-and one instruction each), comparisons, selects, `floor`, `abs`, casts and bit
-reinterpretation: no call that the loop vectoriser cannot widen, so an element-wise loop
-over them becomes SIMD code.  The multiply-adds are explicit, never left to LLVM's
-contraction, so scalar, vector and evaluated code round alike.  With them (where each
-Horner step was a multiply and an add) GPT-2's tanh GELU over 128 x 3072 took 0.64 ms
-against 0.78, BERT's erf GELU 0.78 against 1.03, softmax over 1x12x128x128 0.25 against
-0.29 (1 thread, CPU time, the two alternating in one process, load 6).  The
-code generator inlines them for the float32 (and float16, through float32) intrinsics
-`exp`, `tanh`, `erf`, `sigmoid` and `fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`;
-codegen/scalar.py), and `exp_nonpositive` for softmax; the compute rules of the FastMath ops (`fast_exp`, ...,
-`nn.fast_softmax`) call the fast intrinsics, so schedules print `fast_exp(x)`, not the
-expansion.  te/evaluate.py evaluates the fast intrinsics by these very expressions, step
-for step in float32 (the accurate ones by numpy's exact functions); the tests sweep the
-whole float32 range that way (tests/test_mathfuncs.py).
+and one instruction each), comparisons, selects, `floor`, `abs`, casts, integer shifts
+and bit operations, and bit reinterpretation: no call that the loop vectoriser cannot
+widen, so an element-wise loop over them becomes SIMD code.  The multiply-adds are
+explicit, never left to LLVM's contraction, so scalar, vector and evaluated code round
+alike.  With them (where each Horner step was a multiply and an add) GPT-2's tanh GELU
+over 128 x 3072 took 0.64 ms against 0.78, BERT's erf GELU 0.78 against 1.03, softmax
+over 1x12x128x128 0.25 against 0.29 (1 thread, CPU time, the two alternating in one
+process, load 6).  The code generator inlines them for the float32 (and float16, through
+float32) intrinsics `exp`, `tanh`, `erf`, `sigmoid`, softmax's `exp_nonpositive` and
+`fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`; codegen/scalar.py); the compute rules of
+the FastMath ops (`fast_exp`, ..., `nn.fast_softmax`) call the fast intrinsics, so
+schedules print `fast_exp(x)`, not the expansion.  te/evaluate.py evaluates the fast
+intrinsics by these very expressions, step for step in float32 (the accurate ones by
+numpy's exact functions); the tests sweep the whole float32 range that way
+(tests/test_mathfuncs.py).
 
 Accuracy (against the exact function, over every float32 input; the bounds the tests hold
 them to, with some margin: the largest errors on the tests' grid are 0.96 ulp for `exp`,
