@@ -129,6 +129,26 @@ def test_min_max_against_a_number_propagate_nan(jit):
     np.testing.assert_array_equal(k["min_first_f32"](x), np.minimum(1, x))
 
 
+def test_min_max_of_two_values_propagate_nan_in_three_instructions(jit):
+    """x's NaN test is a select of its own (a constant NaN), so LLVM does not merge it
+    with the comparison into one select on an `or` (four instructions; a branch when
+    scalar); NaN from either side, y when the two compare equal (-0 and +0)."""
+    funcs = [elementwise(f"{op}_two", ["float32", "float32"], "float32", lambda a, b, op=op: te.binary(op, a, b))
+             for op in ("max", "min")]
+    text = jit.optimize(generate(funcs, "t.relay"))
+    assert "@max_two" in text and not re.search(r"= or (<\d+ x )?i1|select (<\d+ x )?i1>? [^,]+, (<\d+ x )?i1", text)
+    k = jit.compile(funcs, "t.relay")
+    x, y = values("float32", seed=7), values("float32", seed=8)
+    x[::7], y[3::7] = np.nan, np.nan
+    x[5], y[5], x[6], y[6] = -0.0, 0.0, 0.0, -0.0
+    for op, ref in (("max", np.maximum), ("min", np.minimum)):
+        got = k[f"{op}_two"](x, y)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(x) | np.isnan(y))
+        fine = ~np.isnan(got)
+        np.testing.assert_array_equal(got[fine], ref(x, y)[fine])
+        assert [np.signbit(got[5]), np.signbit(got[6])] == [False, True]  # y's zero
+
+
 def test_integer_edge_cases(jit):
     """MIN / -1 wraps, floor division rounds down, truncating division toward zero."""
     f = [elementwise(f"{op}_i32", ["int32", "int32"], "int32", lambda a, b, op=op: te.binary(op, a, b))
@@ -671,7 +691,7 @@ def test_debug_info_unoptimized(jit):
     where = line_locations(text)
     # exp is inlined (te/mathfuncs.py): its arithmetic is at the exp call
     assert {where[n] for n, line in instructions if "fadd float" in line} == {(2, 8), (3, 8)}
-    assert {where[n] for n, line in instructions if "llvm.floor.f32" in line} == {(3, 8)}
+    assert {where[n] for n, line in instructions if "llvm.fma.f32" in line} == {(3, 8)}
     assert {where[n] for n, line in instructions if "bitcast" in line} == {(3, 8)}
     assert {where[n] for n, line in instructions if "fmul float" in line and "0x4000000000000000" in line} == {(4, 3)}
     assert {where[n] for n, line in instructions if "store float" in line} == {(4, 3)}
@@ -754,7 +774,7 @@ def test_golden_snippet():
                     'line: 1, name: "fused_add_exp_multiply"',
                     '%"i" = phi  i64 [0, %"body"], [%"i.next", %"i.loop"]',
                     'getelementptr inbounds float, ptr %"x", i64 %"i"',
-                    'call float @"llvm.floor.f32"(',  # in the inlined exp
+                    'call float @"llvm.fma.f32"(',  # in the inlined exp
                     'icmp slt i64 %"i.next", 37',
                     'ret void, !dbg !'):
         assert snippet in text, snippet

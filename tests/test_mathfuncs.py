@@ -139,7 +139,8 @@ def jit():
     return JIT(num_threads=1)
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf"])
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "exp_nonpositive", "fast_exp", "fast_tanh",
+                                  "fast_erf"])
 def test_compiled_code_gives_the_evaluated_bits(jit, name):
     """The code generator inlines the same expression: a vectorised loop over the grid
     returns exactly what te_eval computed (so the accuracy tests above cover it); te_eval
@@ -171,7 +172,8 @@ def test_only_loops_of_math_expansions_ask_for_vectors_side_by_side():
     assert "llvm.loop.vectorize.enable" in text and "interleave" not in text
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf"])
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "exp_nonpositive", "fast_exp", "fast_tanh",
+                                  "fast_erf"])
 def test_vector_code_gives_the_evaluated_bits(jit, name):
     """Inside a vectorized loop of a power-of-two width with a straight-line body (a fused
     kernel's epilogue), the expansion is emitted on vectors (codegen/lanes.py), not left to
@@ -277,3 +279,44 @@ def test_tanh_and_erf_scale_their_exponential_once(name):
         return sum(1 for n in te.nodes(e) if isinstance(n, te.Binary) and n.op == "shr")
 
     assert shifts(mathfuncs.exp(v)) == 1 and shifts(mathfuncs.INLINED[name](v)) == 0
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf"])
+def test_exponentials_are_rounded_without_a_float_to_int_conversion(name):
+    """k = round(x log2 e) is read from the bits of x log2 e + 1.5 * 2^23: no floor and no
+    conversion (LLVM's fptosi of a NaN is poison; the clamps let NaN through)."""
+    v = te.Var("v", "float32")
+    body = mathfuncs.INLINED[name](v)
+    assert not any(isinstance(n, te.Cast) or isinstance(n, te.Call) and n.name == "floor" for n in te.nodes(body))
+
+
+def test_tanh_is_one_branch():
+    """tanh is sign(x) m / (m + 2), m = e^{2|x|} - 1, over the whole range: its one select
+    is the clamp of |x| (no polynomial beside the exponential for small arguments)."""
+    v = te.Var("v", "float32")
+    assert sum(1 for n in te.nodes(mathfuncs.tanh(v)) if isinstance(n, te.Select)) == 1
+
+
+def test_exp_nonpositive_is_exp_up_to_zero_and_one_above():
+    """Softmax's exponential: `exp`'s very bits for x <= 0 (subnormal results, -inf and
+    NaN included, so `exp`'s bounds hold), e^0 = 1 above; with 2^k in one multiply, not
+    two halves; te_eval's exact reference is e^min(x, 0)."""
+    want, got = _evaluate(mathfuncs.exp), _evaluate(mathfuncs.exp_nonpositive)
+    down = ~(X > 0)
+    np.testing.assert_array_equal(got[down].view(np.int32), want[down].view(np.int32))
+    assert (got[X > 0] == 1).all() and np.isnan(got[np.isnan(X)]).all()
+    v = te.Var("v", "float32")
+    assert not any(isinstance(n, te.Binary) and n.op == "shr" for n in te.nodes(mathfuncs.exp_nonpositive(v)))
+    exact = _evaluate(lambda x: te.intrinsic("exp_nonpositive", x))
+    np.testing.assert_array_equal(exact, _evaluate(lambda x: te.exp(te.minimum(x, 0.0))))
+
+
+def test_exp_nonpositive_on_float64_is_the_exact_function(jit):
+    x = np.array([-800.0, -1.5, -0.0, 0.0, 2.0, np.nan])
+    a, out = te.Buffer("a", (6,), "float64"), te.Buffer("out", (6,), "float64")
+    i = te.Var("i")
+    func = ln.PrimFunc("exp_np64", (a, out), ln.For(i, 6, ln.Store(
+        out, i, te.intrinsic("exp_nonpositive", te.BufferLoad(a, i, "float64")))))
+    jit.load(jit.optimize(str(generate([func], "t.relay"))))
+    got = jit.kernel(func)(x)
+    np.testing.assert_array_equal(got, np.exp(np.minimum(x, 0)))

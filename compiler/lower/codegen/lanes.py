@@ -18,7 +18,8 @@ Lane by lane, with v the loop variable:
   as the loop vectoriser scalarises it); the base is the index emitted with v = 0;
 * arithmetic, comparisons, casts and selects of vectors are the same instructions on
   vector types (scalar.py's `binary`, `cast`; min and max as its compare and select);
-  shifts of int32 lanes by a constant are vector shifts;
+  shifts of int32 lanes by a constant are vector shifts, and, or and xor of integer lanes
+  bitwise ones (tanh's copied sign);
 * a float32 `exp`, `tanh`, `erf`, `sigmoid` or FastMath `fast_*` call is its expansion
   (te/mathfuncs.py `INLINED`, as scalar.py inlines it) emitted on vectors, in exact IEEE
   steps (no FMA contraction inside, as for the scalar expansion): the expansion is built
@@ -50,7 +51,7 @@ from .scalar import I32, I64, binary, call, cast, elem_bytes, mem_type, reg_type
 MAX_LANES = 64
 LANE_DTYPES = ("float32", "float64", "int32", "int64")  # of what lanes load, store and compute
 LANE_FLOAT_OPS = ("add", "sub", "mul", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
-LANE_INT_OPS = ("add", "sub", "mul", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+LANE_INT_OPS = ("add", "sub", "mul", "min", "max", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
 LANE_SHIFTS = ("shl", "shr")  # of int32 lanes by a constant within the width
 LANE_CALLS = ("floor", "abs", "neg", "isnan", "reinterpret")  # float32 calls with vector forms
 

@@ -3,28 +3,31 @@ approximations of TVM's FastMath ops.
 
 Each function takes a float32 `PrimExpr` and returns one built only from arithmetic,
 fused multiply-adds (`te.fma`: every Horner step and the range reductions, one rounding
-and one instruction each), comparisons, selects, `floor`, `abs`, casts and bit
-reinterpretation: no call that the loop vectoriser cannot widen, so an element-wise loop
-over them becomes SIMD code.  The multiply-adds are explicit, never left to LLVM's
-contraction, so scalar, vector and evaluated code round alike.  With them (where each
-Horner step was a multiply and an add) GPT-2's tanh GELU over 128 x 3072 took 0.64 ms
-against 0.78, BERT's erf GELU 0.78 against 1.03, softmax over 1x12x128x128 0.25 against
-0.29 (1 thread, CPU time, the two alternating in one process, load 6).  The
-code generator inlines them for the float32 (and float16, through float32) intrinsics
-`exp`, `tanh`, `erf`, `sigmoid` and `fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`;
-codegen/scalar.py); the compute rules of the FastMath ops (`fast_exp`, ...,
-`nn.fast_softmax`) call the fast intrinsics, so schedules print `fast_exp(x)`, not the
-expansion.  te/evaluate.py evaluates the fast intrinsics by these very expressions, step
-for step in float32 (the accurate ones by numpy's exact functions); the tests sweep the
-whole float32 range that way (tests/test_mathfuncs.py).
+and one instruction each), comparisons, selects, `floor`, `abs`, casts, integer shifts
+and bit operations, and bit reinterpretation: no call that the loop vectoriser cannot
+widen, so an element-wise loop over them becomes SIMD code.  The multiply-adds are
+explicit, never left to LLVM's contraction, so scalar, vector and evaluated code round
+alike.  With them (where each Horner step was a multiply and an add) GPT-2's tanh GELU
+over 128 x 3072 took 0.64 ms against 0.78, BERT's erf GELU 0.78 against 1.03, softmax
+over 1x12x128x128 0.25 against 0.29 (1 thread, CPU time, the two alternating in one
+process, load 6).  The code generator inlines them for the float32 (and float16, through
+float32) intrinsics `exp`, `tanh`, `erf`, `sigmoid`, softmax's `exp_nonpositive` and
+`fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`; codegen/scalar.py); the compute rules of
+the FastMath ops (`fast_exp`, ..., `nn.fast_softmax`) call the fast intrinsics, so
+schedules print `fast_exp(x)`, not the expansion.  te/evaluate.py evaluates the fast
+intrinsics by these very expressions, step for step in float32 (the accurate ones by
+numpy's exact functions); the tests sweep the whole float32 range that way
+(tests/test_mathfuncs.py).
 
 Accuracy (against the exact function, over every float32 input; the bounds the tests hold
 them to, with some margin: the largest errors on the tests' grid are 0.96 ulp for `exp`,
-1.27 for `tanh`, 1.69 for `erf`, 2.23 for `sigmoid`):
+2.47 for `tanh` (one branch since issue 15's second round: 1.27 with two), 1.59 for `erf`,
+2.23 for `sigmoid`):
 
 * `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
   range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
   exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
+* `exp_nonpositive`: `exp`'s bits for x <= 0 (so its bounds), 1 above.
 * `tanh`: at most 3 ulp; odd, tanh(±0) = ±0, ±1 beyond ±9.1 and at ±inf.
 * `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from about |x| = 3.92 on and at ±inf.
 * `sigmoid`: 1 / (1 + exp(-x)) as the op's reference computes it in float32: at most
@@ -55,6 +58,9 @@ LOG2E = 1.4426950408889634
 LN2_HI = 0.693359375  # 355/512: k * LN2_HI is exact for |k| < 2^15
 LN2_LO = -2.12194440e-4  # ln 2 - LN2_HI
 LN2 = 0.6931471805599453
+MAGIC = 12582912.0  # 1.5 * 2^23
+MAGIC_BITS = 0x4B400000  # its bits
+SIGN_BIT = -0x80000000  # the float32 sign bit as an int32
 
 
 def _c(value: float) -> te.Const:
@@ -87,10 +93,6 @@ def _within_one(v: te.PrimExpr) -> te.PrimExpr:
     return te.select(te.gt(v, 1.0), _c(1.0), te.select(te.lt(v, -1.0), _c(-1.0), v))
 
 
-def _copysign(magnitude: te.PrimExpr, x: te.PrimExpr) -> te.PrimExpr:
-    return te.select(te.lt(x, 0.0), te.intrinsic("neg", magnitude), magnitude)
-
-
 # --------------------------------------------------------------------------- accurate
 
 # (e^r - 1 - r) / r^2 on |r| <= ln2 / 2, degree 4
@@ -98,46 +100,77 @@ _EXP_G = (0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.0083687
           0.001381455804221332)
 
 
-def _exp_parts(xc: te.PrimExpr) -> tuple[te.PrimExpr, te.PrimExpr]:
-    """(e^r, k) with xc = k ln2 + r (Cody-Waite, ln2 in two parts), e^r = 1 + r + r^2 G(r),
-    k an int32; xc must be a number within [-104, 89]."""
-    k = te.floor(te.fma(xc, _c(LOG2E), _c(0.5)))
-    r = te.fma(k, _c(-LN2_LO), te.fma(k, _c(-LN2_HI), xc))
-    return te.fma(r * r, _poly(r, _EXP_G), r) + 1.0, te.cast(k, "int32")
+def _upto(x: te.PrimExpr, hi: float) -> te.PrimExpr:
+    """min(x, hi), NaN kept: x86's `minps(hi, x)`, which gives its second operand where
+    the comparison fails, one instruction."""
+    return te.select(te.lt(_c(hi), x), _c(hi), x)
+
+
+def _from(x: te.PrimExpr, lo: float) -> te.PrimExpr:
+    """max(x, lo), NaN kept: x86's `maxps(lo, x)`, one instruction."""
+    return te.select(te.gt(_c(lo), x), _c(lo), x)
+
+
+def _bits(v: te.PrimExpr) -> te.PrimExpr:
+    return te.reinterpret(v, "int32")
+
+
+def _exp_reduced(y: te.PrimExpr) -> tuple[te.PrimExpr, te.PrimExpr]:
+    """(e^r - 1, t) with y = k ln2 + r (Cody-Waite, ln2 in two parts, |r| <= ln2 / 2),
+    e^r - 1 = r + r^2 G(r); k = round(y log2 e) is held in the low mantissa bits of the
+    float t = y log2 e + 1.5 * 2^23 (`MAGIC`): t - MAGIC is k as a float, exactly, and
+    bits(t) << 23 is k << 23 (the bits above wrap away), so no float-to-int conversion is
+    made and a NaN y gives a NaN, no poison.  |y| must be below 2^21."""
+    t = te.fma(y, _c(LOG2E), _c(MAGIC))
+    k = t - MAGIC
+    r = te.fma(k, _c(-LN2_LO), te.fma(k, _c(-LN2_HI), y))
+    return te.fma(r * r, _poly(r, _EXP_G), r), t
+
+
+def _pow2_of(t: te.PrimExpr, offset: int = 0) -> te.PrimExpr:
+    """2^(k + offset) for the k that `_exp_reduced`'s t holds, k + offset in [-126, 127]:
+    k + offset + 127 in the exponent field, two integer instructions."""
+    return te.reinterpret(te.binary("shl", _bits(t), 23) + ((127 + offset) << 23), F32)
 
 
 def exp(x: te.PrimExpr) -> te.PrimExpr:
-    """e^x: e^r 2^k (`_exp_parts`), 2^k applied in two halves so that subnormal results
-    round once."""
-    p, n = _exp_parts(_clamp(x, -104.0, 89.0))
+    """e^x: e^r 2^k (`_exp_reduced`) on x within [-104, 89], 2^k applied in two halves so
+    that subnormal results round once.  NaN is kept by the clamps and the arithmetic."""
+    q, t = _exp_reduced(_upto(_from(x, -104.0), 89.0))
+    n = _bits(t) - MAGIC_BITS
     half = te.binary("shr", n, 1)
-    scaled = (p * _pow2(half)) * _pow2(n - half)
-    return te.select(te.intrinsic("isnan", x), x, scaled)
+    return ((q + 1.0) * _pow2(half)) * _pow2(n - half)
 
 
-def _exp_normal(x: te.PrimExpr) -> te.PrimExpr:
-    """e^x for tanh and erf, whose exponentials are normal floats: x clamped to [-87, 88]
-    (NaN to -87), where k is in [-125, 127] and one multiply by 2^k is exact, so on that
-    range the bits are `exp`'s with 5 instructions fewer (no halves, no NaN select)."""
-    p, n = _exp_parts(_clamp(x, -87.0, 88.0))
-    return p * _pow2(n)
+def exp_nonpositive(x: te.PrimExpr) -> te.PrimExpr:
+    """e^min(x, 0), softmax's exp(x - max): the bits of `exp` for x <= 0 in 6 instructions
+    fewer.  On x within [-104, 0] k is in [-150, 0], so e^r 2^(k + 64) is a normal float,
+    exact, and one multiply by 2^-64 rounds it once, subnormal results included (`exp`
+    needs two halves of 2^k for its whole range).  NaN is kept."""
+    q, t = _exp_reduced(_upto(_from(x, -104.0), 0.0))
+    return ((q + 1.0) * _pow2_of(t, 64)) * (2.0 ** -64)
 
 
-# (tanh(x) - x) / x^3 as a polynomial in x^2 on |x| <= 0.625, degree 4
-_TANH_P = (-0.3333328068256378, 0.13331441581249237, -0.05373971536755562, 0.02063908986747265,
-           -0.005704990588128567)
-_TANH_SMALL = 0.625
+def _copysign(magnitude: te.PrimExpr, x: te.PrimExpr) -> te.PrimExpr:
+    """|magnitude| (a non-negative float or NaN) with the sign bit of x, two integer
+    instructions; -0 stays -0."""
+    return te.reinterpret(te.binary("or", _bits(magnitude), te.binary("and", _bits(x), SIGN_BIT)), F32)
+
+
+_TANH_ONE = 9.1  # tanh(x) rounds to 1 in float32 from x = 9.011 on
 
 
 def tanh(x: te.PrimExpr) -> te.PrimExpr:
-    """x + x^3 P(x^2) near 0; else sign(x) (1 - 2 / (e^{2|x|} + 1)), e^{2|x|} taken at
-    most e^88 (where the result is 1 either way).  NaN fails the comparison and takes the
-    polynomial's side, which keeps it."""
-    a = te.abs(x)
-    s = x * x
-    small = te.select(te.lt(a, 2.0 ** -12), x, te.fma(x * s, _poly(s, _TANH_P), x))
-    big = _copysign(1.0 - 2.0 / (_exp_normal(a + a) + 1.0), x)
-    return te.select(te.ge(a, _TANH_SMALL), big, small)
+    """sign(x) m / (m + 2) with m = e^{2|x|} - 1, |x| taken at most 9.1 (where the result
+    is 1 either way): one branch over the whole range.  m = 2^k - 1 + 2^k (e^r - 1) in
+    one fused multiply-add from `_exp_reduced` (2^k - 1 exact, k in [0, 26]; for k = 0,
+    |x| < 0.17, m = e^r - 1 itself, so small arguments keep their relative accuracy and
+    tanh(±0) = ±0).  NaN is kept by the clamp and the arithmetic."""
+    a = _upto(te.abs(x), _TANH_ONE)
+    q, t = _exp_reduced(a + a)
+    p = _pow2_of(t)
+    m = te.fma(p, q, p - 1.0)
+    return _copysign(m / (m + 2.0), x)
 
 
 # erf(x) / x - 1 as a polynomial in x^2 on |x| <= 0.921875, degree 6
@@ -153,13 +186,16 @@ _ERFC_LOG = (-4.697091102600098, -4.130749702453613, -0.9154775738716125, -0.018
 
 def erf(x: te.PrimExpr) -> te.PrimExpr:
     """x + x R(x^2) near 0; else sign(x) (1 - exp(L(|x|))) with L ~ log erfc, |x| taken
-    at most 4 (erf is 1 in float32 from 3.92 on; L is within [-16.3, -1.9], so its
-    exponential is a normal float).  NaN fails the comparison and takes the polynomial's
-    side, which keeps it."""
+    at most 4 (erf is 1 in float32 from 3.92 on).  L is within [-16.3, -1.9], so
+    e^L = 2^k (1 + q) (`_exp_reduced`, no clamps) has k in [-24, -3], and 1 - e^L is
+    (1 - 2^k) - q 2^k, 1 - 2^k exact: one fused multiply-add, one rounding.  NaN fails
+    the comparison and takes the polynomial's side, which keeps it."""
     a = te.abs(x)
     small = te.fma(x, _poly(x * x, _ERF_R), x)
     ac = te.select(te.gt(a, 4.0), _c(4.0), a)
-    big = _copysign(1.0 - _exp_normal(_poly(ac - _ERFC_CENTRE, _ERFC_LOG)), x)
+    q, t = _exp_reduced(_poly(ac - _ERFC_CENTRE, _ERFC_LOG))
+    p = _pow2_of(t)
+    big = _copysign(te.fma(te.intrinsic("neg", q), p, 1.0 - p), x)
     return te.select(te.ge(a, _ERF_SMALL), big, small)
 
 
@@ -223,7 +259,7 @@ def fast_erf(x: te.PrimExpr) -> te.PrimExpr:
 
 # intrinsic -> its float32 expansion, which the code generator inlines
 INLINED: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
-    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid,
+    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "exp_nonpositive": exp_nonpositive,
     "fast_exp": fast_exp, "fast_tanh": fast_tanh, "fast_erf": fast_erf}
 FAST: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
     "exp": fast_exp, "tanh": fast_tanh, "erf": fast_erf}
