@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import llvmlite.binding as llvm
 import pytest
 
 from relaylens.compiler.driver import compile
+from relaylens.compiler.lazy_modules import llvm  # what the compiler calls LLVM through
 from relaylens.compiler.lower.parallel import ENV, call_forked, map_forked
 from relaylens.compiler.lower.pipeline import LoweringCache
 from relaylens.compiler.lower.runtime.aot import ENTRY

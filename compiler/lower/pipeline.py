@@ -45,10 +45,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import llvmlite.binding as llvm
 import numpy as np
 
 from ..diagnostics import Diagnostic, Severity
+from ..lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, only in forked children
 from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural_equal import structural_equal

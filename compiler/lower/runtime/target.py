@@ -9,7 +9,7 @@ much loaded).
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
+from ...host import host
 
 # What `optimize` asks of LLVM.
 OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
@@ -17,5 +17,5 @@ OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": Tr
 
 def target_id() -> str:
     """The target machine code is made for: triple, CPU, its features, LLVM's version."""
-    return " ".join([llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
-                     "llvm-" + ".".join(map(str, llvm.llvm_version_info))])
+    facts = host()
+    return " ".join([facts.triple, facts.cpu, facts.features, "llvm-" + ".".join(map(str, facts.llvm_version))])
