@@ -2,9 +2,10 @@
 with the compiler's version they decide a kernel's machine code, so both are part of
 every on-disk cache key (lower/disk_cache.py, server/slow/report_cache.py).
 
-Apart from jit.py so that a cache lookup needs llvmlite's binding alone, not the JIT,
-numpy and the code generator (the build worker answers a model built before with that
-much loaded).
+Apart from jit.py so that a cache lookup needs neither the JIT, numpy nor the code
+generator (the build worker answers a model built before with that much loaded), nor
+LLVM itself: the host's facts come from compiler/host.py, which the worker reads in a
+child process.
 """
 
 from __future__ import annotations
