@@ -7,8 +7,8 @@ and every on-disk cache key (lower/runtime/target.py) are made for.
 Read from llvmlite's binding, which loads LLVM: a 178 MB library whose static
 initialisers alone make a process ~95 MB larger.  A process that only generates LLVM IR
 and runs LLVM in forked children (the language server's build worker) calls
-`from_a_child()` first: then the facts come from a short-lived child process, once, and
-this process never loads LLVM for them.  Either way they are read once per process and
+`from_a_child()` first: then the facts come from a short-lived child process, started at
+once and read when first needed, and this process never loads LLVM for them.  Either way they are read once per process and
 kept (forked children inherit them).
 """
 
@@ -42,21 +42,28 @@ class Host:
 
 
 _known: list[Host] = []  # the facts, once read
-_from_child: list[bool] = []  # from_a_child() was called
+_child: list[subprocess.Popen] = []  # the child from_a_child() started
 
 
 def host() -> Host:
-    """The host's facts: from llvmlite's binding in this process, or from a child process
-    after `from_a_child()` (unless this process has loaded LLVM since)."""
+    """The host's facts: from llvmlite's binding in this process, or from the child process
+    `from_a_child()` started."""
     if not _known:
-        found = _in_child() if _from_child and not loaded(llvm) else None
+        found = _from(_child.pop()) if _child else None
         _known.append(found or _here())
     return _known[0]
 
 
 def from_a_child() -> None:
-    """Read the facts, when first needed, in a child process rather than load LLVM here."""
-    _from_child.append(True)
+    """Read the facts in a child process rather than load LLVM here: the child starts now,
+    so that it runs while this process goes on importing; `host()` waits for its answer."""
+    if _child or _known or loaded(llvm):
+        return
+    try:
+        _child.append(subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+    except OSError:
+        return  # read here when asked
 
 
 def _here() -> Host:
@@ -64,14 +71,13 @@ def _here() -> Host:
                 tuple(llvm.llvm_version_info))
 
 
-def _in_child() -> Host | None:
-    """The facts as a child process reads them, or None when it could not (then they are
-    read here)."""
+def _from(child: subprocess.Popen) -> Host | None:
+    """The facts as the child read them, or None when it could not (then they are read here)."""
     try:
-        done = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
-                              timeout=_CHILD_SECONDS, stdin=subprocess.DEVNULL)
-        triple, cpu, features, version = json.loads(done.stdout)
+        out, _ = child.communicate(timeout=_CHILD_SECONDS)
+        triple, cpu, features, version = json.loads(out)
         return Host(str(triple), str(cpu), str(features), tuple(int(v) for v in version))
     except (OSError, subprocess.SubprocessError, ValueError, TypeError):
+        child.kill()
         print("relaylens: the host's facts from a child failed; LLVM loaded here", file=sys.stderr)
         return None

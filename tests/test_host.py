@@ -41,3 +41,8 @@ def test_has_reads_the_feature_string() -> None:
     facts = Host("x86_64-unknown-linux-gnu", "znver3", "+avx2,+fma,-avx512f,+sse4.2", (22, 1, 0))
     assert facts.has("avx2") and facts.has("avx2", "fma") and facts.has()
     assert not facts.has("avx512f") and not facts.has("avx2", "avx512bw")
+
+
+def test_a_child_that_fails_leaves_them_to_this_process() -> None:
+    facts = _facts("host._CHILD = 'import sys; sys.exit(3)'\nhost.from_a_child()")
+    assert facts[-1] is True and facts[:-1] == _facts("")[:-1]

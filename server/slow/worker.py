@@ -150,10 +150,10 @@ def disk_cache():
 
 
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
+    from_a_child()  # the host's facts (the cache keys need them), read beside the imports: LLVM stays out of here
     from . import report_cache  # the kernel cache: enough to answer from a kept report
 
     trim = Trim()
-    from_a_child()  # the host's facts (the cache keys need them): LLVM stays out of this process
     trim()  # what the imports mapped and no longer run (resident.py), before any job
     jobs = Jobs()
 
