@@ -124,6 +124,17 @@ def breaking_edit(rng: random.Random, text: str, piece: Piece) -> str:
     return rng.choice(choices)
 
 
+def rechecked(checked: CheckResult, new: str) -> tuple[CheckResult, bool]:
+    """The check of `new`, an edit of `checked`'s text: re-read alone when it can be (then
+    it must be what a full check gives), else whole; with whether it was re-read alone."""
+    checked.parsed.index.entries()  # as the server has it: the index built
+    done = recheck(checked, new)
+    if done is None:
+        return check_text(new, NAME, incremental=True), False
+    assert summary(done[0]) == summary(check_text(new, NAME))
+    return done[0], True
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_random_edits_agree_with_a_full_check(name: str) -> None:
     """Edits that keep the text valid, edits that break a statement, and mending it (the
@@ -144,15 +155,9 @@ def test_random_edits_agree_with_a_full_check(name: str) -> None:
             good = good or text
         else:
             new = edit(rng, text, rng.choice(pieces))
-        checked.parsed.index.entries()  # as the server has it: the index built
-        done = recheck(checked, new)
-        if done is None:
-            checked = check_text(new, NAME, incremental=True)
-        else:
-            checked = done[0]
-            incremental += 1
-            broken += any(d.source == "syntax" for d in checked.diagnostics)
-            assert summary(checked) == summary(check_text(new, NAME)), f"after {incremental} incremental edits"
+        checked, alone = rechecked(checked, new)
+        incremental += alone
+        broken += alone and any(d.source == "syntax" for d in checked.diagnostics)
         text = new
     assert incremental >= 3, "the edits should mostly be re-checked incrementally"
     assert broken >= 1, "edits that break a statement should be re-read alone"
@@ -478,14 +483,8 @@ def test_edits_inside_a_type_comment_are_read_alone_and_agree_with_a_full_check(
     for _ in range(24):
         pieces = [p for p in statements(checked) if "/* ty=" in text[p.base:p.limit]]
         new = comment_edit(rng, text, rng.choice(pieces))
-        checked.parsed.index.entries()  # as the server has it: the index built
-        done = recheck(checked, new)
-        if done is None:
-            checked = check_text(new, NAME, incremental=True)
-        else:
-            checked = done[0]
-            incremental += 1
-            assert summary(checked) == summary(check_text(new, NAME)), f"after {incremental} incremental edits"
+        checked, alone = rechecked(checked, new)
+        incremental += alone
         text = new
     assert incremental >= 16, "edits inside a comment should mostly be re-read alone"
 
