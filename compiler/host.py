@@ -8,8 +8,8 @@ Read from llvmlite's binding, which loads LLVM: a 178 MB library whose static
 initialisers alone make a process ~95 MB larger.  A process that only generates LLVM IR
 and runs LLVM in forked children (the language server's build worker) calls
 `from_a_child()` first: then the facts come from a short-lived child process, started at
-once and read when first needed, and this process never loads LLVM for them.  Either way they are read once per process and
-kept (forked children inherit them).
+once and read when first needed, and this process never loads LLVM for them.  Either way
+they are read once per process and kept (forked children inherit them).
 """
 
 from __future__ import annotations
