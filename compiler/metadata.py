@@ -31,16 +31,11 @@ import base64
 import json
 import math
 import struct
+from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
+from .lazy_modules import numpy as np
 from .ir.attrs import FloatImm, IntImm, MetaRef
-
-try:  # optional: a real bfloat16 numpy dtype
-    from ml_dtypes import bfloat16 as _bfloat16
-except ImportError:  # pragma: no cover - depends on the environment
-    _bfloat16 = None
 
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
 TVM_VERSION = "0.16.0"  # what encode_metadata claims to be
@@ -49,14 +44,21 @@ CONSTANT = "relay.Constant"
 # magic, reserved, device type, device id, ndim, dtype code, dtype bits, dtype lanes
 _HEADER = struct.Struct("<QQiiiBBH")
 
-# (DLPack type code, bits) -> numpy dtype of the decoded array (little-endian on disk).
-_DTYPES: dict[tuple[int, int], np.dtype] = {
-    **{(0, b): np.dtype(f"<i{b // 8}") for b in (8, 16, 32, 64)},
-    **{(1, b): np.dtype(f"<u{b // 8}") for b in (8, 16, 32, 64)},
-    **{(2, b): np.dtype(f"<f{b // 8}") for b in (16, 32, 64)},
-    (1, 1): np.dtype(bool),
-    (4, 16): np.dtype(_bfloat16) if _bfloat16 is not None else np.dtype("<u2"),
-}
+@lru_cache(maxsize=1)
+def _dtypes() -> dict[tuple[int, int], np.dtype]:
+    """(DLPack type code, bits) -> numpy dtype of the decoded array (little-endian on disk);
+    made at the first decode, numpy (and ml_dtypes) imported then."""
+    try:  # lazy, and optional: a real bfloat16 numpy dtype
+        from ml_dtypes import bfloat16
+    except ImportError:  # pragma: no cover - depends on the environment
+        bfloat16 = None
+    return {
+        **{(0, b): np.dtype(f"<i{b // 8}") for b in (8, 16, 32, 64)},
+        **{(1, b): np.dtype(f"<u{b // 8}") for b in (8, 16, 32, 64)},
+        **{(2, b): np.dtype(f"<f{b // 8}") for b in (16, 32, 64)},
+        (1, 1): np.dtype(bool),
+        (4, 16): np.dtype(bfloat16) if bfloat16 is not None else np.dtype("<u2"),
+    }
 
 
 class MetadataError(Exception):
@@ -252,7 +254,7 @@ def decode_ndarray(text: Any, where: str = "the tensor") -> np.ndarray:
     magic, _, _, _, ndim, code, bits, lanes = _HEADER.unpack_from(blob)
     if magic != NDARRAY_MAGIC:
         raise MetadataError(f"{where} is not a TVM NDArray (magic number 0x{magic:016X})")
-    dtype = _DTYPES.get((code, bits))
+    dtype = _dtypes().get((code, bits))
     if dtype is None or lanes != 1:
         raise MetadataError(
             f"{where} has an unsupported dtype (code {code}, {bits} bits, {lanes} lanes)")

@@ -124,6 +124,17 @@ def breaking_edit(rng: random.Random, text: str, piece: Piece) -> str:
     return rng.choice(choices)
 
 
+def rechecked(checked: CheckResult, new: str) -> tuple[CheckResult, bool]:
+    """The check of `new`, an edit of `checked`'s text: re-read alone when it can be (then
+    it must be what a full check gives), else whole; with whether it was re-read alone."""
+    checked.parsed.index.entries()  # as the server has it: the index built
+    done = recheck(checked, new)
+    if done is None:
+        return check_text(new, NAME, incremental=True), False
+    assert summary(done[0]) == summary(check_text(new, NAME))
+    return done[0], True
+
+
 @pytest.mark.parametrize("name", FILES)
 def test_random_edits_agree_with_a_full_check(name: str) -> None:
     """Edits that keep the text valid, edits that break a statement, and mending it (the
@@ -144,15 +155,9 @@ def test_random_edits_agree_with_a_full_check(name: str) -> None:
             good = good or text
         else:
             new = edit(rng, text, rng.choice(pieces))
-        checked.parsed.index.entries()  # as the server has it: the index built
-        done = recheck(checked, new)
-        if done is None:
-            checked = check_text(new, NAME, incremental=True)
-        else:
-            checked = done[0]
-            incremental += 1
-            broken += any(d.source == "syntax" for d in checked.diagnostics)
-            assert summary(checked) == summary(check_text(new, NAME)), f"after {incremental} incremental edits"
+        checked, alone = rechecked(checked, new)
+        incremental += alone
+        broken += alone and any(d.source == "syntax" for d in checked.diagnostics)
         text = new
     assert incremental >= 3, "the edits should mostly be re-checked incrementally"
     assert broken >= 1, "edits that break a statement should be re-read alone"
@@ -454,3 +459,41 @@ def test_a_number_defined_anew_inside_a_statement_changes_what_an_earlier_use_is
     done = recheck(checked, edited)
     result = done[0] if done is not None else check_text(edited, NAME, incremental=True)
     assert summary(result) == summary(check_text(edited, NAME))
+
+
+def comment_edit(rng: random.Random, text: str, piece: Piece) -> str:
+    """An edit inside the body of the statement's `/* ty=... */` comment (a character
+    replaced, dropped or typed, a line broken), as a keystroke in a written type makes."""
+    at = text.find("/* ty=", piece.base, piece.limit)
+    if at < 0:
+        return text
+    i = rng.randrange(at + 3, text.find("*/", at))
+    return rng.choice([text[:i] + rng.choice(" 0)x") + text[i + 1:], text[:i] + text[i + 1:],
+                       text[:i] + rng.choice(["1", "(", "\n  "]) + text[i:]])
+
+
+@pytest.mark.parametrize("name", ["096.relay", "131.relay", "132.relay"])
+def test_edits_inside_a_type_comment_are_read_alone_and_agree_with_a_full_check(name: str) -> None:
+    """A keystroke in a `/* ty=... */` comment (which the parser reads) re-reads its
+    statement alone, whether the type still reads or not."""
+    text = corpus_file(name).read_text()
+    rng = random.Random(name)
+    checked = check_text(text, NAME, incremental=True)
+    incremental = 0
+    for _ in range(24):
+        pieces = [p for p in statements(checked) if "/* ty=" in text[p.base:p.limit]]
+        new = comment_edit(rng, text, rng.choice(pieces))
+        checked, alone = rechecked(checked, new)
+        incremental += alone
+        text = new
+    assert incremental >= 16, "edits inside a comment should mostly be re-read alone"
+
+
+def test_an_edit_of_a_comments_delimiters_parses_the_file_whole() -> None:
+    text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = add(%9, %9) /* ty=Tensor[(4), float32] */;")
+    checked = check_text(text, NAME, incremental=True)
+    for old, new in (("float32] */", "float32] */ */"), ("float32] */", "float*32] */"),
+                     ("(4), float32] */", "(4/), float32] */"), ("/* ty", "/ ty")):
+        assert recheck(checked, text.replace(old, new, 1)) is None, new
+    done = recheck(checked, text.replace("[(4), float32] */", "[(5), float32] */"))
+    assert done is not None and any("5" in d.message for d in done[0].diagnostics)

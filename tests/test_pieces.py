@@ -136,3 +136,27 @@ def test_the_scan_searches_a_window_at_a_time_and_finds_what_one_search_finds(mo
                 pos = m.end()
             found[name] = events
         assert found["whole"] == found["windows"], text
+
+
+@pytest.mark.asyncio
+async def test_a_timer_due_during_a_slice_runs_before_the_next_slice() -> None:
+    """A change's timer (or a message read) that comes due while a slice runs is served
+    before the next slice, not after it."""
+    log: list = []
+    finished: list = []
+
+    def work() -> str:
+        for i in range(40):
+            log.append(("slice", i))
+            if i == 3:  # (the loop is parked while the work runs: one flow of control)
+                loop.call_later(0, lambda: log.append(("timer",)))
+            pause_point()
+        return "done"
+
+    loop = asyncio.get_running_loop()
+    scheduler = Scheduler(slice_seconds=0)
+    scheduler.start(Pieces(work), lambda p: finished.append(p.result))
+    while not finished:
+        await asyncio.sleep(0)
+    timer = next(k for k, entry in enumerate(log) if entry[0] == "timer")
+    assert log[timer - 1] == ("slice", 3)  # the slice it came due in, then the timer

@@ -3,6 +3,9 @@
 * The server process never loads LLVM (llvmlite, 40 MB resident) or the lowering stack:
   builds, profiles and an assembly view's code generation run in the worker
   (test_server_idle_worker.py checks the server's mappings after an assembly view).
+* The server imports numpy only when a document needs it (a number literal, a constant
+  decoded, an operator's reference evaluated): its type checking of the typed ResNet-50
+  does not (`compiler/lazy_modules.py`; 20 MB resident).
 * The IR line → Relay location tables of a build report are compact arrays
   (`LineTable`) that read as the dict they replace.
 * A build report shares the texts equal to the report before it (`share_texts`).
@@ -35,6 +38,30 @@ def test_the_server_does_not_load_llvm() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+TYPED = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) -> Tensor[(1, 4, 8, 8), float32] {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]) /* ty=Tensor[(1, 4, 8, 8), float32] */;
+  %1 = nn.relu(%0) /* ty=Tensor[(1, 4, 8, 8), float32] */;
+  add(%1, %1) /* ty=Tensor[(1, 4, 8, 8), float32] */
+}
+"""
+
+
+def test_the_server_types_a_model_without_numpy() -> None:
+    broken = TYPED.replace("(4, 3, 3, 3)", "(4, 2, 3, 3)")  # a type error: typing ran
+    code = ("import sys, relaylens.server.server\n"
+            "from relaylens.server.analysis import analyse\n"
+            "print('numpy' in sys.modules)\n"
+            "for text in sys.stdin.read().split('@@'):\n"
+            "    found = analyse('file:///m.relay', 1, text)\n"
+            "    found.prepare()\n"
+            "    print(sorted({d.source for d in found.diagnostics}), 'numpy' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], input=TYPED + "@@" + broken, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["False", "[] False", "['types'] False"], out.stdout
 
 
 IR = """define void @f() !dbg !3 {

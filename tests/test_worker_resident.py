@@ -1,7 +1,8 @@
 """The build worker unmaps the clean library pages it is not running (server/slow/resident.py):
-LLVM's code, which loading llvmlite maps by the tens of MB.  Structural checks, no sizes
-that depend on the machine: what is unmapped, that nothing written is lost, that LLVM
-still works after, and that the worker does it after a build.  Linux only."""
+LLVM's code, which loading llvmlite maps by the tens of MB (a build no longer loads it in
+the worker; an assembly view does).  Structural checks, no sizes that depend on the
+machine: what is unmapped, that nothing written is lost, that LLVM still works after, and
+that the worker does it after a job that ran LLVM.  Linux only."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from relaylens.server.slow import frames
+from relaylens.server.slow.report import unpack
 from relaylens.server.slow.resident import drop_clean_mappings, mappings
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux's /proc/self/smaps")
@@ -97,44 +99,48 @@ def _until(proc, kind: str) -> tuple:
     return message
 
 
-def test_the_worker_unmaps_llvm_code_after_a_build() -> None:
+def _llvm_code(pid: int) -> list:
+    return [m for m in mappings(f"/proc/{pid}/smaps") if m.path.endswith("libllvmlite.so") and "x" in m.perms]
+
+
+def test_a_build_leaves_llvm_out_of_the_worker_and_an_assembly_view_unmaps_it() -> None:
+    """A build stops at LLVM IR and runs LLVM in forked children; the host's facts come
+    from a child (compiler/host.py): the worker never loads LLVM for it.  An assembly view
+    does load LLVM's code generator here, and the worker unmaps its code once it waits."""
     proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert frames.read(proc.stdout) == ("ready", proc.pid)
         frames.write(proc.stdin, ("build", 1, "file:///r.relay", 1, TEXT, None))
-        assert _until(proc, "done")[1] == 1
+        done = _until(proc, "done")
+        assert done[1] == 1 and not done[2].diagnostics
+        assert "define" in unpack(done[2].llvm_ir), "the build's LLVM IR, from its children"
         frames.write(proc.stdin, ("graph", 2, "file:///r.relay", 7, None))
         assert _until(proc, "graph")[2] is None
-
-        def llvm_code() -> list:
-            return [m for m in mappings(f"/proc/{proc.pid}/smaps")
-                    if m.path.endswith("libllvmlite.so") and "x" in m.perms]
-
-        assert llvm_code(), "the worker maps llvmlite"
-        # LLVM's code is 80 MB; what a graph answer runs of it is none.  The worker unmaps
-        # it once it waits for a message again (a waiting message is taken first).
+        assert not _llvm_code(proc.pid), "the worker loaded LLVM for a build"
+        frames.write(proc.stdin, ("assembly", 3, unpack(done[2].llvm_ir)))
+        assert _until(proc, "assembly")[3] is None
+        assert _llvm_code(proc.pid), "an assembly view runs LLVM in the worker"
+        # LLVM's code is 80 MB; the worker unmaps it once it waits for a message again
         deadline = time.monotonic() + 30
-        while (resident := sum(m.rss_kb for m in llvm_code())) * 8 >= \
-                sum(m.end - m.start for m in llvm_code()) // 1024 and time.monotonic() < deadline:
+        while (resident := sum(m.rss_kb for m in _llvm_code(proc.pid))) * 8 >= \
+                sum(m.end - m.start for m in _llvm_code(proc.pid)) // 1024 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert resident * 8 < sum(m.end - m.start for m in llvm_code()) // 1024
+        assert resident * 8 < sum(m.end - m.start for m in _llvm_code(proc.pid)) // 1024
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
 
 
-def test_the_worker_unmaps_what_loading_llvm_mapped_before_it_says_ready() -> None:
+def test_the_worker_says_ready_without_loading_llvm() -> None:
     """The server sends its first build as soon as the worker is ready, so that build is
-    taken before any wait (and its trim): the pages llvmlite's loading mapped (95 MB) must
-    be gone by then, or the build's own peak comes on top of them."""
+    taken before any wait: LLVM (95 MB resident once its initialisers ran) must not be
+    loaded by then, nor by the host's facts, which a child reads (compiler/host.py)."""
     proc = subprocess.Popen([sys.executable, "-m", "relaylens.server.slow.worker"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert frames.read(proc.stdout) == ("ready", proc.pid)
-        code = [m for m in mappings(f"/proc/{proc.pid}/smaps") if m.path.endswith("libllvmlite.so") and "x" in m.perms]
-        assert code, "the worker maps llvmlite"
-        assert sum(m.rss_kb for m in code) * 8 < sum(m.end - m.start for m in code) // 1024
+        assert "libllvmlite" not in Path(f"/proc/{proc.pid}/maps").read_text()
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)

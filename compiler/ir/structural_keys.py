@@ -18,8 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from .attrs import FloatImm, IntImm
 from .expr import ANNOTATED
 

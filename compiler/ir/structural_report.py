@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from .expr import (
     Call,
     Constant,

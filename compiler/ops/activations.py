@@ -8,8 +8,7 @@ hardswish are built from these and element-wise ops by the frontends).
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from .attrs import FLOAT, INT, Attr, AttrError
 from .registry import BROADCAST, ELEMWISE, OUT_EWISE_FUSABLE, OpTypeError, define
 from .shapes import axis_index, dims, same_dim, tensor, type_text

@@ -14,8 +14,7 @@ axis.  Indices come out in `dtype` (int32 unless written).
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import TensorType, TupleType
 from .attrs import BOOL, INT, STR, Attr
 from .registry import OPAQUE, OpTypeError, define

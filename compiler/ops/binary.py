@@ -8,8 +8,7 @@ toward negative infinity.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import deferred, numpy as np
 from ..ir.types import TensorType
 from .attrs import INT, Attr
 from .registry import BROADCAST, OpTypeError, define
@@ -33,31 +32,31 @@ def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 ARITHMETIC = {
-    "add": (np.add, "a + b, broadcasting."),
-    "subtract": (np.subtract, "a - b, broadcasting."),
-    "multiply": (np.multiply, "a * b, broadcasting."),
+    "add": (deferred(np, "add"), "a + b, broadcasting."),
+    "subtract": (deferred(np, "subtract"), "a - b, broadcasting."),
+    "multiply": (deferred(np, "multiply"), "a * b, broadcasting."),
     "divide": (_divide, "a / b, broadcasting (integers truncate toward zero)."),
-    "floor_divide": (np.floor_divide, "a / b rounded toward negative infinity."),
+    "floor_divide": (deferred(np, "floor_divide"), "a / b rounded toward negative infinity."),
     "mod": (_mod, "Remainder of truncating division (sign of a)."),
-    "floor_mod": (np.mod, "Remainder of floor division (sign of b)."),
+    "floor_mod": (deferred(np, "mod"), "Remainder of floor division (sign of b)."),
     "power": (_power, "a to the power b."),
-    "maximum": (np.maximum, "The larger of a and b, element by element."),
-    "minimum": (np.minimum, "The smaller of a and b, element by element."),
+    "maximum": (deferred(np, "maximum"), "The larger of a and b, element by element."),
+    "minimum": (deferred(np, "minimum"), "The smaller of a and b, element by element."),
 }
 
 COMPARISONS = {
-    "equal": (np.equal, "a == b."),
-    "not_equal": (np.not_equal, "a != b."),
-    "less": (np.less, "a < b."),
-    "less_equal": (np.less_equal, "a <= b."),
-    "greater": (np.greater, "a > b."),
-    "greater_equal": (np.greater_equal, "a >= b."),
+    "equal": (deferred(np, "equal"), "a == b."),
+    "not_equal": (deferred(np, "not_equal"), "a != b."),
+    "less": (deferred(np, "less"), "a < b."),
+    "less_equal": (deferred(np, "less_equal"), "a <= b."),
+    "greater": (deferred(np, "greater"), "a > b."),
+    "greater_equal": (deferred(np, "greater_equal"), "a >= b."),
 }
 
 LOGICAL = {
-    "logical_and": (np.logical_and, "Boolean and."),
-    "logical_or": (np.logical_or, "Boolean or."),
-    "logical_xor": (np.logical_xor, "Boolean exclusive or."),
+    "logical_and": (deferred(np, "logical_and"), "Boolean and."),
+    "logical_or": (deferred(np, "logical_or"), "Boolean or."),
+    "logical_xor": (deferred(np, "logical_xor"), "Boolean exclusive or."),
 }
 
 

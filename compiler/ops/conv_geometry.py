@@ -13,8 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from .attrs import AttrError, OpAttrs
 from .registry import OpTypeError
 from .shapes import Dim, check_dtype, known, mul

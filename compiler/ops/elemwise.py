@@ -7,19 +7,22 @@ the shape; all but `cast` and `logical_not` keep the dtype too.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
-import numpy as np
-
+from ..lazy_modules import deferred, numpy as np
 from ..ir.types import TensorType
 from .attrs import FLOAT, INT, STR, Attr
 from .registry import ELEMWISE, OpTypeError, define
 from .shapes import check_dtype, tensor, type_text
 
-_erf = np.frompyfunc(math.erf, 1, 1)
+@lru_cache(maxsize=1)
+def _erf():
+    """math.erf as a numpy ufunc (of objects), made at its first use."""
+    return np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf_array(x: np.ndarray) -> np.ndarray:
-    return np.asarray(_erf(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+    return np.asarray(_erf()(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
 
 
 def _round(x: np.ndarray) -> np.ndarray:
@@ -37,37 +40,37 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 FLOAT_FUNCS = {
     "sigmoid": (_sigmoid, "The logistic function 1 / (1 + exp(-x))."),
-    "tanh": (np.tanh, "Hyperbolic tangent."),
-    "exp": (np.exp, "e to the power x."),
-    "log": (np.log, "Natural logarithm."),
-    "log2": (np.log2, "Base-2 logarithm."),
-    "log10": (np.log10, "Base-10 logarithm."),
-    "sqrt": (np.sqrt, "Square root."),
+    "tanh": (deferred(np, "tanh"), "Hyperbolic tangent."),
+    "exp": (deferred(np, "exp"), "e to the power x."),
+    "log": (deferred(np, "log"), "Natural logarithm."),
+    "log2": (deferred(np, "log2"), "Base-2 logarithm."),
+    "log10": (deferred(np, "log10"), "Base-10 logarithm."),
+    "sqrt": (deferred(np, "sqrt"), "Square root."),
     "rsqrt": (_rsqrt, "Reciprocal square root, 1 / sqrt(x)."),
     "erf": (_erf_array, "The Gauss error function."),
-    "sin": (np.sin, "Sine."),
-    "cos": (np.cos, "Cosine."),
-    "tan": (np.tan, "Tangent."),
-    "atan": (np.arctan, "Arc tangent."),
+    "sin": (deferred(np, "sin"), "Sine."),
+    "cos": (deferred(np, "cos"), "Cosine."),
+    "tan": (deferred(np, "tan"), "Tangent."),
+    "atan": (deferred(np, "arctan"), "Arc tangent."),
     # FastMath's ops: the reference is the exact function; compiled float32 code uses an
     # approximation within the relative error stated (lower/te/mathfuncs.py)
-    "fast_exp": (np.exp, "exp by a fast approximation (relative error at most 5e-6 in float32; "
+    "fast_exp": (deferred(np, "exp"), "exp by a fast approximation (relative error at most 5e-6 in float32; "
                          "0 below -87.33)."),
-    "fast_tanh": (np.tanh, "tanh by a fast rational approximation (relative error at most 4e-7 "
+    "fast_tanh": (deferred(np, "tanh"), "tanh by a fast rational approximation (relative error at most 4e-7 "
                            "in float32)."),
     "fast_erf": (_erf_array, "erf by a fast rational approximation (relative error at most 4e-7 "
                              "in float32)."),
 }
 
 ANY_FUNCS = {
-    "negative": (np.negative, "-x."),
-    "abs": (np.abs, "Absolute value."),
-    "sign": (np.sign, "-1, 0 or 1 by the sign of x."),
+    "negative": (deferred(np, "negative"), "-x."),
+    "abs": (deferred(np, "abs"), "Absolute value."),
+    "sign": (deferred(np, "sign"), "-1, 0 or 1 by the sign of x."),
     "round": (_round, "Round to the nearest integer, halves away from zero."),
-    "floor": (np.floor, "Largest integer not greater than x."),
-    "ceil": (np.ceil, "Smallest integer not less than x."),
-    "trunc": (np.trunc, "x rounded toward zero."),
-    "copy": (np.copy, "A copy of x."),
+    "floor": (deferred(np, "floor"), "Largest integer not greater than x."),
+    "ceil": (deferred(np, "ceil"), "Smallest integer not less than x."),
+    "trunc": (deferred(np, "trunc"), "x rounded toward zero."),
+    "copy": (deferred(np, "copy"), "A copy of x."),
 }
 
 
@@ -121,9 +124,9 @@ def _float_predicate(name: str, fn, doc: str) -> None:
     opdef.reference(lambda x, attrs: fn(x))
 
 
-_float_predicate("isnan", np.isnan, "True where x is NaN.")
-_float_predicate("isinf", np.isinf, "True where x is infinite.")
-_float_predicate("isfinite", np.isfinite, "True where x is finite.")
+_float_predicate("isnan", deferred(np, "isnan"), "True where x is NaN.")
+_float_predicate("isinf", deferred(np, "isinf"), "True where x is infinite.")
+_float_predicate("isfinite", deferred(np, "isfinite"), "True where x is finite.")
 
 
 clip = define("clip", ("data",), ELEMWISE, doc="Limit every element to [a_min, a_max].",

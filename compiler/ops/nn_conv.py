@@ -29,8 +29,7 @@ from __future__ import annotations
 import itertools
 import re
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import ANY, TensorType
 from .attrs import BOOL, INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError, OpAttrs
 from .registry import OUT_EWISE_FUSABLE, OpTypeError, define

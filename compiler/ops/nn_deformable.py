@@ -25,8 +25,7 @@ weight is checked as nn.conv2d checks it.  Floating-point inputs only.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import TensorType
 from .attrs import INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
 from .conv_geometry import ConvSpec, backward_shape, conv_plan, from_canonical, result_dtype, to_canonical

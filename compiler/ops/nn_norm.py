@@ -14,8 +14,7 @@ TVM does.  Statistics are computed in float32 at least and cast back to data's d
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import TensorType, TupleType
 from .attrs import BOOL, FLOAT, INT, OPT_INTS, Attr, AttrError
 from .reduce import reduce_axes

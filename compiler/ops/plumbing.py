@@ -15,8 +15,7 @@ and dynamic broadcast (reference §7.7).  The quantized ops are in qnn.py.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import ANY, UNIT, FuncType, GlobalTypeVar, TensorType, TupleType, Type, TypeCall
 from .attrs import ANY as ANY_VALUE
 from .attrs import BOOL, INTS, OPT_INTS, STR, Attr

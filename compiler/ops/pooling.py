@@ -35,14 +35,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import ANY, TensorType
 from .attrs import BOOL, FLOAT, INT, INT_LISTS, INTS, OPT_FLOATS, OPT_INTS, STR, Attr
 from .registry import INJECTIVE, OUT_EWISE_FUSABLE, OpTypeError, define
 from .pooling_geometry import (
     AXIS_NAMES,
-    F32,
     SPATIAL_LETTERS,
     Window,
     adaptive_cell,
@@ -315,14 +313,14 @@ def _(x, pad_value, attrs):
 
 def _nearest(coords: np.ndarray, rounding: str) -> np.ndarray:
     if rounding == "round":  # llvm.round: halves away from zero
-        return np.sign(coords) * np.floor(np.abs(coords) + F32(0.5))
+        return np.sign(coords) * np.floor(np.abs(coords) + np.float32(0.5))
     if rounding == "round_prefer_floor":
-        return np.ceil(coords - F32(0.5))
+        return np.ceil(coords - np.float32(0.5))
     if rounding == "round_prefer_ceil":
-        return np.floor(coords + F32(0.5))
+        return np.floor(coords + np.float32(0.5))
     if rounding == "floor":
-        return np.floor(coords + F32(1e-5))
-    return np.ceil(coords - F32(1e-5))
+        return np.floor(coords + np.float32(1e-5))
+    return np.ceil(coords - np.float32(1e-5))
 
 
 @dataclass(frozen=True)
@@ -346,11 +344,11 @@ def resample(x: np.ndarray, axes: tuple[int, ...], size: tuple[int, ...], r: _Re
     order, so float32 rounding agrees with the compiled kernel)."""
     nd = len(axes)
     tail = tuple(range(x.ndim - nd, x.ndim))
-    data = np.moveaxis(x, axes, tail).astype(F32)
+    data = np.moveaxis(x, axes, tail).astype(np.float32)
     sizes_in = data.shape[x.ndim - nd:]
     roi = r.roi or (0.0,) * (2 * nd)
-    coords = [np.broadcast_to(source_coord(np.arange(n_out, dtype=F32), n_out, n_in, r.mode, roi[a], roi[nd + a],
-                                           F32), (n_out,))
+    coords = [np.broadcast_to(source_coord(np.arange(n_out, dtype=np.float32), n_out, n_in, r.mode, roi[a], roi[nd + a],
+                                           np.float32), (n_out,))
               for a, (n_out, n_in) in enumerate(zip(size, sizes_in))]
 
     def along(a: int, v: np.ndarray) -> np.ndarray:
@@ -374,14 +372,14 @@ def resample(x: np.ndarray, axes: tuple[int, ...], size: tuple[int, ...], r: _Re
         base, weights = [], []
         for c, n_in in zip(coords, sizes_in):
             floor = np.floor(c).astype(np.int64)
-            t = c - np.floor(c) if r.method == "cubic" else c - floor.astype(F32)
+            t = c - np.floor(c) if r.method == "cubic" else c - floor.astype(np.float32)
             if r.method == "linear":
                 base.append(floor)
-                weights.append([F32(1) - t, t])
+                weights.append([np.float32(1) - t, t])
                 continue
-            w = cubic_weights(t, r.alpha, F32)
+            w = cubic_weights(t, r.alpha, np.float32)
             if r.exclude:
-                w = [np.where((floor - 1 + i < 0) | (floor + i > n_in), F32(0), w[i]) for i in range(4)]
+                w = [np.where((floor - 1 + i < 0) | (floor + i > n_in), np.float32(0), w[i]) for i in range(4)]
                 total = w[0] + w[1] + w[2] + w[3]
                 w = [wi / total for wi in w]
             base.append(floor - 1)
@@ -401,7 +399,7 @@ def resample(x: np.ndarray, axes: tuple[int, ...], size: tuple[int, ...], r: _Re
         outside = np.zeros(tuple(size), dtype=bool)
         for a, (c, n_in) in enumerate(zip(coords, sizes_in)):
             outside = outside | along(a, (c < 0) | (c > n_in - 1))
-        value = np.where(outside, F32(r.extrapolation), value)
+        value = np.where(outside, np.float32(r.extrapolation), value)
     value = value.astype(out_dtype or x.dtype)
     return np.moveaxis(value, tail, axes)
 

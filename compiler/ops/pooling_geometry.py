@@ -16,8 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import ANY, TensorType
 from .registry import OpTypeError
 from .shapes import dims, expand_padding, known, type_text
@@ -138,15 +137,13 @@ COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_p
 ROUNDING_METHODS = ("", "round", "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
-F32 = np.float32
-
 
 def int_div_shortcut(in_size: int, out_size: int) -> bool:
     """TVM replaces coordinate math by index division for an integer upscale."""
-    ratio = F32(out_size) / F32(in_size)
+    ratio = np.float32(out_size) / np.float32(in_size)
     if ratio % 1 != 0:
         return False
-    return bool(ratio <= F32(1) / (F32(1e-5) * F32(in_size) + F32(1e-5)))
+    return bool(ratio <= np.float32(1) / (np.float32(1e-5) * np.float32(in_size) + np.float32(1e-5)))
 
 
 def resize_check(op: str, data: TensorType, layout: str, method: str, mode: str | None = None,
@@ -214,12 +211,12 @@ def source_coord(x: Any, out_size: int, in_size: int, mode: str, start: float, e
     """Where output index `x` (float32) samples the input along one axis, in float32
     (topi's get_inx); `start`/`end` are the roi fractions of tf_crop_and_resize.  An
     unknown mode is an OpTypeError (the relation refuses it first)."""
-    scale = const(F32(in_size) / F32(out_size))
+    scale = const(np.float32(in_size) / np.float32(out_size))
     half = const(0.5)
     if mode == "half_pixel" or (mode == "pytorch_half_pixel" and out_size > 1):
         return (x + half) * scale - half
     if mode == "align_corners":  # TVM divides by zero for out_size 1
-        return const(0) if out_size == 1 else const(F32(in_size - 1) / F32(out_size - 1)) * x
+        return const(0) if out_size == 1 else const(np.float32(in_size - 1) / np.float32(out_size - 1)) * x
     if mode == "asymmetric":
         return scale * x
     if mode == "pytorch_half_pixel":
@@ -228,9 +225,9 @@ def source_coord(x: Any, out_size: int, in_size: int, mode: str, start: float, e
         return (x + half) * scale
     if mode == "tf_crop_and_resize":
         if out_size > 1:
-            return (const(F32(start) * F32(in_size - 1))
-                    + x * const(F32(end) - F32(start)) * const(in_size - 1) / const(out_size - 1))
-        return const(F32(0.5) * (F32(start) + F32(end)) * F32(in_size - 1))
+            return (const(np.float32(start) * np.float32(in_size - 1))
+                    + x * const(np.float32(end) - np.float32(start)) * const(in_size - 1) / const(out_size - 1))
+        return const(np.float32(0.5) * (np.float32(start) + np.float32(end)) * np.float32(in_size - 1))
     raise OpTypeError(f"image.resize2d: coordinate_transformation_mode {mode} is not supported")
 
 

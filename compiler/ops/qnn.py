@@ -14,8 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import TensorType, Type
 from .attrs import INT, INTS, OPT_INT, OPT_INTS, STR, Attr
 from .qnn_geometry import QMIN_QMAX, channel_axis, qnn_conv_geometry, requantize_modes

@@ -22,8 +22,7 @@ TVM's it says so in the op's doc.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import TensorType, TupleType
 from .attrs import INT, STR, Attr
 from .qnn_geometry import QMIN_QMAX

@@ -6,16 +6,14 @@ qnn.conv2d's layouts, strides, padding and output shape.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.types import TensorType
 from .pooling_geometry import layout_axes
 from .registry import OpTypeError
 from .shapes import conv_out, dims, expand_padding, known, type_text
 
 
-QMIN_QMAX = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
-              for d in ("int8", "uint8", "int16", "uint16", "int32", "int64")}
+QMIN_QMAX = {**{f"int{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) for b in (8, 16, 32, 64)},
+             **{f"uint{b}": (0, (1 << b) - 1) for b in (8, 16)}}
 
 
 def channel_axis(op: str, data: TensorType, axis: int, per_channel: bool):

@@ -18,8 +18,7 @@ Two corners where TVM disagrees with itself, settled here as its type relation d
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import deferred, numpy as np
 from ..ir.types import TensorType
 from .attrs import BOOL, OPT_INTS, Attr
 from .registry import COMM_REDUCE, OpTypeError, define
@@ -170,9 +169,9 @@ def _arg_reducer(name: str, pick, doc: str) -> None:
         return np.asarray(index, dtype=np.int32)
 
 
-_arg_reducer("argmax", np.argmax, "The index of the largest element over the given axes "
+_arg_reducer("argmax", deferred(np, "argmax"), "The index of the largest element over the given axes "
                                   "(several axes: the flat index within them).")
-_arg_reducer("argmin", np.argmin, "The index of the smallest element over the given axes "
+_arg_reducer("argmin", deferred(np, "argmin"), "The index of the smallest element over the given axes "
                                   "(several axes: the flat index within them).")
 
 

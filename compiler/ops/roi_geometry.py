@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from .attrs import AttrError
 
 POOL_EPSILON = 1e-5  # roi_pool's guard against floor/ceil of a product that rounds up or down

@@ -19,8 +19,7 @@ old, and the parameters in C, so it follows a converted convolution.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from .attrs import BOOL, INT, STR, Attr, REQUIRED
 from .registry import ELEMWISE, OpTypeError, define
 from .shapes import tensor, type_text

@@ -12,8 +12,7 @@ a check that needs a `?` to be a given number passes.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import ANY, TensorType, TupleType
 from .attrs import BOOL, INT, INT_OR_INTS, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
 from .registry import BROADCAST, COMM_REDUCE, INJECTIVE, OpTypeError, define

@@ -10,8 +10,7 @@ plan: an axis, a permutation, per-axis slice bounds, the source and destination 
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import ANY, TensorType
 from .attrs import AttrError
 from .registry import OpTypeError

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.attrs import FloatImm, IntImm
 from ..ir.types import ANY, TensorType
 from .attrs import ANY as ANY_VALUE

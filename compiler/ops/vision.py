@@ -28,8 +28,7 @@ in roi_geometry.py.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.types import TensorType
 from .attrs import FLOAT, INT, INTS, STR, Attr, AttrError
 from .registry import OUT_EWISE_FUSABLE, OpTypeError, define

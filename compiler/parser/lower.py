@@ -25,9 +25,9 @@ from typing import Callable, Mapping
 # an operator's attributes by name: "number", "bool" or "other" ({} for an unknown operator)
 AttrSchema = Callable[[str], Mapping[str, str]]
 
-import numpy as np
 from lark import Token, Tree
 
+from ..lazy_modules import numpy as np
 from ..diagnostics import Diagnostic, Severity, did_you_mean, replacement
 from ..ir import attrs as A
 from ..ir import expr as E

@@ -237,25 +237,35 @@ _KEYWORD = re.compile(r"(?<![%@.\w/])(?:def|type|extern)(?![\w/])")
 def rescan(old: Scan, text: str, start: int, old_stop: int, new_stop: int) -> Scan | None:
     """The scan of `text`, where `old`'s text had [start, old_stop) and `text` has
     [start, new_stop): made from `old` when the edit cannot change what the scanner sees
-    (no comment, string, `#` or definition keyword in or around it, not inside a comment),
-    else None (then scan the whole text)."""
+    (no comment, string, `#` or definition keyword in or around it; or inside the body of
+    a block comment, with no `/` or `*` in what it takes out or puts in: a type written in
+    a `/* ty=... */` comment), else None (then scan the whole text)."""
     if old.diagnostics or start < len(old.code) < old_stop:
         return None
     if old.metadata is not None and old_stop > len(old.code):
         return None  # an edit of the metadata section
     changed = text[start:new_stop]
-    if any(c in changed for c in '/*"#') or _KEYWORD.search(text, max(start - 8, 0), min(new_stop + 8, len(text))):
-        return None
     comments = old.comments
     i = _first_ending_after(comments, start)
-    if i < len(comments) and comments[i].start < max(old_stop, start + 1):
-        return None  # inside a comment
+    inside = i < len(comments) and comments[i].start < max(old_stop, start + 1)
+    if inside:
+        comment = comments[i]
+        body = comment.start + 2  # where its body starts
+        if not (comment.block and body <= start and old_stop <= comment.end - 2) \
+                or any(c in changed or c in comment.body[start - body : old_stop - body] for c in "/*"):
+            return None  # a comment's delimiters, or a line comment (a newline would end it)
+        changed = _NOT_NEWLINE.sub(" ", changed)  # the code sees a comment as blanks
+    elif any(c in changed for c in '/*"#') or _KEYWORD.search(text, max(start - 8, 0),
+                                                               min(new_stop + 8, len(text))):
+        return None
     delta = new_stop - old_stop
     if delta:  # (an edit of the same length moves nothing: the comments after it are kept)
         moved = [c if c.end <= start else Comment(c.start + delta, c.end + delta, c.body, c.block)
                  for c in comments[i:]]
     else:
         moved = comments[i:]
+    if inside:  # the comment edited: its body from the new text
+        moved[0] = Comment(comment.start, comment.end + delta, text[body : comment.end + delta - 2], True)
     items = [Item(it.keyword, it.start + delta if it.start >= old_stop else it.start,
                   it.end + delta if it.end >= old_stop else it.end) for it in old.items]
     metadata = old.metadata

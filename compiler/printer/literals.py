@@ -11,28 +11,25 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
+from ..lazy_modules import numpy as np
 from ..ir.attrs import FloatImm, IntImm, MetaRef, Opaque
 from ..ir.expr import Constant, Constructor, Expr, GlobalVar, Op, Var
 from ..ir.types import AnyDim
 
 _FLOAT_SUFFIX = {"float32": "f", "float16": "f16", "float64": "f64"}
-_NARROW_FLOATS = {"float32": np.float32, "float16": np.float16}
+_NARROW_FLOATS = ("float32", "float16")  # numpy's shortest digits at these widths
 _INT_SUFFIX = {"int32": "", "int64": "i64", "int16": "i16", "int8": "i8"}
 # The dtypes a scalar constant can be written in as a literal (others go to metadata).
-_LITERAL_DTYPES = {np.dtype(name): name for name in
-                   ("bool", "int16", "int32", "int64", "float16", "float32", "float64")}
+_LITERAL_DTYPES = ("bool", "int16", "int32", "int64", "float16", "float32", "float64")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def float_text(value: float, dtype: str = "float32") -> str:
     """`value` as a float literal of `dtype`, suffix included: `0.1f`, `1e-05f`, `2f64`."""
-    narrow = _NARROW_FLOATS.get(dtype)
-    if narrow is None:  # float64 (and widths we have no literal for, written as float32)
+    if dtype not in _NARROW_FLOATS:  # float64 (and widths we have no literal for, written as float32)
         body = repr(float(value))
     else:  # numpy knows the shortest digits at this width; Python's repr lays them out
-        body = repr(float(str(narrow(value))))
+        body = repr(float(str(getattr(np, dtype)(value))))
     if body.endswith(".0"):
         body = body[:-2]
     return body + _FLOAT_SUFFIX.get(dtype, "f")
@@ -51,8 +48,8 @@ def scalar_literal(data: Any) -> str | None:
     array = data if isinstance(data, np.ndarray) else np.asarray(data)
     if array.ndim != 0:
         return None
-    dtype = _LITERAL_DTYPES.get(array.dtype)
-    if dtype is None:
+    dtype = array.dtype.name
+    if dtype not in _LITERAL_DTYPES or array.dtype.byteorder == ">":
         return None
     if dtype == "bool":
         return "True" if bool(array) else "False"

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import llvmlite.binding as llvm
+from ..host import host
 
 from ..ir.attrs import Attrs, IntImm
 from ..ir.expr import Call, op
@@ -55,13 +55,12 @@ from ..ops.conv_geometry import is_depthwise
 def host_simd_lanes() -> int:
     """32-bit lanes of the host's widest useful vector (TVM's get_simd_32bit_lanes)."""
     try:
-        features = llvm.get_host_cpu_features()
-        has = {name for name, on in features.items() if on}
+        facts = host()
     except Exception:  # noqa: BLE001 -- no LLVM: the narrowest choice
         return 4
-    if {"avx512f", "avx512bw"} <= has:
+    if facts.has("avx512f", "avx512bw"):
         return 16
-    return 8 if "avx2" in has else 4
+    return 8 if facts.has("avx2") else 4
 
 
 def largest_divisor(n: int, limit: int) -> int:

@@ -17,7 +17,7 @@ from typing import Callable
 PACKAGE = __name__.rsplit(".", 3)[0]  # relaylens
 
 # In import order, heaviest dependencies first; each a few hundred ms at most.
-MODULES = ("numpy", "llvmlite.binding", "lark",
+MODULES = ("numpy", "lark",  # not llvmlite.binding: LLVM runs in forked children (worker.py)
            f"{PACKAGE}.compiler.ir", f"{PACKAGE}.compiler.ops", f"{PACKAGE}.compiler.interpreter",
            f"{PACKAGE}.compiler.lower.te.topi", f"{PACKAGE}.compiler.lower.schedule.defaults",
            f"{PACKAGE}.compiler.lower.runtime.executable", f"{PACKAGE}.compiler.lower.pipeline",

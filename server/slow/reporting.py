@@ -91,7 +91,7 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
         report.byoc = byoc_report(result, config)
     lowered = result.lowered
     if lowered is not None:
-        report.llvm_ir, report.optimized_ir = lowered.llvm_ir, lowered.optimized_ir
+        report.llvm_ir, report.optimized_ir = lowered.texts()  # (in one child: pipeline.py)
         report.llvm_lines = line_locations(report.llvm_ir)
         report.optimized_line_map = line_locations(report.optimized_ir)
     report.functions = _functions(result, prov, lowered, report)

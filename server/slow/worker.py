@@ -38,11 +38,12 @@ has been idle: builds.py).
 After each build the memory it freed is handed back to the system (`release_memory`),
 and before it waits for a message (after its imports, after a job) it unmaps the clean
 pages of the libraries it is not running when a job mapped more of them (`resident.Trim`:
-LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again); it
-does so once before it says it is ready, too: the server's first build is taken at once,
-before any wait, and its peak came on top of those 95 MB.  Its builds stop at LLVM IR
-and run LLVM itself only in forked children (lower/pipeline.py), so a build maps none of
-it here; a profile, a numerics check or an assembly view loads LLVM's code in this process.
+LLVM's code, 95 MB resident right after llvmlite loads, most of it never run again).
+Its builds stop at LLVM IR and run LLVM itself only in forked children
+(lower/pipeline.py), and the host's facts that the cache keys, schedules and passes need
+come from a child process (compiler/host.py `from_a_child`), so a build never loads LLVM
+here (which alone made the worker's peak 95 MB higher); a profile, a numerics check or
+an assembly view loads LLVM in this process.
 A report goes with its large texts compressed (`report.pack_texts`): smaller to send, and
 the server keeps them so.
 
@@ -61,6 +62,7 @@ import threading
 import traceback
 from typing import BinaryIO
 
+from ...compiler.host import from_a_child
 from ...compiler.support import release_memory
 
 from . import frames
@@ -148,10 +150,11 @@ def disk_cache():
 
 
 def serve(inp: BinaryIO, out: BinaryIO) -> None:
-    from . import report_cache  # the kernel cache and llvmlite's binding: enough to answer from a kept report
+    from_a_child()  # the host's facts (the cache keys need them), read beside the imports: LLVM stays out of here
+    from . import report_cache  # the kernel cache: enough to answer from a kept report
 
     trim = Trim()
-    trim()  # what loading llvmlite mapped (resident.py), before any job: else the first one builds on top of it
+    trim()  # what the imports mapped and no longer run (resident.py), before any job
     jobs = Jobs()
 
     def read_all() -> None:

@@ -46,9 +46,9 @@ import contextlib
 import itertools
 from typing import Any, Callable, Iterator
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from ...host import host
 from ..errors import LoweringError
 from ..schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, walk
 from ..te import expr as te
@@ -79,7 +79,7 @@ def generate(funcs: list[PrimFunc], source_name: str, module_name: str = "relayl
     """One LLVM module holding a function per PrimFunc (named as the PrimFunc), with debug
     info pointing into the Relay file `source_name`."""
     module = ir.Module(module_name)
-    module.triple = llvm.get_process_triple()
+    module.triple = host().triple
     debug = DebugInfo(module, source_name)
     for func in funcs:
         _generate_function(module, debug, func)

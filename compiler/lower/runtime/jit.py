@@ -40,10 +40,11 @@ import sys
 import tempfile
 from typing import Any
 
-import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
+from ...lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, never
+from ...host import host
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
@@ -145,8 +146,8 @@ class JIT:
     @staticmethod
     def _target_machine() -> llvm.TargetMachine:
         target = llvm.Target.from_default_triple()
-        return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                            features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True)
+        return target.create_target_machine(cpu=host().cpu,
+                                            features=host().features, opt=3, jit=True)
 
     def parse(self, text: str | ir.Module, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
         """The module parsed and verified, for the host triple and data layout; in

@@ -2,14 +2,15 @@
 with the compiler's version they decide a kernel's machine code, so both are part of
 every on-disk cache key (lower/disk_cache.py, server/slow/report_cache.py).
 
-Apart from jit.py so that a cache lookup needs llvmlite's binding alone, not the JIT,
-numpy and the code generator (the build worker answers a model built before with that
-much loaded).
+Apart from jit.py so that a cache lookup needs neither the JIT, numpy nor the code
+generator (the build worker answers a model built before with that much loaded), nor
+LLVM itself: the host's facts come from compiler/host.py, which the worker reads in a
+child process.
 """
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
+from ...host import host
 
 # What `optimize` asks of LLVM.
 OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
@@ -17,5 +18,5 @@ OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": Tr
 
 def target_id() -> str:
     """The target machine code is made for: triple, CPU, its features, LLVM's version."""
-    return " ".join([llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
-                     "llvm-" + ".".join(map(str, llvm.llvm_version_info))])
+    facts = host()
+    return " ".join([facts.triple, facts.cpu, facts.features, "llvm-" + ".".join(map(str, facts.llvm_version))])

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import llvmlite.binding as llvm
+from ...host import host
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,9 @@ SSE = VectorUnit(4, 16)
 def host_unit() -> VectorUnit:
     """The host's vector unit (see the module doc)."""
     try:
-        has = {name for name, on in llvm.get_host_cpu_features().items() if on}
+        facts = host()
     except Exception:  # noqa: BLE001 -- no LLVM host query: the narrowest unit
         return SSE
-    if {"avx512f", "avx512bw"} <= has:
+    if facts.has("avx512f", "avx512bw"):
         return AVX512
-    return AVX2 if "avx2" in has else SSE
+    return AVX2 if facts.has("avx2") else SSE

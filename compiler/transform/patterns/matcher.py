@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from ...lazy_modules import numpy as np
 from ...ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem, Var
 from ...ir.types import AnyDim, TensorType, TupleType, Type
 from ...ops import get_op

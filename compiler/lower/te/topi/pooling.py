@@ -24,7 +24,6 @@ import numpy as np
 from ....ir.types import TensorType
 from ....ops.pooling_geometry import (
     COORDINATE_MODES,
-    F32,
     METHODS,
     adaptive_cell,
     adaptive_sizes,
@@ -320,7 +319,7 @@ def _(data: te.Tensor, pad_value: te.Tensor, attrs, out_type) -> te.Tensor:
 
 
 def _f32(value: float) -> te.Const:
-    return te.const(float(F32(value)), "float32")
+    return te.const(float(np.float32(value)), "float32")
 
 
 def _nearest(c: te.PrimExpr, rounding: str) -> te.PrimExpr:
