@@ -405,9 +405,13 @@ class _Emitter:
         body_fn = _buffer_function(self.module, f"{name}.body", buffers,
                                    [(v.name, reg_type(v.dtype)) for v in free_vars] + [("begin", I64), ("end", I64)],
                                    internal=True)
-        # not inlined into the trampoline's loop over pieces (shares.py): there O3 took
-        # 16% longer over ResNet-50 (1.91 -> 2.23 s) and machine code 11%; kept apart, O3
-        # takes 1.49 s (0.78x of the inlined single call before shares.py)
+        # not inlined into the trampoline's loop over pieces (shares.py).  Inlined there, O3
+        # over ResNet-50's kernels took 16% longer (1.91 -> 2.23 CPU s) and machine code 11%.
+        # Kept apart (against one inlined call before shares.py, the least of 4 builds
+        # alternated, load 4-6): O3 1.83 -> 1.49 s, machine code 0.92 -> 1.11 s, the
+        # build 4.79 -> 4.38 s; 1 thread, CPU time, MobileNet v2's depthwise kernels run
+        # faster (1x144x56x56 0.212 -> 0.165 ms, 1x192x28x28 0.076 -> 0.043), the others
+        # as before (ResNet-50's kernels 96.3 -> 96.0 ms in all).
         body_fn.attributes.add("noinline")
         where = self.where
         inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
