@@ -85,3 +85,23 @@ def test_tile_columns_divide_the_width_when_they_can():
     assert 112 % depthwise_cols(112, 8) == 0
     assert 7 % depthwise_cols(7, 8) == 0
     assert depthwise_cols(3, 8) == 3
+
+
+@pytest.mark.parametrize("blocks, size, parallel", [(72, 7, False), (24, 14, False), (48, 14, True), (18, 28, True)])
+def test_a_depthwise_convolution_forks_only_for_the_work_a_fork_is_worth(blocks, size, parallel):
+    """MobileNet v2's depthwise 3x3 at 7x7 and its 192 channels at 14x14 (254,016 and
+    338,688 multiply-adds) run on the calling thread: below conv_tile_end.FORK_MIN a
+    second thread wins back less than the fork and join cost; 384 channels at 14x14
+    (677,376) and 144 at 28x28 fork."""
+    from relaylens.compiler.lower.schedule.conv_tile_end import FORK_MIN
+
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, {blocks}, {size}, {size}, 8), float32], %w: Tensor[({blocks}, 1, 3, 3, 1, 8), float32]) {{
+  %0 = nn.contrib_depthwise_conv2d_NCHWc(%x, %w, padding=[1, 1, 1, 1], groups={blocks * 8}, channels={blocks * 8}, kernel_size=[3, 3], data_layout="NCHW8c", kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+  clip(%0, a_min=0f, a_max=6f)
+}}"""
+    result = compile(text, "dw.relay", passes=PASSES, stop_after="llvm")
+    assert result.ok, [dg.message for dg in result.diagnostics]
+    (fn,) = result.lowered.functions.values()
+    assert (blocks * 8 * size * size * 9 >= FORK_MIN) == parallel
+    assert any(p == "parallel" for p, _ in _steps(fn)) == parallel

@@ -856,6 +856,15 @@ def test_a_global_pool_sums_a_few_channels_side_by_side_inside_the_window():
         and body[window + 1].endswith("in unrolled(4):")
 
 
+@pytest.mark.parametrize("channels, parallel", [(2048, False), (16384, True)])
+def test_a_global_pool_forks_only_for_the_work_a_fork_is_worth(channels, parallel):
+    """ResNet-50's global pool (2048 channels of 7x7: 100,352 additions, a few
+    microseconds) runs on the calling thread; from conv_tile_end.FORK_MIN it forks."""
+    ins, out = _op_compute("nn.global_avg_pool2d", [(1, channels, 7, 7)], {}, (1, channels, 1, 1))
+    sch, text = _default(ins, [out])
+    assert ("parallel" in text) == parallel
+
+
 def test_a_product_with_a_quotient_on_the_right_keeps_its_parentheses():
     """x * (1 / s) (nn.fast_softmax's normalisation) is not (x * 1) / s."""
     x, s = te.Var("x", "float32"), te.Var("s", "float32")

@@ -25,8 +25,11 @@ spinning thread spends the time slice that the thread it waits for needs.  Measu
 shared cores at load 8-9, `bench/run.py` at 2 threads, onnxruntime beside in the same
 run: MobileNet v2 1,012 ms spinning against 70 ms passive (onnxruntime 62-82 ms), the
 GPT-2 block 691 against 98 ms (onnxruntime 102-230 ms); `GOMP_SPINCOUNT=10000` 141 ms.
-On an idle machine a passive wait adds a futex wake-up (microseconds) per parallel loop;
-`OMP_WAIT_POLICY=ACTIVE` in the environment restores spinning.
+On an idle machine a passive wait adds a futex wake-up (microseconds) per parallel loop
+(two threads took 10-30 us longer than their work at load 5-7: the schedules fork only
+for work worth it, schedule/conv_tile_end.py, and the threads that run take the pieces
+of one that wakes late, codegen/shares.py); `OMP_WAIT_POLICY=ACTIVE` in the environment
+restores spinning.
 """
 
 from __future__ import annotations

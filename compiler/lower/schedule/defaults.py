@@ -71,7 +71,8 @@
      large), the reduction loops inside; for a pool (global pooling, shorter rows) with
      WINDOW_SIDE outputs unrolled innermost, side by side (independent chains: 2048
      channels of 7x7, 1 thread, CPU time, from 0.045 ms to 0.035 with 8 side by side,
-     0.028 with 4, 0.044-0.049 with 2; onnxruntime 0.025-0.027).
+     0.028 with 4, 0.044-0.049 with 2; onnxruntime 0.025-0.027), parallel only from
+     conv_tile_end.FORK_MIN additions (a few microseconds of work: a fork and join cost more).
    * a transpose (an injective stage reading an input far apart along its last axis and
      contiguously along the one before): transpose.py, blocks of input rows;
    * another injective stage: two loops, the inner one the trailing axes fused until it has at
@@ -84,7 +85,8 @@
 
 The vector width is 64 bytes' worth of the stage's dtype (16 lanes for 4-byte types),
 never more than the extent; "large work" is 16384 elements (times the reduction size for
-reductions).  Every shape works: odd extents get guards, extents of 1 drop their loop, 0-d
+reductions; for convolution tiles and global pools conv_tile_end.FORK_MIN, the work a fork
+and join is worth).  Every shape works: odd extents get guards, extents of 1 drop their loop, 0-d
 stages are a single statement.
 """
 
@@ -97,6 +99,7 @@ from ..te import expr as te
 from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK
 from .conv import schedule_blocked_convs
+from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
 from .row_reduce import schedule_row_group, schedule_rows, split_lanes, wants_lanes
 from .transpose import is_transpose, schedule_transpose
@@ -264,13 +267,14 @@ def _schedule_reduction(sch: Schedule, stage: Stage) -> None:
         return _schedule_pool(sch, stage)
     axis = sch.fuse(t, *stage.axes) if len(stage.axes) > 1 else stage.axes[0]
     work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
-    if "pool" in t.op.tag and stage.reduce_axes:  # whole windows (global pooling): outputs side by side
+    whole = "pool" in t.op.tag and bool(stage.reduce_axes)  # whole windows (global pooling)
+    if whole:  # outputs side by side
         u = max(d for d in range(1, min(axis.extent, WINDOW_SIDE) + 1) if axis.extent % d == 0)
         if u > 1:
             axis, side = sch.split(t, axis, u)
             sch.reorder(t, axis, *stage.reduce_axes, side)
             sch.unroll(t, side)
-    if axis.extent > 1 and work >= PARALLEL_MIN:
+    if axis.extent > 1 and work >= (FORK_MIN if whole else PARALLEL_MIN):
         sch.parallel(t, axis)
 
 
