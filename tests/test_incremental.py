@@ -497,3 +497,12 @@ def test_an_edit_of_a_comments_delimiters_parses_the_file_whole() -> None:
         assert recheck(checked, text.replace(old, new, 1)) is None, new
     done = recheck(checked, text.replace("[(4), float32] */", "[(5), float32] */"))
     assert done is not None and any("5" in d.message for d in done[0].diagnostics)
+
+
+def test_an_edit_that_joins_a_star_and_a_slash_in_a_comment_parses_the_file_whole() -> None:
+    """Taking the x out of `*x/` in a comment's body closes the comment there."""
+    text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = add(%9, %9) /* a *x/ b */;")
+    checked = check_text(text, NAME, incremental=True)
+    for edited in (text.replace("*x/", "*/", 1), text.replace("*x/", "* x/", 1)):
+        assert recheck(checked, edited) is None, edited
+    assert check_text(text.replace("*x/", "*/", 1), NAME).diagnostics  # ` b */` is then code

@@ -251,9 +251,10 @@ def rescan(old: Scan, text: str, start: int, old_stop: int, new_stop: int) -> Sc
     if inside:
         comment = comments[i]
         body = comment.start + 2  # where its body starts
+        beside = text[max(start - 1, body) : start] + text[new_stop : new_stop + 1]  # what the edit joins
         if not (comment.block and body <= start and old_stop <= comment.end - 2) \
-                or any(c in changed or c in comment.body[start - body : old_stop - body] for c in "/*"):
-            return None  # a comment's delimiters, or a line comment (a newline would end it)
+                or any(c in changed or c in beside or c in comment.body[start - body : old_stop - body] for c in "/*"):
+            return None  # a comment's delimiters (made, unmade, or joined: `*x/` less x), or a line comment
         changed = _NOT_NEWLINE.sub(" ", changed)  # the code sees a comment as blanks
     elif any(c in changed for c in '/*"#') or _KEYWORD.search(text, max(start - 8, 0),
                                                                min(new_stop + 8, len(text))):
