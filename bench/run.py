@@ -17,7 +17,10 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
      module, `--interp-runs` times (default 1: it is slow);
    * onnxruntime: an InferenceSession of the ONNX model (all graph optimisations on), the
      weights initializers.  The largest difference between its output and ours is shown;
-   * the `--top` slowest fused kernels, each timed alone on random inputs, times its calls.
+   * the `--top` slowest fused kernels, each timed alone on random inputs, times its calls;
+   * the model's GFLOP (compiler/profile/cost.py's textbook counts over the checked module,
+     before any rewrite, so the same for both sides) and each side's GFLOP/s against the
+     peak (below), the limit the issue asks the whole model to be measured against.
 2. A fused element-wise chain over 1,000,000 floats, add -> multiply -> relu (-> tanh),
    one fused kernel, against numpy written plainly (temporaries) and in place (`out=`).
    The kernel is called on aligned inputs with its output given; `run()` adds the copy-in
@@ -141,6 +144,7 @@ def model_inputs(model) -> dict[str, np.ndarray]:
 
 def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) -> dict:
     from relaylens.compiler.interpreter import Interpreter
+    from relaylens.compiler.profile.cost import function_flops
 
     started = time.perf_counter()
     result, lowering = compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
@@ -159,6 +163,7 @@ def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) ->
         "max_abs_diff": float(np.abs(ours - reference).max()),
         "max_abs_output": float(np.abs(reference).max()),
         "weights_mib": sum(a.nbytes for a in model.params.values()) / 2**20,
+        "gflop": function_flops(result.snapshots[0].module["main"]) / 1e9,  # the model as written
     }
     if top:
         figures["kernels"] = kernel_profile(lowering, runs)[:top]
@@ -587,16 +592,21 @@ def ms(seconds: float | None) -> str:
 
 
 def model_table(models: dict[str, dict], threads: int, runs: int, interp_runs: int) -> list[str]:
+    top, formula = peak(threads)
     out = [f"Inference latency, ms (median of {runs} after {WARM_UPS} warm-ups; interpreter: "
-           f"{interp_runs or 'not run'}), {threads_text(threads)}:", "",
-           "| model | RelayLens compiled (weights bound) | its build | interpreter | onnxruntime "
-           "| compiled ÷ onnxruntime | max abs diff (output max) |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           f"{interp_runs or 'not run'}), {threads_text(threads)}; GFLOP/s are the model's FLOPs as written "
+           f"(profile/cost.py's counts) over the latency, against the peak, {formula}:", "",
+           "| model | GFLOP | RelayLens compiled (weights bound) | its build | interpreter | onnxruntime "
+           "| compiled ÷ onnxruntime | RelayLens GFLOP/s (% of peak) | onnxruntime GFLOP/s (% of peak) "
+           "| max abs diff (output max) |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, f in models.items():
-        out.append(f"| {B.LABELS[key]} ({f['weights_mib']:,.0f} MiB of weights) | {ms(f['compiled_s'])}"
-                   f" | {f['build_s']:.1f} s"
-                   f" | {ms(f.get('interpreter_s'))} | {ms(f['onnxruntime_s'])} | {f['ratio_to_onnxruntime']:.1f}x"
-                   f" | {f['max_abs_diff']:.1e} ({f['max_abs_output']:.1f}) |")
+        rates = [f["gflop"] / f[k] for k in ("compiled_s", "onnxruntime_s")]
+        ours_rate, ort_rate = (f"{r:,.1f} ({r / top:.0%})" for r in rates)
+        out.append(f"| {B.LABELS[key]} ({f['weights_mib']:,.0f} MiB of weights) | {f['gflop']:.2f}"
+                   f" | {ms(f['compiled_s'])} | {f['build_s']:.1f} s"
+                   f" | {ms(f.get('interpreter_s'))} | {ms(f['onnxruntime_s'])} | {f['ratio_to_onnxruntime']:.2f}x"
+                   f" | {ours_rate} | {ort_rate} | {f['max_abs_diff']:.1e} ({f['max_abs_output']:.1f}) |")
     for key, f in models.items():
         if f.get("kernels"):
             out += ["", f"Slowest kernels of {B.LABELS[key]}, each timed alone (ms per inference, calls):"]
