@@ -132,7 +132,7 @@ def test_chunked_tile_choice(avx2):
     assert tile(512, 512, 7, 3) == (3, 4, 7, 1)  # layer4's 3x3: 3 + 3 + 1 columns
     assert tile(256, 256, 14, 3) == (3, 4, 7, 1)  # layer3's: 4 x 3 + 2
     # blocks of 16 lanes, two registers each: 3 x 2 would need 12 + 3 broadcasts + 2 weights
-    assert conv_chunks._tile(14, 16, AVX2.accumulators, 2, AVX2.registers, tail=True) == (2, 2)
+    assert conv_chunks._tile(14, 16, AVX2, 2, tail=True) == (2, 2)
     recorded = steps(relu_bias_function(nchwc(64, 32, 7, 3)[0]))
     assert ("split", "T_conv2d_NCHWc: ax3_2 by 3 with a tail -> ax3_2.outer, ax3_2.inner") in recorded
     assert tile(256, 64, 56, 1) == (2, 4, 2, 16)  # two rows of 56 columns x 32 channels: 14 KiB of sums

@@ -13,6 +13,9 @@ CASES = [  # (in channels, out channels, ic_bn, oc_bn, kernel, stride, padding, 
     (3, 16, 3, 16, 3, 1, 1, 9),
     (32, 24, 8, 12, 1, 1, 0, 7),
     (16, 32, 16, 16, 3, 2, 1, 10),
+    # AVX2 (conv.py's model, VectorUnit.tile_fits): 2 columns x 6 blocks; 3 x 3, the last tile overlapping
+    (16, 96, 8, 8, 1, 1, 0, 16),
+    (48, 24, 8, 8, 1, 1, 0, 13),
 ]
 
 

@@ -34,10 +34,16 @@ the largest divisor of B that fits beside it (1 for depthwise, whose lanes read 
 blocked input: nothing to share).  With 16 registers (`_modelled_tile`) so few
 accumulators leave no room for that rule: 14 columns gave 2 x 6 with the last tile
 overlapping (18 columns computed for 14), 7 gave 6 for 7.  There every (cols, vectors)
-that fits is costed by a model of one reduction step (FMAs over two ports, loads over
-two, at least an FMA's latency: fewer than 8 chains wait on it) times the tiles: 14
-columns of 32 blocks take 3 x 4 (MLAS's AVX2 kernel's 3 outputs x 4 filter blocks),
-56 columns of 8 blocks 4 x 2.  Blocks of 12
+that fits (`VectorUnit.tile_fits`: the accumulators, and beside them a step's broadcasts
+and one block of weights) is costed by a model of one reduction step (FMAs over two
+ports, loads over two, at least an FMA's latency: fewer than 8 chains wait on it) times
+the tiles: 14 columns of 32 blocks take 3 x 4 (MLAS's AVX2 kernel's 3 outputs x 4 filter
+blocks), 56 columns of 18 blocks 2 x 6.  A tile whose broadcasts do not fit beside its
+accumulators (4 x 3, 6 x 2: 17 and 19 registers of 16) ran at half speed, LLVM moving
+accumulators through the stack in the reduction loop: MobileNet v2's 1x1 expansions at
+112x112, 56x56 and 28x28 (AVX2, NCHW8c) 0.90, 0.50, 0.23 ms with 4 x 3 against 0.53,
+0.26, 0.11 with 2 x 6, and the whole model at 1 thread 0.88x the time (CPU time, the two
+builds alternated in one run, load 3).  Blocks of 12
 lanes (NCHW12c) take two registers each, so the tile holds half as many: MobileNet v2's
 1x1 projection 144 to 24 channels at 56x56 (1 thread) from 0.37-0.39 to 0.29 ms.  More
 accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filters at
@@ -110,7 +116,7 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
     per_block = unit.registers_for(lanes)
     budget = max(1, unit.accumulators // per_block)
     if unit.registers < 32 and not depthwise:
-        return _modelled_tile(width, blocks, unit.accumulators, per_block)
+        return _modelled_tile(width, blocks, unit, per_block)
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
@@ -127,15 +133,15 @@ WEIGHT_LOAD_COST = 2  # a weight vector comes from L2 (a block's filters outgrow
 OVERLAP_COST = 1.15  # a last tile overlapping the one before: index arithmetic, stores twice
 
 
-def _modelled_tile(width: int, blocks: int, accumulators: int, per_block: int) -> tuple[int, int]:
-    """(cols, vectors), cols * vectors * per_block registers within `accumulators`, by a
+def _modelled_tile(width: int, blocks: int, unit: VectorUnit, per_block: int) -> tuple[int, int]:
+    """(cols, vectors) fitting the unit's registers (`VectorUnit.tile_fits`), by a
     model of one reduction step of the tile on a 16-register unit
     (see the module doc): max(FMAs / FMA_PORTS, FMA_LATENCY, loads / LOAD_PORTS) cycles,
     times the tiles a row of `blocks` blocks takes (a last tile overlapping the one
     before counts whole); the cheapest, then the one whose columns divide the width."""
     best: tuple | None = None
-    for cols in range(1, min(width, accumulators // per_block) + 1):
-        for vectors in (d for d in range(1, blocks + 1) if blocks % d == 0 and cols * d * per_block <= accumulators):
+    for cols in range(1, min(width, unit.accumulators // per_block) + 1):
+        for vectors in (d for d in range(1, blocks + 1) if blocks % d == 0 and unit.tile_fits(cols, d, per_block)):
             fmas = cols * vectors * per_block
             loads = cols + WEIGHT_LOAD_COST * vectors * per_block
             step = max(fmas / FMA_PORTS, FMA_LATENCY, loads / LOAD_PORTS)

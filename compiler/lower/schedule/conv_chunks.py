@@ -72,9 +72,9 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     per_channel = 1
     for axis in window:
         per_channel *= axis.extent
-    tile = _tile(ow, blocks, unit.accumulators, per_block, unit.registers, tail=_taps(conv) > 1)
+    tile = _tile(ow, blocks, unit, per_block, tail=_taps(conv) > 1)
     if tile is not None and tile[0] == 1:  # a 1x1 filter whose width has no better divisor (7)
-        tile = _tile(ow, blocks, unit.accumulators, per_block, unit.registers, tail=True)
+        tile = _tile(ow, blocks, unit, per_block, tail=True)
     if tile is None:
         return None
     cols, vectors = tile
@@ -108,23 +108,21 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _tile(width: int, blocks: int, accumulators: int, per_block: int, registers: int,
-          tail: bool) -> tuple[int, int] | None:
-    """(cols, vectors), vectors dividing the blocks, cols * vectors * per_block within
-    `accumulators` and, with a step's `cols` broadcasts and one block of weights beside
-    them, within `registers` (6 x 2 spilled at 12 columns, 2.4x slower than 3 x 4; blocks
+def _tile(width: int, blocks: int, unit: VectorUnit, per_block: int, tail: bool) -> tuple[int, int] | None:
+    """(cols, vectors), vectors dividing the blocks, the tile fitting the unit's registers
+    (`VectorUnit.tile_fits`; 6 x 2 spilled at 12 columns, 2.4x slower than 3 x 4; blocks
     of 16 lanes on AVX2, two registers each: 3 x 2 spilled, 1.2-1.35x slower than 2 x 2):
     the fewest cycles for a row of all blocks by
     the model of a step (see the module doc), with a `tail` the last `width % cols`
     columns a smaller tile of their own, else cols dividing the width; ties to fewer
     loads, then more vectors.  None when nothing but a single accumulator fits."""
     best = None
-    for cols in range(1, min(width, accumulators // per_block) + 1):
+    for cols in range(1, min(width, unit.accumulators // per_block) + 1):
         full, rest = divmod(width, cols)
         if rest and not tail:
             continue
         for vectors in _divisors(blocks):
-            if cols * vectors * per_block > accumulators or (cols + 1) * per_block + cols * vectors * per_block > registers:
+            if not unit.tile_fits(cols, vectors, per_block):
                 continue
             groups = blocks // vectors
             cycles = groups * (full * _step(cols, vectors, per_block) + _step(rest, vectors, per_block))

@@ -37,6 +37,22 @@ class VectorUnit:
     def vector_bytes(self) -> int:
         return 4 * self.lanes
 
+    def tile_fits(self, cols: int, vectors: int, per_block: int) -> bool:
+        """Whether a register tile of a blocked convolution, `cols` output columns x
+        `vectors` blocks of `per_block` registers, keeps its accumulators within
+        `accumulators` and, with a step's `cols` broadcasts and one block of weights beside
+        them, within the registers.  Beyond that LLVM moves accumulators to the stack and
+        back inside the reduction loop (the filters are loaded into a register, not folded
+        into the FMA, and the broadcasts of a step are all live at once): on AVX2, 1x1
+        convolutions of 8-lane blocks (1 thread, in one run) 4 x 3 against 2 x 6, 16 -> 96
+        channels at 112x112 0.90 against 0.53 ms, 24 -> 144 at 56x56 0.50 against 0.26,
+        32 -> 192 at 28x28 0.23 against 0.11; 6 x 2 against 4 x 2, 32 -> 16 at 112x112
+        0.32 against 0.17 ms; blocks of 12 lanes (two registers), 3 x 2 against 2 x 2,
+        144 -> 24 at 56x56 0.77 against 0.48 ms; blocks of 16 lanes, 3 x 2 against 2 x 2,
+        1.2-1.35x slower (conv_chunks.py), 64 -> 128 at 14x14 0.082 against 0.036 ms."""
+        accumulators = cols * vectors * per_block
+        return accumulators <= self.accumulators and (cols + 1) * per_block + accumulators <= self.registers
+
     def registers_for(self, lanes: int) -> int:
         """Registers one vector of `lanes` float32 takes: one per whole register, and for
         the rest one per power of two in it (the code generator's vector pieces: 12 lanes
