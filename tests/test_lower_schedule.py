@@ -9,6 +9,7 @@ import pytest
 from loopnest_interp import run
 
 from relaylens.compiler.lower.schedule import loopnest as ln
+from relaylens.compiler.lower.schedule.conv_tile_end import FORK_MIN
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.primitives import Schedule, ScheduleError
 from relaylens.compiler.lower.te import evaluate as te_eval
@@ -861,6 +862,17 @@ def test_a_global_pool_forks_only_for_the_work_a_fork_is_worth(channels, paralle
     """ResNet-50's global pool (2048 channels of 7x7: 100,352 additions, a few
     microseconds) runs on the calling thread; from conv_tile_end.FORK_MIN it forks."""
     ins, out = _op_compute("nn.global_avg_pool2d", [(1, channels, 7, 7)], {}, (1, channels, 1, 1))
+    sch, text = _default(ins, [out])
+    assert ("parallel" in text) == parallel
+
+
+@pytest.mark.parametrize("blocks, parallel", [(160, False), (8192, True)])
+def test_a_blocked_global_pool_forks_only_for_the_work_a_fork_is_worth(blocks, parallel):
+    """MobileNet v2's global pool in NCHW8c (1x160x7x7x8, a pooling window with lanes:
+    62,720 additions) runs on the calling thread, as the NCHW one does; from
+    conv_tile_end.FORK_MIN it forks."""
+    assert (blocks * 8 * 49 >= FORK_MIN) == parallel
+    ins, out = _op_compute("nn.global_avg_pool2d", [(1, blocks, 7, 7, 8)], {"layout": "NCHW8c"}, (1, blocks, 1, 1, 8))
     sch, text = _default(ins, [out])
     assert ("parallel" in text) == parallel
 
