@@ -1,0 +1,113 @@
+"""Where a model's inference time goes, kernel call by kernel call, as it runs in the model.
+
+    RELAYLENS_NUM_THREADS=2 python bench/steps.py --model mobilenet --runs 50 --json two.json
+    RELAYLENS_NUM_THREADS=1 python bench/steps.py --model mobilenet --runs 50 --json one.json
+    python bench/steps.py --compare one.json two.json
+
+Builds the model as bench/run.py does (weights bound) and runs the profiler's timed AOT
+entry (compiler/lower/runtime/timing.py: the monotonic clock read before and after each
+kernel call, no Python between kernels).  It prints the median of each plan step over
+`--runs` inferences, the sum of those medians, and the median of the whole timed entry
+(first call's start to last call's end): the difference is what the entry spends between
+kernels.  `--compare A B` prints, for each kernel, the two files' times and their ratio
+(B ÷ A): with A at 1 thread and B at 2, a ratio near or above 1 marks a kernel whose
+parallel region does not pay.  Per-step times are wall times; run at low load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def _run_module():
+    spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def measure(key: str, runs: int) -> dict:
+    from relaylens.compiler.lower.runtime.jit import default_num_threads
+    from relaylens.compiler.lower.runtime.timing import TimedEntry
+
+    R = _run_module()
+    model = R.B.load_model(key)
+    threads = default_num_threads()
+    result, lowering = R.compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
+    feeds = R.model_inputs(model)
+    by_param = {model.inputs[name]: value for name, value in feeds.items()}
+    inputs = [by_param[p.name] for p in result.snapshots[0].module["main"].params]
+    timed = TimedEntry(lowering.executable, lowering.jit)
+    plan = lowering.executable.plan
+    for _ in range(3):
+        timed.run(*inputs)
+    samples = [timed.run(*inputs)[1] for _ in range(runs)]
+    per_step = np.median(np.stack([s[:, 1] - s[:, 0] for s in samples]), axis=0) / 1e3  # us
+    whole = statistics.median(float(s[-1, 1] - s[0, 0]) for s in samples) / 1e3
+    steps = [{"kernel": step.kernel, "us": float(t),
+              "shapes": [list(b.shape) for b in step.args]} for step, t in zip(plan.steps, per_step)]
+    return {"model": key, "threads": threads, "runs": runs, "load": R.B.load_note(),
+            "whole_us": whole, "sum_us": float(per_step.sum()), "steps": steps}
+
+
+def by_kernel(figures: dict) -> dict[str, tuple[float, int, list]]:
+    total: dict[str, list] = defaultdict(lambda: [0.0, 0, None])
+    for step in figures["steps"]:
+        row = total[step["kernel"]]
+        row[0] += step["us"]
+        row[1] += 1
+        row[2] = step["shapes"]
+    return {k: tuple(v) for k, v in total.items()}
+
+
+def report(figures: dict, top: int) -> None:
+    print(f"{figures['model']}, {figures['threads']} thread(s), median of {figures['runs']} ({figures['load']}):")
+    print(f"  whole entry {figures['whole_us']:.0f} us, sum of kernel calls {figures['sum_us']:.0f} us, "
+          f"between calls {figures['whole_us'] - figures['sum_us']:.0f} us, {len(figures['steps'])} calls")
+    rows = sorted(by_kernel(figures).items(), key=lambda kv: -kv[1][0])
+    for name, (us, calls, shapes) in rows[:top]:
+        print(f"  {us:8.1f} us ({calls}x) {name} {'x'.join(map(str, shapes[0])) if shapes else ''}")
+
+
+def compare(a: dict, b: dict) -> None:
+    ka, kb = by_kernel(a), by_kernel(b)
+    print(f"A: {a['threads']} thread(s), whole {a['whole_us']:.0f} us; B: {b['threads']} thread(s), "
+          f"whole {b['whole_us']:.0f} us; B/A {b['whole_us'] / a['whole_us']:.2f}")
+    rows = sorted(ka, key=lambda k: -ka[k][0])
+    for name in rows:
+        ua, calls, shapes = ka[name]
+        ub = kb.get(name, (float("nan"),))[0]
+        print(f"  {ua:8.1f} {ub:8.1f} {ub / ua:5.2f} ({calls}x) {name} {'x'.join(map(str, shapes[0]))}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="mobilenet")
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    args = ap.parse_args(argv)
+    if args.compare:
+        compare(*(json.loads(p.read_text()) for p in args.compare))
+        return 0
+    figures = measure(args.model, args.runs)
+    report(figures, args.top)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
