@@ -7,9 +7,10 @@
 Builds the model as bench/run.py does (weights bound) and runs the profiler's timed AOT
 entry (compiler/lower/runtime/timing.py: the monotonic clock read before and after each
 kernel call, no Python between kernels).  It prints the median of each plan step over
-`--runs` inferences, the sum of those medians, and the median of the whole timed entry
-(first call's start to last call's end): the difference is what the entry spends between
-kernels.  `--compare A B` prints, for each kernel, the two files' times and their ratio
+`--runs` inferences, the sum of those medians, the median of the whole timed entry
+(first call's start to last call's end) and the median over inferences of the time
+between calls (the whole less its calls: what the entry spends between kernels; under
+load the whole's median takes in preemptions that the calls' medians leave out).  `--compare A B` prints, for each kernel, the two files' times and their ratio
 (B ÷ A): with A at 1 thread and B at 2, a ratio near or above 1 marks a kernel whose
 parallel region does not pay.  Per-step times are wall times; run at low load.
 """
@@ -55,10 +56,11 @@ def measure(key: str, runs: int) -> dict:
     samples = [timed.run(*inputs)[1] for _ in range(runs)]
     per_step = np.median(np.stack([s[:, 1] - s[:, 0] for s in samples]), axis=0) / 1e3  # us
     whole = statistics.median(float(s[-1, 1] - s[0, 0]) for s in samples) / 1e3
+    between = statistics.median(float(s[-1, 1] - s[0, 0] - (s[:, 1] - s[:, 0]).sum()) for s in samples) / 1e3
     steps = [{"kernel": step.kernel, "us": float(t),
               "shapes": [list(b.shape) for b in step.args]} for step, t in zip(plan.steps, per_step)]
     return {"model": key, "threads": threads, "runs": runs, "load": R.B.load_note(),
-            "whole_us": whole, "sum_us": float(per_step.sum()), "steps": steps}
+            "whole_us": whole, "sum_us": float(per_step.sum()), "between_us": between, "steps": steps}
 
 
 def by_kernel(figures: dict) -> dict[str, tuple[float, int, list]]:
@@ -73,8 +75,8 @@ def by_kernel(figures: dict) -> dict[str, tuple[float, int, list]]:
 
 def report(figures: dict, top: int) -> None:
     print(f"{figures['model']}, {figures['threads']} thread(s), median of {figures['runs']} ({figures['load']}):")
-    print(f"  whole entry {figures['whole_us']:.0f} us, sum of kernel calls {figures['sum_us']:.0f} us, "
-          f"between calls {figures['whole_us'] - figures['sum_us']:.0f} us, {len(figures['steps'])} calls")
+    print(f"  whole entry {figures['whole_us']:.0f} us, sum of the calls' medians {figures['sum_us']:.0f} us, "
+          f"between calls {figures['between_us']:.0f} us, {len(figures['steps'])} calls")
     rows = sorted(by_kernel(figures).items(), key=lambda kv: -kv[1][0])
     for name, (us, calls, shapes) in rows[:top]:
         print(f"  {us:8.1f} us ({calls}x) {name} {'x'.join(map(str, shapes[0])) if shapes else ''}")
