@@ -18,6 +18,7 @@ parallel region does not pay.  Per-step times are wall times; run at low load.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import statistics
@@ -30,6 +31,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
+@functools.lru_cache(maxsize=1)
 def _run_module():
     spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
     module = importlib.util.module_from_spec(spec)
@@ -102,8 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = ap.parse_args(argv)
     if args.compare:
-        compare(*(json.loads(p.read_text()) for p in args.compare))
+        try:
+            compare(*(json.loads(p.read_text()) for p in args.compare))
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            ap.error(f"--compare takes two files this script wrote with --json: {err}")
         return 0
+    models = _run_module().B.MODELS
+    if args.model not in models:
+        ap.error(f"unknown model {args.model}; choose from {', '.join(models)}")
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
     figures = measure(args.model, args.runs)
     report(figures, args.top)
     if args.json:
