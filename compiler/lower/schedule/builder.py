@@ -59,7 +59,7 @@ class _Lowering:
         self.buf_names: set[str] = set()
         # tensor id -> (buffer, per-dimension start of the region it holds or None: whole)
         self.buffers: dict[int, tuple[te.Buffer, tuple[te.PrimExpr | None, ...]]] = {}
-        self.hints: dict[int, list[Stmt]] = {}  # loop variable id -> its prefetches
+        self.hints: dict[int, tuple[te.Var, list[Stmt]]] = {}  # loop variable id -> it, its prefetches
         self.attached: dict[int, list[Stage]] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> extent
         self.shared: set[int] = set()  # tensors computed at a loop for several readers inside it
@@ -238,7 +238,8 @@ class _Lowering:
                 continue
             start = {lp[0]: te.const(0, te.INDEX) for lp in loops[p + 1:] if lp is not None}
             at = self.tidy(te.substitute(te.substitute(index, iv_map), start))
-            self.hints.setdefault(id(loops[p][0]), []).append(
+            var = loops[p][0]
+            self.hints.setdefault(id(var), (var, []))[1].append(
                 Prefetch(self.buffers[id(source)][0], at, loc=stage.tensor.op.span))
 
     def reduction(self, stage, red, bound, iv_map, own, out_idx, value, ext, loops, guards,
@@ -343,7 +344,8 @@ class _Lowering:
                 body = IfThenElse(te.all_of(*conds), body, loc=loc)
             if loops[d] is not None:
                 v, m, kind = loops[d]
-                body = For(v, m, seq(*self.hints.get(id(v), ()), body), kind, loc=loc)
+                var, hints = self.hints.get(id(v), (v, []))
+                body = For(v, m, seq(*hints, body) if var is v else body, kind, loc=loc)
         return body
 
 
