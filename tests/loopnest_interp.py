@@ -8,6 +8,7 @@ The function is turned into nested closures once, then run.  Scalar arithmetic f
   `IndexError` names the buffer and the index;
 * temporaries and outputs start as garbage (NaN, or 0x5a5a... for integers), so a value
   read before it is written shows up in the result;
+* a `Prefetch` reads nothing (its index may pass the buffer's end);
 * parallel loops run their iterations backwards, so a result that depends on their order
   shows up too.
 """
@@ -18,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from relaylens.compiler.lower.schedule.loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store
+from relaylens.compiler.lower.schedule.loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, Seq, Stmt, Store
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 
@@ -114,6 +115,9 @@ class _Compiler:
                 if saved is not None:
                     memory[id(buf)] = saved
             return run_allocate
+        if isinstance(s, Prefetch):  # a hint: its index is evaluated (it must not raise), nothing read
+            index = self.expr(s.index)
+            return lambda env: int(index(env)) and None
         raise TypeError(f"cannot run {type(s).__name__}")
 
     # ---- expressions

@@ -21,6 +21,7 @@ CASES = [  # (M, K, N, bn): power-of-two lanes, odd lanes (NC25n as TVM packs 10
     (3, 16, 40, 20),
     (32, 40, 50, 25),
     (16, 24, 10, 10),
+    (32, 16, 48, 8),  # 8 row tiles of 3 blocks: each prefetches a piece of the next block's weight
 ]
 
 
@@ -47,6 +48,33 @@ def @main(%x: Tensor[({m}, {k}), float32], %w: Tensor[({n // bn}, {k}, {bn}), fl
     want = np.maximum(x @ w.T + b, 0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(interpreted, want, rtol=1e-4, atol=1e-4)
+
+
+def _prefetches(m: int, k: int, n: int, bn: int) -> list[tuple[str, str]]:
+    """(the loop variable, the buffer) of every prefetch in the compiled dense's loop nest."""
+    from relaylens.compiler.lower.schedule import loopnest as ln
+
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[({m}, {k}), float32], %w: Tensor[({n // bn}, {k}, {bn}), float32]) {{
+  nn.contrib_dense_pack(%x, %w, units=None, out_dtype="float32", weight_layout="NC{bn}n")
+}}"""
+    result = compile(text, "dense_pack.relay", passes=["InferType", "FuseOps", "InferType"])
+    assert result.ok, [d.message for d in result.diagnostics]
+    (fn,) = result.lowered.functions.values()
+    found = []
+    for s in ln.walk(fn.prim.body):
+        if isinstance(s, ln.For):
+            first = s.body.stmts[0] if isinstance(s.body, ln.Seq) else s.body
+            if isinstance(first, ln.Prefetch):
+                found.append((s.var.name, first.buffer.name))
+    return found
+
+
+def test_row_tiles_prefetch_the_next_blocks_weight():
+    # 32 rows: 8 tiles of 4, each step of k prefetching in the next block's panel (module doc)
+    assert _prefetches(32, 16, 48, 8) == [("k", "p1")]
+    # one tile per block (4 rows): a step would skip lines of the next panel, no prefetch
+    assert _prefetches(4, 16, 48, 8) == []
 
 
 def test_relation_names_the_mismatch():

@@ -234,6 +234,21 @@ def test_an_address_is_emitted_once_where_it_dominates(jit):
     np.testing.assert_allclose(jit.compile([f], "t.relay")["row_total"](x), x.sum(axis=1), rtol=1e-6)
 
 
+def test_prefetch_is_a_hint_that_may_pass_the_buffer(jit):
+    """`llvm.prefetch` at an address that is not `inbounds`: 16 KiB past a 37-float buffer
+    the kernel still runs and computes the same values."""
+    a, out = buf("a", N, "float32"), buf("out", N, "float32")
+    i = te.Var("i")
+    body = ln.For(i, N, ln.seq(ln.Prefetch(a, i + 4096), ln.Store(out, i, load(a, i) * te.const(2.0, "float32"))))
+    f = ln.PrimFunc("twice", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert 'call void @"llvm.prefetch.p0"(ptr' in text
+    assert text.count('getelementptr float, ptr %"a"') == 1  # the prefetch's address: not inbounds
+    assert "prefetch(a[i + 4096])" in ln.print_stmt(body)[1]
+    x = values("float32")
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["twice"](x), x * 2)
+
+
 def test_widened_loops(jit):
     """Vector code for a vectorized loop (lanes.py): a contiguous read is one vector load,
     a loop-invariant read a broadcast scalar, a strided write one store per lane, and a

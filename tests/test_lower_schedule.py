@@ -446,6 +446,40 @@ def test_cache_accumulator_keeps_a_tile_across_an_inner_block_of_the_reduction()
     np.testing.assert_array_equal(run(sch.lower(), arrays)[0], run(plain.lower(), arrays)[0])
 
 
+def test_prefetch_is_a_hint_first_in_its_loop():
+    ins, out, mm = matmul(6, 8, 8)
+    a, _ = ins
+    sch = Schedule([mm], ins, "f")
+    i, j = sch[mm].axes
+    (k,) = sch[mm].reduce_axes
+    sch.reorder(mm, i, k, j)
+    row, _ = mm.op.axes
+    (rk,) = mm.op.body.axes
+    sch.prefetch(mm, k, a, (row + 1) * 8 + rk)  # the next row of a: past a's end at the last
+    assert sch.record[-1].args == "a at T_matmul.k"
+    text = lines(sch)
+    at = text.index("for k in range(8):")
+    assert text[at + 1].startswith("prefetch(a[") and text[at + 2] == "for ax1 in range(8):"
+    check(sch)  # the interpreter evaluates the index and reads nothing: the same values
+
+
+def test_prefetch_refuses_what_is_not_an_input_or_an_axis():
+    ins, out, mm = matmul(6, 8, 8)
+    a, _ = ins
+    sch = Schedule([out], ins, "f")
+    (k,) = sch[mm].reduce_axes
+    with pytest.raises(ScheduleError, match="'T_matmul' is not an input of f"):
+        sch.prefetch(out, sch[out].axes[0], mm, te.const(0, te.INDEX))
+    with pytest.raises(ScheduleError, match="the index uses ax0, which is not an axis of T_matmul"):
+        sch.prefetch(mm, k, a, out.op.axes[0] * 8)
+    with pytest.raises(ScheduleError, match="belongs to stage T_relu"):
+        sch.prefetch(mm, sch[out].axes[0], a, mm.op.axes[0] * 8)
+    sch.prefetch(mm, sch[mm].axes[1], a, mm.op.axes[0] * 8)
+    sch.split(mm, sch[mm].axes[1], 4)
+    with pytest.raises(ScheduleError, match="prefetch's loop ax1_1 is no longer a loop"):
+        sch.lower()
+
+
 def test_cache_accumulator_refuses_what_it_cannot_keep():
     ins, out, mm = matmul(6, 8, 8)
     sch = Schedule([mm], ins, "f")

@@ -13,7 +13,8 @@ to the index in the output and take the first position on ties (and the first Na
 numpy), comparing indices as well when the reduction loops were reordered.  With
 `cache_accumulator` at a reduction loop, the data loops inside it index a local buffer
 (`<name>.acc`) loaded from the stage's buffer just before that loop and stored back just
-after it, and the accumulation inside goes there.
+after it, and the accumulation inside goes there.  A `prefetch` at a loop is a `Prefetch`
+first in that loop's body, its index with the loops inside at 0.
 
 A stage computed at a consumer's loop over `axis` (`compute_at`) is computed inside that
 loop, for the region the consumer's inner loops read, into a local buffer of that region's
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..te import expr as te
 from ..te.arith import Interval, bounds, expr_key, flat_index, interval, minus, simplify, tidy
-from .loopnest import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
+from .loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, Seq, Stmt, Store, seq
 from .stage import Axis, ScheduleError, Split, Stage, readers, split_extents, unique
 
 if TYPE_CHECKING:  # for annotations only: primitives.py imports this module
@@ -58,6 +59,7 @@ class _Lowering:
         self.buf_names: set[str] = set()
         # tensor id -> (buffer, per-dimension start of the region it holds or None: whole)
         self.buffers: dict[int, tuple[te.Buffer, tuple[te.PrimExpr | None, ...]]] = {}
+        self.hints: dict[int, tuple[te.Var, list[Stmt]]] = {}  # loop variable id -> it, its prefetches
         self.attached: dict[int, list[Stage]] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> extent
         self.shared: set[int] = set()  # tensors computed at a loop for several readers inside it
@@ -188,6 +190,7 @@ class _Lowering:
         for iv, ax in zip(red.axes if red is not None else (), stage.reduce_axes):
             iv_map[iv] = value[ax]
         bound = te.substitute(body, iv_map)
+        self.prefetches(stage, iv_map, loops)
 
         position = {id(lp[0]): p for p, lp in enumerate(loops) if lp is not None}
 
@@ -224,6 +227,20 @@ class _Lowering:
         if guards.get(-1):
             stmt = IfThenElse(te.all_of(*guards[-1]), stmt, loc=loc)
         return stmt
+
+    def prefetches(self, stage: Stage, iv_map: dict, loops: list[_Loop | None]) -> None:
+        """The `Prefetch`es of `stage`'s loops, kept for `wrap` by loop variable."""
+        for axis, source, index in stage.prefetches:
+            if axis not in stage.leaves:
+                raise ScheduleError(f"{stage.name}: prefetch's loop {axis.name} is no longer a loop")
+            p = stage.leaves.index(axis)
+            if loops[p] is None:
+                continue
+            start = {lp[0]: te.const(0, te.INDEX) for lp in loops[p + 1:] if lp is not None}
+            at = self.tidy(te.substitute(te.substitute(index, iv_map), start))
+            var = loops[p][0]
+            self.hints.setdefault(id(var), (var, []))[1].append(
+                Prefetch(self.buffers[id(source)][0], at, loc=stage.tensor.op.span))
 
     def reduction(self, stage, red, bound, iv_map, own, out_idx, value, ext, loops, guards,
                   data_guards, attached) -> Stmt:
@@ -327,7 +344,8 @@ class _Lowering:
                 body = IfThenElse(te.all_of(*conds), body, loc=loc)
             if loops[d] is not None:
                 v, m, kind = loops[d]
-                body = For(v, m, body, kind, loc=loc)
+                var, hints = self.hints.get(id(v), (v, []))
+                body = For(v, m, seq(*hints, body) if var is v else body, kind, loc=loc)
         return body
 
 

@@ -3,9 +3,10 @@
 A `PrimFunc` has buffer parameters (inputs, then outputs) and a body of statements:
 `For` loops (from 0 to a constant extent, with a kind: serial, parallel, vectorized,
 unrolled), `Store`s of a scalar expression at a flat index, `IfThenElse`, `Allocate` of a
-temporary buffer, and `Seq`.  Expressions are `te` expressions in which every read is a
-`BufferLoad` and every variable a loop `Var`.  Each statement carries `loc`, the Relay
-source it computes (a span), for debug locations.
+temporary buffer, `Seq`, and `Prefetch`, a hint that changes no value (the cache line of an
+element read later; an index past the buffer reads nothing).  Expressions are `te`
+expressions in which every read is a `BufferLoad` and every variable a loop `Var`.  Each
+statement carries `loc`, the Relay source it computes (a span), for debug locations.
 
 `print_func` prints it in a small Python-like syntax (TVMScript in spirit), the form in
 which schedule records show each step.
@@ -58,6 +59,16 @@ class Allocate(Stmt):
 
     buffer: Buffer
     body: Stmt
+    loc: Any = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Prefetch(Stmt):
+    """Bring the cache line of `buffer[index]` closer ahead of its reads: a hint, no value
+    changes, and an index outside the buffer reads nothing (x86's PREFETCH never faults)."""
+
+    buffer: Buffer
+    index: PrimExpr
     loc: Any = field(default=None, kw_only=True)
 
 
@@ -161,6 +172,8 @@ def print_stmt(s: Stmt, indent: int = 0) -> list[str]:
         return [f"{pad}for {s.var.name} in {kind}({s.extent}):", *print_stmt(s.body, indent + 1)]
     if isinstance(s, Store):
         return [f"{pad}{s.buffer.name}[{print_expr(s.index)}] = {print_expr(s.value)}"]
+    if isinstance(s, Prefetch):
+        return [f"{pad}prefetch({s.buffer.name}[{print_expr(s.index)}])"]
     if isinstance(s, IfThenElse):
         lines = [f"{pad}if {print_expr(s.cond)}:", *print_stmt(s.then_case, indent + 1)]
         if s.else_case is not None:

@@ -6,7 +6,8 @@ record how they relate (`Split`, `Fuse`), so the loop-nest builder can compute t
 of every original axis from the loops that remain.  A stage also records the kind of each
 loop (serial, parallel, vectorized, unrolled), where it is computed (at the root,
 inlined, or at a consumer's loop) and, for a reduction, the loop inside which its running
-sums stay in a local buffer (`cache_accumulator`).  `readers` gives the dataflow between stages.  The
+sums stay in a local buffer (`cache_accumulator`), and the inputs it prefetches at its loops
+(`prefetch`).  `readers` gives the dataflow between stages.  The
 primitives that change all this are in primitives.py; builder.py reads it.
 """
 
@@ -81,6 +82,7 @@ class Stage:
         self.shared = False  # computed at (attach) for that consumer and stages computed inside it
         self.reduce_reordered = False
         self.accumulate_at: Axis | None = None  # cache_accumulator's loop
+        self.prefetches: list[tuple[Axis, te.Tensor, te.PrimExpr]] = []  # prefetch's (loop, input, index)
         own = {id(iv) for iv in (*tensor.op.axes, *reduce_ivs)}
         for n in te.nodes(body):
             if isinstance(n, te.IterVar) and id(n) not in own:
@@ -106,11 +108,12 @@ class Stage:
     def _state(self) -> tuple:
         return (list(self.leaves), list(self.relations), dict(self.kinds), self.inlined,
                 self.attach, self.reduce_reordered, self.body, self.reduce_axes, self.shared,
-                self.accumulate_at)
+                self.accumulate_at, list(self.prefetches))
 
     def _restore(self, state: tuple) -> None:
         (self.leaves, self.relations, self.kinds, self.inlined, self.attach,
-         self.reduce_reordered, self.body, self.reduce_axes, self.shared, self.accumulate_at) = state
+         self.reduce_reordered, self.body, self.reduce_axes, self.shared, self.accumulate_at,
+         self.prefetches) = state
 
     def __repr__(self) -> str:
         return f"<stage {self.name}: {', '.join(a.name for a in self.leaves)}>"
