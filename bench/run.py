@@ -107,6 +107,17 @@ def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sam
     return statistics.median(samples)
 
 
+ONNXRUNTIME_SPIN_S = 0.1
+
+
+def after_onnxruntime() -> None:
+    """Wait until onnxruntime's thread pool stops spinning: after each `session.run` its
+    worker spins on for about 40 ms (35-41 ms of CPU measured), and anything of ours timed
+    in that window runs with a core taken (a dense right after it ran at 1-thread speed in
+    half the samples).  Called before timing ours whenever onnxruntime ran last."""
+    time.sleep(ONNXRUNTIME_SPIN_S)
+
+
 def ort_session(model, threads: int):
     import onnxruntime as ort
 
@@ -156,6 +167,7 @@ def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) ->
     ours = exe.run(*inputs)
     session = ort_session(model.onnx, threads)
     reference = session.run(None, feeds)[0]
+    after_onnxruntime()
     figures = {
         "compiled_s": median_s(lambda: exe.run(*inputs), runs),
         "build_s": build_s,
@@ -166,6 +178,7 @@ def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) ->
         "gflop": function_flops(result.snapshots[0].module["main"]) / 1e9,  # the model as written
     }
     if top:
+        after_onnxruntime()
         figures["kernels"] = kernel_profile(lowering, runs)[:top]
     if interp_runs:
         module = result.snapshots[0].module  # the checked input, weights bound, as `relaylens run --interp`
@@ -514,6 +527,7 @@ def measure_graph(case, threads: int, runs: int) -> dict:
         call = entry_call(exe, xs)
         call()
         np.testing.assert_allclose(call.outputs[0].reshape(reference.shape), reference, rtol=1e-4, atol=1e-4)
+    after_onnxruntime()
     figures = {"function": ", ".join(lowering.functions), "gflop": case.flops / 1e9,
                "ours_s": median_s(call, runs, min_sample_s=0.05),
                "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
@@ -566,11 +580,13 @@ def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
     reference = session.run(None, feeds)[0]
     np.testing.assert_allclose(case.unblock(kernel(*aligned, out=out)).reshape(reference.shape), reference,
                                rtol=1e-4, atol=1e-3)
+    after_onnxruntime()
     figures = {"function": name, "gflop": case.flops / 1e9,
                "ours_s": median_s(lambda: kernel(*aligned, out=out), runs, min_sample_s=0.05),
                "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
     if case.kind == "dense":
         x, w, b = arrays
+        after_onnxruntime()
         figures["numpy_s"] = median_s(lambda: x @ w.T + b, runs, min_sample_s=0.05)
     for key in ("ours", "onnxruntime", "numpy"):
         if f"{key}_s" in figures:
