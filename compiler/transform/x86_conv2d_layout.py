@@ -46,9 +46,11 @@ from ..host import host
 
 from ..ir.attrs import Attrs, IntImm
 from ..ir.expr import Call, op
+from ..ops.attrs import to_ir_value
+from ..ops.winograd import CONV_OP, WEIGHT_OP
 from ..ir.types import TensorType
 from ..ops import get_op
-from ..ops.conv_geometry import is_depthwise
+from ..ops.conv_geometry import is_depthwise, padding_pairs
 
 
 @lru_cache(maxsize=1)
@@ -84,6 +86,9 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call 
             or not all(isinstance(d, int) for d in (*data.shape, *weight.shape))):
         return None
     out_c, in_c = weight.shape[0], data.shape[1]
+    tile = winograd_tile(a, data.shape, weight.shape, simd_lanes)
+    if tile is not None:
+        return _winograd(call, attrs, args, tile, *blocks(in_c, out_c, simd_lanes))
     if a.groups == 1:
         ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
         kernel, name = f"OIHW{ic_bn}i{oc_bn}o", "nn.contrib_conv2d_NCHWc"
@@ -96,3 +101,44 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call 
     new = attrs.with_(channels=IntImm(out_c), data_layout=f"NCHW{ic_bn}c",
                       kernel_layout=kernel, out_layout=f"NCHW{oc_bn}c")
     return Call(op(name), tuple(args), new)
+
+
+WINOGRAD_CHANNELS_MIN = 64  # the fewest input and output channels measured to win (module doc)
+WINOGRAD_F4_TILES_MIN = 49  # 4x4 output tiles below which F(2x2, 3x3) is chosen (module doc)
+
+
+def winograd_tile(a, data_shape, weight_shape, simd_lanes: int) -> int | None:
+    """m of F(m x m, 3 x 3) for a float32 NCHW conv2d (the caller checked dtypes, layouts
+    and static shapes), None for the NCHWc path: a 3x3 kernel, stride 1, dilation 1, no
+    groups, at least WINOGRAD_CHANNELS_MIN channels in and out, both multiples of the
+    vector's lanes; m = 4 when the output has at least WINOGRAD_F4_TILES_MIN tiles of
+    4 x 4, else 2 (see the module doc)."""
+    out_c, in_c, kh, kw = weight_shape
+    if (a.groups != 1 or (kh, kw) != (3, 3) or tuple(a.strides) != (1, 1) or tuple(a.dilation) != (1, 1)
+            or min(in_c, out_c) < WINOGRAD_CHANNELS_MIN or in_c % simd_lanes or out_c % simd_lanes):
+        return None
+    (pt, pl), (pb, pr) = padding_pairs("nn.conv2d", a.padding, 2)
+    oh, ow = data_shape[2] + pt + pb - 2, data_shape[3] + pl + pr - 2
+    if oh < 2 or ow < 2:
+        return None
+    return 4 if (-(-oh // 4)) * (-(-ow // 4)) >= WINOGRAD_F4_TILES_MIN else 2
+
+
+def _winograd(call: Call, attrs: Attrs, args: list, tile: int, ic_bn: int, oc_bn: int) -> Call:
+    """The conv2d as nn.contrib_conv2d_winograd_without_weight_transform on NCHW{ic_bn}c
+    data, its weight transformed and packed (alpha, alpha, O/oc_bn, I, oc_bn) by calls
+    that FoldConstant evaluates when the weight is bound; every new call carries the
+    conv's span."""
+    weight = args[1]
+    out_c, in_c = call.args[1].ty.shape[:2]
+    alpha = tile + 2
+    span = call.span
+    transformed = Call(op(WEIGHT_OP), (weight,), Attrs({"tile_size": IntImm(tile)}), span=span)
+    split = Call(op("reshape"), (transformed,), Attrs({"newshape": to_ir_value((alpha, alpha, out_c // oc_bn, oc_bn, in_c))}),
+                 span=span)
+    packed = Call(op("transpose"), (split,), Attrs({"axes": to_ir_value((0, 1, 2, 4, 3))}), span=span)
+    new = Attrs({"tile_size": IntImm(tile)}).with_(**dict(attrs.without("data_layout", "kernel_layout", "out_layout",
+                                                                          "channels", "kernel_size").items()))
+    new = new.with_(channels=IntImm(out_c), kernel_size=to_ir_value((3, 3)), data_layout=f"NCHW{ic_bn}c",
+                    kernel_layout="OIHW", out_layout=f"NCHW{oc_bn}c")
+    return Call(op(CONV_OP), (args[0], packed), new)

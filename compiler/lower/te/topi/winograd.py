@@ -6,7 +6,7 @@ alpha x alpha transformed tile:
 
     T_pad             the input padded to cover every tile (in its own layout)
     T_wino_input[t, p, c]      = (B^T d_p,c B)[eps, nu]                   (alpha^2, P, C)
-    T_wino_gemm[t, p, kb, kl]  = sum_c input[t, p, c] * U[t, kb, c, kl]  (alpha^2, P, K/v, v)
+    T_wino_gemm_m{m}[t, p, kb, kl] = sum_c input[t, p, c] * U[t, kb, c, kl]  (alpha^2, P, K/v, v)
     T_wino_output[n, k, y, x]  = (A^T M A)[y % m, x % m] of tile p(n, y // m, x // m)
 
 in the output's layout (NCHW[v]c).  U is the transformed weight, packed (alpha, alpha,
@@ -33,6 +33,12 @@ from .registry import register_compute
 
 GEMM_TAG = "nn.contrib_conv2d_winograd"
 INPUT_NAME = "T_wino_input"
+GEMM_NAME = "T_wino_gemm_m"
+
+
+def tile_side(gemm: te.Tensor) -> int:
+    """m of the product's name (the output transform's tiles are m x m)."""
+    return int(gemm.name.removeprefix(GEMM_NAME).split(".")[0])
 
 
 def combination(coefs: list[tuple[Fraction, te.PrimExpr]], dtype: str) -> te.PrimExpr:
@@ -59,9 +65,11 @@ def by_position(position: te.PrimExpr, count: int, case: Callable[[int], te.Prim
 
 
 def transform2(mat, i: int, j: int, value: Callable[[int, int], te.PrimExpr], dtype: str) -> te.PrimExpr:
-    """(X^T V X)[i, j] = sum_ab X[a, i] X[b, j] V[a, b] for the exact matrix X (rows a)."""
-    return combination([(mat[a][i] * mat[b][j], value(a, b)) for a in range(len(mat)) for b in range(len(mat))
-                        if mat[a][i] and mat[b][j]], dtype)
+    """(X^T V X)[i, j] = sum_a X[a, i] (sum_b X[b, j] V[a, b]) for the exact matrix X (rows
+    a), the inner sums written the same way for every i (LLVM computes each once)."""
+    rows = range(len(mat))
+    return combination([(mat[a][i], combination([(mat[b][j], value(a, b)) for b in rows], dtype))
+                        for a in rows if mat[a][i]], dtype)
 
 
 @register_compute(CONV_OP)
@@ -100,7 +108,7 @@ def _(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
              else weight[t // alpha, t % alpha, kb, rc])
         return te.sum(transformed[t, p, rc] * te.cast(u, acc), axis=[rc])
 
-    gemm = te.compute((alpha * alpha, tiles, k // lanes, lanes), gemm_body, "T_wino_gemm", tag=GEMM_TAG)
+    gemm = te.compute((alpha * alpha, tiles, k // lanes, lanes), gemm_body, f"{GEMM_NAME}{m}", tag=GEMM_TAG)
 
     def output_body(*axes):
         idx = canonical_indices(ol, axes)
