@@ -28,8 +28,7 @@ from .conv_tile_end import FORK_MIN
 from .primitives import Schedule, Stage
 from .vector_unit import host_unit
 
-ROWS = 6  # tiles of the product's register tile (with BLOCKS: MLAS's 6 x 16 on AVX2)
-BLOCKS = 2
+WEIGHT_VECTORS = 2  # weight vectors of one step of the product's register tile (MLAS's 6 x 16 on AVX2)
 COPY_PARALLEL = 1 << 16  # elements of a transform worth a parallel loop
 
 
@@ -52,12 +51,12 @@ def schedule_winograds(sch: Schedule) -> set[int]:
 
 
 def gemm_tile(tiles: int, blocks: int, lanes: int) -> tuple[int, int]:
-    """(rows, blocks) of the product's register tile (see the module doc)."""
+    """(rows, blocks) of the product's register tile (see the module doc): blocks of v
+    lanes up to WEIGHT_VECTORS vectors, as many rows as the accumulators left allow."""
     unit = host_unit()
     per_block = unit.registers_for(lanes)
-    b = max(d for d in range(1, min(blocks, BLOCKS) + 1) if blocks % d == 0)
-    rows = max(1, min(tiles, unit.accumulators // (b * per_block)))
-    return rows, b
+    b = max((d for d in range(1, blocks + 1) if blocks % d == 0 and d * per_block <= WEIGHT_VECTORS), default=1)
+    return max(1, min(tiles, unit.accumulators // (b * per_block))), b
 
 
 def _loads(e: te.PrimExpr) -> list[te.Load]:
