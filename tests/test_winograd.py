@@ -206,3 +206,19 @@ def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float
         assert names[name].span == conv.span, name
     assert names[CONV_OP].attrs["tile_size"].value == 2
     assert names[CONV_OP].attrs["data_layout"] == "NCHW8c"
+
+
+def test_the_flop_count_is_the_direct_convolutions():
+    from relaylens.compiler.profile.cost import call_flops
+
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(128, 64, 3, 3), float32]) {
+  nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=128, kernel_size=[3, 3])
+}"""
+    plain = compile(text, "f.relay", stop_after="passes", passes=["InferType"]).module["main"].body
+    built = compile(text, "f.relay", stop_after="passes", passes=["InferType", "AlterOpLayout", "InferType"])
+    assert built.ok, [d.message for d in built.diagnostics]
+    call = built.module["main"].body
+    while call.op.name != CONV_OP:
+        call = call.args[0]
+    assert call_flops(call) == call_flops(plain) == 2 * 128 * 14 * 14 * 64 * 9

@@ -19,8 +19,31 @@ differ in their row tiles).  `simd_lanes` is TVM's get_simd_32bit_lanes for the 
 16 with AVX-512 F and BW, 8 with AVX2, 4 otherwise; RelayLens compiles for the host, so
 `host_simd_lanes()` asks LLVM for the host's features.
 
-Not done here (TVM does them): winograd for the auto-scheduler; float16/float64 conv2d
-stay as they are (TVM alters them too; our NCHWc schedule is for float32); int8 conv2d.
+Winograd (not TVM's untuned x86 choice: TVM takes it on x86 only for the auto-scheduler).
+A float32 conv2d with a 3x3 kernel, stride 1, dilation 1, no groups and at least
+WINOGRAD_CHANNELS_MIN channels in and out (multiples of the lanes) becomes
+`nn.contrib_conv2d_winograd_without_weight_transform` (ops/winograd.py) on the same
+NCHW{ic_bn}c / NCHW{oc_bn}c data, its weight `nn.contrib_conv2d_winograd_weight_transform`
+then reshaped and transposed to (alpha, alpha, O/oc_bn, I, oc_bn), all of which
+FoldConstant evaluates when the weight is bound (as TVM's ARM AlterOpLayout packs it).
+F(4x4, 3x3) (36 products per 16 outputs) when the output has at least
+WINOGRAD_F4_TILES_MIN tiles of 4x4, else F(2x2, 3x3) (16 per 4).  Measured on AVX2
+(AMD EPYC, 1 thread, CPU time, each kernel with its bias and relu, best of 5; warm /
+with the caches flushed before each call), NCHWc against F2 and F4, ms:
+
+    64 -> 64 at 56x56      2.74-2.83 / 2.86-2.96    F2 1.97-2.02 / 2.22-2.41   F4 1.17-1.21 / 1.64-1.83
+    128 -> 128 at 28x28    2.85-3.05 / 2.89-3.48    F2 1.69-2.11 / 2.08-2.47   F4 1.25-1.28 / 1.76-1.87
+    256 -> 256 at 14x14    2.78-2.85 / 2.89-2.95    F2 1.55-1.61 / 1.90-2.38   F4 1.53-1.62 / 1.95-2.62
+    512 -> 512 at 7x7      3.10-3.35 / 3.18-3.45    F2 2.32-2.55 / 2.46-2.97   F4 2.42-2.79 / 2.78-3.06
+
+F4 multiplies least, but its transformed weight is 4x the filters (F2's 1.8x) and each
+weight element serves as many products as there are tiles: from 14x14 down (16 tiles of
+4x4) the weights' traffic eats the gain, so F2 there (49 tiles at 14x14).  Below 64
+channels nothing was measured.  ResNet-50 at 1 thread (CPU time, beside onnxruntime in
+the same run): 1.09-1.26x of onnxruntime without, 0.85-0.95x with.
+
+Not done here (TVM does them): float16/float64 conv2d stay as they are (TVM alters them
+too; our NCHWc schedule is for float32); int8 conv2d.
 
 int8 and VNNI.  TVM v0.16's `_alter_conv2d_layout` treats int8 x int8 as uint8 x
 int8 (the data shifted by 128, conv2d_alter_int8_common) and takes the int8 path when
