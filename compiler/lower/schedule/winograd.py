@@ -43,10 +43,12 @@ def schedule_winograds(sch: Schedule) -> set[int]:
         output = _reader(sch, stage)
         if source is None or sch[source].inlined or output is None:
             continue
-        _schedule_input(sch, sch[source])
+        padded = _schedule_input(sch, sch[source])
         _schedule_gemm(sch, stage)
         _schedule_output(sch, output, stage)
         done.update((id(sch[source]), id(stage), id(output)))
+        if padded is not None:
+            done.add(id(padded))
     return done
 
 
@@ -75,22 +77,30 @@ def _reader(sch: Schedule, gemm: Stage) -> Stage | None:
     return readers[0]
 
 
-def _schedule_input(sch: Schedule, stage: Stage) -> None:
+def _schedule_input(sch: Schedule, stage: Stage) -> Stage | None:
+    """The input transform, a tile row's padded input computed at its loop; that padded
+    stage (None when the input is read as it is)."""
     t = stage.tensor
-    pos, p, c = stage.axes
+    n, ty, tx, pos, c = stage.axes
     lanes = min(host_unit().lanes, c.extent)
     co, ci = sch.split(t, c, lanes)
-    sch.reorder(t, p, co, pos, ci)
+    sch.reorder(t, n, ty, co, tx, pos, ci)
     sch.unroll(t, pos)
     sch.vectorize(t, ci)
-    loop = sch.fuse(t, p, co)
+    loop = sch.fuse(t, n, ty, co)
     if loop.extent > 1 and _size(t) >= COPY_PARALLEL:
         sch.parallel(t, loop)
+    padded = next((sch[ld.tensor] for ld in _loads(stage.body) if ld.tensor.op is not None), None)
+    if padded is None or padded.inlined or padded.is_reduction:
+        return None
+    sch.compute_at(padded.tensor, t, loop)
+    sch.vectorize(padded.tensor, padded.axes[-1])
+    return padded
 
 
 def _schedule_gemm(sch: Schedule, stage: Stage) -> None:
     t = stage.tensor
-    pos, p, kb, kl = stage.axes
+    p, pos, kb, kl = stage.axes
     (rc,) = stage.reduce_axes
     rows, blocks = gemm_tile(p.extent, kb.extent, kl.extent)
     bo, bi = sch.split(t, kb, blocks)
