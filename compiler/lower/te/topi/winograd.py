@@ -6,7 +6,7 @@ alpha x alpha transformed tile:
 
     T_pad             the input padded to cover every tile (in its own layout)
     T_wino_input[n, ty, tx, t, c] = (B^T d B)[eps, nu], d the tile's input   (N, rows, columns, alpha^2, C)
-    T_wino_gemm_m{m}[p, t, kb, kl] = sum_c input[p, t, c] * U[t, kb, c, kl]  (P, alpha^2, K/v, v)
+    T_wino_gemm_m{m}[p, t, kb, kl] = sum_c input[tile p, t, c] * U[t, kb, c, kl]  (P, alpha^2, K/v, v)
     T_wino_output[n, k, y, x]  = (A^T M A)[y % m, x % m] of tile p(n, y // m, x // m)
 
 in the output's layout (NCHW[v]c).  U is the transformed weight, packed (alpha, alpha,
