@@ -35,9 +35,9 @@ from functools import lru_cache
 
 from ..lazy_modules import numpy as np
 from ..ir.types import TensorType
-from .attrs import INT, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
+from .attrs import OPT_INT, Attr, AttrError
 from .conv_geometry import backward_shape, checked_layout, from_canonical, padding_pairs, result_dtype, to_canonical
-from .nn_conv import canonical_shape
+from .nn_conv import canonical_shape, conv2d
 from .registry import OPAQUE, OUT_EWISE_FUSABLE, OpTypeError, define
 from .shapes import known, tensor, type_text
 
@@ -122,17 +122,8 @@ def _(weight, attrs):
 # ---- the convolution on a transformed weight
 
 conv = define(CONV_OP, ("data", "weight"), OUT_EWISE_FUSABLE, attrs=(
-    Attr("tile_size", OPT_INT, None, "m of F(m x m, r x r): the output tile's side"),
-    Attr("strides", INTS, (1, 1), "the step of the window (1 only)"),
-    Attr("padding", INTS, (0, 0), "implicit zero padding: 1, 2 or 4 values"),
-    Attr("dilation", INTS, (1, 1), "the spacing between kernel elements (1 only)"),
-    Attr("groups", INT, 1, "groups (1 only)"),
-    Attr("channels", OPT_INT, None, "the number of output channels (required)"),
-    Attr("kernel_size", OPT_INTS, None, "the kernel extents before the transform (required)"),
-    Attr("data_layout", STR, "NCHW", "the layout of data: NCHW or NCHW[x]c"),
-    Attr("kernel_layout", STR, "OIHW", "the layout of the weight before its transform"),
-    Attr("out_layout", STR, "", "the layout of the result (default: data_layout)"),
-    Attr("out_dtype", STR, "", "the result dtype (default: data's dtype)"),
+    Attr("tile_size", OPT_INT, None, "m of F(m x m, r x r): the output tile's side (required)"),
+    *conv2d.attrs,  # TVM's Conv2DWinogradAttrs: Conv2DAttrs and tile_size; kernel_layout the untransformed weight's
 ), doc="2-D convolution by Winograd's F(m x m, r x r) on a weight transformed by "
        f"{WEIGHT_OP} ((alpha, alpha, O, I), or packed (alpha, alpha, O/v, I, v)); data and "
        "result NCHW or NCHW[x]c; stride 1, dilation 1, groups 1.")

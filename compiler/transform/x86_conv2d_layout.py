@@ -157,8 +157,8 @@ def _winograd(call: Call, attrs: Attrs, args: list, tile: int, ic_bn: int, oc_bn
     alpha = tile + 2
     span = call.span
     transformed = Call(op(WEIGHT_OP), (weight,), Attrs({"tile_size": IntImm(tile)}), span=span)
-    split = Call(op("reshape"), (transformed,), Attrs({"newshape": to_ir_value((alpha, alpha, out_c // oc_bn, oc_bn, in_c))}),
-                 span=span)
+    newshape = to_ir_value((alpha, alpha, out_c // oc_bn, oc_bn, in_c))
+    split = Call(op("reshape"), (transformed,), Attrs({"newshape": newshape}), span=span)
     packed = Call(op("transpose"), (split,), Attrs({"axes": to_ir_value((0, 1, 2, 4, 3))}), span=span)
     new = Attrs({"tile_size": IntImm(tile)}).with_(**dict(attrs.without("data_layout", "kernel_layout", "out_layout",
                                                                           "channels", "kernel_size").items()))

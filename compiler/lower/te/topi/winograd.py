@@ -131,10 +131,13 @@ def _(weight: te.Tensor, attrs, out_type) -> te.Tensor:
     alpha = len(g)
     gt = [list(col) for col in zip(*g)]  # G^T[k, eps]
 
+    dtype = "float64" if weight.dtype == "float64" else "float32"
+
     def body(e, nu, o, i):
-        read = lambda a, b: te.cast(weight[o, i, a, b], "float32" if weight.dtype != "float64" else "float64")  # noqa: E731
+        def read(a, b):
+            return te.cast(weight[o, i, a, b], dtype)
+
         q = e * alpha + nu
-        dtype = "float64" if weight.dtype == "float64" else "float32"
         return te.cast(by_position(q, alpha * alpha, lambda s: transform2(gt, s // alpha, s % alpha, read, dtype)),
                        weight.dtype)
 
