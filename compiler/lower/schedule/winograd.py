@@ -1,31 +1,33 @@
 """Default schedule of the Winograd convolution (te/topi/winograd.py): its three stages,
 each whole, one after the other.
 
-* `T_wino_input` (N, tile rows, tile columns, alpha^2, C): per tile row and block of a
-  vector's channels (fused, parallel when large) the row's padded input `T_pad` is
-  computed (alpha rows of it, in L1: the whole padded copy, written then read back,
-  took 11% of 1x64x56x56 F(4x4) and the kernel went from 1.8-2.1 to 1.4-1.5 ms without
-  it), then for each tile of the row the alpha^2 positions unrolled, the channels
-  vectorized: every position is its own sum of the tile's inputs (the selects on the
-  position fold away), the inputs loaded once (LLVM merges the loads of the unrolled
-  positions).
-* `T_wino_gemm_m{m}` (P, alpha^2, K/v, v), one product per position: a register tile
+* `T_wino_input` (alpha^2, P, C): for each tile p and block of a vector's channels
+  (fused, parallel when large), the alpha^2 positions unrolled, the channels vectorized:
+  every position is its own sum of the tile's inputs (the selects on the position fold
+  away), the inputs loaded once (LLVM merges the loads of the unrolled positions).
+* `T_wino_gemm_m{m}` (alpha^2, P, K/v, v), one product per position: a register tile
   of `rows` tiles x `blocks` blocks of v output channels (v lanes vectorized), summed
   over the input channels in registers (`cache_accumulator`); loops position, channel
   blocks, tiles (the last rows a remainder tile of their own), so one position's weights
   for the blocks stay in L1 while every tile passes.  Per input channel the tile
   broadcasts `rows` inputs and loads `blocks` weight vectors for rows * blocks FMAs
-  (6 x 2 on AVX2's 16 registers, as MLAS's sgemm kernel: 12 accumulators).  Tile-major
-  (a tile's positions side by side) so the transforms each touch one region per tile,
-  not alpha^2 streams.  Measured: the product is 55-70% of F(4x4) at 56x56 and 28x28,
-  90% of F(2x2) at 14x14 (about 37 GMAC/s there, near the FMA peak at this clock); at
-  7x7 (512 channels) its transformed weights (16.8 MB, each used by 16 tiles) are read
-  from memory and bound it.  Weight blocks of 16 (one contiguous stream per step) were
-  no faster; a remainder-aware choice of rows no different.
+  (6 x 2 on AVX2's 16 registers, as MLAS's sgemm kernel: 12 accumulators).  Measured
+  (perf, 1 thread): the product is 55-75% of F(4x4) at 56x56 and 28x28, 90% of F(2x2)
+  at 14x14 (about 37 GMAC/s there, near the FMA peak at this clock); at 7x7 (512
+  channels) its transformed weights (16.8 MB, each used by 16 tiles) come from memory
+  and bound it.  Weight blocks of 16 (one contiguous stream per step) were no faster, a
+  remainder-aware choice of rows no different.  Tried and dropped: the transformed input
+  and the products tile-major ((P, alpha^2, ...)): at 14x14 the rows of a register tile
+  then lie 16 KiB apart (one L1 set), and ResNet-50's five such kernels took 1.2-1.3x
+  the time of a 1x1 reference kernel instead of 0.9x; the padded input computed per
+  tile row (in L1) instead of whole: no difference measurable here.
 * the output transform, the stage that reads the product (with the epilogue inlined into
   it: bias, relu, a residual add), in NCHW[v]c: rows and columns split by m, the m x m
   outputs of a tile unrolled (each its own sum of the alpha^2 products), the v lanes
   vectorized; the loops outside fused, parallel when large.
+
+The padded input is left to the default injective schedule (kept, not inlined: see
+defaults.py).
 """
 
 from __future__ import annotations
@@ -51,12 +53,10 @@ def schedule_winograds(sch: Schedule) -> set[int]:
         output = _reader(sch, stage)
         if source is None or sch[source].inlined or output is None:
             continue
-        padded = _schedule_input(sch, sch[source])
+        _schedule_input(sch, sch[source])
         _schedule_gemm(sch, stage)
         _schedule_output(sch, output, stage)
         done.update((id(sch[source]), id(stage), id(output)))
-        if padded is not None:
-            done.add(id(padded))
     return done
 
 
@@ -85,30 +85,22 @@ def _reader(sch: Schedule, gemm: Stage) -> Stage | None:
     return readers[0]
 
 
-def _schedule_input(sch: Schedule, stage: Stage) -> Stage | None:
-    """The input transform, a tile row's padded input computed at its loop; that padded
-    stage (None when the input is read as it is)."""
+def _schedule_input(sch: Schedule, stage: Stage) -> None:
     t = stage.tensor
-    n, ty, tx, pos, c = stage.axes
+    pos, p, c = stage.axes
     lanes = min(host_unit().lanes, c.extent)
     co, ci = sch.split(t, c, lanes)
-    sch.reorder(t, n, ty, co, tx, pos, ci)
+    sch.reorder(t, p, co, pos, ci)
     sch.unroll(t, pos)
     sch.vectorize(t, ci)
-    loop = sch.fuse(t, n, ty, co)
+    loop = sch.fuse(t, p, co)
     if loop.extent > 1 and _size(t) >= COPY_PARALLEL:
         sch.parallel(t, loop)
-    padded = next((sch[ld.tensor] for ld in _loads(stage.body) if ld.tensor.op is not None), None)
-    if padded is None or padded.inlined or padded.is_reduction:
-        return None
-    sch.compute_at(padded.tensor, t, loop)
-    sch.vectorize(padded.tensor, padded.axes[-1])
-    return padded
 
 
 def _schedule_gemm(sch: Schedule, stage: Stage) -> None:
     t = stage.tensor
-    p, pos, kb, kl = stage.axes
+    pos, p, kb, kl = stage.axes
     (rc,) = stage.reduce_axes
     rows, blocks = gemm_tile(p.extent, kb.extent, kl.extent)
     bo, bi = sch.split(t, kb, blocks)

@@ -246,9 +246,6 @@ def interval(e: te.PrimExpr, inner: dict[int, int]) -> Interval | None:
     if not any(id(n) in inner for n in nodes):
         if any(isinstance(n, (te.Load, te.BufferLoad)) for n in nodes):
             return None
-        if isinstance(e, te.Binary) and e.op == "add" and isinstance(e.b, te.Const) and e.dtype == te.INDEX:
-            base, lo, hi = interval(e.a, inner)  # x + c: base x at offset c, beside x's other offsets
-            return base, lo + e.b.value, hi + e.b.value
         return (None, e.value, e.value) if isinstance(e, te.Const) else (e, 0, 0)
     if id(e) in inner:
         return None, 0, inner[id(e)] - 1

@@ -5,8 +5,8 @@ in all (batch x tile rows x tile columns), t = eps * alpha + nu a position of th
 alpha x alpha transformed tile:
 
     T_pad             the input padded to cover every tile (in its own layout)
-    T_wino_input[n, ty, tx, t, c] = (B^T d B)[eps, nu], d the tile's input   (N, rows, columns, alpha^2, C)
-    T_wino_gemm_m{m}[p, t, kb, kl] = sum_c input[tile p, t, c] * U[t, kb, c, kl]  (P, alpha^2, K/v, v)
+    T_wino_input[t, p, c]      = (B^T d_p,c B)[eps, nu]                   (alpha^2, P, C)
+    T_wino_gemm_m{m}[t, p, kb, kl] = sum_c input[t, p, c] * U[t, kb, c, kl]  (alpha^2, P, K/v, v)
     T_wino_output[n, k, y, x]  = (A^T M A)[y % m, x % m] of tile p(n, y // m, x // m)
 
 in the output's layout (NCHW[v]c).  U is the transformed weight, packed (alpha, alpha,
@@ -44,7 +44,7 @@ def tile_side(gemm: te.Tensor) -> int:
 def combination(coefs: list[tuple[Fraction, te.PrimExpr]], dtype: str) -> te.PrimExpr:
     """sum of coef * value, zero coefficients left out, +-1 without a multiplication."""
     out: te.PrimExpr | None = None
-    for coef, value in coefs:
+    for coef, value in sorted(coefs, key=lambda cv: cv[0] < 0):  # a positive term first: no 0 - x
         if coef == 0:
             continue
         if abs(coef) != 1:
@@ -89,23 +89,26 @@ def _(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
     a_mat, bt, _ = winograd_matrices(m, r)
     b_rows = [list(row) for row in zip(*bt)]  # B[a, eps] = B^T[eps, a]
 
-    def input_body(b, ty, tx, t, ch):
+    def input_body(t, p, ch):
+        b, rest = p // (th * tw), p % (th * tw)
+        y0, x0 = (rest // tw) * m, (rest % tw) * m
+
         def read(a, bb):
-            return te.cast(read_in_layout(padded, dl, {"N": b, "C": ch, "H": ty * m + a, "W": tx * m + bb}), acc)
+            return te.cast(read_in_layout(padded, dl, {"N": b, "C": ch, "H": y0 + a, "W": x0 + bb}), acc)
 
         return by_position(t, alpha * alpha, lambda q: transform2(b_rows, q // alpha, q % alpha, read, acc))
 
-    transformed = te.compute((n, th, tw, alpha * alpha, c), input_body, INPUT_NAME)
+    transformed = te.compute((alpha * alpha, tiles, c), input_body, INPUT_NAME)
     packed = weight.ndim == 5
     lanes = weight.shape[4] if packed else 1
     rc = te.reduce_axis(c, "rc")
 
-    def gemm_body(p, t, kb, kl):
+    def gemm_body(t, p, kb, kl):
         u = (weight[t // alpha, t % alpha, kb, rc, kl] if packed
              else weight[t // alpha, t % alpha, kb, rc])
-        return te.sum(transformed[p // (th * tw), p // tw % th, p % tw, t, rc] * te.cast(u, acc), axis=[rc])
+        return te.sum(transformed[t, p, rc] * te.cast(u, acc), axis=[rc])
 
-    gemm = te.compute((tiles, alpha * alpha, k // lanes, lanes), gemm_body, f"{GEMM_NAME}{m}", tag=GEMM_TAG)
+    gemm = te.compute((alpha * alpha, tiles, k // lanes, lanes), gemm_body, f"{GEMM_NAME}{m}", tag=GEMM_TAG)
 
     def output_body(*axes):
         idx = canonical_indices(ol, axes)
@@ -114,7 +117,7 @@ def _(data: te.Tensor, weight: te.Tensor, attrs, out_type) -> te.Tensor:
         kb, kl = (ch // lanes, ch % lanes) if lanes > 1 else (ch, 0)
 
         def read(e, nu):
-            return gemm[p, e * alpha + nu, kb, kl]
+            return gemm[e * alpha + nu, p, kb, kl]
 
         return by_position((y % m) * m + x % m, m * m,
                            lambda q: transform2(a_mat, q // m, q % m, read, acc))
