@@ -189,7 +189,8 @@ def test_the_rewritten_calls_keep_the_conv_span():
 def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float32]) {
   nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=64, kernel_size=[3, 3])
 }"""
-    built = compile(text, "s.relay", stop_after="passes", passes=["InferType"])
+    w = np.zeros((64, 64, 3, 3), "float32")
+    built = compile(text, "s.relay", stop_after="passes", passes=["InferType"], params={"w": w})
     conv = built.module["main"].body
     out = AlterOpLayout(simd_lanes=8)(built.module, PassContext(opt_level=3))
     calls = []
@@ -215,10 +216,31 @@ def test_the_flop_count_is_the_direct_convolutions():
 def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(128, 64, 3, 3), float32]) {
   nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=128, kernel_size=[3, 3])
 }"""
-    plain = compile(text, "f.relay", stop_after="passes", passes=["InferType"]).module["main"].body
-    built = compile(text, "f.relay", stop_after="passes", passes=["InferType", "AlterOpLayout", "InferType"])
+    w = {"w": np.zeros((128, 64, 3, 3), "float32")}
+    plain = compile(text, "f.relay", stop_after="passes", passes=["InferType"], params=w).module["main"].body
+    built = compile(text, "f.relay", stop_after="passes", passes=["InferType", "AlterOpLayout", "InferType"],
+                    params=w)
     assert built.ok, [d.message for d in built.diagnostics]
     call = built.module["main"].body
     while call.op.name != CONV_OP:
         call = call.args[0]
     assert call_flops(call) == call_flops(plain) == 2 * 128 * 14 * 14 * 64 * 9
+
+
+def test_a_weight_given_at_run_time_keeps_the_nchwc_convolution():
+    """Its transform would run on every call (and be compiled): only bound weights go Winograd."""
+    from relaylens.compiler.transform.infra import PassContext
+    from relaylens.compiler.transform.passes.alter_op_layout import AlterOpLayout
+
+    text = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float32]) {
+  nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=64, kernel_size=[3, 3])
+}"""
+    built = compile(text, "p.relay", stop_after="passes", passes=["InferType"])
+    out = AlterOpLayout(simd_lanes=8)(built.module, PassContext(opt_level=3))
+    body = out["main"].body
+    names = []
+    while hasattr(body, "args"):
+        names.append(body.op.name)
+        body = body.args[0]
+    assert "nn.contrib_conv2d_NCHWc" in names and CONV_OP not in names

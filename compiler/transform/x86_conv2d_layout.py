@@ -26,6 +26,9 @@ WINOGRAD_CHANNELS_MIN channels in and out (multiples of the lanes) becomes
 NCHW{ic_bn}c / NCHW{oc_bn}c data, its weight `nn.contrib_conv2d_winograd_weight_transform`
 then reshaped and transposed to (alpha, alpha, O/oc_bn, I, oc_bn), all of which
 FoldConstant evaluates when the weight is bound (as TVM's ARM AlterOpLayout packs it).
+Only for a constant weight (bound, as relay.build binds it): a weight given at run time would
+be transformed on every call (and its transform compiled: ResNet-50's cold build with its
+weights as parameters went from 6 to 39 s).
 F(4x4, 3x3) (36 products per 16 outputs) when the output has at least
 WINOGRAD_F4_TILES_MIN tiles of 4x4, else F(2x2, 3x3) (16 per 4).  Measured on AVX2
 (AMD EPYC, 1 thread, CPU time, each kernel with its bias and relu, best of 5; warm /
@@ -68,7 +71,7 @@ from functools import lru_cache
 from ..host import host
 
 from ..ir.attrs import Attrs, IntImm
-from ..ir.expr import Call, op
+from ..ir.expr import Call, Constant, op
 from ..ops.attrs import to_ir_value
 from ..ops.winograd import CONV_OP, WEIGHT_OP
 from ..ir.types import TensorType
@@ -109,7 +112,7 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call 
             or not all(isinstance(d, int) for d in (*data.shape, *weight.shape))):
         return None
     out_c, in_c = weight.shape[0], data.shape[1]
-    tile = winograd_tile(a, data.shape, weight.shape, simd_lanes)
+    tile = winograd_tile(a, data.shape, weight.shape, simd_lanes) if isinstance(args[1], Constant) else None
     if tile is not None:
         return _winograd(call, attrs, args, tile, *blocks(in_c, out_c, simd_lanes))
     if a.groups == 1:
