@@ -43,7 +43,10 @@ F4 multiplies least, but its transformed weight is 4x the filters (F2's 1.8x) an
 weight element serves as many products as there are tiles: from 14x14 down (16 tiles of
 4x4) the weights' traffic eats the gain, so F2 there (49 tiles at 14x14).  Below 64
 channels nothing was measured.  ResNet-50 at 1 thread (CPU time, beside onnxruntime in
-the same run): 1.09-1.26x of onnxruntime without, 0.85-0.95x with.
+the same run, load 2-4): 0.97-1.26x of onnxruntime without, 0.85-1.01x with (paired
+runs 0.82-0.95x of the time without); at 2 threads 1.30x without, 1.13x with.  Its
+relay.build from cold (weights bound) takes 4-5 s more (9.8 s against 5-6): the
+unrolled transforms' code.
 
 Not done here (TVM does them): float16/float64 conv2d stay as they are (TVM alters them
 too; our NCHWc schedule is for float32); int8 conv2d.
