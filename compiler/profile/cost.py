@@ -9,8 +9,8 @@ its pattern (`BY_PATTERN`).  The counts are the textbook ones, what TVM's and mo
 profilers' FLOP counters use:
 
     convolution      2 × output elements × (weight elements / output channels)
-                     (Winograd's: that of the direct convolution it computes)
-                     (a multiply and an add per weight element reaching an output)
+                     (a multiply and an add per weight element reaching an output;
+                     Winograd's: that of the direct convolution it computes)
     transposed conv  2 × input elements × (weight elements / input channels)
     dense, matmul    2 × output elements × K
     pooling          output elements × window (global / adaptive: input elements)
@@ -115,7 +115,8 @@ def _winograd(call: Call) -> int:
     kernel = call.attrs.get("kernel_size") or ()
     if len(weight) < 4 or not kernel:
         return 0
-    return 2 * _out(call) * weight[3] * int(np.prod([int(getattr(k, "value", k)) for k in kernel], dtype=np.int64))
+    window = int(np.prod([int(getattr(k, "value", k)) for k in kernel], dtype=np.int64))
+    return 2 * _out(call) * weight[3] * window
 
 
 def _conv_transpose(default_layout: str):
