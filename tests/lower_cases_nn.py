@@ -71,6 +71,14 @@ def _conv_cases() -> list[Case]:
          padding=(1, 1), groups=8, data_layout="NCHW4c", kernel_layout="OIHW1i4o")
     conv("nn.conv2d", (1, 1, 8, 8, 4), (2, 1, 3, 3, 4, 4), "NCHW4c", padding=(1, 1),
          data_layout="NCHW4c", kernel_layout="OIHW4i4o")
+    wino = "nn.contrib_conv2d_winograd_without_weight_transform"
+    conv(wino, (2, 5, 7, 6), (4, 4, 3, 5), "F2-NCHW-odd", tile_size=2, padding=(1, 1), channels=3,
+         kernel_size=(3, 3))
+    conv(wino, (1, 2, 6, 5, 4), (6, 6, 2, 8, 4), "F4-NCHW4c-packed-nopad", tile_size=4, channels=8,
+         kernel_size=(3, 3), data_layout="NCHW4c", out_layout="NCHW4c")
+    for m in (2, 4):
+        c.append(Case("nn.contrib_conv2d_winograd_weight_transform", [Arr((3, 5, 3, 3))], {"tile_size": m},
+                      f"F{m}", atol=SUM_ATOL))
 
     def mm(op, a, b, name, dtype="float32", **attrs):
         tol = F16 if dtype == "float16" else dict(atol=SUM_ATOL)

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     reduce,
     transform,
     transform_index,
+    winograd,
 )
 from . import algorithm  # noqa: F401,E402  (topk; issue 14)
 from . import dynamic  # noqa: F401,E402  (after the static ops its dyn.* forms stand for)

@@ -9,7 +9,8 @@ its pattern (`BY_PATTERN`).  The counts are the textbook ones, what TVM's and mo
 profilers' FLOP counters use:
 
     convolution      2 × output elements × (weight elements / output channels)
-                     (a multiply and an add per weight element reaching an output)
+                     (a multiply and an add per weight element reaching an output;
+                     Winograd's: that of the direct convolution it computes)
     transposed conv  2 × input elements × (weight elements / input channels)
     dense, matmul    2 × output elements × K
     pooling          output elements × window (global / adaptive: input elements)
@@ -106,6 +107,18 @@ def _conv(default_layout: str, weight_arg: int = 1):
     return rule
 
 
+def _winograd(call: Call) -> int:
+    """The direct convolution's count (Winograd's fewer multiplications are the kernel's
+    business): 2 x output elements x input channels x the kernel's extents; the
+    transformed weight is (alpha, alpha, O, I) or (alpha, alpha, O/v, I, v)."""
+    weight = _shape(call.args[1]) if len(call.args) > 1 else ()
+    kernel = call.attrs.get("kernel_size") or ()
+    if len(weight) < 4 or not kernel:
+        return 0
+    window = int(np.prod([int(getattr(k, "value", k)) for k in kernel], dtype=np.int64))
+    return 2 * _out(call) * weight[3] * window
+
+
 def _conv_transpose(default_layout: str):
     def rule(call: Call) -> int:
         weight = _shape(call.args[1]) if len(call.args) > 1 else ()
@@ -144,6 +157,7 @@ FLOP_RULES: dict[str, Callable[[Call], int]] = {
     "qnn.conv2d": _conv("OIHW"),
     "nn.contrib_conv2d_NCHWc": _conv("OIHW"),
     "nn.contrib_depthwise_conv2d_NCHWc": _conv("OIHW"),
+    "nn.contrib_conv2d_winograd_without_weight_transform": _winograd,
     "nn.deformable_conv2d": _conv("OIHW", weight_arg=2),  # the convolution; its sampling not counted
     "nn.conv1d_transpose": _conv_transpose("IOW"),
     "nn.conv2d_transpose": _conv_transpose("IOHW"),

@@ -560,7 +560,8 @@ def _build_rules() -> dict[str, Rule]:
         if get_op(name) is not None:
             rules[name] = _elemwise
     for name in ("nn.conv1d", "nn.conv2d", "nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc",
-                 "nn.conv2d_transpose", "nn.conv3d", "nn.conv3d_transpose"):
+                 "nn.conv2d_transpose", "nn.conv3d", "nn.conv3d_transpose",
+                 "nn.contrib_conv2d_winograd_without_weight_transform"):
         if get_op(name) is not None:
             rules[name] = _conv(name)
     for name in ("nn.max_pool1d", "nn.avg_pool1d", "nn.max_pool2d", "nn.avg_pool2d", "nn.max_pool3d",

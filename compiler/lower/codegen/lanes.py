@@ -301,6 +301,10 @@ class Lanes:
         if isinstance(e, te.Cast):
             return cast(b, self.value(e.value), e.value.dtype, e.dtype)
         if isinstance(e, te.Select):
+            if not uses_var(e.cond, self.var, self.uses):
+                cond = em.expr(e.cond)
+                if isinstance(cond, ir.Constant):  # a constant: only its side (llvm.py `select`)
+                    return self.value(e.a if cond.constant else e.b)
             if not uses_var(e.cond, self.var, self.uses) and (_reads(e.a) or _reads(e.b)):
                 return self.branches(e)
             cond, x, y = self.value(e.cond), self.value(e.a), self.value(e.b)

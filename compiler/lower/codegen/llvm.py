@@ -26,7 +26,8 @@ Loop kinds:
 
 Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
-`select` evaluates only the side taken when a side reads memory (branches and a phi).
+`select` evaluates only the side taken when a side reads memory (branches and a phi), and
+only that side when its condition is a constant (an unrolled loop's variable).
 Index arithmetic is folded where it is constant, a division by a constant has no guard
 (unsigned where the loop bounds prove the dividend non-negative), an expression that
 reads no memory is emitted once per block (`_Emitter.region`), not once per statement, and
@@ -565,6 +566,8 @@ class _Emitter:
 
     def select(self, e: te.Select) -> ir.Value:
         cond = self.expr(e.cond)
+        if isinstance(cond, ir.Constant):  # an unrolled position picks its case (te/topi/winograd.py)
+            return self.expr(e.a if cond.constant else e.b)
         if not (self.reads_memory(e.a) or self.reads_memory(e.b)):
             x, y = self.expr(e.a), self.expr(e.b)
             return self.builder.select(cond, x, y)

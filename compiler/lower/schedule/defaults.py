@@ -14,6 +14,8 @@
      channels by 10 columns register tile, the epilogue applied at write-back);
    * a packed dense (nn.contrib_dense_pack, te/topi/dense_pack.py): dense_pack.py (rows x
      blocks of the packed weight's lanes in registers, the epilogue applied at write-back);
+   * a Winograd convolution (te/topi/winograd.py): winograd.py (its input transform, the
+     product per position in a register tile, the output transform with the epilogue);
    * another convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
      "nn.batch_matmul", ...): a register tile.  With data axes d0..dn-1, the last one
      (the output's contiguous axis) is split by the vector width and its inner part
@@ -100,9 +102,11 @@ from typing import Sequence
 from ..te import expr as te
 from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK
+from ..te.topi.winograd import INPUT_NAME as WINO_INPUT
 from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
+from .winograd import schedule_winograds
 from .row_reduce import schedule_row_group, schedule_rows, split_lanes, wants_lanes
 from .transpose import is_transpose, schedule_transpose
 from .primitives import Schedule, Stage
@@ -129,6 +133,7 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
     _inline_injective(sch)
     done = schedule_blocked_convs(sch)  # conv.py
     done |= schedule_dense_packs(sch)  # dense_pack.py
+    done |= schedule_winograds(sch)  # winograd.py
     done |= _schedule_phased_pools(sch)
     if rows:
         done |= schedule_row_group(sch, rows, PARALLEL_MIN)  # row_reduce.py: softmax a row at a time
@@ -174,7 +179,8 @@ def _inline_injective(sch: Schedule) -> None:
                         if isinstance(e, te.Load) and e.tensor is stage.tensor)
             if count:
                 n += count * (sites[id(reader)] if reader.inlined else 1)
-                anchor |= by_anchor[id(reader)] if reader.inlined else _is_anchor(reader)
+                anchor |= by_anchor[id(reader)] if reader.inlined else (
+                    _is_anchor(reader) or reader.tensor.name.startswith(WINO_INPUT))
         sites[id(stage)], by_anchor[id(stage)] = n, anchor
         if stage.is_reduction or sch.is_output(stage):
             continue

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     reduce,
     transform,
     transform_index,
+    winograd,
 )
 
 # the quantization toolkit's annotation; ROI pooling and deformable convolution
