@@ -55,14 +55,16 @@ from .vector_unit import VectorUnit, host_unit
 
 WEIGHT_BYTES = 16 << 10  # filters of one chunk: half of L1
 ACC_BYTES = 16 << 10  # the buffer of a group's rows
+FLAT_MAX_WIDTH = 16  # a 1x1 filter's rows flattened up to this output width (see the module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 
 
-def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int] | None:
-    """(cols, vectors, rows, chunk) for the blocked convolution `conv` (N, B, OH, OW,
-    lanes), or None when conv.py's tile is the better one (see the module doc): the
-    register tile, the rows of the buffer and the input channels (the first reduction
-    axis) of a chunk."""
+def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int, bool] | None:
+    """(cols, vectors, rows, chunk, flat) for the blocked convolution `conv` (N, B, OH,
+    OW, lanes), or None when conv.py's tile is the better one (see the module doc): the
+    register tile, the rows of the buffer, the input channels (the first reduction axis)
+    of a chunk, and whether the tile's columns run over the buffer's rows flattened (a
+    1x1 filter: `cols` then counts positions of rows x OW, the last ones a tail)."""
     unit = unit or host_unit()
     _, blocks, oh, ow, lanes = conv.tensor.shape
     if unit.registers >= 32 or not conv.reduce_axes:
@@ -83,7 +85,20 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
     rows = max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
-    return cols, vectors, rows, chunk
+    if _taps(conv) == 1 and ow <= FLAT_MAX_WIDTH and rows > 1 and cols * vectors * per_block < unit.accumulators:
+        flat = _flat_cols(rows * ow, vectors, unit, per_block)
+        if flat > cols:
+            return flat, vectors, rows, chunk, True
+    return cols, vectors, rows, chunk, False
+
+
+def _flat_cols(positions: int, vectors: int, unit: VectorUnit, per_block: int) -> int:
+    """The columns of a tile of `vectors` blocks over `positions` flattened output
+    positions, the last `positions % cols` a tail: the fewest cycles by the model of a
+    step (`_step`), then the widest."""
+    fits = [c for c in range(1, positions + 1) if unit.tile_fits(c, vectors, per_block)]
+    return min(fits, key=lambda c: ((positions // c) * _step(c, vectors, per_block)
+                                    + _step(positions % c, vectors, per_block), -c))
 
 
 def _taps(conv: Stage) -> int:
@@ -146,10 +161,11 @@ def _step(cols: int, vectors: int, per_block: int) -> float:
 
 
 def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vectors: int, rows: int,
-                     chunk: int) -> None:
+                     chunk: int, flat: bool = False) -> None:
     """Schedule `conv` at its `epilogue`, as the module doc draws it: the blocked 5-D
     stage that reads it in place (the NCHWc result, or cache_write's copy), or the NCHW
-    one that reads it back a channel per lane (conv.py `_epilogue`)."""
+    one that reads it back a channel per lane (conv.py `_epilogue`); `flat`: the tile's
+    columns over the buffer's rows and columns fused (`chunked_tile`)."""
     t, e = conv.tensor, epilogue.tensor
     if e.ndim == 5:
         en, eb, ey, ex, lane = epilogue.axes
@@ -170,8 +186,12 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     n, ob, y, x, lane = conv.axes
     channels, *window = conv.reduce_axes
     co, ci = sch.split(t, channels, chunk)
-    xo, xi = sch.split(t, x, cols, tail=True)
-    sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
+    if flat:
+        xo, xi = sch.split(t, sch.fuse(t, y, x), cols, tail=True)
+        sch.reorder(t, n, co, xo, ci, *window, ob, xi, lane)
+    else:
+        xo, xi = sch.split(t, x, cols, tail=True)
+        sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
     sch.cache_accumulator(t, ci)
     sch.unroll(t, ob)
     sch.unroll(t, xi)
