@@ -76,12 +76,12 @@ def block_weight(w: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("ci,co,size,k,stride,batch", [
-    (256, 32, 6, 1, 1, 1),  # 1x1: 3 columns x 4 blocks, 256 channels in chunks of 128
+    (256, 32, 6, 1, 1, 1),  # 1x1: 3 positions x 4 blocks over 6 rows flattened, 256 channels in chunks of 128
     (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 3 columns x 4 blocks and a 1-column tail, chunks of 8 channels
     (64, 16, 14, 3, 1, 1),  # 3x3 at 14x14: 5 columns x 2 blocks, a 4-column tail
     (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
     (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
-    (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 1 x 8 would divide; 3 columns x 4 blocks and a 1-column tail
+    (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 3 x 4 over the 49 positions, a 1-position tail
     (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
     # 1x1 at 14x14: 3 positions x 4 blocks over 7 rows flattened (98 = 32 x 3 + 2)
     (256, 32, 14, 1, 1, 1),
@@ -89,7 +89,7 @@ def block_weight(w: np.ndarray) -> np.ndarray:
     (1024, 24, 14, 1, 1, 1),  # 3 blocks: 7 x 1 divides the row, not flattened
     (1024, 40, 14, 1, 1, 1),  # 5 blocks: 2 x 5, and no wider tile of 5 blocks fits: not flattened
     (512, 32, 28, 1, 2, 1),  # stride 2 to 14x14, flattened
-    (256, 32, 13, 1, 1, 1),  # 13 columns: 3 x 4 and a 1-column tail a row, not flattened
+    (256, 32, 13, 1, 1, 1),  # 13 columns, a row at a time: 3 x 4 and a 1-column tail, not flattened
     (2048, 8, 14, 1, 1, 1),  # one block: 7 x 1 divides the row, not flattened
 ])
 def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
@@ -166,7 +166,8 @@ def test_chunked_tile_choice(avx2):
     # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk; 2 x 4 divided the row, 3 x 4
     # over the 7 rows' 98 positions flattened (32 tiles and a 2-position tail)
     assert tile(1024, 256, 14, 1) == (3, 4, 7, 16, True)
-    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16, False)  # layer4's 1x1: 1 x 8 divided 7 columns, 3 x 4 and a tail
+    # layer4's 1x1: 3 x 4 and a 1-column tail a row; flattened, 16 tiles and one tail for 7 rows
+    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16, True)
     # a 3x3 filter: 3 columns x 4 blocks (MLAS's tile), the rest of the row a tile of its own
     assert tile(512, 512, 7, 3) == (3, 4, 7, 1, False)  # layer4's 3x3: 3 + 3 + 1 columns
     assert tile(256, 256, 14, 3) == (3, 4, 7, 1, False)  # layer3's: 4 x 3 + 2
@@ -174,8 +175,9 @@ def test_chunked_tile_choice(avx2):
     assert conv_chunks._tile(14, 16, AVX2, 2, tail=True) == (2, 2)
     recorded = steps(relu_bias_function(nchwc(64, 32, 7, 3)[0]))
     assert ("split", "T_conv2d_NCHWc: ax3_2 by 3 with a tail -> ax3_2.outer, ax3_2.inner") in recorded
-    assert tile(256, 64, 56, 1) == (2, 4, 2, 16, False)  # two rows of 56 columns x 32 channels: 14 KiB of sums
-    assert tile(512, 128, 28, 1) == (2, 4, 4, 16, False)  # wider than FLAT_MAX_WIDTH: rows not flattened
+    assert tile(256, 64, 56, 1) == (3, 4, 2, 16, True)  # two rows of 56 columns x 32 channels: 14 KiB of sums
+    assert tile(2048, 8, 14, 1) == (7, 1, 14, 64, False)  # one block, 7 x 1 a row: flattened, no fewer cycles
+    assert tile(256, 64, 13, 1) == (3, 4, 1, 16, False)  # a row at a time: nothing to flatten
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile

@@ -31,10 +31,27 @@ of 1 or 2 columns, where 2 x 4 (1 x 8 at 7x7) divided the width.  Measured (1 th
 CPU time, paired ratios against the old tile in the same run, 15 rounds, load 10-12):
 512 channels at 7x7 0.78, stride 2 to 7x7 0.74, 256 at 14x14 0.92, 128 at 28x28 0.87,
 64 at 56x56 0.91, stride 2 to 14x14 0.98-1.00 and to 28x28 0.83-1.19 (noisy).  A 1x1
-filter keeps a dividing tile (256 -> 64 at 56x56 1.43x slower, probably 3-column tiles
+filter keeps a dividing tile a row (then flattened, below; 256 -> 64 at 56x56 1.43x slower, probably 3-column tiles
 straddling the cache lines of an input that outgrows L1; 1024 -> 256 at 14x14 0.89x,
 512 -> 128 at 28x28 0.98x), unless that tile is a single column: 2048 -> 512 at 7x7 0.75x,
 512 -> 2048 0.76x (1 x 8 before).
+
+A 1x1 filter reads the input at the output's own positions (times the stride), so the
+buffer's rows x columns are one axis to the tile (`flat`): when, with the same blocks, a
+tile over those positions flattened, the last ones a tail, costs fewer modelled cycles
+than a tile a row, the tile's columns run across the rows: at 14x14 3 x 4 over 98
+positions (32 tiles and a 2-position tail) instead of 7 tiles of 2 x 4 a row; at 7x7
+16 tiles of 3 x 4 and a tail of 1 for the whole plane instead of a 1-column tail every
+row.  Measured (1 thread, CPU time; the two builds' kernels alternated 60 times on the
+same input arrays, median of the ratios, 4-6 builds each; load 2.3): ResNet-50's 1x1
+(with bias and relu, residual add where the model has it) 256 -> 1024 + add at 14x14
+0.97, 1024 -> 256 0.975, 1024 -> 512 0.97, 512 -> 1024 stride 2 to 14x14 0.96, 1024 ->
+2048 stride 2 to 7x7 0.95, 512 -> 2048 + add at 7x7 0.93, 2048 -> 512 0.93, 256 -> 64
+at 56x56 0.95, 256 -> 128 0.97, 512 -> 128 at 28x28 0.96, 512 -> 256 0.87-0.95, 256 ->
+512 stride 2 0.98; the same build against itself 1.00-1.01.  On fresh input arrays per
+build the ratios of one kernel moved between 0.7 and 1.2 from build to build, the same
+code included (where the arrays lie): a first measurement of the flattened tile at
+56x56 (1.45x slower) was that, and the single runs above may be too.
 
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
 fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer, is
@@ -55,7 +72,6 @@ from .vector_unit import VectorUnit, host_unit
 
 WEIGHT_BYTES = 16 << 10  # filters of one chunk: half of L1
 ACC_BYTES = 16 << 10  # the buffer of a group's rows
-FLAT_MAX_WIDTH = 16  # a 1x1 filter's rows flattened up to this output width (see the module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 
 
@@ -85,9 +101,9 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
     rows = max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
-    if _taps(conv) == 1 and ow <= FLAT_MAX_WIDTH and rows > 1 and cols * vectors * per_block < unit.accumulators:
+    if _taps(conv) == 1 and rows > 1:
         flat = _flat_cols(rows * ow, vectors, unit, per_block)
-        if flat > cols:
+        if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
             return flat, vectors, rows, chunk, True
     return cols, vectors, rows, chunk, False
 
@@ -97,8 +113,13 @@ def _flat_cols(positions: int, vectors: int, unit: VectorUnit, per_block: int) -
     positions, the last `positions % cols` a tail: the fewest cycles by the model of a
     step (`_step`), then the widest."""
     fits = [c for c in range(1, positions + 1) if unit.tile_fits(c, vectors, per_block)]
-    return min(fits, key=lambda c: ((positions // c) * _step(c, vectors, per_block)
-                                    + _step(positions % c, vectors, per_block), -c))
+    return min(fits, key=lambda c: (_cycles(positions, c, vectors, per_block), -c))
+
+
+def _cycles(positions: int, cols: int, vectors: int, per_block: int) -> float:
+    """Modelled cycles of a reduction step over `positions` in tiles of `cols`, the last
+    `positions % cols` a tail."""
+    return (positions // cols) * _step(cols, vectors, per_block) + _step(positions % cols, vectors, per_block)
 
 
 def _taps(conv: Stage) -> int:
@@ -140,7 +161,7 @@ def _tile(width: int, blocks: int, unit: VectorUnit, per_block: int, tail: bool)
             if not unit.tile_fits(cols, vectors, per_block):
                 continue
             groups = blocks // vectors
-            cycles = groups * (full * _step(cols, vectors, per_block) + _step(rest, vectors, per_block))
+            cycles = groups * _cycles(width, cols, vectors, per_block)
             loads = groups * (full * (cols + vectors * per_block) + (rest + vectors * per_block if rest else 0))
             key = (cycles, loads, -vectors)
             if best is None or key < best[0]:
