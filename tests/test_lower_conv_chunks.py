@@ -91,6 +91,7 @@ def block_weight(w: np.ndarray) -> np.ndarray:
     (512, 32, 28, 1, 2, 1),  # stride 2 to 14x14, flattened
     (256, 32, 13, 1, 1, 1),  # 13 columns, a row at a time: 3 x 4 and a 1-column tail, not flattened
     (2048, 8, 14, 1, 1, 1),  # one block: 7 x 1 divides the row, not flattened
+    (320, 160, 7, 1, 1, 1),  # 20 blocks at 7x7: 1 x 10 a row; 2 x 5 over the 49 positions
 ])
 def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
     case, attrs = nchwc(ci, co, size, k, stride, batch)
@@ -178,6 +179,9 @@ def test_chunked_tile_choice(avx2):
     assert tile(256, 64, 56, 1) == (3, 4, 2, 16, True)  # two rows of 56 columns x 32 channels: 14 KiB of sums
     assert tile(2048, 8, 14, 1) == (7, 1, 14, 64, False)  # one block, 7 x 1 a row: flattened, no fewer cycles
     assert tile(256, 64, 13, 1) == (3, 4, 1, 16, False)  # a row at a time: nothing to flatten
+    # MobileNet v2's 960 -> 160 at 7x7: 1 x 10 a row (a single column), so the flattened
+    # tile takes its own blocks, 2 x 5 over the 49 positions
+    assert tile(960, 160, 7, 1) == (2, 5, 7, 12, True)
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile

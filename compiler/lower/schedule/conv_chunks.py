@@ -48,7 +48,11 @@ same input arrays, median of the ratios, 4-6 builds each; load 2.3): ResNet-50's
 0.97, 1024 -> 256 0.975, 1024 -> 512 0.97, 512 -> 1024 stride 2 to 14x14 0.96, 1024 ->
 2048 stride 2 to 7x7 0.95, 512 -> 2048 + add at 7x7 0.93, 2048 -> 512 0.93, 256 -> 64
 at 56x56 0.95, 256 -> 128 0.97, 512 -> 128 at 28x28 0.96, 512 -> 256 0.87-0.95, 256 ->
-512 stride 2 0.98; the same build against itself 1.00-1.01.  On fresh input arrays per
+512 stride 2 0.98; the same build against itself 1.00-1.01.  When the tile a row is a
+single column (7 columns of 20 or 120 blocks: 1 x 10, 1 x 12), the flattened tile
+takes the blocks of its own that cost the fewest modelled cycles over the output
+(`_flat_cost`; ties to more blocks): MobileNet v2's 960 -> 160 and 160 -> 960 at 7x7
+2 x 5 and 2 x 6, 0.94 and 0.93 (the same way, load 2.2).  On fresh input arrays per
 build the ratios of one kernel moved between 0.7 and 1.2 from build to build, the same
 code included (where the arrays lie): a first measurement of the flattened tile at
 56x56 (1.45x slower) was that, and the single runs above may be too.
@@ -96,16 +100,32 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if tile is None:
         return None
     cols, vectors = tile
+    if _taps(conv) == 1 and cols == 1:  # a column a row (7 columns, 20 blocks): the flattened rows' blocks
+        cols, vectors = min(((_flat_cols(_rows(oh, ow, v * lanes * 4) * ow, v, unit, per_block), v)
+                             for v in _divisors(blocks) if unit.tile_fits(1, v, per_block)),
+                            key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
     group_bytes = vectors * lanes * 4
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
-    rows = max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
+    rows = _rows(oh, ow, group_bytes)
     if _taps(conv) == 1 and rows > 1:
         flat = _flat_cols(rows * ow, vectors, unit, per_block)
         if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
             return flat, vectors, rows, chunk, True
     return cols, vectors, rows, chunk, False
+
+
+def _rows(oh: int, ow: int, group_bytes: int) -> int:
+    """The rows of the buffer: the most dividing the output's whose sums fit ACC_BYTES."""
+    return max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
+
+
+def _flat_cost(oh: int, ow: int, blocks: int, lanes: int, cols: int, vectors: int, per_block: int) -> float:
+    """Modelled cycles of a reduction step over the whole output, a tile of `cols` x
+    `vectors` over each buffer's rows flattened."""
+    rows = _rows(oh, ow, vectors * lanes * 4)
+    return (blocks // vectors) * (oh // rows) * _cycles(rows * ow, cols, vectors, per_block)
 
 
 def _flat_cols(positions: int, vectors: int, unit: VectorUnit, per_block: int) -> int:
