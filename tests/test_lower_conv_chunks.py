@@ -76,13 +76,22 @@ def block_weight(w: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("ci,co,size,k,stride,batch", [
-    (256, 32, 6, 1, 1, 1),  # 1x1: 3 columns x 4 blocks, 256 channels in chunks of 128
+    (256, 32, 6, 1, 1, 1),  # 1x1: 3 positions x 4 blocks over 6 rows flattened, 256 channels in chunks of 128
     (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 3 columns x 4 blocks and a 1-column tail, chunks of 8 channels
     (64, 16, 14, 3, 1, 1),  # 3x3 at 14x14: 5 columns x 2 blocks, a 4-column tail
     (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
     (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
-    (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 1 x 8 would divide; 3 columns x 4 blocks and a 1-column tail
+    (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 3 x 4 over the 49 positions, a 1-position tail
     (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
+    # 1x1 at 14x14: 3 positions x 4 blocks over 7 rows flattened (98 = 32 x 3 + 2)
+    (256, 32, 14, 1, 1, 1),
+    (256, 32, 14, 1, 1, 2),  # a batch of 2, flattened
+    (1024, 24, 14, 1, 1, 1),  # 3 blocks: 7 x 1 divides the row, not flattened
+    (1024, 40, 14, 1, 1, 1),  # 5 blocks: 2 x 5, and no wider tile of 5 blocks fits: not flattened
+    (512, 32, 28, 1, 2, 1),  # stride 2 to 14x14, flattened
+    (256, 32, 13, 1, 1, 1),  # 13 columns, a row at a time: 3 x 4 and a 1-column tail, not flattened
+    (2048, 8, 14, 1, 1, 1),  # one block: 7 x 1 divides the row, not flattened
+    (320, 160, 7, 1, 1, 1),  # 20 blocks at 7x7: 1 x 10 a row; 2 x 5 over the 49 positions
 ])
 def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
     case, attrs = nchwc(ci, co, size, k, stride, batch)
@@ -98,6 +107,35 @@ def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, 
     bb = np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES))
     got = _KernelCall(lowered)(xb, block_weight(w), bb)
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
+    """ResNet-50's bottleneck end at 14x14 (smaller): relu(conv + bias + residual), the
+    tile over the flattened rows (chunked_tile's `flat`)."""
+    ci, co, size = 512, 32, 14
+    case, attrs = nchwc(ci, co, size, 1)
+    conv_func = relu_bias_function(case)
+    out = case.out_type()
+    residual = Var("p3", out, ty=out)
+    relu = conv_func.body
+    body = Call(op("nn.relu"), (Call(op("add"), (relu.args[0], residual), as_ir_attrs({}), ty=out),),
+                as_ir_attrs({}), ty=out)
+    func = Function((*conv_func.params, residual), body, attrs=conv_func.attrs)
+    assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in steps(func))
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    r = rng.standard_normal((1, co, size, size)).astype("float32")
+
+    def blocked(a):
+        return np.ascontiguousarray(a.reshape(1, a.shape[1] // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+
+    got = _KernelCall(lowered)(blocked(x), block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)),
+                               blocked(r))
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None] + r, 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
 
 
@@ -123,19 +161,29 @@ def test_chunked_tile_choice(avx2):
         conv = next(s for s in sch.stages if s.name.startswith("T_conv2d_NCHWc"))
         return conv_chunks.chunked_tile(conv, unit)
 
-    # (cols, vectors, rows, chunk): the tile divides the blocks, and the width for a 1x1
-    # filter; a chunk's filters (chunk x window x 8 input channels x vectors x 8 lanes)
-    # within 16 KiB
-    assert tile(1024, 256, 14, 1) == (2, 4, 7, 16)  # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk
-    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16)  # layer4's 1x1: 1 x 8 divided 7 columns, 3 x 4 and a tail
+    # (cols, vectors, rows, chunk, flat): the tile divides the blocks, and the width for a
+    # 1x1 filter; a chunk's filters (chunk x window x 8 input channels x vectors x 8
+    # lanes) within 16 KiB
+    # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk; 2 x 4 divided the row, 3 x 4
+    # over the 7 rows' 98 positions flattened (32 tiles and a 2-position tail)
+    assert tile(1024, 256, 14, 1) == (3, 4, 7, 16, True)
+    # layer4's 1x1: 3 x 4 and a 1-column tail a row; flattened, 16 tiles and one tail for 7 rows
+    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16, True)
     # a 3x3 filter: 3 columns x 4 blocks (MLAS's tile), the rest of the row a tile of its own
-    assert tile(512, 512, 7, 3) == (3, 4, 7, 1)  # layer4's 3x3: 3 + 3 + 1 columns
-    assert tile(256, 256, 14, 3) == (3, 4, 7, 1)  # layer3's: 4 x 3 + 2
+    assert tile(512, 512, 7, 3) == (3, 4, 7, 1, False)  # layer4's 3x3: 3 + 3 + 1 columns
+    assert tile(256, 256, 14, 3) == (3, 4, 7, 1, False)  # layer3's: 4 x 3 + 2
     # blocks of 16 lanes, two registers each: 3 x 2 would need 12 + 3 broadcasts + 2 weights
     assert conv_chunks._tile(14, 16, AVX2, 2, tail=True) == (2, 2)
     recorded = steps(relu_bias_function(nchwc(64, 32, 7, 3)[0]))
     assert ("split", "T_conv2d_NCHWc: ax3_2 by 3 with a tail -> ax3_2.outer, ax3_2.inner") in recorded
-    assert tile(256, 64, 56, 1) == (2, 4, 2, 16)  # two rows of 56 columns x 32 channels: 14 KiB of sums
+    assert tile(256, 64, 56, 1) == (3, 4, 2, 16, True)  # two rows of 56 columns x 32 channels: 14 KiB of sums
+    assert tile(2048, 8, 14, 1) == (7, 1, 14, 64, False)  # one block, 7 x 1 a row: flattened, no fewer cycles
+    assert tile(256, 64, 13, 1) == (3, 4, 1, 16, False)  # a row at a time: nothing to flatten
+    # MobileNet v2's 960 -> 160 at 7x7: 1 x 10 a row (a single column), so the flattened
+    # tile takes its own blocks, 2 x 5 over the 49 positions
+    assert tile(960, 160, 7, 1) == (2, 5, 7, 12, True)
+    recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
+    assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
     assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)

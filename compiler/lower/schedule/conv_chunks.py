@@ -31,10 +31,31 @@ of 1 or 2 columns, where 2 x 4 (1 x 8 at 7x7) divided the width.  Measured (1 th
 CPU time, paired ratios against the old tile in the same run, 15 rounds, load 10-12):
 512 channels at 7x7 0.78, stride 2 to 7x7 0.74, 256 at 14x14 0.92, 128 at 28x28 0.87,
 64 at 56x56 0.91, stride 2 to 14x14 0.98-1.00 and to 28x28 0.83-1.19 (noisy).  A 1x1
-filter keeps a dividing tile (256 -> 64 at 56x56 1.43x slower, probably 3-column tiles
+filter keeps a dividing tile a row (then flattened, below; 256 -> 64 at 56x56 1.43x slower, probably 3-column tiles
 straddling the cache lines of an input that outgrows L1; 1024 -> 256 at 14x14 0.89x,
 512 -> 128 at 28x28 0.98x), unless that tile is a single column: 2048 -> 512 at 7x7 0.75x,
 512 -> 2048 0.76x (1 x 8 before).
+
+A 1x1 filter reads the input at the output's own positions (times the stride), so the
+buffer's rows x columns are one axis to the tile (`flat`): when, with the same blocks, a
+tile over those positions flattened, the last ones a tail, costs fewer modelled cycles
+than a tile a row, the tile's columns run across the rows: at 14x14 3 x 4 over 98
+positions (32 tiles and a 2-position tail) instead of 7 tiles of 2 x 4 a row; at 7x7
+16 tiles of 3 x 4 and a tail of 1 for the whole plane instead of a 1-column tail every
+row.  Measured (1 thread, CPU time; the two builds' kernels alternated 60 times on the
+same input arrays, median of the ratios, 4-6 builds each; load 2.3): ResNet-50's 1x1
+(with bias and relu, residual add where the model has it) 256 -> 1024 + add at 14x14
+0.97, 1024 -> 256 0.975, 1024 -> 512 0.97, 512 -> 1024 stride 2 to 14x14 0.96, 1024 ->
+2048 stride 2 to 7x7 0.95, 512 -> 2048 + add at 7x7 0.93, 2048 -> 512 0.93, 256 -> 64
+at 56x56 0.95, 256 -> 128 0.97, 512 -> 128 at 28x28 0.96, 512 -> 256 0.87-0.95, 256 ->
+512 stride 2 0.98; the same build against itself 1.00-1.01.  When the tile a row is a
+single column (7 columns of 20 or 120 blocks: 1 x 10, 1 x 12), the flattened tile
+takes the blocks of its own that cost the fewest modelled cycles over the output
+(`_flat_cost`; ties to more blocks): MobileNet v2's 960 -> 160 and 160 -> 960 at 7x7
+2 x 5 and 2 x 6, 0.94 and 0.93 (the same way, load 2.2).  On fresh input arrays per
+build the ratios of one kernel moved between 0.7 and 1.2 from build to build, the same
+code included (where the arrays lie): a first measurement of the flattened tile at
+56x56 (1.45x slower) was that, and the single runs above may be too.
 
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
 fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer, is
@@ -58,11 +79,12 @@ ACC_BYTES = 16 << 10  # the buffer of a group's rows
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 
 
-def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int] | None:
-    """(cols, vectors, rows, chunk) for the blocked convolution `conv` (N, B, OH, OW,
-    lanes), or None when conv.py's tile is the better one (see the module doc): the
-    register tile, the rows of the buffer and the input channels (the first reduction
-    axis) of a chunk."""
+def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int, bool] | None:
+    """(cols, vectors, rows, chunk, flat) for the blocked convolution `conv` (N, B, OH,
+    OW, lanes), or None when conv.py's tile is the better one (see the module doc): the
+    register tile, the rows of the buffer, the input channels (the first reduction axis)
+    of a chunk, and whether the tile's columns run over the buffer's rows flattened (a
+    1x1 filter: `cols` then counts positions of rows x OW, the last ones a tail)."""
     unit = unit or host_unit()
     _, blocks, oh, ow, lanes = conv.tensor.shape
     if unit.registers >= 32 or not conv.reduce_axes:
@@ -78,12 +100,46 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if tile is None:
         return None
     cols, vectors = tile
+    if _taps(conv) == 1 and cols == 1:  # a column a row (7 columns, 20 blocks): the flattened rows' blocks
+        cols, vectors = min(((_flat_cols(_rows(oh, ow, v * lanes * 4) * ow, v, unit, per_block), v)
+                             for v in _divisors(blocks) if unit.tile_fits(1, v, per_block)),
+                            key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
     group_bytes = vectors * lanes * 4
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
-    rows = max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
-    return cols, vectors, rows, chunk
+    rows = _rows(oh, ow, group_bytes)
+    if _taps(conv) == 1 and rows > 1:
+        flat = _flat_cols(rows * ow, vectors, unit, per_block)
+        if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
+            return flat, vectors, rows, chunk, True
+    return cols, vectors, rows, chunk, False
+
+
+def _rows(oh: int, ow: int, group_bytes: int) -> int:
+    """The rows of the buffer: the most dividing the output's whose sums fit ACC_BYTES."""
+    return max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
+
+
+def _flat_cost(oh: int, ow: int, blocks: int, lanes: int, cols: int, vectors: int, per_block: int) -> float:
+    """Modelled cycles of a reduction step over the whole output, a tile of `cols` x
+    `vectors` over each buffer's rows flattened."""
+    rows = _rows(oh, ow, vectors * lanes * 4)
+    return (blocks // vectors) * (oh // rows) * _cycles(rows * ow, cols, vectors, per_block)
+
+
+def _flat_cols(positions: int, vectors: int, unit: VectorUnit, per_block: int) -> int:
+    """The columns of a tile of `vectors` blocks over `positions` flattened output
+    positions, the last `positions % cols` a tail: the fewest cycles by the model of a
+    step (`_step`), then the widest."""
+    fits = [c for c in range(1, positions + 1) if unit.tile_fits(c, vectors, per_block)]
+    return min(fits, key=lambda c: (_cycles(positions, c, vectors, per_block), -c))
+
+
+def _cycles(positions: int, cols: int, vectors: int, per_block: int) -> float:
+    """Modelled cycles of a reduction step over `positions` in tiles of `cols`, the last
+    `positions % cols` a tail."""
+    return (positions // cols) * _step(cols, vectors, per_block) + _step(positions % cols, vectors, per_block)
 
 
 def _taps(conv: Stage) -> int:
@@ -125,7 +181,7 @@ def _tile(width: int, blocks: int, unit: VectorUnit, per_block: int, tail: bool)
             if not unit.tile_fits(cols, vectors, per_block):
                 continue
             groups = blocks // vectors
-            cycles = groups * (full * _step(cols, vectors, per_block) + _step(rest, vectors, per_block))
+            cycles = groups * _cycles(width, cols, vectors, per_block)
             loads = groups * (full * (cols + vectors * per_block) + (rest + vectors * per_block if rest else 0))
             key = (cycles, loads, -vectors)
             if best is None or key < best[0]:
@@ -146,10 +202,11 @@ def _step(cols: int, vectors: int, per_block: int) -> float:
 
 
 def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vectors: int, rows: int,
-                     chunk: int) -> None:
+                     chunk: int, flat: bool = False) -> None:
     """Schedule `conv` at its `epilogue`, as the module doc draws it: the blocked 5-D
     stage that reads it in place (the NCHWc result, or cache_write's copy), or the NCHW
-    one that reads it back a channel per lane (conv.py `_epilogue`)."""
+    one that reads it back a channel per lane (conv.py `_epilogue`); `flat`: the tile's
+    columns over the buffer's rows and columns fused (`chunked_tile`)."""
     t, e = conv.tensor, epilogue.tensor
     if e.ndim == 5:
         en, eb, ey, ex, lane = epilogue.axes
@@ -170,8 +227,12 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     n, ob, y, x, lane = conv.axes
     channels, *window = conv.reduce_axes
     co, ci = sch.split(t, channels, chunk)
-    xo, xi = sch.split(t, x, cols, tail=True)
-    sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
+    if flat:
+        xo, xi = sch.split(t, sch.fuse(t, y, x), cols, tail=True)
+        sch.reorder(t, n, co, xo, ci, *window, ob, xi, lane)
+    else:
+        xo, xi = sch.split(t, x, cols, tail=True)
+        sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
     sch.cache_accumulator(t, ci)
     sch.unroll(t, ob)
     sch.unroll(t, xi)
