@@ -107,6 +107,27 @@ def median_s(fn: Callable[[], Any], runs: int, warm_ups: int = WARM_UPS, min_sam
     return statistics.median(samples)
 
 
+def paired_ratio(ours: Callable[[], Any], theirs: Callable[[], Any], runs: int) -> float:
+    """The median over `runs` pairs of (our call's time ÷ onnxruntime's), the two called
+    one right after the other: this VM's speed drifts by 20-70% within a minute, and the
+    two medians of `median_s`, taken one block after the other, each land in a different
+    phase of it (one build gave 0.68x and 1.23x of onnxruntime in two runs at 2 threads);
+    a pair shares its phase.  Each call starts after the same pause (onnxruntime's spin
+    ends in it, see `after_onnxruntime`), so neither side runs on cores the other has
+    just warmed up or left busy."""
+    ratios = []
+    for _ in range(runs):
+        times = []
+        for fn in (ours, theirs):
+            after_onnxruntime()
+            gc.collect()
+            start = CLOCK()
+            fn()
+            times.append(CLOCK() - start)
+        ratios.append(times[0] / times[1])
+    return statistics.median(ratios)
+
+
 ONNXRUNTIME_SPIN_S = 0.1
 
 
@@ -176,6 +197,7 @@ def measure_model(model, threads: int, runs: int, interp_runs: int, top: int) ->
         "max_abs_output": float(np.abs(reference).max()),
         "weights_mib": sum(a.nbytes for a in model.params.values()) / 2**20,
         "gflop": function_flops(result.snapshots[0].module["main"]) / 1e9,  # the model as written
+        "paired_ratio": paired_ratio(lambda: exe.run(*inputs), lambda: session.run(None, feeds), runs),
     }
     if top:
         after_onnxruntime()
@@ -613,15 +635,16 @@ def model_table(models: dict[str, dict], threads: int, runs: int, interp_runs: i
            f"{interp_runs or 'not run'}), {threads_text(threads)}; GFLOP/s are the model's FLOPs as written "
            f"(profile/cost.py's counts) over the latency, against the peak, {formula}:", "",
            "| model | GFLOP | RelayLens compiled (weights bound) | its build | interpreter | onnxruntime "
-           "| compiled ÷ onnxruntime | RelayLens GFLOP/s (% of peak) | onnxruntime GFLOP/s (% of peak) "
-           "| max abs diff (output max) |",
+           "| compiled ÷ onnxruntime (medians; paired) | RelayLens GFLOP/s (% of peak) "
+           "| onnxruntime GFLOP/s (% of peak) | max abs diff (output max) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, f in models.items():
         rates = [f["gflop"] / f[k] for k in ("compiled_s", "onnxruntime_s")]
         ours_rate, ort_rate = (f"{r:,.1f} ({r / top:.0%})" for r in rates)
         out.append(f"| {B.LABELS[key]} ({f['weights_mib']:,.0f} MiB of weights) | {f['gflop']:.2f}"
                    f" | {ms(f['compiled_s'])} | {f['build_s']:.1f} s"
-                   f" | {ms(f.get('interpreter_s'))} | {ms(f['onnxruntime_s'])} | {f['ratio_to_onnxruntime']:.2f}x"
+                   f" | {ms(f.get('interpreter_s'))} | {ms(f['onnxruntime_s'])}"
+                   f" | {f['ratio_to_onnxruntime']:.2f}x; {f['paired_ratio']:.2f}x"
                    f" | {ours_rate} | {ort_rate} | {f['max_abs_diff']:.1e} ({f['max_abs_output']:.1f}) |")
     for key, f in models.items():
         if f.get("kernels"):
