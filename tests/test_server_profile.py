@@ -80,7 +80,14 @@ def test_onnxruntime_beside_gives_each_kernel_its_time(small_cnn: str) -> None:
     assert report.error is None and report.compare is not None, report.notes
     assert report.compare["model"] == "small_cnn.onnx" and report.compare["ratio"] > 0
     conv = next(f for f in report.functions if "/conv1/Conv" in f.layers)
-    assert conv.ort_ms is not None and conv.ort_ms >= report.compare["layers"]["/conv1/Conv"] * 0.999
+    # the conv's kernel holds most of our time for its layer (the input's layout_transform, which
+    # carries the conv's span, the rest: microseconds, more under load) and gets that share of
+    # onnxruntime's time for each of its layers
+    assert conv.layers["/conv1/Conv"] > 0.5 * report.layers["/conv1/Conv"]
+    theirs = report.compare["layers"]
+    expected = sum(theirs[layer] * ms / report.layers[layer] for layer, ms in conv.layers.items()
+                   if layer in theirs and report.layers.get(layer))
+    assert conv.ort_ms is not None and conv.ort_ms == pytest.approx(expected)
     # every layer's onnxruntime time is shared out among the kernels it went into
     ran = sum(ms for layer, ms in report.compare["layers"].items() if layer in report.layers)
     assert sum(f.ort_ms or 0.0 for f in report.functions) == pytest.approx(ran)
