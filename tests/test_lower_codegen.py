@@ -19,7 +19,7 @@ from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
 from relaylens.compiler.lower.codegen.debuginfo import source_location
 from relaylens.compiler.lower.codegen.llvm import generate
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
-from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
+from relaylens.compiler.lower.runtime.jit import JIT, SPIN_COUNT, aligned_empty, spin_count
 from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
@@ -499,21 +499,41 @@ def test_parallel_loops(jit):
     np.testing.assert_array_equal(k["serial_then_par"](z), z + np.arange(rows)[:, None])
 
 
-@pytest.mark.parametrize("given, expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_libgomp_waits_passively_unless_told_otherwise(given, expected):
-    """The JIT sets OMP_WAIT_POLICY=PASSIVE before libgomp loads, on its first use (jit.py's
-    module doc: a spinning barrier on a busy machine), unless the environment says how to
-    wait; libgomp reports the policy it read (OMP_DISPLAY_ENV)."""
+@pytest.mark.parametrize("load, given, expected", [
+    (0.5, {}, str(SPIN_COUNT)),
+    (99.0, {}, "0"),
+    (0.5, {"OMP_WAIT_POLICY": "ACTIVE"}, "30000000000"),
+    (0.5, {"OMP_WAIT_POLICY": "PASSIVE"}, "0"),
+    (99.0, {"GOMP_SPINCOUNT": "50"}, "50"),
+])
+def test_libgomp_spins_briefly_on_a_spare_core_unless_told_otherwise(load, given, expected):
+    """The JIT sets GOMP_SPINCOUNT before libgomp loads, on its first use (jit.py's module
+    doc): SPIN_COUNT when the load average leaves a core to spare, else 0 (a passive wait),
+    unless the environment says how to wait (OMP_WAIT_POLICY or GOMP_SPINCOUNT); libgomp
+    reports the spin count it uses (OMP_DISPLAY_ENV=verbose)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    env["OMP_DISPLAY_ENV"] = "true"
-    if given:
-        env["OMP_WAIT_POLICY"] = given
-    code = ("import os; from relaylens.compiler.lower.runtime.jit import JIT; JIT(num_threads=1).target_machine; "
-            "print('policy', os.environ['OMP_WAIT_POLICY'])")
+    env["OMP_DISPLAY_ENV"] = "verbose"
+    env.update(given)
+    code = (f"import os; os.getloadavg = lambda: ({load}, 0.0, 0.0); os.sched_getaffinity = lambda pid: {{0, 1}}; "
+            "from relaylens.compiler.lower.runtime.jit import JIT; JIT(num_threads=1).target_machine")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert f"policy {expected}" in run.stdout
-    assert re.search(rf"OMP_WAIT_POLICY = '{expected}'", run.stderr)
+    assert re.search(rf"GOMP_SPINCOUNT = '{expected}'", run.stderr), run.stderr
+
+
+def test_spin_count_wants_a_spare_core(monkeypatch):
+    """A spin only while the 1-minute load is below the CPUs the process may use; none when
+    the load cannot be read."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    for load, expected in ((0.0, SPIN_COUNT), (1.9, SPIN_COUNT), (2.0, 0), (7.5, 0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert spin_count() == expected
+
+    def unreadable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(os, "getloadavg", unreadable)
+    assert spin_count() == 0
 
 
 def _vector_func(name, fn, n=64, width=16):

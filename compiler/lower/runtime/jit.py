@@ -18,18 +18,33 @@ run on libgomp's thread team, `num_threads` wide (RELAYLENS_NUM_THREADS, else th
 of CPUs), through the module's `relaylens_num_threads` global, which `load` (and
 `load_object`) sets.
 
-libgomp's threads wait passively between parallel loops (`OMP_WAIT_POLICY=PASSIVE`, set
-before libgomp loads unless the environment sets it or `GOMP_SPINCOUNT`): by default they
-spin up to 300,000 times at every barrier, and on a machine busier than its cores a
-spinning thread spends the time slice that the thread it waits for needs.  Measured on 2
-shared cores at load 8-9, `bench/run.py` at 2 threads, onnxruntime beside in the same
-run: MobileNet v2 1,012 ms spinning against 70 ms passive (onnxruntime 62-82 ms), the
-GPT-2 block 691 against 98 ms (onnxruntime 102-230 ms); `GOMP_SPINCOUNT=10000` 141 ms.
-On an idle machine a passive wait adds a futex wake-up (microseconds) per parallel loop
-(two threads took 10-30 us longer than their work at load 5-7: the schedules fork only
-for work worth it, schedule/conv_tile_end.py, and the threads that run take the pieces
-of one that wakes late, codegen/shares.py); `OMP_WAIT_POLICY=ACTIVE` in the environment
-restores spinning.
+How libgomp's threads wait between parallel loops is decided once, as libgomp loads
+(`GOMP_SPINCOUNT`, set by `spin_count` unless the environment sets it or
+`OMP_WAIT_POLICY`): when the 1-minute load average leaves a core to spare they spin
+SPIN_COUNT times and then sleep, else they sleep at once (a passive wait).
+
+libgomp's own default spins up to 300,000 times at every barrier, and on a machine busier
+than its cores a spinning thread spends the time slice that the thread it waits for
+needs.  Measured on 2 shared cores at load 8-9, `bench/run.py` at 2 threads, onnxruntime
+beside in the same run: MobileNet v2 1,012 ms spinning against 70 ms passive (onnxruntime
+62-82 ms), the GPT-2 block 691 against 98 ms (onnxruntime 102-230 ms); `GOMP_SPINCOUNT=10000`
+141 ms.  A passive wait costs a futex wake-up per parallel loop instead (two threads took
+10-30 us longer than their work at load 5-7: the schedules fork only for work worth it,
+schedule/conv_tile_end.py, and the threads that run take the pieces of one that wakes
+late, codegen/shares.py), and MobileNet v2 opens about 45 regions an inference.  A spin
+of 2,000 (about 60 us: a spin is a load and a PAUSE, 28-32 ns on this AMD EPYC) covers
+the gap between one kernel's region and the next and the wait for the other thread at a
+region's end, so most regions start and end without a wake-up.  Measured with
+bench/run.py's paired ratio (ours ÷ onnxruntime, each call after a 0.1 s pause), passive
+against a spin of 2,000 alternated in one run, 3 processes each, with our and
+onnxruntime's threads at real-time priority (as on a machine with idle cores; it was at
+load 7-8 from other work): MobileNet v2 1.17-1.21x → 1.02-1.05x, the GPT-2 block
+0.95-1.02x → 0.94-0.97x, the CPU time the same (MobileNet 21.8-22.1 ms an inference
+against 20.9-23.4).  At ordinary priority under that load the spins time out (the other
+thread is descheduled): MobileNet v2 0.54-0.58x → 0.76-0.86x, its CPU time 15.7-15.9 →
+22.6-23.4 ms (the GPT-2 block 0.46-0.69x → 0.53-0.57x, two processes each), hence no
+spin when the load leaves no core to spare.  `OMP_WAIT_POLICY=ACTIVE`
+in the environment spins without bound, `OMP_WAIT_POLICY=PASSIVE` not at all.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
 
 _ready = False
+SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
 def _initialize() -> None:
@@ -67,7 +83,7 @@ def _initialize() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, as libgomp loads (module doc)
+        os.environ["GOMP_SPINCOUNT"] = str(spin_count())  # read once, as libgomp loads (module doc)
     for name, fallback, why in (("gomp", "libgomp.so.1", "install libgomp1 to run parallel loops"),
                                 ("gcc_s", "libgcc_s.so.1", "install libgcc-s1 to run float16 code")):
         path = ctypes.util.find_library(name) or fallback
@@ -76,6 +92,18 @@ def _initialize() -> None:
         except RuntimeError as err:
             raise LoweringError(f"the runtime library {path} cannot be loaded: {err}; {why}") from None
     _ready = True
+
+
+def spin_count() -> int:
+    """How long libgomp's threads spin before they sleep, decided as libgomp loads (module
+    doc): SPIN_COUNT when the 1-minute load average is below the CPUs this process may run
+    on (a core to spare), else 0 (a passive wait); 0 when the load is unknown."""
+    try:
+        load = os.getloadavg()[0]
+        cpus = len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):  # no load average, or no affinity (not Linux)
+        return 0
+    return SPIN_COUNT if load < cpus else 0
 
 
 @contextlib.contextmanager

@@ -3,9 +3,9 @@ whether an NCHW output's channel planes alias in L1 (`planes_alias`), and the la
 a tile schedule (`parallel_tiles`): the epilogue's fused tile loop run in parallel when the
 convolution's work is worth a fork and join, the convolution computed at that loop.
 
-A parallel region costs a fork and a join: libgomp's threads wait passively
-(runtime/jit.py), so the calling thread wakes the others through the kernel, and a region
-on two threads took at least 10 us longer than its work even at its best (a 7 us add of
+A parallel region costs a fork and a join: libgomp's threads sleep after a short spin
+(runtime/jit.py), so the calling thread may wake the others through the kernel; waiting
+passively, a region on two threads took at least 10 us longer than its work (a 7 us add of
 32,768 floats: 16-39 us on two threads, the least of 15 x 500 calls, 2 cores at load 5-7;
 tens of microseconds more on a busy machine).  Below FORK_MIN multiply-adds (about 20 us
 on one thread at 25 GMAC/s) a second thread cannot win back that cost, and the kernel runs
