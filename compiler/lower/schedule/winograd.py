@@ -32,16 +32,17 @@ the output transform's loop over blocks outermost (parallel), the product comput
 it for the block's tiles (all positions, all output channels; its tiles' loop split with
 a tail, not parallel), the transformed input computed at the product's outermost loop
 (one iteration): the block's input and product stay in L2 between the stages instead of
-a round trip through memory.  Each block reads the whole transformed weight once, so
-blocks are the most tile rows whose input and product fit L2, and only where those
-rereads move fewer bytes than the two round trips: ResNet-50's F(4x4) 64 -> 64 at 56x56
-(1.8 MB of transformed input, 0.6 MB of weight; blocks of 2 tile rows, 28 tiles), not
-its 28x28, 14x14 and 7x7 ones (weights of 2.4-16.8 MB against 0.5-0.9 MB of input).
-Measured (1 thread, CPU time, builds alternated in one run, load 7-8): that kernel alone
-after a 16 MB pass over other data, 4.7 -> 2.5 ms (blocks of 1 tile row 2.85, of 7 3.0);
-ResNet-50 0.973x the time, paired (0.963x against blocks of 1 row).  The sums are the
-same, in the same order: the outputs are bit-identical.  At 2 threads the 7 blocks
-split 4 and 3 between the cores.
+a round trip through L3 or memory.  Each block reads the whole transformed weight once,
+so only where that weight is smaller than the transformed input: ResNet-50's F(4x4)
+64 -> 64 at 56x56 (1.8 MB of transformed input, 0.6 MB of weight), not its 28x28, 14x14
+and 7x7 ones (weights of 2.4-16.8 MB against 0.5-0.9 MB of input).  A block is the
+fewest tile rows giving the product BLOCK_TILES tiles (one row of 14 at 56x56: 14 blocks
+share two threads evenly).  Measured (that kernel alone after a 16 MB pass over other
+data, builds alternated in one run, 100 rounds, load 6): 1 thread (CPU time) blocks of 1
+and 2 tile rows 3.43 and 3.45 ms, whole stages 5.06; 2 threads (wall) 7.7, 8.3 and 9.9
+ms.  ResNet-50 at 1 thread (CPU time, paired, load 7): blocks of 2 rows 0.973x the time
+of the whole stages.  The sums are the same, in the same order: the outputs are
+bit-identical.
 
 The padded input is left to the default injective schedule (kept, not inlined: see
 defaults.py).
@@ -59,6 +60,7 @@ from .vector_unit import host_unit
 WEIGHT_VECTORS = 2  # weight vectors of one step of the product's register tile (MLAS's 6 x 16 on AVX2)
 COPY_PARALLEL = 1 << 16  # elements of a transform worth a parallel loop
 L2_BYTES = 512 << 10  # per core (Zen 3)
+BLOCK_TILES = 12  # the fewest tiles of a block: two rows of the product's 6 x 2 register tiles
 
 
 def schedule_winograds(sch: Schedule) -> set[int]:
@@ -97,25 +99,18 @@ def gemm_tile(tiles: int, blocks: int, lanes: int) -> tuple[int, int]:
 def block_rows(input_shape: tuple[int, ...], gemm_shape: tuple[int, ...], tile_rows: int,
                tile_cols: int, cache_bytes: int = L2_BYTES) -> int | None:
     """The tile rows of a block (see the module doc), or None for the three stages whole:
-    the most rows dividing `tile_rows` whose transformed input and product (alpha^2 x
-    tiles x (C + K), float32) fit `cache_bytes`, when the whole transformed input does
-    not and the block's rereads of the transformed weight (alpha^2 x C x K, once a
-    block) move fewer bytes than the round trips of the transformed input and of the
-    product through memory (each written, then read)."""
+    when the whole transformed input outgrows `cache_bytes` and the transformed weight
+    (alpha^2 x C x K, reread once a block) is smaller than it, the fewest rows dividing
+    `tile_rows` that give the product at least BLOCK_TILES tiles, their transformed
+    input and product (alpha^2 x tiles x (C + K), float32) fitting `cache_bytes`."""
     alpha2, tiles, channels = input_shape
     outputs = gemm_shape[2] * gemm_shape[3]
+    whole_input = 4 * alpha2 * tiles * channels
+    if whole_input <= cache_bytes or 4 * alpha2 * channels * outputs >= whole_input:
+        return None
     per_tile = 4 * alpha2 * (channels + outputs)
-    whole_input, whole_gemm = 4 * alpha2 * tiles * channels, 4 * alpha2 * tiles * outputs
-    if whole_input <= cache_bytes:
-        return None
-    fits = [d for d in range(1, tile_rows) if tile_rows % d == 0 and d * tile_cols * per_tile <= cache_bytes]
-    if not fits:
-        return None
-    rows = max(fits)
-    weight = 4 * alpha2 * channels * outputs
-    if (tile_rows // rows) * weight >= 2 * (whole_input + whole_gemm):
-        return None
-    return rows
+    return next((d for d in range(1, tile_rows) if tile_rows % d == 0 and d * tile_cols >= BLOCK_TILES
+                 and d * tile_cols * per_tile <= cache_bytes), None)
 
 
 def _loads(e: te.PrimExpr) -> list[te.Load]:
