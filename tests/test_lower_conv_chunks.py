@@ -163,12 +163,12 @@ def test_chunked_tile_choice(avx2):
 
     # (cols, vectors, rows, chunk, flat): the tile divides the blocks, and the width for a
     # 1x1 filter; a chunk's filters (chunk x window x 8 input channels x vectors x 8
-    # lanes) within 16 KiB
-    # ResNet-50's layer3 1x1: 128 input blocks, 16 a chunk; 2 x 4 divided the row, 3 x 4
+    # lanes) within 8 KiB (WEIGHT_BYTES)
+    # ResNet-50's layer3 1x1: 128 input blocks, 8 a chunk; 2 x 4 divided the row, 3 x 4
     # over the 7 rows' 98 positions flattened (32 tiles and a 2-position tail)
-    assert tile(1024, 256, 14, 1) == (3, 4, 7, 16, True)
+    assert tile(1024, 256, 14, 1) == (3, 4, 7, 8, True)
     # layer4's 1x1: 3 x 4 and a 1-column tail a row; flattened, 16 tiles and one tail for 7 rows
-    assert tile(2048, 512, 7, 1) == (3, 4, 7, 16, True)
+    assert tile(2048, 512, 7, 1) == (3, 4, 7, 8, True)
     # a 3x3 filter: 3 columns x 4 blocks (MLAS's tile), the rest of the row a tile of its own
     assert tile(512, 512, 7, 3) == (3, 4, 7, 1, False)  # layer4's 3x3: 3 + 3 + 1 columns
     assert tile(256, 256, 14, 3) == (3, 4, 7, 1, False)  # layer3's: 4 x 3 + 2
@@ -176,15 +176,16 @@ def test_chunked_tile_choice(avx2):
     assert conv_chunks._tile(14, 16, AVX2, 2, tail=True) == (2, 2)
     recorded = steps(relu_bias_function(nchwc(64, 32, 7, 3)[0]))
     assert ("split", "T_conv2d_NCHWc: ax3_2 by 3 with a tail -> ax3_2.outer, ax3_2.inner") in recorded
-    assert tile(256, 64, 56, 1) == (3, 4, 2, 16, True)  # two rows of 56 columns x 32 channels: 14 KiB of sums
-    assert tile(2048, 8, 14, 1) == (7, 1, 14, 64, False)  # one block, 7 x 1 a row: flattened, no fewer cycles
-    assert tile(256, 64, 13, 1) == (3, 4, 1, 16, False)  # a row at a time: nothing to flatten
+    assert tile(256, 64, 56, 1) == (3, 4, 2, 8, True)  # two rows of 56 columns x 32 channels: 14 KiB of sums
+    assert tile(2048, 8, 14, 1) == (7, 1, 14, 32, False)  # one block, 7 x 1 a row: flattened, no fewer cycles
+    assert tile(256, 64, 13, 1) == (3, 4, 1, 8, False)  # a row at a time: nothing to flatten
     # MobileNet v2's 960 -> 160 at 7x7: 1 x 10 a row (a single column), so the flattened
     # tile takes its own blocks, 2 x 5 over the 49 positions
-    assert tile(960, 160, 7, 1) == (2, 5, 7, 12, True)
+    assert tile(960, 160, 7, 1) == (2, 5, 7, 6, True)
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile
+    assert tile(128, 512, 28, 1)[3] == 8  # 16 KiB of filters a group: chunked (L1 holds the buffer beside them)
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
     assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
 

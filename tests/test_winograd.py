@@ -142,6 +142,30 @@ def test_the_schedule_tiles_the_product_and_unrolls_the_transforms():
     assert "compute_inline(T_wino_output)" in record  # the output transform is the epilogue's
 
 
+def test_the_product_is_blocked_over_tile_rows_only_where_that_saves_memory_traffic():
+    from relaylens.compiler.lower.schedule.winograd import block_rows
+
+    # ResNet-50's four Winograd convolutions: (alpha^2, tiles, C), (alpha^2, tiles, K/8, 8), tile rows x columns
+    assert block_rows((36, 196, 64), (36, 196, 8, 8), 14, 14) == 1  # 14 tiles: 252 KiB of input and product
+    assert block_rows((36, 49, 128), (36, 49, 16, 8), 7, 7) is None  # its transformed weight (2.4 MB) outgrows its input
+    assert block_rows((16, 49, 256), (16, 49, 32, 8), 7, 7) is None
+    assert block_rows((16, 16, 512), (16, 16, 64, 8), 4, 4) is None
+    assert block_rows((36, 196, 64), (36, 196, 8, 8), 14, 14, cache_bytes=4 << 20) is None  # the input fits
+    assert block_rows((36, 196, 64), (36, 196, 8, 8), 14, 14, cache_bytes=16 << 10) is None  # no row fits
+
+
+def test_a_blocked_kernel_computes_input_and_product_per_block_of_tile_rows():
+    text, args, want = _compiled_case(2, 64, 64, 56, 56, 4, (1, 1, 1, 1), 8)  # batch 2: blocks of both images
+    result = compile(text, "w.relay", passes=["InferType", "FuseOps", "InferType"], schedule_texts=True)
+    assert result.ok, [d.message for d in result.diagnostics]
+    record = "\n".join(f.schedule_text for f in result.lowered.functions.values())
+    assert "compute_at(T_wino_gemm_m4 at T_relu.ax0.ax2.outer.outer.fused)" in record
+    assert "compute_at(T_wino_input at T_wino_gemm_m4." in record
+    assert "split(T_wino_gemm_m4: ax1_3 by 6 with a tail" in record  # 14 tiles a block: 2 x 6 and 2
+    got = result.executable.run(*args)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5 * float(np.abs(want).max()))
+
+
 def test_x86_chooses_winograd_for_3x3_stride_1_convolutions():
     from relaylens.compiler.ops import get_op as op_def
     from relaylens.compiler.transform.x86_conv2d_layout import winograd_tile

@@ -51,8 +51,8 @@ accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filte
 makes one, a copy in the blocked layout.
 
 On a 16-register unit, a convolution (not depthwise; its epilogue storing a channel per
-lane) whose filters for one tile's blocks outgrow half of L1 is summed a chunk of input channels at a time instead
-(conv_chunks.py): its tile reads them from L2 here, per `cols` columns.
+lane) whose filters for one tile's blocks outgrow a quarter of L1 (WEIGHT_BYTES) is
+summed a chunk of input channels at a time instead (conv_chunks.py): its tile reads them from L2 here, per `cols` columns.
 
 The packs, the padded input and `T_strided`, computed on every call, are copies: the
 last axis vectorised (the lanes of a pack), the axis before it serial for a blocked

@@ -66,6 +66,17 @@ faster (1x1, 64 -> 256 channels at 56x56, 1 thread: 1.36 against 1.62 ms).  Meas
 lanes, two registers each; no AlterOpLayout), 3x3 with bias and relu, bench/run.py's
 kernels: 1x64x56x56 7.1 -> 3.5 ms, 1x256x14x14 7.1 -> 3.3 ms.  The machine was shared
 (load 4-7): single runs of these moved by 20-30%.
+
+WEIGHT_BYTES is a quarter of L1 (32 KiB), not half: a chunk's filters share L1 with the
+buffer of the group's rows (ACC_BYTES) and the lines of input each tile broadcasts
+from, and at half the three outgrew it.  Measured (ResNet-50 and MobileNet v2 whole,
+the two builds alternated in one run, paired ratios, 21-41 rounds, load 6-7; the
+outputs bit-identical, each sum's terms in the same order): 8 KiB against 16, ResNet-50
+at 1 thread (CPU time) 0.926x and 0.939x the time in two runs, at 2 threads (wall)
+0.872x; MobileNet v2 at 1 thread 0.973x.  4 KiB against 8: ResNet-50 1.013x.  Keeping
+conv.py's tile for filters of 8-16 KiB (chunking only beyond 16) was 1.04x slower on
+ResNet-50 (its 1x1 convolutions from 128 channels: 16 KiB of filters a group), 0.99x on
+MobileNet v2.
 """
 
 from __future__ import annotations
@@ -74,7 +85,7 @@ from ..te import expr as te
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
-WEIGHT_BYTES = 16 << 10  # filters of one chunk: half of L1
+WEIGHT_BYTES = 8 << 10  # filters of one chunk: a quarter of L1, beside the buffer and the input's lines
 ACC_BYTES = 16 << 10  # the buffer of a group's rows
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 
