@@ -234,6 +234,56 @@ def test_an_address_is_emitted_once_where_it_dominates(jit):
     np.testing.assert_allclose(jit.compile([f], "t.relay")["row_total"](x), x.sum(axis=1), rtol=1e-6)
 
 
+def test_a_shared_subexpression_is_emitted_once_across_unrolled_iterations(jit):
+    """A node that every unrolled iteration uses and that does not use the iteration's
+    variable (a Winograd transform's inner sum) is emitted once, loads and all, in
+    vector code too (codegen/emitted.py)."""
+    a, out = buf("a", (16,), "float32"), buf("out", (4, 8), "float32")
+    t, v = te.Var("t"), te.Var("v")
+    shared = load(a, v) + load(a, v + 8)
+    body = ln.For(t, 4, ln.For(v, 8, ln.Store(out, t * 8 + v, shared * te.cast(t + 1, "float32")), "vectorized"),
+                  "unrolled")
+    f = ln.PrimFunc("shared_sum", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert text.count("load <8 x float>") == 2 and text.count("fadd <8 x float>") == 1
+    assert text.count("fmul <8 x float>") == 4
+    x = values("float32", n=16)
+    expected = (x[:8] + x[8:]) * np.arange(1, 5, dtype=np.float32)[:, None]
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["shared_sum"](x), expected)
+
+
+def test_a_shared_load_is_read_again_after_a_store_into_its_buffer(jit):
+    """A value read from a buffer is not reused once something is stored into that buffer:
+    in the same unrolled iteration or a later one, or in a loop (whose body may run after
+    its own store, so it reuses nothing loaded before it)."""
+    a, acc, res = buf("a", (1,), "float32"), buf("acc", (1,), "float32"), buf("res", (5,), "float32")
+    k, i = te.Var("k"), te.Var("i")
+    first = load(acc, 0)  # one node, read everywhere
+    zero = te.as_expr(0)
+    body = ln.seq(
+        ln.Store(acc, zero, load(a, 0)),
+        ln.For(k, 3, ln.seq(ln.Store(acc, zero, first * 2.0), ln.Store(res, k, first)), "unrolled"),
+        ln.Store(res, te.as_expr(3), first),
+        ln.For(i, 2, ln.Store(acc, zero, first * 2.0)),
+        ln.Store(res, te.as_expr(4), first))
+    f = ln.PrimFunc("reload", (a, acc, res), body, num_outputs=2)
+    got_acc, got_res = jit.compile([f], "t.relay")["reload"](np.array([1.5], np.float32))
+    np.testing.assert_array_equal(got_res, [3.0, 6.0, 12.0, 12.0, 48.0])
+    np.testing.assert_array_equal(got_acc, [48.0])
+
+
+def test_an_inlined_call_in_vector_code_is_expanded_again_for_another_argument(jit):
+    """The same exp node in every unrolled iteration, on an argument that changes with the
+    iteration: each iteration expands it on its own argument."""
+    a, out = buf("a", (3, 8), "float32"), buf("out", (3, 8), "float32")
+    t, v = te.Var("t"), te.Var("v")
+    body = ln.For(t, 3, ln.For(v, 8, ln.Store(out, t * 8 + v, te.intrinsic("exp", load(a, t * 8 + v))), "vectorized"),
+                  "unrolled")
+    f = ln.PrimFunc("exps", (a, out), body)
+    x = values("float32", n=24).reshape(3, 8)
+    np.testing.assert_allclose(jit.compile([f], "t.relay")["exps"](x), np.exp(x), rtol=2e-6)
+
+
 def test_prefetch_is_a_hint_that_may_pass_the_buffer(jit):
     """`llvm.prefetch` at an address that is not `inbounds`: 16 KiB past a 37-float buffer
     the kernel still runs and computes the same values."""

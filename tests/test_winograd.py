@@ -44,6 +44,18 @@ def _winograd(x, w, m, pad, **attrs):
                                              "kernel_size": (3, 3), **attrs})
 
 
+@pytest.mark.parametrize("m,dtype,rtol", [(2, "float32", 1e-6), (4, "float32", 1e-6), (4, "float64", 1e-13)])
+def test_the_weight_transform_is_g_w_gt_of_every_filter(m, dtype, rtol):
+    """U[a, b, o, i] = (G w[o, i] G^T)[a, b], from the exact matrices, in the weight's dtype."""
+    _, _, g = winograd_matrices(m, 3)
+    gf = np.array([[float(v) for v in row] for row in g])
+    w = np.random.default_rng(3).standard_normal((5, 3, 3, 3)).astype(dtype)
+    u = get_op(WEIGHT_OP).evaluate([w], {"tile_size": m})
+    want = np.stack([[gf @ w[o, i].astype(np.float64) @ gf.T for i in range(3)] for o in range(5)])
+    assert u.dtype == np.dtype(dtype) and u.shape == (m + 2, m + 2, 5, 3)
+    np.testing.assert_allclose(u, want.transpose(2, 3, 0, 1), rtol=rtol, atol=rtol * np.abs(want).max())
+
+
 @pytest.mark.parametrize("m,pad,shape", [(2, (1, 1), (2, 5, 9, 7)), (4, (0, 0), (2, 5, 9, 7)),
                                          (4, (1, 0, 2, 1), (1, 3, 6, 11)), (2, (0, 0), (1, 4, 3, 4))])
 def test_the_reference_equals_conv2d(m, pad, shape):

@@ -68,7 +68,7 @@ def emit_tree(em, s: For, plan: TreePlan) -> None:
     index = em.expr(st.index)
     values = []
     for k in range(s.extent):
-        with em.region(straight=True):
+        with em.region(rebinds=s.var):
             em.vars[id(s.var)] = ir.Constant(I64, k)
             values.append(em.expr(plan.part))
     while len(values) > 1:
@@ -76,3 +76,4 @@ def emit_tree(em, s: For, plan: TreePlan) -> None:
         values = [binary(em, op, values[j], values[j + half], dtype) for j in range(half)]
     total = binary(em, op, em.expr(plan.accumulator), values[0], dtype)
     em.builder.store(total, em.address(st.buffer, index), align=elem_bytes(dtype))
+    em.emitted.stored(st.buffer)

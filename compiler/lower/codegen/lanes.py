@@ -211,10 +211,9 @@ class Lanes:
     def __init__(self, em, s: For, plan: LanePlan) -> None:
         self.em, self.var, self.width, self.plan = em, s.var, s.extent, plan
         self.uses = plan.uses
-        self.vectors: dict[int, ir.Value] = {}  # lane-dependent expressions emitted, by id
 
     def emit(self) -> None:
-        with self.em.region(straight=True):
+        with self.em.region(rebinds=self.var):
             self.em.vars[id(self.var)] = ir.Constant(I64, 0)  # the bases: every index at lane 0
             self.statement(self.plan.body)
 
@@ -228,14 +227,12 @@ class Lanes:
         elif isinstance(s, For):
             em.bind_extent(s.var, s.extent)
             for k in range(s.extent):
-                with em.region(straight=True):
+                with em.region(rebinds=s.var):
                     em.vars[id(s.var)] = ir.Constant(I64, k)
                     self.statement(s.body)
             em.vars.pop(id(s.var), None)
             em.extents.pop(id(s.var), None)
         else:
-            em.loaded = {}
-            self.vectors = {}
             with em.at(s.loc):
                 self.store(s)
 
@@ -251,10 +248,11 @@ class Lanes:
         b, align = em.builder, elem_bytes(st.buffer.dtype)
         if stride == 1:
             b.store(value, em.address(st.buffer, base), align=align)
-            return
-        for k in range(self.width):
-            lane = b.extract_element(value, ir.Constant(I32, k))
-            b.store(lane, em.address(st.buffer, self.index(base, k * stride)), align=align)
+        else:
+            for k in range(self.width):
+                lane = b.extract_element(value, ir.Constant(I32, k))
+                b.store(lane, em.address(st.buffer, self.index(base, k * stride)), align=align)
+        em.emitted.stored(st.buffer)
 
     def index(self, base: ir.Value, offset: int) -> ir.Value:
         if isinstance(base, ir.Constant):
@@ -263,14 +261,20 @@ class Lanes:
 
     def value(self, e: te.PrimExpr) -> ir.Value:
         """`e` over every lane: a vector, or a scalar when `e` does not read the loop variable."""
+        em = self.em
         if not uses_var(e, self.var, self.uses):
-            return self.em.expr(e)
-        key = id(e)
-        found = self.vectors.get(key)
+            return em.expr(e)
+        key = self.key(e)
+        found = em.emitted.get(key)
         if found is None:
-            with self.em.at(e.loc):
-                found = self.vectors[key] = self._value(e)
+            with em.at(e.loc):
+                found = self._value(e)
+            em.emitted.put(key, e, found, em.reads_memory(e))
         return found
+
+    def key(self, e: te.PrimExpr) -> tuple[int, int, int]:
+        """What the lanes of `e` are emitted under (emitted.py: the keys)."""
+        return id(self.var), self.width, id(e) + self.em.contract
 
     def _value(self, e: te.PrimExpr) -> ir.Value:
         em, b, w = self.em, self.em.builder, self.width
@@ -305,7 +309,7 @@ class Lanes:
                 cond = em.expr(e.cond)
                 if isinstance(cond, ir.Constant):  # a constant: only its side (llvm.py `select`)
                     return self.value(e.a if cond.constant else e.b)
-            if not uses_var(e.cond, self.var, self.uses) and (_reads(e.a) or _reads(e.b)):
+            if not uses_var(e.cond, self.var, self.uses) and (em.reads_memory(e.a) or em.reads_memory(e.b)):
                 return self.branches(e)
             cond, x, y = self.value(e.cond), self.value(e.a), self.value(e.b)
             if any(isinstance(v.type, ir.VectorType) for v in (cond, x, y)):
@@ -323,10 +327,11 @@ class Lanes:
         expansion = self.plan.expansions.get(id(e))
         if expansion is not None:
             v, body = expansion
-            self.vectors[id(v)] = x
             contract, em.contract = em.contract, False
             try:
-                return self.splat(self.value(body))
+                with em.region(rebinds=v):  # v is this call's argument: another call's after it
+                    em.emitted.put(self.key(v), v, x, False)
+                    return self.splat(self.value(body))
             finally:
                 em.contract = contract
         if e.name == "reinterpret":
@@ -343,15 +348,12 @@ class Lanes:
         merge_bb = em.fn.append_basic_block("select.end")
         b.cbranch(cond, then_bb, else_bb)
         arms = []
-        saved = self.vectors
         for block, side in ((then_bb, e.a), (else_bb, e.b)):
             with em.region():
-                self.vectors = dict(saved)
                 b.position_at_end(block)
                 value = self.splat(self.value(side))
                 arms.append((value, b.block))
                 b.branch(merge_bb)
-        self.vectors = saved
         b.position_at_end(merge_bb)
         phi = b.phi(arms[0][0].type)
         for value, block in arms:

@@ -29,12 +29,13 @@ Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up t
 `select` evaluates only the side taken when a side reads memory (branches and a phi), and
 only that side when its condition is a constant (an unrolled loop's variable).
 Index arithmetic is folded where it is constant, a division by a constant has no guard
-(unsigned where the loop bounds prove the dividend non-negative), an expression that
-reads no memory is emitted once per block (`_Emitter.region`), not once per statement, and
-an index operation or an address on values already combined so is not emitted again
-where the first one dominates (`_Emitter.integer_binary`, `address`): LLVM would remove
-the copies, but only after printing, parsing and optimising them (a third of ResNet-50's
-unoptimised IR).
+(unsigned where the loop bounds prove the dividend non-negative), an expression is
+emitted once where its value stays good (emitted.py: across the statements and unrolled
+iterations that follow, while its variables keep their values and nothing is stored into
+what it reads), and an index operation or an address on values already combined so is
+not emitted again where the first one dominates (`_Emitter.integer_binary`, `address`):
+LLVM would remove the copies, but only after printing, parsing and optimising them (a
+third of ResNet-50's unoptimised IR).
 Scalar operations and the LLVM types of dtypes are in scalar.py.
 
 Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
@@ -56,6 +57,7 @@ from ..schedule.loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, S
 from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
+from .emitted import Emitted
 from ..te.mathfuncs import INLINED
 from .lane_total import emit_tree, tree_plan
 from .lanes import LanePlan, Lanes, lane_plan, same_expr
@@ -159,15 +161,10 @@ class _Emitter:
         self.vars: dict[int, ir.Value] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> its loop's extent (for index bounds)
         self.ranges: dict[int, tuple] = {}  # index bounds worked out: node id -> (node, bounds)
-        # expressions emitted, by id: `memo` those that read no memory, valid while the
-        # variables they use keep their values and their instructions dominate the
-        # insertion point (see `region`); `loaded` those that read memory, for one statement
-        self.memo: dict[int, ir.Value] = {}
-        self.loaded: dict[int, ir.Value] = {}
+        self.emitted = Emitted()  # expressions emitted, where they may be used again (emitted.py)
         # index operations and addresses emitted, by operation and operand values
-        # (`integer_binary`, `address`): scoped as `memo`
+        # (`integer_binary`, `address`): scoped as `emitted`'s values that read no memory
         self.numbered: dict[tuple, ir.Value] = {}
-        self._reads: dict[int, bool] = {}
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
         self._counters: ir.Value | None = None  # `counters`, allocated on first use
@@ -206,24 +203,24 @@ class _Emitter:
     # ------------------------------------------------------------------ statements
 
     @contextlib.contextmanager
-    def region(self, straight: bool = False) -> Iterator[None]:
-        """A block of code that need not run (a loop body, a branch) or that rebinds a
-        variable (an unrolled iteration): it may use what was emitted before it, and
-        nothing it emits is reused after it, except, when it is `straight` (it runs
-        whenever the code after it does: an unrolled iteration), its index operations and
-        addresses (`numbered`, keyed by the values they use, so a rebound variable keys
-        apart)."""
-        saved, saved_loaded, saved_numbered = self.memo, self.loaded, self.numbered
-        self.memo, self.loaded = dict(saved), dict(saved_loaded)
-        if not straight:
+    def region(self, rebinds: te.Var | None = None, stores: bool = False) -> Iterator[None]:
+        """A block of code that need not run (a loop body, a branch) or, given `rebinds`,
+        an unrolled iteration, which binds that variable anew and runs whenever the code
+        after it does: it may use what was emitted before it; what it emits is reused
+        after it as emitted.py says (an unrolled iteration's values that do not use its
+        variable), and so are an unrolled iteration's index operations and addresses
+        (`numbered`, keyed by the values they use, so a rebound variable keys apart).
+        `stores`: the region may store (emitted.py)."""
+        saved_numbered = self.numbered
+        if rebinds is None:
             self.numbered = dict(saved_numbered)
         try:
-            yield
+            with self.emitted.region(rebinds, stores):
+                yield
         finally:
-            self.memo, self.loaded, self.numbered = saved, saved_loaded, saved_numbered
+            self.numbered = saved_numbered
 
     def stmt(self, s: Stmt) -> None:
-        self.loaded = {}
         with self.at(getattr(s, "loc", None)):
             if isinstance(s, Seq):
                 for one in s.stmts:
@@ -254,6 +251,7 @@ class _Emitter:
         if s.buffer.dtype == "bool":
             value = self.builder.zext(value, I8)
         self.builder.store(value, self.address(s.buffer, index), align=elem_bytes(s.buffer.dtype))
+        self.emitted.stored(s.buffer)
 
     @staticmethod
     def accumulates(s: Store) -> bool:
@@ -291,14 +289,15 @@ class _Emitter:
     def if_(self, s: IfThenElse) -> None:
         cond = self.expr(s.cond)
         if s.else_case is None:
-            with self.builder.if_then(cond), self.region():
+            with self.builder.if_then(cond), self.region(stores=True):
                 self.stmt(s.then_case)
         else:
             with self.builder.if_else(cond) as (then, otherwise):
-                with then, self.region():
+                with then, self.region(stores=True):
                     self.stmt(s.then_case)
-                with otherwise, self.region():
+                with otherwise, self.region(stores=True):
                     self.stmt(s.else_case)
+        self.emitted.forget_loads()
 
     def allocate(self, s: Allocate) -> None:
         buf = s.buffer
@@ -324,7 +323,7 @@ class _Emitter:
         elif s.kind == "unrolled" or s.extent == 1:
             self.bind_extent(s.var, s.extent)
             for k in range(s.extent):
-                with self.region(straight=True):
+                with self.region(rebinds=s.var):
                     self.vars[id(s.var)] = ir.Constant(I64, k)
                     self.stmt(s.body)
         else:
@@ -388,7 +387,7 @@ class _Emitter:
         b.position_at_end(header)
         counter = b.phi(I64, name=var.name)
         self.vars[id(var)] = counter
-        with self.region():
+        with self.region(stores=True):
             body()
         latch = b.block
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
@@ -470,6 +469,7 @@ class _Emitter:
         zero_counters(b, self.module, values[-1], team_size)
         gomp = declare(self.module, "GOMP_parallel", VOID, [PTR, PTR, I32, I32])
         b.call(gomp, [trampoline, data, team_size, ir.Constant(I32, 0)])
+        self.emitted.forget_loads()
 
     def counters(self) -> ir.Value:
         """The work-sharing counters of this function's parallel regions (shares.py), one
@@ -481,17 +481,15 @@ class _Emitter:
     # ------------------------------------------------------------------ expressions
 
     def expr(self, e: te.PrimExpr) -> ir.Value:
-        key = id(e)
-        value = self.memo.get(key)
+        key = id(e) + self.contract  # emitted.py: the keys
+        value = self.emitted.get(key)
         if value is None:
-            value = self.loaded.get(key)
-            if value is None:
-                if e.loc is None or e.loc is self.span:  # already the current node's place
+            if e.loc is None or e.loc is self.span:  # already the current node's place
+                value = self._expr(e)
+            else:
+                with self.at(e.loc):
                     value = self._expr(e)
-                else:
-                    with self.at(e.loc):
-                        value = self._expr(e)
-                (self.loaded if self.reads_memory(e) else self.memo)[key] = value
+            self.emitted.put(key, e, value, self.reads_memory(e))
         return value
 
     def _expr(self, e: te.PrimExpr) -> ir.Value:
@@ -590,10 +588,7 @@ class _Emitter:
         return phi
 
     def reads_memory(self, e: te.PrimExpr) -> bool:
-        key = id(e)
-        if key not in self._reads:
-            self._reads[key] = isinstance(e, te.BufferLoad) or any(self.reads_memory(k) for k in te.children(e))
-        return self._reads[key]
+        return self.emitted.reads_memory(e)
 
 
 def _value_key(v: ir.Value) -> Any:
