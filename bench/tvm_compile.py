@@ -18,7 +18,9 @@ persistent kernel cache off), timed from inside after its imports:
     check, the relay.build passes, lowering every fused function to machine code, several
     at once in forked workers: RELAYLENS_COMPILE_JOBS, default the CPUs);
   * TVM: `from_onnx`, then `tvm.compile`.
-Median of --runs runs, the two sides alternating, with the load average before each run.
+Median of --runs runs, the two sides alternating, with the load average before each run;
+beside the ratio of the medians, the paired ratio: the median of each run's ours ÷ the
+TVM build right after it (the VM's speed drifts within minutes, bench/run.py's pairs).
 Beside the wall-clock seconds, the CPU seconds of the same span (user + system, of every
 thread of the process and of the worker processes it forked and reaped): under load,
 where wall-clock seconds stretch with whatever else runs, the CPU seconds move far less.
@@ -83,6 +85,11 @@ print(json.dumps({"frontend": imported_at - start, "compile": done - imported_at
 """
 
 
+def total(run: dict) -> float:
+    """One run's import and compile, seconds."""
+    return run["frontend"] + run["compile"]
+
+
 def run_side(python: str, script: str, *args: str) -> dict:
     env = {**os.environ, "RELAYLENS_NO_CACHE": "1"}
     done = subprocess.run([python, "-c", script, *args], capture_output=True, text=True, env=env)
@@ -110,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu = llvm.get_host_cpu_name()
     figures: dict[str, dict] = {}
     lines = ["| model | RelayLens frontend | RelayLens compile | RelayLens total | TVM from_onnx | TVM compile "
-             "| TVM total | total ÷ TVM | RelayLens CPU | TVM CPU | CPU ÷ TVM |",
+             "| TVM total | total ÷ TVM (medians; paired) | RelayLens CPU | TVM CPU | CPU ÷ TVM |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     with tempfile.TemporaryDirectory() as tmp:
         for key in args.models.split(","):
@@ -124,10 +131,11 @@ def main(argv: list[str] | None = None) -> int:
             med = {side: {k: statistics.median(r[k] for r in rs) for k in ("frontend", "compile", "cpu")}
                    for side, rs in runs.items()}
             ours, tvm = (med[s]["frontend"] + med[s]["compile"] for s in ("ours", "tvm"))
+            paired = statistics.median(total(a) / total(b) for a, b in zip(runs["ours"], runs["tvm"]))
             figures[key] = {"median": med, "runs": runs}
             lines.append(f"| {build.LABELS[key]} | {med['ours']['frontend']:.2f} s | {med['ours']['compile']:.2f} s "
                          f"| {ours:.2f} s | {med['tvm']['frontend']:.2f} s | {med['tvm']['compile']:.2f} s "
-                         f"| {tvm:.2f} s | {ours / tvm:.2f}x | {med['ours']['cpu']:.2f} s | {med['tvm']['cpu']:.2f} s "
+                         f"| {tvm:.2f} s | {ours / tvm:.2f}x; {paired:.2f}x | {med['ours']['cpu']:.2f} s | {med['tvm']['cpu']:.2f} s "
                          f"| {med['ours']['cpu'] / med['tvm']['cpu']:.2f}x |")
     print("\n".join(lines))
     print(f"\nTVM {runs['tvm'][0]['version']} (Relax, untuned, target llvm -mcpu={cpu}); "
