@@ -86,7 +86,7 @@ print(json.dumps({"frontend": imported_at - start, "compile": done - imported_at
 
 
 def total(run: dict) -> float:
-    """One run's import and compile, seconds."""
+    """Import and compile, seconds (one run's, or the medians')."""
     return run["frontend"] + run["compile"]
 
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs["tvm"].append(run_side(args.tvm_python, THEIRS, str(path), cpu))
             med = {side: {k: statistics.median(r[k] for r in rs) for k in ("frontend", "compile", "cpu")}
                    for side, rs in runs.items()}
-            ours, tvm = (med[s]["frontend"] + med[s]["compile"] for s in ("ours", "tvm"))
+            ours, tvm = (total(med[s]) for s in ("ours", "tvm"))
             paired = statistics.median(total(a) / total(b) for a, b in zip(runs["ours"], runs["tvm"]))
             figures[key] = {"median": med, "runs": runs}
             lines.append(f"| {build.LABELS[key]} | {med['ours']['frontend']:.2f} s | {med['ours']['compile']:.2f} s "
