@@ -35,7 +35,9 @@ numpy's element-wise functions use one thread; its BLAS (the dense reference) it
    ResNet-50's max pool (NCHW and NCHW16c), a 3x3 average pool and the global average
    pools of ResNet-50 and MobileNet v2, each a single fused function called on aligned
    buffers; beside onnxruntime's Conv / Gemm / pool node on the NCHW arrays and numpy's
-   BLAS (`x @ w.T + b`).  Then the transformers' kernels as the models build them
+   BLAS (`x @ w.T + b`).  Then the CNNs' convolutions as the models build them
+   (bench/cnn_kernels.py: NCHW8c with the weight packed, or Winograd; the convolution's
+   kernel alone beside onnxruntime's profiled NCHWc node), and the transformers' kernels as the models build them
    (bench/transformer_kernels.py: the packed dense with its weight bound, batch_matmul,
    softmax, layer_norm, the two GELUs), each a small graph run whole, beside onnxruntime's
    matching node.  The peak is cores x measured clock x FMA units x datapath
@@ -499,15 +501,17 @@ KERNELS = (
 )
 
 
-def _transformer_cases():
-    spec = importlib.util.spec_from_file_location("bench_transformer_kernels", HERE / "transformer_kernels.py")
+def _bench_module(name: str):
+    """bench/<name>.py, loaded beside this script (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_transformer_kernels"] = module  # dataclasses look their module up
+    sys.modules[f"bench_{name}"] = module  # dataclasses look their module up
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module.CASES
+    return module
 
 
-KERNELS = KERNELS + _transformer_cases()  # transformer_kernels.py: whole small graphs, weights bound
+# whole small graphs, weights bound: the CNNs' convolutions and the transformers' kernels as built
+KERNELS = KERNELS + _bench_module("cnn_kernels").CASES + _bench_module("transformer_kernels").CASES
 
 
 def peak(threads: int) -> tuple[float, str]:
@@ -520,9 +524,10 @@ def peak(threads: int) -> tuple[float, str]:
 
 
 def measure_graph(case, threads: int, runs: int) -> dict:
-    """A transformer_kernels.py case: its graph compiled with the weights bound, its one
-    kernel called on aligned buffers (several: the AOT entry, `entry_call`), beside
-    onnxruntime's node with them as initializers."""
+    """A transformer_kernels.py or cnn_kernels.py case: its graph compiled with the weights
+    bound, its one kernel (or the one named by `case.timed`) called on aligned buffers
+    (several: the AOT entry, `entry_call`), beside onnxruntime's node with them as
+    initializers (with `case.timed`, its profiled node time without its layout reorders)."""
     from relaylens.compiler.lower.runtime.jit import aligned_empty
 
     xs, bound = case.arrays()
@@ -539,10 +544,14 @@ def measure_graph(case, threads: int, runs: int) -> dict:
     np.testing.assert_allclose(exe.run(*xs).reshape(reference.shape), reference, rtol=1e-4, atol=1e-4)
     call = lambda: exe.run(*xs)  # noqa: E731
     steps = exe.plan.steps
+    timed = getattr(case, "timed", None)
+    if timed:  # one kernel of several, on aligned buffers of its shapes
+        steps = [s for s in steps if timed in s.kernel]
+        assert len(steps) == 1, f"{case.label}: {len(steps)} kernels named *{timed}*"
     if len(steps) == 1:  # one kernel: called on its buffers, as in a model (no output allocated per call)
         step = steps[0]
         kernel = lowering.jit.kernel(lowering.functions[step.kernel].prim)
-        args = [xs[b.ref.index] if b.ref.kind == "input" else exe._constants[b.ref.index] for b in step.args]
+        args = [step_argument(b, xs, exe) for b in step.args]
         outs = [aligned_empty(tuple(b.shape), b.dtype) for b in kernel.func.outputs]
         call = lambda: kernel(*args, out=outs)  # noqa: E731
     else:  # several kernels: the AOT entry on pointer tables made once, into an output made once
@@ -550,12 +559,35 @@ def measure_graph(case, threads: int, runs: int) -> dict:
         call()
         np.testing.assert_allclose(call.outputs[0].reshape(reference.shape), reference, rtol=1e-4, atol=1e-4)
     after_onnxruntime()
-    figures = {"function": ", ".join(lowering.functions), "gflop": case.flops / 1e9,
-               "ours_s": median_s(call, runs, min_sample_s=0.05),
-               "onnxruntime_s": median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)}
+    figures = {"function": steps[0].kernel if len(steps) == 1 else ", ".join(lowering.functions),
+               "gflop": case.flops / 1e9, "ours_s": median_s(call, runs, min_sample_s=0.05)}
+    if timed:  # onnxruntime's node without its layout reorders, as ours is timed without ours
+        nodes = cnn_kernels()
+        figures["onnxruntime_s"] = nodes.node_seconds(nodes.ort_node_times(case.onnx(bound), feeds, threads, runs))
+    else:
+        figures["onnxruntime_s"] = median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)
     for key in ("ours", "onnxruntime"):
         figures[f"{key}_gflops"] = case.flops / figures[f"{key}_s"] / 1e9
     return figures
+
+
+def cnn_kernels():
+    return sys.modules["bench_cnn_kernels"]
+
+
+def step_argument(buffer, xs: list[np.ndarray], exe) -> np.ndarray:
+    """What a plan step's argument `buffer` is when its kernel is called alone: the input or
+    the bound constant, or for a buffer another kernel writes, an aligned one of its shape
+    holding random numbers."""
+    from relaylens.compiler.lower.runtime.jit import aligned_empty
+
+    if buffer.ref.kind == "input":
+        return xs[buffer.ref.index]
+    if buffer.ref.kind == "const":
+        return exe._constants[buffer.ref.index]
+    array = aligned_empty(tuple(buffer.shape), buffer.dtype)
+    array[...] = np.random.default_rng(3).standard_normal(array.shape)
+    return array
 
 
 def entry_call(exe, xs: list[np.ndarray]):

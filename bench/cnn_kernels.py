@@ -1,0 +1,135 @@
+"""The convolutions of ResNet-50 and MobileNet v2 as the models build them, for bench/run.py's
+kernel table: each a conv2d + bias + relu on NCHW data with its weight and bias bound, so
+AlterOpLayout and FoldConstant give it what a model gets (a 1x1 or strided convolution
+in NCHW8c with its weight packed, a 3x3 stride-1 one with 64 or more channels in and out
+as Winograd with its weight transformed at build time).  The graph also gets the layout
+transforms into and out of NCHW8c, which a model pays once, not per layer: only the
+convolution's kernel is timed (`timed`: the step whose function name holds it), on
+aligned buffers of its own shapes; the whole graph's output is checked against
+onnxruntime's first.
+
+onnxruntime runs the same Conv + Relu with the weight as an initializer; its graph
+optimiser makes it an NCHWc convolution too (MLAS's, with the relu fused), between a
+ReorderInput and a ReorderOutput node.  Its figure is its profiler's time for the nodes
+other than those reorders (`ort_node_times`, `node_seconds`), the median over the runs: like ours, the
+layer without the layout changes.  The profiler's durations are wall time, also under
+bench/run.py's --cpu-time (run that at low load).
+
+    ConvCase(label, (C, H, W, K, R, stride))   K filters RxR, padding R // 2, batch 1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ConvCase:
+    label: str
+    shape: tuple[int, int, int, int, int, int]
+    timed = "conv2d"  # the kernel to time: the one whose function name holds this
+
+    @property
+    def kind(self) -> str:
+        return "conv"
+
+    @property
+    def flops(self) -> float:
+        c, h, w, k, r, stride = self.shape
+        return 2.0 * c * k * r * r * (h // stride) * (w // stride)
+
+    def arrays(self) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+        c, h, w, k, r, _ = self.shape
+        rng = np.random.default_rng(7)
+        x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+        bound = {"w": (rng.standard_normal((k, c, r, r)) / np.sqrt(c * r * r)).astype(np.float32),
+                 "b": rng.standard_normal(k).astype(np.float32)}
+        return [x], bound
+
+    def relay(self) -> str:
+        c, h, w, k, r, stride = self.shape
+        pad = r // 2
+        return ('#[version = "0.0.5"]\n'
+                f"def @main(%x: Tensor[(1, {c}, {h}, {w}), float32], %w: Tensor[({k}, {c}, {r}, {r}), float32], "
+                f"%b: Tensor[({k}), float32]) {{\n"
+                f"  nn.relu(nn.bias_add(nn.conv2d(%x, %w, strides=[{stride}, {stride}], "
+                f"padding=[{pad}, {pad}, {pad}, {pad}], channels={k}, kernel_size=[{r}, {r}]), %b))\n}}\n")
+
+    def onnx(self, bound: dict[str, np.ndarray]):
+        from onnx import TensorProto, helper, numpy_helper
+
+        c, h, w, _, r, stride = self.shape
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[r, r], pads=[r // 2] * 4,
+                                  strides=[stride, stride]),
+                 helper.make_node("Relu", ["c"], ["out"])]
+        graph = helper.make_graph(
+            nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, c, h, w))],
+            [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+            [numpy_helper.from_array(a, n) for n, a in bound.items()])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+    def feeds(self, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
+        return {"x": xs[0]}
+
+
+REORDERS = ("ReorderInput", "ReorderOutput")
+
+
+def ort_node_times(model, feeds: dict[str, np.ndarray], threads: int, runs: int) -> dict[str, list[float]]:
+    """Each node's time in each of `runs` runs (after 2 warm-ups), seconds, by node name,
+    from onnxruntime's profiler."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory() as folder:
+        options.profile_file_prefix = os.path.join(folder, "ort")
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        for _ in range(2 + runs):
+            session.run(None, feeds)
+        with open(session.end_profiling()) as f:
+            events = json.load(f)
+    times: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            times[e["name"].removesuffix("_kernel_time")].append(e["dur"] / 1e6)
+    if not times:
+        raise RuntimeError("onnxruntime's profile has no node events")
+    return {name: durations[2:] for name, durations in times.items()}
+
+
+def node_seconds(times: dict[str, list[float]], skip: tuple[str, ...] = REORDERS) -> float:
+    """The median over the runs of the time of the nodes whose names do not start with
+    `skip`."""
+    kept = [durations for name, durations in times.items() if not name.startswith(skip)]
+    return statistics.median(map(sum, zip(*kept)))
+
+
+CASES = (
+    ConvCase("conv2d 1x1, ResNet-50 (1x64x56x56 -> 256), NCHW8c as built", (64, 56, 56, 256, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x256x56x56 -> 64), NCHW8c as built", (256, 56, 56, 64, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x512x28x28 -> 128), NCHW8c as built", (512, 28, 28, 128, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x128x28x28 -> 512), NCHW8c as built", (128, 28, 28, 512, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x1024x14x14 -> 256), NCHW8c as built", (1024, 14, 14, 256, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x256x14x14 -> 1024), NCHW8c as built", (256, 14, 14, 1024, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x2048x7x7 -> 512), NCHW8c as built", (2048, 7, 7, 512, 1, 1)),
+    ConvCase("conv2d 1x1, ResNet-50 (1x512x7x7 -> 2048), NCHW8c as built", (512, 7, 7, 2048, 1, 1)),
+    ConvCase("conv2d 3x3, ResNet-50 (1x64x56x56, 64 filters), Winograd as built", (64, 56, 56, 64, 3, 1)),
+    ConvCase("conv2d 3x3, ResNet-50 (1x128x28x28, 128 filters), Winograd as built", (128, 28, 28, 128, 3, 1)),
+    ConvCase("conv2d 3x3, ResNet-50 (1x256x14x14, 256 filters), Winograd as built", (256, 14, 14, 256, 3, 1)),
+    ConvCase("conv2d 3x3, ResNet-50 (1x512x7x7, 512 filters), Winograd as built", (512, 7, 7, 512, 3, 1)),
+    ConvCase("conv2d 3x3 stride 2, ResNet-50 (1x256x28x28 -> 14x14), NCHW8c as built", (256, 28, 28, 256, 3, 2)),
+    ConvCase("conv2d 1x1, MobileNet v2 (1x24x56x56 -> 144), NCHW8c as built", (24, 56, 56, 144, 1, 1)),
+    ConvCase("conv2d 1x1, MobileNet v2 (1x144x56x56 -> 24), NCHW8c as built", (144, 56, 56, 24, 1, 1)),
+    ConvCase("conv2d 1x1, MobileNet v2 (1x960x7x7 -> 160), NCHW8c as built", (960, 7, 7, 160, 1, 1)),
+)
