@@ -511,7 +511,8 @@ def _bench_module(name: str):
 
 
 # whole small graphs, weights bound: the CNNs' convolutions and the transformers' kernels as built
-KERNELS = KERNELS + _bench_module("cnn_kernels").CASES + _bench_module("transformer_kernels").CASES
+CNN_KERNELS = _bench_module("cnn_kernels")
+KERNELS = KERNELS + CNN_KERNELS.CASES + _bench_module("transformer_kernels").CASES
 
 
 def peak(threads: int) -> tuple[float, str]:
@@ -562,17 +563,13 @@ def measure_graph(case, threads: int, runs: int) -> dict:
     figures = {"function": steps[0].kernel if len(steps) == 1 else ", ".join(lowering.functions),
                "gflop": case.flops / 1e9, "ours_s": median_s(call, runs, min_sample_s=0.05)}
     if timed:  # onnxruntime's node without its layout reorders, as ours is timed without ours
-        nodes = cnn_kernels()
-        figures["onnxruntime_s"] = nodes.node_seconds(nodes.ort_node_times(case.onnx(bound), feeds, threads, runs))
+        times = CNN_KERNELS.ort_node_times(case.onnx(bound), feeds, threads, runs)
+        figures["onnxruntime_s"] = CNN_KERNELS.node_seconds(times)
     else:
         figures["onnxruntime_s"] = median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)
     for key in ("ours", "onnxruntime"):
         figures[f"{key}_gflops"] = case.flops / figures[f"{key}_s"] / 1e9
     return figures
-
-
-def cnn_kernels():
-    return sys.modules["bench_cnn_kernels"]
 
 
 def step_argument(buffer, xs: list[np.ndarray], exe) -> np.ndarray:

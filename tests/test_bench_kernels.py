@@ -39,7 +39,7 @@ def test_onnxruntime_node_time_leaves_out_the_reorders(run):
     is the conv node's alone."""
     case = next(c for c in run.KERNELS if "(1x960x7x7 -> 160)" in c.label)
     xs, bound = case.arrays()
-    nodes = run.cnn_kernels()
+    nodes = run.CNN_KERNELS
     times = nodes.ort_node_times(case.onnx(bound), case.feeds(xs), threads=1, runs=3)
     reorders = sorted(n for n in times if n.startswith(nodes.REORDERS))
     assert len(reorders) == 2 and len(times) == 3 and all(len(d) == 3 for d in times.values())
