@@ -14,17 +14,19 @@ and Winograd's tiles.
 
 A convolution's tiles fork from TILE_FORK_MIN, a quarter of that: in a model, a kernel
 that stays serial on two threads reads an input the kernel before wrote half on the other
-core (its lines in the other core's L2), and ran about twice its one-thread time there,
-while forked each thread reads mostly the half it wrote (the consecutive kernels split
-their channel blocks and rows alike, codegen/shares.py).  MobileNet v2's depthwise
-kernels at 7x7 and its stride-2 ones (254,016 to 423,360 multiply-adds, 11-19 us on one
-thread) took, in the model at 2 threads (bench/steps.py's timed entry, the two builds'
-inferences alternated, 150 each, threads at real-time priority with a 2,000 spin as on
-an idle machine, load 3-4 from other work): 1x72x7x7x8 stride 2 44 -> 24 us,
-1x24x14x14x8 stride 2 76 -> 33 us (and the 1x1 convolution reading it 84 -> 62),
-1x120x7x7x8 53 -> 33 us each of the last two; the inference 9.45 -> 9.34 ms, onnxruntime's
-paired ratio 1.00x -> 0.965x (40 pairs).  Under load (two busy loops beside, the passive
-wait) 0.958x -> 0.920x (30 pairs): not worse."""
+core (probably its lines in the other core's L2), and ran about twice its one-thread time
+there, while forked each thread reads mostly the half it wrote (the consecutive kernels
+split their channel blocks alike, codegen/shares.py).  MobileNet v2's depthwise kernels
+at 7x7 and its stride-2 ones (254,016 to 423,360 multiply-adds, 11-19 us on one thread),
+in the model at 2 threads (bench/steps.py's timed entry, the two builds' inferences
+alternated, 150 each, threads at real-time priority with a 2,000 spin as on an idle
+machine, load 3-5 from other work): 1x72x7x7x8 (stride 2) 44 -> 24 us, 1x24x14x14x8
+(stride 2) 71-76 -> 26-33 us and the 1x1 convolution reading it 66-84 -> 57-62,
+1x120x7x7x8 51-53 -> 33-34 us (the second and third calls; the first 18-22 -> 16).  The
+inference 9.45 -> 9.34 and 8.10 -> 7.87 ms; onnxruntime's paired ratio 1.00x -> 0.965x
+(40 pairs) and 1.03x -> 1.00x (20 pairs).  Under load (two busy loops beside, the passive
+wait) 0.958x -> 0.920x (30 pairs); 1 thread, CPU time, 0.982x -> 0.984x (40 pairs: the
+same code)."""
 
 from __future__ import annotations
 
