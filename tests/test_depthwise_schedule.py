@@ -22,6 +22,7 @@ CASES = [  # (channels, lanes, size, kernel, stride, padding (t, l, b, r), dilat
     (16, 8, 9, 3, 1, (0, 0, 0, 0), 1),
     (8, 8, 10, 5, 1, (2, 2, 2, 2), 1),
     (16, 8, 15, 3, 1, (2, 2, 2, 2), 2),
+    (576, 8, 14, 3, 2, (1, 1, 1, 1), 1),  # MobileNet v2's smallest: forks (254,016 multiply-adds)
 ]
 
 
@@ -87,13 +88,14 @@ def test_tile_columns_divide_the_width_when_they_can():
     assert depthwise_cols(3, 8) == 3
 
 
-@pytest.mark.parametrize("blocks, size, parallel", [(72, 7, False), (24, 14, False), (48, 14, True), (18, 28, True)])
+@pytest.mark.parametrize("blocks, size, parallel", [(8, 7, False), (24, 7, False), (72, 7, True), (24, 14, True),
+                                                    (48, 14, True), (18, 28, True)])
 def test_a_depthwise_convolution_forks_only_for_the_work_a_fork_is_worth(blocks, size, parallel):
-    """MobileNet v2's depthwise 3x3 at 7x7 and its 192 channels at 14x14 (254,016 and
-    338,688 multiply-adds) run on the calling thread: below conv_tile_end.FORK_MIN a
-    second thread wins back less than the fork and join cost; 384 channels at 14x14
-    (677,376) and 144 at 28x28 fork."""
-    from relaylens.compiler.lower.schedule.conv_tile_end import FORK_MIN
+    """MobileNet v2's smallest depthwise 3x3 kernels, 576 channels at 7x7 and 192 at
+    14x14 (254,016 and 338,688 multiply-adds), fork as its larger ones do (each thread
+    reads the half of its input it wrote, conv_tile_end.py); 64 and 192 channels at 7x7
+    (28,224 and 84,672), below conv_tile_end.TILE_FORK_MIN, run on the calling thread."""
+    from relaylens.compiler.lower.schedule.conv_tile_end import TILE_FORK_MIN
 
     text = f"""#[version = "0.0.5"]
 def @main(%x: Tensor[(1, {blocks}, {size}, {size}, 8), float32], %w: Tensor[({blocks}, 1, 3, 3, 1, 8), float32]) {{
@@ -103,5 +105,5 @@ def @main(%x: Tensor[(1, {blocks}, {size}, {size}, 8), float32], %w: Tensor[({bl
     result = compile(text, "dw.relay", passes=PASSES, stop_after="llvm")
     assert result.ok, [dg.message for dg in result.diagnostics]
     (fn,) = result.lowered.functions.values()
-    assert (blocks * 8 * size * size * 9 >= FORK_MIN) == parallel
+    assert (blocks * 8 * size * size * 9 >= TILE_FORK_MIN) == parallel
     assert any(p == "parallel" for p, _ in _steps(fn)) == parallel

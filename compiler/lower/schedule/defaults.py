@@ -89,8 +89,8 @@
 
 The vector width is 64 bytes' worth of the stage's dtype (16 lanes for 4-byte types),
 never more than the extent; "large work" is 16384 elements (times the reduction size for
-reductions; for convolution tiles and global pools conv_tile_end.FORK_MIN, the work a fork
-and join is worth).  Every shape works: odd extents get guards, extents of 1 drop their loop, 0-d
+reductions; for global pools conv_tile_end.FORK_MIN, the work a fork and join is worth;
+convolution tiles fork from conv_tile_end.TILE_FORK_MIN).  Every shape works: odd extents get guards, extents of 1 drop their loop, 0-d
 stages are a single statement.
 """
 
