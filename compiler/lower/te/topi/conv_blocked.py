@@ -132,12 +132,14 @@ def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
     A strided 1x1 convolution reads `T_strided` (`_strided`), as blocked_conv2d's does:
     read in place, every group of filter blocks went through the input again (every line
     of every other row, for half of each; ResNet-50's 1024 -> 2048 at 14x14 reads 800 KB,
-    past L2), while the copy, a quarter of it, stays in L2.  Measured (1 thread, each kernel in a
-    graph, the two computes alternated, 60 rounds, load 3.6): 1024 -> 2048 to 7x7 7.5 ->
-    3.7 ms, 512 -> 1024 to 14x14 5.9 -> 2.9, 256 -> 512 to 28x28 6.7 -> 3.7.  ResNet-50
-    (paired ratios, the builds alternated, load 4.2-4.4): 1 thread 0.969x the CPU time
-    (30 rounds), 2 threads 0.936x the wall time (40).  The sums are the same, the outputs
-    bit-identical."""
+    past L2), while the copy, a quarter of it, stays in L2.  Measured (1 thread, each
+    kernel alone in a graph, its data warm, the two computes alternated, 60 rounds, load
+    3.6): 1024 -> 2048 to 7x7 7.5 -> 3.7 ms, 512 -> 1024 to 14x14 5.9 -> 2.9, 256 -> 512
+    to 28x28 6.7 -> 3.7.  In ResNet-50 (each build twice, alternated, 40 rounds, load
+    3.3-4.1) the three took 12.9-13.4 -> 10.9-11.2 ms at 1 thread and the model
+    0.980-0.985x the CPU time (paired; the same build against itself 0.992-0.998);
+    13.7-13.9 -> 11.3-11.4 ms with 2 threads on the loaded machine.  The sums are the
+    same, the outputs bit-identical."""
     _, icb, kh, kw, ic_bn, _ = weight.shape
     if kh == kw == 1 and tuple(strides) != (1, 1):  # read only the pixels used, once
         padded, strides = _strided(padded, out_shape, strides), (1, 1)
