@@ -194,3 +194,27 @@ def test_plain_tile_when_the_filters_fit(avx2):
     case, _ = nchwc(64, 256, 8, 1)
     recorded = steps(relu_bias_function(case))
     assert not any(p == "cache_accumulator" for p, _ in recorded)
+
+
+@pytest.mark.parametrize("ci,co,size", [
+    (512, 32, 28),  # chunked (filters of a group past WEIGHT_BYTES), 14x14 out
+    (32, 16, 13),  # conv.py's tile (the filters fit), 13 -> 7x7: the last row and column read
+])
+def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
+    """A strided 1x1 NCHWc convolution reads its pixels from `T_strided` (a copy of the
+    quarter of the input it uses, vectorized over the lanes), not from the input at twice
+    the output's positions once per group of filter blocks."""
+    case, attrs = nchwc(ci, co, size, 1, stride=2)
+    func = relu_bias_function(case)
+    recorded = steps(func)
+    assert any(p == "vectorize" and a.startswith("T_strided: ax4") for p, a in recorded), recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    assert any(s.name == "T_strided" and not s.inlined for s in lowered.schedule.stages)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
