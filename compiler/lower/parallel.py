@@ -64,11 +64,14 @@ def compile_jobs() -> int:
 
 
 def map_forked(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
-               isolate: bool = False) -> Iterator[tuple[int, Any]]:
+               isolate: bool = False, started: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
     """(index, fn(items[index])) for every item, in the order they finish: in `workers`
     forked children when there are more than one and at least two items, else here.
     `isolate`: in children even for one item or one worker, so that what `fn` maps and
-    allocates (LLVM's code and heap) never counts in this process's memory."""
+    allocates (LLVM's code and heap) never counts in this process's memory.  `started` is
+    called here once the children are forked and given their first items (never without
+    children), before their first result is awaited: for work of this process beside
+    theirs, in a thread it may start then, now that no fork can copy it holding a lock."""
     workers = max(min(workers, len(items)), 1 if isolate and items else 0)
     if workers < (1 if isolate else 2) or not hasattr(os, "fork"):
         yield from ((i, fn(item)) for i, item in enumerate(items))
@@ -77,7 +80,7 @@ def map_forked(fn: Callable[[Any], Any], items: Sequence[Any], workers: int,
     try:
         for _ in range(workers):
             children.append(_Child.start(fn, items, children))
-        yield from _schedule(fn, items, children)
+        yield from _schedule(fn, items, children, started)
     finally:
         for child in children:
             child.close()
@@ -157,7 +160,8 @@ class _Child:
             pass
 
 
-def _schedule(fn: Callable[[Any], Any], items: Sequence[Any], children: list[_Child]) -> Iterator[tuple[int, Any]]:
+def _schedule(fn: Callable[[Any], Any], items: Sequence[Any], children: list[_Child],
+              started: Callable[[], None] | None) -> Iterator[tuple[int, Any]]:
     upcoming = iter(range(len(items)))
     redo: list[int] = []  # items whose child died: done here at the end
     with selectors.DefaultSelector() as selector:
@@ -173,6 +177,8 @@ def _schedule(fn: Callable[[Any], Any], items: Sequence[Any], children: list[_Ch
         for child in children:
             selector.register(child.from_child, selectors.EVENT_READ, child)
             feed(child)
+        if started is not None:
+            started()
         while selector.get_map():
             for key, _ in selector.select():
                 child: _Child = key.data
