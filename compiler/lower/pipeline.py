@@ -35,6 +35,10 @@ The kernels neither cache holds are lowered several at once, in forked child pro
 (parallel.py; RELAYLENS_COMPILE_JOBS, default the CPUs): each child sends back what the
 disk cache keeps of its kernel, which is loaded here as a disk hit is.  Progress reports
 each kernel as it is done, in the order they finish; `functions` keeps the build's order.
+Meanwhile a thread of this process makes the executable (runtime/executable.py: the memory
+plan, the entry's IR, O3 and machine code, the weights' aligned copies, 0.4-0.5 s of a
+ResNet-50), which needs the kernels' names and constants, not their code: this process
+would otherwise wait idle for the children, then make it after them.
 """
 
 from __future__ import annotations
@@ -258,18 +262,16 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
             continue
         cache.put(entry)
         found[job.name] = entry
-    made = [_outcome(f) for f in early]  # joined before any other fork (_make_texts)
+    made = _outcome(early[0]) if early else None  # the thread joined before any other fork (_make_texts)
     if schedule_texts:
         _make_texts([f for f in found.values() if f.made_text is None], disk, options)
     lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
-            if not made:
-                lowered.executable = make_executable(result, lowered, jit, machine_code)
-            elif isinstance(made[0], BaseException):
-                raise made[0]
-            else:
-                lowered.executable = made[0]
+            exe = made if early else make_executable(result, lowered, jit, machine_code)
+            if isinstance(exe, BaseException):
+                raise exe
+            lowered.executable = exe
         except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(err.message, err.span, Severity.ERROR, source=SOURCE))
     return lowered
@@ -375,7 +377,8 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
     (no renaming, nothing moved: the same name and source).  A job a worker could not
     lower is lowered again here, so its error (or a bug's traceback) surfaces in this
     process.  With `texts` a worker sends its kernel's schedule text too (TEXT), which the
-    disk cache then keeps."""
+    disk cache then keeps.  `started` is called once the workers are forked and busy (not
+    without workers: map_forked's)."""
 
     def in_worker(job: _Job) -> Entry | None:
         try:
