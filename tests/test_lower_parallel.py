@@ -73,6 +73,22 @@ def test_work_beside_the_children_starts_once_they_have_theirs():
     assert seen == [2]
 
 
+def test_a_child_gets_its_next_item_before_its_answer_is_taken(tmp_path):
+    """The parent gives a child that answered its next item before handing the answer on,
+    so the child works while the caller takes that answer (pipeline.py loads code)."""
+    def mark(x: int) -> int:
+        (tmp_path / f"started-{x}").touch()
+        return x
+
+    results = map_forked(mark, [0, 1, 2], 1, isolate=True)
+    assert next(results) == (0, 0)
+    deadline = time.monotonic() + 30  # the child's start is awaited, not timed
+    while not (tmp_path / "started-1").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "started-1").exists()
+    assert sorted(results) == [(1, 1), (2, 2)]
+
+
 def children() -> set[int]:
     """The pids of this process's children (zombies included), from /proc."""
     found = set()
