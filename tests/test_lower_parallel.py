@@ -62,6 +62,33 @@ def test_children_left_behind_are_reaped():
     assert children() == before  # none left, not even a zombie
 
 
+def test_work_beside_the_children_starts_once_they_have_theirs():
+    """`started` runs in the parent once both children are forked (a thread it starts
+    cannot be copied into them) and never when there are none."""
+    before, seen = children(), []
+    started = lambda: seen.append(len(children() - before))  # noqa: E731
+    assert sorted(map_forked(square_or_die, list(range(6)), 2, started=started)) == [(i, i * i) for i in range(6)]
+    assert seen == [2]
+    assert list(map_forked(square_or_die, [5], 2, started=started)) == [(0, 25)]
+    assert seen == [2]
+
+
+def test_a_child_gets_its_next_item_before_its_answer_is_taken(tmp_path):
+    """The parent gives a child that answered its next item before handing the answer on,
+    so the child works while the caller takes that answer (pipeline.py loads code)."""
+    def mark(x: int) -> int:
+        (tmp_path / f"started-{x}").touch()
+        return x
+
+    results = map_forked(mark, [0, 1, 2], 1, isolate=True)
+    assert next(results) == (0, 0)
+    deadline = time.monotonic() + 30  # the child's start is awaited, not timed
+    while not (tmp_path / "started-1").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "started-1").exists()
+    assert sorted(results) == [(1, 1), (2, 2)]
+
+
 def children() -> set[int]:
     """The pids of this process's children (zombies included), from /proc."""
     found = set()
@@ -110,6 +137,51 @@ def test_a_build_is_the_same_in_children_and_in_order(monkeypatch):
     rng = np.random.default_rng(0)
     args = [rng.standard_normal(s).astype("float32") for s in ((1, 8, 16, 16), (8, 8, 3, 3), (16, 512))]
     np.testing.assert_array_equal(np.asarray(one.executable.run(*args)), np.asarray(two.executable.run(*args)))
+
+
+def test_the_executable_is_made_while_the_children_lower_the_kernels(monkeypatch):
+    """It needs the kernels' names and constants, not their code: with children it is
+    made in a thread of the parent beside them, and runs their code once they are done;
+    in order (one job) it is made after the kernels, as before."""
+    from relaylens.compiler.lower import pipeline
+
+    made = pipeline.make_executable
+    where = []
+
+    def recording(*args, **kwargs):
+        where.append(threading.current_thread() is threading.main_thread())
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "make_executable", recording)
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal(s).astype("float32") for s in ((1, 8, 16, 16), (8, 8, 3, 3), (16, 512))]
+    outputs = []
+    for jobs in ("2", "1"):
+        monkeypatch.setenv(ENV, jobs)
+        result = compile(TEXT, "m.relay")
+        assert result.ok, [d.render() for d in result.diagnostics]
+        outputs.append(np.asarray(result.lowered.executable.run(*args)))
+    assert where == [False, True]
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+
+
+def test_a_failing_kernel_leaves_no_executable_from_the_thread(monkeypatch):
+    """A kernel the children cannot lower is a diagnostic, and the executable the thread
+    made beside them is dropped: a build with an error has none."""
+    from relaylens.compiler.lower import pipeline
+
+    lower = pipeline._lower
+
+    def failing(func, name, *args):
+        if "softmax" in name:
+            raise pipeline.LoweringError("no code for this one")
+        return lower(func, name, *args)
+
+    monkeypatch.setattr(pipeline, "_lower", failing)
+    monkeypatch.setenv(ENV, "2")
+    result = compile(TEXT, "m.relay")
+    assert not result.ok and any("no code for this one" in d.message for d in result.diagnostics)
+    assert result.lowered.executable is None
 
 
 def test_no_build_makes_a_schedule_text_until_one_is_read(monkeypatch, tmp_path):

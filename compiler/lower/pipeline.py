@@ -35,6 +35,10 @@ The kernels neither cache holds are lowered several at once, in forked child pro
 (parallel.py; RELAYLENS_COMPILE_JOBS, default the CPUs): each child sends back what the
 disk cache keeps of its kernel, which is loaded here as a disk hit is.  Progress reports
 each kernel as it is done, in the order they finish; `functions` keeps the build's order.
+Meanwhile a thread of this process makes the executable (runtime/executable.py: the memory
+plan, the entry's IR, O3 and machine code, the weights' aligned copies, 0.4-0.5 s of a
+ResNet-50), which needs the kernels' names and constants, not their code: this process
+would otherwise wait idle for the children, then make it after them.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -241,22 +246,52 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 progress(name)
         except LoweringError as err:
             lowered.diagnostics.append(_diagnostic(name, func, err))
+    early: list[Future] = []  # the executable, made in a thread while forked children lower the kernels
+
+    def children_started() -> None:
+        if machine_code and lowered.ok and result.module is not None:
+            constants = {**{name: fn.constants for name, fn in found.items()},
+                         **{job.name: [data for _, data in job.composed.constants] for job in pending}}
+            jit.target_machine  # noqa: B018 - LLVM's target set up here, not raced for by the thread
+            early.append(_in_thread(make_executable, result, lowered, jit, True, constants))
+
     for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, schedule_texts,
-                                  lowered.isolated):
+                                  lowered.isolated, children_started):
         if isinstance(entry, LoweringError):
             lowered.diagnostics.append(_diagnostic(job.name, job.func, entry))
             continue
         cache.put(entry)
         found[job.name] = entry
+    made = _outcome(early[0]) if early else None  # the thread joined before any other fork (_make_texts)
     if schedule_texts:
         _make_texts([f for f in found.values() if f.made_text is None], disk, options)
     lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
-            lowered.executable = make_executable(result, lowered, jit, machine_code)
+            exe = made if early else make_executable(result, lowered, jit, machine_code)
+            if isinstance(exe, BaseException):
+                raise exe
+            lowered.executable = exe
         except LoweringError as err:
             lowered.diagnostics.append(Diagnostic(err.message, err.span, Severity.ERROR, source=SOURCE))
     return lowered
+
+
+def _in_thread(fn: Callable[..., Any], *args: Any) -> Future:
+    """`fn(*args)` started in a thread of its own, which ends with it."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relaylens-lower")
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _outcome(future: Future) -> Any:
+    """What the future's call returned, or the exception it raised."""
+    try:
+        return future.result()
+    except BaseException as err:  # noqa: BLE001 - raised again where the result is used
+        return err
 
 
 def lower_function(func: Function, name: str, source_name: str, jit, machine_code: bool = True) -> LoweredFunction:
@@ -333,7 +368,8 @@ def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_
 
 
 def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, disk: DiskCache | None,
-                progress: Callable[[str], None] | None, texts: bool = False, isolate: bool = False):
+                progress: Callable[[str], None] | None, texts: bool = False, isolate: bool = False,
+                started: Callable[[], None] | None = None):
     """(job, its LoweredFunction or the LoweringError that stopped it), as each finishes.
 
     Two or more jobs (one too, with `isolate`) are lowered in forked workers (parallel.py),
@@ -341,7 +377,8 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
     (no renaming, nothing moved: the same name and source).  A job a worker could not
     lower is lowered again here, so its error (or a bug's traceback) surfaces in this
     process.  With `texts` a worker sends its kernel's schedule text too (TEXT), which the
-    disk cache then keeps."""
+    disk cache then keeps.  `started` is called once the workers are forked and busy (not
+    without workers: map_forked's)."""
 
     def in_worker(job: _Job) -> Entry | None:
         try:
@@ -355,7 +392,7 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
 
     workers = compile_jobs() if len(jobs) > 1 else 1
     forked = workers > 1 or isolate
-    results = map_forked(in_worker, jobs, workers, isolate) if forked else ((i, None) for i in range(len(jobs)))
+    results = map_forked(in_worker, jobs, workers, isolate, started) if forked else ((i, None) for i in range(len(jobs)))
     for index, stored in results:
         job = jobs[index]
         try:

@@ -32,7 +32,13 @@ _VOIDP = ctypes.c_void_p
 
 
 class Executable:
-    def __init__(self, module, lowered, jit, machine_code: bool = True) -> None:
+    """`constants`: each kernel's lifted constants by kernel name, when the executable is
+    made before its kernels are lowered (pipeline.py makes it while forked children lower
+    them: it needs their names and constants, not their code); None: `lowered`'s kernels'.
+    The kernels' addresses are read from `lowered.functions` at the first run."""
+
+    def __init__(self, module, lowered, jit, machine_code: bool = True,
+                 constants: dict[str, list[np.ndarray]] | None = None) -> None:
         self.module = module
         self.machine_code = machine_code  # False: planned and written as LLVM IR, not runnable
         self.lowered = lowered
@@ -41,8 +47,11 @@ class Executable:
         self.entry_ir: str | None = None
         self._entry_optimized_ir: str | None = None
         self._jit = jit
-        self._kernel_names = _all_fused(module, lowered)
-        constants = {func: lowered.functions[name].constants for func, name in self._kernel_names.items()}
+        if constants is None:
+            constants = {name: fn.constants for name, fn in lowered.functions.items()}
+        self._kernel_names = _all_fused(module, constants)
+        self._kernel_addresses = None  # the kernel table, made at the first run (`_kernel_table`)
+        constants = {func: constants[name] for func, name in self._kernel_names.items()}
         try:
             self.plan = plan_main(module["main"], self._kernel_names, constants, dict(module.functions))
         except NotDataflow as why:
@@ -73,9 +82,16 @@ class Executable:
         self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
         self._constants = [_aligned_copy(c) for c in plan.constants]
         self._const_table = _pointers(self._constants)
-        order = kernel_order(plan)
-        self._kernel_table = (_VOIDP * max(len(order), 1))(*[self.lowered.functions[n].address for n in order])
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
+
+    @property
+    def _kernel_table(self):
+        """The kernels' addresses in the plan's order (`kernel_order`), the entry's table."""
+        if self._kernel_addresses is None:
+            order = kernel_order(self.plan)
+            self._kernel_addresses = (_VOIDP * max(len(order), 1))(
+                *[self.lowered.functions[n].address for n in order])
+        return self._kernel_addresses
 
     def run(self, *args: Any) -> Any:
         if not self.machine_code:
@@ -141,16 +157,18 @@ class _KernelCall:
         return outputs[0] if len(outputs) == 1 and not _returns_tuple(self.fn.func) else tuple(outputs)
 
 
-def make_executable(result, lowered, jit, machine_code: bool = True) -> Executable | None:
-    """The executable of a lowered module; None for a module without @main."""
-    return Executable(result.module, lowered, jit, machine_code) if "main" in result.module else None
+def make_executable(result, lowered, jit, machine_code: bool = True,
+                    constants: dict[str, list[np.ndarray]] | None = None) -> Executable | None:
+    """The executable of a lowered module (or of one being lowered: `constants`, see
+    `Executable`); None for a module without @main."""
+    return Executable(result.module, lowered, jit, machine_code, constants) if "main" in result.module else None
 
 
-def _all_fused(module, lowered) -> dict[Function, str]:
+def _all_fused(module, kernels) -> dict[Function, str]:
     """Every primitive function of the module (structurally equal ones share a kernel)
-    with the name of its lowered kernel."""
+    with the name of its kernel, each of which `kernels` must name."""
     names = name_primitive_functions(module)
-    missing = sorted({n for n in names.values() if n not in lowered.functions})
+    missing = sorted({n for n in names.values() if n not in kernels})
     if missing:
         raise LoweringError(f"no kernel for {', '.join(missing)}")
     return names

@@ -56,6 +56,7 @@ import functools
 import os
 import sys
 import tempfile
+import threading
 from typing import Any
 
 import llvmlite.ir as ir
@@ -69,6 +70,7 @@ from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
 
 _ready = False
+_STDERR = threading.Lock()  # one optimiser run at a time redirects file descriptor 2
 SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
@@ -111,24 +113,26 @@ def _quiet_missed_vectorization():
     """LLVM writes "loop not vectorized" to the process's stderr for a loop our schedule
     asked to vectorise that O3 could not (tiny or guarded tiles): expected, and not the
     user's concern.  Capture file descriptor 2 while the optimiser runs and pass every
-    other line through."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no real stderr (embedded): nothing to filter
-        yield
-        return
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
+    other line through.  One thread at a time (`_STDERR`): a build makes its entry's code
+    in a thread while forked children make the kernels' (pipeline.py)."""
+    with _STDERR:
         try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no real stderr (embedded): nothing to filter
             yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            for line in captured.read().decode(errors="replace").splitlines(keepends=True):
-                if "loop not vectorized" not in line:
-                    sys.stderr.write(line)
+            return
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                captured.seek(0)
+                for line in captured.read().decode(errors="replace").splitlines(keepends=True):
+                    if "loop not vectorized" not in line:
+                        sys.stderr.write(line)
 
 
 def default_num_threads() -> int:
