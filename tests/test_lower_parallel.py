@@ -165,6 +165,34 @@ def test_the_executable_is_made_while_the_children_lower_the_kernels(monkeypatch
     np.testing.assert_array_equal(outputs[0], outputs[1])
 
 
+def test_one_thread_at_a_time_in_llvm(monkeypatch):
+    """While the thread makes the entry's code, the parent loads the children's kernels
+    into the same JIT, both through LLVM's global context, which is not safe across
+    threads: a JIT lets one thread in at a time."""
+    from relaylens.compiler.lower.runtime import jit as jit_module
+
+    inside, most = [0], [0]
+    parse = jit_module.llvm.parse_assembly
+
+    def slow_parse(*args, **kwargs):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        inside[0] -= 1
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(jit_module.llvm, "parse_assembly", slow_parse)
+    jit = jit_module.JIT(1)
+    module = "define i32 @f() {\n  ret i32 1\n}\n"
+    threads = [threading.Thread(target=jit.load, args=(module,)) for _ in range(2)]
+    threads.append(threading.Thread(target=jit.load_object, args=(jit.load_keeping_object(module)[1], {"f": "f"})))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1 and inside[0] == 0
+
+
 def test_a_failing_kernel_leaves_no_executable_from_the_thread(monkeypatch):
     """A kernel the children cannot lower is a diagnostic, and the executable the thread
     made beside them is dropped: a build with an error has none."""

@@ -162,15 +162,31 @@ def _aligned(a: np.ndarray) -> bool:
     return a.flags.c_contiguous and a.ctypes.data % BUFFER_ALIGN == 0
 
 
+def _one_thread_at_a_time(method):
+    """`method` holding its JIT's lock: LLVM's global context, into which engines' modules
+    are parsed, is not safe across threads, and a build makes its entry's code in a thread
+    while the kernels the forked children made are loaded here (pipeline.py)."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class JIT:
-    """Host target machine, O3 optimisation, MCJIT engines."""
+    """Host target machine, O3 optimisation, MCJIT engines; one thread in LLVM at a time
+    (`_one_thread_at_a_time`)."""
 
     def __init__(self, num_threads: int | None = None) -> None:
         self.num_threads = num_threads or default_num_threads()
+        self._lock = threading.RLock()
         # each engine, the names it answers for, and their symbols where they differ
         self._engines: list[tuple[llvm.ExecutionEngine, set[str], dict[str, str]]] = []
 
     @functools.cached_property
+    @_one_thread_at_a_time
     def target_machine(self) -> llvm.TargetMachine:
         """The host's, made on first use, with LLVM's native target (`_initialize`): a JIT
         never asked to parse, optimise or load anything (a build that stops at LLVM IR with
@@ -184,6 +200,7 @@ class JIT:
         return target.create_target_machine(cpu=host().cpu,
                                             features=host().features, opt=3, jit=True)
 
+    @_one_thread_at_a_time
     def parse(self, text: str | ir.Module, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
         """The module parsed and verified, for the host triple and data layout; in
         `context` (None: LLVM's global context, which a module given to an engine needs:
@@ -197,6 +214,7 @@ class JIT:
         mod.data_layout = str(self.target_machine.target_data)
         return mod
 
+    @_one_thread_at_a_time
     def optimize(self, text: str | ir.Module) -> str:
         """The O3-optimised text of a module (verified first).  Parsed in a context of its
         own, freed with the module (pipeline.py `_link` says why)."""
@@ -204,6 +222,7 @@ class JIT:
         self.run_o3(mod)
         return str(mod)
 
+    @_one_thread_at_a_time
     def run_o3(self, mod: llvm.ModuleRef) -> None:
         """Optimise a parsed module in place: LLVM's O3 pipeline with `OPTIONS`."""
         options = llvm.create_pipeline_tuning_options(speed_level=OPTIONS["speed_level"])
@@ -214,6 +233,7 @@ class JIT:
         with _quiet_missed_vectorization():
             builder.getModulePassManager().run(mod, builder)
 
+    @_one_thread_at_a_time
     def optimize_and_load(self, text: str | ir.Module) -> tuple[str, llvm.ExecutionEngine, bytes]:
         """`optimize` then `load_keeping_object` on one parsed module: the optimised text,
         the engine and its object code, without parsing the optimised text again (a
@@ -228,10 +248,12 @@ class JIT:
         the JIT keeps alive; returned for callers that hold their code's engine)."""
         return self.load_keeping_object(text)[0]
 
+    @_one_thread_at_a_time
     def load_keeping_object(self, text: str | ir.Module) -> tuple[llvm.ExecutionEngine, bytes]:
         """`load`, and the object code MCJIT made for the module (what `load_object` takes)."""
         return self.load_module(self.parse(text))
 
+    @_one_thread_at_a_time
     def load_module(self, mod: llvm.ModuleRef) -> tuple[llvm.ExecutionEngine, bytes]:
         """`load_keeping_object` of a module parsed in LLVM's global context (the engine
         takes it over)."""
@@ -244,6 +266,7 @@ class JIT:
         self._finish(engine, defined, has_threads)
         return engine, objects[0] if objects else b""
 
+    @_one_thread_at_a_time
     def load_object(self, data: bytes, names: dict[str, str]) -> llvm.ExecutionEngine:
         """Object code made by `load_keeping_object` (of this target), loaded without
         compiling: `names` maps each name `address` will be asked for to its symbol in
@@ -269,6 +292,7 @@ class JIT:
             ctypes.c_int32.from_address(address).value = self.num_threads
         self._engines.append((engine, defined, symbols or {}))
 
+    @_one_thread_at_a_time
     def address(self, name: str) -> int:
         """The machine-code address of a loaded function (the latest load wins)."""
         for engine, defined, symbols in reversed(self._engines):
