@@ -58,8 +58,12 @@ v2's projections to 24 channels (3 blocks) at 56x56 take 3 x 3 over two rows fla
 (7 x 1 a row before, whose filters fit: conv.py's 3 x 3 a row, overlapping), 72 and 48
 input channels a chunk: 144 -> 24 0.83-0.85x the time, 96 -> 24 0.87-0.90x (1 thread, CPU
 time, alternated in one run, 21 rounds, load 3.8; 2 or 4 rows, chunks of 24 to 72
-channels measured, 72 the best); the whole model at 1 thread 0.982x (CPU time, the two
-builds alternated, 41 rounds, load 3.1).  On fresh input arrays per
+channels measured, 72 the best); the whole model at 1 thread 0.98-1.00x (CPU time, the two
+builds alternated, 41 rounds, load 3-6).  Against it: 4 x 3 (12 accumulators and 4
+broadcasts) 1.63x, the 144 channels in one chunk 1.48x, a row at a time 1.18x.  ResNet-50's
+chunked 1x1s kept their tiles: other chunks (4 to 16 blocks), rows (1 to 14), 5 x 2 or 2 x 4
+instead of 3 x 4 were no faster (within the 5-15% noise of a load of 4-7), and a single
+chunk at 7x7 (2048 -> 512) 1.27x slower.  On fresh input arrays per
 build the ratios of one kernel moved between 0.7 and 1.2 from build to build, the same
 code included (where the arrays lie): a first measurement of the flattened tile at
 56x56 (1.45x slower) was that, and the single runs above may be too.
