@@ -53,7 +53,8 @@ single column (7 columns of 20 or 120 blocks: 1 x 10, 1 x 12), the flattened til
 takes the blocks of its own that cost the fewest modelled cycles over the output
 (`_flat_cost`; ties to more blocks): MobileNet v2's 960 -> 160 and 160 -> 960 at 7x7
 2 x 5 and 2 x 6, 0.94 and 0.93 (the same way, load 2.2).  So does a flattened tile of
-more blocks than the row's when it costs fewer modelled cycles over the output: MobileNet
+more blocks than the row's when it costs fewer modelled cycles over the output (of fewer
+blocks the model would take 5 x 2 for ResNet-50's 1x1s at 56x56 and 7x7, no faster): MobileNet
 v2's projections to 24 channels (3 blocks) at 56x56 take 3 x 3 over two rows flattened
 (7 x 1 a row before, whose filters fit: conv.py's 3 x 3 a row, overlapping), 72 and 48
 input channels a chunk: 144 -> 24 0.83-0.85x the time, 96 -> 24 0.87-0.90x (1 thread, CPU
@@ -123,7 +124,7 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
         return None
     cols, vectors = tile
     flat_first = False
-    if _taps(conv) == 1:  # a 1x1 filter: the flattened rows' tile of the cheapest blocks, when cheaper than a row's
+    if _taps(conv) == 1:  # 1x1: the flattened rows' tile of the cheapest blocks, when cheaper than a row's
         best = min(((_flat_cols(_rows(oh, ow, v * lanes * 4) * ow, v, unit, per_block), v)
                     for v in _divisors(blocks) if unit.tile_fits(1, v, per_block)),
                    key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
