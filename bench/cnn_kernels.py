@@ -131,5 +131,6 @@ CASES = (
     ConvCase("conv2d 3x3 stride 2, ResNet-50 (1x256x28x28 -> 14x14), NCHW8c as built", (256, 28, 28, 256, 3, 2)),
     ConvCase("conv2d 1x1, MobileNet v2 (1x24x56x56 -> 144), NCHW8c as built", (24, 56, 56, 144, 1, 1)),
     ConvCase("conv2d 1x1, MobileNet v2 (1x144x56x56 -> 24), NCHW8c as built", (144, 56, 56, 24, 1, 1)),
+    ConvCase("conv2d 1x1, MobileNet v2 (1x96x56x56 -> 24), NCHW8c as built", (96, 56, 56, 24, 1, 1)),
     ConvCase("conv2d 1x1, MobileNet v2 (1x960x7x7 -> 160), NCHW8c as built", (960, 7, 7, 160, 1, 1)),
 )

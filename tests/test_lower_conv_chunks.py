@@ -86,7 +86,8 @@ def block_weight(w: np.ndarray) -> np.ndarray:
     # 1x1 at 14x14: 3 positions x 4 blocks over 7 rows flattened (98 = 32 x 3 + 2)
     (256, 32, 14, 1, 1, 1),
     (256, 32, 14, 1, 1, 2),  # a batch of 2, flattened
-    (1024, 24, 14, 1, 1, 1),  # 3 blocks: 7 x 1 divides the row, not flattened
+    (1024, 24, 14, 1, 1, 1),  # 3 blocks: 7 x 1 divides the row; 3 x 3 over the 98 positions flattened
+    (144, 24, 56, 1, 1, 1),  # MobileNet v2's projection: 3 x 3 over two rows flattened, 72 channels a chunk
     (1024, 40, 14, 1, 1, 1),  # 5 blocks: 2 x 5, and no wider tile of 5 blocks fits: not flattened
     (512, 32, 28, 1, 2, 1),  # stride 2 to 14x14, flattened
     (256, 32, 13, 1, 1, 1),  # 13 columns, a row at a time: 3 x 4 and a 1-column tail, not flattened
@@ -182,6 +183,11 @@ def test_chunked_tile_choice(avx2):
     # MobileNet v2's 960 -> 160 at 7x7: 1 x 10 a row (a single column), so the flattened
     # tile takes its own blocks, 2 x 5 over the 49 positions
     assert tile(960, 160, 7, 1) == (2, 5, 7, 6, True)
+    # its projections to 24 channels (3 blocks) at 56x56: 7 x 1 divides the row, its
+    # filters fit (one block), but 3 x 3 over two rows flattened costs fewer cycles and
+    # its filters do not: chunked, 72 or 48 input channels a chunk
+    assert tile(144, 24, 56, 1) == (3, 3, 2, 9, True)
+    assert tile(96, 24, 56, 1) == (3, 3, 2, 6, True)
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile

@@ -52,7 +52,19 @@ at 56x56 0.95, 256 -> 128 0.97, 512 -> 128 at 28x28 0.96, 512 -> 256 0.87-0.95, 
 single column (7 columns of 20 or 120 blocks: 1 x 10, 1 x 12), the flattened tile
 takes the blocks of its own that cost the fewest modelled cycles over the output
 (`_flat_cost`; ties to more blocks): MobileNet v2's 960 -> 160 and 160 -> 960 at 7x7
-2 x 5 and 2 x 6, 0.94 and 0.93 (the same way, load 2.2).  On fresh input arrays per
+2 x 5 and 2 x 6, 0.94 and 0.93 (the same way, load 2.2).  So does a flattened tile of
+more blocks than the row's when it costs fewer modelled cycles over the output (of fewer
+blocks the model would take 5 x 2 for ResNet-50's 1x1s at 56x56 and 7x7, no faster): MobileNet
+v2's projections to 24 channels (3 blocks) at 56x56 take 3 x 3 over two rows flattened
+(7 x 1 a row before, whose filters fit: conv.py's 3 x 3 a row, overlapping), 72 and 48
+input channels a chunk: 144 -> 24 0.83-0.85x the time, 96 -> 24 0.87-0.90x (1 thread, CPU
+time, alternated in one run, 21 rounds, load 3.8; 2 or 4 rows, chunks of 24 to 72
+channels measured, 72 the best); the whole model at 1 thread 0.98-1.00x (CPU time, the two
+builds alternated, 41 rounds, load 3-6).  Against it: 4 x 3 (12 accumulators and 4
+broadcasts) 1.63x, the 144 channels in one chunk 1.48x, a row at a time 1.18x.  ResNet-50's
+chunked 1x1s kept their tiles: other chunks (4 to 16 blocks), rows (1 to 14), 5 x 2 or 2 x 4
+instead of 3 x 4 were no faster (within the 5-15% noise of a load of 4-7), and a single
+chunk at 7x7 (2048 -> 512) 1.27x slower.  On fresh input arrays per
 build the ratios of one kernel moved between 0.7 and 1.2 from build to build, the same
 code included (where the arrays lie): a first measurement of the flattened tile at
 56x56 (1.45x slower) was that, and the single runs above may be too.
@@ -111,15 +123,21 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if tile is None:
         return None
     cols, vectors = tile
-    if _taps(conv) == 1 and cols == 1:  # a column a row (7 columns, 20 blocks): the flattened rows' blocks
-        cols, vectors = min(((_flat_cols(_rows(oh, ow, v * lanes * 4) * ow, v, unit, per_block), v)
-                             for v in _divisors(blocks) if unit.tile_fits(1, v, per_block)),
-                            key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
+    flat_first = False
+    if _taps(conv) == 1:  # 1x1: the flattened rows' tile of the cheapest blocks, when cheaper than a row's
+        best = min(((_flat_cols(_rows(oh, ow, v * lanes * 4) * ow, v, unit, per_block), v)
+                    for v in _divisors(blocks) if unit.tile_fits(1, v, per_block)),
+                   key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
+        if cols == 1 or (best[1] > vectors and _flat_cost(oh, ow, blocks, lanes, *best, per_block)
+                         < (blocks // vectors) * oh * _cycles(ow, cols, vectors, per_block)):
+            (cols, vectors), flat_first = best, cols > 1
     group_bytes = vectors * lanes * 4
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
     rows = _rows(oh, ow, group_bytes)
+    if flat_first:
+        return cols, vectors, rows, chunk, True
     if _taps(conv) == 1 and rows > 1:
         flat = _flat_cols(rows * ow, vectors, unit, per_block)
         if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
