@@ -56,9 +56,13 @@ summed a chunk of input channels at a time instead (conv_chunks.py): its tile re
 
 The packs, the padded input and `T_strided`, computed on every call, are copies: the
 last axis vectorised (the lanes of a pack), the axis before it serial for a blocked
-stage, the others fused into one loop, parallel from COPY_PARALLEL_BYTES (a smaller
-pass on two threads gained nothing measurable and adds a fork-join, costly on a loaded
-machine).
+stage, the others fused into one loop, parallel from COPY_PARALLEL_BYTES.  A copy reads
+what the kernel before wrote on both cores (conv_tile_end.py's TILE_FORK_MIN): serial,
+it pulls half its input from the other core; forked, each thread copies mostly the
+channel blocks it wrote (the fused loop's outermost axis is the channel block, split as
+that kernel split its own).  The bound was 1 MiB; from 128 KiB ResNet-50's serial copies
+fork: the padded inputs of its stride-2 3x3 convolutions and the stem (921, 512 and 634
+KB) and the `T_strided` of its stride-2 1x1 ones (800, 400, 200 KB).  FIGURES_COPY
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
 CACHE_BYTES = 2 << 20  # per core (L2)
-COPY_PARALLEL_BYTES = 1 << 20
+COPY_PARALLEL_BYTES = 1 << 17  # a copy's bytes worth a parallel loop (see the module doc)
 
 
 def schedule_blocked_convs(sch: Schedule) -> set[int]:
