@@ -25,8 +25,11 @@ each whole, one after the other.
   it: bias, relu, a residual add), in NCHW[v]c: rows and columns split by m, the m x m
   outputs of a tile unrolled (each its own sum of the alpha^2 products), the v lanes
   vectorized; the loops outside fused, parallel when the product it reads has
-  COPY_PARALLEL elements (its output, a sixteenth of that for F(2x2), left ResNet-50's
-  14x14 and 7x7 transforms serial, reading a product both cores wrote).  FIGURES_WOUT
+  COPY_PARALLEL elements (its output, a quarter of that for F(2x2), left ResNet-50's
+  14x14 and 7x7 transforms serial, reading a product both cores wrote).  Measured in the
+  model at 2 threads (as conv.py's copies: builds alternated in one process, real-time
+  priority, a spin of 2,000, load 4-7): the 14x14 kernel's five calls 5.57 -> 5.41 and
+  6.26 -> 6.20 ms, the 7x7 one's two 3.35 -> 3.31 and 3.73 -> 3.68 ms.
 
 Where the transformed input outgrows a core's L2 (L2_BYTES), the three stages run a
 block of tile rows at a time instead (`block_rows`; NNPACK's and TVM's tiled Winograd):
