@@ -183,6 +183,17 @@ def test_depthwise_and_strided_1x1_stages():
     assert conv_tile(28, 4, depthwise=True, lanes=8, unit=AVX2) == (7, 1)
 
 
+def test_copies_of_resnet50_size_fork_and_compute_the_same_on_two_threads():
+    # ResNet-50's last stride-2 1x1 convolution: its T_strided (1x256x14x14, 200 KB) forks
+    # (conv.py COPY_PARALLEL_BYTES); a small one stays serial
+    case = conv((1, 256, 28, 28), (128, 256, 1, 1), "s2-resnet", strides=(2, 2))
+    assert any(p == "parallel" and a.startswith("T_strided:") for p, a in schedule_steps(case))
+    small = conv((1, 32, 14, 14), (64, 32, 1, 1), "s2", strides=(2, 2))
+    assert not any(p == "parallel" and a.startswith("T_strided:") for p, a in schedule_steps(small))
+    lowered = lower_function(primitive_function(case), "tvmgen_default_fused_conv", "<case>", JIT(num_threads=2))
+    assert_close(case, [_KernelCall(lowered)(*flat_inputs(case))], case.reference(case.inputs()))
+
+
 def _call(name: str, args, **attrs):
     types = [a.ty for a in args]
     return Call(op(name), tuple(args), as_ir_attrs(attrs), ty=get_op(name).infer(types, attrs))

@@ -4,6 +4,7 @@ ops' numpy references against nn.conv2d, their checks, the compiled kernel again
 odd shapes, and the whole relay.build pipeline with the weight bound (transformed at build
 time)."""
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -280,3 +281,19 @@ def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float
         names.append(body.op.name)
         body = body.args[0]
     assert "nn.contrib_conv2d_NCHWc" in names and CONV_OP not in names
+
+
+def test_the_output_transform_of_resnet50s_14x14_kernel_forks_and_computes_the_same_on_two_threads():
+    # F(2x2) 256 -> 256 at 14x14: 50,176 outputs, a product of 200,704 (winograd.py COPY_PARALLEL)
+    from relaylens.compiler.lower.runtime.jit import JIT
+
+    text, args, want = _compiled_case(1, 256, 256, 14, 14, 2, (1, 1, 1, 1), 8)
+    one = compile(text, "w.relay", passes=["InferType", "FuseOps", "InferType"], jit=JIT(num_threads=1))
+    two = compile(text, "w.relay", passes=["InferType", "FuseOps", "InferType"], jit=JIT(num_threads=2),
+                  schedule_texts=True)
+    assert two.ok, [d.message for d in two.diagnostics]
+    record = "\n".join(f.schedule_text for f in two.lowered.functions.values())
+    assert re.search(r"parallel\(T_relu: ax0\.ax1\.ax2\.outer\.ax3\.outer\.fused\)", record)
+    got = two.executable.run(*args)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(got, one.executable.run(*args))

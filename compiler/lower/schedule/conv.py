@@ -58,9 +58,24 @@ summed a chunk of input channels at a time instead (conv_chunks.py): its tile re
 
 The packs, the padded input and `T_strided`, computed on every call, are copies: the
 last axis vectorised (the lanes of a pack), the axis before it serial for a blocked
-stage, the others fused into one loop, parallel from COPY_PARALLEL_BYTES (a smaller
-pass on two threads gained nothing measurable and adds a fork-join, costly on a loaded
-machine).
+stage, the others fused into one loop, parallel from COPY_PARALLEL_BYTES.  A copy reads
+what the kernel before wrote on both cores (conv_tile_end.py's TILE_FORK_MIN): serial,
+it pulls half its input from the other core; forked, each thread copies half (its
+channel blocks, the fused loop's outermost axis: what it wrote where the kernel before
+split its channel blocks alike) on its own core.  The bound was 1 MiB; from 128 KiB
+ResNet-50's serial copies fork: the padded inputs of its stride-2 3x3 convolutions and
+the stem (921, 512 and 634 KB) and the `T_strided` of its stride-2 1x1 ones (800, 400,
+200 KB).  Measured in the model at 2 threads (bench/steps.py's timed entry; the old and
+new builds in one process, inferences alternated, 80 each, twice; real-time priority and
+a spin of 2,000 as on an idle machine, load 4-6 from other work), those kernels in us:
+the 800 KB `T_strided` 2004, 1998 -> 1818, 1821; the 921 KB pad 2109, 2151 -> 1976,
+2037; 512 KB 2251, 2275 -> 2150, 2155; the stem 2026, 2037 -> 1972, 1942; 400 KB 1825,
+1861 -> 1758, 1756.  With Winograd's output transforms forked too (winograd.py), the sum
+of the kernels 64.1, 63.5 -> 62.9, 62.7 ms; onnxruntime's paired ratio (bench/run.py, 20
+pairs, builds in alternate processes, same priority) 1.03x, 0.98x -> 0.94x, 0.97x.
+Under load (two busy loops beside, the passive wait) 169, 211 -> 158, 207 ms; 1 thread
+the same (114.8, 116.1 -> 114.7, 116.3 ms); MobileNet v2 at 2 threads the same (8.21,
+8.27 -> 8.31, 8.19 ms; its stem 350 -> 281-287 us).
 """
 
 from __future__ import annotations
@@ -73,7 +88,7 @@ from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
 CACHE_BYTES = 2 << 20  # per core (L2)
-COPY_PARALLEL_BYTES = 1 << 20
+COPY_PARALLEL_BYTES = 1 << 17  # a copy's bytes worth a parallel loop (see the module doc)
 
 
 def schedule_blocked_convs(sch: Schedule) -> set[int]:
