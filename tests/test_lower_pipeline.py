@@ -58,6 +58,18 @@ def test_editing_one_layer_relowers_only_that_layer(jit):
     assert changed == ["tvmgen_default_fused_nn_contrib_dense_pack_nn_leaky_relu"]
 
 
+def test_the_executable_takes_the_builds_kernel_names(jit, monkeypatch):
+    """The build named its primitive functions (structural hashes of every one); the
+    executable plans with those names instead of hashing them all again."""
+    from relaylens.compiler.lower.runtime import executable
+
+    def refused(module):
+        raise AssertionError("the executable named the kernels again")
+
+    monkeypatch.setattr(executable, "name_primitive_functions", refused)
+    lower(MLP, LoweringCache(), jit)
+
+
 def test_a_build_without_machine_code_has_the_same_llvm_ir_and_cannot_run(jit):
     from relaylens.compiler.lower.te import expr as te
 

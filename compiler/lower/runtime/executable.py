@@ -35,10 +35,12 @@ class Executable:
     """`constants`: each kernel's lifted constants by kernel name, when the executable is
     made before its kernels are lowered (pipeline.py makes it while forked children lower
     them: it needs their names and constants, not their code); None: `lowered`'s kernels'.
-    The kernels' addresses are read from `lowered.functions` at the first run."""
+    The kernels' addresses are read from `lowered.functions` at the first run.  `names`:
+    each primitive function's kernel name as the build gave it (None: named here)."""
 
     def __init__(self, module, lowered, jit, machine_code: bool = True,
-                 constants: dict[str, list[np.ndarray]] | None = None) -> None:
+                 constants: dict[str, list[np.ndarray]] | None = None,
+                 names: dict[Function, str] | None = None) -> None:
         self.module = module
         self.machine_code = machine_code  # False: planned and written as LLVM IR, not runnable
         self.lowered = lowered
@@ -49,7 +51,7 @@ class Executable:
         self._jit = jit
         if constants is None:
             constants = {name: fn.constants for name, fn in lowered.functions.items()}
-        self._kernel_names = _all_fused(module, constants)
+        self._kernel_names = _all_fused(module, constants, names)
         self._kernel_addresses = None  # the kernel table, made at the first run (`_kernel_table`)
         constants = {func: constants[name] for func, name in self._kernel_names.items()}
         try:
@@ -160,14 +162,18 @@ class _KernelCall:
 def make_executable(result, lowered, jit, machine_code: bool = True,
                     constants: dict[str, list[np.ndarray]] | None = None) -> Executable | None:
     """The executable of a lowered module (or of one being lowered: `constants`, see
-    `Executable`); None for a module without @main."""
-    return Executable(result.module, lowered, jit, machine_code, constants) if "main" in result.module else None
+    `Executable`); None for a module without @main.  Its kernels' names are the build's
+    (`result.fused_names`), not hashed again."""
+    if "main" not in result.module:
+        return None
+    return Executable(result.module, lowered, jit, machine_code, constants, result.fused_names or None)
 
 
-def _all_fused(module, kernels) -> dict[Function, str]:
+def _all_fused(module, kernels, names: dict[Function, str] | None = None) -> dict[Function, str]:
     """Every primitive function of the module (structurally equal ones share a kernel)
-    with the name of its kernel, each of which `kernels` must name."""
-    names = name_primitive_functions(module)
+    with the name of its kernel (`names` when the build named them already), each of
+    which `kernels` must name."""
+    names = names if names is not None else name_primitive_functions(module)
     missing = sorted({n for n in names.values() if n not in kernels})
     if missing:
         raise LoweringError(f"no kernel for {', '.join(missing)}")
