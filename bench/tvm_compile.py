@@ -119,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     import llvmlite.binding as llvm
     import onnx
 
-    cpu = llvm.get_host_cpu_name()
     import relaylens.compiler
 
-    for folder in relaylens.compiler.__path__:
+    cpu = llvm.get_host_cpu_name()
+    for folder in relaylens.compiler.__path__:  # as an installed package has them (the docstring)
         compileall.compile_dir(folder, quiet=1)
     figures: dict[str, dict] = {}
     lines = ["| model | RelayLens frontend | RelayLens compile | RelayLens total | TVM from_onnx | TVM compile "

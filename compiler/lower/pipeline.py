@@ -252,7 +252,6 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
         if machine_code and lowered.ok and result.module is not None:
             constants = {**{name: fn.constants for name, fn in found.items()},
                          **{job.name: [data for _, data in job.composed.constants] for job in pending}}
-            jit.target_machine  # noqa: B018 - LLVM's target set up here, not raced for by the thread
             early.append(_in_thread(make_executable, result, lowered, jit, True, constants))
 
     for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, schedule_texts,

@@ -91,7 +91,7 @@ class Emitted:
         """`now` without what the region made that uses `var` (but the lanes of `var`)."""
         uses = self._uses.setdefault(id(var), {})
         return {k: v for k, v in now.items()
-                if k in before or (k[0] == id(var) if isinstance(k, tuple) else False)
+                if k in before or (isinstance(k, tuple) and k[0] == id(var))
                 or not uses_var(self._nodes[k], var, uses)}
 
     def reads_memory(self, e: te.PrimExpr) -> bool:

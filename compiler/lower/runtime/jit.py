@@ -113,8 +113,8 @@ def _quiet_missed_vectorization():
     """LLVM writes "loop not vectorized" to the process's stderr for a loop our schedule
     asked to vectorise that O3 could not (tiny or guarded tiles): expected, and not the
     user's concern.  Capture file descriptor 2 while the optimiser runs and pass every
-    other line through.  One thread at a time (`_STDERR`): a build makes its entry's code
-    in a thread while forked children make the kernels' (pipeline.py)."""
+    other line through.  One thread of the process at a time (`_STDERR`): file descriptor 2
+    is the process's, whichever JIT optimises."""
     with _STDERR:
         try:
             sys.stderr.flush()

@@ -130,7 +130,8 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
                    key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
         if cols == 1 or (best[1] > vectors and _flat_cost(oh, ow, blocks, lanes, *best, per_block)
                          < (blocks // vectors) * oh * _cycles(ow, cols, vectors, per_block)):
-            (cols, vectors), flat_first = best, cols > 1
+            flat_first = cols > 1  # more blocks beat a row's tile: taken as is (one column goes on below)
+            cols, vectors = best
     group_bytes = vectors * lanes * 4
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
