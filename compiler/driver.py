@@ -38,6 +38,7 @@ from .check import check_text
 from .diagnostics import Diagnostic, Severity
 from .lower.disk_cache import DiskCache
 from .lower.pipeline import LoweringCache, lower_build
+from .passes_cache import PassesCache
 from .transform.bind_params import bind_params_by_name
 from .unknown_values import fill_unknown_constants
 
@@ -84,6 +85,48 @@ builds pass `DiskCache.default()`, tests a temporary directory); `strict`
     """
     if stop_after not in STAGES:
         raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
+    kept = PassesCache(disk_cache) if disk_cache is not None and stop_after != "check" else None
+    key = kept.key(text, name, params, {"params_origin": params_origin, "passes": passes, "opt_level": opt_level,
+                                        "config": config, "unknown_seed": unknown_seed}) if kept else None
+    built = kept.get(key) if kept else None
+    keeping = None
+    if built is None:
+        built = _check_and_passes(text, name, params, params_origin, passes, opt_level, config, stop_after,
+                                  progress, strict, unknown_seed)
+        if kept and stop_after == "machine_code":
+            keeping = kept.put(key, built)  # pickled while the kernels lower
+    try:
+        return _lower(built, stop_after, cache, jit, progress, strict, disk_cache, opt_level, config, schedule_texts)
+    finally:
+        if keeping is not None:
+            keeping.join()
+
+
+def _lower(built: BuildResult, stop_after: str, cache, jit, progress: Progress | None, strict: bool,
+           disk_cache: DiskCache | None, opt_level: int, config, schedule_texts: bool) -> BuildResult:
+    """The stages llvm and machine code, when the passes made a module without errors."""
+    if not built.ok or not built.snapshots or stop_after in ("check", "passes"):
+        return built
+    try:
+        built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
+                                    progress=_kernel_steps(progress, built), disk=disk_cache,
+                                    options={"opt_level": opt_level, "config": config or {}},
+                                    schedule_texts=schedule_texts)
+    except Exception as err:  # a bug in lowering: say so, keep what the passes made
+        if strict:
+            raise
+        built.diagnostics.append(Diagnostic(f"internal error in lowering: {type(err).__name__}: {err}",
+                                            None, Severity.ERROR, source="lower"))
+        return built
+    built.stage = stop_after
+    built.diagnostics.extend(built.lowered.diagnostics)
+    return built
+
+
+def _check_and_passes(text: str, name: str, params, params_origin: str, passes, opt_level: int, config,
+                      stop_after: str, progress: Progress | None, strict: bool, unknown_seed: int | None
+                      ) -> BuildResult:
+    """The stages check and passes: what `PassesCache` keeps."""
     checked = check_text(text, name)
     result = BuildResult(name, checked, stage="check")
     result.diagnostics = list(checked.diagnostics)
@@ -101,21 +144,6 @@ builds pass `DiskCache.default()`, tests a temporary directory); `strict`
     built = build_module(module, name=name, checked=checked, passes=passes, opt_level=opt_level,
                          config=config, strict=strict, progress=steps)
     built.diagnostics[:0] = [*checked.diagnostics, *filled]  # the check's warnings come first
-    if not built.ok or not built.snapshots or stop_after == "passes":
-        return built
-    try:
-        built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",
-                                    progress=_kernel_steps(progress, built), disk=disk_cache,
-                                    options={"opt_level": opt_level, "config": config or {}},
-                                    schedule_texts=schedule_texts)
-    except Exception as err:  # a bug in lowering: say so, keep what the passes made
-        if strict:
-            raise
-        built.diagnostics.append(Diagnostic(f"internal error in lowering: {type(err).__name__}: {err}",
-                                            None, Severity.ERROR, source="lower"))
-        return built
-    built.stage = stop_after
-    built.diagnostics.extend(built.lowered.diagnostics)
     return built
 
 

@@ -1,7 +1,7 @@
 """`relaylens cache`: the kernel cache on disk that every build shares (lower/disk_cache.py).
 
     relaylens cache [--info]     where it is, its entries, their size and the bound
-    relaylens cache --clear      remove every entry (kernels and the editor's build reports)
+    relaylens cache --clear      remove every entry (kernels, kept builds, the editor's build reports)
 
 Where: $RELAYLENS_CACHE_DIR, else $XDG_CACHE_HOME/relaylens/kernels, else
 ~/.cache/relaylens/kernels; the bound: $RELAYLENS_CACHE_SIZE (default 1 GiB; entries
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ..lower.disk_cache import ENV_OFF, ENV_SIZE, REPORTS, DiskCache, compiler_version, disabled
+from ..lower.disk_cache import ENV_OFF, ENV_SIZE, PASSES, REPORTS, DiskCache, compiler_version, disabled
 from .common import EXIT_OK, UsageError
 
 
@@ -36,19 +36,21 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cache = DiskCache.default()
     except ValueError as exc:
         raise UsageError(f"{ENV_SIZE}: {exc}") from None
-    reports = cache.part(REPORTS)
+    reports, passes = cache.part(REPORTS), cache.part(PASSES)
     if args.clear:
-        removed, reports_removed = cache.clear(), reports.clear()
-        left = cache.info().entries + reports.info().entries
+        removed, reports_removed, passes_removed = cache.clear(), reports.clear(), passes.clear()
+        left = cache.info().entries + reports.info().entries + passes.info().entries
         if left:
             raise UsageError(f"cannot clear {cache.directory}: {_entries(left)} left")
         out.write(f"removed {_entries(removed)} from {cache.directory}"
+                  f"{f', {passes_removed} kept builds' if passes_removed else ''}"
                   f"{f' and {reports_removed} build reports' if reports_removed else ''}\n")
         return EXIT_OK
-    info, kept = cache.info(), reports.info()
+    info, kept, built = cache.info(), reports.info(), passes.info()
     out.write(f"directory: {info.directory}{'' if info.directory.is_dir() else ' (not created yet)'}\n")
     out.write(f"entries: {info.entries}\n")
     out.write(f"size: {_size(info.bytes)} of at most {_size(info.max_bytes)} (${ENV_SIZE})\n")
+    out.write(f"kept builds (check and passes): {built.entries}, {_size(built.bytes)} of at most {_size(built.max_bytes)}\n")
     out.write(f"editor's build reports: {kept.entries}, {_size(kept.bytes)} of at most {_size(kept.max_bytes)}\n")
     out.write(f"compiler: {compiler_version()}\n")
     out.write(f"builds use it: {'no' if disabled() else 'yes'} (--no-cache or ${ENV_OFF}=1 turn it off)\n")

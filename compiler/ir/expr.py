@@ -74,6 +74,9 @@ class Op(Expr):
     def __repr__(self) -> str:
         return f"Op({self.name})"
 
+    def __reduce__(self):  # unpickled as the one object of its name (a build kept on disk)
+        return op, (self.name,)
+
 
 _OPS: dict[str, Op] = {}
 

@@ -25,6 +25,9 @@ class AnyDim:
     def __str__(self) -> str:
         return "?"
 
+    def __reduce__(self) -> str:  # unpickled as the one ANY (compared by identity)
+        return "ANY"
+
 
 ANY = AnyDim()
 

@@ -5,6 +5,7 @@ fast anywhere.
     cache = DiskCache.default()              # $RELAYLENS_CACHE_DIR, else the XDG cache dir
     cache = environment_cache()              # the same, or None when $RELAYLENS_NO_CACHE is set
     key = cache_key(structural_hash(func), signature, options)
+    key = module_key(entry_ir)                 # the AOT entry's machine code
     entry = cache.get(key)                   # an Entry, or None (absent, corrupt, truncated)
     cache.put(key, Entry(meta, {"llvm_ir": b"...", "object": b"..."}))
     cache.info(), cache.clear()              # `relaylens cache --info / --clear`
@@ -57,6 +58,7 @@ SCHEMA = 1  # of the entry format and of what callers put in it; bump on a chang
 MAGIC = b"relaylens-kernel 1\n"
 SUFFIX = ".kernel"
 REPORTS = "reports"  # the part (subdirectory) that holds the editor's build reports
+PASSES = "builds"  # the part that holds builds' check and passes (compiler/passes_cache.py)
 PART_SHARE = 0.25  # of the cache's size bound, for a part's entries on top of it
 _DIGEST = hashlib.sha256().digest_size
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
@@ -128,6 +130,15 @@ def cache_key(structural: int, signature: Any, options: Any) -> str:
     parts = {"schema": SCHEMA, "structural": structural, "signature": signature, "options": options,
              "target": target_id(), "llvm": OPTIONS, "compiler": compiler_version()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def module_key(text: str) -> str:
+    """The key of the machine code of an LLVM module `text` as the JIT compiles it (the
+    AOT entry: runtime/executable.py): its SHA-256 with the target, LLVM's options and the
+    compiler's version."""
+    parts = {"schema": SCHEMA, "module": hashlib.sha256(text.encode()).hexdigest(), "target": target_id(),
+             "llvm": OPTIONS, "compiler": compiler_version()}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass

@@ -252,7 +252,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
         if machine_code and lowered.ok and result.module is not None:
             constants = {**{name: fn.constants for name, fn in found.items()},
                          **{job.name: [data for _, data in job.composed.constants] for job in pending}}
-            early.append(_in_thread(make_executable, result, lowered, jit, True, constants))
+            early.append(_in_thread(make_executable, result, lowered, jit, True, constants, disk))
 
     for job, entry in _lower_jobs(pending, source_name, jit, machine_code, disk, progress, schedule_texts,
                                   lowered.isolated, children_started):
@@ -267,7 +267,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
     lowered.functions = {name: found[name] for name in dict.fromkeys(result.fused_names.values()) if name in found}
     if lowered.ok and result.module is not None:
         try:
-            exe = made if early else make_executable(result, lowered, jit, machine_code)
+            exe = made if early else make_executable(result, lowered, jit, machine_code, disk=disk)
             if isinstance(exe, BaseException):
                 raise exe
             lowered.executable = exe

@@ -23,6 +23,7 @@ from ...ir.expr import Function
 from ...ir.types import TupleType
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
+from ..disk_cache import Entry, module_key
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
@@ -40,7 +41,7 @@ class Executable:
 
     def __init__(self, module, lowered, jit, machine_code: bool = True,
                  constants: dict[str, list[np.ndarray]] | None = None,
-                 names: dict[Function, str] | None = None) -> None:
+                 names: dict[Function, str] | None = None, disk=None) -> None:
         self.module = module
         self.machine_code = machine_code  # False: planned and written as LLVM IR, not runnable
         self.lowered = lowered
@@ -59,7 +60,7 @@ class Executable:
         except NotDataflow as why:
             self.why_interpreted = str(why)
         if self.plan is not None:
-            self._prepare_entry(jit)
+            self._prepare_entry(jit, disk)
 
     @property
     def entry_optimized_ir(self) -> str | None:
@@ -74,17 +75,33 @@ class Executable:
         return "aot" if self.plan is not None else "interpreter"
 
     # --- AOT --------------------------------------------------------------------------
-    def _prepare_entry(self, jit) -> None:
+    def _prepare_entry(self, jit, disk) -> None:
         plan = self.plan
         self.entry_ir = str(entry_module(plan, debug=_entry_debug(self.lowered.source_name)))
         if not self.machine_code:
             return
-        self._entry_engine = jit.load(self.entry_optimized_ir)
+        self._entry_engine = self._entry_code(jit, disk)
         address = jit.address(ENTRY)
         self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
         self._constants = [_aligned_copy(c) for c in plan.constants]
         self._const_table = _pointers(self._constants)
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
+
+    def _entry_code(self, jit, disk):
+        """The entry's machine code: from the disk cache when it holds the code of this very
+        IR (a model built before: no O3, no code generation), else compiled and kept there."""
+        key = module_key(self.entry_ir) if disk is not None else None
+        stored = disk.get(key) if key is not None else None
+        if stored is not None and "object" in stored.blobs:
+            try:
+                return jit.load_object(stored.blobs["object"], {ENTRY: ENTRY})
+            except LoweringError:
+                disk.corrupt += 1  # intact on disk but not loadable: compiled again, written over
+        if key is None:
+            return jit.load(self.entry_optimized_ir)
+        engine, obj = jit.load_keeping_object(self.entry_optimized_ir)
+        disk.put(key, Entry({"name": ENTRY}, {"object": obj}))
+        return engine
 
     @property
     def _kernel_table(self):
@@ -160,13 +177,14 @@ class _KernelCall:
 
 
 def make_executable(result, lowered, jit, machine_code: bool = True,
-                    constants: dict[str, list[np.ndarray]] | None = None) -> Executable | None:
+                    constants: dict[str, list[np.ndarray]] | None = None, disk=None) -> Executable | None:
     """The executable of a lowered module (or of one being lowered: `constants`, see
     `Executable`); None for a module without @main.  Its kernels' names are the build's
-    (`result.fused_names`), not hashed again."""
+    (`result.fused_names`), not hashed again.  `disk`: the kernel cache, which keeps the
+    entry's machine code too."""
     if "main" not in result.module:
         return None
-    return Executable(result.module, lowered, jit, machine_code, constants, result.fused_names or None)
+    return Executable(result.module, lowered, jit, machine_code, constants, result.fused_names or None, disk)
 
 
 def _all_fused(module, kernels, names: dict[Function, str] | None = None) -> dict[Function, str]:

@@ -1,0 +1,143 @@
+"""A build's check and passes kept on disk (compiler/passes_cache.py): the same text built
+again, by this process or another, restores every snapshot instead of running the passes,
+and reads as the build that wrote it; anything else that decides the passes is another
+key; a damaged entry, a build with errors and a deeply nested module are handled."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from relaylens.compiler.driver import compile
+from relaylens.compiler.ir.expr import Call, op
+from relaylens.compiler.ir.functor import post_order
+from relaylens.compiler.lower.disk_cache import PASSES, DiskCache, Entry
+from relaylens.compiler.lower.runtime.jit import JIT
+from relaylens.compiler.passes_cache import MAX_WEIGHT_BYTES, PassesCache
+from relaylens.compiler.printer import print_module
+
+MODEL = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16, 12, 12), float32], %w: Tensor[(16, 16, 3, 3), float32], %b: Tensor[(16), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=16, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2])
+}
+"""
+
+
+def _weights() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    return {"w": rng.standard_normal((16, 16, 3, 3)).astype("float32"),
+            "b": rng.standard_normal(16).astype("float32")}
+
+
+def _x() -> np.ndarray:
+    return np.random.default_rng(2).standard_normal((1, 16, 12, 12)).astype("float32")
+
+
+def _build(directory, text: str = MODEL, name: str = "m.relay", **options):
+    passes: list[str] = []
+    result = compile(text, name, params=_weights(), disk_cache=DiskCache(directory), jit=JIT(),
+                     progress=lambda step: passes.append(step.name) if step.stage == "passes" else None, **options)
+    assert result.ok, result.diagnostics
+    return result, passes
+
+
+def test_the_same_text_built_again_reads_its_passes_from_disk(tmp_path) -> None:
+    cold, ran = _build(tmp_path)
+    assert ran and DiskCache(tmp_path).part(PASSES).info().entries == 1
+    warm, ran_again = _build(tmp_path)
+    assert ran_again == []  # no pass ran
+    assert [s.pass_name for s in warm.snapshots] == [s.pass_name for s in cold.snapshots]
+    for before, after in zip(cold.snapshots, warm.snapshots):
+        assert print_module(after.module, spans=True) == print_module(before.module, spans=True), after.pass_name
+    assert sorted(warm.fused_names.values()) == sorted(cold.fused_names.values())
+    calls = [n for n in post_order(warm.module["main"]) if isinstance(n, Call)]
+    assert any(c.op is op("layout_transform") for c in calls)  # one operator object: AlterOpLayout's rewrite kept
+    np.testing.assert_array_equal(warm.executable.run(_x()), cold.executable.run(_x()))
+    conv = next(n for n in post_order(warm.checked.module["main"]) if isinstance(n, Call) and n.op is op("nn.conv2d"))
+    (key,) = warm.provenance.keys_of(conv)  # the restored spans are of the restored source
+    assert [len(nodes) for _, nodes in warm.provenance.trace(key)] == [len(nodes) for _, nodes in cold.provenance.trace(key)]
+    assert warm.provenance.fused_function(key)[0] == cold.provenance.fused_function(key)[0]
+
+
+def test_another_process_reads_them_too(tmp_path) -> None:
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from relaylens.compiler.driver import compile
+        from relaylens.compiler.lower.disk_cache import DiskCache
+        rng = np.random.default_rng(1)
+        params = {{"w": rng.standard_normal((16, 16, 3, 3)).astype("float32"),
+                   "b": rng.standard_normal(16).astype("float32")}}
+        result = compile({MODEL!r}, "m.relay", params=params, disk_cache=DiskCache({str(tmp_path)!r}))
+        assert result.executable is not None, result.diagnostics
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+    warm, ran = _build(tmp_path)
+    assert ran == [] and warm.executable is not None
+    cold = compile(MODEL, "m.relay", params=_weights(), jit=JIT())
+    np.testing.assert_array_equal(warm.executable.run(_x()), cold.executable.run(_x()))
+
+
+def test_anything_that_decides_the_passes_is_another_key(tmp_path) -> None:
+    kept = PassesCache(DiskCache(tmp_path))
+    options = {"opt_level": 3, "config": None}
+    weights = _weights()
+    base = kept.key(MODEL, "m.relay", weights, options)
+    other_weights = {**weights, "b": weights["b"] + 1}
+    keys = {base, kept.key(MODEL + " ", "m.relay", weights, options), kept.key(MODEL, "n.relay", weights, options),
+            kept.key(MODEL, "m.relay", other_weights, options), kept.key(MODEL, "m.relay", None, options),
+            kept.key(MODEL, "m.relay", weights, {**options, "opt_level": 2})}
+    assert len(keys) == 6 and base == kept.key(MODEL, "m.relay", _weights(), dict(options))
+    large = {"w": np.zeros(MAX_WEIGHT_BYTES // 4 + 1, "float32")}
+    assert kept.key(MODEL, "m.relay", large, options) is None  # not kept: hashing would cost what it saves
+
+
+def test_a_build_that_stops_before_machine_code_reads_but_does_not_write(tmp_path) -> None:
+    _build(tmp_path, stop_after="llvm")
+    assert DiskCache(tmp_path).part(PASSES).info().entries == 0  # the editor's builds: one per edit
+    _build(tmp_path)
+    shown, ran = _build(tmp_path, stop_after="llvm")
+    assert ran == [] and shown.lowered.ok
+
+
+def test_an_entry_that_does_not_unpickle_is_built_again_and_written_over(tmp_path) -> None:
+    _build(tmp_path)
+    builds = DiskCache(tmp_path).part(PASSES)
+    (path,) = builds.directory.iterdir()
+    builds.put(path.stem, Entry({"name": "m.relay"}, {"build": b"not a pickle"}))  # intact, but unreadable
+    result, ran = _build(tmp_path)
+    assert ran and result.executable is not None
+    state = pickle.loads(builds.get(path.stem).blobs["build"])
+    assert len(state[1]) == len(result.snapshots)
+
+
+def test_a_build_with_errors_is_not_kept(tmp_path) -> None:
+    text = MODEL.replace("nn.relu(%1)", "nn.relu(%1, %1)")
+    result = compile(text, "m.relay", params=_weights(), disk_cache=DiskCache(tmp_path), jit=JIT())
+    assert not result.ok
+    assert DiskCache(tmp_path).part(PASSES).info().entries == 0
+
+
+@pytest.mark.parametrize("depth", [1500])
+def test_a_deeply_nested_module_is_kept(tmp_path, depth) -> None:
+    lines = [f"  %{i} = add(%{i - 1}, 1f);" if i else "  %0 = add(%x, 1f);" for i in range(depth)]
+    text = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(4), float32]) {\n' + "\n".join(lines)
+            + f"\n  %{depth - 1}\n}}\n")
+    built = compile(text, "deep.relay", stop_after="passes")
+    assert built.ok, built.diagnostics[:3]
+    with pytest.raises(RecursionError):  # what the pickling thread's deep stack is for
+        pickle.dumps(built.snapshots[0].module)
+    kept = PassesCache(DiskCache(tmp_path))
+    key = kept.key(text, "deep.relay", None, {})
+    kept.put(key, built).join()
+    again = kept.get(key)
+    assert again is not None
+    assert print_module(again.snapshots[0].module) == print_module(built.snapshots[0].module)
+    assert print_module(again.module) == print_module(built.module)
