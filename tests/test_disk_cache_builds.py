@@ -62,8 +62,8 @@ def test_a_kernel_built_by_another_process_is_loaded_and_moved_to_its_new_lines(
     cold = compile(_moved(MODEL), "sub/second.relay", jit=JIT())
     assert warm.executable is not None and cold.executable is not None
     kernels = len(cold.lowered.functions)
-    assert (disk.hits, disk.misses, disk.corrupt) == (kernels, 1, 0)  # the entry's lines moved: compiled again
-    assert len(set(tmp_path.iterdir()) - set(written)) == 1  # that entry's code: no kernel lowered
+    assert (disk.hits, disk.misses, disk.corrupt) == (kernels, 0, 0)
+    assert sorted(tmp_path.iterdir()) == written  # nothing lowered, no kernel written
     for name, fn in cold.lowered.functions.items():
         got = warm.lowered.functions[name]
         assert got.llvm_ir == fn.llvm_ir, name  # the new file, lines and kernel name
@@ -79,8 +79,8 @@ def test_damaged_entries_are_rebuilt_and_the_build_runs(tmp_path) -> None:
     disk = DiskCache(tmp_path)
     first = compile(MODEL, "m.relay", disk_cache=disk, jit=JIT())
     expected = first.executable.run(*_inputs())
-    entries = sorted(p for p in tmp_path.iterdir() if p.is_file())  # the kernels and the entry's code
-    assert len(entries) == len(first.lowered.functions) + 1 >= 3
+    entries = sorted(p for p in tmp_path.iterdir() if p.is_file())  # the kernels (the parts are folders)
+    assert len(entries) == len(first.lowered.functions) >= 2
     entries[0].write_bytes(entries[0].read_bytes()[:100])  # truncated
     data = bytearray(entries[1].read_bytes())
     data[len(data) // 2] ^= 0xFF  # one bit pattern changed
@@ -101,7 +101,7 @@ def test_an_entry_without_machine_code_gets_it_when_a_build_needs_it(tmp_path) -
     assert shown.lowered.ok and shown.executable is None
     disk = DiskCache(tmp_path)
     ran = compile(MODEL, "m.relay", disk_cache=disk, jit=JIT())
-    assert disk.hits == len(ran.lowered.functions) and disk.misses == 1  # the entry's code: no editor build makes it
+    assert disk.hits == len(ran.lowered.functions) and disk.misses == 0
     expected = compile(MODEL, "m.relay", jit=JIT()).executable.run(*_inputs())
     np.testing.assert_array_equal(ran.executable.run(*_inputs()), expected)
     assert all("object" in DiskCache(tmp_path).get(p.stem).blobs for p in tmp_path.iterdir() if p.is_file())  # kept
@@ -259,20 +259,25 @@ def test_a_kernel_given_machine_code_is_not_compiled_again_from_memory() -> None
 
 
 def test_the_entrys_machine_code_is_kept_and_a_damaged_one_compiled_again(tmp_path) -> None:
-    from relaylens.compiler.lower.disk_cache import module_key
+    from relaylens.compiler.lower.disk_cache import ENTRIES, module_key
 
-    first = compile(MODEL, "m.relay", disk_cache=DiskCache(tmp_path), jit=JIT())
+    class CountingJIT(JIT):
+        compiled = 0
+
+        def load_keeping_object(self, text):
+            CountingJIT.compiled += 1
+            return super().load_keeping_object(text)
+
+    first = compile(MODEL, "m.relay", disk_cache=DiskCache(tmp_path), jit=CountingJIT())
     expected = first.executable.run(*_inputs())
+    entries = DiskCache(tmp_path).part(ENTRIES)
     key = module_key(first.executable.entry_ir)
-    assert "object" in DiskCache(tmp_path).get(key).blobs
-    disk = DiskCache(tmp_path)
-    again = compile(MODEL, "m.relay", disk_cache=disk, jit=JIT())
-    assert (disk.hits, disk.misses) == (len(first.lowered.functions) + 1, 0)  # the kernels and the entry
+    assert "object" in entries.get(key).blobs and CountingJIT.compiled == 1
+    again = compile(MODEL, "m.relay", disk_cache=DiskCache(tmp_path), jit=CountingJIT())
+    assert CountingJIT.compiled == 1  # neither kernels nor the entry compiled
     np.testing.assert_array_equal(again.executable.run(*_inputs()), expected)
-    path = DiskCache(tmp_path).path(key)
-    path.write_bytes(path.read_bytes()[:-100])  # truncated
-    disk = DiskCache(tmp_path)
-    third = compile(MODEL, "m.relay", disk_cache=disk, jit=JIT())
-    assert (disk.corrupt, disk.misses) == (1, 1) and third.ok, third.diagnostics
+    entries.path(key).write_bytes(entries.path(key).read_bytes()[:-100])  # truncated
+    third = compile(MODEL, "m.relay", disk_cache=DiskCache(tmp_path), jit=CountingJIT())
+    assert CountingJIT.compiled == 2 and third.ok, third.diagnostics
     np.testing.assert_array_equal(third.executable.run(*_inputs()), expected)
-    assert "object" in DiskCache(tmp_path).get(key).blobs  # written whole again
+    assert "object" in entries.get(key).blobs  # written whole again

@@ -15,8 +15,13 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ..lower.disk_cache import ENV_OFF, ENV_SIZE, PASSES, REPORTS, DiskCache, compiler_version, disabled
+from ..lower.disk_cache import ENTRIES, ENV_OFF, ENV_SIZE, PASSES, REPORTS, DiskCache, compiler_version, disabled
 from .common import EXIT_OK, UsageError
+
+# the cache's parts (subdirectories): how --info names them, and what --clear says it removed
+PARTS = {PASSES: ("kept builds (check and passes)", "kept builds"),
+         ENTRIES: ("entries' machine code", "entries' machine code"),
+         REPORTS: ("editor's build reports", "build reports")}
 
 
 def add_parser(commands) -> None:
@@ -36,22 +41,23 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         cache = DiskCache.default()
     except ValueError as exc:
         raise UsageError(f"{ENV_SIZE}: {exc}") from None
-    reports, passes = cache.part(REPORTS), cache.part(PASSES)
+    parts = {name: cache.part(name) for name in PARTS}
     if args.clear:
-        removed, reports_removed, passes_removed = cache.clear(), reports.clear(), passes.clear()
-        left = cache.info().entries + reports.info().entries + passes.info().entries
+        removed = cache.clear()
+        cleared = {name: part.clear() for name, part in parts.items()}
+        left = cache.info().entries + sum(part.info().entries for part in parts.values())
         if left:
             raise UsageError(f"cannot clear {cache.directory}: {_entries(left)} left")
-        out.write(f"removed {_entries(removed)} from {cache.directory}"
-                  f"{f', {passes_removed} kept builds' if passes_removed else ''}"
-                  f"{f' and {reports_removed} build reports' if reports_removed else ''}\n")
+        also = ", ".join(f"{n} {PARTS[name][1]}" for name, n in cleared.items() if n)
+        out.write(f"removed {_entries(removed)} from {cache.directory}{' and ' + also if also else ''}\n")
         return EXIT_OK
-    info, kept, built = cache.info(), reports.info(), passes.info()
+    info = cache.info()
     out.write(f"directory: {info.directory}{'' if info.directory.is_dir() else ' (not created yet)'}\n")
     out.write(f"entries: {info.entries}\n")
     out.write(f"size: {_size(info.bytes)} of at most {_size(info.max_bytes)} (${ENV_SIZE})\n")
-    out.write(f"kept builds (check and passes): {built.entries}, {_size(built.bytes)} of at most {_size(built.max_bytes)}\n")
-    out.write(f"editor's build reports: {kept.entries}, {_size(kept.bytes)} of at most {_size(kept.max_bytes)}\n")
+    for name, part in parts.items():
+        kept = part.info()
+        out.write(f"{PARTS[name][0]}: {kept.entries}, {_size(kept.bytes)} of at most {_size(kept.max_bytes)}\n")
     out.write(f"compiler: {compiler_version()}\n")
     out.write(f"builds use it: {'no' if disabled() else 'yes'} (--no-cache or ${ENV_OFF}=1 turn it off)\n")
     return EXIT_OK

@@ -59,6 +59,7 @@ MAGIC = b"relaylens-kernel 1\n"
 SUFFIX = ".kernel"
 REPORTS = "reports"  # the part (subdirectory) that holds the editor's build reports
 PASSES = "builds"  # the part that holds builds' check and passes (compiler/passes_cache.py)
+ENTRIES = "entries"  # the part that holds the AOT entries' machine code (runtime/executable.py)
 PART_SHARE = 0.25  # of the cache's size bound, for a part's entries on top of it
 _DIGEST = hashlib.sha256().digest_size
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)

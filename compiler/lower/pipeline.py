@@ -136,17 +136,19 @@ class LoweringCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, name: str, func: Function) -> LoweredFunction | None:
-        for entry in self._entries.get(structural_hash(func), ()):
+    def get(self, name: str, func: Function, structural: int | None = None) -> LoweredFunction | None:
+        """`structural`: `func`'s structural hash, when the caller has it already."""
+        for entry in self._entries.get(structural_hash(func) if structural is None else structural, ()):
             if structural_equal(entry.func, func, types=True):
                 self.hits += 1
                 return entry if entry.func is func and entry.name == name else _relocated(entry, func, name)
         self.misses += 1
         return None
 
-    def put(self, lowered: LoweredFunction) -> None:
+    def put(self, lowered: LoweredFunction, structural: int | None = None) -> None:
         """Newest first: a kernel given machine code later is found before its LLVM-only self."""
-        self._entries.setdefault(structural_hash(lowered.func), []).insert(0, lowered)
+        structural = structural_hash(lowered.func) if structural is None else structural
+        self._entries.setdefault(structural, []).insert(0, lowered)
 
 
 @dataclass
@@ -231,16 +233,17 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
         if name in found or any(job.name == name for job in pending):
             continue
         try:
-            entry = cache.get(name, func)
+            structural = structural_hash(func)  # once: each cache below keys by it
+            entry = cache.get(name, func, structural)
             if entry is not None and machine_code and entry.engine is None:
                 entry = _with_machine_code(entry, jit)  # cached by a build that stopped at LLVM IR
-                cache.put(entry)
+                cache.put(entry, structural)
             if entry is None:
-                entry, job = _from_disk_or_job(func, name, source_name, jit, machine_code, disk, options)
+                entry, job = _from_disk_or_job(func, name, source_name, jit, machine_code, disk, options, structural)
                 if job is not None:
                     pending.append(job)
                     continue
-                cache.put(entry)
+                cache.put(entry, structural)
             found[name] = entry
             if progress is not None:
                 progress(name)
@@ -259,7 +262,7 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
         if isinstance(entry, LoweringError):
             lowered.diagnostics.append(_diagnostic(job.name, job.func, entry))
             continue
-        cache.put(entry)
+        cache.put(entry, job.structural)
         found[job.name] = entry
     made = _outcome(early[0]) if early else None  # the thread joined before any other fork (_make_texts)
     if schedule_texts:
@@ -346,24 +349,25 @@ class _Job:
     name: str
     composed: Composed
     key: str | None
+    structural: int  # func's structural hash
 
 
 def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_code: bool,
-                      disk: DiskCache | None, options: dict[str, Any] | None
+                      disk: DiskCache | None, options: dict[str, Any] | None, structural: int
                       ) -> tuple[LoweredFunction | None, _Job | None]:
     """`func` from the disk cache if it holds it (machine code loaded, not compiled; debug
     information re-pointed at `func`'s lines), else the job of lowering it."""
     composed = compose(func)
     if disk is None:
-        return None, _Job(func, name, composed, None)
-    key = cache_key(structural_hash(func), _signature(composed), options or {})
+        return None, _Job(func, name, composed, None, structural)
+    key = cache_key(structural, _signature(composed), options or {})
     stored = disk.get(key)
     if stored is not None:
         try:
             return _from_disk(stored, func, name, source_name, composed, jit, machine_code, disk, key), None
         except (LoweringError, KeyError, TypeError, ValueError, UnicodeDecodeError):
             disk.corrupt += 1  # intact on disk but not usable here: lowered again, written over
-    return None, _Job(func, name, composed, key)
+    return None, _Job(func, name, composed, key, structural)
 
 
 def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, disk: DiskCache | None,

@@ -120,14 +120,14 @@ class GenerationalCache:
         self.current = LoweringCache()
         self.added: list = []
 
-    def get(self, name, func):
-        hit = self.current.get(name, func) or self.previous.get(name, func)
+    def get(self, name, func, structural=None):
+        hit = self.current.get(name, func, structural) or self.previous.get(name, func, structural)
         if hit is not None:
-            self.put(hit)
+            self.put(hit, structural)
         return hit
 
-    def put(self, lowered) -> None:
-        self.current.put(lowered)
+    def put(self, lowered, structural=None) -> None:
+        self.current.put(lowered, structural)
         self.added.append(lowered)
 
     def salvage(self):

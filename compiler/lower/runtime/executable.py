@@ -23,7 +23,7 @@ from ...ir.expr import Function
 from ...ir.types import TupleType
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
-from ..disk_cache import Entry, module_key
+from ..disk_cache import ENTRIES, Entry, module_key
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
@@ -88,8 +88,10 @@ class Executable:
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
 
     def _entry_code(self, jit, disk):
-        """The entry's machine code: from the disk cache when it holds the code of this very
-        IR (a model built before: no O3, no code generation), else compiled and kept there."""
+        """The entry's machine code: from the disk cache (its part entries/) when it holds the
+        code of this very IR (a model built before: no O3, no code generation), else
+        compiled and kept there."""
+        disk = disk.part(ENTRIES) if disk is not None else None
         key = module_key(self.entry_ir) if disk is not None else None
         stored = disk.get(key) if key is not None else None
         if stored is not None and "object" in stored.blobs:
