@@ -161,7 +161,21 @@ def _activations() -> list[Case]:
             Case(op, [Arr((3, 5), "float16")], name="f16", rtol=1e-3, atol=1e-3),
             Case(op, [big], name="large", atol=1e-4),
             Case(op, [Arr((2, 3, 64))], name="rows-in-lanes"),  # schedule/row_reduce.py
+            Case(op, [Arr((2, 8, 64))], name="rows-together"),  # row_reduce.rows_together
+            Case(op, [Arr((6, 32))], name="rows-together-2d"),
         ]
+    # rows of 64 two at a time, with what the shift by the row's maximum must survive: -inf
+    # (a row of it: NaN, as the reference), NaN, +inf (NaN), values past e^x's range
+    special = np.random.default_rng(4).standard_normal((8, 64)).astype(np.float32)
+    special[0, 1:] = -np.inf
+    special[1, 5] = np.nan
+    special[2] *= 1000
+    special[3, 7] = np.inf
+    special[4] = -np.inf
+    special[5, ::2] = -np.inf
+    special[6] = special[6] * 30 - 3000
+    special[7, 9] = 80.0
+    cases.append(Case("nn.softmax", [Arr((8, 64), value=special)], name="rows-together-special"))
     return cases
 
 

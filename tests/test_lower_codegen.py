@@ -706,6 +706,16 @@ def test_kernel_checks_arguments(jit):
     with pytest.raises(ValueError, match="aligned"):
         k(x, out=misaligned)
     assert aligned_empty((3, 5), "float64").ctypes.data % 64 == 0
+    strided = np.repeat(x, 2)[::2]  # not contiguous: copied
+    np.testing.assert_array_equal(k(strided), x)
+    frozen = aligned_empty(x.shape, "float32")
+    frozen[...] = x
+    frozen.flags.writeable = False  # read-only input: read in place
+    np.testing.assert_array_equal(k(frozen), x)
+    with pytest.raises(ValueError, match="writeable"):
+        k(x, out=frozen)
+    out = aligned_empty(x.shape, "float32")
+    assert k(x[::-1], out=[out]) is out and (out == x[::-1]).all()
 
 
 def test_errors(jit):

@@ -12,6 +12,7 @@ from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.schedule.conv_tile_end import FORK_MIN
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.primitives import Schedule, ScheduleError
+from relaylens.compiler.lower.schedule.row_reduce import rows_together
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 
@@ -682,11 +683,12 @@ def test_default_softmax_keeps_the_exponential_once():
 
 
 def test_default_row_reductions_run_in_vector_lanes():
-    ins, out = softmax(rows=4, cols=64)
+    ins, out = softmax(rows=3, cols=64)
     sch, text = _default(ins, [out])
     assert "T_max.rf = allocate(float32, [1, 16])" in lines(sch) and "T_sum.rf = allocate(float32, [1, 16])" in text
-    # a row at a time (row_reduce.schedule_row_group): its exponentials for the sum and the division
-    assert lines(sch)[1:3] == ["for ax0 in range(4):", "T_exp = allocate(float32, [1, 64])"]
+    # a row at a time (row_reduce.schedule_row_group; 3 rows: no group of them): its
+    # exponentials for the sum and the division
+    assert lines(sch)[1:3] == ["for ax0 in range(3):", "T_exp = allocate(float32, [1, 64])"]
     assert "T_sum.rf[ax1_1] = T_sum.rf[ax1_1] + T_exp[k.outer * 16 + ax1_1]" in lines(sch)
     assert "T_div[ax0 * 64 + ax1] = T_exp[ax1] / T_sum[0]" in lines(sch)
     assert "for k.lane in unrolled(16):" in lines(sch)
@@ -694,11 +696,38 @@ def test_default_row_reductions_run_in_vector_lanes():
     nan = values([x])[0]
     nan[2, 40] = np.nan
     got = check(sch, [nan])[0]
-    assert np.isnan(got[2]).all() and not np.isnan(got[[0, 1, 3]]).any()
+    assert np.isnan(got[2]).all() and not np.isnan(got[[0, 1]]).any()
     short = te.placeholder((4, 24), "float32", "x")  # fewer than 2 vectors a row: a scalar loop
     r = te.reduce_axis(24, "k")
     sch, text = _default([short], [te.compute((4,), lambda i: te.max(short[i, r], axis=[r]), "T_max")])
     assert ".rf" not in text
+
+
+@pytest.mark.parametrize("rows, together", [(8, 2), (6, 2)])
+def test_default_row_group_computes_rows_together(rows, together):
+    """Rows of a row group in groups (row_reduce.rows_together): each step of a row
+    reduction updates every row of the group (independent chains side by side), each
+    stage covers the group, and the output's loop runs over the groups."""
+    ins, out = softmax(rows=rows, cols=64)
+    sch, text = _default(ins, [out])
+    assert lines(sch)[1:3] == [f"for ax0.outer in range({rows // together}):",
+                               f"T_exp = allocate(float32, [{together}, 64])"]
+    assert f"T_max.rf = allocate(float32, [{together}, 16])" in lines(sch)
+    body = lines(sch)
+    k = body.index("for k.outer_1 in range(4):")
+    assert body[k + 1].startswith("for ax0_") and body[k + 1].endswith(f"in unrolled({together}):")
+    assert body[-3:-1] == [f"for ax0.inner in unrolled({together}):", "for ax1 in vectorized(64):"]
+    x = sch.inputs[0]
+    special = values([x])[0]
+    special[1, 40] = np.nan
+    special[2, :] = -np.inf
+    special[3, 1:] = -np.inf
+    got = check(sch, [special])[0]
+    assert np.isnan(got[[1, 2]]).all() and not np.isnan(np.delete(got, [1, 2], axis=0)).any()
+    np.testing.assert_allclose(got[3], np.eye(64)[0], atol=0)
+    assert rows_together(te.placeholder((8, 2048), "float32", "x")) == 2  # 16 KiB of rows at most
+    assert rows_together(te.placeholder((8, 4096), "float32", "x")) == 1
+    assert rows_together(te.placeholder((7, 64), "float32", "x")) == 1
 
 
 @pytest.mark.parametrize("n, c, h, w, k", [(1, 3, 7, 9, 5), (2, 2, 1, 1, 1), (1, 1, 5, 20, 2)])

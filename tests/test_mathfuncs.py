@@ -139,7 +139,7 @@ def jit():
     return JIT(num_threads=1)
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "exp_nonpositive", "fast_exp", "fast_tanh",
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "softmax_exp", "fast_exp", "fast_tanh",
                                   "fast_erf"])
 def test_compiled_code_gives_the_evaluated_bits(jit, name):
     """The code generator inlines the same expression: a vectorised loop over the grid
@@ -172,7 +172,7 @@ def test_only_loops_of_math_expansions_ask_for_vectors_side_by_side():
     assert "llvm.loop.vectorize.enable" in text and "interleave" not in text
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "exp_nonpositive", "fast_exp", "fast_tanh",
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "softmax_exp", "fast_exp", "fast_tanh",
                                   "fast_erf"])
 def test_vector_code_gives_the_evaluated_bits(jit, name):
     """Inside a vectorized loop of a power-of-two width with a straight-line body (a fused
@@ -297,26 +297,37 @@ def test_tanh_is_one_branch():
     assert sum(1 for n in te.nodes(mathfuncs.tanh(v)) if isinstance(n, te.Select)) == 1
 
 
-def test_exp_nonpositive_is_exp_up_to_zero_and_one_above():
-    """Softmax's exponential: `exp`'s very bits for x <= 0 (subnormal results, -inf and
-    NaN included, so `exp`'s bounds hold), e^0 = 1 above; with 2^k in one multiply, not
-    two halves; te_eval's exact reference is e^min(x, 0)."""
-    want, got = _evaluate(mathfuncs.exp), _evaluate(mathfuncs.exp_nonpositive)
-    down = ~(X > 0)
-    np.testing.assert_array_equal(got[down].view(np.int32), want[down].view(np.int32))
-    assert (got[X > 0] == 1).all() and np.isnan(got[np.isnan(X)]).all()
+def test_softmax_exp_is_2_to_the_64_times_exp_within_2_ulp():
+    """Softmax's exponential: 2^64 e^x within 2 ulp on [-104, 43.6] (no subnormal
+    results there), the value at -104 below (-inf included), NaN kept; one fused
+    multiply-add applies 2^(k + 64), no clamp from above; te_eval's exact reference is
+    2^64 e^max(x, -104)."""
+    got = _evaluate(mathfuncs.softmax_exp)
+    with np.errstate(all="ignore"):
+        exact = np.exp(np.maximum(X64, -104.0)) * mathfuncs.SOFTMAX_EXP_SCALE
+    inside = (X >= -104) & (X <= 43.6)
+    assert inside.sum() > 100000
+    ulps = _ulps(got[inside], exact[inside])
+    assert ulps.max() <= 2, f"{ulps.max():.2f} ulp at x={X[inside][np.argmax(ulps)]!r}"
+    assert np.all(got[inside] >= 2.0 ** -126)  # normal floats: 2^64 e^-104 is about 1.2e-26
+    below = X < -104
+    assert below.sum() > 1000 and np.all(got[below] == got[below][0])
+    assert _ulps(got[below][:1], np.array([np.exp(-104.0) * 2.0 ** 64]))[0] <= 2
+    assert np.isnan(got[np.isnan(X)]).all()
     v = te.Var("v", "float32")
-    assert not any(isinstance(n, te.Binary) and n.op == "shr" for n in te.nodes(mathfuncs.exp_nonpositive(v)))
-    exact = _evaluate(lambda x: te.intrinsic("exp_nonpositive", x))
-    np.testing.assert_array_equal(exact, _evaluate(lambda x: te.exp(te.minimum(x, 0.0))))
+    nodes = list(te.nodes(mathfuncs.softmax_exp(v)))
+    assert sum(1 for n in nodes if isinstance(n, te.Select)) == 1  # max(x, -104) only
+    assert not any(isinstance(n, te.Binary) and n.op == "shr" for n in nodes)
+    evaluated, kept = _evaluate(lambda x: te.intrinsic("softmax_exp", x)), ~np.isnan(X) & (X <= 43.6)
+    np.testing.assert_array_equal(evaluated[kept], exact[kept].astype(np.float32))
 
 
-def test_exp_nonpositive_on_float64_is_the_exact_function(jit):
+def test_softmax_exp_on_float64_is_the_exact_function(jit):
     x = np.array([-800.0, -1.5, -0.0, 0.0, 2.0, np.nan])
     a, out = te.Buffer("a", (6,), "float64"), te.Buffer("out", (6,), "float64")
     i = te.Var("i")
-    func = ln.PrimFunc("exp_np64", (a, out), ln.For(i, 6, ln.Store(
-        out, i, te.intrinsic("exp_nonpositive", te.BufferLoad(a, i, "float64")))))
+    func = ln.PrimFunc("softmax_exp64", (a, out), ln.For(i, 6, ln.Store(
+        out, i, te.intrinsic("softmax_exp", te.BufferLoad(a, i, "float64")))))
     jit.load(jit.optimize(str(generate([func], "t.relay"))))
     got = jit.kernel(func)(x)
-    np.testing.assert_array_equal(got, np.exp(np.minimum(x, 0)))
+    np.testing.assert_array_equal(got, np.exp(x) * 2.0 ** 64)

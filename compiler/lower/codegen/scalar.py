@@ -6,12 +6,12 @@ Integer division and remainder never trap: a zero divisor acts as 1 and `MIN / -
 as the numpy reference does.  Float arithmetic is exact IEEE steps except in an
 accumulation (`em.contract`), where a*b+c may fuse into an FMA.
 
-`exp`, `tanh`, `erf`, `sigmoid`, `exp_nonpositive` (softmax's) and the fast
+`exp`, `tanh`, `erf`, `sigmoid`, `softmax_exp` (softmax's) and the fast
 approximations `fast_exp`, `fast_tanh`, `fast_erf` on float32 (and float16, through
 float32) are inlined as straight-line arithmetic (te/mathfuncs.py, with their error
 bounds), which the loop vectoriser widens into SIMD code; on float64 they stay calls to
-LLVM's intrinsics or libm (the fast ones are the exact ones there, `exp_nonpositive`
-exp(min(x, 0))).
+LLVM's intrinsics or libm (the fast ones are the exact ones there, `softmax_exp`
+2^64 exp(x)).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import llvmlite.ir as ir
 
 from ..errors import LoweringError
 from ..te import expr as te
-from ..te.mathfuncs import INLINED
+from ..te.mathfuncs import INLINED, SOFTMAX_EXP_SCALE
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -393,9 +393,8 @@ def call(em, name: str, args: list[ir.Value], src: str, dtype: str) -> ir.Value:
         return y if src == "float32" else b.fptrunc(y, x.type)
     if name.startswith("fast_"):  # float64: the exact function
         return call(em, name.removeprefix("fast_"), args, src, dtype)
-    if name == "exp_nonpositive":  # float64: exp(min(x, 0)), NaN kept
-        zero = ir.Constant(x.type, 0.0)
-        return call(em, "exp", [b.select(b.fcmp_ordered("<", zero, x), zero, x)], src, dtype)
+    if name == "softmax_exp":  # float64: 2^64 exp(x), NaN kept
+        return b.fmul(call(em, "exp", args, src, dtype), ir.Constant(x.type, SOFTMAX_EXP_SCALE))
     if name in _LLVM_MATH:
         return b.call(_intrinsic(em.module, _LLVM_MATH[name], x.type), [x])
     if name == "rsqrt":

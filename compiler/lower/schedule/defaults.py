@@ -123,7 +123,7 @@ WINDOW_SIDE = 4  # outputs of a whole-window pool (global pooling) computed side
 POOL_COLUMNS = 8  # output vectors of a pooling window computed side by side
 ANCHOR_WORDS = ("conv", "dense", "matmul")
 COSTLY = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan", "tanh",
-          "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf", "exp_nonpositive")
+          "erf", "sigmoid", "fast_exp", "fast_tanh", "fast_erf", "softmax_exp")
 
 
 def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], name: str) -> Schedule:

@@ -111,12 +111,12 @@ class Binary(PrimExpr):
 # erf sigmoid abs (any) floor ceil round (half away from zero) trunc isnan isinf isfinite
 # (-> bool) not (bool) popcount; reinterpret (the same bits as another dtype of the same
 # width: `intrinsic("reinterpret", v, dtype="float32")`); fast_exp fast_tanh fast_erf (the
-# approximations of mathfuncs.py on float32 and float16, exact on float64); exp_nonpositive
-# (e^min(x, 0): softmax's exp(x - max), the bits of exp there in fewer instructions)
+# approximations of mathfuncs.py on float32 and float16, exact on float64); softmax_exp
+# (2^64 e^x for softmax's x - max(x) <= 0: mathfuncs.py)
 INTRINSICS = ("exp", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "atan",
               "tanh", "erf", "sigmoid", "abs", "floor", "ceil", "round", "trunc", "isnan",
               "isinf", "isfinite", "not", "neg", "reinterpret", "fast_exp", "fast_tanh", "fast_erf", "fma",
-              "exp_nonpositive")
+              "softmax_exp")
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -11,7 +11,7 @@ alike.  With them (where each Horner step was a multiply and an add) GPT-2's tan
 over 128 x 3072 took 0.64 ms against 0.78, BERT's erf GELU 0.78 against 1.03, softmax
 over 1x12x128x128 0.25 against 0.29 (1 thread, CPU time, the two alternating in one
 process, load 6).  The code generator inlines them for the float32 (and float16, through
-float32) intrinsics `exp`, `tanh`, `erf`, `sigmoid`, softmax's `exp_nonpositive` and
+float32) intrinsics `exp`, `tanh`, `erf`, `sigmoid`, softmax's `softmax_exp` and
 `fast_exp`, `fast_tanh`, `fast_erf` (`INLINED`; codegen/scalar.py); the compute rules of
 the FastMath ops (`fast_exp`, ..., `nn.fast_softmax`) call the fast intrinsics, so
 schedules print `fast_exp(x)`, not the expansion.  te/evaluate.py evaluates the fast
@@ -27,7 +27,8 @@ them to, with some margin: the largest errors on the tests' grid are 0.96 ulp fo
 * `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
   range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
   exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
-* `exp_nonpositive`: `exp`'s bits for x <= 0 (so its bounds), 1 above.
+* `softmax_exp`: 2^64 e^x within 2 ulp for x in [-104, 43.6] (the value at -104 below,
+  NaN stays NaN; not defined above).
 * `tanh`: at most 3 ulp; odd, tanh(±0) = ±0, ±1 beyond ±9.1 and at ±inf.
 * `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from about |x| = 3.92 on and at ±inf.
 * `sigmoid`: 1 / (1 + exp(-x)) as the op's reference computes it in float32: at most
@@ -142,13 +143,22 @@ def exp(x: te.PrimExpr) -> te.PrimExpr:
     return ((q + 1.0) * _pow2(half)) * _pow2(n - half)
 
 
-def exp_nonpositive(x: te.PrimExpr) -> te.PrimExpr:
-    """e^min(x, 0), softmax's exp(x - max): the bits of `exp` for x <= 0 in 6 instructions
-    fewer.  On x within [-104, 0] k is in [-150, 0], so e^r 2^(k + 64) is a normal float,
-    exact, and one multiply by 2^-64 rounds it once, subnormal results included (`exp`
-    needs two halves of 2^k for its whole range).  NaN is kept."""
-    q, t = _exp_reduced(_upto(_from(x, -104.0), 0.0))
-    return ((q + 1.0) * _pow2_of(t, 64)) * (2.0 ** -64)
+SOFTMAX_EXP_SCALE = 2.0 ** 64  # softmax_exp's results are e^x times this
+
+
+def softmax_exp(x: te.PrimExpr) -> te.PrimExpr:
+    """2^64 e^x, for softmax's x = v - max(v) <= 0: softmax divides by the sum of these,
+    so the scale cancels, and with it the care `exp` takes over subnormal results
+    (2^64 e^-104 is a normal float).  x is taken at least -104: there e^x 2^64 times
+    1 / sum (at most 2^-64) rounds to 0, as e^x itself does.  No upper clamp: k is in
+    [-150, 63] up to x = 43.6, so 2^(k + 64) is a normal float, and 2^(k + 64) (1 + q) is
+    one fused multiply-add, one rounding.  14 instructions a vector where its predecessor
+    `exp_nonpositive` (e^min(x, 0): x clamped to [-104, 0], times 1 + q, then 2^-64)
+    took 17.  Above 43.6 the result is not defined (softmax never gets there); NaN is
+    kept."""
+    q, t = _exp_reduced(_from(x, -104.0))
+    p = _pow2_of(t, 64)
+    return te.fma(q, p, p)
 
 
 def _copysign(magnitude: te.PrimExpr, x: te.PrimExpr) -> te.PrimExpr:
@@ -259,7 +269,7 @@ def fast_erf(x: te.PrimExpr) -> te.PrimExpr:
 
 # intrinsic -> its float32 expansion, which the code generator inlines
 INLINED: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
-    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "exp_nonpositive": exp_nonpositive,
+    "exp": exp, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "softmax_exp": softmax_exp,
     "fast_exp": fast_exp, "fast_tanh": fast_tanh, "fast_erf": fast_erf}
 FAST: dict[str, Callable[[te.PrimExpr], te.PrimExpr]] = {
     "exp": fast_exp, "tanh": fast_tanh, "erf": fast_erf}

@@ -70,9 +70,12 @@ def _softmax(x: te.Tensor, axis: int, exp_fn) -> te.Tensor:
 
 
 def _shifted_exp(v: te.PrimExpr) -> te.PrimExpr:
-    """e^v for softmax's v = x - max(x) <= 0: `exp_nonpositive` on float32 (the bits of
-    `exp` there, in fewer instructions: te/mathfuncs.py), `exp` on float64."""
-    return te.intrinsic("exp_nonpositive", v) if v.dtype == "float32" else te.exp(v)
+    """e^v up to a scale for softmax's v = x - max(x) <= 0: `softmax_exp` on float32
+    (2^64 e^v in fewer instructions than `exp`: te/mathfuncs.py; the scale cancels in the
+    division by the sum), `exp` on float64.  Measured (1 thread, CPU time, 1x12x128x128,
+    the kernel alone, alternated in one run, medians of 30 and 40 pairs, load 5-7):
+    0.86-0.87x the time with `exp_nonpositive` (e^min(v, 0), three instructions more)."""
+    return te.intrinsic("softmax_exp", v) if v.dtype == "float32" else te.exp(v)
 
 
 @register_compute("nn.softmax")
