@@ -224,3 +224,27 @@ def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
     got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ci,co,size,k,chunked", [
+    (256, 32, 14, 1, True),  # the chunked tile (conv_chunks.py)
+    (64, 256, 8, 1, False),  # conv.py's tile: the filters of a group fit
+    (64, 32, 7, 3, True),  # a 3x3 filter: the channels inside the window's taps
+])
+def test_nchwc_tiles_unroll_the_channels_of_an_input_block(avx2, jit, ci, co, size, k, chunked):
+    """Both tiles unroll `rci`, the 8 channels of one input block (conv_tile_end.py
+    `unroll_block_channels`), and still compute the convolution."""
+    case, attrs = nchwc(ci, co, size, k)
+    func = relu_bias_function(case)
+    recorded = steps(func)
+    assert any(p == "cache_accumulator" for p, _ in recorded) == chunked
+    assert ("unroll", "T_conv2d_NCHWc: rci") in recorded, recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)

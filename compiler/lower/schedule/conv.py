@@ -82,7 +82,7 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .conv_chunks import chunked_tile, schedule_chunked
-from .conv_tile_end import parallel_tiles, planes_alias
+from .conv_tile_end import parallel_tiles, planes_alias, unroll_block_channels
 from .depthwise import schedule_depthwise
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
@@ -281,6 +281,7 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
     cols, vectors = conv_tile(t.shape[3], t.shape[1], depthwise, lanes)
     n, ob, y, x, lane = conv.axes
     sch.reorder(t, n, y, *conv.reduce_axes, ob, x, lane)
+    unroll_block_channels(sch, conv)
     sch.unroll(t, ob)
     sch.unroll(t, x)
     sch.vectorize(t, lane)

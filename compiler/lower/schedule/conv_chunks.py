@@ -94,6 +94,7 @@ MobileNet v2.
 from __future__ import annotations
 
 from ..te import expr as te
+from .conv_tile_end import unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -264,6 +265,7 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
     sch.cache_accumulator(t, ci)
+    unroll_block_channels(sch, conv)
     sch.unroll(t, ob)
     sch.unroll(t, xi)
     sch.vectorize(t, lane)
