@@ -75,13 +75,13 @@ def unroll_block_channels(sch: Schedule, conv: Stage) -> None:
 NCHWC_TAG = "nn.contrib_conv2d_NCHWc"  # te/topi/conv_blocked.py nchwc_conv2d's tag
 
 
-def parallel_tiles(sch: Schedule, conv: Stage, epilogue: Stage, loop: Axis) -> None:
+def parallel_tiles(sch: Schedule, conv: Stage, epilogue: Stage, loop: Axis, at: Axis | None = None) -> None:
     """`loop` (the epilogue's tiles, fused) parallel when the convolution does at least
     TILE_FORK_MIN multiply-adds and there is more than one tile; the convolution computed
-    at it."""
+    at it, or at `at`, a tile loop inside it (conv.py's columns' tiles)."""
     work = 1
     for extent in (*conv.tensor.shape, *(a.extent for a in conv.reduce_axes)):
         work *= extent
     if loop.extent > 1 and work >= TILE_FORK_MIN:
         sch.parallel(epilogue.tensor, loop)
-    sch.compute_at(conv.tensor, epilogue.tensor, loop)
+    sch.compute_at(conv.tensor, epilogue.tensor, loop if at is None else at)
