@@ -224,3 +224,53 @@ def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
     got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ci,co,size,k,chunked", [
+    (256, 32, 14, 1, True),  # the chunked tile (conv_chunks.py)
+    (64, 256, 8, 1, False),  # conv.py's tile: the filters of a group fit
+    (64, 32, 7, 3, True),  # a 3x3 filter: the channels inside the window's taps
+])
+def test_nchwc_tiles_unroll_the_channels_of_an_input_block(avx2, jit, ci, co, size, k, chunked):
+    """Both tiles unroll `rci`, the 8 channels of one input block (conv_tile_end.py
+    `unroll_block_channels`), and still compute the convolution."""
+    case, attrs = nchwc(ci, co, size, k)
+    func = relu_bias_function(case)
+    recorded = steps(func)
+    assert any(p == "cache_accumulator" for p, _ in recorded) == chunked
+    assert ("unroll", "T_conv2d_NCHWc: rci") in recorded, recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ci,co,size,nested", [
+    (64, 256, 8, True),  # 8 groups of blocks x 8 rows: the columns' tiles a loop inside the parallel one
+    (24, 144, 56, True),  # MobileNet v2's expansion (smaller reduction than its tile's epilogue)
+    (64, 8, 7, False),  # one block, 7 rows: fewer than NESTED_TILES_MIN, all the tiles one loop
+])
+def test_plain_tile_keeps_its_column_tiles_a_loop_of_their_own(avx2, jit, ci, co, size, nested):
+    """conv.py's tile: from NESTED_TILES_MIN outer tiles the columns' tile loop stays inside
+    the parallel loop (the tile's addresses step instead of being divided out of one
+    fused index every tile), and the kernel still matches numpy."""
+    case, attrs = nchwc(ci, co, size, 1)
+    func = relu_bias_function(case)
+    recorded = steps(func)
+    assert not any(p == "cache_accumulator" for p, _ in recorded)
+    assert ("compute_at", "T_conv2d_NCHWc at T_relu.ax3.outer") in recorded if nested else \
+        ("fuse", "T_relu: ax0, ax1.outer, ax2, ax3.outer -> ax0.ax1.outer.ax2.ax3.outer.fused") in recorded, recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)

@@ -169,8 +169,11 @@ def schedule_steps(case) -> list[tuple[str, str]]:
 def test_tile_loop_puts_channel_blocks_inside_when_the_input_is_the_larger(plain_tile):
     big_input = schedule_steps(conv((1, 256, 56, 56), (64, 256, 1, 1), "big-input"))
     big_weight = schedule_steps(conv((1, 512, 7, 7), (512, 512, 3, 3), "big-weight", padding=(1, 1)))
-    assert ("fuse", "T_conv2d: ax0, ax2, ax3.outer, ax1.outer -> ax0.ax2.ax3.outer.ax1.outer.fused") in big_input
-    assert ("fuse", "T_conv2d: ax0, ax1.outer, ax2, ax3.outer -> ax0.ax1.outer.ax2.ax3.outer.fused") in big_weight
+    # the innermost tile loop apart inside the others fused (conv.py NESTED_TILES_MIN)
+    assert ("fuse", "T_conv2d: ax0, ax2, ax3.outer -> ax0.ax2.ax3.outer.fused") in big_input
+    assert ("compute_at", "T_conv2d_NCHW16c at T_conv2d.ax1.outer") in big_input
+    assert ("fuse", "T_conv2d: ax0, ax1.outer, ax2 -> ax0.ax1.outer.ax2.fused") in big_weight
+    assert ("compute_at", "T_conv2d_NCHW16c at T_conv2d.ax3.outer") in big_weight
 
 
 def test_depthwise_and_strided_1x1_stages():

@@ -809,6 +809,22 @@ def test_a_fused_loop_flattened_again_is_the_loop_even_through_a_bounded_quotien
     assert tidy(flat, {id(f): 64 * 56}) is f
 
 
+def test_a_flattened_position_read_through_rows_and_columns_is_the_position():
+    from relaylens.compiler.lower.te.arith import tidy
+
+    b, p, t, u = te.Var("b"), te.Var("p"), te.Var("t"), te.Var("u")
+    extents = {id(b): 4, id(p): 112, id(t): 37, id(u): 1000}
+    # conv_chunks.py's flat tile: position p of a buffer of 2 rows x 56 columns, block b
+    assert ln.print_expr(tidy((b * 2 + p // 56) * 56 + p % 56, extents)) == "b * 2 * 56 + p"
+    # the same through a tile's own sum (t * 3 + 1), and with the row term alone
+    q = t * 3 + 1
+    assert ln.print_expr(tidy((b * 2 + q // 56) * 56 + q % 56, extents)) == "b * 2 * 56 + t * 3 + 1"
+    assert tidy((p // 56) * 56 + p % 56, extents) is p
+    # another divisor, or another dividend, is left as it is
+    assert ln.print_expr(tidy((b * 2 + p // 56) * 28 + p % 28, extents)) == "(b * 2 + p // 56) * 28 + p % 28"
+    assert ln.print_expr(tidy((b * 2 + u // 56) * 56 + p % 56, extents)) == "(b * 2 + u // 56) * 56 + p % 56"
+
+
 def test_a_quotient_by_a_multiple_of_the_scaled_terms_drops_the_bounded_rest():
     from relaylens.compiler.lower.te.arith import tidy
 

@@ -14,7 +14,10 @@ which writes the tile's outputs 16 channels at a time:
                                  and does not fit in half of CACHE_BYTES (the weight is
                                  then read again per position, not the input per block;
                                  with half of this machine's 512 KiB L2 instead, ResNet-50's
-                                 1x1 64 -> 256 at 56x56 took 1.56x the time, 1 thread)
+                                 1x1 64 -> 256 at 56x56 took 1.56x the time, 1 thread);
+                                 the innermost of the four (x.outer, or c.outer) a serial
+                                 loop of its own inside the others fused, from
+                                 NESTED_TILES_MIN of them (below)
       T_conv2d_NCHW16c.local     the tile, for rc, ry, rx:
                                    ob (vectors, unrolled), x (cols, unrolled),
                                    lane (16, vectorized): FMA
@@ -52,6 +55,17 @@ accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filte
 7x7 and 14x14.  Without such an epilogue (the blocked result is read elsewhere too) `cache_write`
 makes one, a copy in the blocked layout.
 
+With every tile loop fused into one, each tile divided its row, column and block back
+out of the fused index (multiplications by reciprocals, then the addresses of 12 loads
+and 12 stores from them: about 150 instructions a tile of MobileNet v2's 24 -> 144
+expansion against 24 reduction steps of 20; in a sampled profile 23% of the kernel
+outside the reduction).  The columns' tile loop kept apart (the others, at least
+NESTED_TILES_MIN tiles, still fused and parallel), its addresses step.  Measured with
+te/arith.py's flattened positions (`undivide`) in the same build, against the build
+before both (1 thread, CPU time, each kernel alone, alternated 21 times, load 8-9): 24 ->
+144 at 56x56 0.87x, 64 -> 256 0.94x; the chunked tiles (conv_chunks.py), whose buffer
+index `undivide` alone changes, 0.94-1.01x (within that load's noise).
+
 On a 16-register unit, a convolution (not depthwise; its epilogue storing a channel per
 lane) whose filters for one tile's blocks outgrow a quarter of L1 (WEIGHT_BYTES) is
 summed a chunk of input channels at a time instead (conv_chunks.py): its tile reads them from L2 here, per `cols` columns.
@@ -82,12 +96,13 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .conv_chunks import chunked_tile, schedule_chunked
-from .conv_tile_end import parallel_tiles, planes_alias
+from .conv_tile_end import parallel_tiles, planes_alias, unroll_block_channels
 from .depthwise import schedule_depthwise
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
 CACHE_BYTES = 2 << 20  # per core (L2)
+NESTED_TILES_MIN = 16  # outer tiles from which the innermost tile loop stays a loop of its own (module doc)
 COPY_PARALLEL_BYTES = 1 << 17  # a copy's bytes worth a parallel loop (see the module doc)
 
 
@@ -281,6 +296,7 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
     cols, vectors = conv_tile(t.shape[3], t.shape[1], depthwise, lanes)
     n, ob, y, x, lane = conv.axes
     sch.reorder(t, n, y, *conv.reduce_axes, ob, x, lane)
+    unroll_block_channels(sch, conv)
     sch.unroll(t, ob)
     sch.unroll(t, x)
     sch.vectorize(t, lane)
@@ -302,7 +318,14 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
         sch.unroll(e, inner_lane)
         sch.vectorize(e, xi)
     sch.unroll(e, bi)
-    parallel_tiles(sch, conv, epilogue, sch.fuse(e, *tiles))
+    outer, inner = tiles[:-1], tiles[-1]
+    extent = 1
+    for axis in outer:
+        extent *= axis.extent
+    if extent >= NESTED_TILES_MIN:  # the innermost tile loop serial inside the parallel one
+        parallel_tiles(sch, conv, epilogue, sch.fuse(e, *outer), at=inner)
+    else:
+        parallel_tiles(sch, conv, epilogue, sch.fuse(e, *tiles))
 
 
 

@@ -88,12 +88,24 @@ at 1 thread (CPU time) 0.926x and 0.939x the time in two runs, at 2 threads (wal
 0.872x; MobileNet v2 at 1 thread 0.973x.  4 KiB against 8: ResNet-50 1.013x.  Keeping
 conv.py's tile for filters of 8-16 KiB (chunking only beyond 16) was 1.04x slower on
 ResNet-50 (its 1x1 convolutions from 128 channels: 16 KiB of filters a group), 0.99x on
-MobileNet v2.
+MobileNet v2.  With the channels of an input block unrolled (conv_tile_end.py), measured
+again on the kernels alone (1 thread, CPU time, alternated 21 times, load 7-8): 16 KiB
+(MLAS's 128 channels a chunk) 1.34x the time on 256 -> 64 at 56x56, 1.17x on 144 -> 24,
+0.94-1.08x on the others; 10 and 12 KiB 0.97-1.07x; ACC_BYTES 32 KiB 0.93-1.16x.  Kept.
+
+Tried and not taken: the filter blocks of a tile side by side in the packed weight.  A
+tile's `vectors` blocks of OIHW8i8o lie I x 32 bytes apart (8 KiB for 256 input
+channels: one L1 set for all four).  AlterOpLayout packing OIHW8i4o8o instead (the 4
+blocks of a group adjacent for each input channel, 128 contiguous bytes a step, the
+kernel reading weight[ob // 4, ..., ob % 4, lane]) gave 0.88-1.11x on the 1x1 kernels,
+no consistent gain (1 thread, alternated 15 times, load 6): the conflict is not where
+the time goes.  MLAS's own NCHWc filters are OIHW8i8o with the blocks apart, as here.
 """
 
 from __future__ import annotations
 
 from ..te import expr as te
+from .conv_tile_end import unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -264,6 +276,7 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
     sch.cache_accumulator(t, ci)
+    unroll_block_channels(sch, conv)
     sch.unroll(t, ob)
     sch.unroll(t, xi)
     sch.vectorize(t, lane)

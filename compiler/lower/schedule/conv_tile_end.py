@@ -1,7 +1,22 @@
-"""What the blocked and the depthwise convolution schedules (conv.py, depthwise.py) share:
-whether an NCHW output's channel planes alias in L1 (`planes_alias`), and the last step of
+"""What the blocked and the depthwise convolution schedules (conv.py, conv_chunks.py,
+depthwise.py) share: whether an NCHW output's channel planes alias in L1 (`planes_alias`),
+the unrolled channels of an input block (`unroll_block_channels`), and the last step of
 a tile schedule (`parallel_tiles`): the epilogue's fused tile loop run in parallel when the
 convolution's work is worth a fork and join, the convolution computed at that loop.
+
+An NCHWc convolution's reduction ends in the channels of one input block (`rci`, the x of
+NCHW[x]c: 8 on AVX2): its step broadcasts one input channel at `cols` positions and
+multiplies it by `vectors` weight vectors.  As a loop of 8 it costs an induction variable,
+a compare and a branch beside each step's 19 instructions (3 x 4), and its trip ends every
+8 steps; unrolled, the 8 steps read the broadcasts and the weights at constant offsets from
+one base each (as MLAS's NCHWc kernels are written).  Measured (1 thread, CPU time, each
+kernel alone as bench/cnn_kernels.py builds it, the two builds' kernels alternated 25
+times, median of the paired ratios, load 4-6 from other work): ResNet-50's 1x1
+convolutions 256 -> 64 at 56x56 0.77, 512 -> 128 at 28x28 0.86, 128 -> 512 0.93, 1024 ->
+256 at 14x14 0.90, 256 -> 1024 0.87, 2048 -> 512 at 7x7 0.87, 512 -> 2048 0.91, 64 -> 256
+at 56x56 0.97 (conv.py's tile); MobileNet v2's 24 -> 144 at 56x56 0.94, 144 -> 24 0.99,
+96 -> 24 0.99, 960 -> 160 at 7x7 0.82.  In a sampled profile (perf, cpu-clock) of 256 ->
+64 at 14x14 the loop of 8 held 88% of the kernel's samples before.
 
 A parallel region costs a fork and a join: libgomp's threads sleep after a short spin
 (runtime/jit.py), so the calling thread may wake the others through the kernel; waiting
@@ -37,6 +52,7 @@ from .stage import Axis
 FORK_MIN = 1 << 19  # multiply-adds (elements times reduction length) worth a parallel region
 TILE_FORK_MIN = 1 << 17  # the same for a convolution's tiles, whose input the kernel before wrote on both cores
 L1_SET_STRIDE = 4096  # addresses this far apart share an L1 set (64 sets of 64-byte lines)
+UNROLL_CHANNELS_MAX = 16  # the channels of an input block unrolled up to this many (a vector's lanes)
 
 
 def planes_alias(t: te.Tensor) -> bool:
@@ -47,13 +63,25 @@ def planes_alias(t: te.Tensor) -> bool:
     return (t.shape[2] * t.shape[3] * te.bits(t.dtype) // 8) % L1_SET_STRIDE == 0
 
 
-def parallel_tiles(sch: Schedule, conv: Stage, epilogue: Stage, loop: Axis) -> None:
+def unroll_block_channels(sch: Schedule, conv: Stage) -> None:
+    """Unroll the last reduction axis of an NCHWc convolution (`nchwc_conv2d`'s `rci`, the
+    channels of one input block) when it has at most UNROLL_CHANNELS_MAX channels (see
+    the module doc); other convolutions are left as they are."""
+    axes = conv.reduce_axes
+    if conv.tensor.op.tag == NCHWC_TAG and len(axes) == 4 and 1 < axes[-1].extent <= UNROLL_CHANNELS_MAX:
+        sch.unroll(conv.tensor, axes[-1])
+
+
+NCHWC_TAG = "nn.contrib_conv2d_NCHWc"  # te/topi/conv_blocked.py nchwc_conv2d's tag
+
+
+def parallel_tiles(sch: Schedule, conv: Stage, epilogue: Stage, loop: Axis, at: Axis | None = None) -> None:
     """`loop` (the epilogue's tiles, fused) parallel when the convolution does at least
     TILE_FORK_MIN multiply-adds and there is more than one tile; the convolution computed
-    at it."""
+    at it, or at `at`, a tile loop inside it (conv.py's columns' tiles)."""
     work = 1
     for extent in (*conv.tensor.shape, *(a.extent for a in conv.reduce_axes)):
         work *= extent
     if loop.extent > 1 and work >= TILE_FORK_MIN:
         sch.parallel(epilogue.tensor, loop)
-    sch.compute_at(conv.tensor, epilogue.tensor, loop)
+    sch.compute_at(conv.tensor, epilogue.tensor, loop if at is None else at)

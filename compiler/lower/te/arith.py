@@ -200,15 +200,28 @@ def common_factor(n: te.Binary, extents: dict[int, int]) -> te.PrimExpr | None:
 
 
 def undivide(n: te.Binary) -> te.PrimExpr | None:
-    """x for `x // c * c + x % c`, else None."""
+    """x for `x // c * c + x % c`, and `r * c + x` for `(r + x // c) * c + x % c` (a tile
+    over rows and columns flattened, read through a buffer of rows x columns: the
+    position itself, not its row and column recombined every tile), else None."""
     a, b = n.a, n.b
     if not (isinstance(a, te.Binary) and a.op == "mul" and isinstance(b, te.Binary) and b.op == "floormod"):
         return None
     q, c = a.a, a.b
-    if not (isinstance(q, te.Binary) and q.op == "floordiv" and isinstance(c, te.Const)):
+    if not (isinstance(c, te.Const) and isinstance(b.b, te.Const) and b.b.value == c.value):
         return None
-    same_c = isinstance(q.b, te.Const) and q.b.value == c.value and expr_key(b.b) == expr_key(c)
-    return q.a if same_c and expr_key(q.a) == expr_key(b.a) else None
+    terms = sum_terms(q)
+    x = expr_key(b.a)
+    for k, t in enumerate(terms):
+        if (isinstance(t, te.Binary) and t.op == "floordiv" and isinstance(t.b, te.Const)
+                and t.b.value == c.value and expr_key(t.a) == x):
+            rest = terms[:k] + terms[k + 1:]
+            if not rest:
+                return b.a
+            r = rest[0]
+            for more in rest[1:]:
+                r = r + more
+            return simplify(r * c + b.a)
+    return None
 
 
 def minus(i: te.PrimExpr, start: te.PrimExpr) -> te.PrimExpr:
