@@ -295,3 +295,26 @@ def test_children_keep_the_heap_they_inherit_out_of_the_collector():
     import gc
 
     assert all(count > 0 for _, count in map_forked(lambda _: gc.get_freeze_count(), [0, 1, 2], 2))
+
+
+def test_a_child_collects_its_own_garbage_only_past_gc_objects(monkeypatch):
+    """A child leaves the garbage of its items uncollected (gc.disable: llvmlite's IR is
+    cyclic, and finding it cost a sixth of a child's Python) until GC_OBJECTS objects
+    are left, then collects: its count grows over two items, and no further."""
+    import gc
+
+    from relaylens.compiler.lower import parallel
+
+    monkeypatch.setattr(parallel, "GC_OBJECTS", 5000)
+
+    def cycles(n: int) -> tuple[bool, int]:
+        for _ in range(n):
+            a: list = []
+            a.append(a)
+        return gc.isenabled(), gc.get_count()[0]
+
+    seen = [answer for _, answer in sorted(map_forked(cycles, [3000] * 6, 1, isolate=True))]
+    assert not any(enabled for enabled, _ in seen)
+    counts = [count for _, count in seen]
+    assert max(counts) > 5000, counts  # two items' garbage, uncollected
+    assert max(counts) < 9000, counts  # collected past GC_OBJECTS, never three items' worth

@@ -82,6 +82,10 @@ def test_flat_index_and_printing():
     idx = ln.flat_index(buf.shape, (i, j, k))
     assert ln.print_expr(idx) == "(i * 3 + j) * 4 + k"
     assert ln.print_expr(ln.flat_index((5,), (te.const(0, te.INDEX),))) == "0"
+    zero, one = te.const(0, te.INDEX), te.const(1, te.INDEX)  # each index simplified, each step folded
+    assert ln.print_expr(ln.flat_index((2, 3, 4), (zero, j * 1 + zero, one))) == "j * 4 + 1"
+    assert ln.print_expr(ln.flat_index((2, 3, 4), (one, te.const(2, te.INDEX) * one, k + zero))) == "20 + k"
+    assert ln.print_expr(ln.flat_index((3, 4), (j * 1, one))) == "j * 4 + 1"
     body = ln.For(i, 2, ln.For(j, 3, ln.Store(buf, idx, te.const(1.0, "float32")), kind="vectorized"),
                   kind="parallel")
     f = ln.PrimFunc("f", (buf,), body)

@@ -62,13 +62,24 @@ def _fold(n: te.PrimExpr) -> te.PrimExpr | None:
 
 
 def flat_index(shape: tuple[int, ...], indices: tuple[te.PrimExpr, ...]) -> te.PrimExpr:
-    """The row-major offset of `indices` in a buffer of `shape` (folded where constant)."""
+    """The row-major offset of `indices` in a buffer of `shape` (folded where constant).
+
+    Each index is simplified once, and at each axis only the two nodes it adds are folded:
+    the offset so far is simplified already, which `simplify` leaves as it is (simplified
+    whole at every axis, it was walked once per axis: scheduling ResNet-50 took a fifth to a
+    third longer)."""
     if not indices:
         return te.const(0, te.INDEX)
-    result = indices[0]
+    result = simplify(indices[0])
     for dim, idx in zip(shape[1:], indices[1:]):
-        result = simplify(result * dim + idx)
-    return simplify(result)
+        result = _folded(_folded(result * dim) + simplify(idx))
+    return result
+
+
+def _folded(n: te.PrimExpr) -> te.PrimExpr:
+    """`n`, whose children are simplified, simplified."""
+    folded = _fold(n)
+    return n if folded is None else folded
 
 
 def bounds(e: te.PrimExpr, extents: dict[int, int],

@@ -400,21 +400,22 @@ def compute(shape: Sequence[int], fcompute: Callable[..., Any], name: str = "T_c
 
 
 def children(e: PrimExpr) -> tuple[PrimExpr, ...]:
-    if isinstance(e, Binary):
-        return (e.a, e.b)
-    if isinstance(e, Call):
-        return e.args
-    if isinstance(e, Cast):
-        return (e.value,)
-    if isinstance(e, Select):
-        return (e.cond, e.a, e.b)
-    if isinstance(e, Load):
-        return e.indices
-    if isinstance(e, BufferLoad):
-        return (e.index,)
-    if isinstance(e, Reduce):
-        return (e.source,) if e.index is None else (e.source, e.index)
-    return ()
+    """The expressions directly under `e` (none for a constant or a variable)."""
+    kids = _CHILDREN.get(type(e))
+    return kids(e) if kids is not None else ()
+
+
+# by the node's exact type (no PrimExpr class is subclassed): the code generator and the
+# scheduler's rewrites ask this of every node they pass, most of them leaves
+_CHILDREN: dict[type, Callable[[Any], tuple[PrimExpr, ...]]] = {
+    Binary: lambda e: (e.a, e.b),
+    Call: lambda e: e.args,
+    Cast: lambda e: (e.value,),
+    Select: lambda e: (e.cond, e.a, e.b),
+    Load: lambda e: e.indices,
+    BufferLoad: lambda e: (e.index,),
+    Reduce: lambda e: (e.source,) if e.index is None else (e.source, e.index),
+}
 
 
 def nodes(e: PrimExpr) -> list[PrimExpr]:
@@ -458,12 +459,17 @@ def transform(e: PrimExpr, fn: Callable[[PrimExpr], PrimExpr | None]) -> PrimExp
 
     def go(node: PrimExpr) -> PrimExpr:
         key = id(node)
-        if key in memo:
-            return memo[key]
-        node2 = rebuild(node, [go(k) for k in children(node)]) if children(node) else node
-        out = fn(node2)
-        memo[key] = node2 if out is None else out
-        return memo[key]
+        done = memo.get(key)
+        if done is not None:
+            return done
+        kids = children(node)
+        if kids:
+            new = [go(k) for k in kids]
+            if any(a is not b for a, b in zip(kids, new)):
+                node = rebuild(node, new)
+        out = fn(node)
+        done = memo[key] = node if out is None else out
+        return done
 
     return go(e)
 
