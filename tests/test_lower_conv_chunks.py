@@ -216,14 +216,7 @@ def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
     assert any(p == "vectorize" and a.startswith("T_strided: ax4") for p, a in recorded), recorded
     lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
     assert any(s.name == "T_strided" and not s.inlined for s in lowered.schedule.stages)
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((1, ci, size, size)).astype("float32")
-    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
-    b = rng.standard_normal(co).astype("float32")
-    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
-    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
-    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
-    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+    _agrees_with_numpy(lowered, attrs, ci, co, size, 1, seed=7)
 
 
 @pytest.mark.parametrize("ci,co,size,k,chunked", [
@@ -240,14 +233,7 @@ def test_nchwc_tiles_unroll_the_channels_of_an_input_block(avx2, jit, ci, co, si
     assert any(p == "cache_accumulator" for p, _ in recorded) == chunked
     assert ("unroll", "T_conv2d_NCHWc: rci") in recorded, recorded
     lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((1, ci, size, size)).astype("float32")
-    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype("float32")
-    b = rng.standard_normal(co).astype("float32")
-    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
-    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
-    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
-    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+    _agrees_with_numpy(lowered, attrs, ci, co, size, k, seed=8)
 
 
 @pytest.mark.parametrize("ci,co,size,nested", [
@@ -269,6 +255,18 @@ def test_plain_tile_keeps_its_column_tiles_a_loop_of_their_own(avx2, jit, ci, co
     rng = np.random.default_rng(9)
     x = rng.standard_normal((1, ci, size, size)).astype("float32")
     w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+def _agrees_with_numpy(lowered, attrs, ci: int, co: int, size: int, k: int, seed: int) -> None:
+    """The lowered conv2d + bias + relu on NCHW8c data equals numpy's on random values."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, k, k)) / np.sqrt(ci * k * k)).astype("float32")
     b = rng.standard_normal(co).astype("float32")
     xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
     got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))

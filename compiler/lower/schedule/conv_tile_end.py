@@ -53,6 +53,7 @@ FORK_MIN = 1 << 19  # multiply-adds (elements times reduction length) worth a pa
 TILE_FORK_MIN = 1 << 17  # the same for a convolution's tiles, whose input the kernel before wrote on both cores
 L1_SET_STRIDE = 4096  # addresses this far apart share an L1 set (64 sets of 64-byte lines)
 UNROLL_CHANNELS_MAX = 16  # the channels of an input block unrolled up to this many (a vector's lanes)
+NCHWC_TAG = "nn.contrib_conv2d_NCHWc"  # te/topi/conv_blocked.py nchwc_conv2d's tag
 
 
 def planes_alias(t: te.Tensor) -> bool:
@@ -70,9 +71,6 @@ def unroll_block_channels(sch: Schedule, conv: Stage) -> None:
     axes = conv.reduce_axes
     if conv.tensor.op.tag == NCHWC_TAG and len(axes) == 4 and 1 < axes[-1].extent <= UNROLL_CHANNELS_MAX:
         sch.unroll(conv.tensor, axes[-1])
-
-
-NCHWC_TAG = "nn.contrib_conv2d_NCHWc"  # te/topi/conv_blocked.py nchwc_conv2d's tag
 
 
 def parallel_tiles(sch: Schedule, conv: Stage, epilogue: Stage, loop: Axis, at: Axis | None = None) -> None:
