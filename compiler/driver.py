@@ -76,8 +76,10 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     them in errors); `passes` replaces relay.build's pipeline by passes named as TVM names them; `config`
     is the PassContext's (`--config KEY=JSON`); `cache` keeps lowered kernels between
     builds (the editor's rebuild after an edit re-lowers only what changed); `disk_cache`
-keeps them on disk for every process (lower/disk_cache.py: the CLI's and the editor's
-builds pass `DiskCache.default()`, tests a temporary directory); `strict`
+    keeps them on disk for every process (lower/disk_cache.py: the CLI's and the editor's
+    builds pass `DiskCache.default()`, tests a temporary directory), and with them what the
+    check and passes made of a text built to machine code, which a build of the same text,
+    weights and options reads instead of running them (passes_cache.py); `strict`
     re-raises a failing pass instead of reporting it (for tests).  `unknown_seed` gives the
     constants of unknown value (text printed without its metadata) values drawn from it
     (unknown_values.py) before the passes, so that such a model lowers and runs.

@@ -45,11 +45,13 @@ SCHEMA = 1  # of the pickled state; bump when BuildResult's fields change meanin
 MAX_WEIGHT_BYTES = 16 << 20
 MAX_ENTRY_BYTES = 64 << 20
 STACK_BYTES = 512 << 20  # the pickling thread's stack (reserved, touched as deep as the module nests)
-DEPTH = 200_000  # the recursion limit while it pickles (a node a few levels: BERT-base needs about 20,000)
+DEPTH = 200_000  # the recursion limit while it pickles (BERT-base's input module nests past the default 1,000)
 _KEPT = ("checked", "snapshots", "diagnostics", "fused_names", "fusion_reasons")
 
 
 class PassesCache:
+    """Builds' check and passes in the disk cache's part builds/ (see the module doc)."""
+
     def __init__(self, disk: DiskCache) -> None:
         self.disk = disk.part(PASSES)
         self.corrupt = 0
@@ -84,8 +86,7 @@ class PassesCache:
         holds now).  The thread has a deep stack, as a deeply nested module needs to be pickled."""
         if key is None or not built.ok:
             return None
-        state = (built.checked, list(built.snapshots), list(built.diagnostics), dict(built.fused_names),
-                 dict(built.fusion_reasons))
+        state = tuple(_copy(getattr(built, field)) for field in _KEPT)
         saved = threading.stack_size()
         try:
             threading.stack_size(STACK_BYTES)
@@ -106,6 +107,11 @@ class PassesCache:
             sys.setrecursionlimit(limit)
         if len(data) <= MAX_ENTRY_BYTES:
             self.disk.put(key, Entry({"name": name}, {"build": data}))
+
+
+def _copy(value: Any) -> Any:
+    """A list or dict copied (lowering may add to the build's while the thread pickles)."""
+    return value.copy() if isinstance(value, (list, dict)) else value
 
 
 @lru_cache(maxsize=1)
