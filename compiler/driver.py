@@ -91,17 +91,16 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     key = kept.key(text, name, params, {"params_origin": params_origin, "passes": passes, "opt_level": opt_level,
                                         "config": config, "unknown_seed": unknown_seed}) if kept else None
     built = kept.get(key) if kept else None
-    keeping = None
+    keep = None
     if built is None:
         built = _check_and_passes(text, name, params, params_origin, passes, opt_level, config, stop_after,
                                   progress, strict, unknown_seed)
         if kept and stop_after == "machine_code":
-            keeping = kept.put(key, built)  # pickled while the kernels lower
-    try:
-        return _lower(built, stop_after, cache, jit, progress, strict, disk_cache, opt_level, config, schedule_texts)
-    finally:
-        if keeping is not None:
-            keeping.join()
+            keep = kept.later(key, built)  # what the passes made, kept once the kernels are lowered
+    built = _lower(built, stop_after, cache, jit, progress, strict, disk_cache, opt_level, config, schedule_texts)
+    if keep is not None:
+        keep()
+    return built
 
 
 def _lower(built: BuildResult, stop_after: str, cache, jit, progress: Progress | None, strict: bool,

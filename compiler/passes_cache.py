@@ -5,7 +5,7 @@ again (0.6-0.8 s of a ResNet-50 build whose kernels all come from the kernel cac
     kept = PassesCache(disk)                           # in the disk cache's part builds/
     key = kept.key(text, name, params, options)        # None: such a build is not kept
     built = kept.get(key)                              # a BuildResult at stage "passes", or None
-    kept.put(key, built)
+    kept.put(key, built)                               # after the kernels: see `later`
 
 The key is a SHA-256 of everything the passes' result depends on: the text and its name
 (every span names its source), the weights bound (names, dtypes, shapes and bytes), the
@@ -34,7 +34,7 @@ import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -80,21 +80,35 @@ class PassesCache:
             self.corrupt += 1
             return None
 
-    def put(self, key: str | None, built: BuildResult) -> threading.Thread | None:
-        """Keep `built` under `key`, pickled in a thread of its own (join it: the caller
-        goes on lowering meanwhile, and may change `built` then; what is kept is what it
-        holds now).  The thread has a deep stack, as a deeply nested module needs to be pickled."""
+    def put(self, key: str | None, built: BuildResult) -> None:
+        """Keep `built` under `key` now (`later`'s, called at once)."""
+        keep = self.later(key, built)
+        if keep is not None:
+            keep()
+
+    def later(self, key: str | None, built: BuildResult) -> Callable[[], None] | None:
+        """A function that keeps what `built` holds now under `key` (None when it is not
+        kept): the driver calls it once the kernels are lowered, as lowering adds to the
+        build.  It pickles in a thread with a deep stack (a deeply nested module needs one)
+        and waits for it.  Not beside the lowering: a thread running while lowering forks
+        its children may hold llvmlite's lock then (the garbage collector, run in that
+        thread, frees LLVM objects), and a child would wait for it forever."""
         if key is None or not built.ok:
             return None
         state = tuple(_copy(getattr(built, field)) for field in _KEPT)
-        saved = threading.stack_size()
-        try:
-            threading.stack_size(STACK_BYTES)
-            thread = threading.Thread(target=self._write, args=(key, built.name, state), name="relaylens-keep-passes")
-        finally:
-            threading.stack_size(saved)
-        thread.start()
-        return thread
+
+        def keep() -> None:
+            saved = threading.stack_size()
+            try:
+                threading.stack_size(STACK_BYTES)
+                thread = threading.Thread(target=self._write, args=(key, built.name, state),
+                                          name="relaylens-keep-passes")
+            finally:
+                threading.stack_size(saved)
+            thread.start()
+            thread.join()
+
+        return keep
 
     def _write(self, key: str, name: str, state: tuple) -> None:
         limit = sys.getrecursionlimit()
@@ -110,7 +124,7 @@ class PassesCache:
 
 
 def _copy(value: Any) -> Any:
-    """A list or dict copied (lowering may add to the build's while the thread pickles)."""
+    """A list or dict copied (lowering adds to the build's before it is pickled)."""
     return value.copy() if isinstance(value, (list, dict)) else value
 
 

@@ -136,7 +136,7 @@ def test_a_deeply_nested_module_is_kept(tmp_path, depth) -> None:
         pickle.dumps(built.snapshots[0].module)
     kept = PassesCache(DiskCache(tmp_path))
     key = kept.key(text, "deep.relay", None, {})
-    kept.put(key, built).join()
+    kept.put(key, built)
     again = kept.get(key)
     assert again is not None
     assert print_module(again.snapshots[0].module) == print_module(built.snapshots[0].module)
