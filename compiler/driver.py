@@ -90,13 +90,13 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     kept = PassesCache(disk_cache) if disk_cache is not None and stop_after != "check" else None
     key = kept.key(text, name, params, {"params_origin": params_origin, "passes": passes, "opt_level": opt_level,
                                         "config": config, "unknown_seed": unknown_seed}) if kept else None
-    built = kept.get(key) if kept else None
+    built = kept.get(key, params) if kept else None
     keep = None
     if built is None:
         built = _check_and_passes(text, name, params, params_origin, passes, opt_level, config, stop_after,
                                   progress, strict, unknown_seed)
         if kept and stop_after == "machine_code":
-            keep = kept.later(key, built)  # what the passes made, kept once the kernels are lowered
+            keep = kept.later(key, built, params)  # what the passes made, kept once the kernels are lowered
     built = _lower(built, stop_after, cache, jit, progress, strict, disk_cache, opt_level, config, schedule_texts)
     if keep is not None:
         keep()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 
+import numpy as np
 import pytest
 
 from relaylens.compiler.lower import disk_cache
@@ -47,6 +48,41 @@ def test_a_damaged_entry_is_a_miss_and_is_removed(tmp_path, damage) -> None:
     rebuilt = _entry(2000)
     cache.put("k", rebuilt)
     assert cache.get("k") == rebuilt
+
+
+def _with_arrays() -> Entry:
+    weights = [np.arange(n, dtype="float32") for n in (5, 70_000, 3)]
+    return Entry({"name": "w"}, {"build": b"pickle"}, [memoryview(w).cast("B") for w in weights])
+
+
+def test_arrays_are_stored_as_they_are_and_read_back_writable_and_aligned(tmp_path) -> None:
+    cache = DiskCache(tmp_path)
+    entry = _with_arrays()
+    cache.put("k", entry)
+    assert cache.path("k").stat().st_size > sum(a.nbytes for a in entry.arrays)  # not compressed
+    again = cache.get("k")
+    assert again == entry
+    for a in again.arrays:
+        array = np.frombuffer(a, "float32")
+        assert array.ctypes.data % disk_cache.ALIGN == 0 and array.flags.writeable
+    np.frombuffer(again.arrays[1], "float32")[:] = 0  # a private copy: the file keeps its bytes
+    assert cache.get("k") == entry
+
+
+@pytest.mark.parametrize("damage", ["an array's byte flipped", "the last array cut short", "a byte appended"])
+def test_an_entry_whose_arrays_are_damaged_is_a_miss(tmp_path, damage) -> None:
+    cache = DiskCache(tmp_path)
+    cache.put("k", _with_arrays())
+    path = cache.path("k")
+    data = bytearray(path.read_bytes())
+    if damage == "an array's byte flipped":
+        data[len(data) - 100] ^= 0x01
+    elif damage == "the last array cut short":
+        del data[-4:]
+    else:
+        data += b"\0"
+    path.write_bytes(bytes(data))
+    assert cache.get("k") is None and cache.corrupt == 1 and not path.exists()
 
 
 def test_the_size_bound_evicts_the_entries_used_longest_ago(tmp_path) -> None:

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.driver import compile
-from relaylens.compiler.ir.expr import Call, op
+from relaylens.compiler.ir.expr import Call, Constant, op
 from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.lower.disk_cache import PASSES, DiskCache, Entry
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.passes_cache import MAX_WEIGHT_BYTES, PassesCache
+from relaylens.compiler.passes_cache import MAX_WEIGHT_BYTES, OUT_OF_BAND_BYTES, PassesCache
 from relaylens.compiler.printer import print_module
 
 MODEL = """#[version = "0.0.5"]
@@ -123,6 +123,31 @@ def test_a_build_with_errors_is_not_kept(tmp_path) -> None:
     result = compile(text, "m.relay", params=_weights(), disk_cache=DiskCache(tmp_path), jit=JIT())
     assert not result.ok
     assert DiskCache(tmp_path).part(PASSES).info().entries == 0
+
+
+WIDE = MODEL.replace("16", "64")  # a 64x64x3x3 weight: 147 KB, past OUT_OF_BAND_BYTES
+
+
+def test_weights_are_kept_beside_the_pickle_and_the_bound_ones_not_at_all(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    weights = {"w": rng.standard_normal((64, 64, 3, 3)).astype("float32"),
+               "b": rng.standard_normal(64).astype("float32")}
+    x = rng.standard_normal((1, 64, 12, 12)).astype("float32")
+    cold = compile(WIDE, "wide.relay", params=weights, disk_cache=DiskCache(tmp_path), jit=JIT())
+    (path,) = DiskCache(tmp_path).part(PASSES).directory.iterdir()
+    entry = DiskCache(tmp_path).part(PASSES).get(path.stem)
+    assert "w" in entry.meta["slots"] and entry.arrays  # the bound weight by name; what the passes made of it stored
+    assert all(a.nbytes != weights["w"].nbytes or bytes(a) != weights["w"].tobytes() for a in entry.arrays)
+    warm = compile(WIDE, "wide.relay", params=weights, disk_cache=DiskCache(tmp_path), jit=JIT())
+    constants = [n.data for n in post_order(warm.snapshots[0].module["main"]) if isinstance(n, Constant)]
+    assert any(np.shares_memory(c, weights["w"]) for c in constants)  # the caller's own array, given back
+    large = [(c, given) for c, given in zip(warm.executable.plan.constants, warm.executable._constants)
+             if c.nbytes >= OUT_OF_BAND_BYTES]
+    assert large and all(c.ctypes.data % 64 == 0 and given is c for c, given in large)  # read in place, not copied
+    np.testing.assert_array_equal(warm.executable.run(x), cold.executable.run(x))
+    other = {**weights, "w": weights["w"] * 2}  # other weights: another key, not these arrays
+    assert PassesCache(DiskCache(tmp_path)).get(PassesCache(DiskCache(tmp_path)).key(
+        WIDE, "wide.relay", other, {})) is None
 
 
 @pytest.mark.parametrize("depth", [1500])

@@ -25,10 +25,13 @@ sample of a large constant's values; that is enough, because a non-scalar consta
 buffer the kernel is passed (te/compose.py), never part of its code, and the signature
 counts those buffers and their shapes.
 
-One file per entry, `<key>.kernel`: a magic line, the SHA-256 of the rest, then the rest
-(zlib): a JSON header (the caller's `meta`, the blob lengths) and the blobs.  A file
-whose magic, checksum or contents do not read is removed and reported as a miss, so a
-corrupt or truncated entry is rebuilt, never trusted.  Writers write a temporary file in
+One file per entry, `<key>.kernel`: a magic line, the SHA-256 and length of the head, the
+head (zlib: a JSON header with the caller's `meta` and the blob lengths, then the blobs),
+and after it the entry's `arrays` as they are, uncompressed, each at a 64-byte aligned
+offset with its SHA-256 in the header (large weights: compressing them would cost more
+than the build they save, and read into one aligned buffer they become numpy arrays the
+kernels read in place).  A file whose magic, checksums or contents do not read is removed
+and reported as a miss, so a corrupt or truncated entry is rebuilt, never trusted.  Writers write a temporary file in
 the directory and rename it over the entry (atomic on POSIX): concurrent writers of one
 key leave one whole entry.  The cache never fails a build: a directory that cannot be
 written is counted in `errors` and the build goes on without it.
@@ -38,11 +41,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import re
 import tempfile
 import zlib
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -54,8 +59,10 @@ ENV_DIR = "RELAYLENS_CACHE_DIR"
 ENV_SIZE = "RELAYLENS_CACHE_SIZE"
 ENV_OFF = "RELAYLENS_NO_CACHE"  # set (to anything but 0): builds use no disk cache
 DEFAULT_MAX_BYTES = 1 << 30
-SCHEMA = 1  # of the entry format and of what callers put in it; bump on a change
-MAGIC = b"relaylens-kernel 1\n"
+SCHEMA = 2  # of the entry format and of what callers put in it; bump on a change
+MAGIC = b"relaylens-kernel 2\n"
+ALIGN = 64  # of each stored array, in the file and in memory
+PARALLEL_DIGEST_BYTES = 32 << 20  # arrays past this are hashed on two threads (hashlib lets go of the GIL)
 SUFFIX = ".kernel"
 REPORTS = "reports"  # the part (subdirectory) that holds the editor's build reports
 PASSES = "builds"  # the part that holds builds' check and passes (compiler/passes_cache.py)
@@ -144,10 +151,13 @@ def module_key(text: str) -> str:
 
 @dataclass
 class Entry:
-    """What one key holds: `meta` (JSON-able) and named byte blobs."""
+    """What one key holds: `meta` (JSON-able), named byte blobs (compressed on disk), and
+    `arrays`: buffers stored as they are, read back as writable, 64-byte aligned
+    memoryviews of one buffer (compiler/passes_cache.py's weights)."""
 
     meta: dict[str, Any]
     blobs: dict[str, bytes]
+    arrays: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -185,7 +195,7 @@ class DiskCache:
         """The entry under `key`, or None.  A file that does not read whole is removed."""
         path = self.path(key)
         try:
-            data = path.read_bytes()
+            data = _read_aligned(path)
         except OSError:
             self.misses += 1
             return None
@@ -204,13 +214,14 @@ class DiskCache:
 
     def put(self, key: str, entry: Entry) -> None:
         """Store `entry` under `key` (replacing any), then evict past the size bound."""
-        data = _encode(entry)
+        chunks = _encode(entry)
+        size = sum(len(c) for c in chunks)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(data)
+                    f.writelines(chunks)
                 os.replace(temporary, self.path(key))
             except BaseException:
                 _remove(Path(temporary))
@@ -221,7 +232,7 @@ class DiskCache:
         if self._total is None:
             self._total = self._count()
         else:
-            self._total += len(data)
+            self._total += size
         if self._total > self.max_bytes:
             self.evict()
 
@@ -274,35 +285,88 @@ class DiskCache:
         return removed
 
 
-def _encode(entry: Entry) -> bytes:
+def _encode(entry: Entry) -> list[Any]:
+    """The entry's file as chunks to write: magic, the head's digest and length, the head,
+    then each array after padding to its aligned offset."""
+    arrays = [memoryview(a).cast("B") for a in entry.arrays]
+    offsets, at = [], 0
+    for a in arrays:
+        offsets.append(at)
+        at = _aligned(at + a.nbytes)
     header = json.dumps({"schema": SCHEMA, "meta": entry.meta,
-                         "blobs": [[name, len(blob)] for name, blob in entry.blobs.items()]}).encode()
-    body = zlib.compress(len(header).to_bytes(4, "little") + header + b"".join(entry.blobs.values()), 1)
-    return MAGIC + hashlib.sha256(body).digest() + body
+                         "blobs": [[name, len(blob)] for name, blob in entry.blobs.items()],
+                         "arrays": [[offset, a.nbytes, digest] for offset, a, digest
+                                    in zip(offsets, arrays, digests(arrays))]}).encode()
+    head = zlib.compress(len(header).to_bytes(4, "little") + header + b"".join(entry.blobs.values()), 1)
+    chunks: list[Any] = [MAGIC, hashlib.sha256(head).digest(), len(head).to_bytes(8, "little"), head]
+    at = _head_end(len(head))
+    for offset, a in zip(offsets, arrays):
+        chunks += [bytes(_aligned(at) - at), a]
+        at = _aligned(at) + a.nbytes
+    return chunks
 
 
-def _decode(data: bytes) -> Entry | None:
-    """The entry in `data`, or None for anything that is not a whole, intact entry."""
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _DIGEST:
+def _decode(data: memoryview) -> Entry | None:
+    """The entry in `data` (a page-aligned buffer), or None for anything that is not a
+    whole, intact entry."""
+    fixed = len(MAGIC) + _DIGEST + 8
+    if bytes(data[:len(MAGIC)]) != MAGIC or len(data) < fixed:
         return None
-    digest, body = data[len(MAGIC):len(MAGIC) + _DIGEST], data[len(MAGIC) + _DIGEST:]
-    if hashlib.sha256(body).digest() != digest:
+    digest = bytes(data[len(MAGIC):len(MAGIC) + _DIGEST])
+    size = int.from_bytes(data[len(MAGIC) + _DIGEST:fixed], "little")
+    head = data[fixed:fixed + size]
+    if len(head) != size or hashlib.sha256(head).digest() != digest:
         return None
     try:
-        raw = zlib.decompress(body)
-        size = int.from_bytes(raw[:4], "little")
-        header = json.loads(raw[4:4 + size])
+        raw = zlib.decompress(head)
+        length = int.from_bytes(raw[:4], "little")
+        header = json.loads(raw[4:4 + length])
         if header.get("schema") != SCHEMA:
             return None
-        blobs, at = {}, 4 + size
+        blobs, at = {}, 4 + length
         for name, length in header["blobs"]:
             blobs[name] = raw[at:at + length]
             at += length
         if at != len(raw):
             return None
-        return Entry(header["meta"], blobs)
+        start, end = _aligned(_head_end(size)), _head_end(size)
+        arrays = []
+        for offset, length, _ in header["arrays"]:
+            arrays.append(data[start + offset:start + offset + length])
+            end = start + offset + length
+        if end != len(data) or digests(arrays) != [d for _, _, d in header["arrays"]]:
+            return None  # truncated, grown, or an array's bytes changed
+        return Entry(header["meta"], blobs, arrays)
     except (zlib.error, ValueError, KeyError, TypeError):
         return None
+
+
+def _head_end(head_size: int) -> int:
+    return len(MAGIC) + _DIGEST + 8 + head_size
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // ALIGN) * ALIGN
+
+
+def digests(arrays: list[memoryview]) -> list[str]:
+    """Each buffer's SHA-256 (hex); on two threads when they are large (the weights of a
+    kept build, its key's weights: compiler/passes_cache.py)."""
+    def digest(a: memoryview) -> str:
+        return hashlib.sha256(a).hexdigest()
+    if sum(a.nbytes for a in arrays) < PARALLEL_DIGEST_BYTES:
+        return [digest(a) for a in arrays]
+    with ThreadPoolExecutor(2) as pool:  # joined here: no thread outlives the call (lowering forks)
+        return list(pool.map(digest, arrays))
+
+
+def _read_aligned(path: Path) -> memoryview:
+    """The file's bytes, mapped copy-on-write (writable, page-aligned, read from the
+    page cache as they are touched: no copy of a large entry's arrays)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return memoryview(b"")
+        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY))
 
 
 def _remove(path: Path) -> bool:

@@ -83,7 +83,7 @@ class Executable:
         self._entry_engine = self._entry_code(jit, disk)
         address = jit.address(ENTRY)
         self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
-        self._constants = [_aligned_copy(c) for c in plan.constants]
+        self._constants = [_as_buffer(c) for c in plan.constants]
         self._const_table = _pointers(self._constants)
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
 
@@ -168,7 +168,7 @@ class _KernelCall:
         self.fn = fn
         self.name = fn.name
         self.call = ctypes.CFUNCTYPE(None, *[_VOIDP] * len(fn.prim.params))(fn.address)
-        self.constants = [_aligned_copy(c) for c in fn.constants]
+        self.constants = [_as_buffer(c) for c in fn.constants]
 
     def __call__(self, *args: Any) -> Any:
         prim = self.fn.prim
@@ -210,8 +210,8 @@ def _entry_debug(source_name: str):
 
 def _as_buffer(a: np.ndarray) -> np.ndarray:
     """`a` itself when the kernels can read it in place (C-contiguous, 64-byte aligned, as
-    their `align 64` parameters promise), else an aligned copy: large weights usually
-    qualify and are not copied on every call."""
+    their `align 64` parameters promise), else an aligned copy: the weights of a kept
+    build (passes_cache.py) and inputs numpy placed well are read where they are."""
     if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
         return a
     return _aligned_copy(a)

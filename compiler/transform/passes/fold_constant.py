@@ -161,9 +161,10 @@ def _stripped(expr: Expr) -> Expr:
 
 
 def _as_expr(value: Any) -> Expr | None:
-    """An interpreter value as constants: a tensor, or a tuple of them (else None)."""
+    """An interpreter value as constants: a tensor (C-contiguous: a transpose's view is
+    copied once here, not by every build that plans or keeps it), or a tuple of them (else None)."""
     if isinstance(value, np.ndarray):
-        return Constant(value)
+        return Constant(value if value.flags.c_contiguous else np.ascontiguousarray(value))
     if isinstance(value, tuple):
         fields = tuple(_as_expr(v) for v in value)
         return None if any(f is None for f in fields) else Tuple(fields)
