@@ -12,7 +12,10 @@ printed as typed Relay text).  Per model, each build with a fresh `JIT` and
     process as the others are, and as wall time with the interpreter's start;
   * edited, another process: the text with a line inserted above the first binding
     (every kernel moves: debug information re-pointed; the check and passes run again);
-  * the editor's build (to optimised LLVM IR, no machine code), cold and warm.
+  * the editor's build (to optimised LLVM IR, no machine code), cold and warm;
+  * with the weights bound, as `relaylens run` binds the .npz an import wrote beside the
+    text: cold, and another process building the same text with the same weights (the
+    kept build brings what the passes made of the weights: compiler/passes_cache.py).
 Times are of `driver.compile()`, split into check + passes and lowering.  The cache
 directory is temporary and removed at the end.  Run on an idle machine: the load average
 is printed first, with NOT IDLE when something else runs.
@@ -29,22 +32,27 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from build import LABELS, LINE_ABOVE, MODELS, WARM_UP, load_model, load_note, machine, machine_lines, ms  # noqa: E402
 
 
-def timed_build(text: str, name: str, directory: str | None, stop_after: str = "machine_code") -> dict:
-    """One `compile()` with nothing in memory; seconds (total, check + passes, lowering) and cache counts."""
+def timed_build(text: str, name: str, directory: str | None, stop_after: str = "machine_code",
+                params_file: str | None = None) -> dict:
+    """One `compile()` with nothing in memory, the weights of `params_file` (an .npz) bound;
+    seconds (total, check + passes, lowering) and cache counts."""
     from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.disk_cache import DiskCache
     from relaylens.compiler.lower.pipeline import LoweringCache
     from relaylens.compiler.lower.runtime.jit import JIT
 
     disk = DiskCache(directory) if directory is not None else None
+    params = dict(np.load(params_file)) if params_file else None
     jit, marks = JIT(), {}
     start = time.perf_counter()
-    result = compile(text, name, cache=LoweringCache(), jit=jit, disk_cache=disk, stop_after=stop_after,
+    result = compile(text, name, params=params, cache=LoweringCache(), jit=jit, disk_cache=disk, stop_after=stop_after,
                      progress=lambda step: marks.setdefault(step.stage, time.perf_counter()))
     done = time.perf_counter()
     if not result.ok or result.lowered is None:
@@ -55,12 +63,12 @@ def timed_build(text: str, name: str, directory: str | None, stop_after: str = "
             "functions": len(result.lowered.functions)}
 
 
-def in_another_process(text: str, name: str, directory: str) -> dict:
+def in_another_process(text: str, name: str, directory: str, params_file: str | None = None) -> dict:
     script = textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
         from cache import timed_build
-        print(json.dumps(timed_build(sys.stdin.read(), {name!r}, {directory!r})))
+        print(json.dumps(timed_build(sys.stdin.read(), {name!r}, {directory!r}, params_file={params_file!r})))
     """)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", script], input=text, capture_output=True, text=True, check=True)
@@ -81,9 +89,14 @@ def measure(key: str) -> dict:
         editor_cold = timed_build(model.text, name, directory, stop_after="llvm")
         editor_warm = timed_build(model.text, name, directory, stop_after="llvm")
         size = sum(p.stat().st_size for p in Path(directory).iterdir())
+    with tempfile.TemporaryDirectory(prefix="relaylens-bench-cache-") as directory:
+        weights = str(Path(directory) / "weights.npz")
+        np.savez(weights, **model.params)
+        bound_cold = timed_build(model.text, name, directory, params_file=weights)
+        bound_other = in_another_process(model.text, name, directory, params_file=weights)
     return {"cold": cold, "warm": warm, "other process": other, "edited, other process": edited,
-            "editor cold": editor_cold,
-            "editor warm": editor_warm, "editor entries bytes": size}
+            "editor cold": editor_cold, "editor warm": editor_warm, "editor entries bytes": size,
+            "weights bound, cold": bound_cold, "weights bound, other process": bound_other}
 
 
 def table(figures: dict[str, dict]) -> list[str]:
@@ -92,7 +105,9 @@ def table(figures: dict[str, dict]) -> list[str]:
            "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for key, f in figures.items():
         for label, cold_label in (("cold", "cold"), ("warm", "cold"), ("other process", "cold"),
-                                  ("edited, other process", "cold"), ("editor cold", "editor cold"), ("editor warm", "editor cold")):
+                                  ("edited, other process", "cold"), ("editor cold", "editor cold"), ("editor warm", "editor cold"),
+                                  ("weights bound, cold", "weights bound, cold"),
+                                  ("weights bound, other process", "weights bound, cold")):
             b = f[label]
             share = b["total"] / f[cold_label]["total"]
             wall = f" (process: {ms(b['wall'])})" if "wall" in b else ""

@@ -39,6 +39,7 @@ import json
 import pickle
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -46,12 +47,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .build import BuildResult
-from .lower.disk_cache import PASSES, DiskCache, Entry, compiler_version, digests
+from .lower.disk_cache import PASSES, DiskCache, Entry, compiler_version
 
 SCHEMA = 2  # of the pickled state; bump when BuildResult's fields change meaning
 MAX_WEIGHT_BYTES = 256 << 20
 PART_SHARE = 0.5  # of the disk cache's bound: a ResNet-50 with its weights bound takes 228 MB
 OUT_OF_BAND_BYTES = 64 << 10  # arrays from this size on are stored beside the pickle, not in it
+PARALLEL_DIGEST_BYTES = 32 << 20  # weights past this are hashed for the key on two threads
 STACK_BYTES = 512 << 20  # the pickling thread's stack (reserved, touched as deep as the module nests)
 DEPTH = 200_000  # the recursion limit while it pickles (BERT-base's input module nests past the default 1,000)
 _KEPT = ("checked", "snapshots", "diagnostics", "fused_names", "fusion_reasons")
@@ -72,7 +74,7 @@ class PassesCache:
         digest = hashlib.sha256(json.dumps({"schema": SCHEMA, "name": name, "options": options,
                                             "compiler": compiler_digest()}, sort_keys=True, default=str).encode())
         digest.update(text.encode())
-        for (n, a), bytes_digest in zip(weights, digests([_bytes(a) for _, a in weights])):
+        for (n, a), bytes_digest in zip(weights, _digests([_bytes(a) for _, a in weights])):
             digest.update(f"\0{n}\0{a.dtype}\0{a.shape}\0{bytes_digest}".encode())
         return digest.hexdigest()
 
@@ -162,6 +164,18 @@ class _Pickler(pickle.Pickler):
 def _buffers(slots: list[str | int], params: Mapping[str, np.ndarray], arrays: list) -> list:
     """The out-of-band buffers in the order the pickle reads them (`_Pickler.slots`)."""
     return [arrays[slot] if isinstance(slot, int) else _bytes(params[slot]) for slot in slots]
+
+
+def _digests(buffers: list[memoryview]) -> list[str]:
+    """Each buffer's SHA-256 (hex), on two threads when they are large (a ResNet-50's
+    102 MB of weights: 0.09 s on one).  The pool is joined before this returns: no
+    thread of ours may outlive it into the lowering, which forks."""
+    def digest(buffer: memoryview) -> str:
+        return hashlib.sha256(buffer).hexdigest()
+    if sum(b.nbytes for b in buffers) < PARALLEL_DIGEST_BYTES:
+        return [digest(b) for b in buffers]
+    with ThreadPoolExecutor(2) as pool:  # hashlib lets go of the GIL
+        return list(pool.map(digest, buffers))
 
 
 def _bytes(a: np.ndarray) -> memoryview:
