@@ -51,7 +51,6 @@ from .lower.disk_cache import PASSES, DiskCache, Entry, compiler_version
 
 SCHEMA = 2  # of the pickled state; bump when BuildResult's fields change meaning
 MAX_WEIGHT_BYTES = 256 << 20
-PART_SHARE = 0.5  # of the disk cache's bound: a ResNet-50 with its weights bound takes 228 MB
 OUT_OF_BAND_BYTES = 64 << 10  # arrays from this size on are stored beside the pickle, not in it
 PARALLEL_DIGEST_BYTES = 32 << 20  # weights past this are hashed for the key on two threads
 STACK_BYTES = 512 << 20  # the pickling thread's stack (reserved, touched as deep as the module nests)
@@ -63,7 +62,7 @@ class PassesCache:
     """Builds' check and passes in the disk cache's part builds/ (see the module doc)."""
 
     def __init__(self, disk: DiskCache) -> None:
-        self.disk = disk.part(PASSES, PART_SHARE)
+        self.disk = disk.part(PASSES)
         self.corrupt = 0
 
     def key(self, text: str, name: str, params: Mapping[str, np.ndarray] | None,

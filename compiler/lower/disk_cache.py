@@ -66,6 +66,7 @@ REPORTS = "reports"  # the part (subdirectory) that holds the editor's build rep
 PASSES = "builds"  # the part that holds builds' check and passes (compiler/passes_cache.py)
 ENTRIES = "entries"  # the part that holds the AOT entries' machine code (runtime/executable.py)
 PART_SHARE = 0.25  # of the cache's size bound, for a part's entries on top of it
+SHARES = {PASSES: 0.5}  # a part's own share: a ResNet-50 kept with its weights bound takes 228 MB
 _DIGEST = hashlib.sha256().digest_size
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -180,11 +181,12 @@ class DiskCache:
         """The cache the environment names (ValueError for a $RELAYLENS_CACHE_SIZE that does not read)."""
         return cls(default_directory(), default_max_bytes())
 
-    def part(self, name: str, share: float = PART_SHARE) -> DiskCache:
+    def part(self, name: str) -> DiskCache:
         """A cache of its own in the subdirectory `name`, for entries of another kind (the
-        editor's build reports: server/slow/report_cache.py), bounded by `share` of this
-        cache's bound; this cache's own entries and bound do not count it."""
-        return DiskCache(self.directory / name, int(self.max_bytes * share))
+        editor's build reports: server/slow/report_cache.py), bounded by its share of this
+        cache's bound (`SHARES`, else PART_SHARE); this cache's own entries and bound do not
+        count it."""
+        return DiskCache(self.directory / name, int(self.max_bytes * SHARES.get(name, PART_SHARE)))
 
     def path(self, key: str) -> Path:
         return self.directory / (key + SUFFIX)
