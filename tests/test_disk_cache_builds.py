@@ -139,6 +139,7 @@ def test_relaylens_cache_says_where_and_how_much_and_clears(tmp_path, monkeypatc
     size = sum(p.stat().st_size for p in (tmp_path / "kernels").iterdir())
     status, out, _ = _cli("cache", "--info")
     assert status == 0 and f"entries: {count}\n" in out and "of at most 1.0 GiB" in out
+    assert "kept builds (check and passes): 0, 0 bytes of at most 512.0 MiB" in out  # the share builds use
     assert f"size: {size / 1024:.1f} KiB" in out
     status, out, _ = _cli("cache", "--clear")
     assert (status, out) == (0, f"removed {count} entries from {tmp_path / 'kernels'}\n")
