@@ -241,6 +241,33 @@ def test_object_code_loads_again_under_another_name_with_the_jits_thread_count()
         raise AssertionError("loaded a symbol the object lacks")
 
 
+def test_objects_share_an_engine_until_a_symbol_would_clash_and_the_latest_load_wins() -> None:
+    import ctypes
+
+    from relaylens.compiler.lower.codegen.llvm import NUM_THREADS_GLOBAL
+
+    def kernel(symbol: str, add: int) -> bytes:  # out[0] = the thread count + add, as kernels read it
+        text = (f"@{NUM_THREADS_GLOBAL} = linkonce_odr global i32 0\n"
+                f"define void @{symbol}(ptr %out) {{\n"
+                f"  %n = load i32, ptr @{NUM_THREADS_GLOBAL}\n  %m = add i32 %n, {add}\n"
+                "  store i32 %m, ptr %out\n  ret void\n}\n")
+        return JIT().load_keeping_object(text)[1]
+
+    def run(jit: JIT, name: str) -> int:
+        out = np.zeros(1, "int32")
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(jit.address(name))(out.ctypes.data)
+        return int(out[0])
+
+    jit = JIT(num_threads=3)
+    first = jit.load_object(kernel("a", 10), {"a": "a"})
+    assert jit.load_object(kernel("b", 20), {"b": "b", "b2": "b"}) is first  # one engine for both
+    assert (run(jit, "a"), run(jit, "b"), run(jit, "b2")) == (13, 23, 23)  # one thread-count global, set
+    other = jit.load_object(kernel("a", 30), {"a": "a"})  # "a" again: MCJIT would shadow it silently
+    assert other is not first and run(jit, "a") == 33 and run(jit, "b") == 23
+    assert jit.load_object(kernel("c", 40), {"b": "c"}) is other  # a name taken by another symbol: the latest wins
+    assert run(jit, "b") == 43 and run(jit, "b2") == 23
+
+
 def test_a_kernel_given_machine_code_is_not_compiled_again_from_memory() -> None:
     from relaylens.compiler.lower.pipeline import LoweringCache
 

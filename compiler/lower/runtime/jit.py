@@ -196,6 +196,7 @@ class JIT:
         self._lock = threading.RLock()
         # each engine, the names it answers for, and their symbols where they differ
         self._engines: list[tuple[llvm.ExecutionEngine, set[str], dict[str, str]]] = []
+        self._shared: tuple[llvm.ExecutionEngine, set[str], dict[str, str], set[str]] | None = None  # `load_object`'s
 
     @functools.cached_property
     @_one_thread_at_a_time
@@ -284,17 +285,36 @@ class JIT:
         compiling: `names` maps each name `address` will be asked for to its symbol in
         the object (a kernel cached under another name).  A symbol the object lacks raises
         `LoweringError`.  Damaged object code may crash LLVM: the caller checks it first
-        (the disk cache's checksum)."""
-        engine = llvm.create_mcjit_compiler(self.parse(""), self._target_machine())
+        (the disk cache's checksum).
+
+        Objects share one engine while their symbols differ (a model built before loads
+        all its kernels so: an engine of its own costs an object 4 ms, its own target
+        machine, memory and libgomp's symbols looked up again; added to a shared one,
+        0.5 ms).  An object defining a symbol the shared engine has goes to a new shared
+        engine: MCJIT would let the newer definition shadow the older without a word.
+        The number-of-threads global is weak, so the objects of an engine share one."""
+        symbols = set(names.values())
+        if self._shared is None or symbols & self._shared[3]:
+            self._shared = (llvm.create_mcjit_compiler(self.parse(""), self._target_machine()), set(), {}, set())
+        engine, defined, renamed, taken = self._shared
         try:
             engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             engine.finalize_object()
         except RuntimeError as err:
+            self._shared = None  # an engine a load failed in takes no more objects
             raise LoweringError(f"unreadable object code: {str(err).strip()}") from None
-        for symbol in names.values():
+        for symbol in symbols:
             if not engine.get_function_address(symbol):
                 raise LoweringError(f"the object code defines no {symbol}")
-        self._finish(engine, set(names), bool(engine.get_global_value_address(NUM_THREADS_GLOBAL)), names)
+        taken |= symbols
+        defined |= set(names)
+        for name, symbol in names.items():
+            if name == symbol:
+                renamed.pop(name, None)
+            else:
+                renamed[name] = symbol
+        self._engines = [e for e in self._engines if e[0] is not engine]  # the latest load wins: at the end
+        self._finish(engine, defined, bool(engine.get_global_value_address(NUM_THREADS_GLOBAL)), renamed)
         return engine
 
     def _finish(self, engine: llvm.ExecutionEngine, defined: set[str], has_threads: bool,
