@@ -22,8 +22,8 @@ a plain source.  Weights are not pickled into the stream: the bound ones are the
 caller's own arrays (the key holds their bytes), stored as a reference to their name and
 given back from `params`; the arrays the passes made of them (folded batch norms, NCHWc
 and Winograd layouts: 226 MB for a ResNet-50) go to the entry's uncompressed `arrays`
-(pickle's out-of-band buffers) and come back as arrays of the aligned buffer read from
-disk, which the executable then reads in place.  Not kept: a build with errors (the next
+(pickle's out-of-band buffers) and come back as arrays of the file mapped copy-on-write
+(disk_cache.py), 64-byte aligned, which the executable then reads in place.  Not kept: a build with errors (the next
 one says why anew), weights larger than MAX_WEIGHT_BYTES (hashing them would cost what
 it saves; the kernel cache still serves the kernels), an entry past the part's bound.
 An entry that does not unpickle is a miss (counted in `corrupt`) and is written again.
