@@ -24,8 +24,8 @@ given back from `params`; the arrays the passes made of them (folded batch norms
 and Winograd layouts: 226 MB for a ResNet-50) go to the entry's uncompressed `arrays`
 (pickle's out-of-band buffers) and come back as arrays of the file mapped copy-on-write
 (disk_cache.py), 64-byte aligned, which the executable then reads in place.  Not kept: a build with errors (the next
-one says why anew), weights larger than MAX_WEIGHT_BYTES (hashing them would cost what
-it saves; the kernel cache still serves the kernels), an entry past the part's bound.
+one says why anew), weights larger than the part's bound (what the passes make of them
+would not fit either; the kernel cache still serves the kernels), an entry past it.
 An entry that does not unpickle is a miss (counted in `corrupt`) and is written again.
 The directory is the user's own cache, as trusted as the object code the kernel cache
 loads from it.
@@ -50,7 +50,6 @@ from .build import BuildResult
 from .lower.disk_cache import PASSES, DiskCache, Entry, compiler_version
 
 SCHEMA = 2  # of the pickled state; bump when BuildResult's fields change meaning
-MAX_WEIGHT_BYTES = 256 << 20
 OUT_OF_BAND_BYTES = 64 << 10  # arrays from this size on are stored beside the pickle, not in it
 PARALLEL_DIGEST_BYTES = 32 << 20  # weights past this are hashed for the key on two threads
 STACK_BYTES = 512 << 20  # the pickling thread's stack (reserved, touched as deep as the module nests)
@@ -68,7 +67,7 @@ class PassesCache:
     def key(self, text: str, name: str, params: Mapping[str, np.ndarray] | None,
             options: Mapping[str, Any]) -> str | None:
         weights = [(n, np.asarray(params[n])) for n in sorted(params or {})]
-        if sum(a.nbytes for _, a in weights) > MAX_WEIGHT_BYTES:
+        if sum(a.nbytes for _, a in weights) > self.disk.max_bytes:
             return None
         digest = hashlib.sha256(json.dumps({"schema": SCHEMA, "name": name, "options": options,
                                             "compiler": compiler_digest()}, sort_keys=True, default=str).encode())

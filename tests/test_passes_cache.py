@@ -18,7 +18,7 @@ from relaylens.compiler.ir.expr import Call, Constant, op
 from relaylens.compiler.ir.functor import post_order
 from relaylens.compiler.lower.disk_cache import PASSES, DiskCache, Entry
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.passes_cache import MAX_WEIGHT_BYTES, OUT_OF_BAND_BYTES, PassesCache
+from relaylens.compiler.passes_cache import OUT_OF_BAND_BYTES, PassesCache
 from relaylens.compiler.printer import print_module
 
 MODEL = """#[version = "0.0.5"]
@@ -95,8 +95,10 @@ def test_anything_that_decides_the_passes_is_another_key(tmp_path) -> None:
             kept.key(MODEL, "m.relay", other_weights, options), kept.key(MODEL, "m.relay", None, options),
             kept.key(MODEL, "m.relay", weights, {**options, "opt_level": 2})}
     assert len(keys) == 6 and base == kept.key(MODEL, "m.relay", _weights(), dict(options))
-    large = {"w": np.zeros(MAX_WEIGHT_BYTES // 4 + 1, "float32")}
-    assert kept.key(MODEL, "m.relay", large, options) is None  # not kept: hashing would cost what it saves
+    small = PassesCache(DiskCache(tmp_path, max_bytes=1 << 20))  # kept builds: half of it
+    large = {"w": np.zeros((1 << 19) // 4 + 1, "float32")}
+    assert small.key(MODEL, "m.relay", large, options) is None  # not kept: it could not fit
+    assert small.key(MODEL, "m.relay", {"w": large["w"][1:]}, options) is not None
 
 
 def test_a_build_that_stops_before_machine_code_reads_but_does_not_write(tmp_path) -> None:
