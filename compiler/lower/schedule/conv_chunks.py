@@ -93,6 +93,19 @@ again on the kernels alone (1 thread, CPU time, alternated 21 times, load 7-8): 
 (MLAS's 128 channels a chunk) 1.34x the time on 256 -> 64 at 56x56, 1.17x on 144 -> 24,
 0.94-1.08x on the others; 10 and 12 KiB 0.97-1.07x; ACC_BYTES 32 KiB 0.93-1.16x.  Kept.
 
+A filter wider than 1x1 keeps half of ACC_BYTES for the buffer: a chunk's tiles read
+(rows - 1) x stride + the filter's height rows of the padded input, which share L1
+with the buffer and the chunk's filters.  ResNet-50's stride-2 3x3 convolution of 128
+channels at 56x56 (one input block a chunk, 9 KiB of filters) took 4 rows of 28x28
+with 16 KiB of sums: 14 KiB of buffer, 17 KiB of its 9 input rows and 9 KiB of
+filters, 40 KiB against L1's 32; 2 rows need 26 KiB.  Measured (1 thread, CPU time,
+each kernel alone, two processes of each build, alternated 9 times, median of the
+paired ratios, load 9 from other work): that convolution 0.80x the time (4 rows ->
+2), 256 at 28x28 0.96x (7 -> 2), 512 at 14x14 the same (7 rows either way); a quarter
+of ACC_BYTES (1 row at 56x56, 1 at 14x14) 0.82x, 1.03x, 1.10x.  ResNet-50 at 1 thread
+0.960x the time (the two builds' inferences alternated 30 times in one run, CPU time,
+load 5.6; outputs bit-identical).
+
 Tried and not taken: the filter blocks of a tile side by side in the packed weight.  A
 tile's `vectors` blocks of OIHW8i8o lie I x 32 bytes apart (8 KiB for 256 input
 channels: one L1 set for all four).  AlterOpLayout packing OIHW8i4o8o instead (the 4
@@ -148,7 +161,7 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
-    rows = _rows(oh, ow, group_bytes)
+    rows = _rows(oh, ow, group_bytes, ACC_BYTES if _taps(conv) == 1 else ACC_BYTES // 2)
     if flat_first:
         return cols, vectors, rows, chunk, True
     if _taps(conv) == 1 and rows > 1:
@@ -158,9 +171,10 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     return cols, vectors, rows, chunk, False
 
 
-def _rows(oh: int, ow: int, group_bytes: int) -> int:
-    """The rows of the buffer: the most dividing the output's whose sums fit ACC_BYTES."""
-    return max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
+def _rows(oh: int, ow: int, group_bytes: int, limit: int = ACC_BYTES) -> int:
+    """The rows of the buffer: the most dividing the output's whose sums fit `limit`
+    (ACC_BYTES; half of it for a filter wider than 1x1, see the module doc)."""
+    return max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= limit)
 
 
 def _flat_cost(oh: int, ow: int, blocks: int, lanes: int, cols: int, vectors: int, per_block: int) -> float:
