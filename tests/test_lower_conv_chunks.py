@@ -77,9 +77,11 @@ def block_weight(w: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("ci,co,size,k,stride,batch", [
     (256, 32, 6, 1, 1, 1),  # 1x1: 3 positions x 4 blocks over 6 rows flattened, 256 channels in chunks of 128
-    (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 3 columns x 4 blocks and a 1-column tail, chunks of 8 channels
+    (64, 32, 7, 3, 1, 1),  # 3x3 at 7x7: 3 x 4 over the 49 positions, a 1-position tail, chunks of 8 channels
+    (64, 32, 14, 3, 2, 1),  # 3x3 stride 2 to 7x7: flattened alike
     (64, 16, 14, 3, 1, 1),  # 3x3 at 14x14: 5 columns x 2 blocks, a 4-column tail
     (64, 16, 10, 3, 2, 1),  # 3x3 stride 2 to 5x5: 5 columns x 2 blocks, chunks of 16 channels
+    (64, 32, 28, 3, 2, 1),  # 3x3 stride 2 to 14x14: 3 x 4 and a 2-column tail, 2 of the 14 rows a buffer
     (256, 32, 6, 1, 1, 2),  # a batch of 2: the batch in the parallel loop
     (256, 64, 7, 1, 1, 1),  # 1x1 at 7x7: 3 x 4 over the 49 positions, a 1-position tail
     (512, 64, 1, 1, 1, 1),  # one pixel (a squeeze-excitation's 1x1): 1 column x 8 blocks
@@ -156,8 +158,8 @@ def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):
 
 
 def test_chunked_tile_choice(avx2):
-    def tile(ci, co, size, k, unit=AVX2):
-        composed = compose(primitive_function(nchwc(ci, co, size, k)[0]))
+    def tile(ci, co, size, k, unit=AVX2, stride=1):
+        composed = compose(primitive_function(nchwc(ci, co, size, k, stride)[0]))
         sch = default_schedule(composed.outputs, composed.placeholders, "f")
         conv = next(s for s in sch.stages if s.name.startswith("T_conv2d_NCHWc"))
         return conv_chunks.chunked_tile(conv, unit)
@@ -171,11 +173,17 @@ def test_chunked_tile_choice(avx2):
     # layer4's 1x1: 3 x 4 and a 1-column tail a row; flattened, 16 tiles and one tail for 7 rows
     assert tile(2048, 512, 7, 1) == (3, 4, 7, 8, True)
     # a 3x3 filter: 3 columns x 4 blocks (MLAS's tile), the rest of the row a tile of its own
-    assert tile(512, 512, 7, 3) == (3, 4, 7, 1, False)  # layer4's 3x3: 3 + 3 + 1 columns
-    assert tile(256, 256, 14, 3) == (3, 4, 7, 1, False)  # layer3's: 4 x 3 + 2
+    # layer4's 3x3: 3 + 3 + 1 columns a row; flattened, 16 tiles and a tail of 1 for the plane
+    assert tile(512, 512, 7, 3) == (3, 4, 7, 1, True)
+    assert tile(512, 512, 14, 3, stride=2) == (3, 4, 7, 1, True)  # its stride-2 3x3 alike
+    assert tile(256, 256, 14, 3) == (3, 4, 2, 1, False)  # layer3's: 4 x 3 + 2, 2 rows (half of ACC_BYTES)
+    # a filter wider than 1x1 keeps half of ACC_BYTES for the sums (its input rows beside
+    # them in L1): the stride-2 3x3 of 128 channels at 56x56, 2 rows of 28x28 (4 before),
+    # flattened (18 tiles and a 2-position tail against 9 and a 1-column tail a row)
+    assert tile(128, 128, 56, 3, stride=2) == (3, 4, 2, 1, True)
     # blocks of 16 lanes, two registers each: 3 x 2 would need 12 + 3 broadcasts + 2 weights
     assert conv_chunks._tile(14, 16, AVX2, 2, tail=True) == (2, 2)
-    recorded = steps(relu_bias_function(nchwc(64, 32, 7, 3)[0]))
+    recorded = steps(relu_bias_function(nchwc(64, 32, 14, 3)[0]))
     assert ("split", "T_conv2d_NCHWc: ax3_2 by 3 with a tail -> ax3_2.outer, ax3_2.inner") in recorded
     assert tile(256, 64, 56, 1) == (3, 4, 2, 8, True)  # two rows of 56 columns x 32 channels: 14 KiB of sums
     assert tile(2048, 8, 14, 1) == (7, 1, 14, 32, False)  # one block, 7 x 1 a row: flattened, no fewer cycles

@@ -69,6 +69,15 @@ build the ratios of one kernel moved between 0.7 and 1.2 from build to build, th
 code included (where the arrays lie): a first measurement of the flattened tile at
 56x56 (1.45x slower) was that, and the single runs above may be too.
 
+A wider filter flattens its rows alike (with the tile of a row's blocks, by the same
+model): its columns' input positions, no longer a row's, are worked out once a tile,
+outside the reduction.  ResNet-50's stride-2 3x3 of 512 channels to 7x7 so takes 16
+tiles of 3 x 4 and a tail of one position for the plane instead of 3 + 3 + 1 columns a
+row: 0.94x the time; 128 channels at 56x56 (2 rows of 28: 18 tiles and a 2-position
+tail instead of 9 and a 1-column tail a row) 0.98x; 256 at 28x28 keeps its row (28
+positions cost no fewer cycles).  Measured (1 thread, CPU time, each kernel alone, two
+processes of each build, alternated 9 times, median of the paired ratios, load 6).
+
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
 fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer, is
 faster (1x1, 64 -> 256 channels at 56x56, 1 thread: 1.36 against 1.62 ms).  Measured
@@ -92,6 +101,19 @@ MobileNet v2.  With the channels of an input block unrolled (conv_tile_end.py), 
 again on the kernels alone (1 thread, CPU time, alternated 21 times, load 7-8): 16 KiB
 (MLAS's 128 channels a chunk) 1.34x the time on 256 -> 64 at 56x56, 1.17x on 144 -> 24,
 0.94-1.08x on the others; 10 and 12 KiB 0.97-1.07x; ACC_BYTES 32 KiB 0.93-1.16x.  Kept.
+
+A filter wider than 1x1 keeps half of ACC_BYTES for the buffer: a chunk's tiles read
+(rows - 1) x stride + the filter's height rows of the padded input, which share L1
+with the buffer and the chunk's filters.  ResNet-50's stride-2 3x3 convolution of 128
+channels at 56x56 (one input block a chunk, 9 KiB of filters) took 4 rows of 28x28
+with 16 KiB of sums: 14 KiB of buffer, 17 KiB of its 9 input rows and 9 KiB of
+filters, 40 KiB against L1's 32; 2 rows need 26 KiB.  Measured (1 thread, CPU time,
+each kernel alone, two processes of each build, alternated 9 times, median of the
+paired ratios, load 9 from other work): that convolution 0.80x the time (4 rows ->
+2), 256 at 28x28 0.96x (7 -> 2), 512 at 14x14 the same (7 rows either way); a quarter
+of ACC_BYTES (1 row at 56x56, 1 at 14x14) 0.82x, 1.03x, 1.10x.  ResNet-50 at 1 thread
+0.960x the time (the two builds' inferences alternated 30 times in one run, CPU time,
+load 5.6; outputs bit-identical).
 
 Tried and not taken: the filter blocks of a tile side by side in the packed weight.  A
 tile's `vectors` blocks of OIHW8i8o lie I x 32 bytes apart (8 KiB for 256 input
@@ -118,8 +140,8 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     """(cols, vectors, rows, chunk, flat) for the blocked convolution `conv` (N, B, OH,
     OW, lanes), or None when conv.py's tile is the better one (see the module doc): the
     register tile, the rows of the buffer, the input channels (the first reduction axis)
-    of a chunk, and whether the tile's columns run over the buffer's rows flattened (a
-    1x1 filter: `cols` then counts positions of rows x OW, the last ones a tail)."""
+    of a chunk, and whether the tile's columns run over the buffer's rows flattened
+    (`cols` then counts positions of rows x OW, the last ones a tail)."""
     unit = unit or host_unit()
     _, blocks, oh, ow, lanes = conv.tensor.shape
     if unit.registers >= 32 or not conv.reduce_axes:
@@ -148,19 +170,20 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
-    rows = _rows(oh, ow, group_bytes)
+    rows = _rows(oh, ow, group_bytes, ACC_BYTES if _taps(conv) == 1 else ACC_BYTES // 2)
     if flat_first:
         return cols, vectors, rows, chunk, True
-    if _taps(conv) == 1 and rows > 1:
+    if rows > 1:
         flat = _flat_cols(rows * ow, vectors, unit, per_block)
         if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
             return flat, vectors, rows, chunk, True
     return cols, vectors, rows, chunk, False
 
 
-def _rows(oh: int, ow: int, group_bytes: int) -> int:
-    """The rows of the buffer: the most dividing the output's whose sums fit ACC_BYTES."""
-    return max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= ACC_BYTES)
+def _rows(oh: int, ow: int, group_bytes: int, limit: int = ACC_BYTES) -> int:
+    """The rows of the buffer: the most dividing the output's whose sums fit `limit`
+    (ACC_BYTES; half of it for a filter wider than 1x1, see the module doc)."""
+    return max(d for d in _divisors(oh) if d == 1 or d * ow * group_bytes <= limit)
 
 
 def _flat_cost(oh: int, ow: int, blocks: int, lanes: int, cols: int, vectors: int, per_block: int) -> float:
