@@ -13,6 +13,7 @@ CASES = [  # (B, M, K, N)
     (2, 12, 8, 16),   # whole tiles of 6 rows, 2 steps of 4
     (3, 13, 20, 32),  # a remainder tile of 1 row, two column strips
     (1, 5, 7, 16),    # fewer rows than a tile; k not a multiple of the unrolled steps
+    (1, 130, 8, 16),  # rows in chunks of 26 (a stack buffer), each 4 tiles and a remainder of 2
 ]
 
 
