@@ -22,6 +22,7 @@ CASES = [  # (M, K, N, bn): power-of-two lanes, odd lanes (NC25n as TVM packs 10
     (32, 40, 50, 25),
     (16, 24, 10, 10),
     (32, 16, 48, 8),  # 8 row tiles of 3 blocks: each prefetches a piece of the next block's weight
+    (32, 18, 48, 8),  # the same with k not a multiple of the unrolled steps: one step a loop body
 ]
 
 
@@ -71,8 +72,10 @@ def @main(%x: Tensor[({m}, {k}), float32], %w: Tensor[({n // bn}, {k}, {bn}), fl
 
 
 def test_row_tiles_prefetch_the_next_blocks_weight():
-    # 32 rows: 8 tiles of 4, each step of k prefetching in the next block's panel (module doc)
-    assert _prefetches(32, 16, 48, 8) == [("k", "p1")]
+    # 32 rows: 8 tiles of 4, each loop body (UNROLL_STEPS of k) prefetching in the next
+    # block's panel (module doc); one step a body when k is not a multiple of them
+    assert _prefetches(32, 16, 48, 8) == [("k.outer", "p1")]
+    assert _prefetches(32, 18, 48, 8) == [("k", "p1")]
     # one tile per block (4 rows): a step would skip lines of the next panel, no prefetch
     assert _prefetches(4, 16, 48, 8) == []
 

@@ -16,6 +16,9 @@
      blocks of the packed weight's lanes in registers, the epilogue applied at write-back);
    * a Winograd convolution (te/topi/winograd.py): winograd.py (its input transform, the
      product per position in a register tile, the output transform with the epilogue);
+   * a batch_matmul that reads b along its rows (transpose_b false: attention's two
+     products), N a multiple of the vector width: batch_matmul.py (6 rows x 16 lanes in
+     registers, computed at the epilogue's column strips);
    * another convolution, dense or matmul (a sum tagged "nn.conv2d", "nn.dense", "nn.matmul",
      "nn.batch_matmul", ...): a register tile.  With data axes d0..dn-1, the last one
      (the output's contiguous axis) is split by the vector width and its inner part
@@ -103,6 +106,7 @@ from ..te import expr as te
 from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK
 from ..te.topi.winograd import INPUT_NAME as WINO_INPUT
+from .batch_matmul import schedule_batch_matmul, schedules_batch_matmul
 from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
@@ -152,7 +156,10 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
             epilogue = _epilogue(sch, stage)
             if epilogue is None:
                 epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
-            _schedule_anchor(sch, stage, epilogue)
+            if schedules_batch_matmul(stage, vector_width(stage.tensor.dtype)):
+                schedule_batch_matmul(sch, stage, epilogue, vector_width(stage.tensor.dtype))  # batch_matmul.py
+            else:
+                _schedule_anchor(sch, stage, epilogue)
             done.add(id(epilogue))
         elif stage.is_reduction:
             _schedule_reduction(sch, stage)

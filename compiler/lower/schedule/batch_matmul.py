@@ -1,0 +1,89 @@
+"""Schedule of `nn.batch_matmul` with b read along its rows (transpose_b false, as the ONNX
+frontend makes attention's two products): a (B, M, K) times b (B, K, N).
+
+defaults.py's register tile (4 rows x 16 lanes: 8 accumulators on AVX2) keeps too few
+FMA chains in flight for the FMA's latency (4 cycles, 2 a cycle: 8 chains at best, no
+slack).  This one is MLAS's SGEMM tile: `rows` rows x one vector width of columns (16
+float32: two AVX2 registers), rows = the accumulators the host's tile may keep (12 on
+AVX2, vector_unit.py) over the registers a row takes, at most ROWS_MAX: 6 x 2 on AVX2.
+Per step of k the tile broadcasts `rows` scalars of a and loads the columns' vectors of
+b for rows * 2 FMAs.  The product is computed at its epilogue's loop over a column
+strip's rows, a chunk of them at a time (the largest divisor of M whose chunk x 16
+floats fit STACK_BYTES: its buffer on the stack, not malloc'ed and freed each time as a
+larger one is):
+
+    for batch, j.outer            fused, parallel when the work is large
+     for i.outer                  the chunks
+      T_batch_matmul.local        for i.outer (rows, the last rows a remainder tile),
+                                  k.outer: k.inner (UNROLL_STEPS, unrolled),
+                                  i.inner (rows, unrolled), j (the strip, vectorized): FMA,
+                                  summed in registers (cache_accumulator at k.outer)
+      i.inner, j.inner (vectorized): the epilogue (or a copy, when the product is an output)
+
+so a strip of b (K x 16: 4-8 KiB for attention) stays in L1 while every row passes.
+Measured (1 thread, CPU time, builds alternated in one run, 11 rounds, load 3.4-4.8),
+÷ defaults.py's tile: 12x128x64 by 12x64x128 (scores) 0.97, 12x128x128 by 12x128x64
+(values) 0.80; the same schedule with 4 rows (8 accumulators) 1.06 and 0.91.  In the
+models (with dense_pack's unrolled steps, bench/run.py's paired ratio to onnxruntime,
+two runs each, load 5-6): GPT-2 block 0.94, 0.96 -> 0.91, 0.81; BERT 0.94, 0.97 -> 0.86,
+0.84.  The chunks (64 rows for attention, instead of the 128 rows' 8 KiB malloc'ed per
+strip): ÷ defaults.py's tile, values 0.92 -> 0.86, scores 1.04 -> 1.03 (11 rounds, load
+7-10).
+"""
+
+from __future__ import annotations
+
+from ..te import expr as te
+from .primitives import Schedule, Stage
+from .vector_unit import host_unit
+
+ROWS_MAX = 6  # rows of the register tile
+UNROLL_STEPS = 4  # reduction steps a tile's loop body makes
+PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
+STACK_BYTES = 4096  # codegen/llvm.py's SMALL_ALLOCA_BYTES: a larger local buffer is malloc'ed each time
+
+
+def schedules_batch_matmul(stage: Stage, lanes: int) -> bool:
+    """Whether this schedule takes `stage`: a batch_matmul whose b is read along the
+    columns j, N a multiple of `lanes`."""
+    if stage.tensor.op.tag != "nn.batch_matmul" or len(stage.axes) != 3 or len(stage.reduce_axes) != 1:
+        return False
+    _, _, j = stage.tensor.op.axes
+    if j.extent % lanes:
+        return False
+    loads = [n for n in te.nodes(stage.body) if isinstance(n, te.Load)]
+    return any(ld.indices[-1] is j for ld in loads)
+
+
+def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage, lanes: int) -> None:
+    """The product `stage` computed at `epilogue`'s (batch, column strip) loop (module doc)."""
+    t, e = stage.tensor, epilogue.tensor
+    _, i, j = stage.axes
+    (k,) = stage.reduce_axes
+    unit = host_unit()
+    rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
+    chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
+    rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), chunk))
+    io, ii = sch.split(t, i, rows, tail=chunk % rows != 0)
+    if k.extent % UNROLL_STEPS == 0:
+        ko, ki = sch.split(t, k, UNROLL_STEPS)
+        sch.reorder(t, io, ko, ki, ii, j)
+        sch.unroll(t, ki)
+    else:
+        ko = k
+        sch.reorder(t, io, ko, ii, j)
+    sch.unroll(t, ii)
+    sch.vectorize(t, j)
+    sch.cache_accumulator(t, ko)
+    eb, ei, ej = epilogue.axes
+    jo, ji = sch.split(e, ej, lanes)
+    eio, eii = sch.split(e, ei, chunk)
+    sch.reorder(e, eb, jo, eio, eii, ji)
+    sch.vectorize(e, ji)
+    loop = sch.fuse(e, eb, jo)
+    work = 1
+    for axis in (*t.op.axes, k):
+        work *= axis.extent
+    if loop.extent > 1 and work >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, eio)
