@@ -272,6 +272,30 @@ def test_a_shared_load_is_read_again_after_a_store_into_its_buffer(jit):
     np.testing.assert_array_equal(got_acc, [48.0])
 
 
+def test_a_register_tiles_input_is_read_and_broadcast_once_for_every_block(jit):
+    """A register tile's input, read at an index that uses the inner unrolled loop only,
+    is read (and broadcast to the lanes) once for all the blocks of the outer unrolled
+    loop: the read is kept by its address, the broadcast by its value, both good after
+    the iteration that made them (codegen/emitted.py), until something is stored into
+    the input's buffer."""
+    x, w = buf("x", (3,), "float32"), buf("w", (4, 8), "float32")
+    inp, out = buf("inp", (3,), "float32"), buf("out", (4, 3, 8), "float32")
+    c, j, v = te.Var("c"), te.Var("j"), te.Var("v")
+    tile = ln.For(c, 4, ln.For(j, 3, ln.For(v, 8, ln.Store(out, (c * 3 + j) * 8 + v, load(inp, j) * load(w, c * 8 + v)),
+                                             "vectorized"), "unrolled"), "unrolled")
+    body = ln.seq(ln.For(j, 3, ln.Store(inp, j, load(x, j)), "unrolled"), tile,
+                  ln.Store(inp, te.as_expr(0), te.const(2.0, "float32")), tile)
+    f = ln.PrimFunc("tile", (x, w, inp, out), body, num_outputs=2)
+    text = str(generate([f], "t.relay"))
+    assert len(re.findall(r'%"inp(\.\d+)?" = load float', text)) == 3 + 3  # all of inp again after a store into it
+    assert text.count("shufflevector <8 x float>") == 3 + 3
+    a, b = values("float32", n=3), values("float32", n=32, seed=1).reshape(4, 8)
+    got_inp, got = jit.compile([f], "t.relay")["tile"](a, b)
+    a[0] = 2.0
+    np.testing.assert_array_equal(got_inp, a)
+    np.testing.assert_array_equal(got, a[None, :, None] * b[:, None, :])
+
+
 def test_an_inlined_call_in_vector_code_is_expanded_again_for_another_argument(jit):
     """The same exp node in every unrolled iteration, on an argument that changes with the
     iteration: each iteration expands it on its own argument."""

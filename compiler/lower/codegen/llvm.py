@@ -273,6 +273,16 @@ class _Emitter:
                                                           source_etype=mem_type(buffer.dtype))
         return found
 
+    def load(self, buffer: te.Buffer, index: ir.Value, typ: ir.Type, lanes: int = 0) -> ir.Value:
+        """`buffer[index]` read as `typ` (`lanes` wide, 0: a scalar): the value an earlier
+        read of the same address made where it is still good (emitted.py), else a load."""
+        address = self.address(buffer, index)
+        value = self.emitted.load_at(address, lanes)
+        if value is None:
+            value = self.builder.load(address, typ=typ, align=elem_bytes(buffer.dtype), name=buffer.name)
+            self.emitted.put_load(buffer, address, lanes, value)
+        return value
+
     def prefetch(self, s: Prefetch) -> None:
         """`llvm.prefetch` (read, locality 2: PREFETCHT1, data) of `s.buffer[s.index]`, whose
         address is not `inbounds`: the index may pass the buffer's end (loopnest.Prefetch)."""
@@ -502,9 +512,7 @@ class _Emitter:
                 raise LoweringError(f"LLVM code generation: unbound variable {e.name}")
             return value
         if isinstance(e, te.BufferLoad):
-            index = self.expr(e.index)
-            value = b.load(self.address(e.buffer, index), typ=mem_type(e.dtype), align=elem_bytes(e.dtype),
-                           name=e.buffer.name)
+            value = self.load(e.buffer, self.expr(e.index), mem_type(e.dtype))
             return b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) if e.dtype == "bool" else value
         if isinstance(e, te.Select):
             return self.select(e)
