@@ -58,7 +58,7 @@ class Emitted:
         self._nodes: dict[Hashable, te.PrimExpr] = {}  # every key's node, in every region
         self._uses: dict[int, dict[int, bool]] = {}  # id(var) -> uses_var's memo for it
         self._buffers: dict[int, frozenset[int]] = {}  # id(node) -> ids of the buffers it reads
-        self._put: list[Hashable] = []  # every key put, in order, but those of regions forgotten
+        self._put: list[Hashable] = []  # every key put, in order, but those forgotten as their region ended
         self._read_from: dict[Hashable, int] = {}  # a read's key (`put_load`) -> id of its buffer
 
     def get(self, key: Hashable) -> ir.Value | None:
@@ -110,6 +110,11 @@ class Emitted:
                 made = self._put[start:]
                 self.pure = self._kept(pure, self.pure, made, rebinds)
                 self.loaded = {} if stores else self._kept(loaded, self.loaded, made, rebinds)
+                # what is forgotten leaves the record too: the loops this iteration is
+                # unrolled within look over what it kept only (nested unrolled loops went
+                # over every key once per loop: 656,000 keys for 179,000 kept in
+                # ResNet-50's kernels)
+                self._put[start:] = [k for k in made if k in self.pure or k in self.loaded]
             else:
                 self.pure, self.loaded = pure, ({} if stores else loaded)
                 del self._put[start:]
