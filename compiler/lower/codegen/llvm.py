@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from typing import Any, Callable, Iterator
 
 import llvmlite.ir as ir
@@ -67,6 +68,7 @@ from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast
 
 SMALL_ALLOCA_BYTES = 4096
 INDEX_LIMIT = 1 << 62  # index bounds flagged as not wrapping stay within this, far from i64's
+AFFINE_OPS = ("add", "sub", "mul")  # index operations emitted as a base and a constant offset (`affine`)
 MAX_VECTOR_PIECES = 64  # the longest vectorized loop cut into power-of-two pieces
 # A long vectorized loop (more than INTERLEAVE_MIN iterations, left to the loop vectoriser)
 # whose body expands a math function inline asks for MATH_INTERLEAVE vectors side by side:
@@ -504,6 +506,8 @@ class _Emitter:
         if isinstance(e, te.Select):
             return self.select(e)
         if isinstance(e, te.Binary):
+            if e.dtype == te.INDEX and e.op in AFFINE_OPS:
+                return self.offset(*self._affine(e))
             x, y = self.expr(e.a), self.expr(e.b)
             if e.a.dtype == te.INDEX:
                 return self.integer_binary(e, x, y)
@@ -528,6 +532,73 @@ class _Emitter:
         value = self.numbered.get(key)
         if value is None:
             value = self.numbered[key] = self._binary(e, x, y)
+        return value
+
+    def affine(self, e: te.PrimExpr) -> tuple[ir.Value | None, int, float, float]:
+        """An index `e` as (base, offset, low, high): its value base + offset (base None:
+        0), the base between low and high (infinite where unknown), the offsets of its
+        sums and products by constants gathered without being emitted (`_affine`); the
+        value `expr(e)` gives where `e` was emitted already, or is no such sum."""
+        value = self.emitted.get(id(e) + self.contract)
+        if value is None and isinstance(e, te.Binary) and e.dtype == te.INDEX and e.op in AFFINE_OPS:
+            return self._affine(e)
+        value = self.expr(e) if value is None else value
+        if isinstance(value, ir.Constant):
+            return None, int(value.constant), 0, 0
+        known = bounds(e, self.extents, self.ranges)
+        return (value, 0, -math.inf, math.inf) if known is None else (value, 0, *known)
+
+    def _affine(self, e: te.Binary) -> tuple[ir.Value | None, int, float, float]:
+        """`affine` of an index add, sub or mul: the bases combined (once per pair of
+        values where it dominates, as `integer_binary`), the offsets added.  An unrolled
+        tile's addresses differ by constants only: `(ax1 * 64 + (k + 1)) * 8` for k = 0,
+        1, 2 is one base `ax1 * 64 * 8` and the offsets 8, 16, 24, where emitted node by
+        node it was three adds and muls each, which LLVM's InstCombine gathered so: 36%
+        of O3's time over ResNet-50's kernels."""
+        (xb, xc, xl, xh), (yb, yc, yl, yh) = self.affine(e.a), self.affine(e.b)
+        if yb is not None and (e.op == "sub" or e.op == "mul" and xb is not None):  # x - y, x * y: as written
+            x, y = self.offset(xb, xc, xl, xh), self.offset(yb, yc, yl, yh)
+            known = bounds(e, self.extents, self.ranges)
+            value = self.integer_binary(e, x, y)
+            return (value, 0, -math.inf, math.inf) if known is None else (value, 0, *known)
+        if e.op == "mul":
+            base, offset, low, high, k = (xb, xc, xl, xh, yc) if yb is None else (yb, yc, yl, yh, xc)
+            if base is None or k == 0:
+                return None, (offset if base is None else 0) * k, 0, 0
+            if k == 1:
+                return base, offset, low, high
+            positive = k > 0 and low >= 0
+            low, high = sorted((low * k, high * k))
+            return self.index_op("mul", base, ir.Constant(I64, k), low, high, positive), offset * k, low, high
+        if e.op == "sub":
+            return xb, xc - yc, xl, xh
+        if xb is None or yb is None:
+            return (yb, xc + yc, yl, yh) if xb is None else (xb, xc + yc, xl, xh)
+        low, high = xl + yl, xh + yh
+        return self.index_op("add", xb, yb, low, high, xl >= 0 and yl >= 0), xc + yc, low, high
+
+    def offset(self, base: ir.Value | None, offset: int, low: float, high: float) -> ir.Value:
+        """The value base + offset (`affine`'s answer), base between low and high."""
+        if base is None:
+            return ir.Constant(I64, offset)
+        if offset == 0:
+            return base
+        return self.index_op("add", base, ir.Constant(I64, offset), low + offset, high + offset,
+                             low >= 0 and offset >= 0)
+
+    def index_op(self, op: str, x: ir.Value, y: ir.Value, low: float, high: float,
+                 nonnegative: bool = True) -> ir.Value:
+        """`x op y` on indices whose result lies between low and high (`nonnegative`: so do
+        both operands), with the no-wrap flags `no_wrap` would give it, once per operation
+        and values where it dominates (`numbered`)."""
+        key = (op, te.INDEX, _value_key(x), _value_key(y))
+        value = self.numbered.get(key)
+        if value is None:
+            flags: tuple[str, ...] = ()
+            if -INDEX_LIMIT < low <= high < INDEX_LIMIT:
+                flags = ("nuw", "nsw") if nonnegative and low >= 0 else ("nsw",)
+            b = self.builder
+            value = self.numbered[key] = (b.add if op == "add" else b.mul)(x, y, flags=flags)
         return value
 
     def _binary(self, e: te.Binary, x: ir.Value, y: ir.Value) -> ir.Value:
