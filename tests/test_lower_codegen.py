@@ -234,6 +234,23 @@ def test_an_address_is_emitted_once_where_it_dominates(jit):
     np.testing.assert_allclose(jit.compile([f], "t.relay")["row_total"](x), x.sum(axis=1), rtol=1e-6)
 
 
+def test_an_unrolled_tiles_addresses_are_one_base_and_constant_offsets(jit):
+    """Sums and products by constants in an index are gathered into a base and a constant
+    offset (llvm.py `affine`): the three unrolled reads of `a[(r * 4 + (k + 1)) * 8]`
+    are one base, `r * 4 * 8`, and the offsets 8, 16, 24, not an add and two multiplies
+    each (which LLVM's InstCombine spent much of O3's time gathering)."""
+    a, out = buf("a", (4, 4, 8), "float32"), buf("out", (4, 3), "float32")
+    r, k = te.Var("r"), te.Var("k")
+    body = ln.For(r, 4, ln.For(k, 3, ln.Store(out, r * 3 + k, load(a, (r * 4 + (k + 1)) * 8)), "unrolled"))
+    f = ln.PrimFunc("tile", (a, out), body)
+    text = str(generate([f], "t.relay"))
+    assert len(re.findall(r"= mul ", text)) == 3  # r * 4 * 8 for the reads, r * 3 for the writes
+    for offset in (8, 16, 24):
+        assert re.search(rf'add nuw nsw i64 %"?\.\d+"?, {offset}', text)
+    x = values("float32", n=128).reshape(4, 4, 8)
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["tile"](x), x[:, 1:, 0])
+
+
 def test_a_shared_subexpression_is_emitted_once_across_unrolled_iterations(jit):
     """A node that every unrolled iteration uses and that does not use the iteration's
     variable (a Winograd transform's inner sum) is emitted once, loads and all, in
@@ -270,6 +287,30 @@ def test_a_shared_load_is_read_again_after_a_store_into_its_buffer(jit):
     got_acc, got_res = jit.compile([f], "t.relay")["reload"](np.array([1.5], np.float32))
     np.testing.assert_array_equal(got_res, [3.0, 6.0, 12.0, 12.0, 48.0])
     np.testing.assert_array_equal(got_acc, [48.0])
+
+
+def test_a_register_tiles_input_is_read_and_broadcast_once_for_every_block(jit):
+    """A register tile's input, read at an index that uses the inner unrolled loop only,
+    is read (and broadcast to the lanes) once for all the blocks of the outer unrolled
+    loop: the read is kept by its address, the broadcast by its value, both good after
+    the iteration that made them (codegen/emitted.py), until something is stored into
+    the input's buffer."""
+    x, w = buf("x", (3,), "float32"), buf("w", (4, 8), "float32")
+    inp, out = buf("inp", (3,), "float32"), buf("out", (4, 3, 8), "float32")
+    c, j, v = te.Var("c"), te.Var("j"), te.Var("v")
+    tile = ln.For(c, 4, ln.For(j, 3, ln.For(v, 8, ln.Store(out, (c * 3 + j) * 8 + v, load(inp, j) * load(w, c * 8 + v)),
+                                             "vectorized"), "unrolled"), "unrolled")
+    body = ln.seq(ln.For(j, 3, ln.Store(inp, j, load(x, j)), "unrolled"), tile,
+                  ln.Store(inp, te.as_expr(0), te.const(2.0, "float32")), tile)
+    f = ln.PrimFunc("tile", (x, w, inp, out), body, num_outputs=2)
+    text = str(generate([f], "t.relay"))
+    assert len(re.findall(r'%"inp(\.\d+)?" = load float', text)) == 3 + 3  # all of inp again after a store into it
+    assert text.count("shufflevector <8 x float>") == 3 + 3
+    a, b = values("float32", n=3), values("float32", n=32, seed=1).reshape(4, 8)
+    got_inp, got = jit.compile([f], "t.relay")["tile"](a, b)
+    a[0] = 2.0
+    np.testing.assert_array_equal(got_inp, a)
+    np.testing.assert_array_equal(got, a[None, :, None] * b[:, None, :])
 
 
 def test_an_inlined_call_in_vector_code_is_expanded_again_for_another_argument(jit):
@@ -336,14 +377,16 @@ def test_widened_guarded_read(jit):
 def test_index_arithmetic_says_it_does_not_wrap(jit):
     """An index add or mul whose operands the loop extents keep non-negative carries
     `nuw nsw` (LLVM's scalar evolution needs not prove it); one that may go negative (a
-    padding offset, r - 1) only `nsw`, and the select guarding it still works."""
+    padding offset: r - 1 is r + -1, (r - 1) * 16 + c the store's r * 16 + c, then
+    + -16) only `nsw`, and the select guarding it still works."""
     a, out = buf("a", (3, 16), "float32"), buf("out", (4, 16), "float32")
     r, c = te.Var("r"), te.Var("c")
     value = te.select(te.ge(r - 1, 0), load(a, (r - 1) * 16 + c), te.const(0.0, "float32"))
     f = ln.PrimFunc("flags", (a, out), ln.For(r, 4, ln.For(c, 16, ln.Store(out, r * 16 + c, value))))
     text = str(generate([f], "t.relay"))
     assert re.search(r'mul nuw nsw i64 %"r", 16', text) and re.search(r'add nuw nsw i64 %"?\.\d+"?, %"c"', text)
-    assert re.search(r'sub nsw i64 %"r", 1', text) and not re.search(r'sub nuw', text)
+    assert re.search(r'add nsw i64 %"r", -1', text) and re.search(r'add nsw i64 %"?\.\d+"?, -16', text)
+    assert not re.search(r'nuw.*, -', text)
     x = values("float32", n=48).reshape(3, 16)
     expected = np.concatenate([np.zeros((1, 16), np.float32), x])
     np.testing.assert_array_equal(jit.compile([f], "t.relay")["flags"](x), expected)

@@ -56,6 +56,15 @@ class DebugInfo:
         flags.add(module.add_metadata([ir.Constant(I32, 7), "Dwarf Version", ir.Constant(I32, 4)]))
         self.subroutine = module.add_debug_info("DISubroutineType", {"types": module.add_metadata([None])})
         self._locations: dict[tuple[tuple[int, int], str], ir.DIValue] = {}
+        self._places: dict[int, tuple[Any, tuple[int, int] | None]] = {}  # id(span) -> (span, its place)
+
+    def place(self, loc: Any) -> tuple[int, int] | None:
+        """`source_location(loc)`, worked out once per span object (the nodes of a kernel
+        share a few)."""
+        found = self._places.get(id(loc))
+        if found is None or found[0] is not loc:
+            found = self._places[id(loc)] = (loc, source_location(loc))
+        return found[1]
 
     def subprogram(self, fn: ir.Function, line: int, local: bool) -> ir.DIValue:
         flags = "DISPFlagDefinition | DISPFlagOptimized" + (" | DISPFlagLocalToUnit" if local else "")

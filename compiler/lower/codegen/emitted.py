@@ -22,11 +22,19 @@ GPT-2 block and BERT: 50,177 -> 46,196), which we need not build and print, nor 
 parse and deduplicate.  O3's result is the same, instruction for instruction, for every
 kernel of those four models (GVN had merged the copies).
 
+A read of memory is also kept by its address (`load_at`, `put_load`): where an earlier
+read of the same address still dominates and nothing was stored into its buffer since,
+its value is the one read.  Such a value is good after the unrolled iteration that made
+it, which a read keyed by its expression is not when its index uses the iteration's
+variable: a register tile's input broadcast to each of its output channel blocks, read
+again in every one (an unrolled loop outside the loop over the input's positions).
+
 Keys: `id(node) + contract` for a scalar (object ids are even, so the two never meet: a
 value emitted for an accumulation, where float operations may fuse into FMAs, is not the
 one of an exact statement), `(id(lane variable), width, that)` for a vectorized loop's
 lanes (lanes.py): the lanes of one loop variable, 0 to width - 1, are the same in every
-emission of its loop, so an iteration that rebinds the lane variable keeps them.
+emission of its loop, so an iteration that rebinds the lane variable keeps them;
+`("load", id(address), lanes)` for a read by its address (lanes 0 for a scalar).
 """
 
 from __future__ import annotations
@@ -50,7 +58,8 @@ class Emitted:
         self._nodes: dict[Hashable, te.PrimExpr] = {}  # every key's node, in every region
         self._uses: dict[int, dict[int, bool]] = {}  # id(var) -> uses_var's memo for it
         self._buffers: dict[int, frozenset[int]] = {}  # id(node) -> ids of the buffers it reads
-        self._put: list[Hashable] = []  # every key put, in order, but those of regions forgotten
+        self._put: list[Hashable] = []  # every key put, in order, but those forgotten as their region ended
+        self._read_from: dict[Hashable, int] = {}  # a read's key (`put_load`) -> id of its buffer
 
     def get(self, key: Hashable) -> ir.Value | None:
         value = self.pure.get(key)
@@ -61,11 +70,24 @@ class Emitted:
         self._nodes[key] = node
         self._put.append(key)
 
+    def load_at(self, address: ir.Value, lanes: int) -> ir.Value | None:
+        """The value an earlier read of `address` (`lanes` wide, 0: a scalar) made, where
+        it is still good."""
+        return self.loaded.get(("load", id(address), lanes))
+
+    def put_load(self, buffer: te.Buffer, address: ir.Value, lanes: int, value: ir.Value) -> None:
+        key = ("load", id(address), lanes)
+        self.loaded[key] = value
+        self._read_from[key] = id(buffer)
+        self._put.append(key)
+
     def stored(self, buffer: te.Buffer) -> None:
         """A store into `buffer` was emitted: the values that read it are stale."""
         if self.loaded:
             b = id(buffer)
-            for key in [k for k in self.loaded if b in self._read_buffers(self._nodes[k])]:
+            read_from = self._read_from
+            for key in [k for k in self.loaded if (read_from[k] == b if k in read_from
+                                                   else b in self._read_buffers(self._nodes[k]))]:
                 del self.loaded[key]
 
     def forget_loads(self) -> None:
@@ -88,19 +110,25 @@ class Emitted:
                 made = self._put[start:]
                 self.pure = self._kept(pure, self.pure, made, rebinds)
                 self.loaded = {} if stores else self._kept(loaded, self.loaded, made, rebinds)
+                # what is forgotten leaves the record too: the loops this iteration is
+                # unrolled within look over what it kept only (nested unrolled loops went
+                # over every key once per loop: 656,000 keys for 179,000 kept in
+                # ResNet-50's kernels)
+                self._put[start:] = [k for k in made if k in self.pure or k in self.loaded]
             else:
                 self.pure, self.loaded = pure, ({} if stores else loaded)
                 del self._put[start:]
 
     def _kept(self, before: dict, now: dict, made: list, var: te.Var) -> dict:
         """`now` (the region's own dict, changed in place) without what the region made
-        (`made`: the keys it put, in order) that uses `var` (but the lanes of `var`).
+        (`made`: the keys it put, in order) that uses `var` (but the lanes of `var`, and
+        reads by address).
         Only those keys are looked at: an unrolled loop's every iteration would otherwise
         go over all the values the code before it made (a quarter of a ResNet-50 Winograd
         kernel's code generation)."""
         uses = self._uses.setdefault(id(var), {})
         for k in made:
-            if k in now and k not in before and not (isinstance(k, tuple) and k[0] == id(var)) \
+            if k in now and k not in before and not (isinstance(k, tuple) and k[0] in (id(var), "load")) \
                     and uses_var(self._nodes[k], var, uses):
                 del now[k]
         return now

@@ -283,14 +283,12 @@ class Lanes:
         if isinstance(e, te.BufferLoad):
             base = em.expr(e.index)
             stride = affine_stride(e.index, self.var, self.uses)
-            typ, align = mem_type(e.dtype), elem_bytes(e.dtype)
+            typ = mem_type(e.dtype)
             if stride == 1:
-                return b.load(em.address(e.buffer, base), typ=ir.VectorType(typ, w), align=align,
-                              name=e.buffer.name)
+                return em.load(e.buffer, base, ir.VectorType(typ, w), w)
             vector = ir.Constant(ir.VectorType(typ, w), None)
             for k in range(w):
-                lane = b.load(em.address(e.buffer, self.index(base, k * stride)), typ=typ, align=align,
-                              name=e.buffer.name)
+                lane = em.load(e.buffer, self.index(base, k * stride), typ)
                 vector = b.insert_element(vector, lane, ir.Constant(I32, k))
             return vector
         if isinstance(e, te.Binary) and e.op in LANE_SHIFTS:
@@ -361,12 +359,18 @@ class Lanes:
         return phi
 
     def splat(self, x: ir.Value) -> ir.Value:
-        """`x` on every lane (a vector stays as it is)."""
+        """`x` on every lane (a vector stays as it is): one broadcast of a value where it
+        dominates (the emitter's `numbered`, as index operations)."""
         if isinstance(x.type, ir.VectorType):
             return x
         vec = ir.VectorType(x.type, self.width)
         if isinstance(x, ir.Constant) and not isinstance(x.constant, (list, tuple)):
             return ir.Constant(vec, [x.constant] * self.width)
-        b = self.em.builder
-        one = b.insert_element(ir.Constant(vec, None), x, ir.Constant(I32, 0))
-        return b.shuffle_vector(one, ir.Constant(vec, None), ir.Constant(ir.VectorType(I32, self.width), None))
+        key = ("splat", id(x), self.width)
+        found = self.em.numbered.get(key)
+        if found is None:
+            b = self.em.builder
+            one = b.insert_element(ir.Constant(vec, None), x, ir.Constant(I32, 0))
+            found = self.em.numbered[key] = b.shuffle_vector(
+                one, ir.Constant(vec, None), ir.Constant(ir.VectorType(I32, self.width), None))
+        return found
