@@ -52,8 +52,8 @@ def timed_build(text: str, name: str, directory: str | None, stop_after: str = "
     params = dict(np.load(params_file)) if params_file else None
     jit, marks = JIT(), {}
     start = time.perf_counter()
-    result = compile(text, name, params=params, cache=LoweringCache(), jit=jit, disk_cache=disk, stop_after=stop_after,
-                     progress=lambda step: marks.setdefault(step.stage, time.perf_counter()))
+    result = compile(text, name, params=params, cache=LoweringCache(), jit=jit, disk_cache=disk,
+                     stop_after=stop_after, progress=lambda step: marks.setdefault(step.stage, time.perf_counter()))
     done = time.perf_counter()
     if not result.ok or result.lowered is None:
         raise SystemExit(f"error: {name} does not build")

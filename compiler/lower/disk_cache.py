@@ -30,10 +30,11 @@ head (zlib: a JSON header with the caller's `meta` and the blob lengths, then th
 and after it the entry's `arrays` as they are, uncompressed, each at a 64-byte aligned
 offset with its length and `checksum` in the header (large weights: compressing or
 hashing them would cost a good part of the build they save; mapped from the file, they
-become numpy arrays the kernels read in place).  A file whose magic, checksums or contents do not read is removed
-and reported as a miss, so a corrupt or truncated entry is rebuilt, never trusted.  Writers write a temporary file in
-the directory and rename it over the entry (atomic on POSIX): concurrent writers of one
-key leave one whole entry.  The cache never fails a build: a directory that cannot be
+become numpy arrays the kernels read in place).  A file whose magic, checksums or
+contents do not read is removed and reported as a miss, so a corrupt or truncated entry
+is rebuilt, never trusted.  Writers write a temporary file in the directory and rename
+it over the entry (atomic on POSIX): concurrent writers of one key leave one whole
+entry, and no file is ever changed in place, which a reader mapping it relies on.  The cache never fails a build: a directory that cannot be
 written is counted in `errors` and the build goes on without it.
 """
 
@@ -295,7 +296,7 @@ def _encode(entry: Entry) -> list[Any]:
         at = _aligned(at + a.nbytes)
     header = json.dumps({"schema": SCHEMA, "meta": entry.meta,
                          "blobs": [[name, len(blob)] for name, blob in entry.blobs.items()],
-                         "arrays": [[offset, a.nbytes, digest] for offset, a, digest
+                         "arrays": [[offset, a.nbytes, check] for offset, a, check
                                     in zip(offsets, arrays, map(checksum, arrays))]}).encode()
     head = zlib.compress(len(header).to_bytes(4, "little") + header + b"".join(entry.blobs.values()), 1)
     chunks: list[Any] = [MAGIC, hashlib.sha256(head).digest(), len(head).to_bytes(8, "little"), head]
@@ -319,11 +320,11 @@ def _decode(data: memoryview) -> Entry | None:
         return None
     try:
         raw = zlib.decompress(head)
-        length = int.from_bytes(raw[:4], "little")
-        header = json.loads(raw[4:4 + length])
+        header_size = int.from_bytes(raw[:4], "little")
+        header = json.loads(raw[4:4 + header_size])
         if header.get("schema") != SCHEMA:
             return None
-        blobs, at = {}, 4 + length
+        blobs, at = {}, 4 + header_size
         for name, length in header["blobs"]:
             blobs[name] = raw[at:at + length]
             at += length
