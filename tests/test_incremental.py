@@ -489,6 +489,19 @@ def test_edits_inside_a_type_comment_are_read_alone_and_agree_with_a_full_check(
     assert incremental >= 16, "edits inside a comment should mostly be re-read alone"
 
 
+def test_a_statement_without_its_semicolon_is_not_read_alone() -> None:
+    """Its region runs to the next statement; read alone it parses, and the whole check's
+    error on the missing `;` would be lost (the recheck fuzzer's finding)."""
+    text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = add(%9, %9) /* c */")
+    checked = check_text(text, NAME, incremental=True)
+    assert [d.message for d in checked.diagnostics] == ["expected ';' after ')'"]
+    for old, new in (("%10 = add(%9, %9)", "%10 = add(%9,  %9)"), ("/* c */", "/* d */")):
+        edited = text.replace(old, new, 1)
+        done = recheck(checked, edited)
+        assert done is None or summary(done[0]) == summary(check_text(edited, NAME)), new
+        assert check_text(edited, NAME).diagnostics
+
+
 def test_an_edit_of_a_comments_delimiters_parses_the_file_whole() -> None:
     text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = add(%9, %9) /* ty=Tensor[(4), float32] */;")
     checked = check_text(text, NAME, incremental=True)

@@ -323,6 +323,9 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         return None
     if previous.scan.code[old_end + 1 : old_end + 200].lstrip().startswith("}"):
         return None  # the body's last statement, no value after it: the error on its `;` is the body's
+    if previous.scan.code[old_end : old_end + 1] != ";":
+        return None  # no `;` of its own (the recovery ended it at the next statement): read alone, the
+        # statement would parse whole and the error on the missing `;` be lost (found by the recheck fuzzer)
     if _used_outside(previous.index, statement, stmt_start, old_end):
         return None
 
