@@ -23,9 +23,12 @@ caller's own arrays (the key holds their bytes), stored as a reference to their 
 given back from `params`; the arrays the passes made of them (folded batch norms, NCHWc
 and Winograd layouts: 226 MB for a ResNet-50) go to the entry's uncompressed `arrays`
 (pickle's out-of-band buffers) and come back as arrays of the file mapped copy-on-write
-(disk_cache.py), 64-byte aligned, which the executable then reads in place.  Not kept: a build with errors (the next
-one says why anew), weights larger than the part's bound (what the passes make of them
-would not fit either; the kernel cache still serves the kernels), an entry past it.
+(disk_cache.py), 64-byte aligned, which the executable then reads in place.  The key
+hashes the weights on every build that reads the cache, the editor's rebuild after an
+edit too: about 0.05 s for a ResNet-50's 102 MB on two threads.  Not kept: a build with
+errors (the next one says why anew), weights larger than the part's bound (what the
+passes make of them would not fit either; the kernel cache still serves the kernels),
+an entry past it.
 An entry that does not unpickle is a miss (counted in `corrupt`) and is written again.
 The directory is the user's own cache, as trusted as the object code the kernel cache
 loads from it.

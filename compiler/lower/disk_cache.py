@@ -196,7 +196,7 @@ class DiskCache:
         """The entry under `key`, or None.  A file that does not read whole is removed."""
         path = self.path(key)
         try:
-            data = _read_aligned(path)
+            data = _mapped(path)
         except OSError:
             self.misses += 1
             return None
@@ -362,7 +362,7 @@ def checksum(buffer: memoryview) -> str:
     return f"{int(data[:whole].view(np.uint64).sum(dtype=np.uint64)):016x}{bytes(data[whole:]).hex()}"
 
 
-def _read_aligned(path: Path) -> memoryview:
+def _mapped(path: Path) -> memoryview:
     """The file's bytes, mapped copy-on-write (writable, page-aligned, read from the
     page cache as they are touched: no copy of a large entry's arrays)."""
     with open(path, "rb") as f:
