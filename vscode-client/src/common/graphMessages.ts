@@ -93,18 +93,21 @@ export type HostToView =
     | {
           type: 'graph';
           state: ViewState;
+          choice: number; // the view's last choice the host had when it fetched this (see 'choose')
           answer: GraphAnswer;
           passes: PassChoice[];
           kernelColours: Record<string, number>; // fused function -> its line colour (0..5), as the editor's
           profile: Record<string, number> | null; // fused function -> share of the run time (0..1)
       }
     | { type: 'cursor'; line: number; character: number } // the Relay editor's cursor moved
-    | { type: 'error'; message: string; state: ViewState };
+    | { type: 'error'; message: string; state: ViewState; choice: number };
 
 /** webview -> extension host */
 export type ViewToHost =
     | { type: 'ready' } // the page loaded (or reloaded): send the graph
-    | { type: 'choose'; after: number | null; compare: boolean } // the pass picker or the compare toggle
+    // the pass picker or the compare toggle; `choice` grows with every choice, so the view can
+    // drop an answer to an older one that arrives after the user chose again
+    | { type: 'choose'; after: number | null; compare: boolean; choice: number }
     | { type: 'reveal'; range: LspRange } // a node was clicked: select its Relay text
     | { type: 'drawn'; nodes: number; visible: number; ms: number }; // a draw's time, for the log
 

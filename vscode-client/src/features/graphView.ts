@@ -57,6 +57,7 @@ function isRange(value: unknown): value is LspRange {
 
 class GraphPanel implements vscode.Disposable {
     private state: ViewState;
+    private choice = 0; // the view's last choice (echoed with each answer)
     private readonly subscriptions: vscode.Disposable[] = [];
     private loading = 0; // the latest load; an older answer is dropped
 
@@ -108,6 +109,7 @@ class GraphPanel implements vscode.Disposable {
                 return;
             case 'choose':
                 this.state = { ...this.state, after: message.after, compare: message.compare };
+                this.choice = message.choice;
                 this.remember(this.state);
                 void this.load();
                 return;
@@ -127,8 +129,9 @@ class GraphPanel implements vscode.Disposable {
         const client = this.server.client;
         const attempt = ++this.loading;
         const state = this.state;
+        const choice = this.choice;
         if (!client) {
-            this.post({ type: 'error', message: 'The RelayLens language server is not running.', state });
+            this.post({ type: 'error', message: 'The RelayLens language server is not running.', state, choice });
             return;
         }
         this.post({ type: 'loading', what: state.after === null ? 'the final module' : `snapshot ${state.after}` });
@@ -155,14 +158,14 @@ class GraphPanel implements vscode.Disposable {
             const laid = Object.values(answer.layout ?? {}).reduce((s, l) => s + l.seconds, 0);
             this.output(`graph view: ${answer.passName} (${nodes} nodes) in ${Date.now() - started} ms, of which layout ${(laid * 1000).toFixed(0)} ms in the server`);
             this.state = { ...state, after };
-            this.post({ type: 'graph', state: this.state, answer, passes, kernelColours, profile: shares });
+            this.post({ type: 'graph', state: this.state, choice, answer, passes, kernelColours, profile: shares });
             const editor = vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === uri);
             if (editor) {
                 this.sendCursor(editor);
             }
         } catch (err) {
             if (attempt === this.loading) {
-                this.post({ type: 'error', message: err instanceof Error ? err.message : String(err), state });
+                this.post({ type: 'error', message: err instanceof Error ? err.message : String(err), state, choice });
             }
         }
     }

@@ -50,6 +50,15 @@ let shown: Pane[] = [];
 let mapping: { toAfter: Map<string, string[]>; toBefore: Map<string, string[]> } | null = null;
 let last: Extract<HostToView, { type: 'graph' }> | null = null; // the graph message drawn
 let graphId: string | null = null; // the function drawn (@main unless another was picked)
+// The user's last choice of snapshot or comparison, numbered so that an answer to an earlier
+// one (already on its way when the user chose again) is not drawn and does not reset the
+// controls; from the clock, so numbers keep growing across a reload of the page.
+let chosen = 0;
+
+function choose(): void {
+    chosen = Math.max(chosen + 1, Date.now());
+    send({ type: 'choose', after: picker.value === '' ? null : Number(picker.value), compare: compare.checked, choice: chosen });
+}
 
 function other(pane: Pane): Pane | undefined {
     return shown.find((p) => p !== pane);
@@ -203,6 +212,9 @@ window.addEventListener('message', (event: MessageEvent<HostToView>) => {
             document.body.classList.add('loading');
             return;
         case 'graph':
+            if (message.choice < chosen) {
+                return; // the answer to the choice made since is on its way
+            }
             document.body.classList.remove('loading');
             showGraph(message);
             return;
@@ -210,6 +222,9 @@ window.addEventListener('message', (event: MessageEvent<HostToView>) => {
             followCursor(message.line, message.character);
             return;
         case 'error':
+            if (message.choice < chosen) {
+                return;
+            }
             document.body.classList.remove('loading');
             state = message.state;
             vscode.setState(state);
@@ -226,8 +241,8 @@ functions.addEventListener('change', () => {
         showGraph(last);
     }
 });
-picker.addEventListener('change', () => send({ type: 'choose', after: Number(picker.value), compare: compare.checked }));
-compare.addEventListener('change', () => send({ type: 'choose', after: picker.value === '' ? null : Number(picker.value), compare: compare.checked }));
+picker.addEventListener('change', choose);
+compare.addEventListener('change', choose);
 buttons.fit.addEventListener('click', () => shown.forEach((p) => p.fitAll()));
 buttons.zoomin.addEventListener('click', () => shown.forEach((p) => p.zoomBy(1.25)));
 buttons.zoomout.addEventListener('click', () => shown.forEach((p) => p.zoomBy(0.8)));
