@@ -19,6 +19,8 @@ from relaylens.compiler.ir.span import LayerSpan, Source, Span, sequential
 from relaylens.compiler.lower.codegen.debuginfo import source_location
 from relaylens.compiler.lower.codegen.llvm import generate
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
+from relaylens.compiler.lower.errors import LoweringError
+from relaylens.compiler.lower.runtime import jit as jit_module
 from relaylens.compiler.lower.runtime.jit import JIT, SPIN_COUNT, aligned_empty, spin_count
 from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.te import evaluate as te_eval
@@ -629,6 +631,25 @@ def test_spin_count_wants_a_spare_core(monkeypatch):
     assert spin_count() == 0
 
 
+def test_a_runtime_library_is_loaded_by_soname_else_where_ctypes_finds_it(monkeypatch):
+    """libgomp and libgcc_s load by their sonames without a child process; a soname the
+    loader does not find falls back to ctypes' search, and a library found nowhere is a
+    LoweringError that says what to install."""
+    searched = []
+
+    def find_library(name):
+        searched.append(name)
+        return "libgomp.so.1" if name == "gomp" else None
+
+    monkeypatch.setattr(jit_module.ctypes.util, "find_library", find_library)
+    jit_module._load_library("gomp", "libgomp.so.1", "install libgomp1")
+    assert searched == []
+    jit_module._load_library("gomp", "libgomp-not-here.so.7", "install libgomp1")
+    assert searched == ["gomp"]
+    with pytest.raises(LoweringError, match="libnothing.so.3 cannot be loaded.*install libnothing"):
+        jit_module._load_library("nothing", "libnothing.so.3", "install libnothing")
+
+
 def _vector_func(name, fn, n=64, width=16):
     """out[o*width + v] = fn(a, b, index) with the inner loop vectorized."""
     a, b, out = buf("a", n, "float32"), buf("b", n, "float32"), buf("out", n, "float32")
@@ -762,8 +783,6 @@ def test_kernel_checks_arguments(jit):
 
 
 def test_errors(jit):
-    from relaylens.compiler.lower.errors import LoweringError
-
     out = buf("out", 4, "float32")
     stray = te.Var("stray")
     with pytest.raises(LoweringError, match="unbound variable stray"):

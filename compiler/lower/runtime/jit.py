@@ -86,14 +86,25 @@ def _initialize() -> None:
     llvm.initialize_native_asmprinter()
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = str(spin_count())  # read once, as libgomp loads (module doc)
-    for name, fallback, why in (("gomp", "libgomp.so.1", "install libgomp1 to run parallel loops"),
-                                ("gcc_s", "libgcc_s.so.1", "install libgcc-s1 to run float16 code")):
-        path = ctypes.util.find_library(name) or fallback
-        try:
-            llvm.load_library_permanently(path)
-        except RuntimeError as err:
-            raise LoweringError(f"the runtime library {path} cannot be loaded: {err}; {why}") from None
+    for name, soname, why in (("gomp", "libgomp.so.1", "install libgomp1 to run parallel loops"),
+                              ("gcc_s", "libgcc_s.so.1", "install libgcc-s1 to run float16 code")):
+        _load_library(name, soname, why)
     _ready = True
+
+
+def _load_library(name: str, soname: str, why: str) -> None:
+    """The library by its usual soname, which the dynamic loader finds on the system's
+    paths; else where ctypes finds `name` (which runs `ldconfig -p` in a child process,
+    10-20 ms: every process that loads a kernel paid it twice)."""
+    try:
+        llvm.load_library_permanently(soname)
+        return
+    except RuntimeError:
+        path = ctypes.util.find_library(name) or soname
+    try:
+        llvm.load_library_permanently(path)
+    except RuntimeError as err:
+        raise LoweringError(f"the runtime library {path} cannot be loaded: {err}; {why}") from None
 
 
 def spin_count() -> int:
