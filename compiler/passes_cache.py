@@ -44,13 +44,13 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .build import BuildResult
-from .lower.disk_cache import PASSES, DiskCache, Entry, compiler_version
+from .lower.cache_keys import PACKAGE, source_digest
+from .lower.disk_cache import PASSES, DiskCache, Entry
 
 SCHEMA = 2  # of the pickled state; bump when BuildResult's fields change meaning
 OUT_OF_BAND_BYTES = 64 << 10  # arrays from this size on are stored beside the pickle, not in it
@@ -194,10 +194,5 @@ def _copy(value: Any) -> Any:
 
 @lru_cache(maxsize=1)
 def compiler_digest() -> str:
-    """The package version and a SHA-256 of every source file of the compiler and of the grammar."""
-    compiler = Path(__file__).resolve().parent
-    digest = hashlib.sha256(compiler_version().encode())
-    for path in sorted([*compiler.rglob("*.py"), *(compiler.parent / "grammar").glob("*.lark")]):
-        digest.update(path.relative_to(compiler.parent).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    """A SHA-256 of every source file of the compiler and of the grammar."""
+    return source_digest(PACKAGE, ("compiler", "grammar"), (".py", ".lark"))

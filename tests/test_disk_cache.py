@@ -10,8 +10,9 @@ import threading
 import numpy as np
 import pytest
 
-from relaylens.compiler.lower import disk_cache
-from relaylens.compiler.lower.disk_cache import DiskCache, Entry, cache_key, default_directory, parse_size
+from relaylens.compiler.lower import cache_keys, disk_cache
+from relaylens.compiler.lower.cache_keys import cache_key
+from relaylens.compiler.lower.disk_cache import DiskCache, Entry, default_directory, parse_size
 
 
 def _entry(size: int = 100, tag: str = "a") -> Entry:
@@ -138,26 +139,69 @@ def test_the_key_changes_with_whatever_changes_the_machine_code(monkeypatch) -> 
     assert base != cache_key(123, [[[[1, 16], "float16"]], [], [[[1, 8], "float32"]]], {"opt_level": 3, "config": {}})
     assert base != cache_key(123, signature, {"opt_level": 2, "config": {}})
     assert base != cache_key(123, signature, {"opt_level": 3, "config": {"relay.FuseOps.max_depth": 1}})
-    monkeypatch.setattr(disk_cache, "compiler_version", lambda: "0.0.0+another")
+    monkeypatch.setattr(cache_keys, "compiler_version", lambda: "0.0.0+another")
     assert base != cache_key(123, signature, {"opt_level": 3, "config": {}})
     monkeypatch.undo()
-    monkeypatch.setattr(disk_cache, "target_id", lambda: "x86_64-unknown-linux-gnu another-cpu +avx2")
+    monkeypatch.setattr(cache_keys, "target_id", lambda: "x86_64-unknown-linux-gnu another-cpu +avx2")
     assert base != cache_key(123, signature, {"opt_level": 3, "config": {}})
 
 
 def test_the_compiler_version_changes_with_the_sources_lowering_runs(tmp_path) -> None:
-    for folder in ("lower", "ops", "ir", "cli"):
-        (tmp_path / folder).mkdir()
+    folders = tuple("compiler/" + f for f in cache_keys.KERNEL_SOURCES)
+    for folder in (*folders, "compiler/cli"):
+        (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "a.py").write_text("x = 1\n")
-    before = disk_cache.source_digest(tmp_path)
-    (tmp_path / "cli" / "a.py").write_text("x = 2\n")  # the CLI makes no kernel
-    assert disk_cache.source_digest(tmp_path) == before
-    for folder in ("lower", "ops", "ir"):
-        (tmp_path / folder / "a.py").write_text("x = 2\n")
-        after = disk_cache.source_digest(tmp_path)
+    before = cache_keys.source_digest(tmp_path, folders)
+    (tmp_path / "compiler" / "cli" / "a.py").write_text("x = 2\n")  # the CLI makes no kernel
+    assert cache_keys.source_digest(tmp_path, folders) == before
+    for folder in folders:
+        (tmp_path / folder / "a.py").write_text("x = 2\n")  # the same size, at once: young files are not memoised
+        after = cache_keys.source_digest(tmp_path, folders)
         assert after != before
         before = after
-    assert disk_cache.compiler_version().endswith("+" + disk_cache.source_digest()[:16])
+    assert cache_keys.compiler_version().endswith("+" + cache_keys.source_digest(cache_keys.PACKAGE, folders)[:16])
+
+
+def _aged(root, seconds: float = 10.0) -> None:
+    """Every file under `root` as if written `seconds` ago (its change time stays now)."""
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns - int(seconds * 1e9)))
+
+
+def test_a_digest_is_memoised_under_the_files_stat(tmp_path, monkeypatch) -> None:
+    """Files older than RACY_NS are read once: while their stat holds, the digest comes
+    from the cache's part sources/; a change of a file (or one added) is seen."""
+    monkeypatch.setenv("RELAYLENS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache_keys, "RACY_NS", 0)  # change times here are all of this second
+    root = tmp_path / "pkg"
+    (root / "compiler").mkdir(parents=True)
+    (root / "compiler" / "a.py").write_text("x = 1\n")
+    _aged(root)
+    made = cache_keys.source_digest(root, ("compiler",))
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    assert cache_keys.source_digest(root, ("compiler",)) == made
+    assert not [p for p in opened if str(p).endswith(".py")]
+    (root / "compiler" / "b.py").write_text("y = 1\n")
+    assert cache_keys.source_digest(root, ("compiler",)) != made
+    (root / "compiler" / "b.py").unlink()
+    assert cache_keys.source_digest(root, ("compiler",)) == made
+    (root / "compiler" / "a.py").write_text("x = 1234\n")
+    assert cache_keys.source_digest(root, ("compiler",)) != made
+
+
+def test_a_young_file_is_read_each_time(tmp_path, monkeypatch) -> None:
+    """A file written within RACY_NS may be written again within one tick of the clock at
+    the same size and keep its stat: its digest is not memoised."""
+    monkeypatch.setenv("RELAYLENS_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "pkg"
+    (root / "compiler").mkdir(parents=True)
+    (root / "compiler" / "a.py").write_text("x = 1\n")
+    before = cache_keys.source_digest(root, ("compiler",))
+    assert not (tmp_path / "cache" / "sources").exists()
+    (root / "compiler" / "a.py").write_text("x = 2\n")
+    assert cache_keys.source_digest(root, ("compiler",)) != before
 
 
 def test_where_the_cache_is_and_how_large_it_may_grow(tmp_path, monkeypatch) -> None:

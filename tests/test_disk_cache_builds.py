@@ -287,7 +287,8 @@ def test_a_kernel_given_machine_code_is_not_compiled_again_from_memory() -> None
 
 
 def test_the_entrys_machine_code_is_kept_and_a_damaged_one_compiled_again(tmp_path) -> None:
-    from relaylens.compiler.lower.disk_cache import ENTRIES, module_key
+    from relaylens.compiler.lower.cache_keys import module_key
+    from relaylens.compiler.lower.disk_cache import ENTRIES
 
     class CountingJIT(JIT):
         compiled = 0

@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from relaylens.compiler.lower.disk_cache import REPORTS, DiskCache, source_digest
+from relaylens.compiler.lower.cache_keys import source_digest
+from relaylens.compiler.lower.disk_cache import REPORTS, DiskCache
 from relaylens.server.slow import frames, report_cache
 from relaylens.server.slow.report import BuildReport, ReportDiagnostic, unpack
 

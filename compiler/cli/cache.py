@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ..lower.disk_cache import ENTRIES, ENV_OFF, ENV_SIZE, PASSES, REPORTS, DiskCache, compiler_version, disabled
+from ..lower.cache_keys import compiler_version
+from ..lower.disk_cache import ENTRIES, ENV_OFF, ENV_SIZE, PASSES, REPORTS, SOURCES, DiskCache, disabled
 from .common import EXIT_OK, UsageError
 
 # the cache's parts (subdirectories): how --info names them, and what --clear says it removed
 PARTS = {PASSES: ("kept builds (check and passes)", "kept builds"),
          ENTRIES: ("entries' machine code", "entries' machine code"),
-         REPORTS: ("editor's build reports", "build reports")}
+         REPORTS: ("editor's build reports", "build reports"),
+         SOURCES: ("digests of the compiler's sources", "digests of the sources")}
 
 
 def add_parser(commands) -> None:

@@ -4,8 +4,7 @@ fast anywhere.
 
     cache = DiskCache.default()              # $RELAYLENS_CACHE_DIR, else the XDG cache dir
     cache = environment_cache()              # the same, or None when $RELAYLENS_NO_CACHE is set
-    key = cache_key(structural_hash(func), signature, options)
-    key = module_key(entry_ir)                 # the AOT entry's machine code
+    key = cache_key(structural_hash(func), signature, options)   # cache_keys.py
     entry = cache.get(key)                   # an Entry, or None (absent, corrupt, truncated)
     cache.put(key, Entry(meta, {"llvm_ir": b"...", "object": b"..."}))
     cache.info(), cache.clear()              # `relaylens cache --info / --clear`
@@ -15,15 +14,16 @@ Where: `$RELAYLENS_CACHE_DIR`, else `$XDG_CACHE_HOME/relaylens/kernels`, else
 K/M/G suffix; default 1 GiB); when a `put` takes the directory past it, the entries used
 longest ago are removed (a hit sets its file's modification time: LRU by access time).
 
-The key (`cache_key`) is a SHA-256 of everything that decides the machine code: the
-primitive function's structural hash (spans are not part of it: the same kernel at
-another line is a hit), its tensor signature, the target (`runtime/target.py`), LLVM's
-options (`target.OPTIONS`), the build's options, the package version and a digest of the
-compiler's own source files that lowering runs (`compiler_version()`: lower/, ops/, ir/),
-so that any change to the compiler invalidates every entry.  The structural hash reads a
-sample of a large constant's values; that is enough, because a non-scalar constant is a
-buffer the kernel is passed (te/compose.py), never part of its code, and the signature
-counts those buffers and their shapes.
+The key (`cache_key`, cache_keys.py) is a SHA-256 of everything that decides the machine
+code: the primitive function's structural hash (spans are not part of it: the same
+kernel at another line is a hit), its tensor signature, the target
+(`runtime/target.py`), LLVM's options (`target.OPTIONS`), the build's options, the
+package version and a digest of the compiler's own source files that lowering runs
+(`compiler_version()`: lower/, ops/, ir/), so that any change to the compiler
+invalidates every entry.  The structural hash reads a sample of a large constant's
+values; that is enough, because a non-scalar constant is a buffer the kernel is passed
+(te/compose.py), never part of its code, and the signature counts those buffers and
+their shapes.
 
 One file per entry, `<key>.kernel`: a magic line, the SHA-256 and length of the head, the
 head (zlib: a JSON header with the caller's `meta` and the blob lengths, then the blobs),
@@ -34,8 +34,9 @@ become numpy arrays the kernels read in place).  A file whose magic, checksums o
 contents do not read is removed and reported as a miss, so a corrupt or truncated entry
 is rebuilt, never trusted.  Writers write a temporary file in the directory and rename
 it over the entry (atomic on POSIX): concurrent writers of one key leave one whole
-entry, and no file is ever changed in place, which a reader mapping it relies on.  The cache never fails a build: a directory that cannot be
-written is counted in `errors` and the build goes on without it.
+entry, and no file is ever changed in place, which a reader mapping it relies on.  The
+cache never fails a build: a directory that cannot be written is counted in `errors` and
+the build goes on without it.
 """
 
 from __future__ import annotations
@@ -48,12 +49,9 @@ import re
 import tempfile
 import zlib
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .runtime.target import OPTIONS, target_id
 
 ENV_DIR = "RELAYLENS_CACHE_DIR"
 ENV_SIZE = "RELAYLENS_CACHE_SIZE"
@@ -66,6 +64,7 @@ SUFFIX = ".kernel"
 REPORTS = "reports"  # the part (subdirectory) that holds the editor's build reports
 PASSES = "builds"  # the part that holds builds' check and passes (compiler/passes_cache.py)
 ENTRIES = "entries"  # the part that holds the AOT entries' machine code (runtime/executable.py)
+SOURCES = "sources"  # the part that memoises the digests of the compiler's sources (cache_keys.py)
 PART_SHARE = 0.25  # of the cache's size bound, for a part's entries on top of it
 SHARES = {PASSES: 0.5}  # a part's own share: a ResNet-50 kept with its weights bound takes 228 MB
 _DIGEST = hashlib.sha256().digest_size
@@ -105,48 +104,6 @@ def environment_cache() -> DiskCache | None:
 def disabled() -> bool:
     """$RELAYLENS_NO_CACHE is set to anything but 0."""
     return os.environ.get(ENV_OFF, "").strip() not in ("", "0")
-
-
-@lru_cache(maxsize=1)
-def compiler_version() -> str:
-    """The package version and a digest of the source files lowering runs: a change to
-    any of them makes every key new."""
-    try:
-        release = version("relaylens")
-    except PackageNotFoundError:
-        release = "unknown"
-    return f"{release}+{source_digest()[:16]}"
-
-
-KERNEL_SOURCES = ("lower", "ops", "ir")  # the compiler's folders whose code decides a kernel
-
-
-def source_digest(root: Path | None = None, folders: tuple[str, ...] = KERNEL_SOURCES) -> str:
-    """SHA-256 of the .py files under `root`'s `folders` (root: the compiler package)."""
-    root = root or Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for folder in folders:
-        for path in sorted((root / folder).rglob("*.py")):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def cache_key(structural: int, signature: Any, options: Any) -> str:
-    """The entry's key: SHA-256 of the kernel's structural hash and tensor `signature`, the
-    build's `options`, the target, LLVM's options and the compiler's version (JSON-able)."""
-    parts = {"schema": SCHEMA, "structural": structural, "signature": signature, "options": options,
-             "target": target_id(), "llvm": OPTIONS, "compiler": compiler_version()}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def module_key(text: str) -> str:
-    """The key of the machine code of an LLVM module `text` as the JIT compiles it (the
-    AOT entry: runtime/executable.py): its SHA-256 with the target, LLVM's options and the
-    compiler's version."""
-    parts = {"schema": SCHEMA, "module": hashlib.sha256(text.encode()).hexdigest(), "target": target_id(),
-             "llvm": OPTIONS, "compiler": compiler_version()}
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass

@@ -62,7 +62,8 @@ from ..transform.fused_names import name_primitive_functions
 from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
 from .codegen.llvm_map import refile, relocate
-from .disk_cache import DiskCache, Entry, cache_key
+from .cache_keys import cache_key
+from .disk_cache import DiskCache, Entry
 from .parallel import call_forked, compile_jobs, map_forked
 from .errors import LoweringError
 from .runtime.executable import make_executable

@@ -29,9 +29,9 @@ import pickle
 import time
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 
-from ...compiler.lower.disk_cache import REPORTS, DiskCache, Entry, compiler_version, source_digest
+from ...compiler.lower.cache_keys import PACKAGE, compiler_version, source_digest
+from ...compiler.lower.disk_cache import REPORTS, DiskCache, Entry
 from ...compiler.lower.runtime.target import OPTIONS, target_id
 from .report import BuildReport
 
@@ -43,7 +43,7 @@ REPORT_SOURCES = ("compiler", "server/slow")  # relative to the package's root: 
 @lru_cache(maxsize=1)
 def package_digest() -> str:
     """SHA-256 of the .py files of REPORT_SOURCES."""
-    return source_digest(Path(__file__).resolve().parents[2], REPORT_SOURCES)
+    return source_digest(PACKAGE, REPORT_SOURCES)
 
 
 def weights_stamp(weights: str | None) -> list | None:

@@ -23,7 +23,8 @@ from ...ir.expr import Function
 from ...ir.types import TupleType
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
-from ..disk_cache import ENTRIES, Entry, module_key
+from ..cache_keys import module_key
+from ..disk_cache import ENTRIES, Entry
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
 from .jit import aligned_empty
