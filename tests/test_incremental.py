@@ -502,6 +502,20 @@ def test_a_statement_without_its_semicolon_is_not_read_alone() -> None:
         assert check_text(edited, NAME).diagnostics
 
 
+def test_an_error_the_text_after_a_statement_put_on_its_semicolon_is_not_lost() -> None:
+    """A broken statement further down makes the recovery report "a block ends with a
+    value" on this statement's `;`; read alone, the statement would lose it (the recheck
+    fuzzer's finding)."""
+    text = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(4), float32]) {\n  %0 = add(%x, %x);\n'
+            '  vm.shape_of(nn.conv2d%0, axis=-1="int64")\n  %1 = add(%0, %x);\n}\n')
+    checked = check_text(text, NAME, incremental=True)
+    assert "a block ends with a value, but nothing follows this binding" in [d.message for d in checked.diagnostics]
+    for new in ("add(%x,  %x)", "add(%x, %x[)"):
+        edited = text.replace("add(%x, %x)", new, 1)
+        done = recheck(checked, edited)
+        assert done is None or summary(done[0]) == summary(check_text(edited, NAME)), new
+
+
 def test_an_edit_of_a_comments_delimiters_parses_the_file_whole() -> None:
     text = chain(20).replace("  %10 = add(%9, %9);", "  %10 = add(%9, %9) /* ty=Tensor[(4), float32] */;")
     checked = check_text(text, NAME, incremental=True)

@@ -19,6 +19,7 @@ from ..ir.span import Source, Span
 from .scan import HOLE
 
 AFTER_DEFINITION = "after-definition"  # the code of text after a definition's closing brace
+BLOCK_END = "block-end"  # the code of a `;` before a closing brace or parenthesis (the token after it decides)
 
 _NAMED = {
     "LOCAL": "a variable (%x)",
@@ -93,7 +94,7 @@ def describe(
             else:
                 mended = text[:semi] + " " + text[semi + 1 :]
                 message = "a block ends with its value, not ';': remove this ';' (or add the value after it)"
-            return _diag(message, source, base + semi, base + semi + 1), mended
+            return replace(_diag(message, source, base + semi, base + semi + 1), code=BLOCK_END), mended
 
     # A `;` that ends a statement while a call is still open: the `)` belongs right after
     # the last token of the statement (a `/* ty=... */` comment may stand between).

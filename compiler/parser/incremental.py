@@ -51,7 +51,7 @@ from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from ..pauses import pause_point, sorted_in_pieces
-from .errors import AFTER_DEFINITION
+from .errors import AFTER_DEFINITION, BLOCK_END
 from .grammar import first_token, kids, parse_text
 from .recovery import MAX_RECOVERIES, recover_alone
 from .lower import Lowerer, Statement
@@ -326,6 +326,9 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
     if previous.scan.code[old_end : old_end + 1] != ";":
         return None  # no `;` of its own (the recovery ended it at the next statement): read alone, the
         # statement would parse whole and the error on the missing `;` be lost (found by the recheck fuzzer)
+    if any(d.code == BLOCK_END and _on_semicolon(d, old_end) for d in previous.diagnostics):
+        return None  # "a block ends with a value" on its `;`: the token after the `;` made it (a broken
+        # statement further down, as the recovery mended it); read alone, it would be lost (the recheck fuzzer)
     if _used_outside(previous.index, statement, stmt_start, old_end):
         return None
 
