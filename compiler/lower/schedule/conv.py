@@ -17,7 +17,9 @@ which writes the tile's outputs 16 channels at a time:
                                  1x1 64 -> 256 at 56x56 took 1.56x the time, 1 thread);
                                  the innermost of the four (x.outer, or c.outer) a serial
                                  loop of its own inside the others fused, from
-                                 NESTED_TILES_MIN of them (below)
+                                 NESTED_TILES_MIN of them (below); a large 1x1
+                                 convolution takes ROW_PARTS parts of y first
+                                 (conv_tile_end.py: which core holds what)
       T_conv2d_NCHW16c.local     the tile, for rc, ry, rx:
                                    ob (vectors, unrolled), x (cols, unrolled),
                                    lane (16, vectorized): FMA
@@ -95,13 +97,14 @@ the same (114.8, 116.1 -> 114.7, 116.3 ms); MobileNet v2 at 2 threads the same (
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_chunks import chunked_tile, schedule_chunked
-from .conv_tile_end import parallel_tiles, planes_alias, unroll_block_channels
+from .conv_chunks import chunked_tile, filter_taps, schedule_chunked
+from .conv_tile_end import ROW_PARTS, parallel_tiles, planes_alias, unroll_block_channels
 from .depthwise import schedule_depthwise
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
 CACHE_BYTES = 2 << 20  # per core (L2)
+L2_BYTES = 512 << 10  # this machine's L2 per core (Zen 3), for `_rows_first`
 NESTED_TILES_MIN = 16  # outer tiles from which the innermost tile loop stays a loop of its own (module doc)
 COPY_PARALLEL_BYTES = 1 << 17  # a copy's bytes worth a parallel loop (see the module doc)
 
@@ -123,10 +126,11 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         per_lane = epilogue.tensor.ndim == 5 or not planes_alias(epilogue.tensor)
         chunked = chunked_tile(stage) if data and per_lane else None
         if chunked is not None:  # the reduction a chunk of input channels at a time
-            schedule_chunked(sch, stage, epilogue, *chunked)
+            schedule_chunked(sch, stage, epilogue, *chunked, rows_first=_rows_first(stage, blocked, data))
         elif data:
             _schedule_tile(sch, stage, epilogue, depthwise=False,
-                           channels_inside=_channels_inside(blocked, data))
+                           channels_inside=_channels_inside(blocked, data),
+                           rows_first=_rows_first(stage, blocked, data))
         else:  # depthwise: both operands read at the lane
             packs = schedule_depthwise(sch, stage, epilogue, packs)
         done.update((id(stage), id(epilogue)))
@@ -279,6 +283,15 @@ def _bytes(t: te.Tensor) -> int:
     return n
 
 
+def _rows_first(conv: Stage, blocked: list[te.Tensor], data: list[te.Tensor]) -> bool:
+    """Whether the parallel tile loop takes ROW_PARTS parts of the rows first (see
+    conv_tile_end.py): a 1x1 convolution whose input outgrows a core's L2 (L2_BYTES) and
+    whose weight fits in half of it."""
+    weight = sum(_bytes(t) for t in blocked)
+    size = max((_bytes(t) for t in data), default=0)
+    return filter_taps(conv) == 1 and size > L2_BYTES and weight <= L2_BYTES // 2
+
+
 def _channels_inside(blocked: list[te.Tensor], data: list[te.Tensor]) -> bool:
     """Whether the tile loop runs over the channel blocks innermost (see the module doc)."""
     weight = sum(_bytes(t) for t in blocked)
@@ -290,7 +303,7 @@ def _channels_inside(blocked: list[te.Tensor], data: list[te.Tensor]) -> bool:
 
 
 def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
-                   channels_inside: bool) -> None:
+                   channels_inside: bool, rows_first: bool = False) -> None:
     t, e = conv.tensor, epilogue.tensor
     lanes = t.shape[4]
     cols, vectors = conv_tile(t.shape[3], t.shape[1], depthwise, lanes)
@@ -308,7 +321,13 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
         bo, channels = sch.split(e, ec, vectors * lanes)
         bi, inner_lane = sch.split(e, channels, lanes)
     xo, xi = sch.split(e, ex, cols)
-    tiles = (en, ey, xo, bo) if channels_inside else (en, bo, ey, xo)
+    if channels_inside:
+        tiles = (en, ey, xo, bo)
+    elif rows_first and ey.extent % ROW_PARTS == 0:
+        part, ey = sch.split(e, ey, ey.extent // ROW_PARTS)
+        tiles = (en, part, bo, ey, xo)
+    else:
+        tiles = (en, bo, ey, xo)
     if e.ndim == 5 or not planes_alias(e):  # a channel per lane
         sch.reorder(e, *tiles, xi, bi, inner_lane)
         sch.unroll(e, xi)

@@ -6,8 +6,8 @@ conv.py's tile sums the whole reduction (input channels x filter window) in regi
 before it moves on, so every tile of `cols` output columns reads the filters of its
 `vectors` output blocks whole: 128 KiB for 1024 input channels and 4 blocks of 8, from
 L2, per 3 columns.  Here the epilogue's tile loop runs over (n, block group, row block),
-parallel, and the convolution is computed there into a buffer of the group's rows (at
-most ACC_BYTES):
+parallel (a large 1x1's row blocks in ROW_PARTS parts first: conv_tile_end.py), and the
+convolution is computed there into a buffer of the group's rows (at most ACC_BYTES):
 
     for rc.outer                    a chunk of input channels, whose filters (at most
                                     WEIGHT_BYTES) stay in L1 across the rows
@@ -127,7 +127,7 @@ the time goes.  MLAS's own NCHWc filters are OIHW8i8o with the blocks apart, as 
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_tile_end import unroll_block_channels
+from .conv_tile_end import ROW_PARTS, unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -151,14 +151,14 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     per_channel = 1
     for axis in window:
         per_channel *= axis.extent
-    tile = _tile(ow, blocks, unit, per_block, tail=_taps(conv) > 1)
+    tile = _tile(ow, blocks, unit, per_block, tail=filter_taps(conv) > 1)
     if tile is not None and tile[0] == 1:  # a 1x1 filter whose width has no better divisor (7)
         tile = _tile(ow, blocks, unit, per_block, tail=True)
     if tile is None:
         return None
     cols, vectors = tile
     flat_first = False
-    if _taps(conv) == 1:  # 1x1: the flattened rows' tile of the cheapest blocks, when cheaper than a row's
+    if filter_taps(conv) == 1:  # 1x1: the flattened rows' tile of the cheapest blocks, when cheaper than a row's
         best = min(((_flat_cols(_rows(oh, ow, v * lanes * 4) * ow, v, unit, per_block), v)
                     for v in _divisors(blocks) if unit.tile_fits(1, v, per_block)),
                    key=lambda t: (_flat_cost(oh, ow, blocks, lanes, t[0], t[1], per_block), -t[1]))
@@ -170,7 +170,7 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
     if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
         return None
-    rows = _rows(oh, ow, group_bytes, ACC_BYTES if _taps(conv) == 1 else ACC_BYTES // 2)
+    rows = _rows(oh, ow, group_bytes, ACC_BYTES if filter_taps(conv) == 1 else ACC_BYTES // 2)
     if flat_first:
         return cols, vectors, rows, chunk, True
     if rows > 1:
@@ -207,7 +207,7 @@ def _cycles(positions: int, cols: int, vectors: int, per_block: int) -> float:
     return (positions // cols) * _step(cols, vectors, per_block) + _step(positions % cols, vectors, per_block)
 
 
-def _taps(conv: Stage) -> int:
+def filter_taps(conv: Stage) -> int:
     """The filter's taps over the output's rows and columns (9 for 3x3, 1 for 1x1): the
     extents of the reduction axes that index the input beside the output's y or x."""
     op = conv.tensor.op
@@ -267,11 +267,13 @@ def _step(cols: int, vectors: int, per_block: int) -> float:
 
 
 def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vectors: int, rows: int,
-                     chunk: int, flat: bool = False) -> None:
+                     chunk: int, flat: bool = False, rows_first: bool = False) -> None:
     """Schedule `conv` at its `epilogue`, as the module doc draws it: the blocked 5-D
     stage that reads it in place (the NCHWc result, or cache_write's copy), or the NCHW
     one that reads it back a channel per lane (conv.py `_epilogue`); `flat`: the tile's
-    columns over the buffer's rows and columns fused (`chunked_tile`)."""
+    columns over the buffer's rows and columns fused (`chunked_tile`); `rows_first`: the
+    parallel loop over ROW_PARTS parts of the rows first, the block groups inside
+    (conv_tile_end.py), when the buffers' rows divide into them."""
     t, e = conv.tensor, epilogue.tensor
     if e.ndim == 5:
         en, eb, ey, ex, lane = epilogue.axes
@@ -282,11 +284,16 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
         bi, lane = sch.split(e, channels, t.shape[4])
     yo, yi = sch.split(e, ey, rows)
     xo, xi = sch.split(e, ex, max(d for d in _divisors(ex.extent) if d <= cols))
-    sch.reorder(e, en, bo, yo, yi, xo, xi, bi, lane)
+    if rows_first and yo.extent % ROW_PARTS == 0:
+        part, yo = sch.split(e, yo, yo.extent // ROW_PARTS)
+        outer = (en, part, bo, yo)
+    else:
+        outer = (en, bo, yo)
+    sch.reorder(e, *outer, yi, xo, xi, bi, lane)
     sch.unroll(e, xi)
     sch.unroll(e, bi)
     sch.vectorize(e, lane)
-    loop = sch.fuse(e, en, bo, yo)
+    loop = sch.fuse(e, *outer)
     sch.parallel(e, loop)
     sch.compute_at(t, e, loop)
     n, ob, y, x, lane = conv.axes

@@ -41,7 +41,42 @@ machine, load 3-5 from other work): 1x72x7x7x8 (stride 2) 44 -> 24 us, 1x24x14x1
 inference 9.45 -> 9.34 and 8.10 -> 7.87 ms; onnxruntime's paired ratio 1.00x -> 0.965x
 (40 pairs) and 1.03x -> 1.00x (20 pairs).  Under load (two busy loops beside, the passive
 wait) 0.958x -> 0.920x (30 pairs); 1 thread, CPU time, 0.982x -> 0.984x (40 pairs: the
-same code)."""
+same code).
+
+Which core holds what: a 1x1 convolution whose input outgrows a core's L2 and whose
+weight fits in half of it (conv.py `_rows_first`: ResNet-50's at 56x56 and its 512 ->
+128 at 28x28) runs its parallel loop over ROW_PARTS parts of the output's rows first,
+its block groups inside each part (conv.py's tile and conv_chunks.py's buffer of rows
+alike), instead of the groups first.  On two threads each thread so writes half of the
+rows of every channel, as the next such kernel and 56x56's blocked Winograd (winograd.py,
+blocks of tile rows) read them, where with the groups first a thread read every row of
+every channel and wrote half of the channels; within a part the groups and their
+filters keep the order they had, so one thread runs them as before (the input read
+once a group, the group's filters in L1 across the part's rows).  Measured in the model
+at 2 threads (bench/steps.py's timed entry, the two builds in one process, inferences
+alternated, 30-40 each; real-time priority and a spin of 2,000 as on an idle machine,
+load 6-7 from other work), us, groups first -> rows first: 256 -> 128 at 56x56 2454 ->
+1653, 256 -> 64 (2 calls) 2227 -> 1829, 64 -> 256 with the residual add (3 calls) 3984
+-> 2776, 64 -> 256 (the projection) 989 -> 846, 64 -> 64 352 -> 299, 512 -> 128 at 28x28
+(3 calls) 2931 -> 2396, the 56x56 Winograd after them (3 calls) 3584 -> 3182; the
+inference 0.942x and 0.947x the time (paired), 0.95x with the builds' order swapped;
+against onnxruntime (bench/run.py, 2 threads, the same priority and spin, the two
+builds' processes alternated, 5 each, load 5-7) paired 0.90, 0.89, 0.90, 0.87, 0.93 ->
+0.88, 0.86, 0.82, 0.87, 0.87; at 1 thread (CPU time, 3 each) 0.87, 0.93, 0.91 -> 0.89,
+0.89, 0.91.  With the groups first these kernels' times moved with where the build's
+buffers lay: in one of six such runs they took what they take with the rows first
+(which they took in all six).  1 thread (the timed entry at real-time priority, 40
+inferences each, load 7): the sums of the kernels 1.009x, two builds of the same
+schedule in one process 1.017x (noise).  Tried: the
+rows first without parts (every group for one block of rows: the input read once in
+all): 2 threads the same, 1 thread 256 -> 64 1.11x and 64 -> 256 + add 1.09x the time
+(the groups' filters no longer in L1 across the rows); the stride-2 1x1 of 256 -> 512
+and 512 -> 256 at 28x28 too (weights of 512 KiB): 1.01x and 1.04x; a 3x3 filter too
+(the input beyond L2 and twice its weight): the stride-2 3x3 of 128 channels at 56x56
+0.89x in one run and 0.99x in another, the stem (one block of 3 channels) 1.04x and the
+max pool after it 1.26x, since the pool splits its channels.  MobileNet v2 at 2 threads
+(the same way, 150 inferences each, load 6): the inference 0.996x the time; its 1x1 16 ->
+96 at 112x112 0.93x, the depthwise kernel after it (split by channels) 1.28x."""
 
 from __future__ import annotations
 
@@ -50,6 +85,7 @@ from .primitives import Schedule, Stage
 from .stage import Axis
 
 FORK_MIN = 1 << 19  # multiply-adds (elements times reduction length) worth a parallel region
+ROW_PARTS = 2  # parts of the rows a large 1x1 convolution's parallel loop takes first (module doc)
 TILE_FORK_MIN = 1 << 17  # the same for a convolution's tiles, whose input the kernel before wrote on both cores
 L1_SET_STRIDE = 4096  # addresses this far apart share an L1 set (64 sets of 64-byte lines)
 UNROLL_CHANNELS_MAX = 16  # the channels of an input block unrolled up to this many (a vector's lanes)

@@ -1,0 +1,81 @@
+"""A large 1x1 convolution's parallel loop over ROW_PARTS parts of its rows first
+(schedule/conv_tile_end.py, conv.py `_rows_first`): where the schedule record shows it
+and where not, and the compiled kernels, conv.py's tile and conv_chunks.py's buffer of
+rows, on two threads against nn.conv2d's numpy reference.  The unit is AVX2's whatever
+the host (conv_chunks.py's schedule is AVX2's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_lower_conv_chunks import block_weight, nchwc, relu_bias_function, steps, unblock
+
+from relaylens.compiler.ir.expr import Call, Function, Var, op
+from relaylens.compiler.lower.pipeline import lower_function
+from relaylens.compiler.lower.runtime.executable import _KernelCall
+from relaylens.compiler.lower.runtime.jit import JIT
+from relaylens.compiler.lower.schedule import conv_chunks
+from relaylens.compiler.lower.schedule.conv_tile_end import ROW_PARTS
+from relaylens.compiler.lower.schedule.vector_unit import AVX2
+from relaylens.compiler.ops import get_op
+from relaylens.compiler.ops.registry import as_ir_attrs
+
+LANES = 8
+
+
+@pytest.fixture
+def avx2(monkeypatch):
+    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
+
+
+def with_residual(ci: int, co: int, size: int) -> Function:
+    """relu(conv + bias + residual), ResNet-50's bottleneck end."""
+    conv_func = relu_bias_function(nchwc(ci, co, size, 1)[0])
+    out = conv_func.body.ty
+    residual = Var("p3", out, ty=out)
+    body = Call(op("nn.relu"), (Call(op("add"), (conv_func.body.args[0], residual), as_ir_attrs({}), ty=out),),
+                as_ir_attrs({}), ty=out)
+    return Function((*conv_func.params, residual), body, attrs=conv_func.attrs)
+
+
+def parallel_loop(func: Function) -> str:
+    return next(a for p, a in steps(func) if p == "fuse" and a.startswith("T_relu:"))
+
+
+def test_large_1x1_takes_parts_of_its_rows_first(avx2):
+    assert ROW_PARTS == 2
+    # conv.py's tile (the filters fit): 64 -> 256 at 56x56, its 0.8 MB input beyond L2
+    assert parallel_loop(with_residual(64, 256, 56)).startswith("T_relu: ax0, ax2.outer, ax1.outer, ax2.inner ->")
+    # conv_chunks.py's: 256 -> 64 at 56x56, 28 buffers of 2 rows in 2 parts of 14
+    chunked = steps(relu_bias_function(nchwc(256, 64, 56, 1)[0]))
+    assert ("split", "T_relu: ax2.outer by 14 -> ax2.outer.outer, ax2.outer.inner") in chunked
+    assert any(p == "fuse" and a.startswith("T_relu: ax0, ax2.outer.outer, ax1.outer, ax2.outer.inner ->")
+               for p, a in chunked)
+    # not: an input within L2 (64 channels at 28x28), a weight beyond half of it (1024 ->
+    # 256 at 14x14), a 3x3 filter: the block groups first
+    assert parallel_loop(relu_bias_function(nchwc(64, 64, 28, 1)[0])).startswith("T_relu: ax0, ax1.outer, ax2 ->")
+    assert parallel_loop(relu_bias_function(nchwc(1024, 256, 14, 1)[0])).startswith(
+        "T_relu: ax0, ax1.outer, ax2.outer ->")
+    assert parallel_loop(relu_bias_function(nchwc(128, 64, 56, 3)[0])).startswith(
+        "T_relu: ax0, ax1.outer, ax2.outer ->")
+
+
+@pytest.mark.parametrize("ci,co,residual", [(64, 256, True), (256, 64, False), (256, 128, False)])
+def test_row_parts_on_two_threads_match_numpy(avx2, ci, co, residual):
+    size = 56
+    func = with_residual(ci, co, size) if residual else relu_bias_function(nchwc(ci, co, size, 1)[0])
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", JIT(num_threads=2))
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    r = rng.standard_normal((1, co, size, size)).astype("float32")
+
+    def blocked(a):
+        return np.ascontiguousarray(a.reshape(1, a.shape[1] // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+
+    args = [blocked(x), block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES))]
+    got = _KernelCall(lowered)(*args, *([blocked(r)] if residual else []))
+    attrs = {"strides": (1, 1), "padding": (0, 0, 0, 0)}
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None] + (r if residual else 0), 0)
+    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
