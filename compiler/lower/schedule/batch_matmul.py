@@ -7,32 +7,29 @@ slack).  This one is MLAS's SGEMM tile: `rows` rows x one vector width of column
 float32: two AVX2 registers), rows = the accumulators the host's tile may keep (12 on
 AVX2, vector_unit.py) over the registers a row takes, at most ROWS_MAX: 6 x 2 on AVX2.
 Per step of k the tile broadcasts `rows` scalars of a and loads the columns' vectors of
-b for rows * 2 FMAs.  The product is computed at its epilogue's loop over a column
-strip's rows, a chunk of them at a time (the largest divisor of M whose chunk x 16
-floats fit STACK_BYTES: its buffer on the stack, not malloc'ed and freed each time as a
-larger one is):
+b for rows * 2 FMAs.
+
+A product that is an output (no epilogue: both of attention's products in the GPT-2 block
+and BERT, whose transposes are not fused into them) stores its tiles into the output:
 
     for batch, j.outer            fused, parallel when the work is large
-     for i.outer                  the chunks
-      T_batch_matmul.local        for i.outer (rows, the last rows a remainder tile),
+     T_batch_matmul               for i.outer (rows, the last rows a remainder tile),
                                   k.outer: k.inner (UNROLL_STEPS, unrolled),
                                   i.inner (rows, unrolled), j (the strip, vectorized): FMA,
                                   summed in registers (cache_accumulator at k.outer)
-      i.inner, j.inner (vectorized): the epilogue (or a copy, when the product is an output)
 
-so a strip of b (K x 16: 4-8 KiB for attention) stays in L1 while every row passes.
-A product that is an output (no epilogue: both of attention's products in the GPT-2 block
-and BERT, whose transposes are not fused) has no copy: its tiles are summed in registers
-and stored into the output (LLVM drops the zeros stored before and loaded back, the
-parameters being `noalias`), the strip loop outside all M rows (one tile of M % rows):
+(LLVM drops the zeros stored into the output before the sums and loaded back, the
+parameters being `noalias`.)  With an epilogue, the product is computed at the
+epilogue's loop over a column strip's rows, a chunk of them at a time (the largest
+divisor of M whose chunk x 16 floats fit STACK_BYTES: its buffer on the stack, not
+malloc'ed and freed each time as a larger one is):
 
     for batch, j.outer            fused, parallel when the work is large
-     T_batch_matmul               for i.outer (rows, the last rows a remainder tile), k...
+     for i.outer                  the chunks
+      T_batch_matmul.local        the tile's loops as above, over the chunk's rows
+      i.inner, j.inner (vectorized): the epilogue
 
-The copy through the chunk's buffer (a store, a load and a store per element) and the
-output written strip by strip cost 15% (scores) and 9% (values) of the time in a C model
-of the loop nest; measured, ÷ the copy (1 thread, CPU time, alternated in one run, 15
-rounds, load 6-7): scores 0.84, values 0.96.
+so a strip of b (K x 16: 4-8 KiB for attention) stays in L1 while every row passes.
 Measured (1 thread, CPU time, builds alternated in one run, 11 rounds, load 3.4-4.8),
 ÷ defaults.py's tile: 12x128x64 by 12x64x128 (scores) 0.97, 12x128x128 by 12x128x64
 (values) 0.80; the same schedule with 4 rows (8 accumulators) 1.06 and 0.91.  In the
@@ -41,6 +38,19 @@ two runs each, load 5-6): GPT-2 block 0.94, 0.96 -> 0.91, 0.81; BERT 0.94, 0.97 
 0.84.  The chunks (64 rows for attention, instead of the 128 rows' 8 KiB malloc'ed per
 strip): ÷ defaults.py's tile, values 0.92 -> 0.86, scores 1.04 -> 1.03 (11 rounds, load
 7-10).
+
+The output's own tiles, against the copy through the chunk's buffer (a store, a load and
+a store per element, which a C model of the loop nest put at 15% of the scores' time and
+9% of the values'): 0.84 (scores) and 0.96 (values) its time, 1 thread, CPU time, builds
+alternated in one run, 15 rounds, load 6-7.  Tried, without a gain beyond the spread of
+identical builds (+-3% in one process on the same buffers, 3-7% across processes;
+builds alternated in one run, 7-21 rounds, load 4-7), as ratios of the time (scores /
+values): packing b's strip contiguous (`cache_read` at the
+chunk, against L1 set conflicts of b's rows 256-512 B apart) 1.08 / 1.13, 1.04 / 1.11
+with 96 rows (no remainder tile): the copy costs more than the conflicts (in a C model,
+even a's rows kept in L1 gained only 3-8%); the chunks outside the strips (a's rows reused
+from L1) 0.95-1.00 / 0.98-1.00; 8 unrolled steps 0.96-1.10 / 0.98-1.07; 64-row chunks in
+the output's nest (two remainder tiles of 4 rows for one of 2) 1.00 / 0.98.
 """
 
 from __future__ import annotations
