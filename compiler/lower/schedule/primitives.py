@@ -15,8 +15,7 @@ reduction axes.  Primitives change the loops of a stage or where it is computed:
 `split`, `tile`, `reorder`, `fuse`, `vectorize`, `parallel` and `unroll` work on the
 current loops (`sch[t].leaf_axes`); an axis that was split or fused is gone, its results
 replace it.  `compute_inline`, `compute_at` and `cache_write` (TVM's, scope local) change
-where a stage is computed, `cache_read` (TVM's, scope local) copies an input for its readers;
-`cache_accumulator` (ours) keeps a reduction's running sums in
+where a stage is computed; `cache_accumulator` (ours) keeps a reduction's running sums in
 a local buffer inside one of its reduction loops, so that an outer reduction loop can
 run over a whole tile of outputs (a block of input channels at a time); `prefetch` (TVM's
 in spirit, with an explicit index) asks for an input's cache line at the start of a loop's
@@ -282,35 +281,6 @@ class Schedule:
             self._by_tensor[id(cache)] = cached
             step.args = f"{t.name} -> {cache.name}"
         return cache
-
-    def cache_read(self, tensor: te.Tensor, readers: Sequence[te.Tensor]) -> te.Tensor:
-        """A new stage `<name>.local` (returned) that copies input `tensor`, read by
-        `readers` in its place (TVM's, scope local).  Computed at a reader's loop it holds
-        just the region read inside that loop, contiguous: a strip of a matrix's columns
-        whose rows lie far apart in the input packed into neighbouring cache lines."""
-        if not any(tensor is t for t in self.inputs):
-            raise ScheduleError(f"cache_read: {getattr(tensor, 'name', tensor)!r} is not an input of {self.name}")
-        stages = [self._loops_of(r, "cache_read") for r in readers]
-        for s in stages:
-            if not any(isinstance(n, te.Load) and n.tensor is tensor for n in te.nodes(s.body)):
-                raise ScheduleError(f"cache_read: {s.name} does not read {tensor.name}")
-        with self._step("cache_read") as step:
-            ivs = tuple(te.IterVar(f"ax{d}", n) for d, n in enumerate(tensor.shape))
-            copy = te.Tensor(self._fresh(f"{tensor.name}.local"), tensor.shape, tensor.dtype,
-                             te.ComputeOp(ivs, te.Load(tensor, ivs, tensor.dtype)))
-            cached = Stage(copy, self._fresh)
-
-            def read_copy(n: te.PrimExpr) -> te.PrimExpr | None:
-                if isinstance(n, te.Load) and n.tensor is tensor:
-                    return te.Load(copy, n.indices, n.dtype, loc=n.loc)
-                return None
-
-            for s in stages:
-                s.body = te.transform(s.body, read_copy)
-            self.stages.insert(min(self.stages.index(s) for s in stages), cached)
-            self._by_tensor[id(copy)] = cached
-            step.args = f"{tensor.name} -> {copy.name} for {', '.join(s.name for s in stages)}"
-        return copy
 
     # ------------------------------------------------------------------ lowering and record
 
