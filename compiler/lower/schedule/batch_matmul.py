@@ -41,16 +41,18 @@ strip): ÷ defaults.py's tile, values 0.92 -> 0.86, scores 1.04 -> 1.03 (11 roun
 
 The output's own tiles, against the copy through the chunk's buffer (a store, a load and
 a store per element, which a C model of the loop nest put at 15% of the scores' time and
-9% of the values'): 0.84 (scores) and 0.96 (values) its time, 1 thread, CPU time, builds
-alternated in one run, 15 rounds, load 6-7.  Tried, without a gain beyond the spread of
-identical builds (+-3% in one process on the same buffers, 3-7% across processes;
-builds alternated in one run, 7-21 rounds, load 4-7), as ratios of the time (scores /
-values): packing b's strip contiguous (`cache_read` at the
-chunk, against L1 set conflicts of b's rows 256-512 B apart) 1.08 / 1.13, 1.04 / 1.11
-with 96 rows (no remainder tile): the copy costs more than the conflicts (in a C model,
-even a's rows kept in L1 gained only 3-8%); the chunks outside the strips (a's rows reused
-from L1) 0.95-1.00 / 0.98-1.00; 8 unrolled steps 0.96-1.10 / 0.98-1.07; 64-row chunks in
-the output's nest (two remainder tiles of 4 rows for one of 2) 1.00 / 0.98.
+9% of the values'), 1 thread, CPU time: 0.84 (scores) and 0.96 (values) its time (builds
+alternated in one run, 15 rounds, load 6-7); in one process on the same buffers (21
+rounds, load 6.5-7.3) 0.86 and 0.94, and beside onnxruntime's MatMul node 1.00 -> 0.88
+and 0.90 -> 0.85.  Tried, without a gain beyond the spread of identical builds (+-3% in
+one process, 3-7% across processes; alternated in one run, 7-21 rounds, load 4-7), as
+ratios of the time (scores / values): packing b's strip contiguous at the chunk (TVM's
+`cache_read`, added for it and not kept), against L1 set conflicts of b's rows 256-512 B
+apart, 1.08 / 1.13, and 1.04 / 1.11 with 96 rows (no remainder tile): the copy costs more
+than the conflicts (in a C model, even a's rows kept in L1 gained only 3-8%); the chunks
+outside the strips (a's rows reused from L1) 0.95-1.00 / 0.98-1.00; 8 unrolled steps
+0.96-1.10 / 0.98-1.07; 64-row chunks in the output's nest (two remainder tiles of 4 rows
+for one of 2) 1.00 / 0.98.
 """
 
 from __future__ import annotations
