@@ -21,8 +21,9 @@ def _text(b: int, m: int, k: int, n: int, epilogue: bool, b_batch: int | None = 
     body = "nn.batch_matmul(%x, %y, transpose_a=False, transpose_b=False)"
     if epilogue:
         body = f"add(multiply({body}, 0.125f), %z)"
+    yb = b if b_batch is None else b_batch
     return f"""#[version = "0.0.5"]
-def @main(%x: Tensor[({b}, {m}, {k}), float32], %y: Tensor[({b if b_batch is None else b_batch}, {k}, {n}), float32], %z: Tensor[({n}), float32]) {{
+def @main(%x: Tensor[({b}, {m}, {k}), float32], %y: Tensor[({yb}, {k}, {n}), float32], %z: Tensor[({n}), float32]) {{
   {body}
 }}"""
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .primitives import Schedule, Stage
+from .stage import Axis
 from .vector_unit import host_unit
 
 ROWS_MAX = 6  # rows of the register tile
@@ -83,16 +84,10 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
     """The product `stage` computed at `epilogue`'s (batch, column strip) loop, or without
     an epilogue (the product is an output) its tiles stored into the output (module doc)."""
     t = stage.tensor
-    _, i, j = stage.axes
+    b, i, j = stage.axes
     unit = host_unit()
     if epilogue is None:
-        chunk = i.extent
-    else:
-        rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
-        chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
-    rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), chunk))
-    if epilogue is None:
-        b, _, _ = stage.axes
+        rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), i.extent))
         jo, j = sch.split(t, j, lanes)
         sch.reorder(t, b, jo, i, j)
         loop = sch.fuse(t, b, jo)
@@ -100,6 +95,9 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
         if loop.extent > 1 and _work(t) >= PARALLEL_MIN:
             sch.parallel(t, loop)
         return
+    rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
+    chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
+    rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), chunk))
     _tile(sch, stage, i, j, rows, tail=chunk % rows != 0)
     e = epilogue.tensor
     eb, ei, ej = epilogue.axes
@@ -113,7 +111,7 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
     sch.compute_at(t, e, eio)
 
 
-def _tile(sch: Schedule, stage: Stage, i, j, rows: int, tail: bool) -> None:
+def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) -> None:
     """The register tile: `rows` rows of i x the vector j, summed over k in registers."""
     t = stage.tensor
     (k,) = stage.reduce_axes
