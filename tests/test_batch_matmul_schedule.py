@@ -1,8 +1,8 @@
 """schedule/batch_matmul.py: attention's batch_matmul (b read along its rows) in a register
 tile of rows x a vector width of columns, computed at its epilogue's column strips: the
 compiled kernel against numpy for row counts with and without a remainder tile, reductions
-with and without unrolled steps, with an epilogue and as an output; shapes it leaves to
-defaults.py's tile."""
+with and without unrolled steps, with an epilogue and as an output (its tiles stored into
+the output, no copy), b broadcast over the batch; shapes it leaves to defaults.py's tile."""
 
 import numpy as np
 import pytest
@@ -17,12 +17,13 @@ CASES = [  # (B, M, K, N)
 ]
 
 
-def _text(b: int, m: int, k: int, n: int, epilogue: bool) -> str:
+def _text(b: int, m: int, k: int, n: int, epilogue: bool, b_batch: int | None = None) -> str:
     body = "nn.batch_matmul(%x, %y, transpose_a=False, transpose_b=False)"
     if epilogue:
         body = f"add(multiply({body}, 0.125f), %z)"
+    yb = b if b_batch is None else b_batch
     return f"""#[version = "0.0.5"]
-def @main(%x: Tensor[({b}, {m}, {k}), float32], %y: Tensor[({b}, {k}, {n}), float32], %z: Tensor[({n}), float32]) {{
+def @main(%x: Tensor[({b}, {m}, {k}), float32], %y: Tensor[({yb}, {k}, {n}), float32], %z: Tensor[({n}), float32]) {{
   {body}
 }}"""
 
@@ -35,9 +36,25 @@ def test_batch_matmul_tile_equals_numpy(case, epilogue):
     assert result.ok, [d.message for d in result.diagnostics]
     (fn,) = result.lowered.functions.values()
     assert "cache_accumulator(T_batch_matmul" in fn.schedule_text  # this schedule, not defaults.py's tile
+    assert ("compute_at(T_batch_matmul" in fn.schedule_text) == epilogue  # an output: no copy of the tiles
     rng = np.random.default_rng(4)
     x = rng.standard_normal((b, m, k)).astype("float32")
     y = rng.standard_normal((b, k, n)).astype("float32")
+    z = rng.standard_normal(n).astype("float32")
+    want = x @ y * 0.125 + z if epilogue else x @ y
+    np.testing.assert_allclose(result.executable.run(x, y, z), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("epilogue", [True, False], ids=["epilogue", "output"])
+def test_b_broadcast_over_the_batch(epilogue):
+    b, m, k, n = 3, 13, 8, 32
+    result = compile(_text(b, m, k, n, epilogue, b_batch=1), "bmm.relay", passes=["InferType", "FuseOps", "InferType"])
+    assert result.ok, [d.message for d in result.diagnostics]
+    (fn,) = result.lowered.functions.values()
+    assert "cache_accumulator(T_batch_matmul" in fn.schedule_text
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((b, m, k)).astype("float32")
+    y = rng.standard_normal((1, k, n)).astype("float32")
     z = rng.standard_normal(n).astype("float32")
     want = x @ y * 0.125 + z if epilogue else x @ y
     np.testing.assert_allclose(result.executable.run(x, y, z), want, rtol=1e-4, atol=1e-4)

@@ -7,18 +7,27 @@ slack).  This one is MLAS's SGEMM tile: `rows` rows x one vector width of column
 float32: two AVX2 registers), rows = the accumulators the host's tile may keep (12 on
 AVX2, vector_unit.py) over the registers a row takes, at most ROWS_MAX: 6 x 2 on AVX2.
 Per step of k the tile broadcasts `rows` scalars of a and loads the columns' vectors of
-b for rows * 2 FMAs.  The product is computed at its epilogue's loop over a column
-strip's rows, a chunk of them at a time (the largest divisor of M whose chunk x 16
-floats fit STACK_BYTES: its buffer on the stack, not malloc'ed and freed each time as a
-larger one is):
+b for rows * 2 FMAs.
+
+A product that is an output (no epilogue: both of attention's products in the GPT-2 block
+and BERT, whose transposes are not fused into them) stores its tiles into the output:
 
     for batch, j.outer            fused, parallel when the work is large
-     for i.outer                  the chunks
-      T_batch_matmul.local        for i.outer (rows, the last rows a remainder tile),
+     T_batch_matmul               for i.outer (rows, the last rows a remainder tile),
                                   k.outer: k.inner (UNROLL_STEPS, unrolled),
                                   i.inner (rows, unrolled), j (the strip, vectorized): FMA,
                                   summed in registers (cache_accumulator at k.outer)
-      i.inner, j.inner (vectorized): the epilogue (or a copy, when the product is an output)
+
+(LLVM drops the zeros stored into the output before the sums and loaded back, the
+parameters being `noalias`.)  With an epilogue, the product is computed at the
+epilogue's loop over a column strip's rows, a chunk of them at a time (the largest
+divisor of M whose chunk x 16 floats fit STACK_BYTES: its buffer on the stack, not
+malloc'ed and freed each time as a larger one is):
+
+    for batch, j.outer            fused, parallel when the work is large
+     for i.outer                  the chunks
+      T_batch_matmul.local        the tile's loops as above, over the chunk's rows
+      i.inner, j.inner (vectorized): the epilogue
 
 so a strip of b (K x 16: 4-8 KiB for attention) stays in L1 while every row passes.
 Measured (1 thread, CPU time, builds alternated in one run, 11 rounds, load 3.4-4.8),
@@ -29,12 +38,28 @@ two runs each, load 5-6): GPT-2 block 0.94, 0.96 -> 0.91, 0.81; BERT 0.94, 0.97 
 0.84.  The chunks (64 rows for attention, instead of the 128 rows' 8 KiB malloc'ed per
 strip): ÷ defaults.py's tile, values 0.92 -> 0.86, scores 1.04 -> 1.03 (11 rounds, load
 7-10).
+
+The output's own tiles, against the copy through the chunk's buffer (a store, a load and
+a store per element, which a C model of the loop nest put at 15% of the scores' time and
+9% of the values'), 1 thread, CPU time: 0.84 (scores) and 0.96 (values) its time (builds
+alternated in one run, 15 rounds, load 6-7); in one process on the same buffers (21
+rounds, load 6.5-7.3) 0.86 and 0.94, and beside onnxruntime's MatMul node 1.00 -> 0.88
+and 0.90 -> 0.85.  Tried, without a gain beyond the spread of identical builds (+-3% in
+one process, 3-7% across processes; alternated in one run, 7-21 rounds, load 4-7), as
+ratios of the time (scores / values): packing b's strip contiguous at the chunk (TVM's
+`cache_read`, added for it and not kept), against L1 set conflicts of b's rows 256-512 B
+apart, 1.08 / 1.13, and 1.04 / 1.11 with 96 rows (no remainder tile): the copy costs more
+than the conflicts (in a C model, even a's rows kept in L1 gained only 3-8%); the chunks
+outside the strips (a's rows reused from L1) 0.95-1.00 / 0.98-1.00; 8 unrolled steps
+0.96-1.10 / 0.98-1.07; 64-row chunks in the output's nest (two remainder tiles of 4 rows
+for one of 2) 1.00 / 0.98.
 """
 
 from __future__ import annotations
 
 from ..te import expr as te
 from .primitives import Schedule, Stage
+from .stage import Axis
 from .vector_unit import host_unit
 
 ROWS_MAX = 6  # rows of the register tile
@@ -55,16 +80,42 @@ def schedules_batch_matmul(stage: Stage, lanes: int) -> bool:
     return any(ld.indices[-1] is j for ld in loads)
 
 
-def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage, lanes: int) -> None:
-    """The product `stage` computed at `epilogue`'s (batch, column strip) loop (module doc)."""
-    t, e = stage.tensor, epilogue.tensor
-    _, i, j = stage.axes
-    (k,) = stage.reduce_axes
+def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, lanes: int) -> None:
+    """The product `stage` computed at `epilogue`'s (batch, column strip) loop, or without
+    an epilogue (the product is an output) its tiles stored into the output (module doc)."""
+    t = stage.tensor
+    b, i, j = stage.axes
     unit = host_unit()
+    if epilogue is None:
+        rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), i.extent))
+        jo, j = sch.split(t, j, lanes)
+        sch.reorder(t, b, jo, i, j)
+        loop = sch.fuse(t, b, jo)
+        _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
+        if loop.extent > 1 and _work(t) >= PARALLEL_MIN:
+            sch.parallel(t, loop)
+        return
     rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
     chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
     rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), chunk))
-    io, ii = sch.split(t, i, rows, tail=chunk % rows != 0)
+    _tile(sch, stage, i, j, rows, tail=chunk % rows != 0)
+    e = epilogue.tensor
+    eb, ei, ej = epilogue.axes
+    jo, ji = sch.split(e, ej, lanes)
+    eio, eii = sch.split(e, ei, chunk)
+    sch.reorder(e, eb, jo, eio, eii, ji)
+    sch.vectorize(e, ji)
+    loop = sch.fuse(e, eb, jo)
+    if loop.extent > 1 and _work(t) >= PARALLEL_MIN:
+        sch.parallel(e, loop)
+    sch.compute_at(t, e, eio)
+
+
+def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) -> None:
+    """The register tile: `rows` rows of i x the vector j, summed over k in registers."""
+    t = stage.tensor
+    (k,) = stage.reduce_axes
+    io, ii = sch.split(t, i, rows, tail=tail)
     if k.extent % UNROLL_STEPS == 0:
         ko, ki = sch.split(t, k, UNROLL_STEPS)
         sch.reorder(t, io, ko, ki, ii, j)
@@ -75,15 +126,11 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage, lanes: i
     sch.unroll(t, ii)
     sch.vectorize(t, j)
     sch.cache_accumulator(t, ko)
-    eb, ei, ej = epilogue.axes
-    jo, ji = sch.split(e, ej, lanes)
-    eio, eii = sch.split(e, ei, chunk)
-    sch.reorder(e, eb, jo, eio, eii, ji)
-    sch.vectorize(e, ji)
-    loop = sch.fuse(e, eb, jo)
+
+
+def _work(t: te.Tensor) -> int:
+    """Elements times reduction length."""
     work = 1
-    for axis in (*t.op.axes, k):
+    for axis in (*t.op.axes, *t.op.body.axes):
         work *= axis.extent
-    if loop.extent > 1 and work >= PARALLEL_MIN:
-        sch.parallel(e, loop)
-    sch.compute_at(t, e, eio)
+    return work

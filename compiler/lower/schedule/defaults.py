@@ -154,6 +154,10 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
             done.add(id(total))
         elif _is_anchor(stage):
             epilogue = _epilogue(sch, stage)
+            if sch.is_output(stage) and schedules_batch_matmul(stage, vector_width(stage.tensor.dtype)):
+                schedule_batch_matmul(sch, stage, None, vector_width(stage.tensor.dtype))  # batch_matmul.py
+                done.add(id(stage))
+                continue
             if epilogue is None:
                 epilogue, stage = stage, sch[sch.cache_write(stage.tensor)]
             if schedules_batch_matmul(stage, vector_width(stage.tensor.dtype)):
