@@ -5,7 +5,11 @@ from __future__ import annotations
 import ctypes
 import gc
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
+
+from .lazy_modules import numpy as np
+
+ALIGN = 64  # bytes: what compiled kernels' parameters promise (`align 64`, codegen/llvm.py)
 
 
 @contextmanager
@@ -34,3 +38,28 @@ def release_memory(collect: bool = True) -> None:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data is ALIGN-byte aligned."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous, ALIGN-byte aligned copy of `a`."""
+    out = aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """`a` itself when C-contiguous, else an aligned copy (`aligned_copy`).  What the
+    build folds into constants (a weight transposed into its layout) is copied once here,
+    aligned, where numpy's copy would land 16 bytes past a page and the executable would
+    copy it again to align it: ResNet-50's cold build copied 91 constants, 132 MB, 0.15
+    CPU s."""
+    return a if a.flags.c_contiguous else aligned_copy(a)

@@ -265,3 +265,21 @@ def test_spans_kept_over_the_corpus():
             assert not [d.message for d in check_text(print_module(out), name).diagnostics if d.is_error]
     print(f"skipped (type errors): {skipped}; folded: {changed}")
     assert changed, "nothing in the corpus folds: the test lost its teeth"
+
+
+def test_weights_folded_into_a_layout_are_aligned_for_the_kernels():
+    """A weight folded into its layout (layout_transform's copy) or transposed (a view the
+    fold copies) is 64-byte aligned, as the kernels' parameters promise, so the executable
+    reads it in place instead of copying it again (support.contiguous).  147 KB: numpy
+    maps arrays that large and puts their data 16 bytes past a page."""
+    mod = parse_ok("""def @main() {
+  %0 = arange(0f, 36864f, 1f, dtype="float32");
+  %1 = reshape(%0, newshape=[64, 64, 3, 3]);
+  (layout_transform(%1, src_layout="OIHW", dst_layout="OIHW8i8o"), transpose(%1, axes=[1, 0, 2, 3]))
+}""")
+    packed, transposed = body(fold(mod)).fields
+    w = np.arange(36864, dtype="float32").reshape(64, 64, 3, 3)
+    np.testing.assert_array_equal(packed.data, w.reshape(8, 8, 8, 8, 3, 3).transpose(0, 2, 4, 5, 3, 1))
+    np.testing.assert_array_equal(transposed.data, w.transpose(1, 0, 2, 3))
+    for c in (packed, transposed):
+        assert c.data.flags.c_contiguous and c.data.ctypes.data % 64 == 0

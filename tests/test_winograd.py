@@ -45,16 +45,18 @@ def _winograd(x, w, m, pad, **attrs):
                                              "kernel_size": (3, 3), **attrs})
 
 
-@pytest.mark.parametrize("m,dtype,rtol", [(2, "float32", 1e-6), (4, "float32", 1e-6), (4, "float64", 1e-13)])
-def test_the_weight_transform_is_g_w_gt_of_every_filter(m, dtype, rtol):
-    """U[a, b, o, i] = (G w[o, i] G^T)[a, b], from the exact matrices, in the weight's dtype."""
+@pytest.mark.parametrize("m,dtype,rtol,o,i", [(2, "float32", 1e-6, 5, 3), (4, "float32", 1e-6, 5, 3),
+                                               (4, "float64", 1e-13, 5, 3), (4, "float32", 1e-6, 37, 29)])
+def test_the_weight_transform_is_g_w_gt_of_every_filter(m, dtype, rtol, o, i):
+    """U[a, b, o, i] = (G w[o, i] G^T)[a, b], from the exact matrices, in the weight's dtype;
+    37 x 29 filters take three products of SERIAL_PRODUCT multiply-adds, the last short."""
     _, _, g = winograd_matrices(m, 3)
     gf = np.array([[float(v) for v in row] for row in g])
-    w = np.random.default_rng(3).standard_normal((5, 3, 3, 3)).astype(dtype)
+    w = np.random.default_rng(3).standard_normal((o, i, 3, 3)).astype(dtype)
     u = get_op(WEIGHT_OP).evaluate([w], {"tile_size": m})
-    want = np.stack([[gf @ w[o, i].astype(np.float64) @ gf.T for i in range(3)] for o in range(5)])
-    assert u.dtype == np.dtype(dtype) and u.shape == (m + 2, m + 2, 5, 3)
-    np.testing.assert_allclose(u, want.transpose(2, 3, 0, 1), rtol=rtol, atol=rtol * np.abs(want).max())
+    want = np.einsum("ak,oikl,bl->aboi", gf, w.astype(np.float64), gf)
+    assert u.dtype == np.dtype(dtype) and u.shape == (m + 2, m + 2, o, i)
+    np.testing.assert_allclose(u, want, rtol=rtol, atol=rtol * np.abs(want).max())
 
 
 @pytest.mark.parametrize("m,pad,shape", [(2, (1, 1), (2, 5, 9, 7)), (4, (0, 0), (2, 5, 9, 7)),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..lazy_modules import numpy as np
 from ..ir.types import ANY, TensorType, TupleType
+from ..support import contiguous
 from .attrs import BOOL, INT, INT_OR_INTS, INTS, OPT_INT, OPT_INTS, STR, Attr, AttrError
 from .registry import BROADCAST, COMM_REDUCE, INJECTIVE, OpTypeError, define
 from .shapes import (
@@ -453,7 +454,7 @@ def _(x, attrs):
             split_shape.append(y.shape[k])
             positions.append(dst.position(a))
     y = y.reshape(split_shape)
-    return np.ascontiguousarray(np.transpose(y, [positions.index(k) for k in range(len(dst.axes))]))
+    return contiguous(np.transpose(y, [positions.index(k) for k in range(len(dst.axes))]))
 
 
 # --------------------------------------------------------------------------- broadcasting and collapsing

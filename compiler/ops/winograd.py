@@ -112,17 +112,35 @@ def _(weight, attrs):
     return TensorType((alpha, alpha, o, i), w.dtype)
 
 
+# OpenBLAS multiplies on the calling thread up to 65536 * 4 multiply-adds (its
+# GEMM_MULTITHREAD_THRESHOLD); half of that, for a margin
+SERIAL_PRODUCT = 1 << 17
+
+
 @weight_transform.reference
 def _(weight, attrs):
     """G g G^T of every filter as one matrix product: (G kron G) (alpha^2 x r^2) times the
     filters as columns (r^2 x O*I), whose rows are then (alpha, alpha, O, I) in order; in
     float32 unless the weight is float64, as the compute rule (te/topi/winograd.py).
     FoldConstant runs it on every Winograd weight of a model: numpy's einsum in float64
-    took 0.5-0.65 CPU s of ResNet-50's cold build (13 weights), this 0.08-0.14 s."""
+    took 0.5-0.65 CPU s of ResNet-50's cold build (13 weights), this 0.08-0.14 s.
+
+    The product is taken a few hundred filters at a time (SERIAL_PRODUCT multiply-adds),
+    each small enough that OpenBLAS runs it on the calling thread.  As one product,
+    OpenBLAS split it over its threads, which then spin waiting for more work: the check
+    and passes of ResNet-50's cold build took 1.47 CPU s where they take 0.97 (median of
+    4 in one process, load 5-8); the pieces take no longer than the whole (7 weights:
+    88-102 CPU ms against 172-177, spin included).  Rounding differs from the one product
+    by a unit in the last place, as OpenBLAS's own from one thread count to another."""
     _, _, g = matrices_f64(attrs.tile_size, weight.shape[2])
     o, i, r, _ = weight.shape
     acc = np.float64 if weight.dtype == np.float64 else np.float32
-    u = np.kron(g, g).astype(acc) @ weight.reshape(o * i, r * r).T.astype(acc)
+    k = np.kron(g, g).astype(acc)
+    columns = weight.reshape(o * i, r * r).astype(acc, copy=False)
+    u = np.empty((len(k), o * i), acc)
+    step = max(1, SERIAL_PRODUCT // k.size)
+    for start in range(0, o * i, step):
+        np.matmul(k, columns[start:start + step].T, out=u[:, start:start + step])
     return u.reshape(len(g), len(g), o, i).astype(weight.dtype, copy=False)
 
 

@@ -53,6 +53,7 @@ from typing import Any, Callable, Iterator
 import llvmlite.ir as ir
 
 from ...host import host
+from ...support import ALIGN
 from ..errors import LoweringError
 from ..schedule.loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, Seq, Stmt, Store, walk
 from ..te import expr as te
@@ -78,7 +79,7 @@ MAX_VECTOR_PIECES = 64  # the longest vectorized loop cut into power-of-two piec
 # 0.97-1.01 -> 0.81-0.86, softmax's exponentials 0.27-0.38 -> 0.23-0.31 (2: about half of that).
 MATH_INTERLEAVE = 4
 INTERLEAVE_MIN = 64
-BUFFER_ALIGN = 64
+BUFFER_ALIGN = ALIGN  # the parameters' promised alignment (support.py's arrays keep it)
 PREFETCH_LOCALITY = 2  # llvm.prefetch's: PREFETCHT1 (into L2 and outward; 1-3 measured alike on Zen 3)
 NUM_THREADS_GLOBAL = "relaylens_num_threads"
 

@@ -21,6 +21,7 @@ import numpy as np
 from ...interpreter import Interpreter
 from ...ir.expr import Function
 from ...ir.types import TupleType
+from ...support import aligned_copy
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
 from ..cache_keys import module_key
@@ -215,13 +216,7 @@ def _as_buffer(a: np.ndarray) -> np.ndarray:
     build (passes_cache.py) and inputs numpy placed well are read where they are."""
     if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
         return a
-    return _aligned_copy(a)
-
-
-def _aligned_copy(a: np.ndarray) -> np.ndarray:
-    out = aligned_empty(a.shape, a.dtype)
-    out[...] = a
-    return out
+    return aligned_copy(a)
 
 
 def _pointers(arrays: list[np.ndarray]):

@@ -64,6 +64,7 @@ import numpy as np
 
 from ...lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, never
 from ...host import host
+from ...support import aligned_empty  # noqa: F401  (the executable's and the benches')
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
@@ -158,15 +159,6 @@ def default_num_threads() -> int:
             raise ValueError(f"RELAYLENS_NUM_THREADS must be a positive integer, not {text!r}")
         return value
     return os.cpu_count() or 1
-
-
-def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """An uninitialised C-contiguous array whose data is 64-byte aligned."""
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dtype.itemsize + BUFFER_ALIGN, dtype=np.uint8)
-    start = -raw.ctypes.data % BUFFER_ALIGN
-    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
 
 
 def _address(a: np.ndarray) -> int | None:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from ...host import host
 
-# What `optimize` asks of LLVM.
+# What `optimize` asks of LLVM.  Tried: the code generator without loop strength reduction
+# (`-disable-lsr`): ResNet-50's 29 kernels 3.32 -> 1.98 CPU s of machine code (LSR was 1.0 s
+# of it, 0.17 s in one 1x1 convolution), but the model ran 3-7% slower at 1 thread (median
+# of 3 alternated processes each, load 5-7); `-lsr-complexity-limit=1000` saved nothing.
 OPTIONS = {"speed_level": 3, "loop_vectorization": True, "slp_vectorization": True, "loop_unrolling": True}
 
 

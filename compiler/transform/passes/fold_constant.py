@@ -70,6 +70,7 @@ from ...ir.functor import ExprMutator, children, post_order
 from ...ir.module import IRModule
 from ...ir.types import TensorType, TupleType
 from ...ops import get_op
+from ...support import contiguous
 from ..fold_budget import FoldBudget, constant_values, max_fold_bytes
 from ..infra import FunctionPass, PassContext, register_pass
 from ..si_builder import SIBuilder, collect_spans
@@ -162,9 +163,10 @@ def _stripped(expr: Expr) -> Expr:
 
 def _as_expr(value: Any) -> Expr | None:
     """An interpreter value as constants: a tensor (C-contiguous: a transpose's view is
-    copied once here, not by every build that plans or keeps it), or a tuple of them (else None)."""
+    copied once here, aligned, not by every build that plans or keeps it), or a tuple of
+    them (else None)."""
     if isinstance(value, np.ndarray):
-        return Constant(value if value.flags.c_contiguous else np.ascontiguousarray(value))
+        return Constant(contiguous(value))
     if isinstance(value, tuple):
         fields = tuple(_as_expr(v) for v in value)
         return None if any(f is None for f in fields) else Tuple(fields)
