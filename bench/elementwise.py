@@ -85,7 +85,7 @@ def compile_kernel(text: str, threads: int, opt_level: int):
 
 
 def measure(fn: str, n: int, runs: int) -> dict[str, Any]:
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     rng = np.random.default_rng(1)
     x, y = (rng.uniform(-6, 6, n).astype(np.float32) for _ in range(2))

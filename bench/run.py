@@ -217,7 +217,7 @@ def kernel_profile(lowering, runs: int) -> list[dict]:
     safe indices), times its calls per inference, slowest first."""
     from collections import Counter
 
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     calls = Counter(step.kernel for step in lowering.executable.plan.steps)
     rng = np.random.default_rng(3)
@@ -268,7 +268,7 @@ def single_kernel(lowering):
 
 
 def measure_chain(label: str, threads: int, runs: int) -> dict:
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     body, reference = CHAINS[label]
     text = chain_text(body, ELEMENTS)
@@ -529,7 +529,7 @@ def measure_graph(case, threads: int, runs: int) -> dict:
     bound, its one kernel (or the one named by `case.timed`) called on aligned buffers
     (several: the AOT entry, `entry_call`), beside onnxruntime's node with them as
     initializers (with `case.timed`, its profiled node time without its layout reorders)."""
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     xs, bound = case.arrays()
     aligned = []
@@ -576,7 +576,7 @@ def step_argument(buffer, xs: list[np.ndarray], exe) -> np.ndarray:
     """What a plan step's argument `buffer` is when its kernel is called alone: the input or
     the bound constant, or for a buffer another kernel writes, an aligned one of its shape
     holding random numbers."""
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     if buffer.ref.kind == "input":
         return xs[buffer.ref.index]
@@ -592,7 +592,7 @@ def entry_call(exe, xs: list[np.ndarray]):
     here once (`.outputs`): what a model's kernels cost, without `executable.run`'s
     output allocation and pointer tables on every call (for a kernel of 0.05 ms on 128 x
     768 floats, allocating its output took longer than the kernels)."""
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     outputs = [aligned_empty(tuple(b.shape), b.dtype) for b in exe.plan.outputs]
     tables = [(ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays]) for arrays in (xs, outputs)]
@@ -607,7 +607,7 @@ def entry_call(exe, xs: list[np.ndarray]):
 
 
 def measure_kernel(case: KernelCase, threads: int, runs: int) -> dict:
-    from relaylens.compiler.lower.runtime.jit import aligned_empty
+    from relaylens.compiler.support import aligned_empty
 
     if not isinstance(case, KernelCase):
         return measure_graph(case, threads, runs)

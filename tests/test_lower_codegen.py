@@ -21,7 +21,8 @@ from relaylens.compiler.lower.codegen.llvm import generate
 from relaylens.compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from relaylens.compiler.lower.errors import LoweringError
 from relaylens.compiler.lower.runtime import jit as jit_module
-from relaylens.compiler.lower.runtime.jit import JIT, SPIN_COUNT, aligned_empty, spin_count
+from relaylens.compiler.lower.runtime.jit import JIT, SPIN_COUNT, spin_count
+from relaylens.compiler.support import aligned_empty
 from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te

@@ -11,7 +11,8 @@ import pytest
 
 from relaylens.compiler.lower.codegen.llvm import NUM_THREADS_GLOBAL, generate
 from relaylens.compiler.lower.codegen.shares import MAX_TEAM
-from relaylens.compiler.lower.runtime.jit import JIT, aligned_empty
+from relaylens.compiler.lower.runtime.jit import JIT
+from relaylens.compiler.support import aligned_empty
 from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.te import expr as te
 

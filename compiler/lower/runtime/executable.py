@@ -21,14 +21,13 @@ import numpy as np
 from ...interpreter import Interpreter
 from ...ir.expr import Function
 from ...ir.types import TupleType
-from ...support import aligned_copy
+from ...support import aligned_copy, aligned_empty
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
 from ..cache_keys import module_key
 from ..disk_cache import ENTRIES, Entry
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
-from .jit import aligned_empty
 from .plan import NotDataflow, Plan, plan_main
 
 _VOIDP = ctypes.c_void_p

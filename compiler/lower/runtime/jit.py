@@ -64,7 +64,7 @@ import numpy as np
 
 from ...lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, never
 from ...host import host
-from ...support import aligned_empty  # noqa: F401  (the executable's and the benches')
+from ...support import aligned_empty
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
