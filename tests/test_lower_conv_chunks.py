@@ -113,21 +113,21 @@ def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, 
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
 
 
-def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
-    """ResNet-50's bottleneck end at 14x14 (smaller): relu(conv + bias + residual), the
-    tile over the flattened rows (chunked_tile's `flat`)."""
-    ci, co, size = 512, 32, 14
-    case, attrs = nchwc(ci, co, size, 1)
-    conv_func = relu_bias_function(case)
-    out = case.out_type()
+def with_residual(ci: int, co: int, size: int) -> Function:
+    """relu(conv 1x1 + bias + residual), ResNet-50's bottleneck end."""
+    conv_func = relu_bias_function(nchwc(ci, co, size, 1)[0])
+    out = conv_func.body.ty
     residual = Var("p3", out, ty=out)
-    relu = conv_func.body
-    body = Call(op("nn.relu"), (Call(op("add"), (relu.args[0], residual), as_ir_attrs({}), ty=out),),
+    body = Call(op("nn.relu"), (Call(op("add"), (conv_func.body.args[0], residual), as_ir_attrs({}), ty=out),),
                 as_ir_attrs({}), ty=out)
-    func = Function((*conv_func.params, residual), body, attrs=conv_func.attrs)
-    assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in steps(func))
+    return Function((*conv_func.params, residual), body, attrs=conv_func.attrs)
+
+
+def assert_1x1_matches_numpy(func: Function, jit, ci: int, co: int, size: int, residual: bool, seed: int) -> None:
+    """`func` (relu_bias_function's 1x1, or with_residual's) lowered and run on random
+    NCHW8c inputs, against numpy's convolution."""
     lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
-    rng = np.random.default_rng(6)
+    rng = np.random.default_rng(seed)
     x = rng.standard_normal((1, ci, size, size)).astype("float32")
     w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
     b = rng.standard_normal(co).astype("float32")
@@ -136,10 +136,20 @@ def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     def blocked(a):
         return np.ascontiguousarray(a.reshape(1, a.shape[1] // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
 
-    got = _KernelCall(lowered)(blocked(x), block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)),
-                               blocked(r))
-    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None] + r, 0)
+    args = [blocked(x), block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES))]
+    got = _KernelCall(lowered)(*args, *([blocked(r)] if residual else []))
+    attrs = {"strides": (1, 1), "padding": (0, 0, 0, 0)}
+    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None] + (r if residual else 0), 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
+    """ResNet-50's bottleneck end at 14x14 (smaller): relu(conv + bias + residual), the
+    tile over the flattened rows (chunked_tile's `flat`)."""
+    ci, co, size = 512, 32, 14
+    func = with_residual(ci, co, size)
+    assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in steps(func))
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=6)
 
 
 def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):

@@ -6,36 +6,19 @@ the host (conv_chunks.py's schedule is AVX2's)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from test_lower_conv_chunks import block_weight, nchwc, relu_bias_function, steps, unblock
+from test_lower_conv_chunks import assert_1x1_matches_numpy, nchwc, relu_bias_function, steps, with_residual
 
-from relaylens.compiler.ir.expr import Call, Function, Var, op
-from relaylens.compiler.lower.pipeline import lower_function
-from relaylens.compiler.lower.runtime.executable import _KernelCall
+from relaylens.compiler.ir.expr import Function
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.schedule import conv_chunks
 from relaylens.compiler.lower.schedule.conv_tile_end import ROW_PARTS
 from relaylens.compiler.lower.schedule.vector_unit import AVX2
-from relaylens.compiler.ops import get_op
-from relaylens.compiler.ops.registry import as_ir_attrs
-
-LANES = 8
 
 
 @pytest.fixture
 def avx2(monkeypatch):
     monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
-
-
-def with_residual(ci: int, co: int, size: int) -> Function:
-    """relu(conv + bias + residual), ResNet-50's bottleneck end."""
-    conv_func = relu_bias_function(nchwc(ci, co, size, 1)[0])
-    out = conv_func.body.ty
-    residual = Var("p3", out, ty=out)
-    body = Call(op("nn.relu"), (Call(op("add"), (conv_func.body.args[0], residual), as_ir_attrs({}), ty=out),),
-                as_ir_attrs({}), ty=out)
-    return Function((*conv_func.params, residual), body, attrs=conv_func.attrs)
 
 
 def parallel_loop(func: Function) -> str:
@@ -64,18 +47,4 @@ def test_large_1x1_takes_parts_of_its_rows_first(avx2):
 def test_row_parts_on_two_threads_match_numpy(avx2, ci, co, residual):
     size = 56
     func = with_residual(ci, co, size) if residual else relu_bias_function(nchwc(ci, co, size, 1)[0])
-    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", JIT(num_threads=2))
-    rng = np.random.default_rng(8)
-    x = rng.standard_normal((1, ci, size, size)).astype("float32")
-    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
-    b = rng.standard_normal(co).astype("float32")
-    r = rng.standard_normal((1, co, size, size)).astype("float32")
-
-    def blocked(a):
-        return np.ascontiguousarray(a.reshape(1, a.shape[1] // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
-
-    args = [blocked(x), block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES))]
-    got = _KernelCall(lowered)(*args, *([blocked(r)] if residual else []))
-    attrs = {"strides": (1, 1), "padding": (0, 0, 0, 0)}
-    want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None] + (r if residual else 0), 0)
-    np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+    assert_1x1_matches_numpy(func, JIT(num_threads=2), ci, co, size, residual, seed=8)
