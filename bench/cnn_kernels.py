@@ -11,9 +11,11 @@ onnxruntime's first.
 onnxruntime runs the same Conv + Relu with the weight as an initializer; its graph
 optimiser makes it an NCHWc convolution too (MLAS's, with the relu fused), between a
 ReorderInput and a ReorderOutput node.  Its figure is its profiler's time for the nodes
-other than those reorders (`ort_node_times`, `node_seconds`), the median over the runs: like ours, the
-layer without the layout changes.  The profiler's durations are wall time, also under
-bench/run.py's --cpu-time (run that at low load).
+other than those reorders (`ort_node_times`, `node_seconds`), the median over the runs:
+like ours, the layer without the layout changes.  The profiler's durations are wall
+time, also under bench/run.py's --cpu-time (run that at low load).  Beside the medians,
+`paired_node_ratio` takes our call and onnxruntime's run in turns, each pair in the same
+phase of the machine's speed.
 
     ConvCase(label, (C, H, W, K, R, stride))   K filters RxR, padding R // 2, batch 1
 """
@@ -24,8 +26,10 @@ import json
 import os
 import statistics
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -82,9 +86,10 @@ class ConvCase:
 REORDERS = ("ReorderInput", "ReorderOutput")
 
 
-def ort_node_times(model, feeds: dict[str, np.ndarray], threads: int, runs: int) -> dict[str, list[float]]:
+def ort_node_times(model, feeds: dict[str, np.ndarray], threads: int, runs: int,
+                   before_each: Callable[[], None] | None = None) -> dict[str, list[float]]:
     """Each node's time in each of `runs` runs (after 2 warm-ups), seconds, by node name,
-    from onnxruntime's profiler."""
+    from onnxruntime's profiler; `before_each` is called before every run."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -96,6 +101,8 @@ def ort_node_times(model, feeds: dict[str, np.ndarray], threads: int, runs: int)
         options.profile_file_prefix = os.path.join(folder, "ort")
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         for _ in range(2 + runs):
+            if before_each is not None:
+                before_each()
             session.run(None, feeds)
         with open(session.end_profiling()) as f:
             events = json.load(f)
@@ -111,8 +118,33 @@ def ort_node_times(model, feeds: dict[str, np.ndarray], threads: int, runs: int)
 def node_seconds(times: dict[str, list[float]], skip: tuple[str, ...] = REORDERS) -> float:
     """The median over the runs of the time of the nodes whose names do not start with
     `skip`."""
+    return statistics.median(_per_run(times, skip))
+
+
+def _per_run(times: dict[str, list[float]], skip: tuple[str, ...]) -> list[float]:
     kept = [durations for name, durations in times.items() if not name.startswith(skip)]
-    return statistics.median(map(sum, zip(*kept)))
+    return list(map(sum, zip(*kept)))
+
+
+def paired_node_ratio(model, feeds: dict[str, np.ndarray], threads: int, runs: int,
+                      ours: Callable[[], Any], pause: Callable[[], None]) -> float:
+    """The median over `runs` turns of (our kernel's call ÷ onnxruntime's node in the run
+    right after it), both wall time (the profiler's durations are): as bench/run.py pairs
+    the models, so that a pair shares the VM's phase of speed, which drifts by 20-70% within
+    a minute; two runs of the unpaired table disagreed by up to 40% on a 1x1 row (stop 26).
+    Each side starts after `pause` (onnxruntime's spin ends in it) and finds the other's
+    buffers in the caches, as in a model, where another layer ran in between."""
+    mine: list[float] = []
+
+    def turn() -> None:
+        pause()
+        start = time.perf_counter()
+        ours()
+        mine.append(time.perf_counter() - start)
+        pause()
+
+    theirs = _per_run(ort_node_times(model, feeds, threads, runs, before_each=turn), REORDERS)
+    return statistics.median(m / t for m, t in zip(mine[2:], theirs))
 
 
 CASES = (

@@ -131,6 +131,7 @@ def paired_ratio(ours: Callable[[], Any], theirs: Callable[[], Any], runs: int) 
 
 
 ONNXRUNTIME_SPIN_S = 0.1
+PAIRED_RUNS = 30  # turns of a convolution's paired ratio (cnn_kernels.py paired_node_ratio): 0.2 s each
 
 
 def after_onnxruntime() -> None:
@@ -565,6 +566,8 @@ def measure_graph(case, threads: int, runs: int) -> dict:
     if timed:  # onnxruntime's node without its layout reorders, as ours is timed without ours
         times = CNN_KERNELS.ort_node_times(case.onnx(bound), feeds, threads, runs)
         figures["onnxruntime_s"] = CNN_KERNELS.node_seconds(times)
+        figures["paired_ratio"] = CNN_KERNELS.paired_node_ratio(case.onnx(bound), feeds, threads, max(runs, PAIRED_RUNS),
+                                                                call, after_onnxruntime)
     else:
         figures["onnxruntime_s"] = median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)
     for key in ("ours", "onnxruntime"):
@@ -710,13 +713,14 @@ def kernel_table(kernels: dict[str, dict], threads: int, runs: int) -> list[str]
     out = [f"Kernels, GFLOP/s (median of {runs}), {threads_text(threads)}; peak {formula}; pools count one "
            "operation per window position:", "",
            "| kernel | GFLOP | RelayLens ms | RelayLens GFLOP/s | % of peak | onnxruntime ms | onnxruntime GFLOP/s "
-           "| ours ÷ onnxruntime | numpy BLAS GFLOP/s |",
+           "| ours ÷ onnxruntime (medians; paired, the convolutions) | numpy BLAS GFLOP/s |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for label, f in kernels.items():
         numpy_g = f"{f['numpy_gflops']:,.1f}" if "numpy_gflops" in f else "-"
+        paired = f"; {f['paired_ratio']:.2f}x" if "paired_ratio" in f else ""
         out.append(f"| {label} | {f['gflop']:.4f} | {ms(f['ours_s'])} | {f['ours_gflops']:,.1f}"
                    f" | {f['ours_gflops'] / top:.1%} | {ms(f['onnxruntime_s'])} | {f['onnxruntime_gflops']:,.1f}"
-                   f" | {f['ours_s'] / f['onnxruntime_s']:.2f}x | {numpy_g} |")
+                   f" | {f['ours_s'] / f['onnxruntime_s']:.2f}x{paired} | {numpy_g} |")
     return out
 
 
