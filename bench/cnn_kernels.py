@@ -127,17 +127,23 @@ def _per_run(times: dict[str, list[float]], skip: tuple[str, ...]) -> list[float
 
 
 def paired_node_ratio(model, feeds: dict[str, np.ndarray], threads: int, runs: int,
-                      ours: Callable[[], Any], pause: Callable[[], None]) -> float:
+                      ours: Callable[[], Any], data: np.ndarray, pause: Callable[[], None]) -> float:
     """The median over `runs` turns of (our kernel's call ÷ onnxruntime's node in the run
     right after it), both wall time (the profiler's durations are): as bench/run.py pairs
     the models, so that a pair shares the VM's phase of speed, which drifts by 20-70% within
     a minute; two runs of the unpaired table disagreed by up to 40% on a 1x1 row (stop 26).
-    Each side starts after `pause` (onnxruntime's spin ends in it) and finds the other's
-    buffers in the caches, as in a model, where another layer ran in between."""
+    Each side starts after `pause` (onnxruntime's spin ends in it) with its input in the
+    caches and its weights where the other's run left them, as in a model, where the layer
+    before wrote the input: onnxruntime's node right after its ReorderInput, ours after
+    reading `data` (its input).  Which caches hold what decides these figures: timed
+    right after onnxruntime's run with a cold input, MobileNet v2's small 1x1s took
+    1.4-1.6x where the medians say 1.0-1.3x; called once untimed first (weights hot too),
+    ResNet-50's took 0.63-0.79x."""
     mine: list[float] = []
 
     def turn() -> None:
         pause()
+        float(data.sum())
         start = time.perf_counter()
         ours()
         mine.append(time.perf_counter() - start)

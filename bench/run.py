@@ -567,7 +567,7 @@ def measure_graph(case, threads: int, runs: int) -> dict:
         times = CNN_KERNELS.ort_node_times(case.onnx(bound), feeds, threads, runs)
         figures["onnxruntime_s"] = CNN_KERNELS.node_seconds(times)
         figures["paired_ratio"] = CNN_KERNELS.paired_node_ratio(case.onnx(bound), feeds, threads, max(runs, PAIRED_RUNS),
-                                                                call, after_onnxruntime)
+                                                                call, args[0], after_onnxruntime)
     else:
         figures["onnxruntime_s"] = median_s(lambda: session.run(None, feeds), runs, min_sample_s=0.05)
     for key in ("ours", "onnxruntime"):
