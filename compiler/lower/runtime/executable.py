@@ -21,7 +21,7 @@ import numpy as np
 from ...interpreter import Interpreter
 from ...ir.expr import Function
 from ...ir.types import TupleType
-from ...support import aligned_copy, aligned_empty
+from ...support import ALIGN, aligned_copy, aligned_empty
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
 from ..cache_keys import module_key
@@ -213,7 +213,7 @@ def _as_buffer(a: np.ndarray) -> np.ndarray:
     """`a` itself when the kernels can read it in place (C-contiguous, 64-byte aligned, as
     their `align 64` parameters promise), else an aligned copy: the weights of a kept
     build (passes_cache.py) and inputs numpy placed well are read where they are."""
-    if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
+    if a.flags.c_contiguous and a.ctypes.data % ALIGN == 0:
         return a
     return aligned_copy(a)
 
