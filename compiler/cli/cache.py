@@ -1,7 +1,8 @@
 """`relaylens cache`: the kernel cache on disk that every build shares (lower/disk_cache.py).
 
     relaylens cache [--info]     where it is, its entries, their size and the bound
-    relaylens cache --clear      remove every entry (kernels, kept builds, the editor's build reports)
+    relaylens cache --clear      remove every entry (kernels, kept builds, the editor's build reports,
+                                 the digests of the compiler's sources)
 
 Where: $RELAYLENS_CACHE_DIR, else $XDG_CACHE_HOME/relaylens/kernels, else
 ~/.cache/relaylens/kernels; the bound: $RELAYLENS_CACHE_SIZE (default 1 GiB; entries
