@@ -79,6 +79,24 @@ def test_output_name_is_kept_exactly(capsys, tmp_path, model):
     assert status == 0 and out.is_file() and not (tmp_path / "result.bin.npz").exists()
 
 
+def test_an_npy_path_gets_the_one_tensor_as_npy(capsys, tmp_path):
+    path = tmp_path / "one.relay"
+    path.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) { exp(%x) }\n')
+    out = tmp_path / "y.npy"
+    x = np.array([0, 1], "float32")
+    status, _, _ = relaylens(capsys, "run", path, "--interp", "--input", f"x={save(tmp_path, 'x.npy', x)}",
+                             "-o", out)
+    assert status == 0
+    np.testing.assert_allclose(np.load(out), np.exp(x))  # an array, not an archive
+
+
+def test_an_npy_path_for_a_tuple_is_a_usage_error_naming_the_fields(capsys, tmp_path, model):
+    out = tmp_path / "y.npy"
+    status, _, stderr = relaylens(capsys, "run", model, "--interp", "-o", out)
+    assert status == 2 and not out.exists()
+    assert "output.0, output.1" in stderr and ".npz" in stderr
+
+
 def test_params_and_input_together(capsys, tmp_path, model):
     params = tmp_path / "params.npz"
     np.savez(params, w=W)

@@ -31,7 +31,9 @@ give some of them: the rest are drawn.
 
 The result goes to stdout (`output: Tensor[...]` then the values), or with `-o` to an
 .npz archive: a tensor result under the key `output`, a tuple's fields under
-`output.0`, `output.1`, ... (nested: `output.1.0`).  OUT.npz is checked by outputs.py before
+`output.0`, `output.1`, ... (nested: `output.1.0`).  A path ending in `.npy` gets a plain
+.npy file, as `np.save` writes it, when the result is one tensor (a result of several
+tensors is a usage error there: one .npy holds one array).  OUT.npz is checked by outputs.py before
 anything runs: never an input, an existing file only with `--force`.  Arrays are read by
 array_files.py (headers checked before allocating, native byte order).
 
@@ -136,8 +138,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-
-
 # --- outputs ----------------------------------------------------------------------------
 
 
@@ -159,6 +159,13 @@ def write_outputs(path: str, outputs: list[tuple[str, Value]], value: Value) -> 
         raise UsageError(f"cannot write the result to {path}: {key} is {value_text(v)}; only tensors "
                          f"and tuples of tensors can be saved (run without -o to see it)")
     arrays = dict(outputs)
+    if Path(path).suffix.lower() == ".npy":
+        if len(arrays) != 1:
+            raise UsageError(f"cannot write the result to {path}: an .npy file holds one array and the result "
+                             f"has {len(arrays)} ({', '.join(arrays)}); give -o a path ending in .npz")
+        [array] = arrays.values()
+        write_files({Path(path): lambda f: np.save(f, array, allow_pickle=False)})
+        return
     write_files({Path(path): lambda f: np.savez(f, **arrays)})  # a file object: numpy adds no .npz suffix
 
 
