@@ -441,8 +441,38 @@ def _topk_cases() -> list[Case]:
     return c
 
 
+# ---- einsum ----------------------------------------------------------------------------
+
+
+def _einsum_cases() -> list[Case]:
+    def e(equation, shapes, name, dtype="float32", **tol):
+        return Case("einsum", [tuple(Arr(s, dtype) for s in shapes)], {"equation": equation}, name,
+                    **(tol or dict(atol=SUM_ATOL)))
+
+    return [
+        e("bqhd,bkhd->bhqk", [(1, 5, 2, 4), (1, 6, 2, 4)], "attention-scores"),
+        e("bhqk,bkhd->bqhd", [(1, 2, 5, 6), (1, 6, 2, 4)], "attention-values"),
+        # the schedules of products (defaults.py): lane sums over k = 64, a register tile over d = 32
+        e("bqhd,bkhd->bhqk", [(1, 6, 2, 64), (1, 5, 2, 64)], "scores-lane-sums"),
+        e("bhqk,bkhd->bqhd", [(1, 2, 6, 5), (1, 5, 2, 32)], "values-register-tile"),
+        e("ij,jk", [(3, 4), (4, 5)], "implicit-matmul"),
+        e("ab,bC", [(2, 3), (3, 4)], "implicit-upper-case-first"),
+        e("ii", [(4, 4)], "trace"),
+        e("ii->i", [(4, 4)], "diagonal"),
+        e("i,j->ij", [(3,), (4,)], "outer-no-sum"),
+        e("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)], "ellipsis-broadcast"),
+        e("ij,jk->ik", [(3, 1), (4, 5)], "label-extent-1-broadcast"),
+        e("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)], "three-operands"),
+        e(" ij , kj -> ik ", [(3, 5), (4, 5)], "spaces"),
+        e("ij->", [(3, 4)], "sum-all"),
+        e("ij,ij->ij", [(3, 4), (3, 4)], "int32", dtype="int32"),
+        e("ik,jk->ij", [(3, 8), (2, 8)], "float16", dtype="float16", **F16),
+    ]
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
-                     + _plumbing_cases() + _simulated_quantize_cases() + _resize1d_cases() + _topk_cases())
+                     + _plumbing_cases() + _simulated_quantize_cases() + _resize1d_cases() + _topk_cases()
+                     + _einsum_cases())
 
 # ROI pooling and deformable convolution
 from lower_cases_vision import vision_cases  # noqa: E402

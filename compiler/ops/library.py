@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     activations,
     binary,
+    einsum,
     elemwise,
     nn_conv,
     nn_norm,

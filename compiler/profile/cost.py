@@ -13,6 +13,8 @@ profilers' FLOP counters use:
                      Winograd's: that of the direct convolution it computes)
     transposed conv  2 × input elements × (weight elements / input channels)
     dense, matmul    2 × output elements × K
+    einsum           output elements × summed extents × operands (a multiply per
+                     further operand and an add per term; no add when nothing is summed)
     pooling          output elements × window (global / adaptive: input elements)
     softmax          4 per element (max, subtract+exp, sum, divide)
     norms            batch_norm 2, layer/group/instance_norm 5, l2_normalize 3 per element
@@ -36,7 +38,8 @@ import numpy as np
 from ..ir.expr import Call, Constant, Function, Op
 from ..ir.functor import post_order
 from ..ir.types import TensorType, TupleType, Type
-from ..ops.registry import OpPattern, get_op
+from ..ops.einsum_geometry import einsum_plan
+from ..ops.registry import OpPattern, OpTypeError, get_op
 
 MOVES_DATA = frozenset({  # elementwise or broadcast by pattern, but no arithmetic
     "broadcast_to", "broadcast_to_like", "dyn.broadcast_to", "expand_dims", "repeat", "tile", "copy",
@@ -141,6 +144,19 @@ def _contract(transpose_attr: str | None, k_axis_if_transposed: int = -2):
     return rule
 
 
+def _einsum(call: Call) -> int:
+    ty = _type(call.args[0]) if call.args else None
+    fields = ty.fields if isinstance(ty, TupleType) else ()
+    if not fields or not all(isinstance(f, TensorType) and f.is_static for f in fields):
+        return 0
+    try:
+        plan = einsum_plan(str(call.attrs.get("equation")), [f.shape for f in fields])
+    except OpTypeError:
+        return 0
+    summed = int(np.prod(plan.shape_of(plan.reduced), dtype=np.int64))
+    return _out(call) * summed * (len(fields) - 1 + bool(plan.reduced))
+
+
 def _window(call: Call) -> int:
     pool = call.attrs.get("pool_size") or ()
     return _out(call) * int(np.prod([int(p) for p in pool], dtype=np.int64))
@@ -166,6 +182,7 @@ FLOP_RULES: dict[str, Callable[[Call], int]] = {
     "qnn.dense": _contract(None),
     "nn.matmul": _contract("transpose_a"),
     "nn.batch_matmul": _contract("transpose_a"),
+    "einsum": _einsum,
     "nn.max_pool1d": _window, "nn.max_pool2d": _window, "nn.max_pool3d": _window,
     "nn.avg_pool1d": _window, "nn.avg_pool2d": _window, "nn.avg_pool3d": _window,
     "nn.global_avg_pool2d": _per_element(1, _in), "nn.global_max_pool2d": _per_element(1, _in),

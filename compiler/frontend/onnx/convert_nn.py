@@ -1,9 +1,9 @@
-"""Layers with weights: Conv, ConvTranspose, Gemm, MatMul, and CumSum (as a matrix product).
+"""Layers with weights: Conv, ConvTranspose, Gemm, MatMul, Einsum, and CumSum (as a matrix product).
 
 Conv becomes `nn.conv1d/2d/3d` (+ `nn.bias_add`), ConvTranspose `nn.conv1d/2d_transpose`,
 Gemm and 2-D MatMul `nn.dense` (with `transpose` for a (K, N) weight, which FoldConstant
-removes for constant weights), batched MatMul `nn.batch_matmul` on 3-D reshapes, as TVM's
-frontend does.
+removes for constant weights), batched MatMul `nn.batch_matmul` on 3-D reshapes, Einsum
+`einsum` of the tuple of its inputs with the node's equation, as TVM's frontend does.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 
 from ...ir.expr import Expr
 from ...ir.types import ANY
-from .builder import call, const, dtype, normalize_axis, rank, scalar, shape, static_shape
+from .builder import call, const, dtype, make_tuple, normalize_axis, rank, scalar, shape, static_shape
 from .context import NodeContext
 from .errors import NodeError
 from .registry import converter
@@ -114,6 +114,11 @@ def _dim_or_none(d) -> int | None:
 @converter("MatMul")
 def _(ctx: NodeContext) -> Expr:
     return _matmul(ctx.input(0), ctx.input(1))
+
+
+@converter("Einsum")
+def _(ctx: NodeContext) -> Expr:
+    return call("einsum", make_tuple(ctx.variadic()), equation=ctx.attrs.string("equation"))
 
 
 def _matmul(a: Expr, b: Expr) -> Expr:

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activations,
     broadcast,
     dense_pack,
+    einsum,
     elemwise,
     nn_conv,
     nn_norm,
