@@ -64,6 +64,17 @@ def _conv_cases() -> list[Case]:
     conv("nn.conv2d_transpose", (1, 5, 5, 4), (3, 3, 4, 2), "NHWC-HWIO", strides=(2, 2), padding=(1, 1),
          data_layout="NHWC", kernel_layout="HWIO")
     conv("nn.conv1d_transpose", (1, 4, 5), (4, 3, 3), "pad-exceeds-kernel", padding=(4, 1), strides=(2,))
+    # by phases (te/topi/conv_transpose.py): dilation 1, a stride above 1
+    conv("nn.conv2d_transpose", (1, 16, 7, 9), (16, 8, 2, 2), "phases-2x2-stride2", strides=(2, 2))
+    conv("nn.conv2d_transpose", (1, 8, 9, 6), (8, 6, 4, 4), "phases-4x4-stride2-pad1", strides=(2, 2),
+         padding=(1, 1))
+    conv("nn.conv2d_transpose", (1, 6, 5, 7), (6, 2, 3, 5), "phases-groups-asym", strides=(3, 2),
+         padding=(2, 0, 1, 3), output_padding=(1, 1), groups=2)
+    conv("nn.conv2d_transpose", (2, 3, 4, 5), (3, 4, 1, 1), "phases-kernel-below-stride", strides=(2, 3))
+    conv("nn.conv2d_transpose", (1, 4, 6, 6), (4, 4, 3, 3), "phases-stride-in-one-axis", strides=(1, 2),
+         padding=(1, 1))
+    conv("nn.conv2d_transpose", (1, 4, 5, 5), (4, 3, 3, 3), "phases-float16", "float16", strides=(2, 2),
+         padding=(1, 1))
     conv("nn.conv1d_transpose", (2, 3, 6), (3, 2, 4), "stride3", strides=(3,), output_padding=(2,))
     conv("nn.contrib_conv2d_NCHWc", (1, 2, 6, 6, 4), (3, 2, 3, 3, 4, 2), "NCHW4c-OIHW4i2o",
          padding=(1, 1), data_layout="NCHW4c", kernel_layout="OIHW4i2o", out_layout="NCHW2c")

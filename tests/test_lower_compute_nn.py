@@ -83,7 +83,7 @@ def _stages(t: te.Tensor) -> list[te.Tensor]:
     return [s for s in te.post_order([t]) if not s.is_placeholder]
 
 
-@pytest.mark.parametrize("op, ids", [("nn.conv2d", "3x3-pad1"), ("nn.conv2d_transpose", "stride2-output-padding"),
+@pytest.mark.parametrize("op, ids", [("nn.conv2d", "3x3-pad1"), ("nn.conv2d_transpose", "groups-dilation-asym-pad"),
                                      ("nn.max_pool2d", "3x3-s2-pad1")])
 def test_padding_is_a_stage_of_its_own_and_the_reduction_is_tagged(op, ids):
     case = next(c for c in CASES if c.op == op and c.name == ids)
@@ -91,6 +91,19 @@ def test_padding_is_a_stage_of_its_own_and_the_reduction_is_tagged(op, ids):
     stages = _stages(out)
     assert stages[0].name == "T_pad"
     assert out.op.tag == op and isinstance(out.op.body, te.Reduce)
+
+
+def test_a_strided_transposed_convolution_sums_by_phases_without_the_zeros():
+    case = next(c for c in CASES if c.op == "nn.conv2d_transpose" and c.name == "stride2-output-padding")
+    (out,), _ = lower_case(case)
+    names = {s.name: s for s in _stages(out)}
+    assert set(names) == {"T_pad_phases", "T_kernel_phases", "T_conv2d_transpose_phases", "T_conv2d_transpose"}
+    product = names["T_conv2d_transpose_phases"]
+    assert product.op.tag == "nn.conv2d_transpose" and isinstance(product.op.body, te.Reduce)
+    # (n, phase y, phase x, q y, o, q x); 3x3 taps of stride 2: 2 x 2 per phase, not 3 x 3
+    assert product.shape == (1, 2, 2, 5, 3, 5)
+    assert [a.extent for a in product.op.body.axes] == [4, 2, 2]
+    assert not isinstance(out.op.body, te.Reduce)  # the output interleaves the phases
 
 
 def test_unpadded_convolution_reads_its_input_directly():

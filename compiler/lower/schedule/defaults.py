@@ -111,6 +111,7 @@ from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK
 from ..te.topi.winograd import INPUT_NAME as WINO_INPUT
 from .batch_matmul import schedule_batch_matmul, schedules_batch_matmul
+from .interleave import interleave_stride, schedule_interleave
 from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
@@ -230,6 +231,10 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
         sch.unroll(t, axes[-1])
         if _size(t.shape) >= PARALLEL_MIN and outer.extent > 1:
             sch.parallel(t, outer)
+        return
+    stride = interleave_stride(sch, stage)
+    if stride is not None:  # interleave.py: a strided transposed convolution's phases
+        schedule_interleave(sch, stage, stride, PARALLEL_MIN)
         return
     if is_transpose(sch, stage, vector_width(t.dtype)):  # transpose.py
         schedule_transpose(sch, stage, vector_width(t.dtype), PARALLEL_MIN)

@@ -15,7 +15,9 @@ nn.contrib_conv2d_NCHWc and nn.contrib_depthwise_conv2d_NCHWc that AlterOpLayout
 (NCHW[x]c, OIHW[x]i[y]o or OIHW1i[x]o, NCHW[y]c: their operands are blocked already).
 
 A transposed convolution is a convolution with the flipped kernel over `T_pad`, the input
-dilated by the strides (zeros between elements) and padded by dilation*(K-1) - padding.
+dilated by the strides (zeros between elements) and padded by dilation*(K-1) - padding;
+strided without dilation, it is computed by phases instead, without the zeros
+(conv_transpose.py).
 
 Products are summed as the numpy reference does: floats in float32 (float64 when a side
 is float64), integers in `out_dtype` (modulo 2^bits the same as summing exactly and
@@ -181,6 +183,8 @@ def _cast_term(dtype: str) -> Term:
 
 
 def _conv_rule(spec: ConvSpec):
+    from .conv_transpose import phased_conv_transpose, phases_apply  # it reads this file's helpers
+
     op = spec.name
 
     @register_compute(op)
@@ -190,7 +194,9 @@ def _conv_rule(spec: ConvSpec):
         whole_spatial(op, spec.spatial, plan.out_layout, "out_layout")
         out_dtype = result_dtype(attrs, data.dtype)
         acc = acc_dtype(out_dtype, data.dtype, weight.dtype)
-        if spec.transpose:
+        if spec.transpose and phases_apply(spec, plan):
+            result = phased_conv_transpose(op, spec, plan, data, weight, out_type.shape, acc)
+        elif spec.transpose:
             result = _conv_transpose(op, spec, plan, data, weight, out_type.shape, acc)
         else:
             kind = blocked_kind(op, plan, data, weight, acc)

@@ -1,0 +1,53 @@
+"""The stage that interleaves a strided transposed convolution's phases into its output
+(te/topi/conv_transpose.py): out[..., y, x] = phases[..., y % s, x % s, y // s, x // s],
+with whatever injective epilogue (bias, relu) was inlined into it.
+
+The default injective schedule runs x (or the rows and x fused) as one vector loop, whose
+lanes then each work out x % s and x // s and gather one element.  Here x is split by
+the stride s and the phase runs outside the vector loop:
+
+    for (..., y)          fused, parallel when large
+      for x.inner         unrolled: the phase x % s
+        for x.outer       vectorized: q = x // s, contiguous in the phase's row
+          out[..., y, x.outer * s + x.inner] = phases[..., y % s, x.inner, y // s, x.outer]
+
+so each vector is one load of a phase's row and s-strided stores (scalar stores, lanes.py);
+the positions past the last whole stride are a tail of their own (no guard in the vector).
+"""
+
+from __future__ import annotations
+
+from ..te import expr as te
+from ..te.topi.conv_transpose import PHASES
+from .primitives import Schedule, Stage
+
+
+def interleave_stride(sch: Schedule, stage: Stage) -> int | None:
+    """The stride along the last axis when `stage` reads a transposed convolution's phases
+    (and its last axis is that convolution's last spatial axis), else None."""
+    for node in te.nodes(sch.effective_body(stage)):
+        if isinstance(node, te.Load) and node.tensor.name.endswith(PHASES):
+            shape = node.tensor.shape  # (N, s..., q..., O, q): conv_transpose.py
+            return int(shape[(len(shape) - 2) // 2])
+    return None
+
+
+def schedule_interleave(sch: Schedule, stage: Stage, stride: int, parallel_min: int) -> None:
+    t = stage.tensor
+    axes = list(stage.axes)
+    x = axes[-1]
+    outer = sch.fuse(t, *axes[:-1]) if len(axes) > 2 else axes[0]
+    if x.extent >= 2 * stride:
+        xo, xi = sch.split(t, x, stride, tail=x.extent % stride != 0)
+        sch.reorder(t, xi, xo)
+        sch.unroll(t, xi)
+        sch.vectorize(t, xo)
+    if len(axes) > 1 and outer.extent > 1 and _size(t.shape) >= parallel_min:
+        sch.parallel(t, outer)
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
