@@ -76,6 +76,10 @@ class NodeAttrs:
         attr = self._get(name, AttributeProto.STRING, default)
         return default if attr is None else attr.s.decode("utf-8", errors="replace")
 
+    def strings(self, name: str, default: Any = _REQUIRED) -> tuple[str, ...]:
+        attr = self._get(name, AttributeProto.STRINGS, default)
+        return default if attr is None else tuple(v.decode("utf-8", errors="replace") for v in attr.strings)
+
     def tensor(self, name: str, default: Any = _REQUIRED) -> np.ndarray:
         attr = self._get(name, AttributeProto.TENSOR, default)
         return default if attr is None else to_array(attr.t)

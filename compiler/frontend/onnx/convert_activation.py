@@ -71,23 +71,23 @@ def _(ctx: NodeContext) -> Expr:
     return call("where", call("greater", x, scalar(alpha, x)), x, scalar(0, x))
 
 
-def _hard_sigmoid(x: Expr, alpha: float, beta: float) -> Expr:
+def hard_sigmoid(x: Expr, alpha: float, beta: float) -> Expr:
     linear = call("add", call("multiply", x, scalar(alpha, x)), scalar(beta, x))
     return call("clip", linear, a_min=0.0, a_max=1.0)
 
 
 @converter("HardSigmoid")
 def _(ctx: NodeContext) -> Expr:
-    return _hard_sigmoid(ctx.input(0), ctx.attrs.float("alpha", 0.2), ctx.attrs.float("beta", 0.5))
+    return hard_sigmoid(ctx.input(0), ctx.attrs.float("alpha", 0.2), ctx.attrs.float("beta", 0.5))
 
 
 @converter("HardSwish")
 def _(ctx: NodeContext) -> Expr:
     x = ctx.input(0)
-    return call("multiply", x, _hard_sigmoid(x, 1 / 6, 0.5))
+    return call("multiply", x, hard_sigmoid(x, 1 / 6, 0.5))
 
 
-def _softplus(x: Expr) -> Expr:
+def softplus(x: Expr) -> Expr:
     """log(1 + exp(x)), with log(1 + u) computed as u·log(w)/(w - 1), w = 1 + u, so that it
     keeps its precision where exp(x) is tiny (Relay has no log1p); x itself where exp(x)
     would overflow the formula."""
@@ -101,7 +101,7 @@ def _softplus(x: Expr) -> Expr:
 
 @converter("Softplus")
 def _(ctx: NodeContext) -> Expr:
-    return _softplus(ctx.input(0))
+    return softplus(ctx.input(0))
 
 
 @converter("Softsign")
@@ -113,7 +113,7 @@ def _(ctx: NodeContext) -> Expr:
 @converter("Mish")
 def _(ctx: NodeContext) -> Expr:
     x = ctx.input(0)
-    return call("multiply", x, call("tanh", _softplus(x)))
+    return call("multiply", x, call("tanh", softplus(x)))
 
 
 @converter("Gelu")

@@ -65,3 +65,4 @@ def _load() -> None:
         )
         from . import convert_qlinear  # noqa: F401  (com.microsoft QLinearAdd, QLinearConcat)
         from . import convert_vision  # noqa: F401  (RoiAlign, MaxRoiPool, DeformConv)
+        from . import convert_rnn  # noqa: F401  (LSTM, GRU, RNN, unrolled)
