@@ -1,0 +1,154 @@
+"""Small ONNX models of the ops the four benchmark networks do not have, as a user's model
+meets them: beside onnxruntime on the same file.
+
+    RELAYLENS_NUM_THREADS=1 python bench/onnx_ops.py [--runs 15] [--cpu-time] [--only decoder,lstm]
+
+Each model is written with onnx.helper (bench/build.py's OnnxGraph), imported by our
+frontend (`relaylens import`'s path) and compiled with its weights bound, as bench/run.py
+compiles the networks; onnxruntime runs the file with every graph optimisation on and the
+same thread count.  Printed per model: both sides' medians, the paired ratio (run.py's
+`paired_ratio`: ours ÷ onnxruntime's, a call of each in turn), the largest difference of
+the outputs, and the build time.
+
+    decoder     ConvTranspose 128 -> 64, 2x2 stride 2 from 28x28, Relu, ConvTranspose
+                64 -> 32, 4x4 stride 2 pad 1 to 112x112 (a segmentation head, a GAN)
+    einsum      attention as two Einsums, 12 heads of 128 x 64, the softmax between
+    lstm        an embedding, an LSTM (64 -> 128) and a bidirectional LSTM (128 -> 128)
+                over 32 steps, a classifier on the last states
+    gru         a GRU (linear_before_reset=1, as PyTorch exports it), 64 -> 256 over 32 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def _run_module():
+    spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+R = _run_module()
+OnnxGraph = R.B.OnnxGraph
+
+
+def decoder():
+    g = OnnxGraph(1)
+    up = g.node("ConvTranspose", ["x", g.weight("up1.w", (128, 64, 2, 2))], "up1", strides=[2, 2])
+    up = g.node("Relu", [up], "relu1")
+    up = g.node("ConvTranspose", [up, g.weight("up2.w", (64, 32, 4, 4))], "up2", strides=[2, 2], pads=[1, 1, 1, 1])
+    return g.model("decoder", {"x": (1, 128, 28, 28)}, up, (1, 32, 112, 112)), {"x": (1, 128, 28, 28)}
+
+
+def einsum():
+    g = OnnxGraph(2)
+    shape = (1, 128, 12, 64)
+    s = g.node("Einsum", ["q", "k"], "scores", equation="bqhd,bkhd->bhqk")
+    p = g.node("Softmax", [s], "softmax", axis=-1)
+    o = g.node("Einsum", [p, "v"], "values", equation="bhqk,bkhd->bqhd")
+    return g.model("einsum", {"q": shape, "k": shape, "v": shape}, o, shape), {n: shape for n in "qkv"}
+
+
+def _recurrent(g: OnnxGraph, op: str, x: str, name: str, inputs: int, hidden: int, directions: int = 1,
+               **attrs) -> list[str]:
+    gates = {"LSTM": 4, "GRU": 3}[op]
+    w = g.weight(f"{name}.W", (directions, gates * hidden, inputs), fan_in=inputs)
+    r = g.weight(f"{name}.R", (directions, gates * hidden, hidden), fan_in=hidden)
+    b = g.init(f"{name}.B", np.zeros((directions, 2 * gates * hidden), np.float32))
+    direction = "bidirectional" if directions == 2 else "forward"
+    return g.node(op, [x, w, r, b], name, outputs=3 if op == "LSTM" else 2, hidden_size=hidden,
+                  direction=direction, **attrs)
+
+
+def lstm():
+    g = OnnxGraph(3)
+    steps, embed, hidden = 32, 64, 128
+    x = g.node("MatMul", ["x", g.weight("embed", (embed, embed))], "embed")  # (32, 1, 64)
+    y, _, _ = _recurrent(g, "LSTM", x, "lstm1", embed, hidden)
+    y = g.node("Squeeze", [y, g.init("axis1", np.array([1], np.int64))], "squeeze")
+    _, h, _ = _recurrent(g, "LSTM", y, "lstm2", hidden, hidden, directions=2)
+    h = g.node("Transpose", [h], "batch_first", perm=[1, 0, 2])
+    h = g.node("Reshape", [h, g.init("flat", np.array([1, 2 * hidden], np.int64))], "flatten")
+    out = g.node("Gemm", [h, g.weight("fc", (2 * hidden, 5))], "classifier")
+    return g.model("lstm", {"x": (steps, 1, embed)}, out, (1, 5), opset=14), {"x": (steps, 1, embed)}
+
+
+def gru():
+    g = OnnxGraph(4)
+    _, h = _recurrent(g, "GRU", "x", "gru", 64, 256, linear_before_reset=1)
+    return g.model("gru", {"x": (32, 1, 64)}, h, (1, 1, 256), opset=14), {"x": (32, 1, 64)}
+
+
+MODELS: dict[str, Callable] = {"decoder": decoder, "einsum": einsum, "lstm": lstm, "gru": gru}
+
+
+def measure(key: str, threads: int, runs: int) -> dict:
+    from relaylens.compiler.frontend.onnx import import_onnx
+    from relaylens.compiler.printer import print_module
+
+    model, shapes = MODELS[key]()
+    imported = import_onnx(model)
+    text = print_module(imported.module, spans=True, types=True)
+    started = time.perf_counter()
+    result, lowering = R.compile_text(text, f"{key}.relay", threads, params=imported.params)
+    build_s = time.perf_counter() - started
+    rng = np.random.default_rng(0)
+    feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    by_param = {imported.inputs[name]: value for name, value in feeds.items()}
+    inputs = [by_param[p.name] for p in result.snapshots[0].module["main"].params]
+    exe = lowering.executable
+    ours = exe.run(*inputs)
+    session = R.ort_session(model, threads)
+    reference = session.run(None, feeds)[0]
+    R.after_onnxruntime()
+    return {
+        "ours_s": R.median_s(lambda: exe.run(*inputs), runs),
+        "onnxruntime_s": R.median_s(lambda: session.run(None, feeds), runs),
+        "paired": R.paired_ratio(lambda: exe.run(*inputs), lambda: session.run(None, feeds), runs),
+        "max_abs_diff": float(np.abs(np.asarray(ours) - reference).max()),
+        "max_abs_output": float(np.abs(reference).max()),
+        "build_s": build_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--only", default=",".join(MODELS), help="models, comma-separated: " + ", ".join(MODELS))
+    ap.add_argument("--cpu-time", action="store_true", help="time the calling thread's CPU time, not wall time")
+    args = ap.parse_args(argv)
+    keys = [k for k in args.only.split(",") if k]
+    unknown = [k for k in keys if k not in MODELS]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    if args.cpu_time:
+        R.CLOCK = time.thread_time
+    from relaylens.compiler.lower.runtime.jit import default_num_threads
+
+    threads = default_num_threads()
+    print(f"{R.threads_text(threads)}, {'CPU' if args.cpu_time else 'wall'} time, median of {args.runs}; "
+          f"{R.B.load_note()}")
+    print("| model | ours ms | onnxruntime ms | paired ratio | max abs diff (output max) | build s |")
+    print("| --- | ---: | ---: | ---: | --- | ---: |")
+    for key in keys:
+        f = measure(key, threads, args.runs)
+        print(f"| {key} | {f['ours_s'] * 1e3:.2f} | {f['onnxruntime_s'] * 1e3:.2f} | {f['paired']:.2f}x | "
+              f"{f['max_abs_diff']:.1e} ({f['max_abs_output']:.2g}) | {f['build_s']:.1f} |", flush=True)
+    print("\n" + "\n".join(R.B.machine_lines(R.B.machine(threads))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
