@@ -66,7 +66,14 @@ stages: blocks of 1 row 0.980x the time, of 2 rows 0.973x; its 28x28 kernels blo
 same, in the same order: the outputs are bit-identical.
 
 The padded input is left to the default injective schedule (kept, not inlined: see
-defaults.py).
+defaults.py).  Tried (h-2t2; ResNet-50 at 2 threads, the two builds in one process,
+inferences alternated, real-time priority, load 7-10, per-kernel paired ratios within
+about 5% of 1 on unchanged kernels): the padded input's parallel loop over 2 parts of
+its rows first (as the 1x1 convolutions before it write them, conv_tile_end.py): the
+blocked 56x56 kernels 0.92-0.97x in one run, 0.985-0.99x in another, 1.02-1.03x at 1
+thread; for every kernel, the 7x7 ones 1.09-1.17x (their small pad then serial); with
+the output transform's loop over 2 parts of its tile rows first too, the 28x28 kernels
+0.97-0.98x, 1.02-1.07x at 1 thread, the inference 0.991x at 2 threads and 1.024x at 1.
 """
 
 from __future__ import annotations
