@@ -177,8 +177,36 @@ def test_a_blocked_kernel_computes_input_and_product_per_block_of_tile_rows():
     assert "compute_at(T_wino_gemm_m4 at T_relu.ax0.ax2.outer.outer.fused)" in record
     assert "compute_at(T_wino_input at T_wino_gemm_m4." in record
     assert "split(T_wino_gemm_m4: ax1_3 by 6 with a tail" in record  # 14 tiles a block: 2 x 6 and 2
+    # each block's product prefetches the next block group's weight over the block's tile rows
+    assert _product_prefetches(result) == [("rc", "p1"), ("rc_1", "p1")]
     got = result.executable.run(*args)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5 * float(np.abs(want).max()))
+
+
+def _product_prefetches(result) -> list[tuple[str, str]]:
+    """(the loop variable, the buffer) of every prefetch in the compiled kernels' loop nests."""
+    from relaylens.compiler.lower.schedule import loopnest as ln
+
+    found = []
+    for fn in result.lowered.functions.values():
+        for s in ln.walk(fn.prim.body):
+            if isinstance(s, ln.For):
+                first = s.body.stmts[0] if isinstance(s.body, ln.Seq) else s.body
+                if isinstance(first, ln.Prefetch):
+                    found.append((s.var.name, first.buffer.name))
+    return found
+
+
+def test_the_products_steps_prefetch_the_next_block_groups_weight():
+    # F(2x2) 64 -> 64 at 7x7 (ResNet-50's 7x7 kernel in small): 16 tiles in tile rows of 6,
+    # 4 groups of 2 blocks; each step over the input channels (p1: U) prefetches a piece
+    # of the next group's panel (schedule/winograd.py), which changes no value
+    text, args, want = _compiled_case(1, 64, 64, 7, 7, 2, (1, 1, 1, 1), 8)
+    result = compile(text, "w.relay", passes=["InferType", "FuseOps", "InferType"])
+    assert result.ok, [d.message for d in result.diagnostics]
+    # the whole tile rows' nest and the remainder row's (16 = 2 x 6 + 4) both prefetch
+    assert _product_prefetches(result) == [("rc", "p1"), ("rc_1", "p1")]
+    np.testing.assert_allclose(result.executable.run(*args), want, rtol=1e-4, atol=1e-4)
 
 
 def test_x86_chooses_winograd_for_3x3_stride_1_convolutions():

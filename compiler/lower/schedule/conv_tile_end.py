@@ -76,7 +76,18 @@ and 512 -> 256 at 28x28 too (weights of 512 KiB): 1.01x and 1.04x; a 3x3 filter 
 0.89x in one run and 0.99x in another, the stem (one block of 3 channels) 1.04x and the
 max pool after it 1.26x, since the pool splits its channels.  MobileNet v2 at 2 threads
 (the same way, 150 inferences each, load 6): the inference 0.996x the time; its 1x1 16 ->
-96 at 112x112 0.93x, the depthwise kernel after it (split by channels) 1.28x."""
+96 at 112x112 0.93x, the depthwise kernel after it (split by channels) 1.28x.  Tried
+later (h-2t2, the same way, 40-80 inferences each, load 5-10): ResNet-50's stride-2
+3x3 of 128 channels at 56x56 rows first with its padded copy's loop over 2 parts of the
+rows first too (its input beyond L2 and twice its weight, more than one input block: it
+alone) 0.87x at 2 threads but 1.04-1.06x at 1 thread (the padded copy alone split so
+1.037x at 2 threads); the padded and strided copies of every convolution split so,
+whatever the convolution's split: 1.04-1.08x for the 56x56 ones at 2 threads; the 1x1s
+with an input of more than half of L2 rows first (adds 128 -> 512 at 28x28): no
+difference.  MobileNet v2's depthwise kernels whose input outgrows L2 split by 2 parts
+of their rows first (depthwise.py; 300 inferences each at 2 threads): 96 at 112x112
+stride 2 (between two 1x1s that split their rows) 0.92x, 32 at 112x112 1.06x, 144 at
+56x56 1.12-1.15x, 192 at 28x28 1.25x, the inference 1.009x."""
 
 from __future__ import annotations
 

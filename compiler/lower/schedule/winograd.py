@@ -20,7 +20,20 @@ each whole, one after the other.
   blocks of output channels first, the positions inside (as the output transform splits
   them, so each thread would read back the products it wrote): ResNet-50 at 2 threads
   (builds alternated in one process, real-time priority, load 5) 14x14 1.01x, 28x28
-  1.15x, 7x7 1.05x the time.  Tried and dropped: the transformed input
+  1.15x, 7x7 1.05x the time.  Each step of a register tile prefetches (`prefetch`,
+  as dense_pack.py does) a piece of the next block group's weights (the panel right
+  after its own in U's layout), so that its lines have all been asked for once the
+  group's tile rows are done: at 7x7 the 16.8 MB of U came at the memory's pace, each
+  group's panel read by its first tile row as it arrived.  Measured in ResNet-50
+  (bench/steps.py's timed entry, the two builds in one process, inferences alternated,
+  real-time priority, load 7-9 from other work), paired: 1 thread (30 each) 7x7
+  0.84-0.87x the time, 14x14 0.87-0.91x, 28x28 0.98-1.00x, the inference 0.969x; 2
+  threads (60 each, a spin of 2,000) 7x7 0.84-0.89x, 14x14 0.88-0.93x, the inference
+  0.986x.  Two groups ahead instead of one: the same (1.00x).  Where the stages run a
+  block of tile rows at a time (below), each block reads the whole U (590 KiB at 56x56)
+  and prefetches it the same way over its own tile rows: the 56x56 kernels 0.96x the
+  time at 1 thread (40 each), 0.90-0.92x at 2 (60 each), the inference 0.984x and
+  0.990x.  Tried and dropped: the transformed input
   and the products tile-major ((P, alpha^2, ...)): at 14x14 the rows of a register tile
   then lie 16 KiB apart (one L1 set), and ResNet-50's five such kernels took 1.2-1.3x
   the time of a 1x1 reference kernel instead of 0.9x; the padded input computed per
@@ -55,7 +68,14 @@ stages: blocks of 1 row 0.980x the time, of 2 rows 0.973x; its 28x28 kernels blo
 same, in the same order: the outputs are bit-identical.
 
 The padded input is left to the default injective schedule (kept, not inlined: see
-defaults.py).
+defaults.py).  Tried (h-2t2; ResNet-50 at 2 threads, the two builds in one process,
+inferences alternated, real-time priority, load 7-10, per-kernel paired ratios within
+about 5% of 1 on unchanged kernels): the padded input's parallel loop over 2 parts of
+its rows first (as the 1x1 convolutions before it write them, conv_tile_end.py): the
+blocked 56x56 kernels 0.92-0.97x in one run, 0.985-0.99x in another, 1.02-1.03x at 1
+thread; for every kernel, the 7x7 ones 1.09-1.17x (their small pad then serial); with
+the output transform's loop over 2 parts of its tile rows first too, the 28x28 kernels
+0.97-0.98x, 1.02-1.07x at 1 thread, the inference 0.991x at 2 threads and 1.024x at 1.
 """
 
 from __future__ import annotations
@@ -71,6 +91,7 @@ WEIGHT_VECTORS = 2  # weight vectors of one step of the product's register tile 
 COPY_PARALLEL = 1 << 16  # elements of a transform worth a parallel loop
 L2_BYTES = 512 << 10  # per core (Zen 3)
 BLOCK_TILES = 12  # the fewest tiles of a block: two rows of the product's 6 x 2 register tiles
+LINE_BYTES = 64  # a cache line: the most of the next panel one step of a tile may move on
 
 
 def schedule_winograds(sch: Schedule) -> set[int]:
@@ -89,7 +110,7 @@ def schedule_winograds(sch: Schedule) -> set[int]:
         rows = block_rows(sch[source].tensor.shape, stage.tensor.shape, tile_rows, tile_cols)
         loop = _schedule_output(sch, output, m, rows, parallel=_size(stage.tensor) >= COPY_PARALLEL)
         _schedule_input(sch, sch[source], parallel=rows is None)
-        whole = _schedule_gemm(sch, stage, blocked=rows is not None)
+        whole = _schedule_gemm(sch, stage, None if rows is None else rows * tile_cols)
         if rows is not None:  # input and product per block of tile rows, at the output's loop
             sch.compute_at(stage.tensor, output.tensor, loop)
             sch.compute_at(source, stage.tensor, whole)
@@ -152,11 +173,13 @@ def _schedule_input(sch: Schedule, stage: Stage, parallel: bool) -> None:
         sch.parallel(t, loop)
 
 
-def _schedule_gemm(sch: Schedule, stage: Stage, blocked: bool) -> Axis | None:
-    """The product's loops (see the module doc); `blocked`: computed per block of tiles
-    (its tiles' loop split with a tail, the block's tiles dividing or not), not parallel,
-    under a loop of one iteration that the transformed input is computed at (returned)."""
+def _schedule_gemm(sch: Schedule, stage: Stage, block_tiles: int | None) -> Axis | None:
+    """The product's loops (see the module doc); with `block_tiles`: computed per block of
+    that many tiles (its tiles' loop split with a tail, the block's tiles dividing or
+    not), not parallel, under a loop of one iteration that the transformed input is
+    computed at (returned)."""
     t = stage.tensor
+    blocked = block_tiles is not None
     pos, p, kb, kl = stage.axes
     (rc,) = stage.reduce_axes
     rows, blocks = gemm_tile(p.extent, kb.extent, kl.extent)
@@ -172,11 +195,41 @@ def _schedule_gemm(sch: Schedule, stage: Stage, blocked: bool) -> Axis | None:
     sch.unroll(t, bi)
     sch.vectorize(t, kl)
     sch.cache_accumulator(t, rc)
+    _prefetch_next_panel(sch, stage, rows, blocks, rc, block_tiles or p.extent)
     loop = sch.fuse(t, pos, bo)
     work = _size(t) * rc.extent
     if not blocked and loop.extent > 1 and work >= FORK_MIN:
         sch.parallel(t, loop)
     return whole
+
+
+def _prefetch_next_panel(sch: Schedule, stage: Stage, rows: int, blocks: int, at: Axis, tiles: int) -> None:
+    """At each step `at` (the reduction over input channels) of a register tile of `rows`
+    tiles x `blocks` blocks, prefetch a piece of the next block group's weights (see the
+    module doc): U (alpha, alpha, K/v, C, v) holds a group's `blocks` x C x v panel whole,
+    the next group's (or the next position's first) right after it.  Of the `tiles` the
+    product computes at a time (all, or a block's), tile row g of G at step c asks for
+    element (g*C + c) * panel / (G*C) of that panel, so every line of it has been asked
+    for once the group's G tile rows are done, provided a step moves on at most a cache
+    line; else (few tile rows) nothing.  The last group prefetches past U, which reads
+    nothing."""
+    t = stage.tensor
+    weight = next((ld.tensor for ld in _loads(stage.body.source)
+                   if ld.tensor.ndim == 5 and any(ld.tensor is x for x in sch.inputs)), None)
+    if weight is None:  # U computed in the kernel, or unpacked (v = 1)
+        return
+    kblocks, lanes = t.shape[2:]
+    position, p, kb, _ = t.op.axes
+    (rc,) = stage.body.axes
+    channels = rc.extent
+    groups = -(-tiles // rows)  # tile rows of the register tile, a remainder one among them
+    panel = blocks * channels * lanes
+    if panel * max(1, te.bits(weight.dtype) // 8) > LINE_BYTES * groups * channels:
+        return
+    start = (position * kblocks + kb + blocks) * (channels * lanes)  # the next group, at its first block
+    row = (p % tiles) // rows if tiles < p.extent else p // rows  # the tile row, in a block
+    step = (row * channels + rc) * panel // (groups * channels)
+    sch.prefetch(t, at, weight, start + step)
 
 
 def _schedule_output(sch: Schedule, stage: Stage, m: int, rows: int | None, parallel: bool) -> Axis:
