@@ -306,3 +306,14 @@ def test_a_large_output_has_its_lines_asked_for_while_the_tiles_compute(avx2, ji
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=False, seed=8)
     longer = relu_bias_function(nchwc(256, co, size, 1)[0])
     assert not any(p == "prefetch" for p, _ in steps(longer))
+
+
+def test_a_residual_of_the_outputs_shape_has_its_lines_asked_for_too(avx2, jit):
+    """relu(conv + bias + residual) at 128 -> 512, 28x28 (ResNet-50's bottleneck end): the
+    residual's lines prefetched for reading beside the output's for writing, the sums
+    what numpy makes them."""
+    ci, co, size = 128, 512, 28
+    func = with_residual(ci, co, size)
+    prefetches = [a for p, a in steps(func) if p == "prefetch"]
+    assert prefetches == ["T_relu for writing at T_conv2d_NCHWc.rcb.inner", "p3 at T_conv2d_NCHWc.rcb.inner"]
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=9)

@@ -1,5 +1,5 @@
-"""The output lines a chunked convolution's epilogue will write, asked for while its tiles
-compute (conv_chunks.py).
+"""The output lines a chunked convolution's epilogue will write (and a residual's it will
+read), asked for while its tiles compute (conv_chunks.py).
 
 conv_chunks.py's epilogue reads a buffer of the group's rows back and writes the output
 a burst at a time (448 stores for ResNet-50's 128 -> 512 at 28x28, a buffer of 4 rows of
@@ -10,9 +10,14 @@ epilogue held 11.6% of the kernel's samples; with the tiles asking for those lin
 (PREFETCHW: the line brought in owned and writable), a few at each step of a chunk, 2.6%,
 and the kernel took 0.915-0.99x the time (1 thread, CPU time, the two builds' kernels
 alternated 40-300 times, input just read and L2 evicted as the kernel table pairs it,
-load 7-10 from other work; five runs 0.915, 0.926, 0.953, 0.962, 0.993).  Only where the
-output outgrows L2 twice over (OUTPUT_PREFETCH_BYTES) and few input channels (a short
-reduction) leave a store's wait unhidden: with 256 input channels and an output of 800
+load 7-10 from other work; five runs 0.915, 0.926, 0.953, 0.962, 0.993).  With a
+residual add (ResNet-50's bottleneck end), whose epilogue also reads a residual of the
+output's shape from no cache near, the tiles ask for its lines alike (`_read_alike`):
+relu(conv + bias + residual) at 128 -> 512 took 1.003x and 1.009x the time with the
+output's lines alone, 0.942x and 0.951x with the residual's too (two runs, 200-400
+rounds, the same conditions).  Only where the output outgrows L2 twice over
+(OUTPUT_PREFETCH_BYTES) and few input channels (a short reduction) leave a store's wait
+unhidden: with 256 input channels and an output of 800
 KB (256 -> 1024 at 14x14, 256 -> 64 at 56x56) 0.98x and 1.00x, 1024 -> 256 (200 KB,
 within L2) 1.06x.  Tried: the same for conv.py's tile, whose epilogue stores 12 vectors
 after each tile's reduction (the out-of-order core overlaps them with the next tile):
@@ -53,7 +58,8 @@ def prefetch_output(sch: Schedule, conv: Stage, out: Stage, at: Axis, step: te.P
     """At each of the `steps` iterations of `conv`'s loop `at` (`step` its index, in conv's
     IterVars), ask for writing for a share of `out`'s lines that the tile AHEAD tiles on
     will write: `vectors` blocks of `cols` consecutive positions (a row's, or flattened
-    rows'), `out` the blocked output (N, B, OH, OW, lanes) written at conv's own positions."""
+    rows'), `out` the blocked output (N, B, OH, OW, lanes) written at conv's own positions;
+    and for reading the same lines of each input `out` reads alike (a residual)."""
     _, blocks, oh, ow, lanes = conv.tensor.shape
     n, ob, y, x, _ = conv.tensor.op.axes
     per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(out.tensor.dtype) // 8)))
@@ -62,5 +68,18 @@ def prefetch_output(sch: Schedule, conv: Stage, out: Stage, at: Axis, step: te.P
     for q in range(reps):
         k = step * reps + q if reps > 1 else step
         position = y * ow + x + AHEAD * cols + (k // vectors) * per_line
-        sch.prefetch(conv.tensor, at, out.tensor, ((n * blocks + ob + k % vectors) * (oh * ow) + position) * lanes,
-                     write=True)
+        index = ((n * blocks + ob + k % vectors) * (oh * ow) + position) * lanes
+        sch.prefetch(conv.tensor, at, out.tensor, index, write=True)
+        for residual in _read_alike(sch, conv, out):
+            sch.prefetch(conv.tensor, at, residual, index)
+
+
+def _read_alike(sch: Schedule, conv: Stage, out: Stage) -> list[te.Tensor]:
+    """The inputs of the schedule that `out` reads with conv's shape (a residual: read at
+    the output's own positions)."""
+    found = []
+    for ld in te.nodes(sch.effective_body(out)):
+        if (isinstance(ld, te.Load) and tuple(ld.tensor.shape) == tuple(conv.tensor.shape)
+                and any(ld.tensor is i for i in sch.inputs) and all(ld.tensor is not f for f in found)):
+            found.append(ld.tensor)
+    return found
