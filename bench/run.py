@@ -583,8 +583,9 @@ def measure_graph(case, threads: int, runs: int) -> dict:
 def native_call(jit, kernel, arrays: list[np.ndarray]) -> Callable[[], None]:
     """A call of `kernel`'s machine code on the addresses of `arrays` (its inputs, then its
     outputs; C-contiguous and aligned), taken once: what a model's AOT entry pays for the
-    kernel, without `Kernel.__call__`'s checks of every array from Python (11-13 us a call
-    measured on MobileNet v2's 0.2-0.3 ms 1x1 kernels, 4-6% of them)."""
+    kernel, without `Kernel.__call__`'s checks of every array from Python: at the least
+    11-18 us a call more (MobileNet v2's 0.2-0.3 ms 1x1 kernels, ResNet-50's 128 -> 512),
+    in the median of 200 turns 10-70 us (`call_overhead_s`), 4-15% of a 0.3 ms kernel."""
     from relaylens.compiler.support import ALIGN
 
     for a in arrays:
@@ -600,16 +601,19 @@ def native_call(jit, kernel, arrays: list[np.ndarray]) -> Callable[[], None]:
 
 
 def call_overhead_s(checked: Callable[[], Any], native: Callable[[], Any], runs: int) -> float:
-    """The median over `runs` pairs of (the checked call's time - the native call's), the
-    two one right after the other: what calling the kernel from Python adds."""
-    checked(), native()
+    """What calling the kernel from Python adds: the median over `runs` turns of (the
+    checked call's time - the native call's), each timed right after an untimed call of
+    its own, so that both find the caches as the kernel leaves them (timed one right
+    after the other, the first paid for the caches the turn before left it: 10-190 us)."""
     differences = []
     for _ in range(runs):
-        start = CLOCK()
-        checked()
-        middle = CLOCK()
-        native()
-        differences.append((middle - start) - (CLOCK() - middle))
+        times = []
+        for fn in (checked, native):
+            fn()
+            start = CLOCK()
+            fn()
+            times.append(CLOCK() - start)
+        differences.append(times[0] - times[1])
     return statistics.median(differences)
 
 
@@ -763,7 +767,8 @@ def kernel_table(kernels: dict[str, dict], threads: int, runs: int) -> list[str]
     if overheads:
         out += ["", f"The convolutions' rows time the kernel's machine code called directly, as a model's AOT "
                 f"entry calls it; called from Python through `Kernel.__call__` (its checks of every array) each "
-                f"takes {min(overheads) * 1e6:.0f}-{max(overheads) * 1e6:.0f} us longer (median of pairs)."]
+                f"takes {min(overheads) * 1e6:.0f}-{max(overheads) * 1e6:.0f} us longer (median of turns, "
+                f"`call_overhead_s`)."]
     return out
 
 
