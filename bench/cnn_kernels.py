@@ -5,7 +5,8 @@ in NCHW8c with its weight packed, a 3x3 stride-1 one with 64 or more channels in
 as Winograd with its weight transformed at build time).  The graph also gets the layout
 transforms into and out of NCHW8c, which a model pays once, not per layer: only the
 convolution's kernel is timed (`timed`: the step whose function name holds it), on
-aligned buffers of its own shapes; the whole graph's output is checked against
+aligned buffers of its own shapes, its machine code called directly (run.py
+`native_call`, as the AOT entry calls it in a model); the whole graph's output is checked against
 onnxruntime's first.
 
 onnxruntime runs the same Conv + Relu with the weight as an initializer; its graph

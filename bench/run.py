@@ -556,6 +556,10 @@ def measure_graph(case, threads: int, runs: int) -> dict:
         args = [step_argument(b, xs, exe) for b in step.args]
         outs = [aligned_empty(tuple(b.shape), b.dtype) for b in kernel.func.outputs]
         call = lambda: kernel(*args, out=outs)  # noqa: E731
+        if timed:  # a convolution's kernel as a model's AOT entry calls it: its machine code, no checks
+            checked, call = call, native_call(lowering.jit, kernel, [*args, *outs])
+            call()
+            np.testing.assert_array_equal(outs[0], kernel(*args))
     else:  # several kernels: the AOT entry on pointer tables made once, into an output made once
         call = entry_call(exe, xs)
         call()
@@ -564,6 +568,7 @@ def measure_graph(case, threads: int, runs: int) -> dict:
     figures = {"function": steps[0].kernel if len(steps) == 1 else ", ".join(lowering.functions),
                "gflop": case.flops / 1e9, "ours_s": median_s(call, runs, min_sample_s=0.05)}
     if timed:  # onnxruntime's node without its layout reorders, as ours is timed without ours
+        figures["call_overhead_s"] = call_overhead_s(checked, call, max(runs, PAIRED_RUNS))
         times = CNN_KERNELS.ort_node_times(case.onnx(bound), feeds, threads, runs)
         figures["onnxruntime_s"] = CNN_KERNELS.node_seconds(times)
         figures["paired_ratio"] = CNN_KERNELS.paired_node_ratio(case.onnx(bound), feeds, threads, max(runs, PAIRED_RUNS),
@@ -573,6 +578,43 @@ def measure_graph(case, threads: int, runs: int) -> dict:
     for key in ("ours", "onnxruntime"):
         figures[f"{key}_gflops"] = case.flops / figures[f"{key}_s"] / 1e9
     return figures
+
+
+def native_call(jit, kernel, arrays: list[np.ndarray]) -> Callable[[], None]:
+    """A call of `kernel`'s machine code on the addresses of `arrays` (its inputs, then its
+    outputs; C-contiguous and aligned), taken once: what a model's AOT entry pays for the
+    kernel, without `Kernel.__call__`'s checks of every array from Python: at the least
+    11-18 us a call more (MobileNet v2's 0.2-0.3 ms 1x1 kernels, ResNet-50's 128 -> 512),
+    in the median of 200 turns 10-70 us (`call_overhead_s`), 4-15% of a 0.3 ms kernel."""
+    from relaylens.compiler.support import ALIGN
+
+    for a in arrays:
+        assert a.flags.c_contiguous and a.ctypes.data % ALIGN == 0, "native_call: an unaligned array"
+    fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(arrays))(jit.address(kernel.name))
+    addresses = [a.ctypes.data for a in arrays]
+
+    def call() -> None:
+        fn(*addresses)
+
+    call.arrays = arrays  # kept alive with the call
+    return call
+
+
+def call_overhead_s(checked: Callable[[], Any], native: Callable[[], Any], runs: int) -> float:
+    """What calling the kernel from Python adds: the median over `runs` turns of (the
+    checked call's time - the native call's), each timed right after an untimed call of
+    its own, so that both find the caches as the kernel leaves them (timed one right
+    after the other, the first paid for the caches the turn before left it: 10-190 us)."""
+    differences = []
+    for _ in range(runs):
+        times = []
+        for fn in (checked, native):
+            fn()
+            start = CLOCK()
+            fn()
+            times.append(CLOCK() - start)
+        differences.append(times[0] - times[1])
+    return statistics.median(differences)
 
 
 def step_argument(buffer, xs: list[np.ndarray], exe) -> np.ndarray:
@@ -721,6 +763,12 @@ def kernel_table(kernels: dict[str, dict], threads: int, runs: int) -> list[str]
         out.append(f"| {label} | {f['gflop']:.4f} | {ms(f['ours_s'])} | {f['ours_gflops']:,.1f}"
                    f" | {f['ours_gflops'] / top:.1%} | {ms(f['onnxruntime_s'])} | {f['onnxruntime_gflops']:,.1f}"
                    f" | {f['ours_s'] / f['onnxruntime_s']:.2f}x{paired} | {numpy_g} |")
+    overheads = [f["call_overhead_s"] for f in kernels.values() if "call_overhead_s" in f]
+    if overheads:
+        out += ["", f"The convolutions' rows time the kernel's machine code called directly, as a model's AOT "
+                f"entry calls it; called from Python through `Kernel.__call__` (its checks of every array) each "
+                f"takes {min(overheads) * 1e6:.0f}-{max(overheads) * 1e6:.0f} us longer (median of turns, "
+                f"`call_overhead_s`)."]
     return out
 
 

@@ -343,6 +343,20 @@ def test_prefetch_is_a_hint_that_may_pass_the_buffer(jit):
     np.testing.assert_array_equal(jit.compile([f], "t.relay")["twice"](x), x * 2)
 
 
+def test_prefetch_for_writing_is_llvm_prefetch_with_rw_1(jit):
+    """A `Prefetch` with `write`: `llvm.prefetch`'s second argument 1 (PREFETCHW on x86),
+    of a line the loop writes later; the values are the same."""
+    a, out = buf("a", N, "float32"), buf("out", N, "float32")
+    i = te.Var("i")
+    body = ln.For(i, N, ln.seq(ln.Prefetch(out, i + 16, write=True),
+                               ln.Store(out, i, load(a, i) * te.const(2.0, "float32"))))
+    f = ln.PrimFunc("twice", (a, out), body)
+    assert 'i32 1, i32 2, i32 1)' in str(generate([f], "t.relay"))
+    assert "prefetch_write(out[i + 16])" in ln.print_stmt(body)[1]
+    x = values("float32")
+    np.testing.assert_array_equal(jit.compile([f], "t.relay")["twice"](x), x * 2)
+
+
 def test_widened_loops(jit):
     """Vector code for a vectorized loop (lanes.py): a contiguous read is one vector load,
     a loop-invariant read a broadcast scalar, a strided write one store per lane, and a

@@ -290,3 +290,30 @@ def _agrees_with_numpy(lowered, attrs, ci: int, co: int, size: int, k: int, seed
     got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_large_output_has_its_lines_asked_for_while_the_tiles_compute(avx2, jit):
+    """128 -> 512 at 28x28 (ResNet-50's; 1.6 MB of output, 128 input channels): each
+    chunk step prefetches for writing a line of the next tile's output (conv_prefetch.py),
+    PREFETCHW in the code, and the sums are what numpy makes them; with 256 input channels
+    (a longer reduction) there is no such prefetch."""
+    ci, co, size = 128, 512, 28
+    func = relu_bias_function(nchwc(ci, co, size, 1)[0])
+    assert ("prefetch", "T_relu for writing at T_conv2d_NCHWc.rcb.inner") in steps(func)
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    assert "prefetch_write(T_relu[" in lowered.schedule_text
+    assert "i32 1, i32 2, i32 1)" in lowered.optimized_ir  # llvm.prefetch's rw = 1
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=False, seed=8)
+    longer = relu_bias_function(nchwc(256, co, size, 1)[0])
+    assert not any(p == "prefetch" for p, _ in steps(longer))
+
+
+def test_a_residual_of_the_outputs_shape_has_its_lines_asked_for_too(avx2, jit):
+    """relu(conv + bias + residual) at 128 -> 512, 28x28 (ResNet-50's bottleneck end): the
+    residual's lines prefetched for reading beside the output's for writing, the sums
+    what numpy makes them."""
+    ci, co, size = 128, 512, 28
+    func = with_residual(ci, co, size)
+    prefetches = [a for p, a in steps(func) if p == "prefetch"]
+    assert prefetches == ["T_relu for writing at T_conv2d_NCHWc.rcb.inner", "p3 at T_conv2d_NCHWc.rcb.inner"]
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=9)

@@ -481,6 +481,20 @@ def test_prefetch_refuses_what_is_not_an_input_or_an_axis():
         sch.lower()
 
 
+def test_prefetch_for_writing_may_ask_for_an_output():
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([out], ins, "f")
+    (k,) = sch[mm].reduce_axes
+    with pytest.raises(ScheduleError, match="'T_relu' is not an input of f"):
+        sch.prefetch(mm, k, out, mm.op.axes[0] * 8)
+    with pytest.raises(ScheduleError, match="'T_matmul' is not an input or output of f"):
+        sch.prefetch(out, sch[out].axes[0], mm, out.op.axes[0] * 8, write=True)
+    sch.prefetch(mm, sch[mm].axes[0], out, (mm.op.axes[0] + 1) * 8, write=True)  # the next row of the output
+    assert sch.record[-1].args.startswith("T_relu for writing at T_matmul.ax0")
+    assert any(line.strip().startswith("prefetch_write(T_relu[") for line in lines(sch))
+    check(sch)
+
+
 def test_cache_accumulator_refuses_what_it_cannot_keep():
     ins, out, mm = matmul(6, 8, 8)
     sch = Schedule([mm], ins, "f")

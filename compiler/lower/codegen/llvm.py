@@ -274,8 +274,9 @@ class _Emitter:
         return value
 
     def prefetch(self, s: Prefetch) -> None:
-        """`llvm.prefetch` (read, locality 2: PREFETCHT1, data) of `s.buffer[s.index]`, whose
-        address is not `inbounds`: the index may pass the buffer's end (loopnest.Prefetch)."""
+        """`llvm.prefetch` (read, locality 2: PREFETCHT1, data; with `s.write` for writing:
+        PREFETCHW) of `s.buffer[s.index]`, whose address is not `inbounds`: the index may
+        pass the buffer's end (loopnest.Prefetch)."""
         ptr = self.buffers.get(id(s.buffer))
         if ptr is None:
             raise LoweringError(f"LLVM code generation: buffer {s.buffer.name} is not a parameter or allocated")
@@ -284,7 +285,8 @@ class _Emitter:
             index = self.builder.sext(index, I64)
         address = self.builder.gep(ptr, [index], source_etype=mem_type(s.buffer.dtype))
         hint = declare(self.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
-        self.builder.call(hint, [address, ir.Constant(I32, 0), ir.Constant(I32, PREFETCH_LOCALITY), ir.Constant(I32, 1)])
+        self.builder.call(hint, [address, ir.Constant(I32, int(s.write)), ir.Constant(I32, PREFETCH_LOCALITY),
+                                 ir.Constant(I32, 1)])
 
     def if_(self, s: IfThenElse) -> None:
         cond = self.expr(s.cond)

@@ -236,7 +236,7 @@ class _Lowering:
 
     def prefetches(self, stage: Stage, iv_map: dict, loops: list[_Loop | None]) -> None:
         """The `Prefetch`es of `stage`'s loops, kept for `wrap` by loop variable."""
-        for axis, source, index in stage.prefetches:
+        for axis, source, index, write in stage.prefetches:
             if axis not in stage.leaves:
                 raise ScheduleError(f"{stage.name}: prefetch's loop {axis.name} is no longer a loop")
             p = stage.leaves.index(axis)
@@ -246,7 +246,7 @@ class _Lowering:
             at = self.tidy(te.substitute(te.substitute(index, iv_map), start))
             var = loops[p][0]
             self.hints.setdefault(id(var), (var, []))[1].append(
-                Prefetch(self.buffers[id(source)][0], at, loc=stage.tensor.op.span))
+                Prefetch(self.buffers[id(source)][0], at, write, loc=stage.tensor.op.span))
 
     def reduction(self, stage, red, bound, iv_map, own, out_idx, value, ext, loops, guards,
                   data_guards, attached) -> Stmt:

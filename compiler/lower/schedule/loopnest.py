@@ -4,7 +4,8 @@ A `PrimFunc` has buffer parameters (inputs, then outputs) and a body of statemen
 `For` loops (from 0 to a constant extent, with a kind: serial, parallel, vectorized,
 unrolled), `Store`s of a scalar expression at a flat index, `IfThenElse`, `Allocate` of a
 temporary buffer, `Seq`, and `Prefetch`, a hint that changes no value (the cache line of an
-element read later; an index past the buffer reads nothing).  Expressions are `te`
+element read later, or with `write` one written later; an index past the buffer reads
+nothing).  Expressions are `te`
 expressions in which every read is a `BufferLoad` and every variable a loop `Var`.  Each
 statement carries `loc`, the Relay source it computes (a span), for debug locations.
 
@@ -64,11 +65,13 @@ class Allocate(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Prefetch(Stmt):
-    """Bring the cache line of `buffer[index]` closer ahead of its reads: a hint, no value
-    changes, and an index outside the buffer reads nothing (x86's PREFETCH never faults)."""
+    """Bring the cache line of `buffer[index]` closer ahead of its reads, or with `write`
+    ahead of its stores (owned, writable: x86's PREFETCHW): a hint, no value changes, and
+    an index outside the buffer reads nothing (x86's prefetches never fault)."""
 
     buffer: Buffer
     index: PrimExpr
+    write: bool = False
     loc: Any = field(default=None, kw_only=True)
 
 
@@ -173,7 +176,7 @@ def print_stmt(s: Stmt, indent: int = 0) -> list[str]:
     if isinstance(s, Store):
         return [f"{pad}{s.buffer.name}[{print_expr(s.index)}] = {print_expr(s.value)}"]
     if isinstance(s, Prefetch):
-        return [f"{pad}prefetch({s.buffer.name}[{print_expr(s.index)}])"]
+        return [f"{pad}prefetch{'_write' if s.write else ''}({s.buffer.name}[{print_expr(s.index)}])"]
     if isinstance(s, IfThenElse):
         lines = [f"{pad}if {print_expr(s.cond)}:", *print_stmt(s.then_case, indent + 1)]
         if s.else_case is not None:

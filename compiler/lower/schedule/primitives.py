@@ -19,7 +19,7 @@ where a stage is computed; `cache_accumulator` (ours) keeps a reduction's runnin
 a local buffer inside one of its reduction loops, so that an outer reduction loop can
 run over a whole tile of outputs (a block of input channels at a time); `prefetch` (TVM's
 in spirit, with an explicit index) asks for an input's cache line at the start of a loop's
-iterations.  Each primitive appends a `Step` to `schedule.record`: its
+iterations (or an output's, to be written).  Each primitive appends a `Step` to `schedule.record`: its
 arguments in words and the loop nest after it, printed when first read (step 0 is the
 schedule as created).  A primitive that fails raises `ScheduleError` and leaves the
 schedule as it was.
@@ -236,17 +236,19 @@ class Schedule:
             stage.accumulate_at = axis
             step.args = f"{stage.name} at {axis.name}"
 
-    def prefetch(self, tensor, axis: Axis, source: te.Tensor, index: te.PrimExpr) -> None:
+    def prefetch(self, tensor, axis: Axis, source: te.Tensor, index: te.PrimExpr, write: bool = False) -> None:
         """At the start of every iteration of the loop `axis`, prefetch the cache line of
-        `source[index]`: `source` an input of the schedule, `index` a flat element index
+        `source[index]`: `source` an input of the schedule (or with `write`, for a line to
+        be written, an output too: PREFETCHW), `index` a flat element index
         written in the stage's own IterVars (its compute's axes and reduction axes), taken
         where the loops inside `axis` start (at 0).  A hint for data read later (the next
         tile's weights, say): no value changes, and an index past `source` is allowed (it
         reads nothing).  A loop of one iteration has no body of its own and gets none."""
         stage = self._loops_of(tensor, "prefetch")
         self._check_leaf(stage, axis, "prefetch")
-        if not any(source is t for t in self.inputs):
-            raise ScheduleError(f"prefetch: {getattr(source, 'name', source)!r} is not an input of {self.name}")
+        if not any(source is t for t in (*self.inputs, *(self.outputs if write else ()))):
+            what = "an input or output" if write else "an input"
+            raise ScheduleError(f"prefetch: {getattr(source, 'name', source)!r} is not {what} of {self.name}")
         body = stage.body
         own = {id(iv) for iv in (*stage.tensor.op.axes, *(body.axes if isinstance(body, te.Reduce) else ()))}
         for n in te.nodes(index):
@@ -255,8 +257,8 @@ class Schedule:
             if isinstance(n, te.Load):
                 raise ScheduleError("prefetch: the index reads a tensor; it must be arithmetic on the axes")
         with self._step("prefetch") as step:
-            stage.prefetches.append((axis, source, index))
-            step.args = f"{source.name} at {stage.name}.{axis.name}"
+            stage.prefetches.append((axis, source, index, write))
+            step.args = f"{source.name}{' for writing' if write else ''} at {stage.name}.{axis.name}"
 
     def cache_write(self, tensor) -> te.Tensor:
         """Compute the tensor in a new stage `<name>.local` (returned, scheduled like any

@@ -82,7 +82,7 @@ class Stage:
         self.shared = False  # computed at (attach) for that consumer and stages computed inside it
         self.reduce_reordered = False
         self.accumulate_at: Axis | None = None  # cache_accumulator's loop
-        self.prefetches: list[tuple[Axis, te.Tensor, te.PrimExpr]] = []  # prefetch's (loop, input, index)
+        self.prefetches: list[tuple[Axis, te.Tensor, te.PrimExpr, bool]] = []  # prefetch's (loop, tensor, index, write)
         own = {id(iv) for iv in (*tensor.op.axes, *reduce_ivs)}
         for n in te.nodes(body):
             if isinstance(n, te.IterVar) and id(n) not in own:

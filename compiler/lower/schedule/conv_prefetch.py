@@ -1,0 +1,85 @@
+"""The output lines a chunked convolution's epilogue will write (and a residual's it will
+read), asked for while its tiles compute (conv_chunks.py).
+
+conv_chunks.py's epilogue reads a buffer of the group's rows back and writes the output
+a burst at a time (448 stores for ResNet-50's 128 -> 512 at 28x28, a buffer of 4 rows of
+4 blocks).  The output's lines are in no cache near: each store waits for its line (a
+read for ownership), and a burst of them fills the store queue.  In a sampled profile
+(perf, cpu-clock; the kernel called in a loop, so its input and weights hot) that
+epilogue held 11.6% of the kernel's samples; with the tiles asking for those lines ahead
+(PREFETCHW: the line brought in owned and writable), a few at each step of a chunk, 2.6%,
+and the kernel took 0.915-0.99x the time (1 thread, CPU time, the two builds' kernels
+alternated 40-300 times, input just read and L2 evicted as the kernel table pairs it,
+load 7-10 from other work; five runs 0.915, 0.926, 0.953, 0.962, 0.993).  With a
+residual add (ResNet-50's bottleneck end), whose epilogue also reads a residual of the
+output's shape from no cache near, the tiles ask for its lines alike (`_read_alike`):
+relu(conv + bias + residual) at 128 -> 512 took 1.003x and 1.009x the time with the
+output's lines alone, 0.942x and 0.951x with the residual's too (two runs, 200-400
+rounds, the same conditions).  Only where the output outgrows L2 twice over
+(OUTPUT_PREFETCH_BYTES) and few input channels (a short reduction) leave a store's wait
+unhidden: with 256 input channels and an output of 800
+KB (256 -> 1024 at 14x14, 256 -> 64 at 56x56) 0.98x and 1.00x, 1024 -> 256 (200 KB,
+within L2) 1.06x.  Tried: the same for conv.py's tile, whose epilogue stores 12 vectors
+after each tile's reduction (the out-of-order core overlaps them with the next tile):
+64 -> 256 at 56x56 (3.2 MB) 1.06x, 1.04x and 1.01x the time asking 1, 2 and 4 tiles ahead,
+MobileNet v2's 24 -> 144 and 144 -> 24 at 56x56 1.00x; and the next chunk's filters asked
+for over the chunk before (960 -> 160 at 7x7, whose 614 KB of weights outgrow L2) 1.02-1.05x,
+1024 -> 256 0.95-0.97x, 128 -> 512 and 2048 -> 512 1.00x (the same runs): not taken.
+"""
+
+from __future__ import annotations
+
+from ..te import expr as te
+from .primitives import Schedule, Stage
+from .stage import Axis
+
+LINE_BYTES = 64  # a cache line
+AHEAD = 1  # tiles ahead whose output lines a tile asks for (0, the tile's own: 0.953x against 0.915x)
+OUTPUT_PREFETCH_BYTES = 1 << 20  # an output at least this large (twice this machine's L2) gets its lines asked for
+OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this many input channels
+
+
+def wants_output_prefetch(conv: Stage, out: Stage) -> bool:
+    """Whether `conv`'s tiles should ask for `out`'s lines (see the module doc): `out` the
+    blocked output (N, B, OH, OW, lanes) of at least OUTPUT_PREFETCH_BYTES, the reduction
+    over at most OUTPUT_PREFETCH_CHANNELS input channels."""
+    t = out.tensor
+    size = max(1, te.bits(t.dtype) // 8)
+    for d in t.shape:
+        size *= d
+    channels = 1
+    for axis in conv.reduce_axes:
+        channels *= axis.extent
+    return t.ndim == 5 and size >= OUTPUT_PREFETCH_BYTES and channels <= OUTPUT_PREFETCH_CHANNELS
+
+
+def prefetch_output(sch: Schedule, conv: Stage, out: Stage, at: Axis, step: te.PrimExpr, steps: int,
+                    cols: int, vectors: int) -> None:
+    """At each of the `steps` iterations of `conv`'s loop `at` (`step` its index, in conv's
+    IterVars), ask for writing for a share of `out`'s lines that the tile AHEAD tiles on
+    will write: `vectors` blocks of `cols` consecutive positions (a row's, or flattened
+    rows'), `out` the blocked output (N, B, OH, OW, lanes) written at conv's own positions;
+    and for reading the same lines of each input `out` reads alike (a residual)."""
+    _, blocks, oh, ow, lanes = conv.tensor.shape
+    n, ob, y, x, _ = conv.tensor.op.axes
+    per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(out.tensor.dtype) // 8)))
+    span = cols // per_line if cols % per_line == 0 else -(-(cols - 1) // per_line) + 1  # lines a block's tile spans
+    reps = -(-(vectors * span) // steps)
+    for q in range(reps):
+        k = step * reps + q if reps > 1 else step
+        position = y * ow + x + AHEAD * cols + (k // vectors) * per_line
+        index = ((n * blocks + ob + k % vectors) * (oh * ow) + position) * lanes
+        sch.prefetch(conv.tensor, at, out.tensor, index, write=True)
+        for residual in _read_alike(sch, conv, out):
+            sch.prefetch(conv.tensor, at, residual, index)
+
+
+def _read_alike(sch: Schedule, conv: Stage, out: Stage) -> list[te.Tensor]:
+    """The inputs of the schedule that `out` reads with conv's shape (a residual: read at
+    the output's own positions)."""
+    found = []
+    for ld in te.nodes(sch.effective_body(out)):
+        if (isinstance(ld, te.Load) and tuple(ld.tensor.shape) == tuple(conv.tensor.shape)
+                and any(ld.tensor is i for i in sch.inputs) and all(ld.tensor is not f for f in found)):
+            found.append(ld.tensor)
+    return found
