@@ -1,6 +1,6 @@
 """Every kernel of a model beside onnxruntime's matching node, as both run in the model.
 
-    .venv/bin/python bench/layers.py --model resnet50 [--runs 30] [--threads 1] [--json out.json]
+    .venv/bin/python bench/layers.py --model resnet50 [--runs 30] [--threads 1] [--rows N] [--json out.json]
 
 bench/cnn_kernels.py and transformer_kernels.py time each kernel alone in a small graph,
 where the figure depends on how the benchmark leaves the caches (a 1x1 convolution read
@@ -216,7 +216,7 @@ def _label(names: list[str], width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
-def table(fig: dict) -> list[str]:
+def table(fig: dict, limit: int = 0) -> list[str]:
     plan, join, rows = fig["plan"], fig["join"], fig["rows"]
     out = [f"{fig['model']}, {fig['threads']} thread(s), {fig['runs']} runs taking turns:",
            f"| our kernel (its ONNX nodes) | ours µs | onnxruntime's node(s) | theirs µs | ratio "
@@ -226,7 +226,8 @@ def table(fig: dict) -> list[str]:
     def key(row: Row):
         return (row.ratio is None, -(row.ratio or 0.0), -row.ours_ns - row.theirs_ns)
 
-    for row in sorted(rows, key=key):
+    ordered = sorted(rows, key=key)
+    for row in ordered[:limit or None]:
         kernels = sorted({_short(plan.steps[k].kernel) for k in row.steps})
         if row.steps:
             layers = row.layers or [n for k in row.steps for n in fig["shares"][k]]  # e.g. `conv1/Conv.input`
@@ -239,6 +240,8 @@ def table(fig: dict) -> list[str]:
         gf = [f"{row.flops / ns:.1f}" if row.flops and ns else "" for ns in (row.ours_ns, row.theirs_ns)]
         out.append(f"| {ours} | {row.ours_ns / 1e3:.1f} | {theirs} | {row.theirs_ns / 1e3:.1f} | {ratio} "
                    f"| {gf[0]} | {gf[1]} |")
+    if limit and len(ordered) > limit:
+        out.append(f"| … {len(ordered) - limit} more rows | | | | | | |")
     paired = [r for r in rows if r.ratio is not None]
     good = [r for r in paired if r.ratio <= 1.0]
     ours_total = sum(r.ours_ns for r in paired)
@@ -269,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rows", type=int, default=0, help="print the N worst rows (default: all)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     models = _run_module().B.MODELS
@@ -278,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs and --threads must be at least 1")
     before = load_note()
     fig = measure(args.model, args.runs, args.threads)
-    print("\n".join(table(fig)))
+    print("\n".join(table(fig, args.rows)))
     print(f"{before} before, {load_note()} after")
     if args.json:
         rows = [{"kernels": [fig["plan"].steps[k].kernel for k in r.steps], "onnx": r.layers, "ort": r.nodes,
