@@ -117,6 +117,25 @@ def test_compare_with_onnxruntime_on_the_demo_model(capsys, tmp_path):
     assert "ORT_ENABLE_ALL" in table
 
 
+def test_compare_by_kernel_joins_onnxruntimes_optimised_nodes(capsys, tmp_path):
+    pytest.importorskip("onnxruntime")
+    onnx_model = ROOT / "examples" / "small_cnn.onnx"
+    relay = tmp_path / "small_cnn.relay"
+    assert relaylens(capsys, "import", onnx_model, "--shape", "input=1,1,28,28", "-o", relay)[0] == 0
+    status, out, err = relaylens(capsys, "profile", relay, "--input", f"input={ROOT / 'examples' / 'digit.npy'}",
+                                 "--runs", "2", "--threads", "1", "--compare", onnx_model, "--compare-by", "kernel")
+    assert status == 0, err
+    table = out[out.index("optimised as it runs"):]
+    rows = {cells[1].split()[0]: cells[1:-1] for line in table.splitlines()
+            if line.startswith("| ") and len(cells := [c.strip() for c in line.split("|")]) == 9}
+    # each convolution (with its batch norm and relu) beside onnxruntime's fused NCHWc Conv node
+    for conv, relu in (("/conv1/Conv", "/relu1/Relu"), ("/conv2/Conv", "/relu2/Relu")):
+        assert rows[conv][2].startswith("Conv ") and relu in rows[conv][2] and rows[conv][4].endswith("x")
+    assert rows["/fc/Gemm"][2] == "Gemm /fc/Gemm"
+    assert rows["—"][2] == "ReorderOutput ReorderOutput" and rows["—"][4] == "—"  # a row of its own
+    assert "does not compute" not in table and "claim" not in table and "no ONNX name" not in table
+
+
 def test_a_main_without_kernels(capsys, tmp_path):
     path = tmp_path / "id.relay"
     path.write_text("def @main(%x: Tensor[(2), float32]) { %x }\n")

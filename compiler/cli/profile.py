@@ -2,7 +2,7 @@
 
     relaylens profile FILE [--params P.npz | --no-params] [--input NAME=FILE.npy ...] [--seed N]
                            [--runs N] [--threads N] [--peak GFLOPS] [-o TRACE.json] [--force]
-                           [--compare MODEL.onnx]
+                           [--compare MODEL.onnx [--compare-by layer|kernel]]
 
 FILE is built by driver.compile() and run as `relaylens run` runs it (the same weights,
 inputs and random inputs: run.py's `load_program`), once to warm up and then `--runs`
@@ -10,7 +10,10 @@ times with every kernel call timed inside the compiled entry (compiler/profile/)
 table goes to stdout, slowest kernel first; `-o` writes a Chrome trace (Perfetto,
 chrome://tracing) with one slice per kernel call; `--compare` runs onnxruntime's own
 profiler on MODEL.onnx with the same inputs and prints, per ONNX layer, our time beside
-onnxruntime's (compiler/profile/compare.py).
+onnxruntime's (compiler/profile/compare.py: its graph optimisations off, so that its nodes
+keep the file's names).  `--compare-by kernel` instead runs onnxruntime optimised, as a
+user runs it, and prints each of our kernels beside the node(s) of onnxruntime's optimised
+graph that compute the same ONNX nodes (compiler/profile/compare_optimized.py).
 
 Generated code runs only on this command (and run), never on open.  Exit status as for
 every command: 1 for errors in the program, 2 for usage errors (a bad input, an unwritable
@@ -29,6 +32,7 @@ from ..driver import compile
 from ..interpreter import InterpreterError
 from ..lower.runtime.jit import JIT, default_num_threads
 from ..profile.compare import CompareError, compare_table, named_inputs, onnxruntime_profile
+from ..profile.compare_optimized import kernel_table, optimized_profile
 from ..profile.peak import given_peak, machine_peak
 from ..profile.profiler import profile
 from ..profile.table import profile_table
@@ -65,6 +69,9 @@ def add_parser(commands) -> None:
     parser.add_argument("--force", action="store_true", help="allow TRACE.json to replace an existing file")
     parser.add_argument("--compare", metavar="MODEL.onnx",
                         help="also profile MODEL.onnx with onnxruntime and compare per ONNX layer")
+    parser.add_argument("--compare-by", choices=("layer", "kernel"), default="layer",
+                        help="layer: per ONNX layer, onnxruntime unoptimised (default); kernel: per kernel of "
+                             "ours, beside onnxruntime's optimised nodes that compute the same layers")
     parser.set_defaults(run=run)
 
 
@@ -123,12 +130,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERRORS
     print(profile_table(prof), file=out)
     if args.compare is not None:
+        by_kernel = args.compare_by == "kernel"
         try:
-            theirs = onnxruntime_profile(args.compare, named_inputs(built, inputs), runs=args.runs, threads=threads)
+            theirs = (optimized_profile if by_kernel else onnxruntime_profile)(
+                args.compare, named_inputs(built, inputs), runs=args.runs, threads=threads)
         except CompareError as exc:
             raise UsageError(str(exc)) from None
         print("", file=out)
-        print(compare_table(prof, theirs), file=out)
+        print(kernel_table(prof, theirs) if by_kernel else compare_table(prof, theirs),
+              file=out)
     if args.output is not None:
         document = json.dumps(chrome_trace(prof), indent=None).encode()
         write_files({Path(args.output): lambda f: f.write(document)})
