@@ -93,22 +93,30 @@ def test_a_conv_without_the_sum_input_stops_before_the_add():
 
 
 def test_fused_nodes_cover_what_lies_between_their_tensors():
-    """FusedMatMul writes the Div's tensor: it computes the MatMul and the Div; a node of
-    onnxruntime's own (no name in the file, no `_nchwc` hint) is reported unnamed."""
+    """FusedMatMul writes the Div's tensor: it computes the MatMul and the Div.  A node that
+    kept its name but not its output's is named back from the file's node of that name; a
+    node of onnxruntime's own with a tensor of its own is reported unnamed, and its work
+    falls to the node that reads its output."""
     nodes = [helper.make_node("MatMul", ["q", "k"], ["mm"], name="MatMul"),
              helper.make_node("Div", ["mm", "scale"], ["div"], name="Div"),
              helper.make_node("Softmax", ["div"], ["p"], name="Softmax"),
-             helper.make_node("Relu", ["p"], ["out"])]  # unnamed: our importer calls it Relu_0
+             helper.make_node("Relu", ["p"], ["r"]),  # unnamed: our importer calls it Relu_0
+             helper.make_node("Neg", ["r"], ["n"], name="Neg"),
+             helper.make_node("Abs", ["n"], ["out"], name="Abs")]
     original = helper.make_graph(nodes, "attention", [], [], [_init("scale", ())])
     optimized = helper.make_graph([
         helper.make_node("FusedMatMul", ["q", "k"], ["div"], name="MatMulScaleFusion", domain="com.microsoft"),
-        helper.make_node("Softmax", ["div"], ["t"], name="Softmax"),
-        helper.make_node("Relu", ["t"], ["out"], name="Relu"),
+        helper.make_node("Softmax", ["div"], ["t0"], name="Softmax"),
+        helper.make_node("Relu", ["t0"], ["r"], name="Relu"),
+        helper.make_node("NegFusion", ["r"], ["t1"], name="Fused_1"),
+        helper.make_node("Abs", ["t1"], ["out"], name="Abs"),
     ], "optimized", [], [])
     join = join_optimized(original, optimized)
     assert join.covers["MatMulScaleFusion"] == ["MatMul", "Div"]
-    assert join.covers["Relu"] == ["Softmax", "Relu_0"]  # `t` is no tensor of the file: the walk goes past it
-    assert join.unnamed == ["Softmax"] and join.covers["Softmax"] == []
+    assert join.covers["Softmax"] == ["Softmax"] and join.covers["Relu"] == ["Relu_0"]
+    assert join.unnamed == ["Fused_1"] and join.covers["Fused_1"] == []
+    assert join.covers["Abs"] == ["Neg", "Abs"]  # `t1` is no tensor of the file: the walk goes past it
+    assert join.uncovered == [] and join.twice == {}
 
 
 def test_onnxruntimes_own_optimised_graph_joins_every_node_once(tmp_path):

@@ -24,6 +24,8 @@ at the graph's inputs and initializers.  Two kinds of tensor lose their names:
   single consumer while that consumer reads nothing else but tensors the node reads and
   scalars: `layer1.0/bn3/BatchNormalization_out` → `layer1.0/Add_out` (the other operand
   is the node's sum input) → `layer1.0/relu_2/Relu_out` (two consumers: stop).
+  A node that kept its name and lost its output's is named back the same way, from the
+  output of the file's node of that name.
 - ReorderInput / ReorderOutput (and any node of `PASS_THROUGH`), which move an activation
   between NCHW and NCHWc: their output is the tensor of their input, and they compute no
   node of the file.
@@ -80,7 +82,8 @@ def join_optimized(original, optimized) -> Join:
     known = set(producer) | sources
     mapped = {t: t for node in optimized.node for t in (*node.input, *node.output) if t in known}
     named = {node.name or f"{node.op_type}_{k}": node for k, node in enumerate(optimized.node)}
-    claimed = set(mapped.values()) | {h for node in optimized.node if (h := _hint(node.name, producer))}
+    kept = {node.name: node.output[0] for node in original.node if node.name and len(node.output) == 1}
+    claimed = set(mapped.values()) | {h for node in optimized.node if (h := _hint(node.name, producer, kept))}
     join = Join({}, {name: node.op_type for name, node in named.items()})
 
     for node in reversed(optimized.node):  # a reorder whose output keeps its name names its input
@@ -93,7 +96,7 @@ def join_optimized(original, optimized) -> Join:
         free = [t for t in node.output if t and t not in mapped]
         if not free:
             continue
-        target = _hint(node.name, producer)
+        target = _hint(node.name, producer, kept)
         if target is None or len(free) > 1:
             join.unnamed.append(name)
             continue
@@ -131,12 +134,14 @@ def _elements(dims) -> int:
     return n
 
 
-def _hint(name: str, producer: dict[str, int]) -> str | None:
-    """The file's tensor an NCHWc node is named after (`<tensor>_nchwc`), if any."""
+def _hint(name: str, producer: dict[str, int], kept: dict[str, str]) -> str | None:
+    """The file's tensor an optimised node's name points to, if any: the tensor an NCHWc
+    node is named after (`<tensor>_nchwc`), or the output of the file's node whose name it
+    kept (an Add onnxruntime left in NCHWc, writing a `reorder_token`)."""
     base = _TOKEN.sub("", name)
     if base.endswith("_nchwc") and base[: -len("_nchwc")] in producer:
         return base[: -len("_nchwc")]
-    return None
+    return kept.get(name)
 
 
 def _pass_through(node, mapped: dict[str, str]) -> None:
