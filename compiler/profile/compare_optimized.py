@@ -215,7 +215,7 @@ def table_lines(rows: list[Row], names: list[str], join: Join, *, paired: bool, 
     for row in ordered[:limit or None]:
         if row.kernels:
             kernels = sorted({names[k] for k in row.kernels})
-            calls = f", {len(row.kernels)} calls" if len(row.kernels) > 1 else ""
+            calls = f", {len(row.kernels)} kernels" if len(row.kernels) > 1 else ""
             ours = f"{_label(row.layers or ['no ONNX node'], 44)} ({', '.join(kernels)[:60]}{calls})"
         else:
             ours = "— (views, or folded)" if any(join.covers[n] for n in row.nodes) else "— (moves data only)"
