@@ -1,6 +1,6 @@
 """Every kernel of a model beside onnxruntime's matching node, as both run in the model.
 
-    .venv/bin/python bench/layers.py --model resnet50 [--runs 30] [--threads 1] [--rows N] [--json out.json]
+    .venv/bin/python bench/layers.py --model resnet50 [--runs 30] [--threads 1] [--rows N] [--by-kind] [--json out.json]
 
 bench/cnn_kernels.py and transformer_kernels.py time each kernel alone in a small graph,
 where the figure depends on how the benchmark leaves the caches (a 1x1 convolution read
@@ -108,13 +108,14 @@ def measure(key: str, runs: int, threads: int) -> dict:
             "not_timed": sorted(set(join.covers) - seen), "not_in_graph": sorted(seen - set(join.covers))}
 
 
-def report(fig: dict, limit: int) -> list[str]:
-    from relaylens.compiler.profile.compare_optimized import table_lines
+def report(fig: dict, limit: int, by_kind: bool) -> list[str]:
+    from relaylens.compiler.profile.compare_optimized import merge, table_lines
 
     names = [step.kernel.removeprefix("tvmgen_default_fused_") for step in fig["plan"].steps]
+    rows = merge(fig["rows"], names, fig["join"]) if by_kind else fig["rows"]
     out = [f"{fig['model']}, {fig['threads']} thread(s), {fig['runs']} runs taking turns "
-           "(ratio: the median of the runs' ratios):"]
-    out += table_lines(fig["rows"], names, fig["join"], paired=True, limit=limit)
+           f"(ratio: the median of the runs' ratios){'; rows of one kind summed (×N)' if by_kind else ''}:"]
+    out += table_lines(rows, names, fig["join"], paired=True, limit=limit)
     out.append(f"sum of kernels / whole run: ours {fig['ours_sum'] / 1e3:.0f} / {fig['ours_whole'] / 1e3:.0f} µs "
                f"(first kernel's start to last one's end); onnxruntime {fig['theirs_sum'] / 1e3:.0f} / "
                f"{fig['theirs_whole'] / 1e3:.0f} µs (model_run, profiling on); ours ÷ theirs, whole: "
@@ -132,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rows", type=int, default=0, help="print the N worst rows (default: all)")
+    ap.add_argument("--by-kind", action="store_true",
+                    help="sum the rows of the same kernels beside the same op types (BERT's 12 layers)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     models = _run_module().B.MODELS
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--runs and --threads must be at least 1")
     before = load_note()
     fig = measure(args.model, args.runs, args.threads)
-    print("\n".join(report(fig, args.rows)))
+    print("\n".join(report(fig, args.rows, args.by_kind)))
     print(f"{before} before, {load_note()} after")
     if args.json:
         rows = [{"kernels": [fig["plan"].steps[k].kernel for k in r.kernels], "onnx": r.layers, "ort": r.nodes,

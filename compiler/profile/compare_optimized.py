@@ -123,6 +123,7 @@ class Row:
     flops: int = 0
     ours: list[float] = field(default_factory=list)  # ns per run
     theirs: list[float] = field(default_factory=list)
+    repeats: int = 1  # rows merged into this one (`merge`)
 
     @property
     def ours_ns(self) -> float:
@@ -182,6 +183,29 @@ def group(shares: list[dict[str | None, float]], kernel_ns: list[float], join: J
     return list(rows.values())
 
 
+def merge(rows: list[Row], names: list[str], join: Join) -> list[Row]:
+    """One row per kind: rows of the same kernels (by name: the same shapes, and with bound
+    weights the same code) beside nodes of the same op types, summed run by run.  BERT's
+    twelve layers make twelve rows of each kind."""
+    kinds: dict[tuple, Row] = {}
+    for row in rows:
+        key = (tuple(sorted(names[k] for k in row.kernels)), tuple(sorted(join.ops[n] for n in row.nodes)))
+        if key[0] == () or key[1] == ():  # a side alone: not merged with another kind of orphan
+            key = (key, id(row))
+        if key not in kinds:
+            kinds[key] = Row(list(row.kernels), list(row.nodes), list(row.layers), row.flops, list(row.ours),
+                             list(row.theirs))
+            continue
+        kind = kinds[key]
+        kind.kernels += row.kernels
+        kind.nodes += row.nodes
+        kind.flops += row.flops
+        kind.ours = [a + b for a, b in zip(kind.ours, row.ours)]
+        kind.theirs = [a + b for a, b in zip(kind.theirs, row.theirs)]
+        kind.repeats += 1
+    return list(kinds.values())
+
+
 def kernel_table(prof: Profile, theirs: OptimizedProfile) -> str:
     """The profile's call sites beside onnxruntime's optimised nodes, the worst ratio first."""
     sites = [s for row in prof.rows for s in row.sites]
@@ -215,8 +239,10 @@ def table_lines(rows: list[Row], names: list[str], join: Join, *, paired: bool, 
     for row in ordered[:limit or None]:
         if row.kernels:
             kernels = sorted({names[k] for k in row.kernels})
-            calls = f", {len(row.kernels)} kernels" if len(row.kernels) > 1 else ""
-            ours = f"{_label(row.layers or ['no ONNX node'], 44)} ({', '.join(kernels)[:60]}{calls})"
+            each = len(row.kernels) // row.repeats
+            calls = f", {each} kernels" if each > 1 else ""
+            times = f" ×{row.repeats}" if row.repeats > 1 else ""
+            ours = f"{_label(row.layers or ['no ONNX node'], 44)}{times} ({', '.join(kernels)[:60]}{calls})"
         else:
             ours = "— (views, or folded)" if any(join.covers[n] for n in row.nodes) else "— (moves data only)"
         their_ops = ", ".join(sorted({join.ops[n] for n in row.nodes}))
