@@ -190,8 +190,6 @@ def merge(rows: list[Row], names: list[str], join: Join) -> list[Row]:
     kinds: dict[tuple, Row] = {}
     for row in rows:
         key = (tuple(sorted(names[k] for k in row.kernels)), tuple(sorted(join.ops[n] for n in row.nodes)))
-        if key[0] == () or key[1] == ():  # a side alone: not merged with another kind of orphan
-            key = (key, id(row))
         if key not in kinds:
             kinds[key] = Row(list(row.kernels), list(row.nodes), list(row.layers), row.flops, list(row.ours),
                              list(row.theirs))
