@@ -133,3 +133,39 @@ def test_onnxruntimes_own_optimised_graph_joins_every_node_once(tmp_path):
     assert owner["a/Conv"] == owner["a/BN"] == owner["a/Relu"]
     assert owner["b/Conv"] == owner["b/BN"] == owner["Add"] == owner["Relu"] != owner["a/Conv"]
     assert join.ops[owner["Add"]] == "Conv"  # the NCHWc Conv took the Add in (its sum input) and the Relu
+
+
+def test_rows_join_kernels_and_nodes_through_the_onnx_nodes_each_owns():
+    """A kernel joins onnxruntime's node through the ONNX nodes it spends the most time on:
+    the transpose kernel that also reshapes for the MatMul (a share of its time by elements
+    written) stays out of the MatMul's row; a layer norm's three kernels, each owning none
+    but the first, join one node; a layout transform of the input and a reorder stand alone."""
+    from relaylens.compiler.profile.compare_optimized import group, merge
+    from relaylens.compiler.profile.ort_join import Join
+
+    join = Join({"T": ["Transpose"], "FusedMatMul": ["MatMul", "Div"], "LN": ["LayerNorm"], "ReorderOutput": []},
+                {"T": "Transpose", "FusedMatMul": "FusedMatMul", "LN": "LayerNormalization",
+                 "ReorderOutput": "ReorderOutput"})
+    shares = [{"Transpose": 0.5, "MatMul": 0.5},  # 0: transpose + the MatMul's reshape
+              {"MatMul": 1.0},  # 1: batch_matmul
+              {"Div": 1.0},  # 2
+              {"LayerNorm": 1.0}, {"LayerNorm": 1.0}, {"LayerNorm": 1.0},  # 3-5: mean, variance, the rest
+              {"MatMul.input": 1.0}]  # 6: a layout transform of a parameter
+    ns = [10.0, 100.0, 5.0, 3.0, 3.0, 6.0, 1.0]
+    rows = {(tuple(r.kernels), tuple(sorted(r.nodes))): r for r in
+            group(shares, ns, join, {"Transpose", "MatMul", "Div", "LayerNorm"})}
+    assert set(rows) == {((0,), ("T",)), ((1, 2), ("FusedMatMul",)), ((3, 4, 5), ("LN",)), ((6,), ()),
+                         ((), ("ReorderOutput",))}
+    assert rows[(1, 2), ("FusedMatMul",)].layers == ["MatMul", "Div"]
+    assert rows[(6,), ()].layers == ["MatMul.input"]  # labelled by its parameter
+
+    a, b = rows[(0,), ("T",)], rows[(1, 2), ("FusedMatMul",)]
+    a.ours, a.theirs, b.ours, b.theirs = [1.0, 2.0], [2.0, 2.0], [3.0, 3.0], [1.0, 2.0]
+    assert a.ratio(paired=True) == pytest.approx(0.75) and a.ratio(paired=False) == pytest.approx(0.75)
+    assert b.ratio(paired=True) == pytest.approx(2.25) and b.ratio(paired=False) == pytest.approx(2.0)
+    twin = group(shares, ns, join, {"Transpose", "MatMul", "Div", "LayerNorm"})
+    names = ["t", "bmm", "div", "mean", "var", "ln", "layout"]
+    again = next(r for r in twin if r.kernels == [0])
+    again.ours, again.theirs = [1.0, 1.0], [1.0, 1.0]
+    kinds = merge([a, again], names, join)  # the same kernel beside the same op: one kind, summed run by run
+    assert len(kinds) == 1 and kinds[0].repeats == 2 and kinds[0].ours == [2.0, 3.0] and kinds[0].theirs == [3.0, 3.0]
