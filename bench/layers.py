@@ -95,7 +95,7 @@ def measure(key: str, runs: int, threads: int) -> dict:
     onnx_nodes = set(node_names(model.onnx.graph.node))
     shares = [attribute(step.func, result.provenance).layers for step in plan.steps]
     step_ns = np.median(np.stack(ours), axis=0)
-    rows = group(shares, list(step_ns), join, onnx_nodes)
+    rows = group(shares, join, onnx_nodes)
     for row in rows:
         row.flops = sum(function_flops(plan.steps[k].func) for k in row.kernels)
         row.ours = [float(sum(o[k] for k in row.kernels)) for o in ours]

@@ -11,10 +11,12 @@ of the file's nodes each of them computes (the graph saved through
 SessionOptions.optimized_model_filepath, from the very session profiled).
 
 A row joins our kernels and onnxruntime's nodes that compute the same ONNX nodes (`group`):
-an ONNX node belongs, on our side, to the kernel that spends the most time on it (the
-profiler's FLOP shares, attribution.py: a reshape tagged with a MatMul's name in a
-transpose kernel does not pull that kernel into the MatMul's row), and on onnxruntime's to
-the node that computes it; the rows are the connected groups.  Most rows are one kernel
+an ONNX node belongs, on our side, to the kernel(s) that give it the largest share of their
+time (attribution.py's shares, by FLOPs: a transpose kernel that also reshapes for a MatMul
+gives the MatMul a third of its time, the batch_matmul all of it, so the transpose stays
+out of the MatMul's row; taken from the build alone, so a model's rows are the same from
+run to run), and on onnxruntime's to the node that computes it; the rows are the connected
+groups.  Most rows are one kernel
 and one node (a convolution with its batch norm, relu and residual add on both sides); a
 layer norm is our three kernels (mean, variance, the rest) beside one node.  A kernel or
 a node that computes no ONNX node (our layout transform of the input, onnxruntime's
@@ -144,10 +146,9 @@ class Row:
         return self.ours_ns / self.theirs_ns if self.theirs_ns else None
 
 
-def group(shares: list[dict[str | None, float]], kernel_ns: list[float], join: Join,
-          onnx_nodes: set[str]) -> list[Row]:
-    """Rows over our kernels (each its layer shares and median ns) and onnxruntime's
-    optimised nodes: the connected groups of the ONNX nodes' owners (module docstring)."""
+def group(shares: list[dict[str | None, float]], join: Join, onnx_nodes: set[str]) -> list[Row]:
+    """Rows over our kernels (each its layer shares) and onnxruntime's optimised nodes:
+    the connected groups of the ONNX nodes' owners (module docstring)."""
     parent: dict[tuple, tuple] = {}
 
     def find(x: tuple) -> tuple:
@@ -156,18 +157,17 @@ def group(shares: list[dict[str | None, float]], kernel_ns: list[float], join: J
             x = parent[x]
         return x
 
-    best: dict[str, tuple[float, int]] = {}
-    for k, layers in enumerate(shares):
+    most: dict[str, float] = {}
+    for layers in shares:
         for layer, f in layers.items():
-            if layer in onnx_nodes and f * kernel_ns[k] >= best.get(layer, (-1.0, -1))[0]:
-                best[layer] = (f * kernel_ns[k], k)
-    owned: dict[int, list[str]] = defaultdict(list)
-    for layer, (_, k) in best.items():
-        owned[k].append(layer)
+            if layer in onnx_nodes:
+                most[layer] = max(most.get(layer, 0.0), f)
+    owned: dict[int, list[str]] = {k: [n for n, f in layers.items() if n in most and f >= most[n] - 1e-9]
+                                   for k, layers in enumerate(shares)}
     theirs = join.owner()
     for k, layers in enumerate(shares):
         find(("ours", k))
-        for layer in owned.get(k) or [n for n in layers if n in onnx_nodes]:  # owning none, it joins by all
+        for layer in owned[k] or [n for n in layers if n in onnx_nodes]:  # owning none, it joins by all
             if layer in theirs:
                 parent[find(("ours", k))] = find(("theirs", theirs[layer]))
     for name in join.covers:
@@ -178,7 +178,7 @@ def group(shares: list[dict[str | None, float]], kernel_ns: list[float], join: J
         (row.kernels if item[0] == "ours" else row.nodes).append(item[1])
     for row in rows.values():
         row.kernels.sort()
-        row.layers = ([n for k in row.kernels for n in owned.get(k, [])]
+        row.layers = (list(dict.fromkeys(n for k in row.kernels for n in owned[k]))
                       or [n for k in row.kernels for n in shares[k] if n])  # e.g. `conv1/Conv.input`: a parameter
     return list(rows.values())
 
@@ -207,7 +207,7 @@ def merge(rows: list[Row], names: list[str], join: Join) -> list[Row]:
 def kernel_table(prof: Profile, theirs: OptimizedProfile) -> str:
     """The profile's call sites beside onnxruntime's optimised nodes, the worst ratio first."""
     sites = [s for row in prof.rows for s in row.sites]
-    rows = group([s.shares.layers for s in sites], [s.ns for s in sites], theirs.join, theirs.layers)
+    rows = group([s.shares.layers for s in sites], theirs.join, theirs.layers)
     for row in rows:
         row.flops = sum(sites[k].flops * int(statistics.median(sites[k].calls) if sites[k].calls else 0)
                         for k in row.kernels)
