@@ -121,10 +121,10 @@ def report(fig: dict, limit: int, by_kind: bool) -> list[str]:
                f"(first kernel's start to last one's end); onnxruntime {fig['theirs_sum'] / 1e3:.0f} / "
                f"{fig['theirs_whole'] / 1e3:.0f} µs (model_run, profiling on); the whole runs' "
                f"ratio, paired: {fig['whole_ratio']:.2f}x")
-    for what, names in (("its nodes never timed", fig["not_timed"]),
-                        ("timed nodes not in its saved graph", fig["not_in_graph"])):
-        if names:
-            out.append(f"{what}: {len(names)}: {', '.join(names[:8])}{' …' if len(names) > 8 else ''}")
+    for what, missing in (("its nodes never timed", fig["not_timed"]),
+                          ("timed nodes not in its saved graph", fig["not_in_graph"])):
+        if missing:
+            out.append(f"{what}: {len(missing)}: {', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}")
     return out
 
 
