@@ -43,15 +43,18 @@ load 7-8 from other work): MobileNet v2 1.17-1.21x → 1.02-1.05x, the GPT-2 blo
 against 20.9-23.4).  At ordinary priority under that load the spins time out (the other
 thread is descheduled): MobileNet v2 0.54-0.58x → 0.76-0.86x, its CPU time 15.7-15.9 →
 22.6-23.4 ms (the GPT-2 block 0.46-0.69x → 0.53-0.57x, two processes each), hence no
-spin when the load leaves no core to spare.  Spinning 30,000 times (about 1 ms) instead
-of 2,000 since: a thread that slept through a pause of 0.1 s (a request finding the
-machine idle) woke slowly at every region of the next inference, which a spin long
-enough to carry it from one kernel's region to the next avoids (h-layers found it).
-Measured on an idle machine (load 1.0; each spin count in its own process, 25
-inferences after each pause, medians, two rounds): the GPT-2 block at 2 threads after a
-0.1 s pause 29.3 / 30.1 ms with 2,000 spins, 17.2 / 15.9 with 30,000, 15.6 / 15.5 with
-300,000; MobileNet v2 17.6 / 18.0, 12.3 / 8.8, 9.9 / 16.0; back to back (no pause) the
-same within noise (GPT-2 13.8 / 13.7, 13.4 / 13.7; MobileNet 6.3 / 6.2, 6.0 / 6.5).
+spin when the load leaves no core to spare.  Tried and not taken: 30,000 spins (about 1
+ms).  A thread that slept through a pause of 0.1 s (a request finding the machine idle)
+wakes slowly at every region of the next inference, which a spin long enough to carry it
+from one kernel's region to the next avoids (h-layers found it): idle machine (load 1.0;
+each spin count in its own process, 25 inferences after each pause, medians, two
+rounds), the GPT-2 block at 2 threads after a 0.1 s pause 29.3 / 30.1 ms with 2,000
+spins, 17.2 / 15.9 with 30,000; MobileNet v2 17.6 / 18.0 and 12.3 / 8.8; back to back
+the same.  But the spin count is decided once, from a load average that trails the
+load: a process that started just before the machine got busy (a test suite starting
+beside it) then spun 1 ms at every barrier while the thread it waited for was
+descheduled, a small model's inference at 2 threads 2.1-8.1 ms with 30,000 against
+0.67-0.92 with 2,000 and 0.32-0.41 passive (four rounds, load 3).
 `OMP_WAIT_POLICY=ACTIVE` in the environment spins without bound, `OMP_WAIT_POLICY=PASSIVE`
 not at all.
 """
@@ -81,7 +84,7 @@ from .target import OPTIONS
 
 _ready = False
 _STDERR = threading.Lock()  # one optimiser run at a time redirects file descriptor 2
-SPIN_COUNT = 30_000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
+SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
 def _initialize() -> None:
