@@ -31,28 +31,17 @@ inferences and 29.6 ms after 0.1 s (1 thread: no such step), onnxruntime 20 ms a
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+from siblings import run_module  # bench/run.py
+
 BUSY = 1.0
-
-
-@functools.lru_cache(maxsize=1)
-def _run_module():
-    spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def load_note() -> str:
@@ -70,7 +59,7 @@ def measure(key: str, runs: int, threads: int) -> dict:
     from relaylens.compiler.profile.cost import function_flops
     from relaylens.compiler.profile.ort_join import join_optimized
 
-    R = _run_module()
+    R = run_module()
     model = R.B.load_model(key)
     result, lowering = R.compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
     feeds = R.model_inputs(model)
@@ -140,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="sum the rows of the same kernels beside the same op types (BERT's 12 layers)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    models = _run_module().B.MODELS
+    models = run_module().B.MODELS
     if args.model not in models:
         ap.error(f"unknown model {args.model}; choose from {', '.join(models)}")
     if args.runs < 1 or args.threads < 1:

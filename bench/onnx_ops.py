@@ -21,26 +21,15 @@ the outputs, and the build time.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+from siblings import run_module  # bench/run.py
 
 
-def _run_module():
-    spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-R = _run_module()
+R = run_module()
 OnnxGraph = R.B.OnnxGraph
 
 

@@ -18,33 +18,21 @@ parallel region does not pay.  Per-step times are wall times; run at low load.
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import statistics
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-
-
-@functools.lru_cache(maxsize=1)
-def _run_module():
-    spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+from siblings import run_module  # bench/run.py
 
 
 def measure(key: str, runs: int) -> dict:
     from relaylens.compiler.lower.runtime.jit import default_num_threads
     from relaylens.compiler.lower.runtime.timing import TimedEntry
 
-    R = _run_module()
+    R = run_module()
     model = R.B.load_model(key)
     threads = default_num_threads()
     result, lowering = R.compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
@@ -109,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError, TypeError) as err:
             ap.error(f"--compare takes two files this script wrote with --json: {err}")
         return 0
-    models = _run_module().B.MODELS
+    models = run_module().B.MODELS
     if args.model not in models:
         ap.error(f"unknown model {args.model}; choose from {', '.join(models)}")
     if args.runs < 1:

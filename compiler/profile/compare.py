@@ -60,17 +60,9 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
     def run(session, feed) -> None:
         if before_run is not None:
             before_run(next(step))
-        _run(session, feed, model)
+        ort_run(session, feed, model)
 
-    try:  # only --compare needs them, and onnxruntime takes a while to load
-        import onnx
-        import onnxruntime as ort
-    except ImportError as err:
-        raise CompareError(f"--compare needs onnxruntime and onnx ({err.name} is not installed)") from None
-    try:
-        graph = onnx.load(model, load_external_data=False).graph
-    except Exception as err:  # noqa: BLE001 -- a file that is not a model is the user's
-        raise CompareError(f"--compare {model}: not an ONNX model ({err})") from None
+    ort, graph = open_model(model)
     from ..frontend.onnx.spans import node_names  # lazy: onnx is an optional dependency (relaylens[onnx])
 
     ours = node_names(graph.node)
@@ -80,15 +72,15 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
         options.profile_file_prefix = os.path.join(folder, "ort")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.intra_op_num_threads = threads
-        session = _session(ort, model, options)
-        feed = _feed(session, inputs, model)
+        session = ort_session(ort, model, options)
+        feed = ort_feed(session, inputs, model)
         for _ in range(runs + 1):
             run(session, feed)
         with open(session.end_profiling(), encoding="utf-8") as f:
             events = json.load(f)
     plain = ort.SessionOptions()
     plain.intra_op_num_threads = threads
-    optimized = _session(ort, model, plain)
+    optimized = ort_session(ort, model, plain)
     times = []
     for k in range(runs + 1):
         started = time.monotonic_ns()
@@ -100,14 +92,30 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
     return result
 
 
-def _session(ort, model: str, options):
+def open_model(model: str):
+    """(the onnxruntime module, the model's graph), or a CompareError saying which is
+    missing or why the file is not a model.  Imported here: only --compare needs them, and
+    onnxruntime takes a while to load."""
+    try:
+        import onnx
+        import onnxruntime as ort
+    except ImportError as err:
+        raise CompareError(f"--compare needs onnxruntime and onnx ({err.name} is not installed)") from None
+    try:
+        graph = onnx.load(model, load_external_data=False).graph
+    except Exception as err:  # noqa: BLE001 -- a file that is not a model is the user's
+        raise CompareError(f"--compare {model}: not an ONNX model ({err})") from None
+    return ort, graph
+
+
+def ort_session(ort, model: str, options):
     try:
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 -- onnxruntime's own message says what is wrong
         raise CompareError(f"--compare {model}: onnxruntime cannot load it: {str(err).strip()[:300]}") from None
 
 
-def _feed(session, inputs: dict[str, np.ndarray], model: str) -> dict[str, np.ndarray]:
+def ort_feed(session, inputs: dict[str, np.ndarray], model: str) -> dict[str, np.ndarray]:
     """Our inputs by onnxruntime's input names: by name, else in order when the counts agree."""
     wanted = [i.name for i in session.get_inputs()]
     if all(name in inputs for name in wanted):
@@ -118,7 +126,7 @@ def _feed(session, inputs: dict[str, np.ndarray], model: str) -> dict[str, np.nd
                      f"{', '.join(inputs) or 'none'}")
 
 
-def _run(session, feed, model: str) -> None:
+def ort_run(session, feed, model: str) -> None:
     try:
         session.run(None, feed)
     except Exception as err:  # noqa: BLE001

@@ -35,7 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .compare import CompareError, _feed, _run, _session
+from .compare import CompareError, open_model, ort_feed, ort_run, ort_session
 from .ort_join import Join, join_optimized
 from .profiler import Profile
 
@@ -76,23 +76,15 @@ def optimized_profile(model: str, inputs: dict, *, runs: int, threads: int,
                       before_run: Callable[[int], None] | None = None) -> OptimizedProfile:
     """onnxruntime's optimised run of `model` on `inputs`, `runs` times after one warm-up,
     each node timed."""
-    try:
-        import onnx
-        import onnxruntime as ort
-    except ImportError as err:
-        raise CompareError(f"--compare needs onnxruntime and onnx ({err.name} is not installed)") from None
-    try:
-        graph = onnx.load(model, load_external_data=False).graph
-    except Exception as err:  # noqa: BLE001 -- a file that is not a model is the user's
-        raise CompareError(f"--compare {model}: not an ONNX model ({err})") from None
+    ort, graph = open_model(model)
     step = itertools.count()
     with tempfile.TemporaryDirectory(prefix="relaylens-ort-") as folder:
-        session = _session(ort, model, session_options(ort, threads, folder))
-        feed = _feed(session, inputs, model)
+        session = ort_session(ort, model, session_options(ort, threads, folder))
+        feed = ort_feed(session, inputs, model)
         for _ in range(runs + 1):
             if before_run is not None:
                 before_run(next(step))
-            _run(session, feed, model)
+            ort_run(session, feed, model)
         with open(session.end_profiling(), encoding="utf-8") as f:
             per_run, run_ns = node_times(json.load(f), runs)
         join = join_optimized(graph, optimized_graph(folder))
