@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from siblings import run_module  # bench/run.py
+from siblings import run_module, timed_model  # bench/run.py
 
 BUSY = 1.0
 
@@ -53,19 +53,15 @@ def measure(key: str, runs: int, threads: int) -> dict:
     import onnxruntime as ort
 
     from relaylens.compiler.frontend.onnx.spans import node_names
-    from relaylens.compiler.lower.runtime.timing import TimedEntry
     from relaylens.compiler.profile.attribution import attribute
     from relaylens.compiler.profile.compare_optimized import group, node_times, optimized_graph, session_options
     from relaylens.compiler.profile.cost import function_flops
     from relaylens.compiler.profile.ort_join import join_optimized
 
     R = run_module()
-    model = R.B.load_model(key)
-    result, lowering = R.compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
-    feeds = R.model_inputs(model)
-    by_param = {model.inputs[name]: value for name, value in feeds.items()}
-    inputs = [by_param[p.name] for p in result.snapshots[0].module["main"].params]
-    timed = TimedEntry(lowering.executable, lowering.jit)
+    built = timed_model(key, threads)
+    model, result, lowering, timed = built.model, built.result, built.lowering, built.timed
+    feeds, inputs = built.feeds, built.inputs
     plan = lowering.executable.plan
     with tempfile.TemporaryDirectory(prefix="relaylens-layers-") as folder:
         session = ort.InferenceSession(model.onnx.SerializeToString(), session_options(ort, threads, folder),

@@ -25,22 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from siblings import run_module  # bench/run.py
+from siblings import run_module, timed_model  # bench/run.py
 
 
 def measure(key: str, runs: int) -> dict:
     from relaylens.compiler.lower.runtime.jit import default_num_threads
-    from relaylens.compiler.lower.runtime.timing import TimedEntry
 
-    R = run_module()
-    model = R.B.load_model(key)
     threads = default_num_threads()
-    result, lowering = R.compile_text(model.text, f"{model.key}.relay", threads, params=model.params)
-    feeds = R.model_inputs(model)
-    by_param = {model.inputs[name]: value for name, value in feeds.items()}
-    inputs = [by_param[p.name] for p in result.snapshots[0].module["main"].params]
-    timed = TimedEntry(lowering.executable, lowering.jit)
-    plan = lowering.executable.plan
+    built = timed_model(key, threads)
+    timed, inputs, plan = built.timed, built.inputs, built.lowering.executable.plan
     for _ in range(3):
         timed.run(*inputs)
     samples = [timed.run(*inputs)[1] for _ in range(runs)]
@@ -49,7 +42,7 @@ def measure(key: str, runs: int) -> dict:
     between = statistics.median(float(s[-1, 1] - s[0, 0] - (s[:, 1] - s[:, 0]).sum()) for s in samples) / 1e3
     steps = [{"kernel": step.kernel, "us": float(t),
               "shapes": [list(b.shape) for b in step.args]} for step, t in zip(plan.steps, per_step)]
-    return {"model": key, "threads": threads, "runs": runs, "load": R.B.load_note(),
+    return {"model": key, "threads": threads, "runs": runs, "load": run_module().B.load_note(),
             "whole_us": whole, "sum_us": float(per_step.sum()), "between_us": between, "steps": steps}
 
 

@@ -53,8 +53,6 @@ def @main(%x: Tensor[({m}, {k}), float32], %w: Tensor[({n // bn}, {k}, {bn}), fl
 
 def _prefetches(m: int, k: int, n: int, bn: int) -> list[tuple[str, str]]:
     """(the loop variable, the buffer) of every prefetch in the compiled dense's loop nest."""
-    from relaylens.compiler.lower.schedule import loopnest as ln
-
     text = f"""#[version = "0.0.5"]
 def @main(%x: Tensor[({m}, {k}), float32], %w: Tensor[({n // bn}, {k}, {bn}), float32]) {{
   nn.contrib_dense_pack(%x, %w, units=None, out_dtype="float32", weight_layout="NC{bn}n")
@@ -62,8 +60,15 @@ def @main(%x: Tensor[({m}, {k}), float32], %w: Tensor[({n // bn}, {k}, {bn}), fl
     result = compile(text, "dense_pack.relay", passes=["InferType", "FuseOps", "InferType"])
     assert result.ok, [d.message for d in result.diagnostics]
     (fn,) = result.lowered.functions.values()
+    return loop_prefetches(fn.prim.body)
+
+
+def loop_prefetches(body) -> list[tuple[str, str]]:
+    """(the loop variable, the buffer) of every prefetch that opens a loop's body in a loop nest."""
+    from relaylens.compiler.lower.schedule import loopnest as ln
+
     found = []
-    for s in ln.walk(fn.prim.body):
+    for s in ln.walk(body):
         if isinstance(s, ln.For):
             first = s.body.stmts[0] if isinstance(s.body, ln.Seq) else s.body
             if isinstance(first, ln.Prefetch):

@@ -185,16 +185,9 @@ def test_a_blocked_kernel_computes_input_and_product_per_block_of_tile_rows():
 
 def _product_prefetches(result) -> list[tuple[str, str]]:
     """(the loop variable, the buffer) of every prefetch in the compiled kernels' loop nests."""
-    from relaylens.compiler.lower.schedule import loopnest as ln
+    from test_dense_pack import loop_prefetches
 
-    found = []
-    for fn in result.lowered.functions.values():
-        for s in ln.walk(fn.prim.body):
-            if isinstance(s, ln.For):
-                first = s.body.stmts[0] if isinstance(s.body, ln.Seq) else s.body
-                if isinstance(first, ln.Prefetch):
-                    found.append((s.var.name, first.buffer.name))
-    return found
+    return [found for fn in result.lowered.functions.values() for found in loop_prefetches(fn.prim.body)]
 
 
 def test_the_products_steps_prefetch_the_next_block_groups_weight():
