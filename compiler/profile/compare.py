@@ -94,9 +94,9 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
 
 def open_model(model: str):
     """(the onnxruntime module, the model's graph), or a CompareError saying which is
-    missing or why the file is not a model.  Imported here: only --compare needs them, and
-    onnxruntime takes a while to load."""
+    missing or why the file is not a model."""
     try:
+        # lazy: only --compare needs them, and onnxruntime takes a while to load
         import onnx
         import onnxruntime as ort
     except ImportError as err:

@@ -67,7 +67,7 @@ def session_options(ort, threads: int, folder: str):
 
 
 def optimized_graph(folder: str):
-    import onnx
+    import onnx  # lazy: onnx is an optional dependency (relaylens[onnx])
 
     return onnx.load(os.path.join(folder, "optimized.onnx"), load_external_data=False).graph
 
