@@ -23,7 +23,7 @@ sums, its ratio the median over runs of ours ÷ theirs (a pair shares the VM's p
 bench/run.py's paired ratio).  GFLOP/s on both sides use our kernels' textbook FLOPs
 (compiler/profile/cost.py; Winograd counted as the direct convolution).  onnxruntime's
 node times are its profiler's (wall time, a few µs of profiling per node included in its
-run).  The load average is printed before and after; above 1 the figures are NOT IDLE.
+run).  The load average is printed before and after; above 0.5 the figures are NOT IDLE.
 On 2 threads the pause costs us: the GPT-2 block took 12-16 ms with 0-10 ms between
 inferences and 29.6 ms after 0.1 s (1 thread: no such step), onnxruntime 20 ms after it.
 """
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 from pathlib import Path
@@ -40,14 +39,6 @@ from pathlib import Path
 import numpy as np
 
 from siblings import run_module, timed_model  # bench/run.py
-
-BUSY = 1.0
-
-
-def load_note() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.2f} (1 min), {five:.2f} (5 min)" + (": NOT IDLE" if one > BUSY else "")
-
 
 def measure(key: str, runs: int, threads: int) -> dict:
     import onnxruntime as ort
@@ -130,10 +121,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown model {args.model}; choose from {', '.join(models)}")
     if args.runs < 1 or args.threads < 1:
         ap.error("--runs and --threads must be at least 1")
-    before = load_note()
+    before = run_module().B.load_note()
     fig = measure(args.model, args.runs, args.threads)
     print("\n".join(report(fig, args.rows, args.by_kind)))
-    print(f"{before} before, {load_note()} after")
+    print(f"before the run: {before}\nafter it: {run_module().B.load_note()}")
     if args.json:
         rows = [{"kernels": [fig["plan"].steps[k].kernel for k in r.kernels], "onnx": r.layers, "ort": r.nodes,
                  "flops": r.flops, "ours_ns": r.ours, "theirs_ns": r.theirs} for r in fig["rows"]]

@@ -19,12 +19,15 @@ def _where_negative(x: Expr, negative: Expr, positive: Expr | None = None) -> Ex
     return call("where", call("greater", x, scalar(0, x)), x if positive is None else positive, negative)
 
 
-@converter("LeakyRelu")
-def _(ctx: NodeContext) -> Expr:
-    x, alpha = ctx.input(0), ctx.attrs.float("alpha", 0.01)
+def leaky_relu(x: Expr, alpha: float) -> Expr:
     if alpha >= 0:
         return call("nn.leaky_relu", x, alpha=alpha)
     return _where_negative(x, call("multiply", x, scalar(alpha, x)))
+
+
+@converter("LeakyRelu")
+def _(ctx: NodeContext) -> Expr:
+    return leaky_relu(ctx.input(0), ctx.attrs.float("alpha", 0.01))
 
 
 @converter("PRelu")
@@ -40,10 +43,13 @@ def _(ctx: NodeContext) -> Expr:
     return _where_negative(x, call("multiply", x, slope))
 
 
+def elu(x: Expr, alpha: float) -> Expr:
+    return _where_negative(x, _expm1_scaled(x, alpha))
+
+
 @converter("Elu")
 def _(ctx: NodeContext) -> Expr:
-    x, alpha = ctx.input(0), ctx.attrs.float("alpha", 1.0)
-    return _where_negative(x, _expm1_scaled(x, alpha))
+    return elu(ctx.input(0), ctx.attrs.float("alpha", 1.0))
 
 
 def _expm1_scaled(x: Expr, alpha: float) -> Expr:
@@ -65,10 +71,13 @@ def _(ctx: NodeContext) -> Expr:
     return _where_negative(x, _expm1_scaled(scaled, alpha))
 
 
+def thresholded_relu(x: Expr, alpha: float) -> Expr:
+    return call("where", call("greater", x, scalar(alpha, x)), x, scalar(0, x))
+
+
 @converter("ThresholdedRelu")
 def _(ctx: NodeContext) -> Expr:
-    x, alpha = ctx.input(0), ctx.attrs.float("alpha", 1.0)
-    return call("where", call("greater", x, scalar(alpha, x)), x, scalar(0, x))
+    return thresholded_relu(ctx.input(0), ctx.attrs.float("alpha", 1.0))
 
 
 def hard_sigmoid(x: Expr, alpha: float, beta: float) -> Expr:
@@ -104,10 +113,13 @@ def _(ctx: NodeContext) -> Expr:
     return softplus(ctx.input(0))
 
 
+def softsign(x: Expr) -> Expr:
+    return call("divide", x, call("add", call("abs", x), scalar(1, x)))
+
+
 @converter("Softsign")
 def _(ctx: NodeContext) -> Expr:
-    x = ctx.input(0)
-    return call("divide", x, call("add", call("abs", x), scalar(1, x)))
+    return softsign(ctx.input(0))
 
 
 @converter("Mish")

@@ -29,9 +29,9 @@ from typing import Callable
 import numpy as np
 
 from ...ir.expr import Expr
-from .builder import call, const, item, make_tuple, scalar, static_shape
+from .builder import call, const, dtype, item, make_tuple, scalar, static_shape
 from .context import NodeContext
-from .convert_activation import hard_sigmoid, softplus
+from .convert_activation import elu, hard_sigmoid, leaky_relu, softplus, softsign, thresholded_relu
 from .errors import NodeError
 from .registry import converter
 
@@ -42,18 +42,16 @@ def _scaled(f: Callable[[Expr], Expr], alpha: float, beta: float) -> Activation:
     return lambda x: call("multiply", scalar(alpha, x), f(call("multiply", x, scalar(beta, x))))
 
 
-# name -> (defaults of (alpha, beta) it takes, the function given them)
+# name -> (defaults of (alpha, beta) it takes, the function given them); convert_activation.py's
 ACTIVATIONS: dict[str, tuple[tuple[float, ...], Callable[..., Activation]]] = {
     "Sigmoid": ((), lambda: lambda x: call("sigmoid", x)),
     "Tanh": ((), lambda: lambda x: call("tanh", x)),
     "Relu": ((), lambda: lambda x: call("nn.relu", x)),
-    "Softsign": ((), lambda: lambda x: call("divide", x, call("add", call("abs", x), scalar(1, x)))),
+    "Softsign": ((), lambda: softsign),
     "Softplus": ((), lambda: softplus),
-    "LeakyRelu": ((0.01,), lambda a: lambda x: call("nn.leaky_relu", x, alpha=a)),
-    "ThresholdedRelu": ((1.0,), lambda a: lambda x: call("where", call("greater", x, scalar(a, x)), x,
-                                                         scalar(0, x))),
-    "Elu": ((1.0,), lambda a: lambda x: call("where", call("greater", x, scalar(0, x)), x, call(
-        "multiply", scalar(a, x), call("subtract", call("exp", x), scalar(1, x))))),
+    "LeakyRelu": ((0.01,), lambda a: lambda x: leaky_relu(x, a)),
+    "ThresholdedRelu": ((1.0,), lambda a: lambda x: thresholded_relu(x, a)),
+    "Elu": ((1.0,), lambda a: lambda x: elu(x, a)),
     "HardSigmoid": ((0.2, 0.5), lambda a, b: lambda x: hard_sigmoid(x, a, b)),
     "Affine": ((1.0, 0.0), lambda a, b: lambda x: call("add", call("multiply", x, scalar(a, x)), scalar(b, x))),
     "ScaledTanh": ((1.0, 1.0), lambda a, b: _scaled(lambda y: call("tanh", y), a, b)),
@@ -167,11 +165,11 @@ def _unroll(ctx: NodeContext, kind: Kind, d: int, x: Expr, seq: int, batch: int,
             xw, r_bias = call("add", xw, r_bias), None
     xw = call("reshape", xw, newshape=(seq, batch, gates * hidden))
     h = _direction(ctx, d, 5)
-    h = call("zeros", shape=(batch, hidden), dtype=_dtype(x)) if h is None else h
+    h = call("zeros", shape=(batch, hidden), dtype=dtype(x)) if h is None else h
     c = None
     if ctx.op_type == "LSTM":
         c = _direction(ctx, d, 6)
-        c = call("zeros", shape=(batch, hidden), dtype=_dtype(x)) if c is None else c
+        c = call("zeros", shape=(batch, hidden), dtype=dtype(x)) if c is None else c
     steps = range(seq - 1, -1, -1) if backward else range(seq)
     outs: dict[int, Expr] = {}
     for t in steps:
@@ -184,10 +182,6 @@ def _unroll(ctx: NodeContext, kind: Kind, d: int, x: Expr, seq: int, batch: int,
             h = functions[0](call("add", xt, call("nn.dense", h, r, units=hidden)))
         outs[t] = h
     return [outs[t] for t in range(seq)], h, c
-
-
-def _dtype(x: Expr) -> str:
-    return x.ty.dtype  # type: ignore[union-attr]
 
 
 def _lstm_cell(ctx: NodeContext, d: int, xt: Expr, h: Expr, c: Expr, r: Expr, hidden: int,

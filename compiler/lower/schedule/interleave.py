@@ -17,6 +17,8 @@ the positions past the last whole stride are a tail of their own (no guard in th
 
 from __future__ import annotations
 
+import math
+
 from ..te import expr as te
 from ..te.topi.conv_transpose import PHASES
 from .primitives import Schedule, Stage
@@ -42,12 +44,5 @@ def schedule_interleave(sch: Schedule, stage: Stage, stride: int, parallel_min: 
         sch.reorder(t, xi, xo)
         sch.unroll(t, xi)
         sch.vectorize(t, xo)
-    if len(axes) > 1 and outer.extent > 1 and _size(t.shape) >= parallel_min:
+    if len(axes) > 1 and outer.extent > 1 and math.prod(t.shape) >= parallel_min:
         sch.parallel(t, outer)
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
