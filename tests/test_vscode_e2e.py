@@ -133,7 +133,11 @@ def test_the_extension_in_code_server(tools, tmp_path):
            "ARTIFACTS": str(ARTIFACTS), "HOVER_LINE": str(hover_line),
            "HOVER_COLUMN": str(lines[hover_line - 1].index("nn.conv2d(") + len("nn.con")),
            "BROKEN_LINE": str(hover_line), "LLVM_LINE": str(llvm_line)}
-    scenario = run("node", "e2e/scenario.js", env=env, timeout=600)
+    try:
+        scenario = run("node", "e2e/scenario.js", env=env, timeout=600)
+    except subprocess.TimeoutExpired:  # the steps done so far, written after each one
+        partial = ARTIFACTS / "result.json"
+        pytest.fail("the scenario ran out of time after:\n" + (partial.read_text()[:6000] if partial.is_file() else "no step"))
     result = json.loads((ARTIFACTS / "result.json").read_text())
     report = json.dumps(result, indent=2)[:6000] + "\n" + scenario.stderr[-3000:]
     steps = result["steps"]
