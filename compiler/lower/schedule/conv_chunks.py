@@ -311,7 +311,7 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     else:
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
-    sch.cache_accumulator(t, ci)
+    sch.cache_accumulator(t, ci, into=e if e.ndim == 5 else None)
     if sch.is_output(e) and wants_output_prefetch(conv, epilogue):  # conv_prefetch.py
         prefetch_output(sch, conv, epilogue, ci, conv.body.axes[0] % chunk, ci.extent, cols, vectors)
     unroll_block_channels(sch, conv)
