@@ -13,7 +13,11 @@ to the index in the output and take the first position on ties (and the first Na
 numpy), comparing indices as well when the reduction loops were reordered.  With
 `cache_accumulator` at a reduction loop, the data loops inside it index a local buffer
 (`<name>.acc`) loaded from the stage's buffer just before that loop and stored back just
-after it, and the accumulation inside goes there.  A `prefetch` at a loop is a `Prefetch`
+after it, and the accumulation inside goes there; with its `into`, the load is the
+identity in the first iteration of the reduction loops outside (`if` they are all 0), the
+store back the epilogue's store in the last (the epilogue's body reading the local
+buffer), the epilogue's nest stops at the loop the stage is computed at, and without such
+loops the stage's own buffer is not allocated.  A `prefetch` at a loop is a `Prefetch`
 first in that loop's body, its index with the loops inside at 0.
 
 A stage computed at a consumer's loop over `axis` (`compute_at`) is computed inside that

@@ -17,7 +17,9 @@ current loops (`sch[t].leaf_axes`); an axis that was split or fused is gone, its
 replace it.  `compute_inline`, `compute_at` and `cache_write` (TVM's, scope local) change
 where a stage is computed; `cache_accumulator` (ours) keeps a reduction's running sums in
 a local buffer inside one of its reduction loops, so that an outer reduction loop can
-run over a whole tile of outputs (a block of input channels at a time); `prefetch` (TVM's
+run over a whole tile of outputs (a block of input channels at a time), and, given the
+epilogue it is computed at, starts the tile from zero and ends it in that epilogue's
+output (MLAS's NCHWc order); `prefetch` (TVM's
 in spirit, with an explicit index) asks for an input's cache line at the start of a loop's
 iterations (or an output's, to be written).  Each primitive appends a `Step` to `schedule.record`: its
 arguments in words and the loop nest after it, printed when first read (step 0 is the
