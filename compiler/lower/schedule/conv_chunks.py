@@ -92,7 +92,15 @@ chunked 1x1s 256 -> 64 at 56x56 0.91-0.96, 256 -> 128 0.94, 128 -> 512 + residua
 (0.99-1.02 quartiles; its kernels' medians summed 0.987), its 96 -> 24 at 56x56 0.90,
 144 -> 32 at 28x28 0.94-0.96, 384 -> 64 at 14x14 0.97-0.99, its expansions 64 -> 384 and
 96 -> 576 at 14x14 0.94-0.96, 160 -> 960 at 7x7 0.94-0.96, but 960 -> 160 + residual
-1.01-1.03 (20 chunks, one of which ends).
+1.01-1.03 (20 chunks, one of which ends).  Tried with the fold (the same way, against it,
+60-80 rounds, load 5-7): no fold beyond 8 chunks, 960 -> 160 + residual 1.00-1.01x, 576
+-> 96 at 14x14 (18 chunks) 1.04x, with its residual 1.01-1.05x; that kernel with 3 x 4
+over two rows flattened 0.98-0.99x, with 64 channels a chunk (12 KiB of filters) 0.99x,
+with its residual 0.96x (the unchanged depthwise kernels 0.99-1.01); WEIGHT_BYTES 12 KiB
+for all: MobileNet v2 1.001x and 0.985x (64 -> 384 at 14x14 a single chunk, so conv.py's
+tile, 0.87-0.89; 576 -> 96 0.96-0.98; 960 -> 320 at 7x7 0.95-0.96; 960 -> 160 + residual
+1.01-1.04), ResNet-50 0.995x and 1.016x (its 7x7 1x1s 0.94-0.98; its unchanged Winograd
+kernels 0.996x and 1.00-1.14x in the same runs): not taken on that noise.
 
 Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES, or when
 they fit (the chunk is the whole reduction: no buffer at all) for a 1x1 whose tile is
