@@ -12,8 +12,8 @@ import pytest
 from lower_cases import Arr, Case
 from test_lower_compiled import primitive_function
 
-from relaylens.compiler.ir.expr import Call, Function, Var, op
-from relaylens.compiler.ir.types import TensorType
+from relaylens.compiler.ir.expr import Call, Function, Tuple, Var, op
+from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
@@ -168,6 +168,27 @@ def test_chunked_tile_ends_in_the_epilogue(avx2, jit, ci, co, size, buffer):
     assert ("if rcb.outer == 0:" in text) == buffer
     assert not any(line.strip().startswith("T_relu[") and "T_conv2d_NCHWc[" in line for line in text.splitlines())
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=10)
+
+
+def test_chunked_conv_that_is_an_output_too_ends_in_its_copy(avx2, jit):
+    """(conv, relu(conv + bias)): cache_write's blocked copy is the epilogue the tile ends
+    in (cache_accumulator's `into`), relu reads the copy; both outputs what numpy makes them."""
+    ci, co, size = 256, 32, 14
+    case, attrs = nchwc(ci, co, size, 1)
+    f = relu_bias_function(case)
+    conv = f.body.args[0].args[0]
+    func = Function(f.params, Tuple((conv, f.body), ty=TupleType((conv.ty, f.body.ty))), attrs=f.attrs)
+    assert ("cache_accumulator", "T_conv2d_NCHWc.local at rcb.inner into T_conv2d_NCHWc") in steps(func)
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = get_op("nn.conv2d").evaluate([x, w], attrs)
+    np.testing.assert_allclose(unblock(got[0]), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(unblock(got[1]), np.maximum(want + b[None, :, None, None], 0), rtol=1e-4, atol=1e-4)
 
 
 def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):
