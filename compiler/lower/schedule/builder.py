@@ -233,6 +233,9 @@ class _Lowering:
         n = len(leaves)
         ending = self.ends.get(id(stage))
         if ending is not None:  # the tile computed at `at` stores what this stage would
+            if ending.attach is None or ending.attach[0] is not stage:
+                raise ScheduleError(f"{ending.name}'s tile ends in {stage.name} (cache_accumulator) but is not "
+                                    f"computed at it")
             at = leaves.index(ending.attach[1])
             if any(d > at for d, conds in guards.items() if conds) or any(d > at for d in attached):
                 raise ScheduleError(f"{stage.name}: {ending.name}'s tile ends in it (cache_accumulator), so no "
@@ -306,9 +309,10 @@ class _Lowering:
             update = Store(own, out_idx, _combine(combiner, current, src), loc=loc)
         if stage.accumulate_at is not None and acc is None:
             accumulated = self.accumulated(stage, src, own, out_idx, iv_map, value, ext, loops, guards, attached)
-            start = None if stage.accumulate_into is not None else init  # the first tile starts from the identity
-            inner = seq(None if start is None else self.wrap(start, init_loops, r + 1, n, init_guards, {}, loc),
-                        self.wrap(accumulated, loops, r, leaves.index(stage.accumulate_at), guards, attached, loc))
+            starts = None if stage.accumulate_into is not None else \
+                self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc)  # with `into` the tile starts itself
+            inner = seq(starts, self.wrap(accumulated, loops, r, leaves.index(stage.accumulate_at), guards, attached,
+                                          loc))
             return self.wrap(inner, loops, 0, r, guards, attached, loc)
         inner = seq(self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc),
                     self.wrap(update, loops, r, n, guards, attached, loc))

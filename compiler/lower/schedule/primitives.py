@@ -258,6 +258,7 @@ class Schedule:
             raise ScheduleError(f"{where}: {target.name} is {'inlined' if target.inlined else 'a reduction'}")
         t, own = stage.tensor, tuple(target.tensor.op.axes)
         reads = [n for n in te.nodes(self.effective_body(target)) if isinstance(n, te.Load) and n.tensor is t]
+
         def at_own(i: te.PrimExpr, a: te.IterVar) -> bool:  # the axis itself, or 0 along an axis of 1
             return i is a or a.extent == 1 and isinstance(i, te.Const) and i.value == 0
 
