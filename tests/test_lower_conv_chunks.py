@@ -12,8 +12,8 @@ import pytest
 from lower_cases import Arr, Case
 from test_lower_compiled import primitive_function
 
-from relaylens.compiler.ir.expr import Call, Function, Var, op
-from relaylens.compiler.ir.types import TensorType
+from relaylens.compiler.ir.expr import Call, Function, Tuple, Var, op
+from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
@@ -152,6 +152,45 @@ def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=6)
 
 
+@pytest.mark.parametrize("ci,co,size,buffer", [
+    (128, 64, 14, True),  # two chunks of 64 channels: the buffer between them
+    (64, 256, 8, False),  # the filters fit, a flattened tile: one chunk, no buffer
+])
+def test_chunked_tile_ends_in_the_epilogue(avx2, jit, ci, co, size, buffer):
+    """relu(conv + bias + residual): the first chunk's tile starts at zero, the last's goes
+    through the epilogue straight into T_relu (cache_accumulator's `into`), which has no
+    loop of its own over the buffer; a single chunk needs no buffer at all."""
+    func = with_residual(ci, co, size)
+    assert ("cache_accumulator", "T_conv2d_NCHWc at rcb.inner into T_relu") in steps(func)
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    text = lowered.schedule_text.split("# step ")[-1]  # the loop nest as scheduled
+    assert ("T_conv2d_NCHWc = allocate(" in text) == buffer
+    assert ("if rcb.outer == 0:" in text) == buffer
+    assert not any(line.strip().startswith("T_relu[") and "T_conv2d_NCHWc[" in line for line in text.splitlines())
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=10)
+
+
+def test_chunked_conv_that_is_an_output_too_ends_in_its_copy(avx2, jit):
+    """(conv, relu(conv + bias)): cache_write's blocked copy is the epilogue the tile ends
+    in (cache_accumulator's `into`), relu reads the copy; both outputs what numpy makes them."""
+    ci, co, size = 256, 32, 14
+    case, attrs = nchwc(ci, co, size, 1)
+    f = relu_bias_function(case)
+    conv = f.body.args[0].args[0]
+    func = Function(f.params, Tuple((conv, f.body), ty=TupleType((conv.ty, f.body.ty))), attrs=f.attrs)
+    assert ("cache_accumulator", "T_conv2d_NCHWc.local at rcb.inner into T_conv2d_NCHWc") in steps(func)
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, ci, size, size)).astype("float32")
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    xb = np.ascontiguousarray(x.reshape(1, ci // LANES, LANES, size, size).transpose(0, 1, 3, 4, 2))
+    got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
+    want = get_op("nn.conv2d").evaluate([x, w], attrs)
+    np.testing.assert_allclose(unblock(got[0]), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(unblock(got[1]), np.maximum(want + b[None, :, None, None], 0), rtol=1e-4, atol=1e-4)
+
+
 def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):
     """nn.conv2d in NCHW (no AlterOpLayout): the blocked compute of 16 lanes (two AVX2
     registers a block), the epilogue reading the result back a channel per lane."""
@@ -208,14 +247,18 @@ def test_chunked_tile_choice(avx2):
     assert tile(96, 24, 56, 1) == (3, 3, 2, 6, True)
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
-    assert tile(64, 256, 56, 1) is None  # all the filters of a group in 8 KiB: conv.py's tile
+    # all the filters of a group in 8 KiB: one chunk, when its tile is flattened (conv.py's
+    # 3 x 4 overlaps a row of 56), else conv.py's tile (2 x 6 divides 56, 3 x 4 divides 12)
+    assert tile(64, 256, 56, 1) == (3, 4, 2, 8, True)
+    assert tile(24, 144, 56, 1) is None
+    assert tile(64, 256, 12, 1) is None
     assert tile(128, 512, 28, 1)[3] == 8  # 16 KiB of filters a group: chunked (L1 holds the buffer beside them)
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
     assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
 
 
 def test_plain_tile_when_the_filters_fit(avx2):
-    case, _ = nchwc(64, 256, 8, 1)
+    case, _ = nchwc(64, 256, 12, 1)
     recorded = steps(relu_bias_function(case))
     assert not any(p == "cache_accumulator" for p, _ in recorded)
 
@@ -239,7 +282,8 @@ def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
 
 @pytest.mark.parametrize("ci,co,size,k,chunked", [
     (256, 32, 14, 1, True),  # the chunked tile (conv_chunks.py)
-    (64, 256, 8, 1, False),  # conv.py's tile: the filters of a group fit
+    (64, 256, 12, 1, False),  # conv.py's tile: the filters of a group fit, 3 x 4 divides the row
+    (64, 256, 8, 1, True),  # the filters fit, but the tile is flattened: one chunk
     (64, 32, 7, 3, True),  # a 3x3 filter: the channels inside the window's taps
 ])
 def test_nchwc_tiles_unroll_the_channels_of_an_input_block(avx2, jit, ci, co, size, k, chunked):
@@ -255,7 +299,7 @@ def test_nchwc_tiles_unroll_the_channels_of_an_input_block(avx2, jit, ci, co, si
 
 
 @pytest.mark.parametrize("ci,co,size,nested", [
-    (64, 256, 8, True),  # 8 groups of blocks x 8 rows: the columns' tiles a loop inside the parallel one
+    (64, 256, 12, True),  # 8 groups of blocks x 12 rows: the columns' tiles a loop inside the parallel one
     (24, 144, 56, True),  # MobileNet v2's expansion (smaller reduction than its tile's epilogue)
     (64, 8, 7, False),  # one block, 7 rows: fewer than NESTED_TILES_MIN, all the tiles one loop
 ])

@@ -27,8 +27,13 @@ def parallel_loop(func: Function) -> str:
 
 def test_large_1x1_takes_parts_of_its_rows_first(avx2):
     assert ROW_PARTS == 2
-    # conv.py's tile (the filters fit): 64 -> 256 at 56x56, its 0.8 MB input beyond L2
-    assert parallel_loop(with_residual(64, 256, 56)).startswith("T_relu: ax0, ax2.outer, ax1.outer, ax2.inner ->")
+    # conv.py's tile (the filters fit, 2 x 6 divides the row): 16 -> 96 at 112x112, its 0.8
+    # MB input beyond L2; the single chunk of a flattened tile (conv_chunks.py): 64 -> 256
+    # at 56x56
+    assert parallel_loop(relu_bias_function(nchwc(16, 96, 112, 1)[0])).startswith(
+        "T_relu: ax0, ax2.outer, ax1.outer, ax2.inner ->")
+    assert parallel_loop(with_residual(64, 256, 56)).startswith(
+        "T_relu: ax0, ax2.outer.outer, ax1.outer, ax2.outer.inner ->")
     # conv_chunks.py's: 256 -> 64 at 56x56, 28 buffers of 2 rows in 2 parts of 14
     chunked = steps(relu_bias_function(nchwc(256, 64, 56, 1)[0]))
     assert ("split", "T_relu: ax2.outer by 14 -> ax2.outer.outer, ax2.outer.inner") in chunked
@@ -36,7 +41,7 @@ def test_large_1x1_takes_parts_of_its_rows_first(avx2):
                for p, a in chunked)
     # not: an input within L2 (64 channels at 28x28), a weight beyond half of it (1024 ->
     # 256 at 14x14), a 3x3 filter: the block groups first
-    assert parallel_loop(relu_bias_function(nchwc(64, 64, 28, 1)[0])).startswith("T_relu: ax0, ax1.outer, ax2 ->")
+    assert parallel_loop(relu_bias_function(nchwc(64, 64, 28, 1)[0])).startswith("T_relu: ax0, ax1.outer, ax2.outer ->")
     assert parallel_loop(relu_bias_function(nchwc(1024, 256, 14, 1)[0])).startswith(
         "T_relu: ax0, ax1.outer, ax2.outer ->")
     assert parallel_loop(relu_bias_function(nchwc(128, 64, 56, 3)[0])).startswith(

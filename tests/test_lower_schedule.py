@@ -495,6 +495,66 @@ def test_prefetch_for_writing_may_ask_for_an_output():
     check(sch)
 
 
+def test_cache_accumulator_into_its_epilogue_starts_from_zero_and_ends_there():
+    """`into`: the first block of k starts the tile at 0 (no initial store, no load), the
+    last goes through relu straight into T_relu (no store back, no loop of T_relu's over
+    the tile); the sums are the same, in the same order."""
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([out], ins, "f")
+    i, j = sch[out].axes
+    sch.compute_at(mm, out, i)
+    (k,) = sch[mm].reduce_axes
+    ko, ki = sch.split(mm, k, 4)
+    jo, ji = sch.split(mm, sch[mm].axes[1], 4)
+    sch.reorder(mm, ko, jo, ki, ji)
+    sch.cache_accumulator(mm, ki, into=out)
+    sch.unroll(mm, ji)
+    assert sch.record[-2].args == "T_matmul at k.inner into T_relu"
+    text = lines(sch)
+    assert not any("= float32(0.0)" in t and "T_matmul[" in t.split("=")[0] for t in text)
+    start = text.index("if k.outer == 0:")
+    assert text[start + 2] == "T_matmul.acc[ax1_1.inner.start] = float32(0.0)"
+    end = text.index("if k.outer == 1:")
+    assert text[end + 2] == ("T_relu[ax0 * 8 + ax1_1.outer * 4 + ax1_1.inner.end] = "
+                             "max(T_matmul.acc[ax1_1.inner.end], float32(0.0))")
+    assert not any(t.startswith("for ax1 in") for t in text)  # T_relu's own loop over j: gone
+    check(sch)
+    plain = Schedule([out], ins, "g")
+    arrays = values(ins, seed=3)
+    np.testing.assert_array_equal(run(sch.lower(), arrays)[0], run(plain.lower(), arrays)[0])
+
+
+def test_cache_accumulator_into_with_the_whole_reduction_needs_no_buffer():
+    """A reduction not split (one iteration outside the tile): the tile starts at 0 and
+    ends in the epilogue, and the stage's own buffer is not allocated."""
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([out], ins, "f")
+    i, j = sch[out].axes
+    sch.compute_at(mm, out, i)
+    (k,) = sch[mm].reduce_axes
+    sch.reorder(mm, k, sch[mm].axes[1])
+    sch.cache_accumulator(mm, k, into=out)
+    text = lines(sch)
+    assert not any("T_matmul = allocate" in t for t in text) and not any(t.strip().startswith("if") for t in text)
+    check(sch)
+
+
+def test_cache_accumulator_into_refuses_what_is_not_its_epilogue():
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([out], ins, "f")
+    (k,) = sch[mm].reduce_axes
+    with pytest.raises(ScheduleError, match="not computed at T_relu"):
+        sch.cache_accumulator(mm, k, into=out)
+    a, b = ins
+    r = te.reduce_axis(8, "k")
+    mm = te.compute((8, 8), lambda x, y: te.sum(a[x % 6, r] * b[r, y], axis=[r]), "T_matmul")
+    flipped = te.compute((8, 8), lambda x, y: mm[y, x], "T_flip")  # reads it transposed
+    sch = Schedule([flipped], ins, "g")
+    sch.compute_at(mm, flipped, sch[flipped].axes[0])
+    with pytest.raises(ScheduleError, match="must read it at its own positions"):
+        sch.cache_accumulator(mm, sch[mm].reduce_axes[0], into=flipped)
+
+
 def test_cache_accumulator_refuses_what_it_cannot_keep():
     ins, out, mm = matmul(6, 8, 8)
     sch = Schedule([mm], ins, "f")

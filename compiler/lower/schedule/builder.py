@@ -13,7 +13,11 @@ to the index in the output and take the first position on ties (and the first Na
 numpy), comparing indices as well when the reduction loops were reordered.  With
 `cache_accumulator` at a reduction loop, the data loops inside it index a local buffer
 (`<name>.acc`) loaded from the stage's buffer just before that loop and stored back just
-after it, and the accumulation inside goes there.  A `prefetch` at a loop is a `Prefetch`
+after it, and the accumulation inside goes there; with its `into`, the load is the
+identity in the first iteration of the reduction loops outside (`if` they are all 0), the
+store back the epilogue's store in the last (the epilogue's body reading the local
+buffer), the epilogue's nest stops at the loop the stage is computed at, and without such
+loops the stage's own buffer is not allocated.  A `prefetch` at a loop is a `Prefetch`
 first in that loop's body, its index with the loops inside at 0.
 
 A stage computed at a consumer's loop over `axis` (`compute_at`) is computed inside that
@@ -63,6 +67,9 @@ class _Lowering:
         self.attached: dict[int, list[Stage]] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> extent
         self.shared: set[int] = set()  # tensors computed at a loop for several readers inside it
+        # stage id -> the stage whose tile ends in it (cache_accumulator's `into`)
+        self.ends = {id(s.accumulate_into): s for s in sch.stages if s.accumulate_into is not None}
+        self.unused: set[int] = set()  # buffers of such stages summed in one iteration (no allocation)
 
     def run(self) -> PrimFunc:
         sch = self.sch
@@ -224,7 +231,17 @@ class _Lowering:
         own, _ = self.buffers[id(t)]
         out_idx = self.tidy(flat_index(own.shape, tuple(value[ax] for ax in stage.axes)))
         n = len(leaves)
-        if red is None:
+        ending = self.ends.get(id(stage))
+        if ending is not None:  # the tile computed at `at` stores what this stage would
+            if ending.attach is None or ending.attach[0] is not stage:
+                raise ScheduleError(f"{ending.name}'s tile ends in {stage.name} (cache_accumulator) but is not "
+                                    f"computed at it")
+            at = leaves.index(ending.attach[1])
+            if any(d > at for d, conds in guards.items() if conds) or any(d > at for d in attached):
+                raise ScheduleError(f"{stage.name}: {ending.name}'s tile ends in it (cache_accumulator), so no "
+                                    f"stage may be computed, and no split guard needed, inside {leaves[at].name}")
+            stmt = self.wrap(seq(), loops, 0, at + 1, guards, attached, loc)
+        elif red is None:
             stmt = self.wrap(Store(own, out_idx, self.load(bound), loc=loc), loops, 0, n,
                              guards, attached, loc)
         else:
@@ -291,9 +308,11 @@ class _Lowering:
             current = te.BufferLoad(own, out_idx, own.dtype)
             update = Store(own, out_idx, _combine(combiner, current, src), loc=loc)
         if stage.accumulate_at is not None and acc is None:
-            accumulated = self.accumulated(stage, src, own, out_idx, value, ext, loops, guards, attached)
-            inner = seq(self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc),
-                        self.wrap(accumulated, loops, r, leaves.index(stage.accumulate_at), guards, attached, loc))
+            accumulated = self.accumulated(stage, src, own, out_idx, iv_map, value, ext, loops, guards, attached)
+            starts = None if stage.accumulate_into is not None else \
+                self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc)  # with `into` the tile starts itself
+            inner = seq(starts, self.wrap(accumulated, loops, r, leaves.index(stage.accumulate_at), guards, attached,
+                                          loc))
             return self.wrap(inner, loops, 0, r, guards, attached, loc)
         inner = seq(self.wrap(init, init_loops, r + 1, n, init_guards, {}, loc),
                     self.wrap(update, loops, r, n, guards, attached, loc))
@@ -301,9 +320,11 @@ class _Lowering:
             inner = Allocate(acc, inner, loc=loc)
         return self.wrap(inner, loops, 0, r, guards, attached, loc)
 
-    def accumulated(self, stage, src, own, out_idx, value, ext, loops, guards, attached) -> Stmt:
+    def accumulated(self, stage, src, own, out_idx, iv_map, value, ext, loops, guards, attached) -> Stmt:
         """The loops from `cache_accumulator`'s axis inward, accumulating in a local buffer
-        over the data loops inside it: loaded from `own` before, stored back after."""
+        over the data loops inside it: loaded from `own` before, stored back after; with
+        `into`, from the identity in the first iteration of the reduction loops outside the
+        axis and through `into`'s body into its buffer in their last (`ending`)."""
         t, loc, leaves, n = stage.tensor, stage.tensor.op.span, stage.leaves, len(stage.leaves)
         axis = stage.accumulate_at
         if axis not in leaves:
@@ -327,13 +348,37 @@ class _Lowering:
                     self.extents[id(fresh[q][0])] = m
                     rename[v] = fresh[q][0]
             at = lambda e: self.tidy(te.substitute(e, rename))  # noqa: E731
-            return self.wrap(make(at(out_idx), at(acc_idx)), fresh, p + 1, n, {}, {}, loc)
+            return self.wrap(make(at(out_idx), at(acc_idx), at), fresh, p + 1, n, {}, {}, loc)
 
-        load = copy("load", lambda o, a: Store(acc, a, te.BufferLoad(own, o, own.dtype), loc=loc))
+        load = copy("load", lambda o, a, _: Store(acc, a, te.BufferLoad(own, o, own.dtype), loc=loc))
         current = te.BufferLoad(acc, acc_idx, acc.dtype)
         update = Store(acc, acc_idx, _combine(stage.body.combiner, current, src), loc=loc)
-        back = copy("store", lambda o, a: Store(own, o, te.BufferLoad(acc, a, acc.dtype), loc=loc))
+        back = copy("store", lambda o, a, _: Store(own, o, te.BufferLoad(acc, a, acc.dtype), loc=loc))
+        if stage.accumulate_into is not None:
+            chunks = [loops[q] for q in range(p) if leaves[q].reduce and loops[q] is not None]
+            first = te.all_of(*(te.eq(v, 0) for v, _, _ in chunks)) if chunks else None
+            last = te.all_of(*(te.eq(v, m - 1) for v, m, _ in chunks)) if chunks else None
+            start = copy("start", lambda _, a, __: Store(acc, a, _identity(stage.body.combiner, acc.dtype), loc=loc))
+            end = copy("end", lambda _, a, at: self.ending(stage, acc, a, iv_map, at))
+            load = start if first is None else IfThenElse(first, start, load, loc=loc)
+            back = end if last is None else IfThenElse(last, end, back, loc=loc)
+            if not chunks:
+                self.unused.add(id(own))
         return Allocate(acc, seq(load, self.wrap(update, loops, p, n, {}, {}, loc), back), loc=loc)
+
+    def ending(self, stage: Stage, acc: te.Buffer, acc_idx: te.PrimExpr, iv_map: dict, at) -> Stmt:
+        """The store of `stage.accumulate_into` (cache_accumulator's `into`) at `stage`'s
+        own positions (`iv_map`, renamed by `at` to a copy's loops), its reads of `stage`
+        read from the tile `acc` at `acc_idx` instead."""
+        into, t = stage.accumulate_into, stage.tensor
+        buf, starts = self.buffers[id(into.tensor)]
+        position = tuple(iv_map[iv] for iv in t.op.axes)
+        if any(s is not None for s in starts):
+            raise ScheduleError(f"{t.name}: cache_accumulator's `into` {into.name} must be computed whole")
+        body = te.substitute(self.bodies[id(into.tensor)], dict(zip(into.tensor.op.axes, position)))
+        body = te.transform(body, lambda e: te.BufferLoad(acc, acc_idx, acc.dtype)
+                            if isinstance(e, te.Load) and e.tensor is t else None)
+        return Store(buf, at(flat_index(buf.shape, position)), at(self.load(body)), loc=into.tensor.op.span)
 
     def wrap(self, body: Stmt, loops: Sequence[_Loop | None], lo: int, hi: int,
              guards: dict[int, list[te.PrimExpr]], attached: dict[int, _Attached], loc: Any) -> Stmt:
@@ -344,7 +389,7 @@ class _Lowering:
             if items:
                 body = seq(*(s for _, s, _ in items), body)
                 for buf, _, span in reversed(items):
-                    body = Allocate(buf, body, loc=span)
+                    body = body if id(buf) in self.unused else Allocate(buf, body, loc=span)
             conds = guards.get(d)
             if conds:
                 body = IfThenElse(te.all_of(*conds), body, loc=loc)

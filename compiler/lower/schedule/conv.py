@@ -71,6 +71,8 @@ index `undivide` alone changes, 0.94-1.01x (within that load's noise).
 On a 16-register unit, a convolution (not depthwise; its epilogue storing a channel per
 lane) whose filters for one tile's blocks outgrow a quarter of L1 (WEIGHT_BYTES) is
 summed a chunk of input channels at a time instead (conv_chunks.py): its tile reads them from L2 here, per `cols` columns.
+So is a 1x1 whose tile over the rows flattened beats a row's (one chunk: no column
+computed twice where the tile here would overlap the one before).
 
 The packs, the padded input and `T_strided`, computed on every call, are copies: the
 last axis vectorised (the lanes of a pack), the axis before it serial for a blocked

@@ -12,12 +12,13 @@ convolution is computed there into a buffer of the group's rows (at most ACC_BYT
     for rc.outer                    a chunk of input channels, whose filters (at most
                                     WEIGHT_BYTES) stay in L1 across the rows
       for y, x.outer                every register tile of the rows
-        acc = buffer[tile]          cache_accumulator (primitives.py): the tile in registers
+        acc = 0 in the first chunk, cache_accumulator (primitives.py): the tile in registers
+              else buffer[tile]
         for rc.inner, ry, rx (, rci):  vectors x cols FMAs a step
-        buffer[tile] = acc
-    the epilogue over the rows, reading the buffer
+        the last chunk: out[tile] = epilogue(acc)   (bias, residual, relu, from registers)
+        else buffer[tile] = acc
 
-The buffer is zeroed first; each sum adds the same terms in the same order as before.
+Each sum adds the same terms in the same order as conv.py's tile.
 The reduction visits every tile once per chunk, so tiles must not overlap (conv.py's
 may overlap the one before): `vectors` divides the blocks, and `cols` either divides
 the width or, for a filter wider than 1x1, leaves the last `width % cols` columns to a
@@ -78,9 +79,39 @@ tail instead of 9 and a 1-column tail a row) 0.98x; 256 at 28x28 keeps its row (
 positions cost no fewer cycles).  Measured (1 thread, CPU time, each kernel alone, two
 processes of each build, alternated 9 times, median of the paired ratios, load 6).
 
-Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES: when they
-fit, the chunk is the whole reduction and conv.py's tile, which needs no buffer, is
-faster (1x1, 64 -> 256 channels at 56x56, 1 thread: 1.36 against 1.62 ms).  Measured
+The tile so starts and ends as MLAS's NCHWc kernels' do (cache_accumulator's `into`: the
+epilogue, reading the blocked result in place, has no loop of its own): no pass zeroing
+the buffer, no load in the first chunk, no store back and no epilogue pass re-reading the
+buffer after the last.  Against the buffer zeroed first and the epilogue a pass of its
+own over the rows (in the model at 1 thread, the two builds' inferences alternated, 20-80
+rounds, each kernel's least of 3-5 calls a round, median of the paired ratios; whole
+inference CPU time; load 3-5.5 from other work): ResNet-50 0.965x and 0.985x, its
+chunked 1x1s 256 -> 64 at 56x56 0.91-0.96, 256 -> 128 0.94, 128 -> 512 + residual at
+28x28 0.95-0.975, 256 -> 1024 + residual at 14x14 0.94-1.00, 512 -> 2048 + residual at
+7x7 0.99-1.04, the kernels left alone (Winograd) 0.994 summed; MobileNet v2 1.003x
+(0.99-1.02 quartiles; its kernels' medians summed 0.987), its 96 -> 24 at 56x56 0.90,
+144 -> 32 at 28x28 0.94-0.96, 384 -> 64 at 14x14 0.97-0.99, its expansions 64 -> 384 and
+96 -> 576 at 14x14 0.94-0.96, 160 -> 960 at 7x7 0.94-0.96, but 960 -> 160 + residual
+1.01-1.03 (20 chunks, one of which ends).  Tried with the fold (the same way, against it,
+60-80 rounds, load 5-7): no fold beyond 8 chunks, 960 -> 160 + residual 1.00-1.01x, 576
+-> 96 at 14x14 (18 chunks) 1.04x, with its residual 1.01-1.05x; that kernel with 3 x 4
+over two rows flattened 0.98-0.99x, with 64 channels a chunk (12 KiB of filters) 0.99x,
+with its residual 0.96x (the unchanged depthwise kernels 0.99-1.01); WEIGHT_BYTES 12 KiB
+for all: MobileNet v2 1.001x and 0.985x (64 -> 384 at 14x14 a single chunk, so conv.py's
+tile, 0.87-0.89; 576 -> 96 0.96-0.98; 960 -> 320 at 7x7 0.95-0.96; 960 -> 160 + residual
+1.01-1.04), ResNet-50 0.995x and 1.016x (its 7x7 1x1s 0.94-0.98; its unchanged Winograd
+kernels 0.996x and 1.00-1.14x in the same runs): not taken on that noise.
+
+Used when the filters of one group (all input channels) outgrow WEIGHT_BYTES, or when
+they fit (the chunk is the whole reduction: no buffer at all) for a 1x1 whose tile is
+flattened: where conv.py's tile overlaps the one before (3 x 4 on a row of 56), the
+flattened one computes no column twice.  ResNet-50's 64 -> 256 + residual at 56x56
+0.91-0.94x the time, its downsample 64 -> 256 0.965, 64 -> 64 0.92; MobileNet v2's 32 ->
+16 at 112x112 0.92-0.93 (the same runs).  Where a row's tile divides the width, conv.py's
+is the same tile, and was faster: MobileNet v2's 16 -> 96 at 112x112 (2 x 6) 0.99-1.03,
+24 -> 144 at 56x56 1.00-1.02, 32 -> 192 at 28x28 1.00-1.04 as a single chunk.  Before
+the fold, conv.py's tile was the faster for filters that fit (1x1, 64 -> 256 channels at
+56x56, 1 thread: 1.36 against 1.62 ms).  Measured
 (1 thread, CPU time, NCHW8c, against onnxruntime's Conv in the same run): 1x1 1024 ->
 256 at 14x14 2.46 -> 1.51 ms (onnxruntime 1.62), 1x1 256 -> 64 at 56x56 4.5 -> 2.5 ms
 (2.5), 1x1 512 -> 128 at 28x28 4.1 -> 2.0 ms (1.85); nn.conv2d in NCHW (blocks of 16
@@ -174,7 +205,8 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
             cols, vectors = best
     group_bytes = vectors * lanes * 4
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
-    if chunk == channels.extent:  # the filters fit: one chunk, conv.py's tile
+    single = chunk == channels.extent  # the filters fit: conv.py's tile, unless a 1x1's flattened one (module doc)
+    if single and filter_taps(conv) > 1:
         return None
     rows = _rows(oh, ow, group_bytes, ACC_BYTES if filter_taps(conv) == 1 else ACC_BYTES // 2)
     if flat_first:
@@ -183,7 +215,7 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
         flat = _flat_cols(rows * ow, vectors, unit, per_block)
         if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
             return flat, vectors, rows, chunk, True
-    return cols, vectors, rows, chunk, False
+    return None if single else (cols, vectors, rows, chunk, False)
 
 
 def _rows(oh: int, ow: int, group_bytes: int, limit: int = ACC_BYTES) -> int:
@@ -311,7 +343,7 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     else:
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
-    sch.cache_accumulator(t, ci)
+    sch.cache_accumulator(t, ci, into=e if e.ndim == 5 else None)
     if sch.is_output(e) and wants_output_prefetch(conv, epilogue):  # conv_prefetch.py
         prefetch_output(sch, conv, epilogue, ci, conv.body.axes[0] % chunk, ci.extent, cols, vectors)
     unroll_block_channels(sch, conv)

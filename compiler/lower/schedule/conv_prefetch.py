@@ -25,6 +25,10 @@ after each tile's reduction (the out-of-order core overlaps them with the next t
 MobileNet v2's 24 -> 144 and 144 -> 24 at 56x56 1.00x; and the next chunk's filters asked
 for over the chunk before (960 -> 160 at 7x7, whose 614 KB of weights outgrow L2) 1.02-1.05x,
 1024 -> 256 0.95-0.97x, 128 -> 512 and 2048 -> 512 1.00x (the same runs): not taken.
+With the tile ending in the epilogue (conv_chunks.py), AHEAD 2 against 1 in the model (1
+thread, the two builds' inferences alternated 30-40 times, load 6-7): 64 -> 256 + residual
+at 56x56 (a single chunk) 0.96-1.00x, 128 -> 512 + residual 0.95-1.00x, the kernels it
+leaves alone 0.99x: not taken.
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ current loops (`sch[t].leaf_axes`); an axis that was split or fused is gone, its
 replace it.  `compute_inline`, `compute_at` and `cache_write` (TVM's, scope local) change
 where a stage is computed; `cache_accumulator` (ours) keeps a reduction's running sums in
 a local buffer inside one of its reduction loops, so that an outer reduction loop can
-run over a whole tile of outputs (a block of input channels at a time); `prefetch` (TVM's
+run over a whole tile of outputs (a block of input channels at a time), and, given the
+epilogue it is computed at, starts the tile from zero and ends it in that epilogue's
+output (MLAS's NCHWc order); `prefetch` (TVM's
 in spirit, with an explicit index) asks for an input's cache line at the start of a loop's
 iterations (or an output's, to be written).  Each primitive appends a `Step` to `schedule.record`: its
 arguments in words and the loop nest after it, printed when first read (step 0 is the
@@ -216,7 +218,7 @@ class Schedule:
             stage.attach, stage.shared = (target, axis), shared
             step.args = f"{stage.name} at {target.name}.{axis.name}" + (" (shared)" if shared else "")
 
-    def cache_accumulator(self, tensor, axis: Axis) -> None:
+    def cache_accumulator(self, tensor, axis: Axis, into=None) -> None:
         """Inside the reduction loop `axis`, accumulate into a local buffer over the data
         loops inside `axis` (their extents its shape): loaded from the stage's buffer just
         before the loop, stored back just after.  With the data loops inside unrolled and
@@ -224,7 +226,14 @@ class Schedule:
         loops among them, may visit many such tiles: the reduction split into blocks, each
         block summed into every tile before the next.  The sums are the same, in the same
         order.  Not for argmax/argmin; no stage may be computed, and no split guard
-        needed, inside `axis` (the builder checks)."""
+        needed, inside `axis` (the builder checks).
+
+        `into`: the stage this one is computed at (compute_at first), which alone reads it,
+        at its own positions (an epilogue: bias, residual add, relu).  The tile then starts
+        from the reduction's identity in the first iteration of the reduction loops outside
+        `axis` (no initial store, no load) and, in their last, goes through `into`'s body
+        straight into `into`'s buffer instead of back (MLAS's NCHWc kernels end so): `into`
+        makes no loops of its own inside the loop this stage is computed at."""
         stage = self._loops_of(tensor, "cache_accumulator")
         self._check_leaf(stage, axis, "cache_accumulator")
         if not axis.reduce:
@@ -232,9 +241,30 @@ class Schedule:
         if stage.body.combiner not in ("sum", "prod", "max", "min"):
             raise ScheduleError(f"cache_accumulator: {stage.name} is a {stage.body.combiner} reduction; "
                                 f"only sum, prod, max and min keep a single running value")
+        target = None if into is None else self[into]
+        if target is not None:
+            self._check_into(stage, target)
         with self._step("cache_accumulator") as step:
-            stage.accumulate_at = axis
-            step.args = f"{stage.name} at {axis.name}"
+            stage.accumulate_at, stage.accumulate_into = axis, target
+            step.args = f"{stage.name} at {axis.name}" + (f" into {target.name}" if target is not None else "")
+
+    def _check_into(self, stage: Stage, target: Stage) -> None:
+        """cache_accumulator's `into`: computed at, a stage without a reduction that reads
+        `stage` only at its own positions."""
+        where = f"cache_accumulator: {stage.name} cannot end in {target.name}"
+        if stage.attach is None or stage.attach[0] is not target:
+            raise ScheduleError(f"{where}: it is not computed at {target.name} (compute_at first)")
+        if target.inlined or target.is_reduction:
+            raise ScheduleError(f"{where}: {target.name} is {'inlined' if target.inlined else 'a reduction'}")
+        t, own = stage.tensor, tuple(target.tensor.op.axes)
+        reads = [n for n in te.nodes(self.effective_body(target)) if isinstance(n, te.Load) and n.tensor is t]
+
+        def at_own(i: te.PrimExpr, a: te.IterVar) -> bool:  # the axis itself, or 0 along an axis of 1
+            return i is a or a.extent == 1 and isinstance(i, te.Const) and i.value == 0
+
+        if tuple(t.shape) != tuple(target.tensor.shape) or not all(
+                len(ld.indices) == len(own) and all(map(at_own, ld.indices, own)) for ld in reads):
+            raise ScheduleError(f"{where}: {target.name} must read it at its own positions, of its own shape")
 
     def prefetch(self, tensor, axis: Axis, source: te.Tensor, index: te.PrimExpr, write: bool = False) -> None:
         """At the start of every iteration of the loop `axis`, prefetch the cache line of

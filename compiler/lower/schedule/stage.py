@@ -82,6 +82,7 @@ class Stage:
         self.shared = False  # computed at (attach) for that consumer and stages computed inside it
         self.reduce_reordered = False
         self.accumulate_at: Axis | None = None  # cache_accumulator's loop
+        self.accumulate_into: Stage | None = None  # cache_accumulator's `into`: the stage its last sums go through
         self.prefetches: list[tuple[Axis, te.Tensor, te.PrimExpr, bool]] = []  # prefetch's (loop, tensor, index, write)
         own = {id(iv) for iv in (*tensor.op.axes, *reduce_ivs)}
         for n in te.nodes(body):
@@ -108,12 +109,12 @@ class Stage:
     def _state(self) -> tuple:
         return (list(self.leaves), list(self.relations), dict(self.kinds), self.inlined,
                 self.attach, self.reduce_reordered, self.body, self.reduce_axes, self.shared,
-                self.accumulate_at, list(self.prefetches))
+                self.accumulate_at, self.accumulate_into, list(self.prefetches))
 
     def _restore(self, state: tuple) -> None:
         (self.leaves, self.relations, self.kinds, self.inlined, self.attach,
          self.reduce_reordered, self.body, self.reduce_axes, self.shared, self.accumulate_at,
-         self.prefetches) = state
+         self.accumulate_into, self.prefetches) = state
 
     def __repr__(self) -> str:
         return f"<stage {self.name}: {', '.join(a.name for a in self.leaves)}>"
