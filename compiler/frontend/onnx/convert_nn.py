@@ -8,6 +8,8 @@ removes for constant weights), batched MatMul `nn.batch_matmul` on 3-D reshapes,
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ...ir.expr import Expr
@@ -113,7 +115,7 @@ def _dim_or_none(d) -> int | None:
 
 @converter("MatMul")
 def _(ctx: NodeContext) -> Expr:
-    return _matmul(ctx.input(0), ctx.input(1))
+    return matmul(ctx.input(0), ctx.input(1))
 
 
 @converter("Einsum")
@@ -121,9 +123,15 @@ def _(ctx: NodeContext) -> Expr:
     return call("einsum", make_tuple(ctx.variadic()), equation=ctx.attrs.string("equation"))
 
 
-def _matmul(a: Expr, b: Expr) -> Expr:
+def _nn_dense(a: Expr, weight: Expr, units: int | None) -> Expr:
+    return call("nn.dense", a, weight, units=units)
+
+
+def matmul(a: Expr, b: Expr, dense: Callable[[Expr, Expr, int | None], Expr] | None = None) -> Expr:
     """NumPy's matmul: 1-D operands are promoted and their axis removed again; batch axes
-    broadcast."""
+    broadcast.  `dense(a, weight, units)` multiplies (M, K) by a (N, K) weight when B is
+    2-D (nn.dense unless given; QLinearMatMul's qnn.dense, which has no batched form
+    here, so a batched B is refused for it)."""
     squeeze = []
     if rank(a) == 1:
         a = call("expand_dims", a, axis=0)
@@ -134,23 +142,25 @@ def _matmul(a: Expr, b: Expr) -> Expr:
     if rank(a) < 2 or rank(b) < 2:
         raise NodeError("MatMul takes tensors of rank 1 or more")
     if rank(b) == 2:
-        out = _dense(a, b)
-    else:
+        out = _dense(a, b, dense or _nn_dense)
+    elif dense is None:
         out = _batch_matmul(a, b)
+    else:
+        raise NodeError(f"a batched B (rank {rank(b)}) is not supported: only a 2-D B, as a dense")
     if squeeze:
         out = call("squeeze", out, axis=[rank(out) + s for s in squeeze])
     return out
 
 
-def _dense(a: Expr, b: Expr) -> Expr:
+def _dense(a: Expr, b: Expr, dense: Callable[[Expr, Expr, int | None], Expr]) -> Expr:
     """(..., M, K) × (K, N): one dense over the flattened batch."""
     units = _dim_or_none(shape(b)[1])
     weight = call("transpose", b, axes=(1, 0))
     if rank(a) == 2:
-        return call("nn.dense", a, weight, units=units)
+        return dense(a, weight, units)
     dims = shape(a)
     flat = call("reshape", a, newshape=(-1, _known(dims[-1], "the K axis of MatMul")))
-    out = call("nn.dense", flat, weight, units=units)
+    out = dense(flat, weight, units)
     return call("reshape", out, newshape=_newshape((*dims[:-1], shape(b)[1])))
 
 
