@@ -201,6 +201,23 @@ def test_qlinear_matmul(dtype, per_axis, a_shape, jit):  # noqa: F811
     check(m, {"a": a}, jit, quanta=1, share=0.97)
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+@pytest.mark.parametrize("shapes", [((2, 3, 16), (2, 16, 5)), ((2, 1, 4, 16), (3, 16, 5))],
+                         ids=["3d", "broadcast-4d"])
+def test_qlinear_matmul_of_two_activations(dtype, shapes, jit):  # noqa: F811
+    """A batched B (attention's scores and context) is a qnn.batch_matmul."""
+    rng = np.random.default_rng(11)
+    q = qtype(dtype)
+    feeds = {"a": random_q(rng, q, shapes[0]), "b": random_q(rng, q, shapes[1])}
+    inits = {"as": np.float32(0.03), "az": q(128 if dtype == "uint8" else 1), "bs": np.float32(0.02),
+             "bz": q(125 if dtype == "uint8" else -2), "ys": np.float32(0.9), "yz": q(128 if dtype == "uint8" else 0)}
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], name="qmm")
+    out_shape = np.broadcast_shapes(shapes[0][:-2], shapes[1][:-2]) + (shapes[0][-2], 5)
+    m = model(node, feeds, {"y": (ELEM[np.dtype(q)], out_shape)}, inits)
+    check(m, feeds, jit, quanta=1, share=0.97)
+    assert "qnn.batch_matmul(" in print_module(import_onnx(m).module)
+
+
 @pytest.mark.parametrize("b_dtype", [np.uint8, np.int8])
 def test_matmul_integer(b_dtype, jit):  # noqa: F811
     """quantize_dynamic's product: uint8 activations, uint8 or int8 weights, per-column weight
@@ -267,13 +284,4 @@ def test_a_4_bit_output_dtype_is_refused_at_the_node():
     m = model(node, {"x": x}, {"y": (TensorProto.UINT4, x.shape)}, {"s": np.float32(0.1)})
     with pytest.raises(OnnxImportError, match=r"node 'q1' \(QuantizeLinear, opset 21\): output_dtype UINT4 is "
                                               r"not supported"):
-        import_onnx(m)
-
-
-def test_a_batched_b_of_qlinear_matmul_is_refused_at_the_node():
-    a = np.zeros((2, 3, 4), np.uint8)
-    inits = {"b": np.zeros((2, 4, 5), np.uint8), "s": np.float32(0.1), "z": np.uint8(0)}
-    node = helper.make_node("QLinearMatMul", ["a", "s", "z", "b", "s", "z", "s", "z"], ["y"], name="qmm")
-    m = model(node, {"a": a}, {"y": (TensorProto.UINT8, (2, 3, 5))}, inits)
-    with pytest.raises(OnnxImportError, match=r"node 'qmm' \(QLinearMatMul, opset 21\): a batched B \(rank 3\)"):
         import_onnx(m)

@@ -13,20 +13,21 @@ v0.16 imports them (python/tvm/relay/frontend/onnx.py):
 The weight's scale and zero point may be per output channel (a vector along the weight's
 axis 0 for a convolution, along B's columns for a product), the others are scalars
 (qparams.py).  An output scale known only at run time is requantized as TVM does it
-then: qnn.dequantize, then qnn.quantize.  Products of rank above 2 flatten A to a dense,
-as for MatMul (convert_nn.py); a batched B is refused (qnn has no batch_matmul here).
+then: qnn.dequantize, then qnn.quantize.  Products of rank above 2 flatten A to a dense
+when B is 2-D, else broadcast and flatten the batch axes for a qnn.batch_matmul of A
+and B transposed, as for MatMul (convert_nn.py); its B has one scale and zero point.
 Convolutions are 2-D only, as in TVM; the padding is the input zero point (qnn.conv2d
 pads the shifted input with 0).
 """
 
 from __future__ import annotations
 
-from ...ir.expr import Constant, Expr
+from ...ir.expr import Expr
 from .builder import call, const, dtype, rank, static_shape
 from .context import NodeContext
 from .convert_nn import matmul
 from .errors import NodeError
-from .qparams import qparam
+from .qparams import qparam, requantize
 from .registry import converter
 from .windows import read_window
 
@@ -62,15 +63,6 @@ def _conv(ctx: NodeContext, x: Expr, w: Expr, x_zp: Expr, w_zp_at: int, x_scale:
     return out, w_scale
 
 
-def _requantize(out: Expr, scale: Expr, y_scale: Expr, y_zp: Expr, out_dtype: str, axis: int, **rounding) -> Expr:
-    """out (scale `scale`, zero point 0) re-expressed with y_scale and y_zp."""
-    zero = const(0, "int32")
-    if isinstance(y_scale, Constant):
-        return call("qnn.requantize", out, scale, zero, y_scale, y_zp, axis=axis, out_dtype=out_dtype, **rounding)
-    real = call("qnn.dequantize", out, scale, zero, axis=axis)
-    return call("qnn.quantize", real, y_scale, y_zp, axis=axis, out_dtype=out_dtype)
-
-
 @converter("QLinearConv", since=10)
 def _(ctx: NodeContext) -> Expr:
     x, w = _int8(ctx, 0, "x"), _int8(ctx, 3, "w")
@@ -81,7 +73,7 @@ def _(ctx: NodeContext) -> Expr:
         if dtype(bias) != "int32":
             raise NodeError(f"B (input 8) must be int32, found {dtype(bias)}")
         out = call("nn.bias_add", out, bias, axis=1)
-    return _requantize(out, call("multiply", x_scale, w_scale), qparam(ctx, 6, "y_scale", "float32"),
+    return requantize(out, call("multiply", x_scale, w_scale), qparam(ctx, 6, "y_scale", "float32"),
                        qparam(ctx, 7, "y_zero_point", "int32"), _out_dtype(ctx, 7), axis=1)
 
 
@@ -103,14 +95,19 @@ def _qmatmul(ctx: NodeContext, b_at: int, a_zp: Expr, b_zp_at: int, a_scale: Exp
     def dense(a2: Expr, weight: Expr, units: int | None) -> Expr:
         return call("qnn.dense", a2, weight, a_zp, b_zp, a_scale, b_scale, units=units, out_dtype="int32")
 
-    return matmul(a, b, dense), b_scale
+    def batch_matmul(a3: Expr, b3: Expr) -> Expr:
+        if b_zp.ty.ndim or b_scale.ty.ndim:
+            raise NodeError("a batched B takes a per-tensor scale and zero point (qnn.batch_matmul's)")
+        return call("qnn.batch_matmul", a3, call("transpose", b3, axes=(0, 2, 1)), a_zp, b_zp, a_scale, b_scale)
+
+    return matmul(a, b, dense, batch_matmul), b_scale
 
 
 @converter("QLinearMatMul", since=10)
 def _(ctx: NodeContext) -> Expr:
     a_scale = qparam(ctx, 1, "a_scale", "float32")
     out, b_scale = _qmatmul(ctx, 3, qparam(ctx, 2, "a_zero_point", "int32"), 5, a_scale, 4)
-    return _requantize(out, call("multiply", a_scale, b_scale), qparam(ctx, 6, "y_scale", "float32"),
+    return requantize(out, call("multiply", a_scale, b_scale), qparam(ctx, 6, "y_scale", "float32"),
                        qparam(ctx, 7, "y_zero_point", "int32"), _out_dtype(ctx, 7), axis=-1, rounding="TONEAREST")
 
 

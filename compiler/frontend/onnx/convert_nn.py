@@ -127,11 +127,19 @@ def _nn_dense(a: Expr, weight: Expr, units: int | None) -> Expr:
     return call("nn.dense", a, weight, units=units)
 
 
-def matmul(a: Expr, b: Expr, dense: Callable[[Expr, Expr, int | None], Expr] | None = None) -> Expr:
+def _nn_batch_matmul(a: Expr, b: Expr) -> Expr:
+    return call("nn.batch_matmul", a, b, transpose_a=False, transpose_b=False)
+
+
+Product = Callable[[Expr, Expr, int | None], Expr]
+
+
+def matmul(a: Expr, b: Expr, dense: Product = _nn_dense,
+           batch_matmul: Callable[[Expr, Expr], Expr] = _nn_batch_matmul) -> Expr:
     """NumPy's matmul: 1-D operands are promoted and their axis removed again; batch axes
     broadcast.  `dense(a, weight, units)` multiplies (M, K) by a (N, K) weight when B is
-    2-D (nn.dense unless given; QLinearMatMul's qnn.dense, which has no batched form
-    here, so a batched B is refused for it)."""
+    2-D, `batch_matmul(a, b)` (B, M, K) by (B, K, N) otherwise (nn.dense and
+    nn.batch_matmul unless given: QLinearMatMul's qnn ops)."""
     squeeze = []
     if rank(a) == 1:
         a = call("expand_dims", a, axis=0)
@@ -142,17 +150,15 @@ def matmul(a: Expr, b: Expr, dense: Callable[[Expr, Expr, int | None], Expr] | N
     if rank(a) < 2 or rank(b) < 2:
         raise NodeError("MatMul takes tensors of rank 1 or more")
     if rank(b) == 2:
-        out = _dense(a, b, dense or _nn_dense)
-    elif dense is None:
-        out = _batch_matmul(a, b)
+        out = _dense(a, b, dense)
     else:
-        raise NodeError(f"a batched B (rank {rank(b)}) is not supported: only a 2-D B, as a dense")
+        out = _batch_matmul(a, b, batch_matmul)
     if squeeze:
         out = call("squeeze", out, axis=[rank(out) + s for s in squeeze])
     return out
 
 
-def _dense(a: Expr, b: Expr, dense: Callable[[Expr, Expr, int | None], Expr]) -> Expr:
+def _dense(a: Expr, b: Expr, dense: Product) -> Expr:
     """(..., M, K) × (K, N): one dense over the flattened batch."""
     units = _dim_or_none(shape(b)[1])
     weight = call("transpose", b, axes=(1, 0))
@@ -164,13 +170,13 @@ def _dense(a: Expr, b: Expr, dense: Callable[[Expr, Expr, int | None], Expr]) ->
     return call("reshape", out, newshape=_newshape((*dims[:-1], shape(b)[1])))
 
 
-def _batch_matmul(a: Expr, b: Expr) -> Expr:
+def _batch_matmul(a: Expr, b: Expr, batch_matmul: Callable[[Expr, Expr], Expr]) -> Expr:
     """(..., M, K) × (..., K, N): broadcast the batch axes, flatten them to one, multiply."""
     da, db = shape(a), shape(b)
     batch = _broadcast_batch(da[:-2], db[:-2])
     a3 = _to_batch(a, batch, da[-2:])
     b3 = _to_batch(b, batch, db[-2:])
-    out = call("nn.batch_matmul", a3, b3, transpose_a=False, transpose_b=False)
+    out = batch_matmul(a3, b3)
     if len(batch) == 1:
         return out
     return call("reshape", out, newshape=_newshape((*batch, da[-2], db[-1])))

@@ -2,14 +2,16 @@
 (`get_scalar`, `get_scalar_or_1d_tensor`): a known value becomes a constant of the dtype
 qnn wants (scales float32, zero points int32), a run-time one is cast to it; a
 one-element tensor is a scalar.  A missing zero point is 0, as every ONNX quantized op
-says.
+says.  `requantize` re-expresses an int32 accumulation with the output's scale and zero
+point as TVM's converters do: qnn.requantize when the output scale is a constant, else
+qnn.dequantize then qnn.quantize.
 """
 
 from __future__ import annotations
 
 import math
 
-from ...ir.expr import Expr
+from ...ir.expr import Constant, Expr
 from .builder import call, const, dtype, shape
 from .context import NodeContext
 from .errors import NodeError
@@ -35,3 +37,12 @@ def qparam(ctx: NodeContext, k: int, what: str, as_dtype: str, channels: int | N
     if size == 1 and dims != ():
         expr = call("reshape", expr, newshape=[])
     return expr if dtype(expr) == as_dtype else call("cast", expr, dtype=as_dtype)
+
+
+def requantize(out: Expr, scale: Expr, y_scale: Expr, y_zp: Expr, out_dtype: str, axis: int, **rounding) -> Expr:
+    """out (scale `scale`, zero point 0) re-expressed with y_scale and y_zp."""
+    zero = const(0, "int32")
+    if isinstance(y_scale, Constant):
+        return call("qnn.requantize", out, scale, zero, y_scale, y_zp, axis=axis, out_dtype=out_dtype, **rounding)
+    real = call("qnn.dequantize", out, scale, zero, axis=axis)
+    return call("qnn.quantize", real, y_scale, y_zp, axis=axis, out_dtype=out_dtype)
