@@ -65,6 +65,16 @@ def qlinear_unary(op_type, **attrs):
     return make
 
 
+def qlinear_pool(op_type, **attrs):
+    def make():
+        inits = {"sx": np.float32(0.05), "zx": np.uint8(100), "sy": np.float32(0.03), "zy": np.uint8(110)}
+        node = helper.make_node(op_type, ["a", "sx", "zx", "sy", "zy"], ["y"], domain="com.microsoft", name="qpool",
+                                **attrs)
+        out = run_ort(model([node], {"a": [1, 3, 7, 6]}, None, inits), {"a": np.zeros((1, 3, 7, 6), np.uint8)})[0]
+        return model([node], {"a": [1, 3, 7, 6]}, list(out.shape), inits)
+    return make
+
+
 def qgemm(per_column=False, float_out=False, trans_b=1):
     """onnxruntime's QGemm as quantize_static writes it for a Gemm (uint8 A, int8 B, int32 C)."""
     def make():
@@ -98,9 +108,12 @@ def feeds(m, rng):
 @pytest.mark.parametrize("make", [
     qlinear_add, lambda: qlinear_add(np.int8, TensorProto.INT8), qlinear_concat, qlinear_mul,
     qlinear_unary("QLinearSigmoid"), qlinear_unary("QLinearLeakyRelu", alpha=0.1),
-    qlinear_unary("QLinearSoftmax", axis=-1, opset=13), qgemm(), qgemm(per_column=True), qgemm(trans_b=0),
+    qlinear_unary("QLinearSoftmax", axis=-1, opset=13), qlinear_pool("QLinearGlobalAveragePool"),
+    qlinear_pool("QLinearAveragePool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+    qlinear_pool("QLinearAveragePool", kernel_shape=[2, 2], count_include_pad=1, pads=[0, 0, 1, 1]), qgemm(), qgemm(per_column=True), qgemm(trans_b=0),
     qgemm(float_out=True)],
-    ids=["add-uint8", "add-int8", "concat", "mul", "sigmoid", "leaky-relu", "softmax", "gemm", "gemm-per-column",
+    ids=["add-uint8", "add-int8", "concat", "mul", "sigmoid", "leaky-relu", "softmax", "global-avg-pool",
+         "avg-pool", "avg-pool-count-pad", "gemm", "gemm-per-column",
          "gemm-b-not-transposed", "gemm-float-out"])
 def test_matches_onnxruntime_interpreted_and_compiled(make, jit):  # noqa: F811
     """QGemm requantizes in float in onnxruntime, by fixed point here (one quantum apart at
@@ -127,10 +140,11 @@ def test_the_imported_text_is_tvms():
 
 
 def test_another_contrib_op_is_refused_by_name():
-    node = helper.make_node("QLinearGlobalAveragePool", ["a", "s", "z", "s", "z"], ["y"], domain="com.microsoft",
+    node = helper.make_node("QLinearReduceMean", ["a", "s", "z", "s", "z"], ["y"], domain="com.microsoft",
                             name="qs")
     m = model([node], {"a": [1, 2, 3, 3]}, [1, 2, 1, 1], {"s": np.float32(0.1), "z": np.uint8(0)})
-    with pytest.raises(OnnxImportError, match=r"QLinearGlobalAveragePool of domain 'com.microsoft' is not supported "
-                                              r"\(of that domain: QGemm, QLinearAdd, QLinearConcat, QLinearLeakyRelu, "
-                                              r"QLinearMul, QLinearSigmoid, QLinearSoftmax\)"):
+    with pytest.raises(OnnxImportError, match=r"QLinearReduceMean of domain 'com.microsoft' is not supported "
+                                              r"\(of that domain: QGemm, QLinearAdd, QLinearAveragePool, QLinearConcat, "
+                                              r"QLinearGlobalAveragePool, QLinearLeakyRelu, QLinearMul, QLinearSigmoid, "
+                                              r"QLinearSoftmax\)"):
         import_onnx(m)

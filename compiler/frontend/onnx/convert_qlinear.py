@@ -7,6 +7,8 @@
     QLinearMul: the same with multiply
     QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax (X, X_scale, X_zp, Y_scale, Y_zp)
       => qnn.quantize(f(qnn.dequantize(X, X_scale, X_zp)), Y_scale, Y_zp, out_dtype=<X's dtype>)
+    QLinearAveragePool, QLinearGlobalAveragePool: the same with AveragePool's and
+      GlobalAveragePool's pools (convert_pool.py; NCHW only: channels_last=1 is refused)
     QLinearConcat(Y_scale, Y_zp, X1, X1_scale, X1_zp, X2, ...; axis)
       => qnn.concatenate((X1, X2, ...), (X1_scale, ...), (X1_zp, ...), Y_scale, Y_zp, axis=axis)
     QGemm(A, A_scale, A_zp, B, B_scale, B_zp[, C, Y_scale, Y_zp]; alpha, transA, transB)
@@ -26,6 +28,7 @@ from __future__ import annotations
 from ...ir.expr import Expr
 from .builder import call, const, dtype, make_tuple, rank, static_shape
 from .convert_activation import leaky_relu
+from .convert_pool import global_pool, pool
 from .context import NodeContext
 from .errors import NodeError
 from .qparams import qparam, requantize
@@ -69,6 +72,15 @@ def _(ctx: NodeContext) -> Expr:
         real = leaky_relu(x, ctx.attrs.float("alpha", 0.01))
     else:
         real = call("nn.softmax", x, axis=ctx.attrs.int("axis", -1))
+    return _requantized(ctx, real, 3, "Y")
+
+
+@converter("QLinearAveragePool", "QLinearGlobalAveragePool", domain=CONTRIB)
+def _(ctx: NodeContext) -> Expr:
+    if ctx.attrs.int("channels_last", 0):
+        raise NodeError("channels_last=1 is not supported (NCHW only)")
+    x = _dequantized(ctx, 0, "X")
+    real = pool(ctx, x, "AveragePool") if ctx.op_type == "QLinearAveragePool" else global_pool(x, True)
     return _requantized(ctx, real, 3, "Y")
 
 
