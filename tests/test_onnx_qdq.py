@@ -95,7 +95,8 @@ def test_quantize_linear_without_zero_point_is_uint8_and_axis_counts_from_the_en
 def test_dequantize_linear(dtype, per_axis, jit):  # noqa: F811
     rng = np.random.default_rng(3)
     np_dtype = np.dtype(dtype).type
-    x = random_q(rng, np_dtype, (2, 4, 3)) if dtype != "int32" else rng.integers(-5000, 5000, (2, 4, 3)).astype(np.int32)
+    x = random_q(rng, np_dtype, (2, 4, 3)) if dtype != "int32" else \
+        rng.integers(-5000, 5000, (2, 4, 3)).astype(np.int32)
     scale = np.float32([0.5, 0.25, 0.125]) if per_axis else np.float32(0.0625)
     zp = np_dtype([1, 2, 3] if per_axis else 4) if dtype != "int32" else np_dtype([0, 0, 0] if per_axis else 0)
     node = helper.make_node("DequantizeLinear", ["x", "s", "zp"], ["y"], name="dequant", axis=2)

@@ -110,7 +110,8 @@ def feeds(m, rng):
     qlinear_unary("QLinearSigmoid"), qlinear_unary("QLinearLeakyRelu", alpha=0.1),
     qlinear_unary("QLinearSoftmax", axis=-1, opset=13), qlinear_pool("QLinearGlobalAveragePool"),
     qlinear_pool("QLinearAveragePool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-    qlinear_pool("QLinearAveragePool", kernel_shape=[2, 2], count_include_pad=1, pads=[0, 0, 1, 1]), qgemm(), qgemm(per_column=True), qgemm(trans_b=0),
+    qlinear_pool("QLinearAveragePool", kernel_shape=[2, 2], count_include_pad=1, pads=[0, 0, 1, 1]),
+    qgemm(), qgemm(per_column=True), qgemm(trans_b=0),
     qgemm(float_out=True)],
     ids=["add-uint8", "add-int8", "concat", "mul", "sigmoid", "leaky-relu", "softmax", "global-avg-pool",
          "avg-pool", "avg-pool-count-pad", "gemm", "gemm-per-column",
@@ -144,7 +145,7 @@ def test_another_contrib_op_is_refused_by_name():
                             name="qs")
     m = model([node], {"a": [1, 2, 3, 3]}, [1, 2, 1, 1], {"s": np.float32(0.1), "z": np.uint8(0)})
     with pytest.raises(OnnxImportError, match=r"QLinearReduceMean of domain 'com.microsoft' is not supported "
-                                              r"\(of that domain: QGemm, QLinearAdd, QLinearAveragePool, QLinearConcat, "
-                                              r"QLinearGlobalAveragePool, QLinearLeakyRelu, QLinearMul, QLinearSigmoid, "
-                                              r"QLinearSoftmax\)"):
+                                              r"\(of that domain: QGemm, QLinearAdd, QLinearAveragePool, "
+                                              r"QLinearConcat, QLinearGlobalAveragePool, QLinearLeakyRelu, "
+                                              r"QLinearMul, QLinearSigmoid, QLinearSoftmax\)"):
         import_onnx(m)

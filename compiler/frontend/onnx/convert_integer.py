@@ -74,7 +74,7 @@ def _(ctx: NodeContext) -> Expr:
             raise NodeError(f"B (input 8) must be int32, found {dtype(bias)}")
         out = call("nn.bias_add", out, bias, axis=1)
     return requantize(out, call("multiply", x_scale, w_scale), qparam(ctx, 6, "y_scale", "float32"),
-                       qparam(ctx, 7, "y_zero_point", "int32"), _out_dtype(ctx, 7), axis=1)
+                      qparam(ctx, 7, "y_zero_point", "int32"), _out_dtype(ctx, 7), axis=1)
 
 
 @converter("ConvInteger", since=10)
@@ -108,7 +108,7 @@ def _(ctx: NodeContext) -> Expr:
     a_scale = qparam(ctx, 1, "a_scale", "float32")
     out, b_scale = _qmatmul(ctx, 3, qparam(ctx, 2, "a_zero_point", "int32"), 5, a_scale, 4)
     return requantize(out, call("multiply", a_scale, b_scale), qparam(ctx, 6, "y_scale", "float32"),
-                       qparam(ctx, 7, "y_zero_point", "int32"), _out_dtype(ctx, 7), axis=-1, rounding="TONEAREST")
+                      qparam(ctx, 7, "y_zero_point", "int32"), _out_dtype(ctx, 7), axis=-1, rounding="TONEAREST")
 
 
 @converter("MatMulInteger", since=10)
