@@ -46,9 +46,12 @@ def model(node, feeds: dict, outputs: dict, inits: dict, opset=21):
 
 def check(m, feeds, jit, quanta=0, share=1.0):  # noqa: F811
     """Interpreted and compiled against onnxruntime: integers within `quanta`, and at
-    least `share` of them equal; floats to float32 precision."""
+    least `share` of them equal; floats to float32 precision.  Every expression of the
+    import has a span."""
     want = run_ort(m, feeds)
-    for got in (run_relay(import_onnx(m), feeds), run_compiled(m, feeds, jit)):
+    imported = import_onnx(m)
+    assert spanless(imported.module) == []  # every expression names its node
+    for got in (run_relay(imported, feeds), run_compiled(m, feeds, jit)):
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
             if w.dtype.kind == "f":

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from relaylens.compiler.frontend.onnx import OnnxImportError, import_onnx  # noqa: E402
 from relaylens.compiler.printer import print_module  # noqa: E402
+from relaylens.compiler.transform.span_check import spanless  # noqa: E402
 from test_onnx_import import jit, run_compiled, run_ort, run_relay  # noqa: E402,F401
 
 U8 = TensorProto.UINT8
@@ -123,6 +124,7 @@ def test_matches_onnxruntime_interpreted_and_compiled(make, jit):  # noqa: F811
     given = feeds(m, np.random.default_rng(0))
     want = run_ort(m, given)
     imported = import_onnx(m)
+    assert spanless(imported.module) == []
     for got in (run_relay(imported, given), run_compiled(m, given, jit)):
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape

@@ -32,6 +32,7 @@ quantization = pytest.importorskip("onnxruntime.quantization")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from relaylens.compiler.frontend.onnx import import_onnx  # noqa: E402
+from relaylens.compiler.transform.span_check import spanless  # noqa: E402
 from test_onnx_import import jit, run_compiled, run_ort, run_relay  # noqa: E402,F401
 
 
@@ -134,6 +135,8 @@ def test_a_quantized_model_matches_onnxruntime(make, how, tmp_path, jit):  # noq
         last = next(n for n in reversed(m.graph.node) if n.op_type == "DequantizeLinear")
         scale = next(i for i in m.graph.initializer if i.name == last.input[1])
         tolerance = float(numpy_helper.to_array(scale)) * 1.001  # one quantum
-    for got in (run_relay(import_onnx(m), feeds)[0], run_compiled(m, feeds, jit)[0]):
+    imported = import_onnx(m)
+    assert spanless(imported.module) == []
+    for got in (run_relay(imported, feeds)[0], run_compiled(m, feeds, jit)[0]):
         assert got.shape == want.shape and got.dtype == want.dtype
         assert np.max(np.abs(got - want)) <= tolerance
