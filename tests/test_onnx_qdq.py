@@ -289,3 +289,55 @@ def test_a_4_bit_output_dtype_is_refused_at_the_node():
     with pytest.raises(OnnxImportError, match=r"node 'q1' \(QuantizeLinear, opset 21\): output_dtype UINT4 is "
                                               r"not supported"):
         import_onnx(m)
+
+
+def test_a_per_axis_scale_along_an_axis_of_unknown_extent():
+    x = np.random.default_rng(12).standard_normal((3, 4)).astype(np.float32)
+    node = helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"], name="quant", axis=0)
+    m = model(node, {"x": x}, {"y": (TensorProto.INT8, ["N", 4])}, {"s": np.float32([0.1, 0.2, 0.3]),
+                                                                   "zp": np.int8([0, 1, 2])})
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    want = run_ort(m, {"x": x})[0]
+    got = run_relay(import_onnx(m), {"x": x})[0]
+    assert np.max(np.abs(got.astype(np.int32) - want)) <= 1
+
+
+def bad(node, feeds, inits, out_elem=TensorProto.UINT8):
+    return model(node, feeds, {"y": (out_elem, None)}, inits)
+
+
+@pytest.mark.parametrize("m, message", [
+    (bad(helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"], name="n", axis=1),
+         {"x": np.zeros((2, 3), np.float32)}, {"s": np.float32([0.1, 0.2]), "zp": np.uint8(0)}),
+     r"node 'n' \(QuantizeLinear, opset 21\): y_scale \(input 1\) must be a scalar or a vector of 3 values "
+     r"\(one per channel\), found shape \[2\]"),
+    (bad(helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"], name="n"),
+         {"x": np.zeros((2, 3), np.float32)}, {"s": np.full((2, 3), 0.1, np.float32), "zp": np.uint8(0)}),
+     r"node 'n' \(QuantizeLinear, opset 21\): y_scale \(input 1\) must be a scalar or a vector"),
+    (bad(helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="n"), {"x": np.zeros((2, 3), np.float32)},
+         {"s": np.float32(0.1)}, TensorProto.FLOAT),
+     r"node 'n' \(DequantizeLinear, opset 21\): dequantizing float32 is not supported"),
+    (bad(helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"], name="n"),
+         {"x": np.zeros((2, 3), np.int32)}, {}),
+     r"node 'n' \(DynamicQuantizeLinear, opset 21\): x must be float32, found int32"),
+    (bad(helper.make_node("QLinearConv", ["x", "s", "z", "w", "s", "z", "s", "z"], ["y"], name="n"),
+         {"x": np.zeros((1, 2, 4, 4), np.float32)}, {"s": np.float32(0.1), "z": np.uint8(0),
+                                                     "w": np.zeros((3, 2, 1, 1), np.uint8)}),
+     r"node 'n' \(QLinearConv, opset 21\): x \(input 0\) must be int8 or uint8, found float32"),
+    (bad(helper.make_node("QLinearConv", ["x", "s", "z", "w", "ws", "z", "s", "z"], ["y"], name="n"),
+         {"x": np.zeros((1, 2, 4, 4), np.uint8)}, {"s": np.float32(0.1), "z": np.uint8(0),
+                                                   "w": np.zeros((3, 2, 1, 1), np.uint8),
+                                                   "ws": np.float32([0.1, 0.2])}),
+     r"node 'n' \(QLinearConv, opset 21\): w_scale \(input 4\) must be a scalar or a vector of 3 values"),
+    (bad(helper.make_node("ConvInteger", ["x", "w"], ["y"], name="n"),
+         {"x": np.zeros((1, 2, 4), np.uint8)}, {"w": np.zeros((3, 2, 1), np.uint8)}, TensorProto.INT32),
+     r"node 'n' \(ConvInteger, opset 21\): only 2-D convolutions are supported"),
+    (bad(helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"], name="n"),
+         {"a": np.zeros((2, 4), np.uint8)}, {"b": np.zeros((4, 3), np.uint8), "az": np.uint8([1, 2])},
+         TensorProto.INT32),
+     r"node 'n' \(MatMulInteger, opset 21\): a_zero_point \(input 2\) must be a scalar, found shape \[2\]"),
+], ids=["scale-length", "scale-2d", "dequantize-float", "dynamic-int", "conv-float", "conv-w-scale", "conv-1d",
+        "matmul-per-row-zp"])
+def test_bad_input_is_refused_at_the_node(m, message):
+    with pytest.raises(OnnxImportError, match=message):
+        import_onnx(m)

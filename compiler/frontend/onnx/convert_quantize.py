@@ -50,11 +50,11 @@ def _axis(ctx: NodeContext, x: Expr) -> int:
     return normalize_axis(ctx.attrs.int("axis", 1), rank(x))
 
 
-def _channels(ctx: NodeContext, x: Expr, axis: int) -> int | None:
+def _channels(ctx: NodeContext, x: Expr, axis: int):
+    """The extent of the channel axis a per-axis scale must have; None before opset 13."""
     if ctx.opset < 13:
         return None
-    extent = shape(x)[axis] if rank(x) > 0 else 1
-    return extent if isinstance(extent, int) else None
+    return shape(x)[axis] if rank(x) > 0 else 1
 
 
 def _float32(x: Expr, what: str) -> Expr:

@@ -17,9 +17,11 @@ from .context import NodeContext
 from .errors import NodeError
 
 
-def qparam(ctx: NodeContext, k: int, what: str, as_dtype: str, channels: int | None = None) -> Expr:
+def qparam(ctx: NodeContext, k: int, what: str, as_dtype: str, channels=None) -> Expr:
     """Input k as a scalar of `as_dtype`, or (`channels` given) also a vector of that many
-    values, one per channel; 0 when an int32 zero point is absent."""
+    values, one per channel (of any length when the channel extent is unknown, `?`: the
+    qnn op's relation checks it once the extent is known); 0 when an int32 zero point is
+    absent."""
     expr = ctx.optional(k)
     if expr is None:
         if as_dtype != "int32":
@@ -29,7 +31,7 @@ def qparam(ctx: NodeContext, k: int, what: str, as_dtype: str, channels: int | N
     known = ctx.static(k)
     dims = tuple(known.shape) if known is not None else shape(expr)
     size = None if any(not isinstance(d, int) for d in dims) else math.prod(dims)
-    if size != 1 and (channels is None or len(dims) != 1 or dims[0] != channels):
+    if size != 1 and (channels is None or len(dims) != 1 or (isinstance(channels, int) and dims[0] != channels)):
         raise NodeError(f"{what} (input {k}) must be {allowed}, found shape {list(dims)}")
     if known is not None:
         value = known.reshape(()) if size == 1 else known
