@@ -23,7 +23,7 @@ pads the shifted input with 0).
 from __future__ import annotations
 
 from ...ir.expr import Expr
-from .builder import call, const, dtype, rank, static_shape
+from .builder import call, const, dtype, rank, shape, static_shape
 from .context import NodeContext
 from .convert_nn import matmul
 from .errors import NodeError
@@ -85,10 +85,11 @@ def _(ctx: NodeContext) -> Expr:
 
 
 def _qmatmul(ctx: NodeContext, b_at: int, a_zp: Expr, b_zp_at: int, a_scale: Expr, b_scale_at: int | None):
-    """qnn.dense products of A (input 0) and B (input b_at); B's zero point (and scale) from
-    inputs b_zp_at (b_scale_at), scalars or one per column of B."""
+    """The qnn.dense (B 2-D) or qnn.batch_matmul product of A (input 0) and B (input b_at);
+    B's zero point (and scale) from inputs b_zp_at (b_scale_at), scalars or one per column
+    of B."""
     a, b = _int8(ctx, 0, "A"), _int8(ctx, b_at, "B")
-    columns = static_shape(b, "B")[-1] if rank(b) >= 2 else 1
+    columns = shape(b)[-1] if rank(b) >= 2 else 1
     b_zp = qparam(ctx, b_zp_at, "B's zero point", "int32", columns)
     b_scale = const(1.0, "float32") if b_scale_at is None else qparam(ctx, b_scale_at, "b_scale", "float32", columns)
 
