@@ -30,7 +30,8 @@ from relaylens.compiler.printer import print_module  # noqa: E402
 from relaylens.compiler.transform.span_check import spanless  # noqa: E402
 from test_onnx_import import jit, run_compiled, run_ort, run_relay  # noqa: E402,F401
 
-ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorProto.UINT8,
+ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+        np.dtype(np.uint8): TensorProto.UINT8,
         np.dtype(np.int8): TensorProto.INT8, np.dtype(np.int32): TensorProto.INT32}
 
 
@@ -83,6 +84,13 @@ def test_quantize_linear(dtype, per_axis, jit):  # noqa: F811
     node = helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"], name="quant", axis=1)
     m = model(node, {"x": x}, {"y": (ELEM[np.dtype(q)], x.shape)}, {"s": scale, "zp": zp})
     check(m, {"x": x}, jit, quanta=1, share=0.99)
+
+
+def test_quantize_linear_of_float16(jit):  # noqa: F811
+    x = (np.random.default_rng(13).standard_normal((3, 5)) * 40).astype(np.float16)
+    node = helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["y"], name="quant")
+    m = model(node, {"x": x}, {"y": (TensorProto.INT8, x.shape)}, {"s": np.float16(0.7), "zp": np.int8(3)})
+    check(m, {"x": x}, jit, quanta=1, share=0.9)
 
 
 def test_quantize_linear_without_zero_point_is_uint8_and_axis_counts_from_the_end(jit):  # noqa: F811

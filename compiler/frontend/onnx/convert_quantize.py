@@ -58,6 +58,8 @@ def _channels(ctx: NodeContext, x: Expr, axis: int):
 
 
 def _float32(x: Expr, what: str) -> Expr:
+    """x as qnn.quantize takes it: float16 cast to float32 (opset 10's int32 x, which
+    onnxruntime does not run either, is refused)."""
     if dtype(x) == "float32":
         return x
     if dtype(x) == "float16":
