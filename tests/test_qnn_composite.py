@@ -1,4 +1,5 @@
-"""qnn.add, qnn.concatenate, qnn.conv2d_transpose and relay.op.annotation.simulated_quantize:
+"""qnn.add, qnn.concatenate, qnn.conv2d_transpose, qnn.batch_matmul and
+relay.op.annotation.simulated_quantize:
 their relations, their numpy references against the arithmetic they stand for, and the
 build (qnn.Legalize writes them as plain ops) giving what the interpreter gives."""
 
@@ -73,6 +74,15 @@ def test_qnn_conv2d_transpose_is_the_transposed_convolution_of_the_shifted_opera
     np.testing.assert_array_equal(got, want)
 
 
+def test_qnn_batch_matmul_is_the_product_of_the_shifted_operands_with_y_transposed():
+    rng = np.random.default_rng(3)
+    x, y = rng_ints(rng, (2, 3, 5), "uint8"), rng_ints(rng, (1, 4, 5), "int8")
+    got = get_op("qnn.batch_matmul").evaluate([x, y, np.int32(128), np.int32(-3), np.float32(1), np.float32(1)])
+    want = np.matmul(x.astype(np.int64) - 128, np.swapaxes(y.astype(np.int64) + 3, 1, 2))
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
 def test_simulated_quantize_rounds_halves_away_from_zero_and_clips():
     x = np.array([[-3.0, -0.75, -0.25, 0.25, 0.75, 3.0]], dtype=np.float32)
     op = get_op("relay.op.annotation.simulated_quantize")
@@ -95,6 +105,8 @@ def test_relations_give_tvms_result_types():
     deconv = [t((1, 4, 5, 5), "uint8"), t((3, 3, 4, 2)), I32, I32, F32, t((2,), "float32")]
     assert get_op("qnn.conv2d_transpose").infer(deconv, {"kernel_layout": "HWIO", "strides": (2, 2)}) == \
         t((1, 2, 11, 11), "int32")
+    assert get_op("qnn.batch_matmul").infer([t((2, 3, 5), "uint8"), t((1, 4, 5)), I32, I32, F32, F32]) == \
+        t((2, 3, 4), "int32")
     sq = get_op("relay.op.annotation.simulated_quantize")
     assert sq.infer([t((2, 3), "float32"), F32, F32, F32], {"kind": 2}) == t((2, 3), "float32")
 
@@ -112,6 +124,12 @@ def test_relations_give_tvms_result_types():
      r"data must be int8, uint8, int16 or uint16"),
     ("qnn.conv2d_transpose", [t((1, 4, 5, 5)), t((4, 2, 3, 3)), I32, I32, F32, F32], {"out_dtype": "int8"},
      r"out_dtype must be int16, int32 or int64"),
+    ("qnn.batch_matmul", [t((2, 3, 5)), t((2, 4, 5)), I32, t((4,), "int32"), F32, F32], {},
+     r"y_zero_point must be a int32 scalar"),
+    ("qnn.batch_matmul", [t((2, 3, 5), "int16"), t((2, 4, 5)), I32, I32, F32, F32], {},
+     r"x must be int8 or uint8"),
+    ("qnn.batch_matmul", [t((2, 3, 5)), t((2, 5, 4)), I32, I32, F32, F32], {"transpose_b": False},
+     r"takes only transpose_a=False, transpose_b=True"),
     ("relay.op.annotation.simulated_quantize", [t((), "float32"), F32, F32, F32], {"kind": 1},
      r"the input shape cannot be empty"),
     ("relay.op.annotation.simulated_quantize", [t((2,), "float32"), t((2,), "float32"), F32, F32], {"kind": 1},
@@ -193,6 +211,34 @@ def test_the_build_computes_what_the_interpreter_computes():
     assert len(got) == len(want) == 6
     for w, g in zip(want, got):
         assert (np.asarray(g).dtype, np.asarray(g).shape) == (np.asarray(w).dtype, np.asarray(w).shape)
+        np.testing.assert_array_equal(g, w)
+
+
+BATCH_MATMUL = HEADER + """def @main(%x: Tensor[(2, 3, 5), uint8], %y: Tensor[(1, 4, 5), int8], %z: int32) {
+  %0 = qnn.batch_matmul(%x, %y, 0, 0, 1f, 1f);
+  %1 = qnn.batch_matmul(%x, %y, 0, -3, 1f, 1f);
+  %2 = qnn.batch_matmul(%x, %y, 128, 0, 1f, 1f);
+  %3 = qnn.batch_matmul(%x, %y, 128, -3, 1f, 1f);
+  %4 = qnn.batch_matmul(%x, %y, %z, 5, 1f, 1f);
+  (%0, %1, %2, %3, %4)
+}
+"""
+
+
+def test_qnn_batch_matmul_is_canonicalized_in_tvms_terms_and_computes_what_the_interpreter_computes():
+    built = compile(BATCH_MATMUL, "m.relay", strict=True)
+    assert built.ok, [d.render() for d in built.diagnostics]
+    legalized = next(s for s in built.snapshots if s.pass_name == "QnnCanonicalize")
+    text = print_module(legalized.module)
+    assert "qnn." not in text and spanless(legalized.module) == []
+    assert text.count('nn.batch_matmul(%x, %y, out_dtype="int32", transpose_a=False, transpose_b=True)') == 5
+    assert "%0 = nn.batch_matmul" in text and "%1 = nn.batch_matmul" in text  # both zero points 0: T1 alone
+    assert text.count("subtract(-1920, ") == 1  # T4 = 128 * -3 * 5, a constant when both are
+    rng = np.random.default_rng(4)
+    args = [rng_ints(rng, (2, 3, 5), "uint8"), rng_ints(rng, (1, 4, 5), "int8"), np.int32(-7)]
+    want = interpret(built.checked.module, *args)
+    for w, g in zip(want, built.executable.run(*args), strict=True):
+        assert np.asarray(g).dtype == np.int32
         np.testing.assert_array_equal(g, w)
 
 

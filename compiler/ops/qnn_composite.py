@@ -1,6 +1,6 @@
 """The qnn ops that TVM only rewrites, never computes (TNonComputational): qnn.add,
-qnn.concatenate and qnn.conv2d_transpose (src/relay/qnn/op/add.cc, concatenate.cc,
-convolution_transpose.cc).  qnn.Legalize turns them into plain ops before anything is
+qnn.concatenate, qnn.conv2d_transpose and qnn.batch_matmul (src/relay/qnn/op/add.cc,
+concatenate.cc, convolution_transpose.cc, batch_matmul.cc).  qnn.Legalize turns them into plain ops before anything is
 lowered (transform/passes/qnn_composite_rules.py), so they have a relation and a numpy
 reference here but no compute rule; the reference computes exactly what that rewrite
 computes.
@@ -14,6 +14,8 @@ computes.
   (weight - kernel_zero_point), both in int16 (TVM's generic QnnLegalize, what `llvm` gets);
   a per-channel kernel zero point is subtracted along the weight's axis 1, as TVM's
   `nn.bias_add` does it whatever the kernel layout.
+* qnn.batch_matmul: (x - x_zero_point) times (y - y_zero_point) transposed, batched,
+  accumulated in int32 (TVM's four-term canonicalization computes exactly that).
 
 Requantizing follows qnn.requantize with TVM's defaults (UPWARD rounding, int64 fixed
 point), as TVM's helper `Requantize` builds it.  Where a relation here is stricter than
@@ -24,14 +26,14 @@ from __future__ import annotations
 
 from ..lazy_modules import numpy as np
 from ..ir.types import TensorType, TupleType
-from .attrs import INT, STR, Attr
+from .attrs import BOOL, INT, STR, Attr
 from .qnn_geometry import QMIN_QMAX
 from .registry import BROADCAST, OpTypeError, define, get_op
 from .shapes import broadcast_types, dims, known, tensor, tensors_of_tuple, type_text
 
 _INTEGER = ("int8", "uint8", "int16", "uint16", "int32")
 # TVM's TNonComputational qnn ops: never lowered, qnn.Legalize rewrites them first
-NON_COMPUTATIONAL = ("qnn.add", "qnn.concatenate", "qnn.conv2d_transpose")
+NON_COMPUTATIONAL = ("qnn.add", "qnn.concatenate", "qnn.conv2d_transpose", "qnn.batch_matmul")
 
 
 def _scalar(op: str, ty, what: str, arg: int, dtype: str) -> None:
@@ -232,3 +234,40 @@ def _(data, weight, input_zp, kernel_zp, input_scale, kernel_scale, attrs):
         shift_kernel = weight.astype(np.int16) - kzp
     return get_op("nn.conv2d_transpose").evaluate([shift_data.astype(np.int16), shift_kernel.astype(np.int16)],
                                                   transpose_attrs(attrs))
+
+
+# ---- qnn.batch_matmul ---------------------------------------------------------------------------
+
+qnn_batch_matmul = define(
+    "qnn.batch_matmul", ("x", "y", "x_zero_point", "y_zero_point", "x_scale", "y_scale"), None,
+    attrs=(Attr("out_dtype", STR, "int32", "int32 (the only one TVM takes)"),
+           Attr("transpose_a", BOOL, False, "False (the only form TVM takes)"),
+           Attr("transpose_b", BOOL, True, "True (the only form TVM takes): y is (B, N, K)")),
+    doc="Quantized batched product: (x - x_zero_point) (B, M, K) times (y - y_zero_point) (B, N, K) "
+        "transposed, accumulated in int32; a batch of 1 broadcasts.  Scales and zero points are "
+        "scalars; the result's scale is x_scale * y_scale, its zero point 0.")
+
+
+@qnn_batch_matmul.relation
+def _(x, y, x_zp, y_zp, x_scale, y_scale, attrs):
+    op = "qnn.batch_matmul"
+    a = tensor(x, f"{op}: x", 0)
+    b = tensor(y, f"{op}: y", 1)
+    for t, name, arg in ((a, "x", 0), (b, "y", 1)):
+        if t.dtype not in ("int8", "uint8"):
+            raise OpTypeError(f"{op}: {name} must be int8 or uint8, found {type_text(t)}", arg)
+    for ty, what, arg, dtype in ((x_zp, "x_zero_point", 2, "int32"), (y_zp, "y_zero_point", 3, "int32"),
+                                 (x_scale, "x_scale", 4, "float32"), (y_scale, "y_scale", 5, "float32")):
+        _scalar(op, ty, what, arg, dtype)
+    if attrs.out_dtype != "int32":
+        raise OpTypeError(f"{op}: out_dtype must be int32, got '{attrs.out_dtype}'")
+    if attrs.transpose_a or not attrs.transpose_b:
+        raise OpTypeError(f"{op} takes only transpose_a=False, transpose_b=True")
+    return get_op("nn.batch_matmul").type_relation(x, y, attrs)
+
+
+@qnn_batch_matmul.reference
+def _(x, y, x_zp, y_zp, x_scale, y_scale, attrs):
+    a = x.astype(np.int64) - np.int64(np.asarray(x_zp))
+    b = y.astype(np.int64) - np.int64(np.asarray(y_zp))
+    return np.matmul(a, np.swapaxes(b, -1, -2)).astype(np.int32)

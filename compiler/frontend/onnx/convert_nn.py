@@ -8,6 +8,8 @@ removes for constant weights), batched MatMul `nn.batch_matmul` on 3-D reshapes,
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from ...ir.expr import Expr
@@ -113,7 +115,7 @@ def _dim_or_none(d) -> int | None:
 
 @converter("MatMul")
 def _(ctx: NodeContext) -> Expr:
-    return _matmul(ctx.input(0), ctx.input(1))
+    return matmul(ctx.input(0), ctx.input(1))
 
 
 @converter("Einsum")
@@ -121,9 +123,23 @@ def _(ctx: NodeContext) -> Expr:
     return call("einsum", make_tuple(ctx.variadic()), equation=ctx.attrs.string("equation"))
 
 
-def _matmul(a: Expr, b: Expr) -> Expr:
+def _nn_dense(a: Expr, weight: Expr, units: int | None) -> Expr:
+    return call("nn.dense", a, weight, units=units)
+
+
+def _nn_batch_matmul(a: Expr, b: Expr) -> Expr:
+    return call("nn.batch_matmul", a, b, transpose_a=False, transpose_b=False)
+
+
+Product = Callable[[Expr, Expr, int | None], Expr]
+
+
+def matmul(a: Expr, b: Expr, dense: Product = _nn_dense,
+           batch_matmul: Callable[[Expr, Expr], Expr] = _nn_batch_matmul) -> Expr:
     """NumPy's matmul: 1-D operands are promoted and their axis removed again; batch axes
-    broadcast."""
+    broadcast.  `dense(a, weight, units)` multiplies (M, K) by a (N, K) weight when B is
+    2-D, `batch_matmul(a, b)` (B, M, K) by (B, K, N) otherwise (nn.dense and
+    nn.batch_matmul unless given: QLinearMatMul's qnn ops)."""
     squeeze = []
     if rank(a) == 1:
         a = call("expand_dims", a, axis=0)
@@ -134,33 +150,33 @@ def _matmul(a: Expr, b: Expr) -> Expr:
     if rank(a) < 2 or rank(b) < 2:
         raise NodeError("MatMul takes tensors of rank 1 or more")
     if rank(b) == 2:
-        out = _dense(a, b)
+        out = _dense(a, b, dense)
     else:
-        out = _batch_matmul(a, b)
+        out = _batch_matmul(a, b, batch_matmul)
     if squeeze:
         out = call("squeeze", out, axis=[rank(out) + s for s in squeeze])
     return out
 
 
-def _dense(a: Expr, b: Expr) -> Expr:
+def _dense(a: Expr, b: Expr, dense: Product) -> Expr:
     """(..., M, K) × (K, N): one dense over the flattened batch."""
     units = _dim_or_none(shape(b)[1])
     weight = call("transpose", b, axes=(1, 0))
     if rank(a) == 2:
-        return call("nn.dense", a, weight, units=units)
+        return dense(a, weight, units)
     dims = shape(a)
     flat = call("reshape", a, newshape=(-1, _known(dims[-1], "the K axis of MatMul")))
-    out = call("nn.dense", flat, weight, units=units)
+    out = dense(flat, weight, units)
     return call("reshape", out, newshape=_newshape((*dims[:-1], shape(b)[1])))
 
 
-def _batch_matmul(a: Expr, b: Expr) -> Expr:
+def _batch_matmul(a: Expr, b: Expr, batch_matmul: Callable[[Expr, Expr], Expr]) -> Expr:
     """(..., M, K) × (..., K, N): broadcast the batch axes, flatten them to one, multiply."""
     da, db = shape(a), shape(b)
     batch = _broadcast_batch(da[:-2], db[:-2])
     a3 = _to_batch(a, batch, da[-2:])
     b3 = _to_batch(b, batch, db[-2:])
-    out = call("nn.batch_matmul", a3, b3, transpose_a=False, transpose_b=False)
+    out = batch_matmul(a3, b3)
     if len(batch) == 1:
         return out
     return call("reshape", out, newshape=_newshape((*batch, da[-2], db[-1])))

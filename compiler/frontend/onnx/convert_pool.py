@@ -24,19 +24,23 @@ POOLS = {"MaxPool": "nn.max_pool", "AveragePool": "nn.avg_pool"}
 
 @converter(*POOLS)
 def _(ctx: NodeContext) -> Expr:
-    x = ctx.input(0)
+    return pool(ctx, ctx.input(0), ctx.op_type)
+
+
+def pool(ctx: NodeContext, x: Expr, kind: str) -> Expr:
+    """The `kind` pool (MaxPool or AveragePool) of x, with the node's window attributes."""
     window = read_window(ctx, x)
     if window.ndim > 3:
         raise NodeError(f"{window.ndim}-D pooling is not supported")
     ceil_mode = bool(ctx.attrs.int("ceil_mode", 0)) and _ceil_adds_window(x, window)
     attrs = dict(pool_size=window.kernel, strides=window.strides, dilation=window.dilations,
                  padding=window.pads, ceil_mode=ceil_mode)
-    if ctx.op_type == "MaxPool":
+    if kind == "MaxPool":
         if ctx.attrs.int("storage_order", 0):
             raise NodeError("storage_order=1 is not supported")
     else:
         attrs["count_include_pad"] = bool(ctx.attrs.int("count_include_pad", 0))
-    return call(f"{POOLS[ctx.op_type]}{window.ndim}d", x, **attrs)
+    return call(f"{POOLS[kind]}{window.ndim}d", x, **attrs)
 
 
 def _ceil_adds_window(x: Expr, window) -> bool:
@@ -65,8 +69,10 @@ def _ceil_adds_window(x: Expr, window) -> bool:
 
 @converter("GlobalAveragePool", "GlobalMaxPool")
 def _(ctx: NodeContext) -> Expr:
-    x = ctx.input(0)
-    average = ctx.op_type == "GlobalAveragePool"
+    return global_pool(ctx.input(0), ctx.op_type == "GlobalAveragePool")
+
+
+def global_pool(x: Expr, average: bool) -> Expr:
     if rank(x) == 4:
         return call("nn.global_avg_pool2d" if average else "nn.global_max_pool2d", x)
     if rank(x) < 3:

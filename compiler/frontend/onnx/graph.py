@@ -89,6 +89,7 @@ class _Importer:
         self.folder = Folder(self.params)
         self.stand_ins = StandIns(model)
         self.stood_in: list[str] = []
+        self.unreadable: dict[str, str] = {}  # initializer name -> why it cannot be read
 
     def run(self) -> OnnxImport:
         if self.graph.sparse_initializer:
@@ -104,8 +105,9 @@ class _Importer:
         for tensor in self.graph.initializer:
             try:
                 array = to_array(tensor)
-            except NodeError as err:
-                raise OnnxImportError(f"initializer '{tensor.name}': {err.message}") from None
+            except NodeError as err:  # said at the node that reads it (an int4 zero point...)
+                self.unreadable[tensor.name] = err.message
+                continue
             self.values[tensor.name] = self.tensor(tensor.name, array)
 
     def tensor(self, name: str, array: np.ndarray) -> Expr:
@@ -119,7 +121,7 @@ class _Importer:
         return var
 
     def read_inputs(self) -> None:
-        declared = [i for i in self.graph.input if i.name not in self.values]
+        declared = [i for i in self.graph.input if i.name not in self.values and i.name not in self.unreadable]
         unknown = sorted(set(self.shapes) - {i.name for i in declared})
         if unknown:
             names = ", ".join(i.name for i in declared) or "none"
@@ -173,6 +175,9 @@ class _Importer:
         if not tensor:
             return None
         expr = self.values.get(tensor)
+        if expr is None and tensor in self.unreadable:
+            raise OnnxImportError(f"{self.where(node, name)}: input {k} (initializer '{tensor}'): "
+                                  f"{self.unreadable[tensor]}")
         if expr is None:
             raise OnnxImportError(f"{self.where(node, name)}: input '{tensor}' is neither a graph input, "
                                   f"an initializer nor the output of an earlier node")

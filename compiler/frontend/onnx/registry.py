@@ -64,5 +64,7 @@ def _load() -> None:
             convert_shape,
         )
         from . import convert_qlinear  # noqa: F401  (com.microsoft QLinearAdd, QLinearConcat)
+        from . import convert_quantize  # noqa: F401  (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear)
+        from . import convert_integer  # noqa: F401  (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger)
         from . import convert_vision  # noqa: F401  (RoiAlign, MaxRoiPool, DeformConv)
         from . import convert_rnn  # noqa: F401  (LSTM, GRU, RNN, unrolled)

@@ -21,7 +21,7 @@ from . import combine_parallel_batch_matmul  # noqa: F401
 from . import defuse_ops  # noqa: F401
 from . import dynamic_to_static  # noqa: F401
 from . import legalize, legalize_x86, qnn_legalize, qnn_canonicalize  # noqa: F401
-from . import qnn_composite_rules  # noqa: F401,E402  (qnn.add, qnn.concatenate, qnn.conv2d_transpose)
+from . import qnn_composite_rules  # noqa: F401,E402  (qnn.add, qnn.concatenate, qnn.conv2d_transpose, qnn.batch_matmul)
 from . import merge_composite, annotate_target, merge_compiler_regions, partition_graph  # noqa: F401  (BYOC)
 from . import alter_op_layout  # noqa: F401
 from . import convert_layout  # noqa: F401

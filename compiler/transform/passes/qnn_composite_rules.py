@@ -9,6 +9,17 @@ FTVMQnnCanonicalize (src/relay/qnn/op/add.cc `QnnAddCanonicalize`, concatenate.c
     qnn.concatenate((%a, %b), (SA, SB), (ZA, ZB), SC, ZC, axis=k)
       => concatenate((A'', B''), axis=k)
 
+    qnn.batch_matmul(%x, %y, ZX, ZY, SX, SY)          (%x (B, M, K), %y (B, N, K))
+      => subtract(T1, T2), subtract(T1, T3) or add(subtract(T1, T2), subtract(T4, T3))
+         T1 = nn.batch_matmul(%x, %y, out_dtype="int32", transpose_b=True)
+         T2 = multiply(ZY, sum(cast(%x, "int32"), axis=[2], keepdims=True))
+         T3 = reshape(multiply(ZX, sum(cast(%y, "int32"), axis=[2], keepdims=True)), newshape=[0, 1, N])
+         T4 = ZX * ZY * K
+
+(batch_matmul.cc `QnnBatchMatmulCanonicalize`): with constant zero points the terms a zero
+zero point cancels are left out (T1 alone when both are 0) and T4 is a constant; otherwise
+all four, T4 as multiply(multiply(ZX, ZY), K).
+
 A' is `cast(%a, "int32")` when SA, ZA are SC, ZC (TVM's IsEqualScalar: scalar constants,
 structurally equal), else %a requantized to SC, ZC in int32 along lhs_axis; A'' is %a
 itself, or requantized to its own dtype D.  A requantize is written out as
@@ -132,3 +143,41 @@ def qnn_conv2d_transpose_rule(call: Call, args, types) -> Expr | None:
     ordered = {name: written[name] for name in schema if name in written}
     return Call(op("nn.conv2d_transpose"), (_shifted(data, data_zp, types[2], True),
                                             _shifted(weight, kernel_zp, types[3], False)), Attrs(ordered))
+
+
+def _int32(value: int) -> Constant:
+    return Constant(np.asarray(np.int64(value)).astype("int32"), ty=TensorType((), "int32"))  # wraps, as C++
+
+
+def _zero_point(e: Expr) -> int | None:
+    """A constant scalar zero point's value (TVM's IsConstScalar), else None."""
+    if isinstance(e, Constant) and e.data is not None and np.ndim(e.data) == 0:
+        return int(np.asarray(e.data))
+    return None
+
+
+@register_legalize("qnn.batch_matmul", "FTVMQnnCanonicalize")
+def qnn_batch_matmul_rule(call: Call, args, types) -> Expr | None:
+    x, y, x_zp, y_zp = args[:4]
+    k, n = types[0].shape[2], types[1].shape[1]
+    if not isinstance(k, int) or not isinstance(n, int):
+        return None  # TVM reads them as constants; the call stays and says why
+    term1 = _call("nn.batch_matmul", [x, y], {"out_dtype": "int32", "transpose_a": False, "transpose_b": True})
+
+    def row_sums(t: Expr) -> Call:
+        return _call("sum", [_call("cast", [t], {"dtype": "int32"})], {"axis": [2], "keepdims": True})
+
+    term2 = _call("multiply", [y_zp, row_sums(x)])
+    term3 = _call("reshape", [_call("multiply", [x_zp, row_sums(y)])], {"newshape": [0, 1, n]})
+    zx, zy = _zero_point(x_zp), _zero_point(y_zp)
+    if zx is not None and zy is not None:
+        if zx == 0 and zy == 0:
+            return term1
+        if zx == 0:
+            return _call("subtract", [term1, term2])
+        if zy == 0:
+            return _call("subtract", [term1, term3])
+        term4 = _int32(zx * zy * k)
+    else:
+        term4 = _call("multiply", [_call("multiply", [x_zp, y_zp]), _int32(k)])
+    return _call("add", [_call("subtract", [term1, term2]), _call("subtract", [term4, term3])])
