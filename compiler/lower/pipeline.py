@@ -315,12 +315,17 @@ def schedule_text(module, name: str) -> str:
 
 
 def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
-           composed: Composed) -> tuple[LoweredFunction, bytes]:
-    """`lower_function` from its composition; with the object code of its machine code."""
+           composed: Composed, load: bool = True) -> tuple[LoweredFunction, bytes]:
+    """`lower_function` from its composition; with the object code of its machine code.
+    Without `load` the code is not loaded here (no engine, no address): a worker sends
+    the object code to the parent, which loads it."""
     schedule, prim = _schedule(composed, name, func)
     text = str(codegen.generate([prim], source_name))
     if not machine_code:
         return LoweredFunction(name, func, composed, text, jit.optimize(text), scheduled=(schedule, prim)), b""
+    if not load:
+        optimized, obj = jit.optimize_to_object(text)
+        return LoweredFunction(name, func, composed, text, optimized, scheduled=(schedule, prim)), obj
     optimized, engine, obj = jit.optimize_and_load(text)
     fn = LoweredFunction(name, func, composed, text, optimized, engine=engine, scheduled=(schedule, prim))
     fn.address = jit.address(name)
@@ -387,7 +392,7 @@ def _lower_jobs(jobs: list[_Job], source_name: str, jit, machine_code: bool, dis
 
     def in_worker(job: _Job) -> Entry | None:
         try:
-            fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed)
+            fn, obj = _lower(job.func, job.name, source_name, jit, machine_code, job.composed, load=False)
             stored = _disk_entry(fn, obj)
             if texts:
                 stored.blobs[TEXT] = fn.schedule_text.encode()
