@@ -32,8 +32,9 @@ written by a build without machine code (the editor's) gets its object code the 
 time a build needs it.
 
 The kernels neither cache holds are lowered several at once, in forked child processes
-(parallel.py; RELAYLENS_COMPILE_JOBS, default the CPUs), the largest first: each child sends back what the
-disk cache keeps of its kernel, which is loaded here as a disk hit is.  Progress reports
+(parallel.py; RELAYLENS_COMPILE_JOBS, default the CPUs), the largest first (`_size`): each
+child sends back what the disk cache keeps of its kernel (object code written without an
+engine: `JIT.optimize_to_object`), which is loaded here as a disk hit is.  Progress reports
 each kernel as it is done, in the order they finish; `functions` keeps the build's order.
 Meanwhile a thread of this process makes the executable (runtime/executable.py: the memory
 plan, the entry's IR, O3 and machine code, the weights' aligned copies, 0.4-0.5 s of a
