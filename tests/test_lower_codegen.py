@@ -609,6 +609,24 @@ def test_parallel_loops(jit):
     np.testing.assert_array_equal(k["serial_then_par"](z), z + np.arange(rows)[:, None])
 
 
+def test_object_code_without_an_engine_is_mcjits(jit):
+    """`optimize_to_object` (a worker's: no engine) gives the optimised text and the very
+    object code `optimize_and_load` gives, and that code loads and runs: a parallel loop
+    (libgomp's symbols, the number-of-threads global) and a libm call."""
+    rows, cols = 9, 40
+    a, out = buf("a", (rows, cols), "float32"), buf("out", (rows, cols), "float32")
+    i, j = te.Var("i"), te.Var("j")
+    f = ln.PrimFunc("par_exp_obj", (a, out), ln.For(i, rows, ln.For(
+        j, cols, ln.Store(out, i * cols + j, te.intrinsic("tanh", load(a, i * cols + j))), "serial"), "parallel"))
+    text = str(generate([f], "t.relay"))
+    optimized, obj = jit.optimize_to_object(text)
+    optimized_here, _, obj_here = JIT(num_threads=2).optimize_and_load(text)
+    assert optimized == optimized_here and obj == obj_here and obj
+    jit.load_object(obj, {"par_exp_obj": "par_exp_obj"})
+    x = values("float32", n=rows * cols).reshape(rows, cols)
+    np.testing.assert_allclose(jit.kernel(f)(x), np.tanh(x), rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("load, given, expected", [
     (0.5, {}, str(SPIN_COUNT)),
     (99.0, {}, "0"),

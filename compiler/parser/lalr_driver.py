@@ -83,15 +83,13 @@ class LalrDriver:
         self.start_states = dict(table.start_states)
         self.end_states = dict(table.end_states)
         self.units: dict[tuple[int, int, str], int] = {}  # (below, top, lookahead) → top after unit reductions
-        self.lexers = {}
-        built: dict[int, tuple] = {}
-        for state, lexer in frontend.lexer.lexers.items():
-            if id(lexer) not in built:
-                built[id(lexer)] = _state_lexer(lexer, ignore, blank, lark.lexer_conf.g_regex_flags)
-            self.lexers[state] = built[id(lexer)]
+        self._lark_lexers = frontend.lexer.lexers  # state → Lark's lexer (states share them)
+        self._lexing = (ignore, blank, lark.lexer_conf.g_regex_flags)
+        self._built: dict[int, tuple] = {}  # id(Lark's lexer) → `_state_lexer`'s
         self.blanks = re.compile(f"(?>(?:{blank})*)", lark.lexer_conf.g_regex_flags).match
-        # state → (its lexer's match, its keywords, its actions): one lookup a token
-        self.rows = {state: (*self.lexers[state], self.actions[state]) for state in self.lexers}
+        # state → (its lexer's match, its keywords, its actions): one lookup a token, made
+        # when a parse first reaches the state (`_row`)
+        self.rows: dict[int, tuple] = {}
         self.shortcuts: dict = {}  # state after a statement's `%N` → (state below → its plan)
         self._plan_shortcuts(lark)
 
@@ -112,7 +110,10 @@ class LalrDriver:
             if countdown <= 0:
                 countdown = PAUSE_TOKENS
                 pause_point()
-            match, keywords, row = rows[states[-1]]
+            try:
+                match, keywords, row = rows[states[-1]]
+            except KeyError:
+                match, keywords, row = self._row(states[-1])
             m = match(text, pos)
             if m is None:
                 pos = self.blanks(text, pos).end()
@@ -176,6 +177,22 @@ class LalrDriver:
             if states[-1] == end_state:
                 return values[-1]
 
+    def _row(self, state: int) -> tuple:
+        """`rows[state]`, made now: a parse reaches few of the grammar's states (51 of 443
+        for a printed ResNet-50, with 99 lexers between them), and compiling every
+        state's lexer first took 0.09 CPU s of each process's first parse."""
+        row = self.rows[state] = (*self._lexer(state), self.actions[state])
+        return row
+
+    def _lexer(self, state: int) -> tuple:
+        """`_state_lexer` of the state's lexer (KeyError for a state without one), made once
+        for all the states that share it."""
+        lexer = self._lark_lexers[state]
+        found = self._built.get(id(lexer))
+        if found is None:
+            found = self._built[id(lexer)] = _state_lexer(lexer, *self._lexing)
+        return found
+
     def _plan_shortcuts(self, lark: Lark) -> None:
         """Where the short cut for `%N = op(args);` applies (call_statements.py): after a
         `%N` shifted from a state whose `stmt` goto shifts a `;`.  Kept only if it gives
@@ -191,9 +208,9 @@ class LalrDriver:
                 continue
             semicolon = self.actions[stmt].get(names[";"])
             eq = self.actions[graph].get(names["="])
-            if semicolon is None or semicolon < 0 or eq is None or eq < 0 or eq not in self.lexers:
+            if semicolon is None or semicolon < 0 or eq is None or eq < 0 or eq not in self._lark_lexers:
                 continue
-            self.shortcuts.setdefault(graph, {})[below] = (calls.read, stmt, semicolon, _name_lexer(*self.lexers[eq]))
+            self.shortcuts.setdefault(graph, {})[below] = (calls.read, stmt, semicolon, _name_lexer(*self._lexer(eq)))
         if self.shortcuts and not self._shortcut_agrees(lark):
             self.shortcuts = {}
 

@@ -4,6 +4,11 @@ One DICompileUnit and DIFile per module (the Relay source), a DISubprogram per L
 function at its PrimFunc's line, and a DILocation per Relay (line, column) and scope,
 made once and shared (`DebugInfo.location`).  `source_location` is the one rule that
 turns a span into that (line, column).
+
+Tried: `emissionKind: LineTablesOnly` instead of FullDebug (the same locations, less
+DWARF): LLVM's parse, O3 and machine code of ResNet-50's 29 kernels took 0.997x the time
+(4 rounds, alternated kernel by kernel in one process).  With no debug info at all they
+would take about 0.9x: the locations cost about a tenth of LLVM's time.
 """
 
 from __future__ import annotations

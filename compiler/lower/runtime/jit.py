@@ -271,6 +271,17 @@ class JIT:
         optimized = str(mod)
         return (optimized, *self.load_module(mod))
 
+    @_one_thread_at_a_time
+    def optimize_to_object(self, text: str | ir.Module) -> tuple[str, bytes]:
+        """`optimize_and_load` without the engine: the optimised text and the object code,
+        for a process that only sends them on (a forked worker, pipeline.py).  The target
+        machine writes the very bytes MCJIT makes (every one of ResNet-50's 29 kernels),
+        without an engine's set-up, relocations and symbol look-ups: an engine cost 4-6 ms
+        a kernel beyond its code generation.  Parsed in a context of its own (`optimize`)."""
+        mod = self.parse(text, llvm.create_context())
+        self.run_o3(mod)
+        return str(mod), self.target_machine.emit_object(mod)
+
     def load(self, text: str | ir.Module) -> llvm.ExecutionEngine:
         """Compile a (usually optimised) module to machine code in a new engine (which
         the JIT keeps alive; returned for callers that hold their code's engine)."""
