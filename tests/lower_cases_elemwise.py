@@ -53,6 +53,10 @@ def _elemwise() -> list[Case]:
                   Case(op, [Arr((4,), "int32")], name="i32")]
     cases += [
         Case("logical_not", [Arr((3, 4), "bool")]),
+        Case("bitwise_not", [Arr((3, 4), "int32")]),
+        Case("bitwise_not", [Arr((4,), "uint8", value=[0, 1, 0x80, 0xFF])], name="u8"),
+        Case("bitwise_not", [Arr((3,), "int64", value=[0, -1, 1 << 40])], name="i64"),
+        Case("bitwise_not", [Arr((3, 4), "bool")], name="bool"),
         Case("clip", [Arr((3, 4))], {"a_min": -0.5, "a_max": 0.5}),
         Case("clip", [Arr((3, 4), "int32")], {"a_min": -2.5, "a_max": 3.7}, name="i32-float-bounds"),
         Case("clip", [Arr((10,), "int8")], {"a_min": -1e30, "a_max": 1e30}, name="i8-wide-bounds"),
@@ -86,6 +90,7 @@ _ARITH = ("add", "subtract", "multiply", "divide", "floor_divide", "mod", "floor
           "maximum", "minimum")
 _COMPARE = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 _LOGIC = ("logical_and", "logical_or", "logical_xor")
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 
 
 def _sign_pairs(dtype: str, a, b) -> list[Arr]:
@@ -125,6 +130,13 @@ def _broadcast() -> list[Case]:
     for op in _LOGIC:
         cases.append(Case(op, [Arr((2, 3), "bool"), Arr((3,), "bool")]))
         cases.append(Case(op, [Arr((), "bool"), Arr((4,), "bool")], name="scalar"))
+    for op in _BITWISE:
+        cases.append(Case(op, [Arr((2, 3, 4), "int32"), Arr((4,), "int32")]))
+        cases.append(Case(op, [Arr((4,), "uint8", value=[0xF0, 0x0F, 0xFF, 0x5A]), Arr((1,), "uint8", value=[0x3C])],
+                          name="u8-bits"))
+        cases.append(Case(op, [Arr((3,), "int64", value=[-1, 1 << 40, -(1 << 62)]), Arr((), "int64", value=-6)],
+                          name="i64-signs"))
+        cases.append(Case(op, [Arr((2, 3), "bool"), Arr((3,), "bool")], name="bool"))
     cases += [
         Case("where", [Arr((2, 1, 4), "bool"), Arr((3, 4)), Arr((2, 3, 1))]),
         Case("where", [Arr((3, 4), "bool"), Arr(()), Arr(())], name="scalars"),

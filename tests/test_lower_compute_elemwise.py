@@ -15,11 +15,11 @@ from relaylens.compiler.ops import get_op
 
 FAMILIES = {
     "elemwise": "abs atan cast ceil clip copy cos erf exp fast_erf fast_exp fast_tanh floor full_like "
-                "isfinite isinf isnan log log10 log2 logical_not negative ones_like round rsqrt sigmoid "
+                "isfinite isinf isnan log log10 log2 logical_not bitwise_not negative ones_like round rsqrt sigmoid "
                 "sign sin sqrt tan tanh trunc zeros_like fixed_point_multiply",
     "broadcast": "add subtract multiply divide floor_divide mod floor_mod power maximum minimum equal "
                  "not_equal less less_equal greater greater_equal logical_and logical_or logical_xor "
-                 "where nn.bias_add",
+                 "bitwise_and bitwise_or bitwise_xor where nn.bias_add",
     "activations": "nn.relu nn.leaky_relu nn.prelu nn.softmax nn.log_softmax nn.fast_softmax",
     "transform": "broadcast_to broadcast_to_like collapse_sum_like collapse_sum_to concatenate "
                  "expand_dims layout_transform nn.batch_flatten reshape reshape_like split squeeze "

@@ -1,9 +1,10 @@
-"""Broadcasting binary ops: arithmetic, comparisons, logic, `where`, `nn.bias_add`.
+"""Broadcasting binary ops: arithmetic, comparisons, logic, bitwise, `where`, `nn.bias_add`.
 
 Reference §7.4.  Operands broadcast as in NumPy (right-aligned; equal, 1 or `?`) and must
 share a dtype; comparisons and logic give bool.  Integer `divide` and `mod` truncate
 toward zero (C semantics, as TVM's `div`/`truncmod`); `floor_divide`/`floor_mod` round
-toward negative infinity.
+toward negative infinity.  The bitwise ops (TVM's `bitwise_and/or/xor`) take integers or
+bool and keep the dtype.
 """
 
 from __future__ import annotations
@@ -59,16 +60,25 @@ LOGICAL = {
     "logical_xor": (deferred(np, "logical_xor"), "Boolean exclusive or."),
 }
 
+BITWISE = {
+    "bitwise_and": (deferred(np, "bitwise_and"), "a & b on the bits of integers, broadcasting."),
+    "bitwise_or": (deferred(np, "bitwise_or"), "a | b on the bits of integers, broadcasting."),
+    "bitwise_xor": (deferred(np, "bitwise_xor"), "a ^ b on the bits of integers, broadcasting."),
+}
 
-def _binary(name: str, fn, doc: str, result_dtype: str | None, needs_bool: bool) -> None:
+
+def _binary(name: str, fn, doc: str, result_dtype: str | None, needs: str | None) -> None:
+    """`needs`: None for any dtype, "bool" or "integer" (bool counts as an integer of 1 bit)."""
     opdef = define(name, ("lhs", "rhs"), BROADCAST, doc=doc)
 
     @opdef.relation
     def _(lhs, rhs, attrs):
         a = tensor(lhs, f"{name}: lhs", 0)
         b = tensor(rhs, f"{name}: rhs", 1)
-        if needs_bool and a.dtype != "bool":
+        if needs == "bool" and a.dtype != "bool":
             raise OpTypeError(f"{name} expects bool operands, found {type_text(a)}", 0)
+        if needs == "integer" and not (a.dtype == "bool" or a.dtype.startswith(("int", "uint"))):
+            raise OpTypeError(f"{name} expects integer or bool operands, found {type_text(a)}", 0)
         return broadcast_types(name, [a, b], result_dtype)
 
     def compute(a, b, attrs):
@@ -79,11 +89,13 @@ def _binary(name: str, fn, doc: str, result_dtype: str | None, needs_bool: bool)
 
 
 for _name, (_fn, _doc) in ARITHMETIC.items():
-    _binary(_name, _fn, _doc, None, False)
+    _binary(_name, _fn, _doc, None, None)
 for _name, (_fn, _doc) in COMPARISONS.items():
-    _binary(_name, _fn, _doc, "bool", False)
+    _binary(_name, _fn, _doc, "bool", None)
 for _name, (_fn, _doc) in LOGICAL.items():
-    _binary(_name, _fn, _doc, "bool", True)
+    _binary(_name, _fn, _doc, "bool", "bool")
+for _name, (_fn, _doc) in BITWISE.items():
+    _binary(_name, _fn, _doc, None, "integer")
 
 
 where = define("where", ("condition", "x", "y"), BROADCAST,

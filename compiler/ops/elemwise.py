@@ -113,6 +113,20 @@ logical_not = define("logical_not", ("data",), ELEMWISE, doc="Element-wise boole
 logical_not.relation(_bool_relation("logical_not"))
 logical_not.reference(lambda x, attrs: np.logical_not(x))
 
+bitwise_not = define("bitwise_not", ("data",), ELEMWISE,
+                     doc="Element-wise not of the bits of an integer (of bool: logical not).")
+
+
+@bitwise_not.relation
+def _(data, attrs):
+    t = tensor(data, "bitwise_not: data", 0)
+    if not (t.dtype == "bool" or t.dtype.startswith(("int", "uint"))):
+        raise OpTypeError(f"bitwise_not expects an integer or bool tensor, found {type_text(t)}", 0)
+    return t
+
+
+bitwise_not.reference(lambda x, attrs: np.invert(x))
+
 
 def _float_predicate(name: str, fn, doc: str) -> None:
     opdef = define(name, ("data",), ELEMWISE, doc=doc)

@@ -1,4 +1,4 @@
-"""Element-wise ops: math, comparisons, logic, Clip, Cast, Where, Identity, Dropout.
+"""Element-wise ops: math, comparisons, logic, bitwise, Clip, Cast, Where, Identity, Dropout.
 
 ONNX broadcasting is NumPy's, as Relay's, so binary ops map one to one.  Functions Relay
 has no op for (Round to even, Sinh, Asin...) are composed from the ops it has (one node,
@@ -20,12 +20,14 @@ UNARY = {
     "Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Sqrt": "sqrt", "Exp": "exp",
     "Log": "log", "Neg": "negative", "Abs": "abs", "Floor": "floor", "Ceil": "ceil", "Sin": "sin",
     "Cos": "cos", "Tan": "tan", "Atan": "atan", "Sign": "sign", "Not": "logical_not", "IsNaN": "isnan",
+    "BitwiseNot": "bitwise_not",
 }
 
 BINARY = {
     "Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Equal": "equal", "Less": "less",
     "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal",
     "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor",
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
 }
 
 VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum", "Mean": "add"}

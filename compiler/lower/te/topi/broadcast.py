@@ -1,9 +1,10 @@
-"""Broadcasting binary ops (reference §7.4): arithmetic, comparisons, logic, `where` and
-`nn.bias_add`.
+"""Broadcasting binary ops (reference §7.4): arithmetic, comparisons, logic, bitwise,
+`where` and `nn.bias_add`.
 
 The te binary ops carry the numpy semantics of `compiler/ops/binary.py`: integer
 `divide` truncates toward zero (te `div`), `mod` is C's fmod (`truncmod`), `floor_mod`
-takes the sign of the divisor (`floormod`).
+takes the sign of the divisor (`floormod`).  te's `and`/`or`/`xor` are bitwise on
+integers, logical on bool, so one op serves `logical_*` and `bitwise_*`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", 
            "minimum": "min", "power": "pow", "floor_divide": "floordiv", "floor_mod": "floormod",
            "mod": "truncmod", "equal": "eq", "not_equal": "ne", "less": "lt", "less_equal": "le",
            "greater": "gt", "greater_equal": "ge", "logical_and": "and", "logical_or": "or",
-           "logical_xor": "xor"}
+           "logical_xor": "xor", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
 
 
 def _binary_rule(relay_name: str, op: str):

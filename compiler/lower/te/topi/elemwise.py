@@ -108,6 +108,13 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     return _map("logical_not", x, lambda v: te.intrinsic("not", v))
 
 
+@register_compute("bitwise_not")
+def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
+    """x xor all ones: te's `not` is logical (evaluate.py), xor is bitwise on integers."""
+    ones = True if x.dtype == "bool" else (-1 if te.is_signed(x.dtype) else (1 << te.bits(x.dtype)) - 1)
+    return _map("bitwise_not", x, lambda v: te.binary("xor", v, te.const(ones, x.dtype)))
+
+
 def _integer_bound(value: float, dtype: str) -> int:
     """A float bound for integers of `dtype`: truncated (numpy clips in float, then the
     result is cast back) and kept within the dtype's range."""
