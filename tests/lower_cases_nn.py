@@ -481,9 +481,27 @@ def _einsum_cases() -> list[Case]:
     ]
 
 
+# ---- cumsum, cumprod ---------------------------------------------------------------------
+
+
+def _scan_cases() -> list[Case]:
+    cases = []
+    for op in ("cumsum", "cumprod"):
+        fill = "unit" if op == "cumprod" else "normal"  # products of small factors stay small
+        cases += [
+            Case(op, [Arr((2, 5, 3), "float32", fill)], {"axis": 1}, "axis1"),
+            Case(op, [Arr((2, 5, 3), "float32", fill)], {"axis": -1, "exclusive": True}, "exclusive-last"),
+            Case(op, [Arr((2, 3), "float32", fill)], {}, "flattened"),
+            Case(op, [Arr((4, 6), "int32")], {"axis": 0, "exclusive": True}, "i32-exclusive"),
+            Case(op, [Arr((3, 4), "int8")], {"axis": 1, "dtype": "int64"}, "i8-to-i64"),
+            Case(op, [Arr((3, 4), "float16", fill)], {"axis": 1}, "float16", **F16),
+        ]
+    return cases
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
                      + _plumbing_cases() + _simulated_quantize_cases() + _resize1d_cases() + _topk_cases()
-                     + _einsum_cases())
+                     + _einsum_cases() + _scan_cases())
 
 # ROI pooling and deformable convolution
 from lower_cases_vision import vision_cases  # noqa: E402

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     pooling,
     qnn,
     reduce,
+    scan,
     transform,
     transform_index,
     winograd,

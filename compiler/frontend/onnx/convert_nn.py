@@ -243,3 +243,16 @@ def _(ctx: NodeContext) -> Expr:
     summed = call("nn.dense", flat, const(keep.astype(dtype(x))), units=length)
     out = call("reshape", summed, newshape=_newshape(dims))
     return out if axis == n - 1 else call("transpose", out, axes=tuple(int(i) for i in np.argsort(perm)))
+
+
+@converter("CumProd")
+def _(ctx: NodeContext) -> Expr:
+    """Relay's `cumprod` (a product has no matrix form); reverse=1 is `reverse` on both
+    sides, as TVM's frontend writes a reverse CumSum."""
+    x = ctx.input(0)
+    axis = normalize_axis(int(ctx.value(1, "axis").reshape(-1)[0]), rank(x))
+    exclusive = bool(ctx.attrs.int("exclusive", 0))
+    if not ctx.attrs.int("reverse", 0):
+        return call("cumprod", x, axis=axis, exclusive=exclusive)
+    run = call("cumprod", call("reverse", x, axis=axis), axis=axis, exclusive=exclusive)
+    return call("reverse", run, axis=axis)
