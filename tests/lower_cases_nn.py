@@ -499,9 +499,45 @@ def _scan_cases() -> list[Case]:
     return cases
 
 
+# ---- scatter_elements, scatter_nd -----------------------------------------------------------
+
+
+def _scatter_cases() -> list[Case]:
+    def idx(values, shape, dtype="int64"):
+        return Arr(shape, dtype, value=values)
+
+    # rows of 3 along axis 1 of (2, 5): duplicates (1, 1), a negative (-1 = 4), one out of range (7)
+    rows = idx([1, 1, -1, 7, 0, 3], (2, 3))
+    cases = []
+    for reduction in ("update", "add", "mul", "min", "max"):
+        cases += [
+            Case("scatter_elements", [Arr((2, 5)), rows, Arr((2, 3))], {"axis": 1, "reduction": reduction},
+                 f"{reduction}-axis1"),
+            # indices smaller than data off the axis: data's other rows stay as they are
+            Case("scatter_elements", [Arr((4, 3), "int32"), idx([2, 0, 2, 3, -4, 1], (2, 3), "int32"),
+                                      Arr((2, 3), "int32")], {"axis": 0, "reduction": reduction},
+                 f"{reduction}-axis0-i32"),
+            # (4, 3) by index pairs (1, 0) (1, 2) (-3 = 1, 0) (4, 2): a duplicate, one out of range
+            Case("scatter_nd", [Arr((4, 3)), idx([1, 1, -3, 4, 0, 2, 0, 2], (2, 2, 2)), Arr((2, 2))],
+                 {"mode": reduction}, f"{reduction}-elements"),
+            # rows of (5, 4) by single indices: slices
+            Case("scatter_nd", [Arr((5, 4)), idx([3, 0, 3], (1, 3)), Arr((3, 4))], {"mode": reduction},
+                 f"{reduction}-slices"),
+        ]
+    cases += [
+        Case("scatter_nd", [Arr((3, 4)), idx([2, 1], (2,)), Arr(())], {"mode": "add"}, "one-tuple"),
+        Case("scatter_nd", [Arr((3, 4)), idx([2, 1], (2,)), Arr(())], {}, "one-tuple-update"),
+        Case("scatter_elements", [Arr((3, 4), "float16"), idx([0, 2, 2, 1], (1, 4)), Arr((1, 4), "float16")],
+             {"axis": 0, "reduction": "add"}, "float16", **F16),
+        Case("scatter_elements", [Arr((2, 3), value=[-np.inf, 1, 2, 3, 4, np.inf]), idx([0, 0], (1, 2)),
+                                  Arr((1, 2))], {"axis": 1, "reduction": "max"}, "infinities-stay"),
+    ]
+    return cases
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
                      + _plumbing_cases() + _simulated_quantize_cases() + _resize1d_cases() + _topk_cases()
-                     + _einsum_cases() + _scan_cases())
+                     + _einsum_cases() + _scan_cases() + _scatter_cases())
 
 # ROI pooling and deformable convolution
 from lower_cases_vision import vision_cases  # noqa: E402

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     qnn,
     reduce,
     scan,
+    scatter,
     transform,
     transform_index,
     winograd,

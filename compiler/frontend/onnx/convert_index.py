@@ -1,5 +1,6 @@
 """Ops that pick or join parts of tensors: Concat, Split, Slice, Gather, GatherElements,
-GatherND, OneHot.
+GatherND, OneHot, and the ones that write into them: ScatterElements (and Scatter, its
+name before opset 11), ScatterND.
 
 ONNX indices may be negative (counting from the end); Relay's `gather`, `gather_nd` and
 `one_hot` want them in range, so indices known before run time are wrapped here and
@@ -127,6 +128,35 @@ def _(ctx: NodeContext) -> Expr:
             indices = const(np.where(known < 0, known + np.array(extents, dtype=known.dtype), known))
     moved = call("transpose", indices, axes=(rank(indices) - 1, *range(rank(indices) - 1)))
     return call("gather_nd", data, moved, batch_dims=batch_dims, index_rank=depth)
+
+
+def _reduction(ctx: NodeContext) -> str:
+    """ONNX's reduction as Relay's: "none" is "update" (of duplicate indices the last
+    wins, ops/scatter.py)."""
+    reduction = ctx.attrs.string("reduction", "none")
+    if reduction not in ("none", "add", "mul", "max", "min"):
+        raise NodeError(f"reduction=\"{reduction}\" is not supported (none, add, mul, max or min)")
+    return "update" if reduction == "none" else reduction
+
+
+@converter("ScatterElements", "Scatter")
+def _(ctx: NodeContext) -> Expr:
+    """`scatter_elements`, which wraps negative indices itself."""
+    data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
+    axis = normalize_axis(ctx.attrs.int("axis", 0), rank(data))
+    return call("scatter_elements", data, indices, updates, axis=axis, reduction=_reduction(ctx))
+
+
+@converter("ScatterND")
+def _(ctx: NodeContext) -> Expr:
+    """`scatter_nd` wants the index tuples along the first axis of indices, ONNX has them
+    along the last: a transpose moves it (as TVM's frontend does)."""
+    data, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
+    n = rank(indices)
+    if n == 0 or not isinstance(shape(indices)[-1], int):
+        raise NodeError("indices need a static last axis (the length of an index tuple)")
+    moved = indices if n == 1 else call("transpose", indices, axes=(n - 1, *range(n - 1)))
+    return call("scatter_nd", data, moved, updates, mode=_reduction(ctx))
 
 
 @converter("OneHot")

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     pooling,
     reduce,
     scan,
+    scatter,
     transform,
     transform_index,
     winograd,
