@@ -535,9 +535,32 @@ def _scatter_cases() -> list[Case]:
     return cases
 
 
+# ---- image.grid_sample --------------------------------------------------------------------
+
+
+def _grid_sample_cases() -> list[Case]:
+    # points beyond the image on both sides (reflected more than once), and exact halves
+    grid = Arr((2, 2, 3, 4), value=np.concatenate([np.linspace(-2.6, 2.6, 24), np.linspace(-1, 1, 24)])
+               .astype(np.float32))
+    cases = []
+    for method in ("bilinear", "nearest"):
+        for padding in ("zeros", "border", "reflection"):
+            for align in (False, True):
+                cases.append(Case("image.grid_sample", [Arr((2, 3, 4, 5)), grid],
+                                  {"method": method, "padding_mode": padding, "align_corners": align},
+                                  f"{method}-{padding}-{'align' if align else 'edges'}"))
+    cases.append(Case("image.grid_sample", [Arr((1, 2, 1, 3)), Arr((1, 2, 2, 2), "float32", "unit")],
+                      {"padding_mode": "reflection"}, "height-1-reflection"))
+    # x at pixel coordinates 0.5, 1.5, 2.5, 3.5 (W = 5, align_corners): halves round to even
+    halves = Arr((1, 2, 1, 4), value=[-0.75, -0.25, 0.25, 0.75, 0, 0, 0, 0])
+    cases.append(Case("image.grid_sample", [Arr((1, 1, 3, 5)), halves], {"method": "nearest"}, "halves-to-even"))
+    return cases
+
+
 CASES: list[Case] = (_conv_cases() + _pool_cases() + _pad_resize_cases() + _reduce_cases() + _norm_cases()
                      + _plumbing_cases() + _simulated_quantize_cases() + _resize1d_cases() + _topk_cases()
-                     + _einsum_cases() + _scan_cases() + _scatter_cases())
+                     + _einsum_cases() + _scan_cases() + _scatter_cases()
+                     + _grid_sample_cases())
 
 # ROI pooling and deformable convolution
 from lower_cases_vision import vision_cases  # noqa: E402

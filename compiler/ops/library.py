@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     binary,
     einsum,
     elemwise,
+    grid_sample,
     nn_conv,
     nn_norm,
     plumbing,

@@ -1,4 +1,4 @@
-"""Detection layers: RoiAlign, MaxRoiPool and DeformConv.
+"""Detection layers: RoiAlign, MaxRoiPool and DeformConv; GridSample.
 
 * RoiAlign becomes `vision.roi_align`, the batch indices cast to the rois' dtype and put
   in front of each roi (TVM's converter).  Opset 16's default coordinate mode
@@ -13,6 +13,9 @@
   deformable_groups.  A mask (modulated deformable convolution, v2) has no Relay form and
   is an error.  Relay reads a point above or left of the data (-1 < y < 0) as 0 where
   ONNX interpolates with the first row; elsewhere they agree.
+* GridSample (opset 16; 20's "linear" is "bilinear") becomes `image.grid_sample`, the
+  grid (N, Ho, Wo, 2) transposed to Relay's (N, 2, Ho, Wo) (TVM's converter).  Bicubic
+  and the 3-D form are refused: Relay's rule has neither.
 """
 
 from __future__ import annotations
@@ -71,3 +74,19 @@ def _(ctx: NodeContext) -> Expr:
                channels=wshape[0], kernel_size=kernel)
     bias = ctx.optional(3)
     return out if bias is None else call("nn.bias_add", out, bias, axis=1)
+
+
+@converter("GridSample", since=16)
+def _(ctx: NodeContext) -> Expr:
+    x, grid = ctx.input(0), ctx.input(1)
+    mode = ctx.attrs.string("mode", "bilinear")
+    method = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest"}.get(mode)
+    if method is None:
+        raise NodeError(f"mode={mode} is not supported (bilinear, linear or nearest)")
+    if rank(x) != 4:
+        raise NodeError(f"only 4-D data (N, C, H, W) is supported, found rank {rank(x)}")
+    padding = ctx.attrs.string("padding_mode", "zeros")
+    if padding not in ("zeros", "border", "reflection"):
+        raise NodeError(f"padding_mode={padding} is not supported (zeros, border or reflection)")
+    return call("image.grid_sample", x, call("transpose", grid, axes=(0, 3, 1, 2)), method=method,
+                padding_mode=padding, align_corners=bool(ctx.attrs.int("align_corners", 0)))

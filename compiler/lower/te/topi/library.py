@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     dense_pack,
     einsum,
     elemwise,
+    grid_sample,
     nn_conv,
     nn_norm,
     plumbing,

@@ -1,0 +1,115 @@
+"""Sampling an image at the points of a grid (TVM's `image.grid_sample`, 2-D):
+
+    image.grid_sample(%data, %grid, method="bilinear", padding_mode="zeros", align_corners=False)
+        data (N, C, H, W), grid (N, 2, Ho, Wo) -> (N, C, Ho, Wo)
+
+grid[n, 0] holds x (along W), grid[n, 1] y (along H), normalised: -1 and 1 are the centres
+of the corner pixels with align_corners, their outer edges without.  A point becomes a
+pixel coordinate (`unnormalize`); "border" clamps it to [0, size - 1], "reflection"
+reflects it at the edges (those same centres or outer edges) until it lies between them,
+then clamps; "zeros" leaves it and reads 0 outside the image.  "bilinear" weights the four
+pixels around the point, "nearest" reads the one at the coordinate rounded (halves to
+even).  That is TVM's topi (python/tvm/topi/image/grid_sample.py), and onnxruntime's.
+
+TVM's "bicubic" and its 3-D form (NCDHW) are refused; so is any layout but NCHW, as TVM's
+kernel does.  Coordinates are computed in the grid's dtype, values in data's; the op is
+Injective, as TVM registers it.
+"""
+
+from __future__ import annotations
+
+from ..lazy_modules import numpy as np
+from ..ir.types import TensorType
+from .attrs import BOOL, STR, Attr
+from .registry import INJECTIVE, OpTypeError, define
+from .shapes import dims, same_dim, tensor, type_text
+
+METHODS = ("bilinear", "nearest")
+PADDING = ("zeros", "border", "reflection")
+
+grid_sample = define(
+    "image.grid_sample", ("data", "grid"), INJECTIVE,
+    attrs=(Attr("method", STR, "bilinear", "\"bilinear\" or \"nearest\" (TVM's \"bicubic\" is not supported)"),
+           Attr("layout", STR, "NCHW", "data's layout; only NCHW"),
+           Attr("padding_mode", STR, "zeros", "points outside the image: \"zeros\", \"border\" or \"reflection\""),
+           Attr("align_corners", BOOL, True, "-1 and 1 are the corner pixels' centres (else their outer edges)")),
+    doc="Sample data (N, C, H, W) at the normalised (x, y) points of grid (N, 2, Ho, Wo), "
+        "bilinearly or at the nearest pixel, with zeros, border or reflection outside.")
+
+
+def _check(d: TensorType, g: TensorType, attrs) -> None:
+    op = "image.grid_sample"
+    if attrs.method not in METHODS:
+        raise OpTypeError(f"{op}: method \"{attrs.method}\" is not supported (bilinear or nearest)")
+    if attrs.padding_mode not in PADDING:
+        raise OpTypeError(f"{op}: padding_mode \"{attrs.padding_mode}\" is not supported "
+                          f"(zeros, border or reflection)")
+    if attrs.layout != "NCHW":
+        raise OpTypeError(f"{op}: layout \"{attrs.layout}\" is not supported (NCHW only)")
+    if d.ndim != 4:
+        raise OpTypeError(f"{op}: data must be 4-D (N, C, H, W), found {type_text(d)}"
+                          + (" (the 3-D form is not supported)" if d.ndim == 5 else ""), 0)
+    if not d.dtype.startswith("float"):
+        raise OpTypeError(f"{op}: data must be a float tensor, found {type_text(d)}", 0)
+    if g.ndim != 4 or not same_dim(dims(g)[1], 2) or not g.dtype.startswith("float"):
+        raise OpTypeError(f"{op}: grid must be a float tensor (N, 2, Ho, Wo), found {type_text(g)}", 1)
+    if not same_dim(dims(g)[0], dims(d)[0]):
+        raise OpTypeError(f"{op}: grid {type_text(g)} and data {type_text(d)} differ in batch", 1)
+
+
+@grid_sample.relation
+def _(data, grid, attrs):
+    d = tensor(data, "image.grid_sample: data", 0)
+    g = tensor(grid, "image.grid_sample: grid", 1)
+    _check(d, g, attrs)
+    return TensorType((*dims(d)[:2], *dims(g)[2:]), d.dtype)
+
+
+def unnormalize(g: np.ndarray, size: int, align_corners: bool) -> np.ndarray:
+    """A normalised coordinate as a pixel coordinate (TVM's expression, term by term)."""
+    if align_corners:
+        return (g + 1) * (size - 1) / 2
+    return -0.5 + (g + 1) * size / 2
+
+
+def reflect(x: np.ndarray, size: int, align_corners: bool) -> np.ndarray:
+    """x reflected at the edges lo and lo + span until it lies between them."""
+    lo, span = (0.0, size - 1) if align_corners else (-0.5, size)
+    if span == 0:
+        return np.zeros_like(x)
+    distance = np.abs(x - lo)
+    times = np.floor(distance / span)
+    extra = distance - times * span
+    folded = np.where(times % 2 == 0, extra + lo, span - extra + lo)
+    return np.where((x >= lo) & (x <= lo + span), x, folded).astype(x.dtype)
+
+
+@grid_sample.reference
+def _(data, grid, attrs):
+    _check(TensorType(data.shape, str(data.dtype)), TensorType(grid.shape, str(grid.dtype)), attrs)
+    _, _, h, w = data.shape
+    points = []
+    for g, size in ((grid[:, 1], h), (grid[:, 0], w)):  # y, x: (N, Ho, Wo)
+        p = unnormalize(g, size, attrs.align_corners).astype(grid.dtype)
+        if attrs.padding_mode == "reflection":
+            p = reflect(p, size, attrs.align_corners)
+        if attrs.padding_mode != "zeros":
+            p = np.clip(p, 0, size - 1)
+        points.append(p)
+    y, x = points
+    batch = np.arange(data.shape[0])[:, None, None]
+
+    def pixel(yi: np.ndarray, xi: np.ndarray) -> np.ndarray:
+        """data at integer coordinates, (N, C, Ho, Wo); 0 outside."""
+        inside = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < w)
+        read = data[batch, :, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]  # (N, Ho, Wo, C)
+        return np.moveaxis(np.where(inside[..., None], read, 0), -1, 1)
+
+    if attrs.method == "nearest":
+        return pixel(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)).astype(data.dtype)
+    y0, x0 = np.floor(y), np.floor(x)
+    dy, dx = (y - y0)[:, None], (x - x0)[:, None]
+    y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
+    out = (pixel(y0, x0) * (1 - dy) * (1 - dx) + pixel(y0, x0 + 1) * (1 - dy) * dx
+           + pixel(y0 + 1, x0) * dy * (1 - dx) + pixel(y0 + 1, x0 + 1) * dy * dx)
+    return out.astype(data.dtype)
