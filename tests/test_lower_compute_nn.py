@@ -14,7 +14,8 @@ from relaylens.compiler.lower.te import expr as te
 import relaylens.compiler.lower.te.topi  # noqa: F401  (registers the compute rules on the ops)
 from relaylens.compiler.ops import all_ops, get_op
 
-FAMILIES = ("nn_conv", "pooling", "reduce", "nn_norm", "plumbing", "qnn", "algorithm", "winograd", "scan", "scatter", "grid_sample")
+FAMILIES = ("nn_conv", "pooling", "reduce", "nn_norm", "plumbing", "qnn", "algorithm", "winograd", "scan",
+            "scatter", "grid_sample")
 
 # Ops of these families without a compute rule, and why.
 NO_RULE = {

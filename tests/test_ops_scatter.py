@@ -103,7 +103,8 @@ def test_scatter_nd_reference():
 
 
 def test_an_error_is_reported_at_its_call_in_a_file():
-    _, found = check("def @main(%d: Tensor[(4, 5), float32], %i: Tensor[(1, 3), int64], %u: Tensor[(3, 4), float32]) {\n"
+    _, found = check("def @main(%d: Tensor[(4, 5), float32], %i: Tensor[(1, 3), int64], "
+                     "%u: Tensor[(3, 4), float32]) {\n"
                      "  scatter_nd(%d, %i, %u)\n"
                      "}\n")
     assert [(line, col, severity) for line, col, severity, _ in found] == [(2, 3, "error")]

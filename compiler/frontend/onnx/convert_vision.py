@@ -15,7 +15,7 @@
   ONNX interpolates with the first row; elsewhere they agree.
 * GridSample (opset 16; 20's "linear" is "bilinear") becomes `image.grid_sample`, the
   grid (N, Ho, Wo, 2) transposed to Relay's (N, 2, Ho, Wo) (TVM's converter).  Bicubic
-  and the 3-D form are refused: Relay's rule has neither.
+  and the 3-D form (both in TVM) are refused: the op library has neither yet.
 """
 
 from __future__ import annotations
