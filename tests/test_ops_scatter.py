@@ -66,6 +66,8 @@ def test_scatter_elements_errors(types, attrs, message):
      "scatter_nd: indices must have an axis of index tuples, found a scalar int64"),
     ([T(4, 5), T(ANY, 2, dtype="int64"), T(2)], {},
      "scatter_nd: the first axis of indices Tensor[(?, 2), int64] must be static"),
+    ([T(4, 5), T(0, 2, dtype="int64"), T(2, 4, 5)], {},
+     "scatter_nd: indices Tensor[(0, 2), int64] hold index tuples of no axes"),
     ([T(4, 5), T(3, 2, dtype="int64"), T(2)], {},
      "scatter_nd: index tuples of 3 axes for data Tensor[(4, 5), float32] of rank 2"),
     ([T(4, 5), T(1, 3, dtype="int64"), T(3, 4)], {},

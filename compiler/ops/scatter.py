@@ -133,6 +133,8 @@ def scatter_nd_m(d: TensorType, i: TensorType, u: TensorType, attrs) -> int:
     m = dims(i)[0]
     if not known(m):
         raise OpTypeError(f"scatter_nd: the first axis of indices {type_text(i)} must be static", 1)
+    if m == 0:
+        raise OpTypeError(f"scatter_nd: indices {type_text(i)} hold index tuples of no axes", 1)
     if m > d.ndim:
         raise OpTypeError(f"scatter_nd: index tuples of {m} axes for data {type_text(d)} of rank {d.ndim}", 1)
     y = dims(i)[1:]
