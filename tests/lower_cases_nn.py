@@ -543,7 +543,7 @@ def _grid_sample_cases() -> list[Case]:
     grid = Arr((2, 2, 3, 4), value=np.concatenate([np.linspace(-2.6, 2.6, 24), np.linspace(-1, 1, 24)])
                .astype(np.float32))
     cases = []
-    for method in ("bilinear", "nearest"):
+    for method in ("bilinear", "nearest", "bicubic"):
         for padding in ("zeros", "border", "reflection"):
             for align in (False, True):
                 cases.append(Case("image.grid_sample", [Arr((2, 3, 4, 5)), grid],

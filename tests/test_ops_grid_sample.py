@@ -2,7 +2,7 @@
 reference (reflection, rounding), the text format, and ONNX's GridSample against
 onnxruntime on every method, padding mode and align_corners, interpreted and compiled.
 Compiled = reference is in lower_cases_nn (test_lower_compiled); ONNX's own cases in
-test_onnx_node (bicubic and 3-D there are expected failures: refused at the node)."""
+test_onnx_node (3-D there is an expected failure: refused at the node)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def test_the_result_takes_the_grids_extent():
 
 
 @pytest.mark.parametrize("types, attrs, message", [
-    ([T(1, 3, 8, 9), T(1, 2, 4, 5)], {"method": "bicubic"},
-     "image.grid_sample: method \"bicubic\" is not supported (bilinear or nearest)"),
+    ([T(1, 3, 8, 9), T(1, 2, 4, 5)], {"method": "cubic"},
+     "image.grid_sample: method \"cubic\" is not supported (bilinear, nearest or bicubic)"),
     ([T(1, 3, 8, 9), T(1, 2, 4, 5)], {"padding_mode": "wrap"},
      "image.grid_sample: padding_mode \"wrap\" is not supported (zeros, border or reflection)"),
     ([T(1, 8, 9, 3), T(1, 2, 4, 5)], {"layout": "NHWC"},
@@ -74,10 +74,10 @@ def test_nearest_rounds_halves_to_even():
 
 def test_an_error_is_reported_at_its_call_in_a_file():
     _, found = check("def @main(%d: Tensor[(1, 3, 8, 9), float32], %g: Tensor[(1, 2, 4, 5), float32]) {\n"
-                     "  image.grid_sample(%d, %g, method=\"bicubic\")\n"
+                     "  image.grid_sample(%d, %g, method=\"bicubic\", padding_mode=\"wrap\")\n"
                      "}\n")
     assert [(line, col, severity) for line, col, severity, _ in found] == [(2, 3, "error")]
-    assert "method \"bicubic\" is not supported" in found[0][3]
+    assert "padding_mode \"wrap\" is not supported" in found[0][3]
 
 
 def test_printed_and_read_back():
@@ -92,7 +92,7 @@ def test_printed_and_read_back():
     assert print_module(parse(printed, "again.relay").module) == printed
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 @pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [0, 1])
 def test_onnx_grid_sample_matches_onnxruntime(mode, padding, align):
@@ -110,9 +110,10 @@ def test_onnx_grid_sample_matches_onnxruntime(mode, padding, align):
     assert (attrs.method, attrs.padding_mode, attrs.align_corners) == (mode, padding, bool(align))
 
 
-def test_onnx_opset_20_linear_is_bilinear():
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_onnx_opset_20_names_the_modes_anew(mode):
     g = Graph(3)
-    out = g.node("GridSample", ["x", "grid"], name="/warp/GridSample", mode="linear")
+    out = g.node("GridSample", ["x", "grid"], name="/warp/GridSample", mode=mode)
     model = g.model({"x": [1, 2, 4, 4], "grid": [1, 3, 3, 2]}, out, opset=20)
     rng = np.random.default_rng(2)
     feeds = {"x": rng.standard_normal((1, 2, 4, 4)).astype(np.float32),
@@ -121,7 +122,8 @@ def test_onnx_opset_20_linear_is_bilinear():
 
 
 @pytest.mark.parametrize("mode, shapes, message", [
-    ("cubic", ([1, 2, 4, 4], [1, 3, 3, 2]), "mode=cubic is not supported (bilinear, linear or nearest)"),
+    ("quintic", ([1, 2, 4, 4], [1, 3, 3, 2]),
+     "mode=quintic is not supported (linear, nearest or cubic; bilinear, bicubic before opset 20)"),
     ("linear", ([1, 2, 4, 4, 4], [1, 3, 3, 3, 3]), "only 4-D data (N, C, H, W) is supported, found rank 5"),
 ])
 def test_onnx_refusals_name_the_node(mode, shapes, message):

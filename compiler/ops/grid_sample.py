@@ -9,11 +9,13 @@ pixel coordinate (`unnormalize`); "border" clamps it to [0, size - 1], "reflecti
 reflects it at the edges (those same centres or outer edges) until it lies between them,
 then clamps; "zeros" leaves it and reads 0 outside the image.  "bilinear" weights the four
 pixels around the point, "nearest" reads the one at the coordinate rounded (halves to
-even).  That is TVM's topi (python/tvm/topi/image/grid_sample.py), and onnxruntime's.
+even), "bicubic" weights the 4 x 4 around it by cubic convolution (a = -0.75), padding
+each of those reads instead of the point (an index clamped, or reflected and clamped).
+That is TVM's topi (python/tvm/topi/image/grid_sample.py), and onnxruntime's.
 
-TVM's "bicubic" and its 3-D form (NCDHW) are refused; so is any layout but NCHW, as TVM's
-kernel does.  Coordinates are computed in the grid's dtype, values in data's; the op is
-Injective, as TVM registers it.
+TVM's 3-D form (NCDHW) is refused; so is any layout but NCHW, as TVM's kernel does.
+Coordinates are computed in the grid's dtype, values in data's; the op is Injective, as
+TVM registers it.
 """
 
 from __future__ import annotations
@@ -24,23 +26,24 @@ from .attrs import BOOL, STR, Attr
 from .registry import INJECTIVE, OpTypeError, define
 from .shapes import dims, same_dim, tensor, type_text
 
-METHODS = ("bilinear", "nearest")
+METHODS = ("bilinear", "nearest", "bicubic")
+CUBIC_A = -0.75  # the cubic convolution's coefficient: TVM's, PyTorch's and onnxruntime's
 PADDING = ("zeros", "border", "reflection")
 
 grid_sample = define(
     "image.grid_sample", ("data", "grid"), INJECTIVE,
-    attrs=(Attr("method", STR, "bilinear", "\"bilinear\" or \"nearest\" (TVM's \"bicubic\" is not supported)"),
+    attrs=(Attr("method", STR, "bilinear", "\"bilinear\", \"nearest\" or \"bicubic\""),
            Attr("layout", STR, "NCHW", "data's layout; only NCHW"),
            Attr("padding_mode", STR, "zeros", "points outside the image: \"zeros\", \"border\" or \"reflection\""),
            Attr("align_corners", BOOL, True, "-1 and 1 are the corner pixels' centres (else their outer edges)")),
     doc="Sample data (N, C, H, W) at the normalised (x, y) points of grid (N, 2, Ho, Wo), "
-        "bilinearly or at the nearest pixel, with zeros, border or reflection outside.")
+        "bilinearly, bicubically or at the nearest pixel, with zeros, border or reflection outside.")
 
 
 def _check(d: TensorType, g: TensorType, attrs) -> None:
     op = "image.grid_sample"
     if attrs.method not in METHODS:
-        raise OpTypeError(f"{op}: method \"{attrs.method}\" is not supported (bilinear or nearest)")
+        raise OpTypeError(f"{op}: method \"{attrs.method}\" is not supported (bilinear, nearest or bicubic)")
     if attrs.padding_mode not in PADDING:
         raise OpTypeError(f"{op}: padding_mode \"{attrs.padding_mode}\" is not supported "
                           f"(zeros, border or reflection)")
@@ -84,6 +87,19 @@ def reflect(x: np.ndarray, size: int, align_corners: bool) -> np.ndarray:
     return np.where((x >= lo) & (x <= lo + span), x, folded).astype(x.dtype)
 
 
+def cubic_weights(f):
+    """The weights of the four pixels at -1, 0, 1, 2 from the floor, f the fraction past it."""
+    a = CUBIC_A
+
+    def near(t):  # |t| <= 1
+        return ((a + 2) * t - (a + 3)) * t * t + 1
+
+    def far(t):  # 1 < |t| < 2
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+    return far(f + 1), near(f), near(1 - f), far(2 - f)
+
+
 @grid_sample.reference
 def _(data, grid, attrs):
     _check(TensorType(data.shape, str(data.dtype)), TensorType(grid.shape, str(grid.dtype)), attrs)
@@ -91,6 +107,9 @@ def _(data, grid, attrs):
     points = []
     for g, size in ((grid[:, 1], h), (grid[:, 0], w)):  # y, x: (N, Ho, Wo)
         p = unnormalize(g, size, attrs.align_corners).astype(grid.dtype)
+        if attrs.method == "bicubic":  # its padding applies to each pixel read (below)
+            points.append(p)
+            continue
         if attrs.padding_mode == "reflection":
             p = reflect(p, size, attrs.align_corners)
         if attrs.padding_mode != "zeros":
@@ -107,9 +126,34 @@ def _(data, grid, attrs):
 
     if attrs.method == "nearest":
         return pixel(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)).astype(data.dtype)
+    if attrs.method == "bicubic":
+        return _bicubic(pixel, y, x, (h, w), attrs).astype(data.dtype)
     y0, x0 = np.floor(y), np.floor(x)
     dy, dx = (y - y0)[:, None], (x - x0)[:, None]
     y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
     out = (pixel(y0, x0) * (1 - dy) * (1 - dx) + pixel(y0, x0 + 1) * (1 - dy) * dx
            + pixel(y0 + 1, x0) * dy * (1 - dx) + pixel(y0 + 1, x0 + 1) * dy * dx)
     return out.astype(data.dtype)
+
+
+def cubic_index(i: np.ndarray, size: int, attrs) -> np.ndarray:
+    """A pixel index of the bicubic 4 x 4 under the padding mode: clamped ("border"),
+    reflected then clamped ("reflection"), or left for pixel() to read 0 ("zeros")."""
+    if attrs.padding_mode == "reflection":
+        i = reflect(i.astype(np.float32), size, attrs.align_corners)
+    if attrs.padding_mode != "zeros":
+        i = np.clip(i, 0, size - 1)
+    return i.astype(np.int64)
+
+
+def _bicubic(pixel, y: np.ndarray, x: np.ndarray, sizes: tuple[int, int], attrs) -> np.ndarray:
+    y0, x0 = np.floor(y), np.floor(x)
+    wy = [wk[:, None] for wk in cubic_weights(y - y0)]
+    wx = [wk[:, None] for wk in cubic_weights(x - x0)]
+    y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
+    cols = [cubic_index(x0 - 1 + k, sizes[1], attrs) for k in range(4)]
+    rows = []
+    for i in range(4):
+        yi = cubic_index(y0 - 1 + i, sizes[0], attrs)
+        rows.append(sum(pixel(yi, cols[k]) * wx[k] for k in range(4)))
+    return sum(rows[i] * wy[i] for i in range(4))

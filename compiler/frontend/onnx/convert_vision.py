@@ -13,9 +13,9 @@
   deformable_groups.  A mask (modulated deformable convolution, v2) has no Relay form and
   is an error.  Relay reads a point above or left of the data (-1 < y < 0) as 0 where
   ONNX interpolates with the first row; elsewhere they agree.
-* GridSample (opset 16; 20's "linear" is "bilinear") becomes `image.grid_sample`, the
-  grid (N, Ho, Wo, 2) transposed to Relay's (N, 2, Ho, Wo) (TVM's converter).  Bicubic
-  and the 3-D form (both in TVM) are refused: the op library has neither yet.
+* GridSample (opset 16; 20's "linear" and "cubic" are "bilinear" and "bicubic") becomes
+  `image.grid_sample`, the grid (N, Ho, Wo, 2) transposed to Relay's (N, 2, Ho, Wo) (TVM's
+  converter).  The 3-D form (in TVM) is refused: the op library does not have it yet.
 """
 
 from __future__ import annotations
@@ -80,9 +80,10 @@ def _(ctx: NodeContext) -> Expr:
 def _(ctx: NodeContext) -> Expr:
     x, grid = ctx.input(0), ctx.input(1)
     mode = ctx.attrs.string("mode", "bilinear")
-    method = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest"}.get(mode)
+    method = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic",
+              "cubic": "bicubic"}.get(mode)
     if method is None:
-        raise NodeError(f"mode={mode} is not supported (bilinear, linear or nearest)")
+        raise NodeError(f"mode={mode} is not supported (linear, nearest or cubic; bilinear, bicubic before opset 20)")
     if rank(x) != 4:
         raise NodeError(f"only 4-D data (N, C, H, W) is supported, found rank {rank(x)}")
     padding = ctx.attrs.string("padding_mode", "zeros")

@@ -8,10 +8,13 @@
 so the coordinates are computed once per point, not once per channel.  Rounding is to
 even, as numpy's rint and LLVM's nearbyint: floor(v + 0.5), less one where v was a half
 and that is odd.  Pixel reads are clamped into the image and selected away outside it.
+Bicubic leaves the point as it is and pads each of its 16 reads instead (as TVM does):
+the index clamped, or reflected as a coordinate and clamped.
 """
 
 from __future__ import annotations
 
+from ....ops.grid_sample import CUBIC_A
 from .. import expr as te
 from .registry import register_compute
 
@@ -52,6 +55,9 @@ def _(data: te.Tensor, grid: te.Tensor, attrs, out_type) -> te.Tensor:
         point = [None, None]
         for a, size, k in ((0, h, 1), (1, w, 0)):  # y reads grid channel 1, x channel 0
             p = _unnormalize(grid[n, k, i, j], size, attrs.align_corners, gdtype)
+            if attrs.method == "bicubic":  # padded per pixel read (_cubic_index)
+                point[a] = p
+                continue
             if attrs.padding_mode == "reflection":
                 p = _reflect(p, size, attrs.align_corners, gdtype)
             if attrs.padding_mode != "zeros":
@@ -70,6 +76,8 @@ def _(data: te.Tensor, grid: te.Tensor, attrs, out_type) -> te.Tensor:
         y, x = points[n, 0, i, j], points[n, 1, i, j]
         if attrs.method == "nearest":
             return pixel(n, c, te.cast(_rint(y, gdtype), te.INDEX), te.cast(_rint(x, gdtype), te.INDEX))
+        if attrs.method == "bicubic":
+            return _bicubic(lambda yi, xi: pixel(n, c, yi, xi), y, x, (h, w), attrs, gdtype, dtype)
         fy, fx = te.floor(y), te.floor(x)
         dy, dx = te.cast(y - fy, dtype), te.cast(x - fx, dtype)
         y0, x0 = te.cast(fy, te.INDEX), te.cast(fx, te.INDEX)
@@ -78,3 +86,45 @@ def _(data: te.Tensor, grid: te.Tensor, attrs, out_type) -> te.Tensor:
                 + pixel(n, c, y0 + 1, x0) * dy * (one - dx) + pixel(n, c, y0 + 1, x0 + 1) * dy * dx)
 
     return te.compute(out_type.shape, body, "T_grid_sample", tag="grid_sample")
+
+
+def _cubic_weights(f: te.PrimExpr, dtype: str) -> list[te.PrimExpr]:
+    """ops/grid_sample.cubic_weights, term by term."""
+    a = CUBIC_A
+
+    def c(v: float) -> te.Const:
+        return te.const(v, dtype)
+
+    def near(t):
+        return (c(a + 2) * t - c(a + 3)) * t * t + c(1)
+
+    def far(t):
+        return ((c(a) * t - c(5 * a)) * t + c(8 * a)) * t - c(4 * a)
+
+    return [far(f + c(1)), near(f), near(c(1) - f), far(c(2) - f)]
+
+
+def _cubic_index(i: te.PrimExpr, size: int, attrs, gdtype: str) -> te.PrimExpr:
+    if attrs.padding_mode == "reflection":
+        i = te.cast(_reflect(te.cast(i, gdtype), size, attrs.align_corners, gdtype), te.INDEX)
+    if attrs.padding_mode != "zeros":
+        i = te.minimum(te.maximum(i, 0), size - 1)
+    return i
+
+
+def _bicubic(pixel, y: te.PrimExpr, x: te.PrimExpr, sizes: tuple[int, int], attrs, gdtype: str,
+             dtype: str) -> te.PrimExpr:
+    fy, fx = te.floor(y), te.floor(x)
+    wy = [te.cast(v, dtype) for v in _cubic_weights(y - fy, gdtype)]
+    wx = [te.cast(v, dtype) for v in _cubic_weights(x - fx, gdtype)]
+    y0, x0 = te.cast(fy, te.INDEX), te.cast(fx, te.INDEX)
+    cols = [_cubic_index(x0 + (k - 1), sizes[1], attrs, gdtype) for k in range(4)]
+    total = None
+    for i in range(4):
+        yi = _cubic_index(y0 + (i - 1), sizes[0], attrs, gdtype)
+        row = None
+        for k in range(4):
+            term = pixel(yi, cols[k]) * wx[k]
+            row = term if row is None else row + term
+        total = row * wy[i] if total is None else total + row * wy[i]
+    return total
