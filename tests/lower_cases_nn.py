@@ -554,6 +554,11 @@ def _grid_sample_cases() -> list[Case]:
     # x at pixel coordinates 0.5, 1.5, 2.5, 3.5 (W = 5, align_corners): halves round to even
     halves = Arr((1, 2, 1, 4), value=[-0.75, -0.25, 0.25, 0.75, 0, 0, 0, 0])
     cases.append(Case("image.grid_sample", [Arr((1, 1, 3, 5)), halves], {"method": "nearest"}, "halves-to-even"))
+    # points far beyond int64 are held to a bound before they become indices (no poison reads)
+    far = Arr((1, 2, 1, 4), value=[1e30, -1e30, 0.5, 1e30, 0.2, 0.2, -1e30, -1e30])
+    for method, padding in (("bilinear", "zeros"), ("nearest", "zeros"), ("bicubic", "border")):
+        cases.append(Case("image.grid_sample", [Arr((1, 2, 3, 5)), far], {"method": method, "padding_mode": padding},
+                          f"far-{method}-{padding}"))
     return cases
 
 

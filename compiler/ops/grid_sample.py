@@ -87,6 +87,19 @@ def reflect(x: np.ndarray, size: int, align_corners: bool) -> np.ndarray:
     return np.where((x >= lo) & (x <= lo + span), x, folded).astype(x.dtype)
 
 
+def index_bound(dtype: str) -> float:
+    """How far a coordinate may lie before it becomes an index: beyond any image, within
+    int64 (converting NaN or a value beyond int64 is undefined, in numpy as in LLVM)."""
+    return 2.0 ** (40 if np.dtype(dtype).itemsize > 2 else 14)
+
+
+def as_index(v: np.ndarray) -> np.ndarray:
+    """A whole-valued coordinate as an index, NaN and far values held to the bound."""
+    bound = index_bound(str(v.dtype))
+    near = (v >= -bound) & (v <= bound)
+    return np.where(near, v, np.where(v > 0, bound, -bound)).astype(np.int64)
+
+
 def cubic_weights(f):
     """The weights of the four pixels at -1, 0, 1, 2 from the floor, f the fraction past it."""
     a = CUBIC_A
@@ -125,12 +138,12 @@ def _(data, grid, attrs):
         return np.moveaxis(np.where(inside[..., None], read, 0), -1, 1)
 
     if attrs.method == "nearest":
-        return pixel(np.rint(y).astype(np.int64), np.rint(x).astype(np.int64)).astype(data.dtype)
+        return pixel(as_index(np.rint(y)), as_index(np.rint(x))).astype(data.dtype)
     if attrs.method == "bicubic":
         return _bicubic(pixel, y, x, (h, w), attrs).astype(data.dtype)
     y0, x0 = np.floor(y), np.floor(x)
     dy, dx = (y - y0)[:, None], (x - x0)[:, None]
-    y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
+    y0, x0 = as_index(y0), as_index(x0)
     out = (pixel(y0, x0) * (1 - dy) * (1 - dx) + pixel(y0, x0 + 1) * (1 - dy) * dx
            + pixel(y0 + 1, x0) * dy * (1 - dx) + pixel(y0 + 1, x0 + 1) * dy * dx)
     return out.astype(data.dtype)
@@ -150,7 +163,7 @@ def _bicubic(pixel, y: np.ndarray, x: np.ndarray, sizes: tuple[int, int], attrs)
     y0, x0 = np.floor(y), np.floor(x)
     wy = [wk[:, None] for wk in cubic_weights(y - y0)]
     wx = [wk[:, None] for wk in cubic_weights(x - x0)]
-    y0, x0 = y0.astype(np.int64), x0.astype(np.int64)
+    y0, x0 = as_index(y0), as_index(x0)
     cols = [cubic_index(x0 - 1 + k, sizes[1], attrs) for k in range(4)]
     rows = []
     for i in range(4):

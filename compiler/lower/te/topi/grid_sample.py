@@ -2,19 +2,23 @@
 
     T_grid_sample_at[n, 0|1, i, j]  the point's pixel coordinate y | x, in the grid's
                                     dtype, after border clamping or reflection
-    T_grid_sample[n, c, i, j]       the four pixels around it weighted (bilinear), or the
-                                    one at it rounded (nearest); 0 outside the image
+    T_grid_sample[n, c, i, j]       the four pixels around it weighted (bilinear), the 16
+                                    (bicubic), or the one at it rounded (nearest); 0
+                                    outside the image
 
 so the coordinates are computed once per point, not once per channel.  Rounding is to
 even, as numpy's rint and LLVM's nearbyint: floor(v + 0.5), less one where v was a half
-and that is odd.  Pixel reads are clamped into the image and selected away outside it.
+and that is odd.  Pixel reads are clamped into the image and selected away outside it;
+a coordinate becomes an index only once held to ops/grid_sample.index_bound (NaN to its
+negative): LLVM's conversion of NaN or of a value beyond int64 is poison, and the reads
+are addressed with it.
 Bicubic leaves the point as it is and pads each of its 16 reads instead (as TVM does):
 the index clamped, or reflected as a coordinate and clamped.
 """
 
 from __future__ import annotations
 
-from ....ops.grid_sample import CUBIC_A
+from ....ops.grid_sample import CUBIC_A, index_bound
 from .. import expr as te
 from .registry import register_compute
 
@@ -37,6 +41,14 @@ def _reflect(x: te.PrimExpr, size: int, align_corners: bool, dtype: str) -> te.P
     even = te.eq(times - te.const(2, dtype) * te.floor(times * te.const(0.5, dtype)), te.const(0, dtype))
     folded = te.select(even, extra + lo_, span_ - extra + lo_)
     return te.select(te.all_of(te.ge(x, lo_), te.le(x, lo_ + span_)), x, folded)
+
+
+def _index(v: te.PrimExpr, dtype: str) -> te.PrimExpr:
+    """ops/grid_sample.as_index: NaN and far values held to the bound first."""
+    bound = index_bound(dtype)
+    near = te.all_of(te.ge(v, te.const(-bound, dtype)), te.le(v, te.const(bound, dtype)))
+    far = te.select(te.gt(v, te.const(0, dtype)), te.const(bound, dtype), te.const(-bound, dtype))
+    return te.cast(te.select(near, v, far), te.INDEX)
 
 
 def _rint(v: te.PrimExpr, dtype: str) -> te.PrimExpr:
@@ -75,12 +87,12 @@ def _(data: te.Tensor, grid: te.Tensor, attrs, out_type) -> te.Tensor:
     def body(n, c, i, j):
         y, x = points[n, 0, i, j], points[n, 1, i, j]
         if attrs.method == "nearest":
-            return pixel(n, c, te.cast(_rint(y, gdtype), te.INDEX), te.cast(_rint(x, gdtype), te.INDEX))
+            return pixel(n, c, _index(_rint(y, gdtype), gdtype), _index(_rint(x, gdtype), gdtype))
         if attrs.method == "bicubic":
             return _bicubic(lambda yi, xi: pixel(n, c, yi, xi), y, x, (h, w), attrs, gdtype, dtype)
         fy, fx = te.floor(y), te.floor(x)
         dy, dx = te.cast(y - fy, dtype), te.cast(x - fx, dtype)
-        y0, x0 = te.cast(fy, te.INDEX), te.cast(fx, te.INDEX)
+        y0, x0 = _index(fy, gdtype), _index(fx, gdtype)
         one = te.const(1, dtype)
         return (pixel(n, c, y0, x0) * (one - dy) * (one - dx) + pixel(n, c, y0, x0 + 1) * (one - dy) * dx
                 + pixel(n, c, y0 + 1, x0) * dy * (one - dx) + pixel(n, c, y0 + 1, x0 + 1) * dy * dx)
@@ -117,7 +129,7 @@ def _bicubic(pixel, y: te.PrimExpr, x: te.PrimExpr, sizes: tuple[int, int], attr
     fy, fx = te.floor(y), te.floor(x)
     wy = [te.cast(v, dtype) for v in _cubic_weights(y - fy, gdtype)]
     wx = [te.cast(v, dtype) for v in _cubic_weights(x - fx, gdtype)]
-    y0, x0 = te.cast(fy, te.INDEX), te.cast(fx, te.INDEX)
+    y0, x0 = _index(fy, gdtype), _index(fx, gdtype)
     cols = [_cubic_index(x0 + (k - 1), sizes[1], attrs, gdtype) for k in range(4)]
     total = None
     for i in range(4):
