@@ -61,10 +61,13 @@ def test_node_case_compiled(case, compiler):
 
 
 def test_enough_cases_are_selected():
+    """At most one case in 25 expected to fail, on either path: a share, not a count, since
+    every op added brings its cases, the ones it cannot run among them (3-D GridSample,
+    blocked quantization)."""
     assert len(CASES) > 1000
     for compiled in (False, True):
         failing = [c.name for c in CASES if expected_failure(c.name, compiled)]
-        assert len(failing) < 45, failing
+        assert len(failing) * 25 <= len(CASES), failing
 
 
 def test_compiled_only_failures_are_dynamic_shapes(compiler):
