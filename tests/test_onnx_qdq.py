@@ -131,9 +131,10 @@ def test_opset_10_quantize_dequantize_round_trip(jit):  # noqa: F811
 
 # ---- DynamicQuantizeLinear ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("low", [-2.0, 0.5], ids=["straddles-0", "positive"])
+@pytest.mark.parametrize("low", [-2.0, 0.5, None], ids=["straddles-0", "positive", "all-zero"])
 def test_dynamic_quantize_linear(low, jit):  # noqa: F811
-    x = np.random.default_rng(5).uniform(low, 3.0, (4, 7)).astype(np.float32)
+    """All zero (a zero-initialised state, a padded row): onnxruntime's scale is 1, not 0 / 255."""
+    x = np.zeros((4, 7), np.float32) if low is None else np.random.default_rng(5).uniform(low, 3.0, (4, 7)).astype(np.float32)
     node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "zp"], name="dyn")
     m = model(node, {"x": x}, {"y": (TensorProto.UINT8, x.shape), "s": (TensorProto.FLOAT, []),
                                "zp": (TensorProto.UINT8, [])}, {})

@@ -4,7 +4,8 @@
     QuantizeLinear(x, y_scale, y_zp; axis)     => qnn.quantize(x, y_scale, y_zp, axis=axis, out_dtype=<y_zp's>)
     DequantizeLinear(x, x_scale, x_zp; axis)   => qnn.dequantize(x, x_scale, x_zp, axis=axis)
     DynamicQuantizeLinear(x)                    => (qnn.quantize(x, s, zp, out_dtype="uint8"), s, zp) with
-        s  = (maximum(0, max(x)) - minimum(0, min(x))) / 255
+        s  = (maximum(0, max(x)) - minimum(0, min(x))) / 255, or 1 where that span is 0
+             (onnxruntime's choice; TVM's 0 made the zero point 0 / 0)
         zp = cast(round(clip(0 - min(x) / s, 0, 255)), "uint8")
 
 A scale or zero point is a scalar (per tensor) or, from opset 13, a vector along `axis`
@@ -99,7 +100,7 @@ def _(ctx: NodeContext) -> Expr:
     scale_dtype = dtype(ctx.input(1))
     if scale_dtype not in ("float32", "float16"):
         raise NodeError(f"x_scale must be float32 or float16, found {scale_dtype}")
-    axis = 0 if rank(x) <= 1 or ctx.opset < 13 else normalize_axis(ctx.attrs.int("axis", 1), rank(x))
+    axis = _axis(ctx, x)
     channels = _channels(ctx, x, axis)
     return call("qnn.dequantize", x, qparam(ctx, 1, "x_scale", "float32", channels),
                 qparam(ctx, 2, "x_zero_point", "int32", channels), axis=axis, out_dtype=scale_dtype)
@@ -113,7 +114,8 @@ def _(ctx: NodeContext) -> list[Expr]:
     zero = const(0.0, "float32")
     low = call("min", x)
     span = call("subtract", call("maximum", zero, call("max", x)), call("minimum", zero, low))
-    scale = call("divide", span, const(255.0, "float32"))
+    # an all-zero x: scale 1 as onnxruntime takes it (TVM's 0 / 255 made the zero point 0 / 0)
+    scale = call("where", call("equal", span, zero), const(1.0, "float32"), call("divide", span, const(255.0, "float32")))
     zp = call("divide", low, scale)
     zp = call("cast", call("round", call("clip", call("subtract", zero, zp), a_min=0.0, a_max=255.0)), dtype="uint8")
     y = call("qnn.quantize", x, scale, call("cast", zp, dtype="int32"), axis=0, out_dtype="uint8")
