@@ -41,7 +41,7 @@ def test_errors_name_the_axis_and_the_dtype(op):
     assert info.value.message == f"{op}: axis 2 is out of range for a tensor of rank 2 (expected -2 to 1)"
     with pytest.raises(OpTypeError) as info:
         get_op(op).infer([T(2, 3)], {"axis": 0, "dtype": "int33"})
-    assert "int33" in info.value.message
+    assert info.value.message.startswith("unknown dtype 'int33'")  # a file's report puts the op in front, once
     with pytest.raises(AttrError):
         get_op(op).infer([T(2, 3)], {"axis": 0, "exclusive": "yes"})
 

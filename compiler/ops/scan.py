@@ -38,7 +38,7 @@ def _scan(op: str, what: str, identity: int) -> None:
     @opdef.relation
     def _(data, attrs):
         d = tensor(data, f"{op}: data", 0)
-        dtype = check_dtype(attrs.dtype, f"{op}: dtype") if attrs.dtype else d.dtype
+        dtype = check_dtype(attrs.dtype) if attrs.dtype else d.dtype
         if scan_axis(d, attrs, op) is None:
             return TensorType((product(dims(d)),), dtype)
         return TensorType(d.shape, dtype)
