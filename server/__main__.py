@@ -1,5 +1,7 @@
 """`python -m relaylens.server`: the language server on stdio."""
 
+import sys
+
 from .server import serve
 
-serve()
+sys.exit(serve())

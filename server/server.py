@@ -103,7 +103,7 @@ class RelayLensServer(LanguageServer):
 def _lifecycle(server: RelayLensServer) -> None:
     """initializationOptions configure the builds, the size limit and the settings; the
     documents' edits are spliced (text_sync.py); the worker starts once the client is ready (so the first build does not wait for its
-    imports) and stops at shutdown."""
+    imports), stops at shutdown, and is gone before pygls ends the event loop at exit."""
 
     @server.feature(lsp.INITIALIZE)
     def initialize(params: lsp.InitializeParams) -> None:
@@ -120,6 +120,10 @@ def _lifecycle(server: RelayLensServer) -> None:
     def shutdown(params: None) -> None:
         server.builds.shutdown()
 
+    @server.feature(lsp.EXIT)
+    async def exit_(params: None) -> None:
+        await server.builds.stopped()  # (pygls runs this first, then closes stdout and exits)
+
 
 def build() -> RelayLensServer:
     server = RelayLensServer()
@@ -132,13 +136,13 @@ def build() -> RelayLensServer:
     return server
 
 
-def serve(tcp: bool = False, port: int = 2087) -> None:
-    """Run until the client says exit.  Logs go to stderr (stdout is the protocol)."""
+def serve(tcp: bool = False, port: int = 2087) -> int:
+    """Run until the client says exit; the exit status (0, or 1 for an `exit` without
+    `shutdown`).  Logs go to stderr (stdout is the protocol)."""
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     server = build()
     forget_generated_sources()  # what attrs and cattrs compiled: 1.6 MB of source text
     server.collector.install()  # the cycle collector runs when the server is idle (collector.py)
     if tcp:
-        start_tcp(server, port)
-    else:
-        start_stdio(server)
+        return start_tcp(server, port, server.builds.stopped)
+    return start_stdio(server, server.builds.stopped)

@@ -6,6 +6,7 @@ first connection is the session; a connection made while it lasts is closed at o
 (and the server says so on stderr); when the session ends (the client says exit, or
 closes the connection) the server stops, as it does when stdin closes.  There is no
 authentication: anyone on this machine can connect, so this is for debugging only.
+The exit status and `ending` are as on stdio (stdio.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import logging
 import sys
 import threading
+from typing import Awaitable, Callable
 
 from pygls.lsp.server import LanguageServer
 
@@ -24,8 +26,9 @@ log = logging.getLogger("relaylens.server")
 HOST = "127.0.0.1"
 
 
-def start_tcp(server: LanguageServer, port: int) -> None:
-    """Listen on 127.0.0.1:`port` and serve the first client until its session ends."""
+def start_tcp(server: LanguageServer, port: int, ending: Callable[[], Awaitable[None]]) -> int:
+    """Listen on 127.0.0.1:`port` and serve the first client until its session ends; the
+    exit status."""
     server._stop_event = threading.Event()  # pygls's shutdown() sets it; serve_stream checks it
 
     async def run() -> None:
@@ -60,13 +63,18 @@ def start_tcp(server: LanguageServer, port: int) -> None:
               "(for local debugging only)", file=sys.stderr, flush=True)
         async with listener:
             await ended
+        await ending()
 
+    status = 0
     try:
         asyncio.run(run())
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
+    except SystemExit as exc:  # pygls's answer to `exit`
+        status = exc.code if isinstance(exc.code, int) else 0
     finally:
         server.shutdown()
+    return status
 
 
 def _frame(message: dict) -> bytes:

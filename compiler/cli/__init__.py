@@ -69,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         status = args.run(args, out, err)
-        out.flush()
+        if not out.closed:  # (the language server closes stdout at the protocol's exit)
+            out.flush()
         return status
     except UsageError as exc:
         print(f"{PROG}: {exc}", file=err)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from .common import EXIT_OK, UsageError
+from .common import UsageError
 
 
 def add_parser(commands) -> None:
@@ -28,5 +28,4 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # imported here, deliberately: pygls and the server load only when they are served
     from ...server.server import serve
 
-    serve(tcp=args.tcp, port=args.port or 0)
-    return EXIT_OK
+    return serve(tcp=args.tcp, port=args.port or 0)

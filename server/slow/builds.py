@@ -330,6 +330,11 @@ class Builds:
             self._idle_timer.cancel()
         self.worker.close()
 
+    async def stopped(self) -> None:
+        """The server ends: as `shutdown`, and the worker's process is gone on return."""
+        self.shutdown()
+        await self.worker.closed()
+
     # ---- the idle exit ----------------------------------------------------------------
     def _busy(self) -> bool:
         """Something is asked of the worker, or a build is due."""

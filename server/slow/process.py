@@ -5,6 +5,7 @@ answers on the event loop, notice when it dies.
     worker.send(("build", job, uri, version, text, weights))   # starts the process if needed
     worker.pid, worker.state                          # "stopped" | "starting" | "ready" | "stopping" | "broken"
     worker.retire()                                   # idle: let it exit; the next send starts another
+    await worker.closed()                             # the server ends: kill it and wait until it is gone
 
 `on_message(message)` gets every message of `frames.py`; `on_exit(code, was_ready)` is
 called once per process that ended, with its exit status (negative: killed by that
@@ -18,6 +19,11 @@ finishes what it was doing and exits (killed after RETIRE_SECONDS if it does not
 no crash, `on_exit` is not called.  A message sent meanwhile waits in the backlog, and the
 next process starts as soon as this one is gone.  `runs` counts the processes started, so
 the caller can tell whether what a process kept (the worker's snapshots) is still there.
+
+`closed()` is for the server's end, and is awaited before the event loop stops: a process
+still being started when the loop cancels its tasks would hang the server (Python 3.11's
+asyncio waits forever for the pipes of a process whose start was cancelled), so the start
+is let finish, and the new process killed, first.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ log = logging.getLogger("relaylens.server")
 COMMAND = (sys.executable, "-m", "relaylens.server.slow.worker")
 MAX_FAILED_STARTS = 3
 RETIRE_SECONDS = 10.0  # a retired worker that has not exited by then is killed
+CLOSE_SECONDS = 5.0  # the longest the server's end waits for the worker to be gone
 
 
 class WorkerProcess:
@@ -50,6 +57,7 @@ class WorkerProcess:
         self.retired = 0  # processes that exited when idle (retire)
         self.last_active = time.monotonic()  # the last message sent or received
         self._proc: asyncio.subprocess.Process | None = None
+        self._task: asyncio.Task | None = None  # _run of the current process
         self._backlog: list[bytes] = []
         self._closing = False
         self.env: dict[str, str] = {}  # set in the worker's environment over the server's (from the next start)
@@ -76,7 +84,7 @@ class WorkerProcess:
             return  # a retiring process: the next starts when it is gone (_ended)
         self.state = "starting"
         self.runs += 1
-        asyncio.get_running_loop().create_task(self._run())
+        self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:
         try:
@@ -88,6 +96,8 @@ class WorkerProcess:
             self._ended(None, False)
             return
         self._proc, self.pid = proc, proc.pid
+        if self._closing:  # the server ended while it started
+            proc.kill()
         ready = False
         try:
             while True:
@@ -162,3 +172,11 @@ class WorkerProcess:
         self._backlog.clear()
         if self._proc is not None and self._proc.returncode is None:
             self._proc.kill()
+
+    async def closed(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Stop the worker for good, and wait until its process (even one being started)
+        is gone."""
+        self.close()
+        task = self._task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            await asyncio.wait({task}, timeout=timeout)
