@@ -36,7 +36,6 @@ from .parser.incremental import Change, Cone, cone, own_nodes, prepare
 from .parser.scan import Scan
 from .parser.symbols import SymbolIndex
 from .support import gc_paused
-from .typing import infer_types
 from .typing.infer import TypeChecker, infer_expr_types
 
 
@@ -85,10 +84,21 @@ def check_text(text: str, name: str = "<input>", incremental: bool = False,
         commented: dict = {}
         checker = TypeChecker(parsed.module, check_annotations=True)  # what infer_types does
         checker.commented = commented
-        diagnostics = checker.run()
+        diagnostics = checker.run(_cut_off(parsed))
         if parsed.incremental is not None:
             _note_unused(parsed, checker.types, commented)
     return CheckResult(parsed, tuple(diagnostics), commented)
+
+
+def _cut_off(parsed: ParseResult) -> list[Expr]:
+    """The statements to type besides what the definitions use: none in a text without
+    syntax errors (typed as TVM types it), every statement in one with them.  A statement
+    that does not parse is a hole, which cuts what it used off the definition's dataflow:
+    while the user types `%17 = concatenate(%16, ` the statements before it would lose
+    their types (the editor's inlay hints and hovers, all at once, until the `)`)."""
+    if not any(d.is_error and d.source == "syntax" for d in parsed.diagnostics):
+        return []
+    return [s.node for s in parsed.index.symbols if s.kind == "graph" and isinstance(s.node, Expr)]
 
 
 def _note_unused(parsed: ParseResult, typed: Mapping, commented: dict) -> None:
@@ -199,7 +209,9 @@ def _retype_whole(parsed: ParseResult, written: dict) -> CheckResult:
     """Type the whole module again from the types the text writes (`written`)."""
     _forget_types(parsed, written)
     commented: dict = {}
-    diagnostics = infer_types(parsed.module, check_annotations=True, commented=commented)
+    checker = TypeChecker(parsed.module, check_annotations=True)
+    checker.commented = commented
+    diagnostics = checker.run(_cut_off(parsed))
     for node, ty in written.items():  # statements nothing uses are not typed: keep what they wrote
         commented.setdefault(node, ty)
     return CheckResult(parsed, tuple(diagnostics), commented)

@@ -30,6 +30,7 @@ hide the rest of the module or cascade into its users.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..diagnostics import Diagnostic, Severity, did_you_mean, replacement
 from ..ir import expr as E
@@ -132,13 +133,16 @@ class TypeChecker:
         self.unknown_after_error: set[E.Constant] = set()  # used by a call with an error: not noted
 
     # driver ----------------------------------------------------------------------
-    def run(self) -> list[Diagnostic]:
+    def run(self, also: Sequence[E.Expr] = ()) -> list[Diagnostic]:
+        """Type the module's functions, then whatever of `also` they left untyped."""
         for gv, func in self.module.functions.items():
             declared = _declared_type(func)
             if declared is not None:
                 self.global_types[gv] = declared
         for gv in list(self.module.functions):
             self.infer_global(gv)
+        for root in also:
+            self.walk(root)  # (skips what is typed)
         self.retry_pending(final=True)
         self.finish()
         return self.diagnostics
