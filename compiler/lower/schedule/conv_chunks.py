@@ -142,7 +142,9 @@ alternated 40 times in one process, two builds of each, each kernel's least of 3
 round, median of the paired ratios; load 7 from other work): 576 -> 96 + residual
 0.94x and 0.97x the time (its two calls), 384 -> 96 0.97x, 64 -> 384 0.89-0.91x (four
 calls), 96 -> 576 0.98-1.00x, the kernels' medians summed 0.988x; the same with 960 ->
-320 at 7x7 in chunks of 64 too (a flattened tile) 0.99x for it (another run): left at 48.
+320 at 7x7 in chunks of 64 too (a flattened tile) 0.99x and 1.03x for it, in chunks of 80
+0.975x and 0.977x (25 and 40 rounds, load 6-7; unchanged kernels moved by 2-5% in the
+same runs), 3 x 4 over its 49 positions 1.01x, chunks of 32 1.00x: left at 48.
 
 A filter wider than 1x1 keeps half of ACC_BYTES for the buffer: a chunk's tiles read
 (rows - 1) x stride + the filter's height rows of the padded input, which share L1
