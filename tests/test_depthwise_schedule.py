@@ -2,7 +2,8 @@
 convolutions with a bias and clip (MobileNet's relu6) compiled against numpy, for
 strides 1 and 2, asymmetric and no padding, dilation, widths the tile does not divide,
 8 and 16 lanes; the padded copy of a blocked input inlined (the schedule record shows
-it) and the copy of an NCHW input kept; the tile width."""
+it) and the copy of an NCHW input kept; the tile width; the input's lines prefetched
+for a large stride-2 convolution only."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ CASES = [  # (channels, lanes, size, kernel, stride, padding (t, l, b, r), dilat
     (8, 8, 10, 5, 1, (2, 2, 2, 2), 1),
     (16, 8, 15, 3, 1, (2, 2, 2, 2), 2),
     (576, 8, 14, 3, 2, (1, 1, 1, 1), 1),  # MobileNet v2's smallest: forks (254,016 multiply-adds)
+    (96, 8, 112, 3, 2, (1, 1, 1, 1), 1),  # MobileNet v2's features.2: an input of 4.8 MB, its lines prefetched
+    (40, 8, 115, 3, 2, (1, 1, 1, 1), 1),  # prefetched, a width of 58 (the last tile overlapping) and a tail row
 ]
 
 
@@ -107,3 +110,21 @@ def @main(%x: Tensor[(1, {blocks}, {size}, {size}, 8), float32], %w: Tensor[({bl
     (fn,) = result.lowered.functions.values()
     assert (blocks * 8 * size * size * 9 >= TILE_FORK_MIN) == parallel
     assert any(p == "parallel" for p, _ in _steps(fn)) == parallel
+
+
+@pytest.mark.parametrize("blocks, size, stride, prefetched", [(12, 112, 2, True), (18, 56, 2, True),
+                                                              (4, 112, 1, False), (18, 56, 1, False),
+                                                              (24, 28, 2, False)])
+def test_a_large_strided_input_has_its_lines_prefetched(blocks, size, stride, prefetched):
+    """MobileNet v2's stride-2 depthwise kernels on inputs from INPUT_PREFETCH_BYTES ask
+    for the input lines of the tiles ahead; stride 1 (where it was slower) and small
+    inputs do not."""
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, {blocks}, {size}, {size}, 8), float32], %w: Tensor[({blocks}, 1, 3, 3, 1, 8), float32]) {{
+  %0 = nn.contrib_depthwise_conv2d_NCHWc(%x, %w, strides=[{stride}, {stride}], padding=[1, 1, 1, 1], groups={blocks * 8}, channels={blocks * 8}, kernel_size=[3, 3], data_layout="NCHW8c", kernel_layout="OIHW1i8o", out_layout="NCHW8c");
+  clip(%0, a_min=0f, a_max=6f)
+}}"""
+    result = compile(text, "dw.relay", passes=PASSES, stop_after="llvm")
+    assert result.ok, [dg.message for dg in result.diagnostics]
+    (fn,) = result.lowered.functions.values()
+    assert any(p == "prefetch" for p, _ in _steps(fn)) == prefetched

@@ -95,6 +95,8 @@ def block_weight(w: np.ndarray) -> np.ndarray:
     (256, 32, 13, 1, 1, 1),  # 13 columns, a row at a time: 3 x 4 and a 1-column tail, not flattened
     (2048, 8, 14, 1, 1, 1),  # one block: 7 x 1 divides the row, not flattened
     (320, 160, 7, 1, 1, 1),  # 20 blocks at 7x7: 1 x 10 a row; 2 x 5 over the 49 positions
+    (384, 96, 14, 1, 1, 1),  # MobileNet v2's projection at 14x14: 2 x 6 a row, 64 channels a chunk
+    (96, 576, 14, 1, 1, 1),  # its expansion: 2 x 6 a row, 48 channels a chunk
 ])
 def test_chunked_conv_with_bias_and_relu_matches_numpy(avx2, jit, ci, co, size, k, stride, batch):
     case, attrs = nchwc(ci, co, size, k, stride, batch)
@@ -150,6 +152,16 @@ def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     func = with_residual(ci, co, size)
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in steps(func))
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=6)
+
+
+def test_row_tile_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
+    """MobileNet v2's 576 -> 96 at 14x14 with its residual add: 2 x 6 a row, 64 input
+    channels a chunk (ROW_WEIGHT_BYTES), 9 chunks."""
+    ci, co, size = 576, 96, 14
+    func = with_residual(ci, co, size)
+    recorded = steps(func)
+    assert ("split", "T_conv2d_NCHWc: rcb by 8 -> rcb.outer, rcb.inner") in recorded, recorded
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=7)
 
 
 @pytest.mark.parametrize("ci,co,size,buffer", [
@@ -245,6 +257,13 @@ def test_chunked_tile_choice(avx2):
     # its filters do not: chunked, 72 or 48 input channels a chunk
     assert tile(144, 24, 56, 1) == (3, 3, 2, 9, True)
     assert tile(96, 24, 56, 1) == (3, 3, 2, 6, True)
+    # its 1x1s at 14x14 of 6 blocks a group keep 2 x 6 a row (two rows of 14 columns: 5 KiB
+    # of sums), the filters of a chunk within 12 KiB (ROW_WEIGHT_BYTES): 64 input channels
+    # a chunk, 48 for 96 -> 576, and 64 -> 384's all in one (conv.py's tile)
+    assert tile(576, 96, 14, 1) == (2, 6, 2, 8, False)
+    assert tile(384, 96, 14, 1) == (2, 6, 2, 8, False)
+    assert tile(96, 576, 14, 1) == (2, 6, 2, 6, False)
+    assert tile(64, 384, 14, 1) is None
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     # all the filters of a group in 8 KiB: one chunk, when its tile is flattened (conv.py's

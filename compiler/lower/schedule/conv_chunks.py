@@ -133,6 +133,19 @@ again on the kernels alone (1 thread, CPU time, alternated 21 times, load 7-8): 
 (MLAS's 128 channels a chunk) 1.34x the time on 256 -> 64 at 56x56, 1.17x on 144 -> 24,
 0.94-1.08x on the others; 10 and 12 KiB 0.97-1.07x; ACC_BYTES 32 KiB 0.93-1.16x.  Kept.
 
+A 1x1 whose tile stays a row (not flattened: MobileNet v2's 2 x 6 at 14x14, whose
+buffer of two rows holds 5 KiB of sums; every 1x1 of ResNet-50 is flattened) takes
+ROW_WEIGHT_BYTES, 12 KiB, of filters a chunk: 64 input channels instead of 32 for 576 ->
+96 (with its residual add) and 384 -> 96, 48 for 96 -> 576, and 64 -> 384's 64 in one
+chunk (so conv.py's tile).  Measured in the model (1 thread; the two builds' inferences
+alternated 40 times in one process, two builds of each, each kernel's least of 3 calls a
+round, median of the paired ratios; load 7 from other work): 576 -> 96 + residual
+0.94x and 0.97x the time (its two calls), 384 -> 96 0.97x, 64 -> 384 0.89-0.91x (four
+calls), 96 -> 576 0.98-1.00x, the kernels' medians summed 0.988x; the same with 960 ->
+320 at 7x7 in chunks of 64 too (a flattened tile) 0.99x and 1.03x for it, in chunks of 80
+0.975x and 0.977x (25 and 40 rounds, load 6-7; unchanged kernels moved by 2-5% in the
+same runs), 3 x 4 over its 49 positions 1.01x, chunks of 32 1.00x: left at 48.
+
 A filter wider than 1x1 keeps half of ACC_BYTES for the buffer: a chunk's tiles read
 (rows - 1) x stride + the filter's height rows of the padded input, which share L1
 with the buffer and the chunk's filters.  ResNet-50's stride-2 3x3 convolution of 128
@@ -170,6 +183,7 @@ from .vector_unit import VectorUnit, host_unit
 
 WEIGHT_BYTES = 8 << 10  # filters of one chunk: a quarter of L1, beside the buffer and the input's lines
 ACC_BYTES = 16 << 10  # the buffer of a group's rows
+ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a row (module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 
 
@@ -215,6 +229,9 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
         flat = _flat_cols(rows * ow, vectors, unit, per_block)
         if _cycles(rows * ow, flat, vectors, per_block) < rows * _cycles(ow, cols, vectors, per_block):
             return flat, vectors, rows, chunk, True
+    if filter_taps(conv) == 1:  # a 1x1 whose tile stays a row: a small buffer, more filters (module doc)
+        chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= ROW_WEIGHT_BYTES)
+        single = chunk == channels.extent
     return None if single else (cols, vectors, rows, chunk, False)
 
 

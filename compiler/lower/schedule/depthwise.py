@@ -38,6 +38,24 @@ other work): the 17 depthwise kernels from 5.6-6.5 ms an inference to 3.6-4.4; t
 stride-2 1x96x112x112 from 1.7-2.0 to 1.0-1.2 ms (it reads 4.8 MB: memory-bound now),
 the 14x14 ones 30-40% faster, 1x144x56x56 stride 1 unchanged (0.29-0.41 against
 0.37-0.39 ms).
+
+Prefetch.  What bounds features.2's stride-2 kernel is the input: in a sampled profile of
+the model (perf, cpu-clock, 1 thread) 80% of its samples sat on the tile's loads of new
+input lines (0x80(%r13), 0xc0(%r13), ...), the FMAs between them nearly free.  Each tile
+of 8 output columns reads 16 new lines of two new input rows for 72 FMAs, about 25 bytes
+a cycle, more than the hardware prefetcher brings from L3 for three row streams at once.
+So, for a stride of 2 or more on an input of at least INPUT_PREFETCH_BYTES, the tile asks
+at each filter row (the `ry` loop) for the lines of the input row one below it that the
+tile INPUT_AHEAD tiles on reads (PREFETCHT1; past the row's end that is the next rows',
+which the next output row reads; past the input's end it reads nothing).  Measured in the
+model (1 thread; the two builds' inferences alternated 40 times in one process, each
+kernel's least of 3 calls a round, median of the paired ratios; load 6.5 from other
+work): features.2's 1x96x112x112 0.70x the time (349 against 533 µs), features.4's
+1x144x56x56 stride 2 0.78x (84 against 106).  Tried: the same on stride 1 (AHEAD 2; 30
+rounds, load 7): features.1's 1x32x112x112 1.13x and features.3's 1x144x56x56 1.19x the
+time, which the hardware prefetcher serves (one new row a tile row): not taken.
+INPUT_AHEAD 7 (one output row of features.2's 7 tiles) against 4, 5 and 12: features.2
+0.96x, 0.94x and 0.93x (20 rounds each, load 6-7).
 """
 
 from __future__ import annotations
@@ -47,6 +65,10 @@ from ..te.arith import divide_terms
 from .conv_tile_end import parallel_tiles, planes_alias
 from .primitives import Schedule, Stage
 from .vector_unit import host_unit
+
+LINE_BYTES = 64  # a cache line
+INPUT_PREFETCH_BYTES = 1 << 20  # an input at least this large (twice this machine's L2) gets its lines asked for
+INPUT_AHEAD = 7  # register tiles ahead whose input lines a tile asks for (features.2's row of tiles)
 
 
 def schedule_depthwise(sch: Schedule, conv: Stage, epilogue: Stage, operands: list[Stage]) -> list[Stage]:
@@ -61,6 +83,7 @@ def schedule_depthwise(sch: Schedule, conv: Stage, epilogue: Stage, operands: li
         else:
             kept.append(operand)
     _schedule_tile(sch, conv, epilogue)
+    _prefetch_input(sch, conv)
     return kept
 
 
@@ -128,3 +151,38 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage) -> None:
         sch.vectorize(e, inner_lane)
     parallel_tiles(sch, conv, epilogue, sch.fuse(e, *tiles))
 
+
+
+def _prefetch_input(sch: Schedule, conv: Stage) -> None:
+    """At each filter row of a tile, ask for the lines of the input row below it that the
+    tile INPUT_AHEAD tiles on will read (see the module doc), when the blocked input is at
+    least INPUT_PREFETCH_BYTES."""
+    data = _blocked_input(sch, conv)
+    if data is None or not conv.reduce_axes:
+        return
+    _, blocks, height, width, lanes = data.shape
+    size = blocks * height * width * lanes * max(1, te.bits(data.dtype) // 8)
+    if size < INPUT_PREFETCH_BYTES:
+        return
+    n, b, y, x, _ = conv.tensor.op.axes
+    ry = conv.body.axes[0]
+    stride = height // conv.tensor.shape[2]
+    if stride < 2:
+        return
+    cols = depthwise_cols(conv.tensor.shape[3], lanes)
+    per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(data.dtype) // 8)))
+    row = y * stride + ry  # one row below the tile's (the pad's row above is the last tile row's)
+    for k in range(-(-(cols * stride) // per_line)):
+        col = (x + INPUT_AHEAD * cols) * stride + k * per_line
+        index = (((n * blocks + b) * height + row) * width + col) * lanes
+        sch.prefetch(conv.tensor, conv.reduce_axes[0], data, index)
+
+
+def _blocked_input(sch: Schedule, conv: Stage) -> te.Tensor | None:
+    """The blocked input (N, B, H, W, lanes) of the schedule that `conv` reads (through its
+    inlined pad), or None."""
+    for ld in te.nodes(sch.effective_body(conv)):
+        if (isinstance(ld, te.Load) and ld.tensor.ndim == 5 and ld.tensor.shape[1] == conv.tensor.shape[1]
+                and ld.tensor.shape[4] == conv.tensor.shape[4] and any(ld.tensor is i for i in sch.inputs)):
+            return ld.tensor
+    return None
