@@ -10,16 +10,32 @@ Per step of k the tile broadcasts `rows` scalars of a and loads the columns' vec
 b for rows * 2 FMAs.
 
 A product that is an output (no epilogue: both of attention's products in the GPT-2 block
-and BERT, whose transposes are not fused into them) stores its tiles into the output:
+and BERT, whose transposes are not fused into them) stores its tiles into the output,
+a tile's rows against every column strip in turn:
 
-    for batch, j.outer            fused, parallel when the work is large
-     T_batch_matmul               for i.outer (rows, the last rows a remainder tile),
-                                  k.outer: k.inner (UNROLL_STEPS, unrolled),
+    for batch                     parallel when the work is large (i.outer if one batch)
+     for i.outer                  the tiles' rows (the last rows a remainder tile)
+      for j.outer                 the column strips
+       T_batch_matmul             k.outer: k.inner (UNROLL_STEPS, unrolled),
                                   i.inner (rows, unrolled), j (the strip, vectorized): FMA,
                                   summed in registers (cache_accumulator at k.outer)
 
 (LLVM drops the zeros stored into the output before the sums and loaded back, the
-parameters being `noalias`.)  With an epilogue, the product is computed at the
+parameters being `noalias`.)  The tile's rows of a (6 x 64 floats for attention: 1.5
+KiB) stay in L1 while b's batch passes, and the output is written a whole row after
+another.  The strips outside the rows instead (b's strip, 4 KiB, kept while a's batch
+passed once per strip, 8 times; the output written a column strip at a time, 128 lines
+512 B apart) measured the same alone (the kernel called again on the same buffers: the
+rows outside 0.98 its time) but not in the model, where its inputs come from the
+transposes before it and its output goes to the divide after it: inside BERT's whole
+inference (1 thread, the two builds' timed entries alternated in one process, 24
+rounds, load 6.0, each of the 12 layers' calls a pair), the scores 0.75x their time
+(379 against 507 us, the median call), the values 0.94x, the divide by sqrt(64) that
+reads the scores 0.91x, scores and divide together 0.76x (437 against 580 us); an
+earlier run (20 rounds, load 7.2) 0.80x, 0.92x, 0.96x, 0.81x; in the GPT-2 block
+(30 rounds, load 6.1) the scores 0.77x, the values 1.01x.  Cold inputs or a cold
+output alone (rotating 12 copies of either, the kernel alone) did not show it (0.98x and
+1.07x), so it is how the two orders meet the caches their neighbours leave.  With an epilogue, the product is computed at the
 epilogue's loop over a column strip's rows, a chunk of them at a time (the largest
 divisor of M whose chunk x 16 floats fit STACK_BYTES: its buffer on the stack, not
 malloc'ed and freed each time as a larger one is):
@@ -90,10 +106,10 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
         rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), i.extent))
         jo, j = sch.split(t, j, lanes)
         sch.reorder(t, b, jo, i, j)
-        loop = sch.fuse(t, b, jo)
-        _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
-        if loop.extent > 1 and _work(t) >= PARALLEL_MIN:
-            sch.parallel(t, loop)
+        io = _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
+        sch.reorder(t, io, jo)
+        if _work(t) >= PARALLEL_MIN:
+            sch.parallel(t, b if b.extent > 1 else io)
         return
     rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
     chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
@@ -111,8 +127,9 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
     sch.compute_at(t, e, eio)
 
 
-def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) -> None:
-    """The register tile: `rows` rows of i x the vector j, summed over k in registers."""
+def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) -> Axis:
+    """The register tile: `rows` rows of i x the vector j, summed over k in registers;
+    returns the loop over the tiles (i.outer)."""
     t = stage.tensor
     (k,) = stage.reduce_axes
     io, ii = sch.split(t, i, rows, tail=tail)
@@ -126,6 +143,7 @@ def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) 
     sch.unroll(t, ii)
     sch.vectorize(t, j)
     sch.cache_accumulator(t, ko)
+    return io
 
 
 def _work(t: te.Tensor) -> int:
