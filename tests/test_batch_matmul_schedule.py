@@ -61,8 +61,8 @@ def test_b_broadcast_over_the_batch(epilogue):
     np.testing.assert_allclose(result.executable.run(x, y, z), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case, parallel", [((12, 128, 64, 128), "ax0"), ((1, 40, 12, 48), "ax1.outer")],
-                         ids=["batches", "one-batch"])
+@pytest.mark.parametrize("case, parallel", [((12, 128, 64, 128), "ax0"), ((1, 40, 12, 48), "ax1.outer"),
+                                            ((3, 13, 20, 32), "ax1.outer")], ids=["batches", "one-batch", "few-batches"])
 def test_an_output_walks_a_tiles_rows_against_every_strip(case, parallel):
     """The output's nest: batch, the tiles' rows, then the column strips (module doc)."""
     result = compile(_text(*case, False), "bmm.relay", passes=["InferType", "FuseOps", "InferType"])

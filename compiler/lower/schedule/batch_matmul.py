@@ -13,7 +13,9 @@ A product that is an output (no epilogue: both of attention's products in the GP
 and BERT, whose transposes are not fused into them) stores its tiles into the output,
 a tile's rows against every column strip in turn:
 
-    for batch                     parallel when the work is large (i.outer if one batch)
+    for batch                     parallel when the work is large and the batches at least
+                                  PARALLEL_BATCHES (else i.outer: the threads share each
+                                  batch's tiles, the remainder tile run after them)
      for i.outer                  the tiles' rows (the last rows a remainder tile)
       for j.outer                 the column strips
        T_batch_matmul             k.outer: k.inner (UNROLL_STEPS, unrolled),
@@ -27,18 +29,26 @@ another.  The strips outside the rows instead (b's strip, 4 KiB, kept while a's 
 passed once per strip, 8 times; the output written a column strip at a time, 128 lines
 512 B apart) measured the same alone (the kernel called again on the same buffers: the
 rows outside 0.98 its time) but not in the model, where its inputs come from the
-transposes before it and its output goes to the divide after it: inside BERT's whole
-inference (1 thread, the two builds' timed entries alternated in one process, 24
-rounds, load 6.0, each of the 12 layers' calls a pair), the scores 0.75x their time
-(379 against 507 us, the median call), the values 0.94x, the divide by sqrt(64) that
-reads the scores 0.91x, scores and divide together 0.76x (437 against 580 us); an
-earlier run (20 rounds, load 7.2) 0.80x, 0.92x, 0.96x, 0.81x; in the GPT-2 block
-(30 rounds, load 6.1) the scores 0.77x, the values 1.01x.  Cold inputs or a cold
-output alone (rotating 12 copies of either, the kernel alone) did not show it (0.98x and
-1.07x), so it is how the two orders meet the caches their neighbours leave.  With an epilogue, the product is computed at the
-epilogue's loop over a column strip's rows, a chunk of them at a time (the largest
-divisor of M whose chunk x 16 floats fit STACK_BYTES: its buffer on the stack, not
-malloc'ed and freed each time as a larger one is):
+transposes before it and its output goes to the divide by sqrt(64) after it.  Inside the
+whole inference (the two builds' timed entries alternated in one process, each layer's
+call a pair, medians), rows outside the strips ÷ strips outside the rows:
+
+    BERT, 1 thread, 24 rounds, load 6.0    scores 0.75 (379 against 507 us), values 0.94,
+                                           the divide 0.91, scores + divide 0.76
+      again, 20 rounds, load 7.2           0.80, 0.92, 0.96, 0.81
+    BERT, 2 threads, 20 rounds, load 5.6   0.74, 0.91, 0.94, 0.77
+    GPT-2 block, 1 thread, 30 rounds       scores 0.80, values 0.98 (and 0.77, 1.01)
+
+bench/layers.py (BERT, 1 thread, load 5-6): scores + divide 0.69x onnxruntime's
+FusedMatMul (1.06-1.10x before), values 0.72x.  Cold inputs or a cold output alone
+(the kernel alone, rotating 12 copies of either) did not show it (0.98x and 1.07x): it
+is how the two orders meet the caches their neighbours leave.
+
+With an epilogue, the product is computed at the epilogue's loop over a column strip's
+rows, a chunk of them at a time (the largest divisor of M whose chunk x 16 floats fit
+STACK_BYTES: its buffer on the stack, not malloc'ed and freed each time as a larger one
+is; no model of bench/ has such a product since their transposes stopped being fused
+into it, and its order was not measured in a model):
 
     for batch, j.outer            fused, parallel when the work is large
      for i.outer                  the chunks
@@ -68,7 +78,8 @@ apart, 1.08 / 1.13, and 1.04 / 1.11 with 96 rows (no remainder tile): the copy c
 than the conflicts (in a C model, even a's rows kept in L1 gained only 3-8%); the chunks
 outside the strips (a's rows reused from L1) 0.95-1.00 / 0.98-1.00; 8 unrolled steps
 0.96-1.10 / 0.98-1.07; 64-row chunks in the output's nest (two remainder tiles of 4 rows
-for one of 2) 1.00 / 0.98.
+for one of 2) 1.00 / 0.98.  (All measured on the kernel alone, which missed what the
+order of the output's loops does in the model, above.)
 """
 
 from __future__ import annotations
@@ -81,6 +92,7 @@ from .vector_unit import host_unit
 ROWS_MAX = 6  # rows of the register tile
 UNROLL_STEPS = 4  # reduction steps a tile's loop body makes
 PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
+PARALLEL_BATCHES = 8  # fewer batches leave threads idle (3 on 2 threads: one waits a batch)
 STACK_BYTES = 4096  # codegen/llvm.py's SMALL_ALLOCA_BYTES: a larger local buffer is malloc'ed each time
 
 
@@ -109,7 +121,7 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
         io = _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
         sch.reorder(t, io, jo)
         if _work(t) >= PARALLEL_MIN:
-            sch.parallel(t, b if b.extent > 1 else io)
+            sch.parallel(t, b if b.extent >= PARALLEL_BATCHES else io)
         return
     rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
     chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
