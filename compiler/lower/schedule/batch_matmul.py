@@ -36,13 +36,19 @@ call a pair, medians), rows outside the strips ÷ strips outside the rows:
     BERT, 1 thread, 24 rounds, load 6.0    scores 0.75 (379 against 507 us), values 0.94,
                                            the divide 0.91, scores + divide 0.76
       again, 20 rounds, load 7.2           0.80, 0.92, 0.96, 0.81
+      two builds of each, 16 rounds,       ÷ the faster base build: 0.80-0.84, 0.96-0.97,
+      load 6.0 (the base's two 0.94 apart) 0.95, 0.81-0.85
     BERT, 2 threads, 20 rounds, load 5.6   0.74, 0.91, 0.94, 0.77
     GPT-2 block, 1 thread, 30 rounds       scores 0.80, values 0.98 (and 0.77, 1.01)
 
-bench/layers.py (BERT, 1 thread, load 5-6): scores + divide 0.69x onnxruntime's
-FusedMatMul (1.06-1.10x before), values 0.72x.  Cold inputs or a cold output alone
-(the kernel alone, rotating 12 copies of either) did not show it (0.98x and 1.07x): it
-is how the two orders meet the caches their neighbours leave.
+so the scores gain 16-25% and the rest is within the spread of identical builds.
+bench/layers.py (BERT, 1 thread, 30 runs, base and this in turns, four rounds, load
+4-7): scores + divide beside onnxruntime's FusedMatMul 1.17x, 1.06x, 1.25x, 1.04x
+before, 0.85x, 0.94x, 0.80x, 0.90x after; 252 -> 276 of 276 kernels at or below 1.0x
+(264 in the most loaded round).  The whole inference in the same in-process runs: BERT
+0.97-1.00, GPT-2 0.99-1.00.  Cold inputs or a cold output alone (the kernel alone,
+rotating 12 copies of either) did not show it (0.98x and 1.07x): it is how the two
+orders meet the caches their neighbours leave.
 
 With an epilogue, the product is computed at the epilogue's loop over a column strip's
 rows, a chunk of them at a time (the largest divisor of M whose chunk x 16 floats fit
