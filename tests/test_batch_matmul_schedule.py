@@ -14,6 +14,7 @@ CASES = [  # (B, M, K, N)
     (3, 13, 20, 32),  # a remainder tile of 1 row, two column strips
     (1, 5, 7, 16),    # fewer rows than a tile; k not a multiple of the unrolled steps
     (1, 130, 8, 16),  # rows in chunks of 26 (a stack buffer), each 4 tiles and a remainder of 2
+    (1, 40, 12, 48),  # one batch: an output's tiles in parallel, three strips, a remainder of 4 rows
 ]
 
 
@@ -58,6 +59,17 @@ def test_b_broadcast_over_the_batch(epilogue):
     z = rng.standard_normal(n).astype("float32")
     want = x @ y * 0.125 + z if epilogue else x @ y
     np.testing.assert_allclose(result.executable.run(x, y, z), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case, parallel", [((12, 128, 64, 128), "ax0"), ((1, 40, 12, 48), "ax1.outer"),
+                                            ((3, 13, 20, 32), "ax1.outer")], ids=["batches", "one-batch", "few-batches"])
+def test_an_output_walks_a_tiles_rows_against_every_strip(case, parallel):
+    """The output's nest: batch, the tiles' rows, then the column strips (module doc)."""
+    result = compile(_text(*case, False), "bmm.relay", passes=["InferType", "FuseOps", "InferType"])
+    (fn,) = result.lowered.functions.values()
+    final = fn.schedule_text.rsplit("# step", 1)[1]
+    assert final.index("for ax1.outer") < final.index("for ax2.outer")
+    assert f"for {parallel} in parallel(" in final
 
 
 def test_columns_not_a_vector_width_keep_the_default_tile():

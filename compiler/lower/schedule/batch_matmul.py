@@ -10,19 +10,51 @@ Per step of k the tile broadcasts `rows` scalars of a and loads the columns' vec
 b for rows * 2 FMAs.
 
 A product that is an output (no epilogue: both of attention's products in the GPT-2 block
-and BERT, whose transposes are not fused into them) stores its tiles into the output:
+and BERT, whose transposes are not fused into them) stores its tiles into the output,
+a tile's rows against every column strip in turn:
 
-    for batch, j.outer            fused, parallel when the work is large
-     T_batch_matmul               for i.outer (rows, the last rows a remainder tile),
-                                  k.outer: k.inner (UNROLL_STEPS, unrolled),
+    for batch                     parallel when the work is large and the batches at least
+                                  PARALLEL_BATCHES (else i.outer: the threads share each
+                                  batch's tiles, the remainder tile run after them)
+     for i.outer                  the tiles' rows (the last rows a remainder tile)
+      for j.outer                 the column strips
+       T_batch_matmul             k.outer: k.inner (UNROLL_STEPS, unrolled),
                                   i.inner (rows, unrolled), j (the strip, vectorized): FMA,
                                   summed in registers (cache_accumulator at k.outer)
 
 (LLVM drops the zeros stored into the output before the sums and loaded back, the
-parameters being `noalias`.)  With an epilogue, the product is computed at the
-epilogue's loop over a column strip's rows, a chunk of them at a time (the largest
-divisor of M whose chunk x 16 floats fit STACK_BYTES: its buffer on the stack, not
-malloc'ed and freed each time as a larger one is):
+parameters being `noalias`.)  The tile's rows of a (6 x 64 floats for attention: 1.5
+KiB) stay in L1 while b's batch passes, and the output is written a whole row after
+another.  The strips outside the rows instead (b's strip, 4 KiB, kept while a's batch
+passed once per strip, 8 times; the output written a column strip at a time, 128 lines
+512 B apart) measured the same alone (the kernel called again on the same buffers: the
+rows outside 0.98 its time) but not in the model, where its inputs come from the
+transposes before it and its output goes to the divide by sqrt(64) after it.  Inside the
+whole inference (the two builds' timed entries alternated in one process, each layer's
+call a pair, medians), rows outside the strips ÷ strips outside the rows:
+
+    BERT, 1 thread, 24 rounds, load 6.0    scores 0.75 (379 against 507 us), values 0.94,
+                                           the divide 0.91, scores + divide 0.76
+      again, 20 rounds, load 7.2           0.80, 0.92, 0.96, 0.81
+      two builds of each, 16 rounds,       ÷ the faster base build: 0.80-0.84, 0.96-0.97,
+      load 6.0 (the base's two 0.94 apart) 0.95, 0.81-0.85
+    BERT, 2 threads, 20 rounds, load 5.6   0.74, 0.91, 0.94, 0.77
+    GPT-2 block, 1 thread, 30 rounds       scores 0.80, values 0.98 (and 0.77, 1.01)
+
+so the scores gain 16-25% and the rest is within the spread of identical builds.
+bench/layers.py (BERT, 1 thread, 30 runs, base and this in turns, four rounds, load
+4-7): scores + divide beside onnxruntime's FusedMatMul 1.17x, 1.06x, 1.25x, 1.04x
+before, 0.85x, 0.94x, 0.80x, 0.90x after; 252 -> 276 of 276 kernels at or below 1.0x
+(264 in the most loaded round).  The whole inference in the same in-process runs: BERT
+0.97-1.00, GPT-2 0.99-1.00.  Cold inputs or a cold output alone (the kernel alone,
+rotating 12 copies of either) did not show it (0.98x and 1.07x): it is how the two
+orders meet the caches their neighbours leave.
+
+With an epilogue, the product is computed at the epilogue's loop over a column strip's
+rows, a chunk of them at a time (the largest divisor of M whose chunk x 16 floats fit
+STACK_BYTES: its buffer on the stack, not malloc'ed and freed each time as a larger one
+is; no model of bench/ has such a product since their transposes stopped being fused
+into it, and its order was not measured in a model):
 
     for batch, j.outer            fused, parallel when the work is large
      for i.outer                  the chunks
@@ -52,7 +84,8 @@ apart, 1.08 / 1.13, and 1.04 / 1.11 with 96 rows (no remainder tile): the copy c
 than the conflicts (in a C model, even a's rows kept in L1 gained only 3-8%); the chunks
 outside the strips (a's rows reused from L1) 0.95-1.00 / 0.98-1.00; 8 unrolled steps
 0.96-1.10 / 0.98-1.07; 64-row chunks in the output's nest (two remainder tiles of 4 rows
-for one of 2) 1.00 / 0.98.
+for one of 2) 1.00 / 0.98.  (All measured on the kernel alone, which missed what the
+order of the output's loops does in the model, above.)
 """
 
 from __future__ import annotations
@@ -65,6 +98,7 @@ from .vector_unit import host_unit
 ROWS_MAX = 6  # rows of the register tile
 UNROLL_STEPS = 4  # reduction steps a tile's loop body makes
 PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
+PARALLEL_BATCHES = 8  # fewer batches leave threads idle (3 on 2 threads: one waits a batch)
 STACK_BYTES = 4096  # codegen/llvm.py's SMALL_ALLOCA_BYTES: a larger local buffer is malloc'ed each time
 
 
@@ -90,10 +124,10 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
         rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), i.extent))
         jo, j = sch.split(t, j, lanes)
         sch.reorder(t, b, jo, i, j)
-        loop = sch.fuse(t, b, jo)
-        _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
-        if loop.extent > 1 and _work(t) >= PARALLEL_MIN:
-            sch.parallel(t, loop)
+        io = _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
+        sch.reorder(t, io, jo)
+        if _work(t) >= PARALLEL_MIN:
+            sch.parallel(t, b if b.extent >= PARALLEL_BATCHES else io)
         return
     rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
     chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
@@ -111,8 +145,9 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
     sch.compute_at(t, e, eio)
 
 
-def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) -> None:
-    """The register tile: `rows` rows of i x the vector j, summed over k in registers."""
+def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) -> Axis:
+    """The register tile: `rows` rows of i x the vector j, summed over k in registers;
+    returns the loop over the tiles (i.outer)."""
     t = stage.tensor
     (k,) = stage.reduce_axes
     io, ii = sch.split(t, i, rows, tail=tail)
@@ -126,6 +161,7 @@ def _tile(sch: Schedule, stage: Stage, i: Axis, j: Axis, rows: int, tail: bool) 
     sch.unroll(t, ii)
     sch.vectorize(t, j)
     sch.cache_accumulator(t, ko)
+    return io
 
 
 def _work(t: te.Tensor) -> int:
