@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
+
 from .pickling import fast_pickling
 
 
@@ -105,5 +106,6 @@ class Attrs(Mapping[str, AttrValue]):
 
 
 EMPTY_ATTRS = Attrs()
+
 
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

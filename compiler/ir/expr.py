@@ -262,4 +262,5 @@ for _cls in (Call, Tuple, TupleGetItem, Let, If, Function, RefCreate, RefRead, R
 # the spans of these kinds: they are the ones a printed module keeps.
 ANNOTATED = (Call, Constant, Var, Function, Tuple, TupleGetItem)
 
+
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

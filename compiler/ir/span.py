@@ -307,4 +307,5 @@ def origin_key(span: AnySpan | None) -> tuple:
     """
     return tuple(o.key() for o in printed_origins(span))
 
+
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

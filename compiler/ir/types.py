@@ -120,4 +120,5 @@ class MetaType(Type):
 
 UNIT = TupleType(())
 
+
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

@@ -203,4 +203,5 @@ def pass_names() -> list[str]:
 
     return sorted(_PASSES)
 
+
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

@@ -526,4 +526,5 @@ def post_order(outputs: Sequence[Tensor]) -> list[Tensor]:
         stack.extend((i, False) for i in reversed(inputs_of(t)) if id(i) not in done)
     return order
 
+
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these
