@@ -65,6 +65,7 @@ class BuildResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     fused_names: dict[Function, str] = field(default_factory=dict)
     fusion_reasons: dict[Expr, str] = field(default_factory=dict)  # FuseOps's input call -> why (fuse_ops.py)
+    compositions: dict[Function, Any] = field(default_factory=dict)  # a kept build's kernels' te.Composed (passes_cache.py)
     lowered: Any = None  # lower.pipeline.Lowered, when the build went that far
     stage: str = "passes"  # the last stage that ran (driver.STAGES)
 

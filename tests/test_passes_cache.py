@@ -85,6 +85,20 @@ def test_another_process_reads_them_too(tmp_path) -> None:
     np.testing.assert_array_equal(warm.executable.run(_x()), cold.executable.run(_x()))
 
 
+def test_a_kept_build_brings_its_kernels_compositions_which_lower_as_composed_ones(tmp_path) -> None:
+    cold, _ = _build(tmp_path)
+    for kernel in DiskCache(tmp_path).directory.glob("*.kernel"):
+        kernel.unlink()  # the kernel cache lost them: lowered again from the kept compositions
+    warm, ran = _build(tmp_path)
+    assert ran == [] and warm.compositions and DiskCache(tmp_path).misses == 0
+    assert set(warm.compositions) == {f.func for f in warm.lowered.functions.values()}
+    for name, fn in warm.lowered.functions.items():
+        assert fn.composed is warm.compositions[fn.func]  # not composed again
+        assert fn.llvm_ir == cold.lowered.functions[name].llvm_ir, name  # debug locations too
+        assert fn.optimized_ir == cold.lowered.functions[name].optimized_ir, name
+    np.testing.assert_array_equal(warm.executable.run(_x()), cold.executable.run(_x()))
+
+
 def test_anything_that_decides_the_passes_is_another_key(tmp_path) -> None:
     kept = PassesCache(DiskCache(tmp_path))
     options = {"opt_level": 3, "config": None}

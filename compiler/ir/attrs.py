@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from .pickling import fast_pickling
+
 
 @dataclass(frozen=True, slots=True)
 class IntImm:
@@ -104,3 +106,6 @@ class Attrs(Mapping[str, AttrValue]):
 
 
 EMPTY_ATTRS = Attrs()
+
+
+fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

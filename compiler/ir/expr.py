@@ -17,6 +17,7 @@ from typing import Any
 from .attrs import EMPTY_ATTRS, Attrs, MetaRef
 from .span import AnySpan
 from .types import GlobalTypeVar, Type, TypeVar
+from .pickling import fast_pickling
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -260,3 +261,6 @@ for _cls in (Call, Tuple, TupleGetItem, Let, If, Function, RefCreate, RefRead, R
 # (`/* ty=T span=S */`, as TVM's printer does).  Structural equality with spans compares
 # the spans of these kinds: they are the ones a printed module keeps.
 ANNOTATED = (Call, Constant, Var, Function, Tuple, TupleGetItem)
+
+
+fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

@@ -20,6 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from .anchors import ORIGIN, Anchors
+from .pickling import fast_pickling
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -305,3 +306,6 @@ def origin_key(span: AnySpan | None) -> tuple:
     A document range `a.relay:3:5` and a printed reference `a.relay:3:5` are one origin.
     """
     return tuple(o.key() for o in printed_origins(span))
+
+
+fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

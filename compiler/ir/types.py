@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .attrs import MetaRef
 from .span import AnySpan
+from .pickling import fast_pickling
 
 
 class Type:
@@ -118,3 +119,6 @@ class MetaType(Type):
 
 
 UNIT = TupleType(())
+
+
+fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

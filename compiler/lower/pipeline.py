@@ -27,7 +27,9 @@ schedule`, `-o`).  Otherwise a text is made when read (`LoweredFunction.schedule
 or `schedule_text(module, name)` from a built module alone: the editor's schedule view).  A kernel found
 there is composed (its constants and signature are needed) but not scheduled, generated,
 optimised or compiled: its object code is loaded, and its texts are re-pointed as above,
-from the kernel name, source file and node locations the entry recorded.  An entry
+from the kernel name, source file and node locations the entry recorded.  A build read
+from the disk cache's kept builds (passes_cache.py) brings its kernels' compositions,
+which are not composed again (`Lowered.compositions`: what the next such build reads).  An entry
 written by a build without machine code (the editor's) gets its object code the first
 time a build needs it.
 
@@ -162,6 +164,7 @@ class Lowered:
     source_name: str = "<input>"
     jit: Any = field(default=None, repr=False)  # owns the machine code of the entry
     isolated: bool = False  # LLVM's work runs in forked children (lower_build's machine_code=False)
+    compositions: dict[Function, Composed] = field(default_factory=dict)  # what this build composed, or reused
 
     @property
     def ok(self) -> bool:
@@ -242,7 +245,9 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
                 entry = _with_machine_code(entry, jit)  # cached by a build that stopped at LLVM IR
                 cache.put(entry, structural)
             if entry is None:
-                entry, job = _from_disk_or_job(func, name, source_name, jit, machine_code, disk, options, structural)
+                composed = lowered.compositions[func] = result.compositions.get(func) or compose(func)
+                entry, job = _from_disk_or_job(func, name, source_name, jit, machine_code, disk, options, structural,
+                                               composed)
                 if job is not None:
                     pending.append(job)
                     continue
@@ -361,11 +366,10 @@ class _Job:
 
 
 def _from_disk_or_job(func: Function, name: str, source_name: str, jit, machine_code: bool,
-                      disk: DiskCache | None, options: dict[str, Any] | None, structural: int
-                      ) -> tuple[LoweredFunction | None, _Job | None]:
-    """`func` from the disk cache if it holds it (machine code loaded, not compiled; debug
-    information re-pointed at `func`'s lines), else the job of lowering it."""
-    composed = compose(func)
+                      disk: DiskCache | None, options: dict[str, Any] | None, structural: int,
+                      composed: Composed) -> tuple[LoweredFunction | None, _Job | None]:
+    """`func` (`composed`) from the disk cache if it holds it (machine code loaded, not
+    compiled; debug information re-pointed at `func`'s lines), else the job of lowering it."""
     if disk is None:
         return None, _Job(func, name, composed, None, structural)
     key = cache_key(structural, _signature(composed), options or {})

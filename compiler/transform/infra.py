@@ -19,6 +19,7 @@ from typing import Any, Callable, ClassVar, Iterable
 
 from ..ir.expr import Function, GlobalVar
 from ..ir.module import IRModule
+from ..ir.pickling import fast_pickling
 
 
 @dataclass
@@ -201,3 +202,6 @@ def pass_names() -> list[str]:
     from . import passes  # noqa: F401
 
     return sorted(_PASSES)
+
+
+fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these

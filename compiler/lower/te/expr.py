@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from ...ir.dtypes import FLOATS, INTS, UINTS, bits, is_float, is_signed  # noqa: F401 (te.bits, ...)
 from ..errors import LoweringError  # noqa: F401 (te.LoweringError: what a compute rule raises)
+from ...ir.pickling import fast_pickling
 
 INDEX = "int64"
 
@@ -524,3 +525,6 @@ def post_order(outputs: Sequence[Tensor]) -> list[Tensor]:
         stack.append((t, True))
         stack.extend((i, False) for i in reversed(inputs_of(t)) if id(i) not in done)
     return order
+
+
+fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these
