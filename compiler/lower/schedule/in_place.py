@@ -5,8 +5,12 @@ NCHWc Conv with Sum writes its result over the Sum's input.
 ResNet-50's bottleneck ends (1x1 convolution, bias, residual add, relu, one kernel)
 read the residual once, at the position they store.  Written over it, the residual's
 lines are in cache (and owned) when the store comes, and a stream of the output's size
-leaves the memory traffic: the 64 -> 256 kernel at 56x56 alone 0.93-0.95x its time,
-128 -> 512 at 28x28 0.94x (h-pw8's measure, 1 thread).
+leaves the memory traffic.  Measured in the model (ResNet-50 at 1 thread, the two
+builds' timed entries alternated, 3 process pairs of each, 12 rounds, each kernel's
+least of 3 calls a round, median of the paired ratios; load 3.8-6.8): its 16
+bottleneck ends 0.886x the time summed (64 -> 256 at 56x56 0.88-0.91, 128 -> 512 at
+28x28 0.94-0.98, 256 -> 1024 at 14x14 0.91-0.96, 512 -> 2048 at 7x7 0.92-1.00), the
+whole inference 0.98x CPU time (quartiles 0.94-1.02); the workspace 11.0 -> 7.8 MB.
 
 The claim (`Schedule.writes_over`, the input's index among the kernel's parameters)
 holds when every element of that input is read only by the statement that stores the
@@ -14,7 +18,12 @@ same element of the output, before it stores it, and that element is stored once
 input is read only by the epilogue (the kernel's one output), each time at the
 epilogue's own position, and the schedule's tiles never store a position twice
 (`tiles_overlap` False).  The planner then gives the output the input's memory when
-the input is a temporary the kernel reads last (plan.py).
+the input is a temporary the kernel reads last (plan.py).  conv.py's tile whose columns
+do not divide the row (its last tile computed over columns the one before computed)
+claims nothing: today the loop-nest builder guards the epilogue's store there, so each
+element is still stored once (1x1 64 -> 256 and 3x3 8 -> 8 at 13x13 came out right in
+place), but that is the builder's choice, not the schedule's, and no bottleneck end of
+ResNet-50 or MobileNet v2 takes that tile.
 
 LLVM's `noalias` on the kernel's parameters (codegen/llvm.py) stays on the aliased
 pair.  Formally a location read through one pointer and written through another breaks
