@@ -15,12 +15,17 @@ from test_lower_conv_chunks import LANES, block_weight, nchwc, relu_bias_functio
 
 from relaylens.compiler.driver import compile
 from relaylens.compiler.ir.expr import Call, Function, Var, op
+from relaylens.compiler.lower.disk_cache import DiskCache
+from relaylens.compiler.lower.parallel import ENV
+from relaylens.compiler.lower import pipeline
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.runtime.plan import Buffer, Ref, Step, _assign_offsets
 from relaylens.compiler.lower.schedule import conv_chunks
+from relaylens.compiler.lower.schedule.in_place import may_claim
 from relaylens.compiler.lower.schedule.vector_unit import AVX2
+from relaylens.compiler.lower.te.compose import compose
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.ops.registry import as_ir_attrs
 from relaylens.compiler.support import aligned_copy
@@ -87,6 +92,16 @@ def test_a_claimed_kernel_written_over_its_residual_matches_numpy(avx2, jit, ci,
 def test_overlapping_tiles_claim_nothing(avx2, jit, ci, co, size, k):
     func = with_residual(ci, co, size) if k == 1 else residual_3x3(ci, co, size)
     assert lower_function(func, "tvmgen_default_fused_conv", "<case>", jit).writes_over is None
+
+
+@pytest.mark.parametrize("func,could", [
+    (with_residual(64, 256, 8), True),
+    (relu_bias_function(nchwc(64, 64, 8, 1)[0]), False),  # the input has the output's type, read at other positions
+    (residual_3x3(8, 8, 14), True),
+])
+def test_may_claim_passes_the_kernels_that_claim(func, could):
+    composed = compose(func)
+    assert may_claim(composed.outputs, composed.placeholders) == could
 
 
 # --- the planner ------------------------------------------------------------------------
@@ -197,3 +212,29 @@ def test_a_model_writes_the_residual_add_over_its_residual(residual, later, alia
     assert (storage[rows[at]] == storage[rows[producer[0]] + producer[1]]) == aliased
     x = rng.standard_normal((1, 64, 28, 28)).astype("float32")
     np.testing.assert_allclose(exe.run(x), _numpy(x, ws, residual, later), rtol=1e-4, atol=1e-4)
+
+
+def test_the_claim_reaches_the_plan_from_forked_workers_and_from_the_disk_cache(tmp_path, monkeypatch):
+    """Lowered in two forked workers while a thread plans (the claims foreseen there), then
+    every kernel from the disk cache (the claims its entries kept): the same aliased plan."""
+    monkeypatch.setenv(ENV, "2")
+    early = []
+    made_early = pipeline._early_executable
+    monkeypatch.setattr(pipeline, "_early_executable", lambda *args: early.append(1) or made_early(*args))
+    rng = np.random.default_rng(8)
+    ws = [(rng.standard_normal((64, 64, 1, 1)) / 8).astype("float32") for _ in range(4)]
+    x = rng.standard_normal((1, 64, 28, 28)).astype("float32")
+    runs = []
+    for _ in range(2):
+        disk = DiskCache(tmp_path)
+        result = compile(HEAD + _model("%0"), "in_place.relay", params={f"w{k}": w for k, w in enumerate(ws)},
+                         jit=JIT(num_threads=1), disk_cache=disk)
+        exe = result.lowered.executable
+        assert exe.writes_over == {n: f.writes_over for n, f in result.lowered.functions.items()}
+        end = next(s for s in exe.plan.steps if exe.writes_over.get(s.kernel) is not None)
+        assert end.outs[0].ref == end.args[exe.writes_over[end.kernel]].ref
+        runs.append((disk.hits, exe.run(x)))
+    assert runs[0][0] == 0 and runs[1][0] == len(result.lowered.functions)
+    assert early == [1]  # the first build planned while its workers lowered
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+    np.testing.assert_allclose(runs[1][1], _numpy(x, ws, "%0", ""), rtol=1e-4, atol=1e-4)
