@@ -11,6 +11,13 @@ least of 3 calls a round, median of the paired ratios; load 3.8-6.8): its 16
 bottleneck ends 0.886x the time summed (64 -> 256 at 56x56 0.88-0.91, 128 -> 512 at
 28x28 0.94-0.98, 256 -> 1024 at 14x14 0.91-0.96, 512 -> 2048 at 7x7 0.92-1.00), the
 whole inference 0.98x CPU time (quartiles 0.94-1.02); the workspace 11.0 -> 7.8 MB.
+Again at load 4.7-5.4: the ends 0.932x, the whole 0.981x, the other kernels 0.999x.
+Beside onnxruntime's nodes (bench/layers.py, 4 runs of each build in turns, load 2-6.7,
+medians of the runs' ratios): layer1's ends 1.10-1.17x -> 1.02-1.04x, layer2.0's 1.04x
+-> 1.03x, layer3's 0.97-1.02x -> 0.93-0.95x, layer4.0's 1.00x -> 0.93x.  Tried: without
+the residual's read prefetch where it is written over (conv_prefetch.py: the output's
+PREFETCHW asks for the same line), 1.004x the time on the ends (0.99-1.03; 3 process
+pairs, 10 rounds, load 1.9-2.3): not taken.
 
 The claim (`Schedule.writes_over`, the input's index among the kernel's parameters)
 holds when every element of that input is read only by the statement that stores the
