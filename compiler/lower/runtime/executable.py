@@ -37,12 +37,15 @@ class Executable:
     """`constants`: each kernel's lifted constants by kernel name, when the executable is
     made before its kernels are lowered (pipeline.py makes it while forked children lower
     them: it needs their names and constants, not their code); None: `lowered`'s kernels'.
+    `writes_over` alike: each kernel's input its output may be written over (schedule/in_place.py),
+    for the plan.
     The kernels' addresses are read from `lowered.functions` at the first run.  `names`:
     each primitive function's kernel name as the build gave it (None: named here)."""
 
     def __init__(self, module, lowered, jit, machine_code: bool = True,
                  constants: dict[str, list[np.ndarray]] | None = None,
-                 names: dict[Function, str] | None = None, disk=None) -> None:
+                 names: dict[Function, str] | None = None, disk=None,
+                 writes_over: dict[str, int | None] | None = None) -> None:
         self.module = module
         self.machine_code = machine_code  # False: planned and written as LLVM IR, not runnable
         self.lowered = lowered
@@ -53,11 +56,16 @@ class Executable:
         self._jit = jit
         if constants is None:
             constants = {name: fn.constants for name, fn in lowered.functions.items()}
+        if writes_over is None:
+            writes_over = {name: fn.writes_over for name, fn in lowered.functions.items()}
+        self.writes_over = writes_over
         self._kernel_names = _all_fused(module, constants, names)
         self._kernel_addresses = None  # the kernel table, made at the first run (`_kernel_table`)
         constants = {func: constants[name] for func, name in self._kernel_names.items()}
+        over = {func: writes_over[name] for func, name in self._kernel_names.items()
+                if writes_over.get(name) is not None}
         try:
-            self.plan = plan_main(module["main"], self._kernel_names, constants, dict(module.functions))
+            self.plan = plan_main(module["main"], self._kernel_names, constants, dict(module.functions), over)
         except NotDataflow as why:
             self.why_interpreted = str(why)
         if self.plan is not None:
@@ -180,14 +188,16 @@ class _KernelCall:
 
 
 def make_executable(result, lowered, jit, machine_code: bool = True,
-                    constants: dict[str, list[np.ndarray]] | None = None, disk=None) -> Executable | None:
+                    constants: dict[str, list[np.ndarray]] | None = None, disk=None,
+                    writes_over: dict[str, int | None] | None = None) -> Executable | None:
     """The executable of a lowered module (or of one being lowered: `constants`, see
     `Executable`); None for a module without @main.  Its kernels' names are the build's
     (`result.fused_names`), not hashed again.  `disk`: the kernel cache, which keeps the
     entry's machine code too."""
     if "main" not in result.module:
         return None
-    return Executable(result.module, lowered, jit, machine_code, constants, result.fused_names or None, disk)
+    return Executable(result.module, lowered, jit, machine_code, constants, result.fused_names or None, disk,
+                      writes_over)
 
 
 def _all_fused(module, kernels, names: dict[Function, str] | None = None) -> dict[Function, str]:

@@ -19,6 +19,15 @@ then stays live until the view's last reader has run.  A view that is an output 
 stays a kernel call (the output is written in place).  Measured: GPT-2's softmax result
 copied to (12, 128, 128), 0.06-0.09 ms of a 33 ms block on 1 thread, now no call.
 
+A kernel whose schedule claims it (schedule/in_place.py: its output may be written over
+input k, each element of which it reads only to store the same element of the output)
+writes its output over that argument's memory when the argument is a temporary of the
+workspace that this kernel reads last (itself or through a view), once among its
+arguments, of the output's size and dtype, and not a view (`_assign_offsets`), as onnxruntime's
+NCHWc Conv with Sum writes over the Sum's input.  ResNet-50's bottleneck ends so write
+over their residual.  No tool reads a temporary after the run (the numerics tools call
+kernels from the interpreter on fresh outputs, the profiler times the whole entry).
+
 `Plan.graph_json()` writes the same plan in the format of TVM's graph executor (nodes,
 arg_nodes, heads, storage ids), for `relaylens build -o`.
 
@@ -89,11 +98,14 @@ class Plan:
 
 def plan_main(main: Function, kernel_names: dict[Function, str],
               kernel_constants: dict[Function, list[np.ndarray]],
-              externals: dict[GlobalVar, Function] | None = None) -> Plan:
+              externals: dict[GlobalVar, Function] | None = None,
+              writes_over: dict[Function, int] | None = None) -> Plan:
     """Plan @main, whose primitive functions are named by `kernel_names`; each kernel also
     takes its own lifted constants (`kernel_constants`), which the plan appends as
     `const` arguments.  `externals` are the global functions a call may name instead of a
-    function literal (PartitionGraph's `@tvmgen_default_<target>_main_0`), each a kernel."""
+    function literal (PartitionGraph's `@tvmgen_default_<target>_main_0`), each a kernel.
+    `writes_over`: the kernels whose output may take the memory of their argument k (see
+    the module doc)."""
     externals = {gv: f for gv, f in (externals or {}).items() if f in kernel_names}
 
     def kernel_of(callee) -> Function | None:
@@ -164,7 +176,7 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
     outputs = list(_leaves(result))
     steps, views = _reshape_views(steps, outputs)
     _place_outputs(outputs, temps)
-    workspace = _assign_offsets(steps, outputs, views)
+    workspace = _assign_offsets(steps, outputs, views, writes_over or {})
     for view, source in views:  # in order: a view of a view takes its source's place
         view.ref = source.ref
     return Plan(inputs, constants, steps, outputs, workspace, _typed(main.body),
@@ -242,9 +254,11 @@ def _place_outputs(outputs: list[Buffer], temps: list[Buffer]) -> None:
             buf.ref = Ref("output", k)
 
 
-def _assign_offsets(steps: list[Step], outputs: list[Buffer], views: list[tuple[Buffer, Buffer]] = ()) -> int:
+def _assign_offsets(steps: list[Step], outputs: list[Buffer], views: list[tuple[Buffer, Buffer]] = (),
+                    writes_over: dict[Function, int] | None = None) -> int:
     """Workspace offsets for the temporaries: live from their kernel to their last reader
-    (a reader of a view reads the buffer under it)."""
+    (a reader of a view reads the buffer under it); a kernel's output written over an
+    argument (`_written_over`) takes that argument's place."""
     root: dict[int, Buffer] = {}
     for view, source in views:
         root[id(view)] = root.get(id(source), source)
@@ -258,8 +272,12 @@ def _assign_offsets(steps: list[Step], outputs: list[Buffer], views: list[tuple[
     top = 0
     live: list[tuple[int, Buffer]] = []
     for k, step in enumerate(steps):
+        over = _written_over(step, k, (writes_over or {}).get(step.func), root, last_use)
+        if over is not None:  # the output takes the argument's block, which stays live for it
+            step.outs[0].ref = over.ref
+            live = [(last_use.get(id(step.outs[0]), k), step.outs[0]) if b is over else (end, b) for end, b in live]
         for b in step.outs:
-            if b.ref.kind != "temp":
+            if b.ref.kind != "temp" or b.ref.index >= 0:
                 continue
             size = -(-max(b.nbytes, 1) // ALIGN) * ALIGN
             spot = next((i for i, (_, s) in enumerate(free) if s >= size), None)
@@ -281,6 +299,23 @@ def _assign_offsets(steps: list[Step], outputs: list[Buffer], views: list[tuple[
         live = still
         free = _coalesce(free)
     return top
+
+
+def _written_over(step: Step, k: int, arg: int | None, root: dict[int, Buffer],
+                  last_use: dict[int, int]) -> Buffer | None:
+    """The argument of step `k` its one output is written over: the one its kernel claims
+    (`arg`), when it is a temporary read last here (by the buffer or a view of it), not a
+    view, no other argument on its memory, of the output's size and dtype (see the module
+    doc)."""
+    if arg is None or len(step.outs) != 1 or arg >= len(step.args):
+        return None
+    out, b = step.outs[0], step.args[arg]
+    if (out.ref.kind != "temp" or b.ref.kind != "temp" or id(b) in root
+            or last_use.get(id(b)) != k or out.dtype != b.dtype or out.nbytes != b.nbytes):
+        return None
+    if sum(root.get(id(a), a) is b for a in step.args) != 1:
+        return None
+    return b
 
 
 def _coalesce(blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -102,6 +102,7 @@ from ..te import expr as te
 from .conv_chunks import chunked_tile, filter_taps, schedule_chunked
 from .conv_tile_end import ROW_PARTS, parallel_tiles, planes_alias, unroll_block_channels
 from .depthwise import schedule_depthwise
+from .in_place import claim_output_over
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -129,10 +130,12 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         chunked = chunked_tile(stage) if data and per_lane else None
         if chunked is not None:  # the reduction a chunk of input channels at a time
             schedule_chunked(sch, stage, epilogue, *chunked, rows_first=_rows_first(stage, blocked, data))
+            claim_output_over(sch, epilogue, tiles_overlap=False)  # its tiles never overlap
         elif data:
-            _schedule_tile(sch, stage, epilogue, depthwise=False,
-                           channels_inside=_channels_inside(blocked, data),
-                           rows_first=_rows_first(stage, blocked, data))
+            overlap = _schedule_tile(sch, stage, epilogue, depthwise=False,
+                                     channels_inside=_channels_inside(blocked, data),
+                                     rows_first=_rows_first(stage, blocked, data))
+            claim_output_over(sch, epilogue, tiles_overlap=overlap)
         else:  # depthwise: both operands read at the lane
             packs = schedule_depthwise(sch, stage, epilogue, packs)
         done.update((id(stage), id(epilogue)))
@@ -305,7 +308,9 @@ def _channels_inside(blocked: list[te.Tensor], data: list[te.Tensor]) -> bool:
 
 
 def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
-                   channels_inside: bool, rows_first: bool = False) -> None:
+                   channels_inside: bool, rows_first: bool = False) -> bool:
+    """Whether the last tile of a row overlaps the one before (cols not dividing the
+    width: in_place.py's claim is then not made)."""
     t, e = conv.tensor, epilogue.tensor
     lanes = t.shape[4]
     cols, vectors = conv_tile(t.shape[3], t.shape[1], depthwise, lanes)
@@ -347,6 +352,7 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
         parallel_tiles(sch, conv, epilogue, sch.fuse(e, *outer), at=inner)
     else:
         parallel_tiles(sch, conv, epilogue, sch.fuse(e, *tiles))
+    return t.shape[3] % cols != 0
 
 
 

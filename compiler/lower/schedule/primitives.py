@@ -87,6 +87,7 @@ class Schedule:
         self._output_ids = {id(t) for t in self.outputs}
         self.record: list[Step] = []
         self._bodies_cache: dict[int, te.PrimExpr] | None = None
+        self.writes_over: int | None = None  # the input the output may be written over (in_place.py)
         with self._step("create_schedule") as step:
             step.args = (f"{name}: outputs {', '.join(t.name for t in self.outputs)}; "
                          f"inputs {', '.join(t.name for t in self.inputs) or '-'}")
