@@ -67,6 +67,7 @@ from ..ir.structural_hash import structural_hash
 from ..transform.fused_names import name_primitive_functions
 from .codegen import llvm as codegen
 from .codegen.debuginfo import source_location
+from .codegen.ir_text import module_text
 from .codegen.llvm_map import refile, relocate
 from .cache_keys import cache_key
 from .disk_cache import DiskCache, Entry
@@ -355,7 +356,7 @@ def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
     Without `load` the code is not loaded here (no engine, no address): a worker sends
     the object code to the parent, which loads it."""
     schedule, prim = _schedule(composed, name, func)
-    text = str(codegen.generate([prim], source_name))
+    text = module_text(codegen.generate([prim], source_name))
     over = schedule.writes_over
     if not machine_code:
         return LoweredFunction(name, func, composed, text, jit.optimize(text), scheduled=(schedule, prim),

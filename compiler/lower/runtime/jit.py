@@ -77,6 +77,7 @@ import numpy as np
 from ...lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, never
 from ...host import host
 from ...support import aligned_empty
+from ..codegen.ir_text import module_text
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
@@ -234,7 +235,8 @@ class JIT:
         `context` (None: LLVM's global context, which a module given to an engine needs:
         the engine outlives the Python objects)."""
         try:
-            mod = llvm.parse_assembly(str(text), context=context)
+            mod = llvm.parse_assembly(module_text(text) if isinstance(text, ir.Module) else str(text),
+                                      context=context)
             mod.verify()
         except RuntimeError as err:
             raise LoweringError(f"LLVM rejected the generated IR: {str(err).strip()}") from None
