@@ -39,6 +39,8 @@ _NAMED = {Instruction, LoadInstr, GEPInstr, CastInstr, SelectInstr, ICMPInstr, F
 class _Printer:
     def __init__(self) -> None:
         self.metadata_refs: dict[int, str] = {}  # id(debug location) -> "!N"
+        self.type_texts: dict[int, str] = {}  # id(type) -> "<8 x float>"
+        self.int_refs: dict[tuple[int, int], str] = {}  # (id(type), value) -> "42"
         self.kinds = {Instruction: self.arithmetic, LoadInstr: self.load, StoreInstr: self.store,
                       GEPInstr: self.address, SelectInstr: self.select, ICMPInstr: self.compare,
                       FCMPInstr: self.compare, InsertElement: self.insert, ShuffleVector: self.shuffle}
@@ -63,8 +65,16 @@ class _Printer:
             name = v._name
             if "\\" not in name and '"' not in name:
                 return f'%"{name}"'
-        elif kind is ir.Constant and isinstance(v.constant, list) and isinstance(v.type, ir.VectorType):
-            return self.vector(v.constant)
+        elif kind is ir.Constant:
+            value = v.constant
+            if type(value) is int:
+                key = (id(v.type), value)
+                text = self.int_refs.get(key)
+                if text is None:
+                    text = self.int_refs[key] = v.get_reference()
+                return text
+            if isinstance(value, list) and isinstance(v.type, ir.VectorType):
+                return self.vector(value)
         return v.get_reference()
 
     def vector(self, elements: list[ir.Constant]) -> str:
@@ -78,7 +88,13 @@ class _Printer:
         return f"<{', '.join([self.typed_ref(e) for e in elements])}>"
 
     def typed_ref(self, v: ir.Value) -> str:
-        return f"{v.type} {self.ref(v)}"
+        return f"{self.type(v.type)} {self.ref(v)}"
+
+    def type(self, t: ir.Type) -> str:
+        text = self.type_texts.get(id(t))
+        if text is None:
+            text = self.type_texts[id(t)] = str(t)
+        return text
 
     def metadata(self, instr: Instruction) -> str:
         """`_stringify_metadata(leading_comma=True)`."""
@@ -99,11 +115,11 @@ class _Printer:
     def arithmetic(self, instr: Instruction) -> str:
         opname = " ".join([instr.opname, *instr.flags]) if instr.flags else instr.opname
         operands = ", ".join([self.ref(op) for op in instr.operands])
-        return f"{self.named(instr)}{opname} {instr.type} {operands}{self.metadata(instr)}"
+        return f"{self.named(instr)}{opname} {self.type(instr.type)} {operands}{self.metadata(instr)}"
 
     def load(self, instr: LoadInstr) -> str:
         align = "" if instr.align is None else f", align {instr.align:d}"
-        return f"{self.named(instr)}load {instr.type}, {self.typed_ref(instr.operands[0])}{align}{self.metadata(instr)}"
+        return f"{self.named(instr)}load {self.type(instr.type)}, {self.typed_ref(instr.operands[0])}{align}{self.metadata(instr)}"
 
     def store(self, instr: StoreInstr) -> str:
         value, ptr = instr.operands
@@ -113,7 +129,7 @@ class _Printer:
     def address(self, instr: GEPInstr) -> str:
         op = "getelementptr inbounds" if instr.inbounds else "getelementptr"
         indices = ", ".join([self.typed_ref(i) for i in instr.indices])
-        return (f"{self.named(instr)}{op} {instr.source_etype}, {self.typed_ref(instr.pointer)}, "
+        return (f"{self.named(instr)}{op} {self.type(instr.source_etype)}, {self.typed_ref(instr.pointer)}, "
                 f"{indices} {self.metadata(instr)}")
 
     def select(self, instr: SelectInstr) -> str:
