@@ -120,7 +120,8 @@ class _Printer:
 
     def load(self, instr: LoadInstr) -> str:
         align = "" if instr.align is None else f", align {instr.align:d}"
-        return f"{self.named(instr)}load {self.type(instr.type)}, {self.typed_ref(instr.operands[0])}{align}{self.metadata(instr)}"
+        return (f"{self.named(instr)}load {self.type(instr.type)}, {self.typed_ref(instr.operands[0])}{align}"
+                f"{self.metadata(instr)}")
 
     def store(self, instr: StoreInstr) -> str:
         value, ptr = instr.operands
@@ -140,7 +141,8 @@ class _Printer:
     def compare(self, instr: ICMPInstr | FCMPInstr) -> str:
         flags = "".join([" " + f for f in instr.flags])
         a, b = instr.operands
-        return f"{self.named(instr)}{instr.opname}{flags} {instr.op} {self.typed_ref(a)}, {self.ref(b)} {self.metadata(instr)}"
+        return (f"{self.named(instr)}{instr.opname}{flags} {instr.op} {self.typed_ref(a)}, {self.ref(b)} "
+                f"{self.metadata(instr)}")
 
     def insert(self, instr: InsertElement) -> str:  # llvmlite prints no debug location here
         return f"{self.named(instr)}insertelement {', '.join([self.typed_ref(op) for op in instr.operands])}"
