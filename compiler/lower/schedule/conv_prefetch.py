@@ -45,9 +45,11 @@ work), 2 tiles ahead against none: 64 -> 256 + residual (layer1's three ends) 0.
 and 0.98, 256 -> 64 1.03, 0.94 and 1.02, 0.96, 256 -> 128 0.95 and 1.01; the same build
 against itself moved its kernels by 0.96-1.07.  At 28x28 (128 -> 512 + residual 0.995,
 512 -> 128 0.99-1.03) no gain: not asked there.  4 tiles ahead against 2: layer1's ends
-0.99, 0.995, 0.97 (load 6.5-8.9).  4 ahead against the base (12 rounds, load 6-7.8):
-layer1's ends 0.976, 0.969, 0.983, the downsample 0.985, 256 -> 64 0.988 and 0.982, the
-whole inference 1.000x CPU time (quartiles 0.97-1.02; untouched kernels 0.98-1.00).
+0.99, 0.995, 0.97 (load 6.5-8.9).  4 ahead against the base (12 rounds, load 5-6.3):
+layer1's ends 0.979, 0.963, 0.969, the downsample 0.970, 64 -> 64 0.910, 256 -> 64 0.947
+and 0.953, 256 -> 128 0.931; the kernels left alone 0.985-1.03; the whole inference 0.992x
+CPU time (quartiles 0.94-1.04).  Only the first block's two lines (a slip: the chunk
+counted in channels, not blocks) gave 0.976, 0.969, 0.983 on the ends in a run before.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def _read_alike(sch: Schedule, conv: Stage, out: Stage) -> list[te.Tensor]:
 
 def prefetch_input(sch: Schedule, conv: Stage, at: Axis, cols: int, chunk: int) -> None:
     """At each iteration of `conv`'s tile loop `at` (a 1x1 tile of `cols` positions
-    flattened over the rows, `chunk` input channels a chunk), ask for the lines of every
+    flattened over the rows, `chunk` input blocks a chunk), ask for the lines of every
     input block of the chunk that the tile INPUT_AHEAD tiles on broadcasts from, when the
     input is read at the output's own positions (stride 1) over a plane of at least
     INPUT_PREFETCH_POSITIONS (module doc)."""
@@ -135,8 +137,8 @@ def prefetch_input(sch: Schedule, conv: Stage, at: Axis, cols: int, chunk: int) 
     for data in _read_at_positions(sch, conv):
         _, blocks, h, w, lanes = data.shape
         per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(data.dtype) // 8)))
-        first = conv.body.axes[0] // lanes  # the chunk's first input block where the tile starts
-        for j in range(-(-chunk // lanes)):
+        first = conv.body.axes[0]  # the input blocks' axis: the chunk's first block where the tile starts
+        for j in range(chunk):
             for line in range(-(-(cols - 1) // per_line) + 1):  # lines a tile's positions span
                 position = y * ow + x + INPUT_AHEAD * cols + line * per_line
                 sch.prefetch(conv.tensor, at, data, ((n * blocks + first + j) * (h * w) + position) * lanes)
