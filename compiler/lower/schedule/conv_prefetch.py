@@ -52,7 +52,9 @@ CPU time (quartiles 0.94-1.04).  Only the first block's two lines (a slip: the c
 counted in channels, not blocks) gave 0.976, 0.969, 0.983 on the ends in a run before.
 MobileNet v2 (the same way, load 4.6-6): its flattened 1x1s at 56x56 and 112x112 take it
 too, 32 -> 16 at 112x112 0.962, 96 -> 24 0.979, 144 -> 24 + residual 0.899; the whole
-inference 0.990x.
+inference 0.990x.  Beside onnxruntime's nodes (bench/layers.py, 1 thread, 4 runs of each
+build in turns, load 3.4-4.5, medians of the runs' ratios): layer1's ends 0.99, 1.00,
+0.99 -> 0.965, 0.955, 0.96 (each run's 0.94-1.03), the downsample 0.975 -> 0.94.
 """
 
 from __future__ import annotations
