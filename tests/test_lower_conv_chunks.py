@@ -164,6 +164,19 @@ def test_row_tile_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=7)
 
 
+@pytest.mark.parametrize("size, asked", [(56, 16), (28, 0)])
+def test_a_1x1_at_56x56_asks_for_its_input_lines_ahead(avx2, jit, size, asked):
+    """ResNet-50's layer1 bottleneck end, 64 -> 256 + residual: at 56x56 each tile of the
+    flattened tile loop asks for two lines of each of the chunk's 8 input blocks
+    (conv_prefetch.py `prefetch_input`), at 28x28 for none; the result still numpy's."""
+    ci, co = 64, 256
+    func = with_residual(ci, co, size)
+    recorded = [a for p, a in steps(func) if p == "prefetch" and a.startswith("p0 ")]
+    assert len(recorded) == asked
+    assert all(a.endswith(".fused.outer") for a in recorded)  # the tile loop, outside the reduction
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=11)
+
+
 @pytest.mark.parametrize("ci,co,size,buffer", [
     (128, 64, 14, True),  # two chunks of 64 channels: the buffer between them
     (64, 256, 8, False),  # the filters fit, a flattened tile: one chunk, no buffer

@@ -162,7 +162,9 @@ load 5.6; outputs bit-identical).
 The epilogue's stores go to output lines no cache holds; where the output outgrows L2
 twice over and the reduction is short (ResNet-50's 128 -> 512 at 28x28), the tiles ask
 for those lines while they compute (conv_prefetch.py: 11.6% of the kernel's samples in
-the epilogue before, 2.6% after).
+the epilogue before, 2.6% after).  A flattened 1x1 tile at 56x56 also asks, at each tile,
+for the input lines of every block of the chunk that the tile 4 tiles on broadcasts from
+(conv_prefetch.py `prefetch_input`: ResNet-50's layer1 ends 0.96-0.98x the time).
 
 Tried and not taken: the filter blocks of a tile side by side in the packed weight.  A
 tile's `vectors` blocks of OIHW8i8o lie I x 32 bytes apart (8 KiB for 256 input
@@ -176,7 +178,7 @@ the time goes.  MLAS's own NCHWc filters are OIHW8i8o with the blocks apart, as 
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_prefetch import prefetch_output, wants_output_prefetch
+from .conv_prefetch import prefetch_input, prefetch_output, wants_output_prefetch
 from .conv_tile_end import ROW_PARTS, unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
@@ -361,6 +363,8 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
     sch.cache_accumulator(t, ci, into=e if e.ndim == 5 else None)
+    if flat and filter_taps(conv) == 1:  # conv_prefetch.py
+        prefetch_input(sch, conv, xo, cols, chunk)
     if sch.is_output(e) and wants_output_prefetch(conv, epilogue):  # conv_prefetch.py
         prefetch_output(sch, conv, epilogue, ci, conv.body.axes[0] % chunk, ci.extent, cols, vectors)
     unroll_block_channels(sch, conv)

@@ -29,6 +29,32 @@ With the tile ending in the epilogue (conv_chunks.py), AHEAD 2 against 1 in the 
 thread, the two builds' inferences alternated 30-40 times, load 6-7): 64 -> 256 + residual
 at 56x56 (a single chunk) 0.96-1.00x, 128 -> 512 + residual 0.95-1.00x, the kernels it
 leaves alone 0.99x: not taken.
+
+A flattened 1x1 tile of stride 1 over a plane of at least INPUT_PREFETCH_POSITIONS
+(ResNet-50's at 56x56) also asks for the input lines it will broadcast from INPUT_AHEAD
+tiles on, two lines of each input block of the chunk a tile (`prefetch_input`).  Each
+step of the chunk's reduction broadcasts from another block's plane, 56 x 56 x 8 floats
+(98 KiB, 2 KiB past a multiple of 4 KiB) apart, so the 8 lines a tile starts on fall in
+two of L1's 64 sets (probably what its own prefetcher keeps up with badly); in a sampled profile
+in the model (perf, cpu-clock) of 64 -> 256 + residual, the three instructions after a
+step's first broadcasts held 13% of the kernel's samples.  Measured in the model (1
+thread, the two builds' inferences alternated 10-12 rounds, two process pairs, each
+kernel's least of 3 calls a round, median of the paired ratios; load 6-7 from other
+work), 2 tiles ahead against none: 64 -> 256 + residual (layer1's three ends) 0.86,
+0.94, 0.92 and 0.95, 0.97, 0.96 (two runs), the downsample 0.95 and 0.95, 64 -> 64 0.97
+and 0.98, 256 -> 64 1.03, 0.94 and 1.02, 0.96, 256 -> 128 0.95 and 1.01; the same build
+against itself moved its kernels by 0.96-1.07.  At 28x28 (128 -> 512 + residual 0.995,
+512 -> 128 0.99-1.03) no gain: not asked there.  4 tiles ahead against 2: layer1's ends
+0.99, 0.995, 0.97 (load 6.5-8.9).  4 ahead against the base (12 rounds, load 5-6.3):
+layer1's ends 0.979, 0.963, 0.969, the downsample 0.970, 64 -> 64 0.910, 256 -> 64 0.947
+and 0.953, 256 -> 128 0.931; the kernels left alone 0.985-1.03; the whole inference 0.992x
+CPU time (quartiles 0.94-1.04).  Only the first block's two lines (a slip: the chunk
+counted in channels, not blocks) gave 0.976, 0.969, 0.983 on the ends in a run before.
+MobileNet v2 (the same way, load 4.6-6): its flattened 1x1s at 56x56 and 112x112 take it
+too, 32 -> 16 at 112x112 0.962, 96 -> 24 0.979, 144 -> 24 + residual 0.899; the whole
+inference 0.990x.  Beside onnxruntime's nodes (bench/layers.py, 1 thread, 4 runs of each
+build in turns, load 3.4-4.5, medians of the runs' ratios): layer1's ends 0.99, 1.00,
+0.99 -> 0.965, 0.955, 0.96 (each run's 0.94-1.03), the downsample 0.975 -> 0.94.
 """
 
 from __future__ import annotations
@@ -41,6 +67,8 @@ LINE_BYTES = 64  # a cache line
 AHEAD = 1  # tiles ahead whose output lines a tile asks for (0, the tile's own: 0.953x against 0.915x)
 OUTPUT_PREFETCH_BYTES = 1 << 20  # an output at least this large (twice this machine's L2) gets its lines asked for
 OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this many input channels
+INPUT_AHEAD = 4  # tiles ahead whose input lines a flattened 1x1 tile asks for (against 2: 0.97-0.995x)
+INPUT_PREFETCH_POSITIONS = 56 * 56  # ... over a plane of at least this many positions (at 28x28 no gain)
 
 
 def wants_output_prefetch(conv: Stage, out: Stage) -> bool:
@@ -78,6 +106,18 @@ def prefetch_output(sch: Schedule, conv: Stage, out: Stage, at: Axis, step: te.P
             sch.prefetch(conv.tensor, at, residual, index)
 
 
+def _read_at_positions(sch: Schedule, conv: Stage) -> list[te.Tensor]:
+    """The blocked inputs of the schedule that `conv` reads over a plane of its own size
+    (a 1x1 convolution's data at stride 1)."""
+    _, _, oh, ow, _ = conv.tensor.shape
+    found = []
+    for ld in te.nodes(conv.body):
+        if (isinstance(ld, te.Load) and ld.tensor.ndim == 5 and tuple(ld.tensor.shape[2:4]) == (oh, ow)
+                and any(ld.tensor is i for i in sch.inputs) and all(ld.tensor is not f for f in found)):
+            found.append(ld.tensor)
+    return found
+
+
 def _read_alike(sch: Schedule, conv: Stage, out: Stage) -> list[te.Tensor]:
     """The inputs of the schedule that `out` reads with conv's shape (a residual: read at
     the output's own positions)."""
@@ -87,3 +127,23 @@ def _read_alike(sch: Schedule, conv: Stage, out: Stage) -> list[te.Tensor]:
                 and any(ld.tensor is i for i in sch.inputs) and all(ld.tensor is not f for f in found)):
             found.append(ld.tensor)
     return found
+
+
+def prefetch_input(sch: Schedule, conv: Stage, at: Axis, cols: int, chunk: int) -> None:
+    """At each iteration of `conv`'s tile loop `at` (a 1x1 tile of `cols` positions
+    flattened over the rows, `chunk` input blocks a chunk), ask for the lines of every
+    input block of the chunk that the tile INPUT_AHEAD tiles on broadcasts from, when the
+    input is read at the output's own positions (stride 1) over a plane of at least
+    INPUT_PREFETCH_POSITIONS (module doc)."""
+    _, _, oh, ow, _ = conv.tensor.shape
+    n, _, y, x, _ = conv.tensor.op.axes
+    if oh * ow < INPUT_PREFETCH_POSITIONS:
+        return
+    for data in _read_at_positions(sch, conv):
+        _, blocks, h, w, lanes = data.shape
+        per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(data.dtype) // 8)))
+        first = conv.body.axes[0]  # the input blocks' axis: the chunk's first block where the tile starts
+        for j in range(chunk):
+            for line in range(-(-(cols - 1) // per_line) + 1):  # lines a tile's positions span
+                position = y * ow + x + INPUT_AHEAD * cols + line * per_line
+                sch.prefetch(conv.tensor, at, data, ((n * blocks + first + j) * (h * w) + position) * lanes)
