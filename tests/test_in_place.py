@@ -11,7 +11,8 @@ import json
 
 import numpy as np
 import pytest
-from test_lower_conv_chunks import LANES, block_weight, nchwc, relu_bias_function, unblock, with_residual
+from test_lower_conv_chunks import (LANES, avx2, block_weight, jit, nchwc, relu_bias_function,  # noqa: F401 (fixtures)
+                                    unblock, with_residual)
 
 from relaylens.compiler.driver import compile
 from relaylens.compiler.ir.expr import Call, Function, Var, op
@@ -22,25 +23,13 @@ from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.runtime.plan import Buffer, Ref, Step, _assign_offsets
-from relaylens.compiler.lower.schedule import conv_chunks
 from relaylens.compiler.lower.schedule.in_place import may_claim
-from relaylens.compiler.lower.schedule.vector_unit import AVX2
 from relaylens.compiler.lower.te.compose import compose
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.ops.registry import as_ir_attrs
 from relaylens.compiler.support import aligned_copy
 
 HEAD = '#[version = "0.0.5"]\n'
-
-
-@pytest.fixture(scope="module")
-def jit():
-    return JIT()
-
-
-@pytest.fixture
-def avx2(monkeypatch):
-    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
 
 
 def residual_3x3(ci: int, co: int, size: int) -> Function:
