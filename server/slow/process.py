@@ -167,7 +167,11 @@ class WorkerProcess:
             self._proc.kill()
 
     def close(self) -> None:
-        """Stop the worker for good (server shutdown)."""
+        """Stop the worker for good (server shutdown).  Once: a second kill of a process
+        that died meanwhile would reap it behind asyncio's back (Popen.send_signal polls
+        first), and asyncio would log "Unknown child process"."""
+        if self._closing:
+            return
         self._closing = True
         self._backlog.clear()
         if self._proc is not None and self._proc.returncode is None:
