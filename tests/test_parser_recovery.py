@@ -77,6 +77,20 @@ def test_dropped_binding_does_not_cascade() -> None:
     assert "expected an expression" in got[0][2]
 
 
+def test_named_binding_without_let_is_said_once_with_its_fix() -> None:
+    text = HEADER + ("def @main(%x) {\n  %0 = nn.relu(%x);\n  %y = add(%0, %0);\n  multiply(%y, %y)\n}\n"
+                     "def @g(%a) {\n  %y\n}\n")
+    result = parse(text, "t.relay")
+    got = [(d.location()[1:], d.message) for d in result.errors]
+    assert got[0] == ((4, 3), "'%y = ...' binds a name without 'let': write 'let %y = ...' "
+                              "(only a graph number binds without it, as in '%0 = ...')")
+    assert got[1:] == [((8, 3), "undefined variable %y")]  # another definition's %y is still undefined
+    [fix] = result.errors[0].fixes
+    assert (fix.span.start, fix.span.end, fix.text) == (text.index("%y ="), text.index("%y ="), "let ")
+    fixed = parse(text[:fix.span.start] + "let " + text[fix.span.start:], "t.relay")
+    assert [(d.location()[1:], d.message) for d in fixed.errors] == got[1:]
+
+
 def test_broken_let_keeps_its_variable() -> None:
     text = HEADER + "def @main(%x) {\n  let %y = add(%x %x);\n  negative(%y)\n}\n"
     got = errors(text)

@@ -1,5 +1,5 @@
 """Quick fixes: each diagnostic that knows its fix (a misspelt operator, attribute or
-variable, a missing ')') offers it as a code action, and applying it leaves a clean file."""
+variable, a missing ')', a missing 'let') offers it as a code action, and applying it leaves a clean file."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ CASES = {
     "variable": ("  %0 = multiply(%x, %scael);\n  %0\n}\n", "undefined variable %scael (did you mean %scale?)",
                  "multiply(%x, %scale)"),
     "closer": ("  %0 = nn.relu(add(%x, %x);\n  %0\n}\n", "expected ')' to close this call", "nn.relu(add(%x, %x));"),
+    "let": ("  %y = nn.relu(%x);\n  multiply(%y, %scale)\n}\n", "binds a name without 'let'", "let %y = nn.relu(%x);"),
 }
 
 

@@ -3,7 +3,9 @@
 Lark says which terminals the parser could have taken; this module names them as a
 person would ("';'", "an expression", "a type"), says what came instead and after what,
 and for two common slips returns a mended copy of the text (same length, so every offset
-still holds): a missing `;` between two statements, and a `;` after a block's value.
+still holds): a missing `;` between two statements, and a `;` after a block's value.  Two
+other slips get a fix the editor offers (a quick fix) instead: the `)` a call misses, and
+the `let` a named binding misses (`%y = ...`: only graph numbers bind without it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .scan import HOLE
 
 AFTER_DEFINITION = "after-definition"  # the code of text after a definition's closing brace
 BLOCK_END = "block-end"  # the code of a `;` before a closing brace or parenthesis (the token after it decides)
+NAMED_BINDING = "named-binding"  # the code of `%y = ...` (no `let`); its span is the `%y`
 
 _NAMED = {
     "LOCAL": "a variable (%x)",
@@ -43,6 +46,7 @@ _EXPRESSION_STARTS = {"LOCAL", "GRAPH", "GLOBAL", "NUMBER", "META_REF", "FN", "I
 _CONTINUATIONS = {"EQOP", "RELOP", "ADDOP", "MULOP", "DOT", "HOLE"}
 BINDING = re.compile(r"\s*(?:let\s|%\d+\s*=)")  # a statement that binds a name starts here
 _PREVIOUS = re.compile(r"(%[\w.:/\-]+|@[\w/]+|[\w./]+|\S)\s*$")
+_NAMED_BINDING = re.compile(r"(?:^|[;{])\s*(%[A-Za-z_][\w/.]*)\s*$")  # `%y` at a statement's start
 
 
 def describe(
@@ -109,6 +113,15 @@ def describe(
             fix = Fix("Insert ')'", Span(source, base + at, base + at), ")")
             return replace(diag, notes=notes, fixes=(fix,)), None
 
+    # `%y = v;`: a name bound without `let` (TVM's text binds only graph numbers so).
+    if token is not None and token.type == "EQUAL":
+        named = _NAMED_BINDING.search(text, max(0, pos - 200), pos)
+        if named is not None:
+            name = named.group(1)
+            at = base + named.start(1)
+            diag = _diag(f"'{name} = ...' binds a name without 'let': write 'let {name} = ...' "
+                         "(only a graph number binds without it, as in '%0 = ...')", source, at, at + len(name))
+            return replace(diag, code=NAMED_BINDING, fixes=(Fix("Insert 'let '", Span(source, at, at), "let "),)), None
     wanted = _phrase(expected, parser)
     where = f" after {after}" if after else ""
     message = f"expected {wanted}{where}, found {found}" if wanted else f"unexpected {found}{where}"

@@ -51,7 +51,7 @@ from ..ir.anchors import Anchors, Piece
 from ..ir.functor import children
 from ..ir.span import Source, Span, document_span
 from ..pauses import pause_point, sorted_in_pieces
-from .errors import AFTER_DEFINITION, BLOCK_END
+from .errors import AFTER_DEFINITION, BLOCK_END, NAMED_BINDING
 from .grammar import first_token, kids, parse_text
 from .recovery import MAX_RECOVERIES, recover_alone
 from .lower import Lowerer, Statement
@@ -473,9 +473,11 @@ def _broken_elsewhere(diagnostics: list[Diagnostic], start: int, end: int) -> bo
     """Whether a definition's braces do not balance (text after its closing brace): then
     the body closed early, the statements after it were read in other scopes than a whole
     parse of the edited text may give them (found by the recheck fuzzer: a use of `%5`
-    lost), so read the whole file.  Other errors, inside the statement or elsewhere, do
-    not prevent the re-read."""
-    return any(d.code == AFTER_DEFINITION and not _inside(d, start, end) for d in diagnostics)
+    lost), so read the whole file.  Likewise a name bound without `let` (`%y = ...`):
+    a whole read does not report its uses as undefined again (lower.py), and a statement
+    read alone cannot see that.  Other errors, inside the statement or elsewhere, do not
+    prevent the re-read."""
+    return any(d.code in (AFTER_DEFINITION, NAMED_BINDING) and not _inside(d, start, end) for d in diagnostics)
 
 
 def _walk(root: E.Expr, keep) -> list[E.Expr]:

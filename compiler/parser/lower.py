@@ -36,6 +36,7 @@ from ..ir.module import IRModule, TypeData
 from ..ir.span import AnySpan, Source, Span, sequential
 from ..pauses import pause_point
 from .annotations import split_annotation
+from .errors import NAMED_BINDING
 from .grammar import first_token, kids, last_token
 from .literals import LiteralError, parse_number, parse_string
 from .lower_metadata import MetadataLowering
@@ -92,6 +93,7 @@ class Lowerer(TypeLowering, MetadataLowering):
         self._dispatch = {}
         self.top_block = False  # the next block is a definition's body (its statements are recorded)
         self.unknown_constants: list[Span] = []  # `meta[relay.Constant][i]` with no section to read
+        self.definition_start = 0  # where the definition being lowered starts
 
     # ---- spans and diagnostics -------------------------------------------------------
     def span(self, node: Tree | Token) -> Span:
@@ -181,6 +183,7 @@ class Lowerer(TypeLowering, MetadataLowering):
             symbol.definition = span
         span, _ = self.annotated(tree, self.span(tree))
         self.top_block = True
+        self.definition_start = span.start
         func = self.function(kids(tree)[1:], span)
         self.module.add(gv, func)
 
@@ -356,6 +359,8 @@ class Lowerer(TypeLowering, MetadataLowering):
             inner_len = len(m.group(1)) + 1
             inner = self.lookup_local(m.group(1), Span(self.source, span.start, span.start + inner_len))
             return E.TupleGetItem(inner, int(m.group(2)), span=span)
+        if self._bound_without_let(name, span):
+            return E.ErrorExpr(f"undefined variable %{name}", span=span)  # said once, at the binding
         visible = {n for scope in self.scopes for n in scope} | set(self.free_vars)
         close = did_you_mean(name, visible)
         hint = f" (did you mean %{close}?)" if close else ""
@@ -363,6 +368,13 @@ class Lowerer(TypeLowering, MetadataLowering):
         self.diagnostics.append(Diagnostic(f"undefined variable %{name}{hint}", span, Severity.ERROR,
                                            source="names", fixes=fixes))
         return E.ErrorExpr(f"undefined variable %{name}", span=span)
+
+    def _bound_without_let(self, name: str, use: Span) -> bool:
+        """Whether a syntax error earlier in this definition is `%name = ...` without its
+        `let` (errors.py): its uses are not reported again as undefined."""
+        text = self.source.text
+        return any(d.code == NAMED_BINDING and self.definition_start <= d.span.start < use.start
+                   and text[d.span.start:d.span.end] == f"%{name}" for d in self.diagnostics)
 
     def _find_local(self, name: str):
         for scope in reversed(self.scopes):
