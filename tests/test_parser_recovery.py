@@ -91,6 +91,12 @@ def test_named_binding_without_let_is_said_once_with_its_fix() -> None:
     assert [(d.location()[1:], d.message) for d in fixed.errors] == got[1:]
 
 
+def test_named_binding_slip_in_a_definition_with_span_comments() -> None:
+    text = HEADER + "def @main(%x) {\n  %y = nn.relu(%x) /* span=a:0:0 */;\n  %y\n} /* span=main:0:0 */\n"
+    assert [g[:2] for g in errors(text)] == [(3, 3)]  # the definition's span is a sequence of spans
+    assert errors(text.replace("%y =", "let %y =")) == []
+
+
 def test_broken_let_keeps_its_variable() -> None:
     text = HEADER + "def @main(%x) {\n  let %y = add(%x %x);\n  negative(%y)\n}\n"
     got = errors(text)

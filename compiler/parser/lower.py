@@ -181,9 +181,9 @@ class Lowerer(TypeLowering, MetadataLowering):
             symbol = self.globals[name] = self.index.define("global", name, span, gv)
         else:
             symbol.definition = span
+        self.definition_start = self.span(tree).start
         span, _ = self.annotated(tree, self.span(tree))
         self.top_block = True
-        self.definition_start = span.start
         func = self.function(kids(tree)[1:], span)
         self.module.add(gv, func)
 
