@@ -28,6 +28,7 @@ from ..cache_keys import module_key
 from ..disk_cache import ENTRIES, Entry
 from ..errors import LoweringError
 from .aot import ENTRY, entry_module, kernel_order
+from .output_buffers import OutputBuffers
 from .plan import NotDataflow, Plan, plan_main
 
 _VOIDP = ctypes.c_void_p
@@ -95,6 +96,7 @@ class Executable:
         self._constants = [_as_buffer(c) for c in plan.constants]
         self._const_table = _pointers(self._constants)
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
+        self._outputs = OutputBuffers([(b.shape, b.dtype) for b in plan.outputs])
 
     def _entry_code(self, jit, disk):
         """The entry's machine code: from the disk cache (its part entries/) when it holds the
@@ -144,7 +146,7 @@ class Executable:
                 raise LoweringError(f"input %{name}: expected Tensor[{shape}, {dtype}], "
                                        f"given Tensor[{a.shape}, {a.dtype}]")
             inputs.append(_as_buffer(a))
-        outputs = [aligned_empty(b.shape, b.dtype) for b in plan.outputs]
+        outputs = self._outputs.take()
         input_table, output_table = _pointers(inputs), _pointers(outputs)  # alive for the call
         entry(ctypes.addressof(input_table), ctypes.addressof(output_table),
                     ctypes.addressof(self._const_table), self._workspace.ctypes.data,
@@ -156,6 +158,7 @@ class Executable:
                 outputs[k][...] = self._constants[b.ref.index]
             elif b.ref.kind == "output" and b.ref.index != k:
                 outputs[k][...] = outputs[b.ref.index]
+        self._outputs.keep(outputs)
         return _unflatten(outputs, plan.result_type)
 
     # --- interpreter with compiled kernels ------------------------------------------
@@ -240,11 +243,13 @@ def _flatten_args(args: Sequence[Any]) -> list[Any]:
 
 
 def _unflatten(values: list[np.ndarray], ty) -> Any:
-    it = iter(values)
+    """`values` in the tuples of `ty`.  (Not a nested function calling itself: that is a
+    reference cycle, which kept the values alive until the cyclic collector ran, and with
+    them the output buffers output_buffers.py counts as held.)"""
+    return _unflattened(iter(values), ty)
 
-    def build(t):
-        if isinstance(t, TupleType):
-            return tuple(build(f) for f in t.fields)
-        return next(it)
 
-    return build(ty)
+def _unflattened(values, ty) -> Any:
+    if isinstance(ty, TupleType):
+        return tuple(_unflattened(values, f) for f in ty.fields)
+    return next(values)
