@@ -228,6 +228,10 @@ def _transform() -> list[Case]:
              name="padded"),
         Case("layout_transform", [Arr((1, 2, 3, 3, 4))], {"src_layout": "NCHW4c", "dst_layout": "NCHW"},
              name="nchw4c-nchw"),
+        Case("layout_transform", [Arr((2, 3, 5, 7, 8))], {"src_layout": "NCHW8c", "dst_layout": "NCHW"},
+             name="nchw8c-nchw-odd"),  # unblocked: the 8 channels of a block inside each row
+        Case("layout_transform", [Arr((1, 2, 4, 16, 16), "int32")], {"src_layout": "NCHW16c", "dst_layout": "NCHW"},
+             name="nchw16c-nchw"),
         Case("layout_transform", [Arr((1, 2, 3, 3, 4), "int32")],
              {"src_layout": "NCHW4c", "dst_layout": "NCHW2c"}, name="reblock"),
         Case("layout_transform", [Arr((1, 3, 2, 5, 16))], {"src_layout": "NCHW16c", "dst_layout": "NCHW12c"},

@@ -1007,6 +1007,18 @@ def test_packing_into_blocks_vectorizes_the_row_with_the_lanes_unrolled_inside()
     assert lines(sch)[-3:-1] == ["for ax3 in vectorized(20):", "for ax4 in unrolled(3):"]
 
 
+@pytest.mark.parametrize("blocks, block, rows, width", [(2, 8, 3, 5), (1, 16, 2, 16)])
+def test_unblocking_runs_a_blocks_channels_inside_each_row(blocks, block, rows, width):
+    """NCHW8c to NCHW (a model's output after NCHWc convolutions): the block's channels
+    unrolled inside the vectorized row, so a row of x is read whole for all of them (an
+    interleaved load LLVM turns into wide loads and shuffles) instead of a gather per
+    channel that comes back to x's lines a plane later."""
+    ins, out = _op_compute("layout_transform", [(1, blocks, rows, width, block)],
+                           {"src_layout": f"NCHW{block}c", "dst_layout": "NCHW"}, (1, blocks * block, rows, width))
+    sch, text = _default(ins, [out])
+    assert lines(sch)[-3:-1] == [f"for ax3 in vectorized({width}):", f"for ax1.inner in unrolled({block}):"]
+
+
 def test_a_global_pool_sums_a_few_channels_side_by_side_inside_the_window():
     ins, out = _op_compute("nn.global_avg_pool2d", [(1, 64, 7, 7)], {}, (1, 64, 1, 1))
     sch, text = _default(ins, [out])

@@ -154,17 +154,21 @@ def _(x: te.Tensor, attrs, out_type) -> te.Tensor:
     tag = REBLOCK if reblocked is not None and dst.axes[-1][0] == reblocked.lower() else ""
     if _packs_last(src, dst):
         tag = PACK
+    elif _packs_last(dst, src):
+        tag = UNPACK
     return te.compute(out_type.shape, body, "T_layout_trans", tag=tag)
 
 
 REBLOCK = "layout_transform.reblock"  # the tag of a transform between two blockings of an axis
 PACK = "layout_transform.pack"  # the tag of a transform that blocks an axis into a new last one
+UNPACK = "layout_transform.unpack"  # the tag of the way back (NCHW8c to NCHW)
 
 
 def _packs_last(src: Layout, dst: Layout) -> bool:
     """Whether dst is src (no blocks) with one axis blocked into a new last axis and the
     rest in src's order (NCHW to NCHW3c): the result's lanes are then read from planes
-    apart and its second-to-last axis is src's contiguous one."""
+    apart and its second-to-last axis is src's contiguous one.  With the two swapped:
+    whether a transform unblocks (NCHW8c to NCHW)."""
     if any(f is not None for _, f in src.axes) or len(dst.axes) != len(src.axes) + 1:
         return False
     lane, factor = dst.axes[-1]
