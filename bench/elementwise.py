@@ -1,6 +1,6 @@
-"""How fast compiled exp, tanh, erf and sigmoid run in a fused element-wise chain, beside numpy.
+"""How fast compiled exp, tanh, erf, sigmoid and log run in a fused element-wise chain, beside numpy.
 
-    python bench/elementwise.py [--runs N] [--elements N] [--functions exp,tanh,erf,sigmoid]
+    python bench/elementwise.py [--runs N] [--elements N] [--functions exp,tanh,erf,sigmoid,log]
                                 [--json out.json]
 
 For each function f, the chain `f(multiply(add(%x, %y), 0.5f))` over `--elements`
@@ -61,9 +61,11 @@ def _numpy_erf() -> tuple[Callable[[np.ndarray], np.ndarray], str]:
 
 ERF, ERF_NOTE = _numpy_erf()
 NUMPY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "exp": np.exp, "tanh": np.tanh, "erf": ERF, "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+    "exp": np.exp, "tanh": np.tanh, "erf": ERF, "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "log": np.log}
 EXACT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "exp": np.exp, "tanh": np.tanh, "erf": np.frompyfunc(math.erf, 1, 1), "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+    "exp": np.exp, "tanh": np.tanh, "erf": np.frompyfunc(math.erf, 1, 1), "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    "log": np.log}
+LOW = {"log": 0.001}  # the inputs are uniform on [LOW, 6] (default -6)
 FAST = ("exp", "tanh", "erf")  # what FastMath rewrites
 
 
@@ -88,7 +90,7 @@ def measure(fn: str, n: int, runs: int) -> dict[str, Any]:
     from relaylens.compiler.support import aligned_empty
 
     rng = np.random.default_rng(1)
-    x, y = (rng.uniform(-6, 6, n).astype(np.float32) for _ in range(2))
+    x, y = (rng.uniform(LOW.get(fn, -6), 6, n).astype(np.float32) for _ in range(2))
     ax, ay, out = aligned_empty(x.shape, x.dtype), aligned_empty(y.shape, y.dtype), aligned_empty(x.shape, x.dtype)
     ax[...], ay[...] = x, y
     exact = np.asarray(EXACT[fn](((x + y) * np.float32(0.5)).astype(np.float64)), dtype=np.float64)
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="timed runs per figure (10)")
     parser.add_argument("--elements", type=int, default=1_000_000, help="the chain's length (1,000,000)")
-    parser.add_argument("--functions", default="exp,tanh,erf,sigmoid", help="a comma-separated subset")
+    parser.add_argument("--functions", default="exp,tanh,erf,sigmoid,log", help="a comma-separated subset")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     functions = [f.strip() for f in args.functions.split(",") if f.strip()]

@@ -47,6 +47,8 @@ def _exact(name: str) -> np.ndarray:
             return np.tanh(X64)
         if name == "erf":
             return np.asarray(_erf(X64), dtype=np.float64)
+        if name == "log":
+            return np.log(X64)
         return 1 / (1 + np.exp(-X64))
 
 
@@ -76,7 +78,7 @@ def _specials_agree(got: np.ndarray, exact: np.ndarray) -> None:
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(rounded[zero]))
 
 
-@pytest.mark.parametrize("name, bound", [("exp", 2.0), ("tanh", 3.0), ("erf", 3.0)])
+@pytest.mark.parametrize("name, bound", [("exp", 2.0), ("tanh", 3.0), ("erf", 3.0), ("log", 2.0)])
 def test_accurate_functions_within_their_ulp_bound(name, bound):
     got, exact = _evaluate(mathfuncs.INLINED[name]), _exact(name)
     assert got.dtype == np.float32
@@ -139,7 +141,7 @@ def jit():
     return JIT(num_threads=1)
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "softmax_exp", "fast_exp", "fast_tanh",
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "softmax_exp", "log", "fast_exp", "fast_tanh",
                                   "fast_erf"])
 def test_compiled_code_gives_the_evaluated_bits(jit, name):
     """The code generator inlines the same expression: a vectorised loop over the grid
@@ -172,7 +174,7 @@ def test_only_loops_of_math_expansions_ask_for_vectors_side_by_side():
     assert "llvm.loop.vectorize.enable" in text and "interleave" not in text
 
 
-@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "softmax_exp", "fast_exp", "fast_tanh",
+@pytest.mark.parametrize("name", ["exp", "tanh", "erf", "sigmoid", "softmax_exp", "log", "fast_exp", "fast_tanh",
                                   "fast_erf"])
 def test_vector_code_gives_the_evaluated_bits(jit, name):
     """Inside a vectorized loop of a power-of-two width with a straight-line body (a fused

@@ -20,7 +20,7 @@ Lane by lane, with v the loop variable:
   vector types (scalar.py's `binary`, `cast`; min and max as its compare and select);
   shifts of int32 lanes by a constant are vector shifts, and, or and xor of integer lanes
   bitwise ones (tanh's copied sign);
-* a float32 `exp`, `tanh`, `erf`, `sigmoid` or FastMath `fast_*` call is its expansion
+* a float32 `exp`, `tanh`, `erf`, `sigmoid`, `log` or FastMath `fast_*` call is its expansion
   (te/mathfuncs.py `INLINED`, as scalar.py inlines it) emitted on vectors, in exact IEEE
   steps (no FMA contraction inside, as for the scalar expansion): the expansion is built
   of arithmetic, selects, casts and the calls `floor`, `abs`, `neg`, `isnan`,
