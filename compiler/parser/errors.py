@@ -122,6 +122,7 @@ def describe(
             diag = _diag(f"'{name} = ...' binds a name without 'let': write 'let {name} = ...' "
                          "(only a graph number binds without it, as in '%0 = ...')", source, at, at + len(name))
             return replace(diag, code=NAMED_BINDING, fixes=(Fix("Insert 'let '", Span(source, at, at), "let "),)), None
+
     wanted = _phrase(expected, parser)
     where = f" after {after}" if after else ""
     message = f"expected {wanted}{where}, found {found}" if wanted else f"unexpected {found}{where}"

@@ -1,9 +1,9 @@
 """@main's output buffers, kept from one run for the next once the caller has let go of them.
 
 A new buffer's pages are mapped in by the first stores into it, inside the kernel that
-writes the output, and for a large one that costs more than the kernel: numpy asks the
-kernel for huge pages for arrays of 4 MB and more (madvise), and on this machine, its
-memory fragmented by other work, each fault may wait for compaction.  Corpus model 084
+writes the output, and for a large one that costs more than the kernel: numpy asks Linux
+for huge pages for arrays of 4 MB and more (madvise), and on this machine, its memory
+fragmented by other work, each fault may wait for compaction.  Corpus model 084
 returns 1x256x128x128 floats (16.7 MB): its last kernel, a layout_transform, took 27-37
 ms a run (1 thread), 518 page faults, of which its stores take 3; the profiler charged
 41% of the run to it.  onnxruntime's outputs come from an arena that keeps its memory.
@@ -12,8 +12,9 @@ So a run's outputs are kept here and the next run writes into them again, each o
 when nothing outside holds it or any view of it: the array returned, and the buffer
 under it (`base`), referenced by this pool alone (CPython's reference counts).  A caller
 that keeps a result, or a slice of it, gets a new buffer the next time; one that drops
-it saves the faults.  One set of buffers is kept per executable: calls from several
-threads each take the kept set or make their own.
+it saves the faults.  The outputs of the last KEPT runs are kept (a loop `y = run(x)`
+still holds the last one while the next runs); calls from several threads each take a
+kept set or make their own.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import numpy as np
 
 from ...support import aligned_empty
 
-
-KEPT = 2  # the runs whose outputs are kept: a loop `y = run(x)` holds the last one during the next
+KEPT = 2  # the runs whose outputs are kept
 
 
 class OutputBuffers:

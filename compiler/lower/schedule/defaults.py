@@ -283,17 +283,15 @@ def _schedule_reblock(sch: Schedule, stage: Stage) -> None:
 def _schedule_unpack(sch: Schedule, stage: Stage) -> bool:
     """A layout_transform that unblocks an axis (NCHW8c to NCHW: out[n, C, h, w] =
     x[n, C // 8, h, w, C % 8]), when the block divides the axis: the axis split by its
-    block, and the block's channels moved inside the rows (n, C // 8, h, C % 8, w), w
-    vectorized.  The 8 rows of a block then read the same 8 * W floats of x one after
-    another, from L1, where the rows of one channel in turn (the default) read x's lines
-    for an eighth of each and come back to them a plane later, after they have left L2.
-    The block's channels are unrolled inside the vector loop: LLVM reads the row's blocks
-    as wide loads and shuffles them apart (an interleaved group), where one channel alone
-    is a gather.  Measured (1 thread, CPU time, the two alternating in one process, load
-    7): corpus model 084's output, 1x256x128x128 from 8c, 9.3 -> 7.0 ms (numpy's
-    transposing copy 6.4); 1x512x28x28 from 8c 0.70x, 1x64x112x112 from 16c 0.63x,
-    1x256x56x56 from 16c 0.91x.  The channels of a block inside the rows but each row
-    a loop of its own (no interleaved group) measured 0.87-1.17x."""
+    block, the rows (n, C // 8, h) fused outside, w vectorized and the block's 8 channels
+    unrolled inside it.  A row of x is then read whole once for its 8 output rows, an
+    interleaved group that LLVM makes wide loads and shuffles; the default (a vector loop
+    per output row) gathers every 8th float for each channel and comes back to x's lines
+    a plane later, after they have left L2.  Measured (1 thread, CPU time, the two
+    alternating in one process, load 7): corpus model 084's output, 1x256x128x128 from
+    8c, 9.3 -> 7.0 ms (numpy's transposing copy 6.4); 1x512x28x28 from 8c 0.70x,
+    1x64x112x112 from 16c 0.63x, 1x256x56x56 from 16c 0.91x.  Tried: the channels
+    inside the rows, each row a vector loop of its own (no interleaved group), 0.87-1.17x."""
     t, axes = stage.tensor, list(stage.axes)
     source = next(n.tensor for n in te.nodes(stage.body) if isinstance(n, te.Load))
     block = source.shape[-1]
