@@ -16,6 +16,9 @@ the outputs, and the build time.
     lstm        an embedding, an LSTM (64 -> 128) and a bidirectional LSTM (128 -> 128)
                 over 32 steps, a classifier on the last states
     gru         a GRU (linear_before_reset=1, as PyTorch exports it), 64 -> 256 over 32 steps
+    head        a detector's upsampling head (YOLOv4-like): Conv 3x3 64 -> 64 on 64x64, Mish,
+                Resize x2 (nearest), Conv 1x1 64 -> 32, Softplus: a 2 MB output at 128x128,
+                log and exp in the element-wise chains
 """
 
 from __future__ import annotations
@@ -80,7 +83,19 @@ def gru():
     return g.model("gru", {"x": (32, 1, 64)}, h, (1, 1, 256), opset=14), {"x": (32, 1, 64)}
 
 
-MODELS: dict[str, Callable] = {"decoder": decoder, "einsum": einsum, "lstm": lstm, "gru": gru}
+def head():
+    g = OnnxGraph(5)
+    x = g.node("Conv", ["x", g.weight("conv.w", (64, 64, 3, 3)), g.init("conv.b", np.zeros(64, np.float32))],
+               "conv", pads=[1, 1, 1, 1])
+    x = g.node("Mish", [x], "mish")
+    scales = g.init("scales", np.array([1, 1, 2, 2], np.float32))
+    x = g.node("Resize", [x, "", scales], "upsample", mode="nearest")
+    x = g.node("Conv", [x, g.weight("proj.w", (32, 64, 1, 1))], "proj")
+    out = g.node("Softplus", [x], "softplus")
+    return g.model("head", {"x": (1, 64, 64, 64)}, out, (1, 32, 128, 128), opset=18), {"x": (1, 64, 64, 64)}
+
+
+MODELS: dict[str, Callable] = {"decoder": decoder, "einsum": einsum, "lstm": lstm, "gru": gru, "head": head}
 
 
 def measure(key: str, threads: int, runs: int) -> dict:

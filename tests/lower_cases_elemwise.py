@@ -226,6 +226,8 @@ def _transform() -> list[Case]:
              name="nchw-nchw16c"),
         Case("layout_transform", [Arr((2, 6, 2, 3))], {"src_layout": "NCHW", "dst_layout": "NCHW4c"},
              name="padded"),
+        Case("layout_transform", [Arr((1, 16, 3, 32))], {"src_layout": "NCHW", "dst_layout": "NCHW8c"},
+             name="pack-long-row"),  # a row of 32 in vectors of 8, its 8 channels inside
         Case("layout_transform", [Arr((1, 2, 3, 3, 4))], {"src_layout": "NCHW4c", "dst_layout": "NCHW"},
              name="nchw4c-nchw"),
         Case("layout_transform", [Arr((2, 3, 5, 7, 8))], {"src_layout": "NCHW8c", "dst_layout": "NCHW"},
