@@ -32,9 +32,9 @@ import argparse
 import os
 import sys
 import traceback
-from importlib.metadata import PackageNotFoundError, version
 from typing import Sequence
 
+from ..version import RELEASE
 from . import build, cache, check, explain, graph, import_, print_, profile, run, serve
 from .common import EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, PROG, UsageError
 
@@ -43,20 +43,13 @@ __all__ = ["main", "build_parser", "UsageError", "EXIT_OK", "EXIT_ERRORS", "EXIT
 SUBCOMMANDS = (check, print_, run, profile, build, explain, graph, import_, serve, cache)  # in the order --help lists them
 
 
-def _version() -> str:
-    try:
-        return version("relaylens")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Compiler and language tools for TVM's Relay IR text format.",
         epilog="Exit status: 0 clean, 1 errors in the input, 2 usage error, 3 internal error.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {RELEASE}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for subcommand in SUBCOMMANDS:
         subcommand.add_parser(commands)

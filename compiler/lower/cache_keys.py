@@ -31,10 +31,10 @@ import json
 import os
 import time
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ..version import RELEASE
 from .disk_cache import SCHEMA, SOURCES, DiskCache, Entry, disabled
 from .runtime.target import OPTIONS, target_id
 
@@ -62,13 +62,9 @@ def module_key(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
-    """The package version and a digest of the source files lowering runs: a change to
-    any of them makes every key new."""
-    try:
-        release = version("relaylens")
-    except PackageNotFoundError:
-        release = "unknown"
-    return f"{release}+{source_digest(PACKAGE, tuple('compiler/' + f for f in KERNEL_SOURCES))[:16]}"
+    """The package's release (compiler/version.py) and a digest of the source files
+    lowering runs: a change to any of them makes every key new."""
+    return f"{RELEASE}+{source_digest(PACKAGE, tuple('compiler/' + f for f in KERNEL_SOURCES))[:16]}"
 
 
 def source_digest(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...] = (".py",)) -> str:
