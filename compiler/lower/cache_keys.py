@@ -3,7 +3,7 @@ RelayLens's own code: digests of its source files, so that an entry made by othe
 is never read.
 
     key = cache_key(structural_hash(func), signature, options)    # a kernel
-    key = module_key(entry_ir)                                    # the AOT entry's machine code
+    key = entry_key(entry_calls(plan), source_name)              # the AOT entry's machine code
     compiler_version()          # "0.1.0+<16 hex>": the sources lowering runs (KERNEL_SOURCES)
     source_digest(root, folders, suffixes)                        # SHA-256 of such files
 
@@ -51,11 +51,12 @@ def cache_key(structural: int, signature: Any, options: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def module_key(text: str) -> str:
-    """The key of the machine code of an LLVM module `text` as the JIT compiles it (the
-    AOT entry: runtime/executable.py): its SHA-256 with the target, LLVM's options and the
-    compiler's version."""
-    parts = {"schema": SCHEMA, "module": hashlib.sha256(text.encode()).hexdigest(), "target": target_id(),
+def entry_key(calls: list, source_name: str) -> str:
+    """The key of the AOT entry's machine code (runtime/executable.py): the calls it is
+    made of (runtime/aot.py `entry_calls`: it reads the plan through them alone), the
+    source its debug information names, the target, LLVM's options and the compiler's
+    version (whose sources hold the code that makes the entry from its calls)."""
+    parts = {"schema": SCHEMA, "entry": calls, "source": source_name, "target": target_id(),
              "llvm": OPTIONS, "compiler": compiler_version()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
