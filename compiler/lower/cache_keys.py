@@ -5,6 +5,7 @@ is never read.
     key = cache_key(structural_hash(func), signature, options)    # a kernel
     key = entry_key(entry_calls(plan), source_name)              # the AOT entry's machine code
     compiler_version()          # "0.1.0+<16 hex>": the sources lowering runs (KERNEL_SOURCES)
+    compiler_digest()           # every source of the compiler and the grammar (kept builds)
     source_digest(root, folders, suffixes)                        # SHA-256 of such files
 
 Each process asks for each digest it uses once (the callers keep it: lru_cache).
@@ -68,12 +69,19 @@ def compiler_version() -> str:
     return f"{RELEASE}+{source_digest(PACKAGE, tuple('compiler/' + f for f in KERNEL_SOURCES))[:16]}"
 
 
+@lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """A SHA-256 of every source file of the compiler and of the grammar (what a kept
+    build's key holds: passes_cache.py)."""
+    return source_digest(PACKAGE, ("compiler", "grammar"), (".py", ".lark"))
+
+
 def source_digest(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...] = (".py",)) -> str:
     """SHA-256 of the files under `root`'s `folders` whose names end in `suffixes`: their
     paths relative to `root` and their contents (from the memo while their stat holds)."""
     files = sorted(_listed(root, folders, suffixes))
     stat = hashlib.sha256(json.dumps([[rel, *fields] for rel, fields, _ in files]).encode()).hexdigest()
-    memo = _memo()
+    memo = digest_memo()
     key = hashlib.sha256(json.dumps([str(root), folders, suffixes]).encode()).hexdigest()
     if memo is not None:
         kept = memo.get(key)
@@ -111,8 +119,9 @@ def _listed(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...]):
             continue
 
 
-def _memo() -> DiskCache | None:
-    """The cache's part that memoises digests, or None without a cache."""
+def digest_memo() -> DiskCache | None:
+    """The cache's part that memoises digests (of the sources; of weights archives:
+    weights_digests.py), or None without a cache."""
     if disabled():
         return None
     try:
