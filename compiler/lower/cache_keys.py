@@ -14,14 +14,18 @@ A digest is a SHA-256 of the files' paths (relative to `root`) and contents.  Ha
 the compiler's 2.2 MB in 286 files costs about 15 ms of CPU, listing them with pathlib
 10 more, and a process that reads the cache asks for two or three digests over mostly
 the same files (kernels: lower/, ops/, ir/; kept builds: the compiler and the grammar,
-passes_cache.py; the editor's reports: the compiler and server/slow): 35-40 ms, a
+`compiler_digest`; the editor's reports: the compiler and server/slow): 35-40 ms, a
 quarter of building GPT-2 again in another process.  So a digest is memoised in the
-cache's part `sources/`, one entry per set of folders, under the files' stat: path,
+cache's part `sources/` (`digest_memo`, which keeps the digests of weights archives too:
+weights_digests.py), one entry per set of folders, under the files' stat: path,
 size, modification and change times (ns) and inode.  Listing and stat-ing them costs
 3 ms; the files are read again only when one of them changed, came or went.  As git
 does with its index, a digest is not memoised while a file is younger than RACY_NS:
 file times advance in coarse ticks, and a file written again within one tick, at the
-same size, would keep its stat.  Without a cache (`RELAYLENS_NO_CACHE`) or a directory
+same size, would keep its stat.  Tried: one listing of the compiler's files for both
+digests a process reading the cache makes (compiler_version's folders are among
+compiler_digest's): 0.95x their CPU, within the noise (8 pairs of processes, load 9.7);
+not kept.  Without a cache (`RELAYLENS_NO_CACHE`) or a directory
 that cannot be written, the digest is made from the files each time.
 """
 
