@@ -14,8 +14,10 @@ printed as typed Relay text).  Per model, each build with a fresh `JIT` and
     (every kernel moves: debug information re-pointed; the check and passes run again);
   * the editor's build (to optimised LLVM IR, no machine code), cold and warm;
   * with the weights bound, as `relaylens run` binds the .npz an import wrote beside the
-    text: cold, and another process building the same text with the same weights (the
-    kept build brings what the passes made of the weights: compiler/passes_cache.py).
+    text (written before the other builds; read as the CLI reads it, as weights whose
+    digests are memoised under the archive's stat: compiler/weights_digests.py): cold, and
+    another process building the same text with the same weights (the kept build brings
+    what the passes made of the weights: compiler/passes_cache.py).
 Times are of `driver.compile()`, split into check + passes and lowering.  The cache
 directory is temporary and removed at the end.  Run on an idle machine: the load average
 is printed first, with NOT IDLE when something else runs.
@@ -41,15 +43,17 @@ from build import LABELS, LINE_ABOVE, MODELS, WARM_UP, load_model, load_note, ma
 
 def timed_build(text: str, name: str, directory: str | None, stop_after: str = "machine_code",
                 params_file: str | None = None) -> dict:
-    """One `compile()` with nothing in memory, the weights of `params_file` (an .npz) bound;
-    seconds (total, check + passes, lowering) and cache counts."""
+    """One `compile()` with nothing in memory, the weights of `params_file` (an .npz, read
+    before the clock starts as `relaylens run` reads it: `archive_weights`) bound; seconds
+    (total, check + passes, lowering) and cache counts."""
     from relaylens.compiler.driver import compile
     from relaylens.compiler.lower.disk_cache import DiskCache
     from relaylens.compiler.lower.pipeline import LoweringCache
     from relaylens.compiler.lower.runtime.jit import JIT
+    from relaylens.compiler.weights_digests import archive_weights
 
     disk = DiskCache(directory) if directory is not None else None
-    params = dict(np.load(params_file)) if params_file else None
+    params = archive_weights(params_file, lambda path: dict(np.load(path))) if params_file else None
     jit, marks = JIT(), {}
     start = time.perf_counter()
     result = compile(text, name, params=params, cache=LoweringCache(), jit=jit, disk_cache=disk,
@@ -80,6 +84,9 @@ def in_another_process(text: str, name: str, directory: str, params_file: str | 
 def measure(key: str) -> dict:
     model = load_model(key)
     name = f"{key}.relay"
+    imported = tempfile.TemporaryDirectory(prefix="relaylens-bench-weights-")
+    weights = str(Path(imported.name) / "weights.npz")  # as an import wrote it, before any build
+    np.savez(weights, **model.params)
     with tempfile.TemporaryDirectory(prefix="relaylens-bench-cache-") as directory:
         cold = timed_build(model.text, name, directory)
         warm = timed_build(model.text, name, directory)
@@ -89,9 +96,7 @@ def measure(key: str) -> dict:
         editor_cold = timed_build(model.text, name, directory, stop_after="llvm")
         editor_warm = timed_build(model.text, name, directory, stop_after="llvm")
         size = sum(p.stat().st_size for p in Path(directory).iterdir())
-    with tempfile.TemporaryDirectory(prefix="relaylens-bench-cache-") as directory:
-        weights = str(Path(directory) / "weights.npz")
-        np.savez(weights, **model.params)
+    with imported, tempfile.TemporaryDirectory(prefix="relaylens-bench-cache-") as directory:
         bound_cold = timed_build(model.text, name, directory, params_file=weights)
         bound_other = in_another_process(model.text, name, directory, params_file=weights)
     return {"cold": cold, "warm": warm, "other process": other, "edited, other process": edited,

@@ -14,6 +14,14 @@ Each attribute is read from the real module once, when first asked for, and kept
 stand-in, so that later reads cost what a module attribute's does.  A table built at
 import that names a numpy function takes `deferred(np, "add")`, which reads it at its
 first call.  Whether the real module is loaded yet is `loaded(np)`.
+
+A build of a model built before needs LLVM all the same (its kernels' object code is
+loaded by MCJIT, and their keys name the host LLVM reads), and loading it is 40-45 ms of
+the 60-90 that build takes: `import llvmlite.binding` maps the 178 MB library (dlopen,
+8-20 ms) and runs 48 modules declaring about 400 C functions to ctypes (the rest).
+Tried: loading it on a thread while the main thread goes on.  Nothing overlaps: ctypes
+holds the GIL through dlopen (CPython 3.11; a loop on the main thread ran at 5% of its
+rate meanwhile), and the rest is Python.
 """
 
 from __future__ import annotations

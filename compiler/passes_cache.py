@@ -8,10 +8,11 @@ again (0.6-0.8 s of a ResNet-50 build whose kernels all come from the kernel cac
     kept.put(key, built, params)                       # after the kernels: see `later`
 
 The key is a SHA-256 of everything the passes' result depends on: the text and its name
-(every span names its source), the weights bound (names, dtypes, shapes and bytes), the
+(every span names its source), the weights bound (names, dtypes, shapes and bytes: their
+SHA-256s, memoised under their archive's stat when they come from one, weights_digests.py), the
 driver's options (the pipeline, opt level, PassContext config, the seed of unknown
 constants), and a digest of the compiler's whole source and grammar (`compiler_digest`):
-a change to the parser, a type relation or a pass makes every key new.
+a change to the parser, a type relation or a pass makes every key new (lower/cache_keys.py).
 
 What is kept is the BuildResult as the passes left it, pickled: the checked module,
 every pass's snapshot (a node shared by several snapshots is stored once), the
@@ -47,19 +48,17 @@ import json
 import pickle
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from .build import BuildResult
-from .lower.cache_keys import PACKAGE, source_digest
+from .lower.cache_keys import compiler_digest
 from .lower.disk_cache import PASSES, DiskCache, Entry
+from .weights_digests import Weights, as_bytes, digests
 
 SCHEMA = 3  # of the pickled state; bump when BuildResult's fields change meaning
 OUT_OF_BAND_BYTES = 64 << 10  # arrays from this size on are stored beside the pickle, not in it
-PARALLEL_DIGEST_BYTES = 32 << 20  # weights past this are hashed for the key on two threads
 STACK_BYTES = 512 << 20  # the pickling thread's stack (reserved, touched as deep as the module nests)
 DEPTH = 200_000  # the recursion limit while it pickles (BERT-base's input module nests past the default 1,000)
 _KEPT = ("checked", "snapshots", "diagnostics", "fused_names", "fusion_reasons")
@@ -80,7 +79,9 @@ class PassesCache:
         digest = hashlib.sha256(json.dumps({"schema": SCHEMA, "name": name, "options": options,
                                             "compiler": compiler_digest()}, sort_keys=True, default=str).encode())
         digest.update(text.encode())
-        for (n, a), bytes_digest in zip(weights, _digests([_bytes(a) for _, a in weights])):
+        made = (params.digests() if isinstance(params, Weights)  # read from an archive (weights_digests.py)
+                else dict(zip((n for n, _ in weights), digests([as_bytes(a) for _, a in weights]))))
+        for (n, a), bytes_digest in zip(weights, (made[n] for n, _ in weights)):
             digest.update(f"\0{n}\0{a.dtype}\0{a.shape}\0{bytes_digest}".encode())
         return digest.hexdigest()
 
@@ -171,23 +172,7 @@ class _Pickler(pickle.Pickler):
 
 def _buffers(slots: list[str | int], params: Mapping[str, np.ndarray], arrays: list) -> list:
     """The out-of-band buffers in the order the pickle reads them (`_Pickler.slots`)."""
-    return [arrays[slot] if isinstance(slot, int) else _bytes(params[slot]) for slot in slots]
-
-
-def _digests(buffers: list[memoryview]) -> list[str]:
-    """Each buffer's SHA-256 (hex), on two threads when they are large (a ResNet-50's
-    102 MB of weights: 0.09 s on one).  The pool is joined before this returns: no
-    thread of ours may outlive it into the lowering, which forks."""
-    def digest(buffer: memoryview) -> str:
-        return hashlib.sha256(buffer).hexdigest()
-    if sum(b.nbytes for b in buffers) < PARALLEL_DIGEST_BYTES:
-        return [digest(b) for b in buffers]
-    with ThreadPoolExecutor(2) as pool:  # hashlib lets go of the GIL
-        return list(pool.map(digest, buffers))
-
-
-def _bytes(a: np.ndarray) -> memoryview:
-    return memoryview(np.ascontiguousarray(a)).cast("B")
+    return [arrays[slot] if isinstance(slot, int) else as_bytes(params[slot]) for slot in slots]
 
 
 def _where(a: np.ndarray) -> tuple[int, int]:
@@ -197,9 +182,3 @@ def _where(a: np.ndarray) -> tuple[int, int]:
 def _copy(value: Any) -> Any:
     """A list or dict copied (lowering adds to the build's before it is pickled)."""
     return value.copy() if isinstance(value, (list, dict)) else value
-
-
-@lru_cache(maxsize=1)
-def compiler_digest() -> str:
-    """A SHA-256 of every source file of the compiler and of the grammar."""
-    return source_digest(PACKAGE, ("compiler", "grammar"), (".py", ".lark"))

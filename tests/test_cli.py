@@ -195,6 +195,19 @@ def test_help_and_version():
     assert code == 0 and out.startswith("relaylens ")
 
 
+def test_the_version_is_the_installed_packages():
+    """compiler/version.py is where pyproject.toml reads the version from: the CLI, which
+    reads it there, says what importlib.metadata says of the installed package, and so
+    does every key of the disk cache."""
+    from importlib.metadata import version
+
+    from relaylens.compiler.lower.cache_keys import compiler_version
+
+    code, out, _ = run("--version")
+    assert (code, out.split()) == (0, ["relaylens", version("relaylens")])
+    assert compiler_version().startswith(version("relaylens") + "+")
+
+
 def test_python_dash_m():
     proc = subprocess.run(
         [sys.executable, "-m", "relaylens.compiler", "check", str(EXAMPLE)], capture_output=True

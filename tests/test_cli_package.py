@@ -5,6 +5,7 @@ frontend least of all)."""
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from relaylens.compiler import cli
 
 COMPILER = Path(cli.__file__).resolve().parents[1]
 CLI = COMPILER / "cli"
-SUBCOMMANDS = {m.__name__.rsplit(".", 1)[1] for m in cli.SUBCOMMANDS}
+SUBCOMMANDS = set(cli.SUBCOMMANDS)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -40,6 +41,15 @@ def test_the_subcommands_are_the_commands_of_the_parser():
     commands = next(a for a in cli.build_parser()._actions if a.dest == "command")
     assert set(commands.choices) == {"check", "print", "run", "profile", "build", "explain", "import", "serve", "cache", "graph"}
     assert {c if c not in ("print", "import") else c + "_" for c in commands.choices} == SUBCOMMANDS
+
+
+def test_a_command_line_imports_its_command_alone():
+    code = ("import json, sys; from relaylens.compiler.cli import main; main(['cache', '--info']); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('relaylens.compiler.cli.'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [m for m in imported if m.rsplit(".", 1)[1] in SUBCOMMANDS] == ["relaylens.compiler.cli.cache"]
 
 
 @pytest.mark.parametrize("path", sorted(p for p in CLI.glob("*.py") if p.name != "__init__.py"), ids=lambda p: p.name)

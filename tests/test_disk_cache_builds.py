@@ -286,9 +286,25 @@ def test_a_kernel_given_machine_code_is_not_compiled_again_from_memory() -> None
     assert CountingJIT.loads - after_first == 1  # the AOT entry alone
 
 
+def test_an_entry_wired_otherwise_is_not_the_one_kept(tmp_path) -> None:
+    """The entry's machine code is keyed by its calls, not by its IR (not made when the
+    code is kept): a model whose one kernel is the same but takes its inputs the other way
+    round gets its own entry, and its own result."""
+    x, y = _inputs()
+    one, other = (f"#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(1, 32, 40, 40), float32], "
+                  f"%y: Tensor[(1, 32, 40, 40), float32]) {{\n  {body}\n}}\n" for body in ("subtract(%x, %y)",
+                                                                                         "subtract(%y, %x)"))
+    first = compile(one, "m.relay", disk_cache=DiskCache(tmp_path))
+    second = compile(other, "m.relay", disk_cache=DiskCache(tmp_path))
+    assert second.executable.lowered.functions.keys() == first.executable.lowered.functions.keys()  # one kernel
+    np.testing.assert_array_equal(first.executable.run(x, y), x - y)
+    np.testing.assert_array_equal(second.executable.run(x, y), y - x)
+
+
 def test_the_entrys_machine_code_is_kept_and_a_damaged_one_compiled_again(tmp_path) -> None:
-    from relaylens.compiler.lower.cache_keys import module_key
+    from relaylens.compiler.lower.cache_keys import entry_key
     from relaylens.compiler.lower.disk_cache import ENTRIES
+    from relaylens.compiler.lower.runtime.aot import entry_calls
 
     class CountingJIT(JIT):
         compiled = 0
@@ -300,7 +316,7 @@ def test_the_entrys_machine_code_is_kept_and_a_damaged_one_compiled_again(tmp_pa
     first = compile(MODEL, "m.relay", disk_cache=DiskCache(tmp_path), jit=CountingJIT())
     expected = first.executable.run(*_inputs())
     entries = DiskCache(tmp_path).part(ENTRIES)
-    key = module_key(first.executable.entry_ir)
+    key = entry_key(entry_calls(first.executable.plan), "m.relay")
     assert "object" in entries.get(key).blobs and CountingJIT.compiled == 1
     again = compile(MODEL, "m.relay", disk_cache=DiskCache(tmp_path), jit=CountingJIT())
     assert CountingJIT.compiled == 1  # neither kernels nor the entry compiled

@@ -934,7 +934,7 @@ def test_thread_count(monkeypatch):
 def test_entry_debug(jit):
     import llvmlite.ir as ir
 
-    from relaylens.compiler.lower.codegen.debuginfo import entry_debug
+    from relaylens.compiler.lower.codegen.debuginfo import entry_debug, source_location
 
     src = Source("m.relay", "def @main() {\n  %0 = f(%x);\n  g(%0)\n}\n")
     module = ir.Module("entry")
@@ -942,7 +942,7 @@ def test_entry_debug(jit):
     callee = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "kernel")
     location = entry_debug(module, fn, "m.relay")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    b.debug_metadata = location(_span(src, "f(%x)"))
+    b.debug_metadata = location(source_location(_span(src, "f(%x)")))
     b.call(callee, [])
     b.debug_metadata = location(None)
     b.ret_void()

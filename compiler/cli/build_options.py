@@ -39,6 +39,7 @@ from ..driver import Step
 from ..ir.span import Source, Span
 from ..lower.disk_cache import ENV_SIZE, DiskCache, environment_cache
 from ..transform.patterns.directive import build_directive
+from ..weights_digests import Weights, archive_weights
 from .array_files import load_archive
 from .common import PROG, STDIN, UsageError, plural
 
@@ -73,14 +74,17 @@ class ParamsFile:
     path: str | None  # None: bind nothing
     found: bool = False  # `<stem>.npz` beside FILE, not named by --params
 
-    def read(self) -> dict[str, np.ndarray]:
-        """name → array; a leading `%` of a name is dropped (`%w` and `w` name %w)."""
+    def read(self) -> Weights:
+        """name → array (read-only); a leading `%` of a name is dropped (`%w` and `w` name
+        %w).  Their digests, for a kept build's key, come from the disk cache while the
+        archive's stat holds (weights_digests.py)."""
         if self.path is None:
-            return {}
+            return Weights({})
         what = f"{self.path} (found beside the input; --no-params ignores it)" if self.found else f"--params {self.path}"
-        return {key.lstrip("%"): array for key, array in load_archive(self.path, what).items()}
+        return archive_weights(self.path, lambda path: {key.lstrip("%"): array
+                                                        for key, array in load_archive(path, what).items()})
 
-    def load(self, err: TextIO) -> dict[str, np.ndarray]:
+    def load(self, err: TextIO) -> Weights:
         """`read`, then `announce`: what a command that binds the weights does first."""
         params = self.read()
         self.announce(len(params), err)

@@ -69,7 +69,7 @@ def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsF
     weights that do not fit @main (bind_params_by_name's diagnostics, exit 1)."""
     main = module["main"]
     given = load_inputs(main, args.inputs or [])
-    params = {key: array for key, array in weights.read().items() if key not in given}  # an --input wins
+    params = weights.read().without(given)  # an --input wins
     weights.announce(len(params), err)
     _, errors = bind_params_by_name(module, params, origin=weights.path or "params")  # as the build will
     if errors:

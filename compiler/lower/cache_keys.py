@@ -3,8 +3,9 @@ RelayLens's own code: digests of its source files, so that an entry made by othe
 is never read.
 
     key = cache_key(structural_hash(func), signature, options)    # a kernel
-    key = module_key(entry_ir)                                    # the AOT entry's machine code
+    key = entry_key(entry_calls(plan), source_name)              # the AOT entry's machine code
     compiler_version()          # "0.1.0+<16 hex>": the sources lowering runs (KERNEL_SOURCES)
+    compiler_digest()           # every source of the compiler and the grammar (kept builds)
     source_digest(root, folders, suffixes)                        # SHA-256 of such files
 
 Each process asks for each digest it uses once (the callers keep it: lru_cache).
@@ -13,14 +14,18 @@ A digest is a SHA-256 of the files' paths (relative to `root`) and contents.  Ha
 the compiler's 2.2 MB in 286 files costs about 15 ms of CPU, listing them with pathlib
 10 more, and a process that reads the cache asks for two or three digests over mostly
 the same files (kernels: lower/, ops/, ir/; kept builds: the compiler and the grammar,
-passes_cache.py; the editor's reports: the compiler and server/slow): 35-40 ms, a
+`compiler_digest`; the editor's reports: the compiler and server/slow): 35-40 ms, a
 quarter of building GPT-2 again in another process.  So a digest is memoised in the
-cache's part `sources/`, one entry per set of folders, under the files' stat: path,
+cache's part `sources/` (`digest_memo`, which keeps the digests of weights archives too:
+weights_digests.py), one entry per set of folders, under the files' stat: path,
 size, modification and change times (ns) and inode.  Listing and stat-ing them costs
 3 ms; the files are read again only when one of them changed, came or went.  As git
 does with its index, a digest is not memoised while a file is younger than RACY_NS:
 file times advance in coarse ticks, and a file written again within one tick, at the
-same size, would keep its stat.  Without a cache (`RELAYLENS_NO_CACHE`) or a directory
+same size, would keep its stat.  Tried: one listing of the compiler's files for both
+digests a process reading the cache makes (compiler_version's folders are among
+compiler_digest's): 0.95x their CPU, within the noise (8 pairs of processes, load 9.7);
+not kept.  Without a cache (`RELAYLENS_NO_CACHE`) or a directory
 that cannot be written, the digest is made from the files each time.
 """
 
@@ -31,10 +36,10 @@ import json
 import os
 import time
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ..version import RELEASE
 from .disk_cache import SCHEMA, SOURCES, DiskCache, Entry, disabled
 from .runtime.target import OPTIONS, target_id
 
@@ -51,24 +56,28 @@ def cache_key(structural: int, signature: Any, options: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def module_key(text: str) -> str:
-    """The key of the machine code of an LLVM module `text` as the JIT compiles it (the
-    AOT entry: runtime/executable.py): its SHA-256 with the target, LLVM's options and the
-    compiler's version."""
-    parts = {"schema": SCHEMA, "module": hashlib.sha256(text.encode()).hexdigest(), "target": target_id(),
+def entry_key(calls: list, source_name: str) -> str:
+    """The key of the AOT entry's machine code (runtime/executable.py): the calls it is
+    made of (runtime/aot.py `entry_calls`: it reads the plan through them alone), the
+    source its debug information names, the target, LLVM's options and the compiler's
+    version (whose sources hold the code that makes the entry from its calls)."""
+    parts = {"schema": SCHEMA, "entry": calls, "source": source_name, "target": target_id(),
              "llvm": OPTIONS, "compiler": compiler_version()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 @lru_cache(maxsize=1)
 def compiler_version() -> str:
-    """The package version and a digest of the source files lowering runs: a change to
-    any of them makes every key new."""
-    try:
-        release = version("relaylens")
-    except PackageNotFoundError:
-        release = "unknown"
-    return f"{release}+{source_digest(PACKAGE, tuple('compiler/' + f for f in KERNEL_SOURCES))[:16]}"
+    """The package's release (compiler/version.py) and a digest of the source files
+    lowering runs: a change to any of them makes every key new."""
+    return f"{RELEASE}+{source_digest(PACKAGE, tuple('compiler/' + f for f in KERNEL_SOURCES))[:16]}"
+
+
+@lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """A SHA-256 of every source file of the compiler and of the grammar (what a kept
+    build's key holds: passes_cache.py)."""
+    return source_digest(PACKAGE, ("compiler", "grammar"), (".py", ".lark"))
 
 
 def source_digest(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...] = (".py",)) -> str:
@@ -76,7 +85,7 @@ def source_digest(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...
     paths relative to `root` and their contents (from the memo while their stat holds)."""
     files = sorted(_listed(root, folders, suffixes))
     stat = hashlib.sha256(json.dumps([[rel, *fields] for rel, fields, _ in files]).encode()).hexdigest()
-    memo = _memo()
+    memo = digest_memo()
     key = hashlib.sha256(json.dumps([str(root), folders, suffixes]).encode()).hexdigest()
     if memo is not None:
         kept = memo.get(key)
@@ -114,8 +123,9 @@ def _listed(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...]):
             continue
 
 
-def _memo() -> DiskCache | None:
-    """The cache's part that memoises digests, or None without a cache."""
+def digest_memo() -> DiskCache | None:
+    """The cache's part that memoises digests (of the sources; of weights archives:
+    weights_digests.py), or None without a cache."""
     if disabled():
         return None
     try:

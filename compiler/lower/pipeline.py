@@ -96,19 +96,34 @@ class LoweredFunction:
     that a build's report (the editor's lens "schedule (N steps)") schedules nothing again.
     `schedule_text` is made when read, never by a build, unless its caller reads every
     kernel's (`lower_build(schedule_texts=True)`: the child that lowered it made it, or
-    the disk cache kept it from such a build)."""
+    the disk cache kept it from such a build).  Its LLVM texts (`llvm_ir`, `optimized_ir`)
+    are `texts`, or what makes them when first read: a kernel read from the disk cache
+    decompresses, renames and re-points its texts only then (a build that runs the
+    model never reads them: GPT-2's 19 kernels 9 ms)."""
 
     name: str
     func: Function  # the primitive Relay function
     composed: Composed
-    llvm_ir: str  # its own module, unoptimised
-    optimized_ir: str
+    texts: tuple[str, str] | Callable[[], tuple[str, str]] = field(repr=False)  # its own module, unoptimised; optimised
     address: int = 0  # of its machine code
     engine: Any = field(default=None, repr=False)  # keeps the machine code alive
     scheduled: tuple[Schedule, PrimFunc] | None = field(default=None, repr=False)
     steps: int | None = field(default=None, repr=False)  # the schedule's steps, as the disk cache kept them
     made_text: str | None = field(default=None, repr=False)  # its schedule text, made already (`schedule_texts`)
     writes_over: int | None = None  # the input its output may be written over (schedule/in_place.py)
+
+    @property
+    def llvm_ir(self) -> str:
+        return self._texts()[0]
+
+    @property
+    def optimized_ir(self) -> str:
+        return self._texts()[1]
+
+    def _texts(self) -> tuple[str, str]:
+        if callable(self.texts):
+            self.texts = self.texts()
+        return self.texts
 
     @property
     def constants(self) -> list[np.ndarray]:
@@ -359,14 +374,14 @@ def _lower(func: Function, name: str, source_name: str, jit, machine_code: bool,
     text = module_text(codegen.generate([prim], source_name))
     over = schedule.writes_over
     if not machine_code:
-        return LoweredFunction(name, func, composed, text, jit.optimize(text), scheduled=(schedule, prim),
+        return LoweredFunction(name, func, composed, (text, jit.optimize(text)), scheduled=(schedule, prim),
                                writes_over=over), b""
     if not load:
         optimized, obj = jit.optimize_to_object(text)
-        return LoweredFunction(name, func, composed, text, optimized, scheduled=(schedule, prim),
+        return LoweredFunction(name, func, composed, (text, optimized), scheduled=(schedule, prim),
                                writes_over=over), obj
     optimized, engine, obj = jit.optimize_and_load(text)
-    fn = LoweredFunction(name, func, composed, text, optimized, engine=engine, scheduled=(schedule, prim),
+    fn = LoweredFunction(name, func, composed, (text, optimized), engine=engine, scheduled=(schedule, prim),
                          writes_over=over)
     fn.address = jit.address(name)
     return fn, obj
@@ -527,12 +542,19 @@ def _from_disk(stored: Entry, func: Function, name: str, source_name: str, compo
                machine_code: bool, disk: DiskCache, key: str) -> LoweredFunction:
     meta, blobs = stored.meta, stored.blobs
     old = meta["name"]
-    texts = [_renamed(blobs[k].decode(), old, name) for k in ("llvm_ir", "optimized_ir")]
-    directory, filename = os.path.split(source_name)
-    texts = [refile(t, filename or source_name, directory or ".") for t in texts]
-    llvm_ir, optimized_ir = _moved(texts, [tuple(x) if x else None for x in meta["locations"]], func)
+    locations = [tuple(x) if x else None for x in meta["locations"]]
+    if "llvm_ir" not in blobs or "optimized_ir" not in blobs:
+        raise KeyError("llvm_ir")
+
+    def texts() -> tuple[str, str]:  # when first read (LoweredFunction)
+        renamed = [_renamed(blobs[k].decode(), old, name) for k in ("llvm_ir", "optimized_ir")]
+        directory, filename = os.path.split(source_name)
+        renamed = [refile(t, filename or source_name, directory or ".") for t in renamed]
+        llvm_ir, optimized_ir = _moved(renamed, locations, func)
+        return llvm_ir, optimized_ir
+
     kept = blobs.get(TEXT)  # only once a build that read every text made it (`_make_texts`)
-    fn = LoweredFunction(name, func, composed, llvm_ir, optimized_ir, steps=int(meta["steps"]),
+    fn = LoweredFunction(name, func, composed, texts, steps=int(meta["steps"]),
                          made_text=_named(kept.decode(), old, name) if kept is not None else None,
                          writes_over=meta["writes_over"])
     if not machine_code:
@@ -540,7 +562,7 @@ def _from_disk(stored: Entry, func: Function, name: str, source_name: str, compo
     if "object" in blobs:
         fn.engine = jit.load_object(blobs["object"], {name: old})
     else:  # written by a build that stopped at LLVM IR: compile its IR, and keep the code
-        fn.engine, obj = jit.load_keeping_object(optimized_ir)
+        fn.engine, obj = jit.load_keeping_object(fn.optimized_ir)
         disk.put(key, Entry(meta, {**blobs, "object": obj}))
     fn.address = jit.address(name)
     return fn
@@ -553,8 +575,7 @@ def _relocated(entry: LoweredFunction, func: Function, name: str) -> LoweredFunc
     renamed = [_renamed(text, entry.name, name) for text in (entry.llvm_ir, entry.optimized_ir)]
     llvm_ir, optimized_ir = _moved(renamed, _locations(entry.func), func)
     made = _named(entry.made_text, entry.name, name) if entry.made_text is not None else None
-    return dataclasses.replace(entry, name=name, func=func, llvm_ir=llvm_ir, optimized_ir=optimized_ir,
-                               made_text=made)
+    return dataclasses.replace(entry, name=name, func=func, texts=(llvm_ir, optimized_ir), made_text=made)
 
 
 def _renamed(text: str, old: str, new: str) -> str:

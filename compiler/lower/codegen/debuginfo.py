@@ -34,13 +34,14 @@ def source_location(loc: Any) -> tuple[int, int] | None:
     return None
 
 
-def entry_debug(module: ir.Module, fn: ir.Function, source_name: str) -> Callable[[Any], ir.DIValue]:
+def entry_debug(module: ir.Module, fn: ir.Function, source_name: str
+                ) -> Callable[[tuple[int, int] | None], ir.DIValue]:
     """Debug info for a function built elsewhere (the AOT entry): the module's compile
-    unit and file, a DISubprogram for `fn`, and a function from a span to the DILocation
-    of its Relay line and column (line 0 for a span without a source location)."""
+    unit and file, a DISubprogram for `fn`, and a function from a Relay (line, column)
+    (`source_location`'s) to its DILocation (line 0 for None)."""
     debug = DebugInfo(module, source_name)
     scope = debug.subprogram(fn, 0, local=False)
-    return lambda span: debug.location(source_location(span) or (0, 0), scope)
+    return lambda where: debug.location(where or (0, 0), scope)
 
 
 class DebugInfo:

@@ -24,10 +24,10 @@ from ...ir.types import TupleType
 from ...support import ALIGN, aligned_copy, aligned_empty
 from ...transform.fused_names import name_primitive_functions
 from ..codegen.debuginfo import entry_debug
-from ..cache_keys import module_key
+from ..cache_keys import entry_key
 from ..disk_cache import ENTRIES, Entry
 from ..errors import LoweringError
-from .aot import ENTRY, entry_module, kernel_order
+from .aot import ENTRY, entry_calls, entry_module, kernel_order
 from .output_buffers import OutputBuffers
 from .plan import NotDataflow, Plan, plan_main
 
@@ -52,7 +52,7 @@ class Executable:
         self.lowered = lowered
         self.plan: Plan | None = None
         self.why_interpreted: str | None = None
-        self.entry_ir: str | None = None
+        self._entry_ir: str | None = None
         self._entry_optimized_ir: str | None = None
         self._jit = jit
         if constants is None:
@@ -73,6 +73,14 @@ class Executable:
             self._prepare_entry(jit, disk)
 
     @property
+    def entry_ir(self) -> str | None:
+        """The entry's LLVM IR (None in interpreter mode), made on first use: a build whose
+        entry's machine code the disk cache holds never makes it (`_entry_code`)."""
+        if self._entry_ir is None and self.plan is not None:
+            self._entry_ir = str(entry_module(self.plan, debug=_entry_debug(self.lowered.source_name)))
+        return self._entry_ir
+
+    @property
     def entry_optimized_ir(self) -> str | None:
         """The entry after O3, made on first use: a build that stops at LLVM IR asks for it
         only to link module.opt.ll (pipeline.py, in a forked child when it can)."""
@@ -87,7 +95,6 @@ class Executable:
     # --- AOT --------------------------------------------------------------------------
     def _prepare_entry(self, jit, disk) -> None:
         plan = self.plan
-        self.entry_ir = str(entry_module(plan, debug=_entry_debug(self.lowered.source_name)))
         if not self.machine_code:
             return
         self._entry_engine = self._entry_code(jit, disk)
@@ -100,10 +107,10 @@ class Executable:
 
     def _entry_code(self, jit, disk):
         """The entry's machine code: from the disk cache (its part entries/) when it holds the
-        code of this very IR (a model built before: no O3, no code generation), else
-        compiled and kept there."""
+        code of an entry made of the same calls (`aot.entry_calls`; a model built before:
+        no IR made, no O3, no code generation), else compiled and kept there."""
         disk = disk.part(ENTRIES) if disk is not None else None
-        key = module_key(self.entry_ir) if disk is not None else None
+        key = entry_key(entry_calls(self.plan), self.lowered.source_name) if disk is not None else None
         stored = disk.get(key) if key is not None else None
         if stored is not None and "object" in stored.blobs:
             try:
@@ -219,7 +226,7 @@ def _returns_tuple(func: Function) -> bool:
 
 
 def _entry_debug(source_name: str):
-    return lambda module, fn, span: entry_debug(module, fn, source_name)
+    return lambda module, fn: entry_debug(module, fn, source_name)
 
 
 def _as_buffer(a: np.ndarray) -> np.ndarray:
