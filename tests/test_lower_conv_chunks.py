@@ -390,6 +390,24 @@ def test_a_residual_of_the_outputs_shape_has_its_lines_asked_for_too(avx2, jit):
     what numpy makes them."""
     ci, co, size = 128, 512, 28
     func = with_residual(ci, co, size)
-    prefetches = [a for p, a in steps(func) if p == "prefetch"]
+    prefetches = [a for p, a in steps(func) if p == "prefetch" and not a.startswith("p1 ")]  # p1: the filters'
     assert prefetches == ["T_relu for writing at T_conv2d_NCHWc.rcb.inner", "p3 at T_conv2d_NCHWc.rcb.inner"]
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=9)
+
+
+@pytest.mark.parametrize("ci, co, size, residual, asked", [
+    (960, 160, 7, True, 5),  # MobileNet v2's block 15/16 projection: 2 x 5, a line of each block a tile
+    (960, 320, 7, False, 5),  # block 17's: 8 groups of 5 blocks, the last chunk asks for the next group's
+    (2048, 512, 7, True, 8),  # ResNet-50's layer4 end: 3 x 4, 32 lines a piece over 16 tiles, 2 a tile
+    (64, 32, 7, True, 0),  # 8 KiB of filters: none
+])
+def test_a_flattened_1x1_asks_for_its_next_chunks_filters(avx2, jit, ci, co, size, residual, asked):
+    """A flattened 1x1 tile whose packed filters outgrow WEIGHT_PREFETCH_BYTES asks, at
+    each tile of a chunk, for its share of the lines the group's next chunk reads
+    (conv_prefetch.py `prefetch_weights`), in the tile loop outside the reduction; the
+    sums what numpy makes them (odd plane: the 1-position tail tile asks for nothing)."""
+    func = with_residual(ci, co, size) if residual else relu_bias_function(nchwc(ci, co, size, 1)[0])
+    recorded = [a for p, a in steps(func) if p == "prefetch" and a.startswith("p1 ")]
+    assert len(recorded) == asked
+    assert all(a.endswith(".fused.outer") for a in recorded)
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=residual, seed=12)
