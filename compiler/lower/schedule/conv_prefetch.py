@@ -57,7 +57,8 @@ inference 0.990x.  Beside onnxruntime's nodes (bench/layers.py, 1 thread, 4 runs
 build in turns, load 3.4-4.5, medians of the runs' ratios): layer1's ends 0.99, 1.00,
 0.99 -> 0.965, 0.955, 0.96 (each run's 0.94-1.03), the downsample 0.975 -> 0.94.
 
-A flattened 1x1 tile whose packed filters are at least WEIGHT_PREFETCH_BYTES also asks,
+A flattened 1x1 tile whose packed filters are at least WEIGHT_PREFETCH_BYTES, over a
+plane of at most WEIGHT_PREFETCH_POSITIONS (14x14: a chunk's filters serve few tiles), also asks,
 at each tile of a chunk, for its share of the filter lines the group's next chunk (past
 the last, the next group's first) will read (`prefetch_weights`: tile t asks for line t
 of each of the group's blocks, more a tile when a block's piece of a chunk has more
@@ -72,9 +73,11 @@ ratios; load 2.5-3.8 from other work): MobileNet v2's 1x1s at 7x7, 576 -> 160 0.
 960 -> 160 + residual 0.83-0.88, 160 -> 960 0.84-0.89, 960 -> 320 0.88-0.90, 320 ->
 1280 0.86-0.91 (three runs); 192 -> 64 at 14x14 (48 KiB) 0.94-0.985; the sum of its
 kernels 0.965x and 0.976x.  ResNet-50 (20 rounds, load 3.5): layer4's 1x1s 0.91-0.95
-(weights of 2-4 MB), the others 0.96-1.01, the sum of its kernels 0.993x.  Flattened
-1x1s with filters under 32 KiB (MobileNet v2's at 28x28 and above) moved by 0.95-1.04,
-not taken there.  Tried: the same for MobileNet v2's 2 x 6 tiles a row at 14x14 (384 ->
+(weights of 2-4 MB), the others 0.96-1.01, the sum of its kernels 0.993x; at 28x28
+and 56x56 (layer1's and layer2's 1x1s, 64-512 KiB of filters, each filter line serving
+hundreds of positions) 0.96-1.05 there and again at load 11 (both build orders): not
+asked there.  Flattened 1x1s with filters under 32 KiB (MobileNet v2's at 28x28 and
+above) moved by 0.95-1.04, not taken there.  Tried: the same for MobileNet v2's 2 x 6 tiles a row at 14x14 (384 ->
 96, 576 -> 96 + residual; 147 and 221 KiB of filters): 1.04, 0.98, 0.99, no gain;
 they took 163 and 268 us called again and again, 184 and 271 in the model.
 """
@@ -92,6 +95,7 @@ OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this 
 INPUT_AHEAD = 4  # tiles ahead whose input lines a flattened 1x1 tile asks for (against 2: 0.97-0.995x)
 INPUT_PREFETCH_POSITIONS = 56 * 56  # ... over a plane of at least this many positions (at 28x28 no gain)
 WEIGHT_PREFETCH_BYTES = 32 << 10  # packed filters at least this large get the next chunk's lines asked for
+WEIGHT_PREFETCH_POSITIONS = 14 * 14  # ... over a plane of at most this many positions (at 28x28, 56x56 no gain)
 
 
 def wants_output_prefetch(conv: Stage, out: Stage) -> bool:
@@ -177,17 +181,17 @@ def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int,
     flattened over the rows, `chunk` input blocks a chunk, `vectors` output blocks), ask
     for a share of the filter lines the group's next chunk reads: the tile t of a chunk
     asks for line t of each block's piece (more than one a tile when a piece has more
-    lines than the chunk has tiles), when the packed filters outgrow
-    WEIGHT_PREFETCH_BYTES (module doc)."""
+    lines than the chunk has tiles), when the packed filters are at least
+    WEIGHT_PREFETCH_BYTES and the plane at most WEIGHT_PREFETCH_POSITIONS (module doc)."""
     weight = _packed_weight(sch, conv)
     if weight is None:
         return
     size = max(1, te.bits(weight.dtype) // 8)
     for d in weight.shape:
         size *= d
-    if size < WEIGHT_PREFETCH_BYTES:
+    _, _, oh, ow, _ = conv.tensor.shape
+    if size < WEIGHT_PREFETCH_BYTES or oh * ow > WEIGHT_PREFETCH_POSITIONS:
         return
-    ow = conv.tensor.shape[3]
     _, ob, y, x, _ = conv.tensor.op.axes
     blocks_in, per_block = weight.shape[1], 1
     for d in weight.shape[2:]:
