@@ -76,7 +76,9 @@ kernels 0.965x and 0.976x.  ResNet-50 (20 rounds, load 3.5): layer4's 1x1s 0.91-
 (weights of 2-4 MB), the others 0.96-1.01, the sum of its kernels 0.993x; at 28x28
 and 56x56 (layer1's and layer2's 1x1s, 64-512 KiB of filters, each filter line serving
 hundreds of positions) 0.96-1.05 there and again at load 11 (both build orders): not
-asked there.  Flattened 1x1s with filters under 32 KiB (MobileNet v2's at 28x28 and
+asked there.  So bounded, both build orders (12 rounds each, load 8.6; the geometric
+mean of the two): layer4's 1x1s 0.92-0.955, layer3's 0.95-1.02, the sum of the kernels
+0.988x.  Flattened 1x1s with filters under 32 KiB (MobileNet v2's at 28x28 and
 above) moved by 0.95-1.04, not taken there.  Tried: the same for MobileNet v2's 2 x 6 tiles a row at 14x14 (384 ->
 96, 576 -> 96 + residual; 147 and 221 KiB of filters): 1.04, 0.98, 0.99, no gain;
 they took 163 and 268 us called again and again, 184 and 271 in the model.
