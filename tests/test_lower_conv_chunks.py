@@ -154,13 +154,28 @@ def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=6)
 
 
-def test_row_tile_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
-    """MobileNet v2's 576 -> 96 at 14x14 with its residual add: 2 x 6 a row, 64 input
-    channels a chunk (ROW_WEIGHT_BYTES), 9 chunks."""
+def test_taller_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
+    """MobileNet v2's 576 -> 96 at 14x14 with its residual add: 3 x 4 over 7 rows
+    flattened (32 tiles and a 2-position tail), 64 input channels a chunk, 9 chunks, its
+    filters' lines asked for a chunk ahead."""
     ci, co, size = 576, 96, 14
     func = with_residual(ci, co, size)
     recorded = steps(func)
     assert ("split", "T_conv2d_NCHWc: rcb by 8 -> rcb.outer, rcb.inner") in recorded, recorded
+    assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=7)
+
+
+@pytest.mark.parametrize("ci, co, size", [(256, 64, 13), (576, 96, 14)])
+def test_row_tile_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit, monkeypatch, ci, co, size):
+    """A chunked 1x1 whose tile stays a row (3 x 4 a row of 13, one row a buffer; 576 ->
+    96 at 14x14 with FLAT_SLACK none: 2 x 6, 64 input channels a chunk, ROW_WEIGHT_BYTES)
+    with a residual add."""
+    monkeypatch.setattr(conv_chunks, "FLAT_SLACK", -1.0)
+    func = with_residual(ci, co, size)
+    recorded = steps(func)
+    assert ("split", "T_conv2d_NCHWc: rcb by 8 -> rcb.outer, rcb.inner") in recorded, recorded
+    assert not any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=7)
 
 
@@ -231,7 +246,7 @@ def test_chunked_nchw_conv_reads_the_blocks_back_in_its_epilogue(avx2, jit):
     np.testing.assert_allclose(_KernelCall(lowered)(x, w), want, rtol=1e-4, atol=1e-4)
 
 
-def test_chunked_tile_choice(avx2):
+def test_chunked_tile_choice(avx2, monkeypatch):
     def tile(ci, co, size, k, unit=AVX2, stride=1):
         composed = compose(primitive_function(nchwc(ci, co, size, k, stride)[0]))
         sch = default_schedule(composed.outputs, composed.placeholders, "f")
@@ -270,13 +285,20 @@ def test_chunked_tile_choice(avx2):
     # its filters do not: chunked, 72 or 48 input channels a chunk
     assert tile(144, 24, 56, 1) == (3, 3, 2, 9, True)
     assert tile(96, 24, 56, 1) == (3, 3, 2, 6, True)
-    # its 1x1s at 14x14 of 6 blocks a group keep 2 x 6 a row (two rows of 14 columns: 5 KiB
-    # of sums), the filters of a chunk within 12 KiB (ROW_WEIGHT_BYTES): 64 input channels
-    # a chunk, 48 for 96 -> 576, and 64 -> 384's all in one (conv.py's tile)
-    assert tile(576, 96, 14, 1) == (2, 6, 2, 8, False)
-    assert tile(384, 96, 14, 1) == (2, 6, 2, 8, False)
-    assert tile(96, 576, 14, 1) == (2, 6, 2, 6, False)
+    # its chunked 1x1s at 14x14 whose tile a row is 2 x 6 (two rows of 14 columns in the
+    # buffer) take 3 x 4 over 7 rows flattened instead (_taller_flat: 0.5% more modelled
+    # cycles, the group's filters read twice instead of 7 times), 8 KiB of filters a chunk;
+    # 64 -> 384's 12 KiB a group in one chunk (ROW_WEIGHT_BYTES): conv.py's tile
+    assert tile(576, 96, 14, 1) == (3, 4, 7, 8, True)
+    assert tile(384, 96, 14, 1) == (3, 4, 7, 8, True)
+    assert tile(96, 576, 14, 1) == (3, 4, 7, 6, True)
     assert tile(64, 384, 14, 1) is None
+    # with FLAT_SLACK none: 2 x 6 a row, 64 input channels a chunk (12 KiB), 48 for 96 -> 576
+    slack = conv_chunks.FLAT_SLACK
+    monkeypatch.setattr(conv_chunks, "FLAT_SLACK", -1.0)
+    assert tile(576, 96, 14, 1) == (2, 6, 2, 8, False)
+    assert tile(96, 576, 14, 1) == (2, 6, 2, 6, False)
+    monkeypatch.setattr(conv_chunks, "FLAT_SLACK", slack)
     recorded = steps(relu_bias_function(nchwc(1024, 256, 14, 1)[0]))
     assert any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in recorded), recorded
     # all the filters of a group in 8 KiB: one chunk, when its tile is flattened (conv.py's
@@ -393,3 +415,23 @@ def test_a_residual_of_the_outputs_shape_has_its_lines_asked_for_too(avx2, jit):
     prefetches = [a for p, a in steps(func) if p == "prefetch"]
     assert prefetches == ["T_relu for writing at T_conv2d_NCHWc.rcb.inner", "p3 at T_conv2d_NCHWc.rcb.inner"]
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=9)
+
+
+@pytest.mark.parametrize("ci, co, size, residual, asked", [
+    (960, 160, 7, True, 5),  # MobileNet v2's block 15/16 projection: 2 x 5, a line of each block a tile
+    (960, 320, 7, False, 5),  # block 17's: 8 groups of 5 blocks, the last chunk asks for the next group's
+    (2048, 512, 7, True, 8),  # ResNet-50's layer4 end: 3 x 4, 32 lines a piece over 16 tiles, 2 a tile
+    (64, 32, 7, True, 0),  # 8 KiB of filters: none
+    (128, 512, 28, True, 0),  # 28x28 (WEIGHT_PREFETCH_POSITIONS): none
+])
+def test_a_flattened_1x1_asks_for_its_next_chunks_filters(avx2, jit, ci, co, size, residual, asked):
+    """A flattened 1x1 tile of at most 14x14 whose packed filters are at least
+    WEIGHT_PREFETCH_BYTES asks, at each tile of a chunk, for its share of the lines the
+    group's next chunk reads (conv_prefetch.py `prefetch_weights`), in the tile loop
+    outside the reduction; the sums what numpy makes them (odd plane: the 1-position
+    tail tile asks for nothing)."""
+    func = with_residual(ci, co, size) if residual else relu_bias_function(nchwc(ci, co, size, 1)[0])
+    recorded = [a for p, a in steps(func) if p == "prefetch" and a.startswith("p1 ")]
+    assert len(recorded) == asked
+    assert all(a.endswith(".fused.outer") for a in recorded)
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=residual, seed=12)

@@ -146,6 +146,23 @@ calls), 96 -> 576 0.98-1.00x, the kernels' medians summed 0.988x; the same with 
 0.975x and 0.977x (25 and 40 rounds, load 6-7; unchanged kernels moved by 2-5% in the
 same runs), 3 x 4 over its 49 positions 1.01x, chunks of 32 1.00x: left at 48.
 
+Those tiles a row now give way to a flattened tile whose buffer holds more rows when it
+costs at most FLAT_SLACK (1%) more modelled cycles with as many accumulators
+(`_taller_flat`): MobileNet v2's 384 -> 96, 576 -> 96 + residual and 96 -> 576 at 14x14
+take 3 x 4 over 7 rows flattened (0.5% more cycles by the model) and 8 KiB of filters a
+chunk.  A chunk's filters stay in L1 for its buffer's rows only, so the row's tile read
+each group's filters (72-108 KiB, from L2, with the input and output of the layer
+around them there) again for each of the 7 buffers of two rows; the taller one reads
+them twice, and its filters (147-221 KiB) get the next chunk's lines asked for
+(conv_prefetch.py).  Measured in the model (1 thread, the two builds' inferences
+alternated in one process, 30 rounds, each kernel's least of 3 calls a round, median of
+the paired ratios; the builds made in both orders, load 5.7-7.4 from other work; the
+geometric mean of the two runs): 384 -> 96 0.97x, 576 -> 96 + residual 0.96x and 0.97x,
+96 -> 576 0.93x (three calls); unchanged kernels between them (192 -> 64, 64 -> 384)
+0.99-1.03x.  ResNet-50's 1x1s are all flattened before it, untouched.  Tried: 3 x 4
+over 7 rows for 384 -> 96 and 576 -> 96 alone, one run in each order: 0.93-0.95x and
+1.01-1.02x the other way.
+
 A filter wider than 1x1 keeps half of ACC_BYTES for the buffer: a chunk's tiles read
 (rows - 1) x stride + the filter's height rows of the padded input, which share L1
 with the buffer and the chunk's filters.  ResNet-50's stride-2 3x3 convolution of 128
@@ -178,7 +195,7 @@ the time goes.  MLAS's own NCHWc filters are OIHW8i8o with the blocks apart, as 
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_prefetch import prefetch_input, prefetch_output, wants_output_prefetch
+from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, wants_output_prefetch
 from .conv_tile_end import ROW_PARTS, unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
@@ -187,6 +204,7 @@ WEIGHT_BYTES = 8 << 10  # filters of one chunk: a quarter of L1, beside the buff
 ACC_BYTES = 16 << 10  # the buffer of a group's rows
 ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a row (module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
+FLAT_SLACK = 0.01  # a taller flattened 1x1 tile may cost this much more than a row's (`_taller_flat`)
 
 
 def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int, bool] | None:
@@ -234,7 +252,42 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if filter_taps(conv) == 1:  # a 1x1 whose tile stays a row: a small buffer, more filters (module doc)
         chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= ROW_WEIGHT_BYTES)
         single = chunk == channels.extent
+        if not single:
+            taller = _taller_flat(conv, unit, per_block, rows, cols * vectors,
+                                  (blocks // vectors) * oh * _cycles(ow, cols, vectors, per_block))
+            if taller is not None:
+                return taller
     return None if single else (cols, vectors, rows, chunk, False)
+
+
+def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):
+    """For a chunked 1x1 whose tile stays a row over a buffer of `rows` rows: the
+    flattened tile of the blocks whose buffer holds more rows, when it costs at most
+    FLAT_SLACK more modelled cycles over the output than the row's (`row_cost`) and
+    holds as many accumulators (`row_tile`), as
+    (cols, vectors, rows, chunk, True) with WEIGHT_BYTES of filters a chunk; else None
+    (module doc: the row's tile reads its group's filters again for every buffer)."""
+    _, blocks, oh, ow, lanes = conv.tensor.shape
+    channels, *window = conv.reduce_axes
+    per_channel = 1
+    for axis in window:
+        per_channel *= axis.extent
+    found = []
+    for v in _divisors(blocks):
+        taller = _rows(oh, ow, v * lanes * 4)
+        if taller <= rows or not unit.tile_fits(1, v, per_block):
+            continue
+        cols = _flat_cols(taller * ow, v, unit, per_block)
+        if cols * v < row_tile:  # as many accumulators as the row's tile
+            continue
+        cost = _flat_cost(oh, ow, blocks, lanes, cols, v, per_block)
+        if cost <= (1 + FLAT_SLACK) * row_cost:
+            found.append((cost, -v, cols, taller))
+    if not found:
+        return None
+    _, v, cols, taller = min(found)
+    chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * -v * lanes * 4 <= WEIGHT_BYTES)
+    return cols, -v, taller, chunk, True
 
 
 def _rows(oh: int, ow: int, group_bytes: int, limit: int = ACC_BYTES) -> int:
@@ -365,6 +418,7 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     sch.cache_accumulator(t, ci, into=e if e.ndim == 5 else None)
     if flat and filter_taps(conv) == 1:  # conv_prefetch.py
         prefetch_input(sch, conv, xo, cols, chunk)
+        prefetch_weights(sch, conv, xo, cols, rows, chunk, vectors)
     if sch.is_output(e) and wants_output_prefetch(conv, epilogue):  # conv_prefetch.py
         prefetch_output(sch, conv, epilogue, ci, conv.body.axes[0] % chunk, ci.extent, cols, vectors)
     unroll_block_channels(sch, conv)

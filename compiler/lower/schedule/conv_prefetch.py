@@ -1,5 +1,6 @@
 """The output lines a chunked convolution's epilogue will write (and a residual's it will
-read), asked for while its tiles compute (conv_chunks.py).
+read), and the input and filter lines its next tiles will read, asked for while its
+tiles compute (conv_chunks.py).
 
 conv_chunks.py's epilogue reads a buffer of the group's rows back and writes the output
 a burst at a time (448 stores for ResNet-50's 128 -> 512 at 28x28, a buffer of 4 rows of
@@ -55,6 +56,32 @@ too, 32 -> 16 at 112x112 0.962, 96 -> 24 0.979, 144 -> 24 + residual 0.899; the 
 inference 0.990x.  Beside onnxruntime's nodes (bench/layers.py, 1 thread, 4 runs of each
 build in turns, load 3.4-4.5, medians of the runs' ratios): layer1's ends 0.99, 1.00,
 0.99 -> 0.965, 0.955, 0.96 (each run's 0.94-1.03), the downsample 0.975 -> 0.94.
+
+A flattened 1x1 tile whose packed filters are at least WEIGHT_PREFETCH_BYTES, over a
+plane of at most WEIGHT_PREFETCH_POSITIONS (14x14: a chunk's filters serve few tiles), also asks,
+at each tile of a chunk, for its share of the filter lines the group's next chunk (past
+the last, the next group's first) will read (`prefetch_weights`: tile t asks for line t
+of each of the group's blocks, more a tile when a block's piece of a chunk has more
+lines than the chunk has tiles; PREFETCHT1, into L2).  In the model every filter comes
+from beyond L2 (MobileNet v2's 14 MB of them pass through it once an inference), and a
+chunk reads `vectors` pieces of 1.5-2 KiB, 30 KiB apart for 960 input channels:
+MobileNet v2's 960 -> 320 at 7x7 took 354 us called again and again on the same
+buffers (its 1.2 MB of filters from L3), 435 us in the model, 960 -> 160 + residual 176
+against 210.  Measured in the model (1 thread, the two builds' inferences alternated in
+one process, 20-24 rounds, each kernel's least of 3 calls a round, median of the paired
+ratios; load 2.5-3.8 from other work): MobileNet v2's 1x1s at 7x7, 576 -> 160 0.85-0.88,
+960 -> 160 + residual 0.83-0.88, 160 -> 960 0.84-0.89, 960 -> 320 0.88-0.90, 320 ->
+1280 0.86-0.91 (three runs); 192 -> 64 at 14x14 (48 KiB) 0.94-0.985; the sum of its
+kernels 0.965x and 0.976x.  ResNet-50 (20 rounds, load 3.5): layer4's 1x1s 0.91-0.95
+(weights of 2-4 MB), the others 0.96-1.01, the sum of its kernels 0.993x; at 28x28
+and 56x56 (layer1's and layer2's 1x1s, 64-512 KiB of filters, each filter line serving
+hundreds of positions) 0.96-1.05 there and again at load 11 (both build orders): not
+asked there.  So bounded, both build orders (12 rounds each, load 8.6; the geometric
+mean of the two): layer4's 1x1s 0.92-0.955, layer3's 0.95-1.02, the sum of the kernels
+0.988x.  Flattened 1x1s with filters under 32 KiB (MobileNet v2's at 28x28 and
+above) moved by 0.95-1.04, not taken there.  Tried: the same for MobileNet v2's 2 x 6 tiles a row at 14x14 (384 ->
+96, 576 -> 96 + residual; 147 and 221 KiB of filters): 1.04, 0.98, 0.99, no gain;
+they took 163 and 268 us called again and again, 184 and 271 in the model.
 """
 
 from __future__ import annotations
@@ -69,6 +96,8 @@ OUTPUT_PREFETCH_BYTES = 1 << 20  # an output at least this large (twice this mac
 OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this many input channels
 INPUT_AHEAD = 4  # tiles ahead whose input lines a flattened 1x1 tile asks for (against 2: 0.97-0.995x)
 INPUT_PREFETCH_POSITIONS = 56 * 56  # ... over a plane of at least this many positions (at 28x28 no gain)
+WEIGHT_PREFETCH_BYTES = 32 << 10  # packed filters at least this large get the next chunk's lines asked for
+WEIGHT_PREFETCH_POSITIONS = 14 * 14  # ... over a plane of at most this many positions (at 28x28, 56x56 no gain)
 
 
 def wants_output_prefetch(conv: Stage, out: Stage) -> bool:
@@ -147,3 +176,45 @@ def prefetch_input(sch: Schedule, conv: Stage, at: Axis, cols: int, chunk: int) 
             for line in range(-(-(cols - 1) // per_line) + 1):  # lines a tile's positions span
                 position = y * ow + x + INPUT_AHEAD * cols + line * per_line
                 sch.prefetch(conv.tensor, at, data, ((n * blocks + first + j) * (h * w) + position) * lanes)
+
+
+def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int, chunk: int, vectors: int) -> None:
+    """At each iteration of `conv`'s tile loop `at` (a 1x1 tile of `cols` positions
+    flattened over the rows, `chunk` input blocks a chunk, `vectors` output blocks), ask
+    for a share of the filter lines the group's next chunk reads: the tile t of a chunk
+    asks for line t of each block's piece (more than one a tile when a piece has more
+    lines than the chunk has tiles), when the packed filters are at least
+    WEIGHT_PREFETCH_BYTES and the plane at most WEIGHT_PREFETCH_POSITIONS (module doc)."""
+    weight = _packed_weight(sch, conv)
+    if weight is None:
+        return
+    size = max(1, te.bits(weight.dtype) // 8)
+    for d in weight.shape:
+        size *= d
+    _, _, oh, ow, _ = conv.tensor.shape
+    if size < WEIGHT_PREFETCH_BYTES or oh * ow > WEIGHT_PREFETCH_POSITIONS:
+        return
+    _, ob, y, x, _ = conv.tensor.op.axes
+    blocks_in, per_block = weight.shape[1], 1
+    for d in weight.shape[2:]:
+        per_block *= d  # the elements of one output block's filters for one input block
+    per_line = max(1, LINE_BYTES // max(1, te.bits(weight.dtype) // 8))
+    lines = -(-(chunk * per_block) // per_line)  # lines of one block's piece of a chunk
+    tiles = (rows * ow) // cols  # the tile loop's iterations a chunk (the tail is a loop of its own)
+    tile = (y * ow + x) % (rows * ow) // cols
+    reps = -(-lines // tiles)
+    after = conv.body.axes[0] + chunk  # the next chunk's first input block (the chunk's first where the tile starts)
+    group = ob + after // blocks_in * vectors  # past the last chunk: the next group's first
+    for j in range(vectors):
+        for q in range(reps):
+            line = tile * reps + q
+            index = ((group + j) * blocks_in + after % blocks_in) * per_block + line * per_line
+            sch.prefetch(conv.tensor, at, weight, index)
+
+
+def _packed_weight(sch: Schedule, conv: Stage) -> te.Tensor | None:
+    """The packed filters (OIHW[i]i[o]o) `conv` reads, when an input of the schedule."""
+    for ld in te.nodes(conv.body):
+        if isinstance(ld, te.Load) and ld.tensor.ndim == 6 and any(ld.tensor is i for i in sch.inputs):
+            return ld.tensor
+    return None
