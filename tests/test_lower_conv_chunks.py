@@ -312,6 +312,23 @@ def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
     _agrees_with_numpy(lowered, attrs, ci, co, size, 1, seed=7)
 
 
+@pytest.mark.parametrize("ci,co,size,k,fused", [
+    (64, 32, 15, 3, "ax0_3, ax1_3 ->"),  # stride-2 3x3 at an odd width: the rows and columns loops of their own
+    (8, 16, 30, 7, "ax0_3, ax1_3, ax2_3 ->"),  # one input block (the stem's 7x7): the rows join the fused loop
+])
+def test_padded_copy_keeps_its_rows_and_columns_loops(avx2, jit, ci, co, size, k, fused):
+    """A blocked padded copy fuses only its batch and blocks (conv.py `_copy_inner`: no
+    division to recover a row and column per vector), its rows too when there is a single
+    block (a parallel loop of more than one iteration), and the convolution reading it is
+    still numpy's."""
+    case, attrs = nchwc(ci, co, size, k, stride=2)
+    func = relu_bias_function(case)
+    recorded = [a for p, a in steps(func) if p == "fuse" and a.startswith("T_pad:")]
+    assert len(recorded) == 1 and recorded[0].startswith(f"T_pad: {fused}"), recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    _agrees_with_numpy(lowered, attrs, ci, co, size, k, seed=12)
+
+
 @pytest.mark.parametrize("ci,co,size,k,chunked", [
     (256, 32, 14, 1, True),  # the chunked tile (conv_chunks.py)
     (64, 256, 12, 1, False),  # conv.py's tile: the filters of a group fit, 3 x 4 divides the row
