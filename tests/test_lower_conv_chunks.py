@@ -179,11 +179,11 @@ def test_row_tile_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit, monk
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=7)
 
 
-@pytest.mark.parametrize("size, asked", [(56, 16), (28, 0)])
-def test_a_1x1_at_56x56_asks_for_its_input_lines_ahead(avx2, jit, size, asked):
-    """ResNet-50's layer1 bottleneck end, 64 -> 256 + residual: at 56x56 each tile of the
-    flattened tile loop asks for two lines of each of the chunk's 8 input blocks
-    (conv_prefetch.py `prefetch_input`), at 28x28 for none; the result still numpy's."""
+@pytest.mark.parametrize("size, asked", [(56, 16), (28, 16), (14, 0)])
+def test_a_1x1_from_28x28_asks_for_its_input_lines_ahead(avx2, jit, size, asked):
+    """ResNet-50's layer1 bottleneck end, 64 -> 256 + residual: at 56x56 and 28x28 each
+    tile of the flattened tile loop asks for two lines of each of the chunk's 8 input
+    blocks (conv_prefetch.py `prefetch_input`), at 14x14 for none; the result still numpy's."""
     ci, co = 64, 256
     func = with_residual(ci, co, size)
     recorded = [a for p, a in steps(func) if p == "prefetch" and a.startswith("p0 ")]
@@ -334,6 +334,23 @@ def test_strided_1x1_nchwc_gathers_its_pixels_first(avx2, jit, ci, co, size):
     _agrees_with_numpy(lowered, attrs, ci, co, size, 1, seed=7)
 
 
+@pytest.mark.parametrize("ci,co,size,k,fused", [
+    (64, 32, 15, 3, "ax0_3, ax1_3 ->"),  # stride-2 3x3 at an odd width: the rows and columns loops of their own
+    (8, 16, 30, 7, "ax0_3, ax1_3, ax2_3 ->"),  # one input block (the stem's 7x7): the rows join the fused loop
+])
+def test_padded_copy_keeps_its_rows_and_columns_loops(avx2, jit, ci, co, size, k, fused):
+    """A blocked padded copy fuses only its batch and blocks (conv.py `_copy_inner`: no
+    division to recover a row and column per vector), its rows too when there is a single
+    block (a parallel loop of more than one iteration), and the convolution reading it is
+    still numpy's."""
+    case, attrs = nchwc(ci, co, size, k, stride=2)
+    func = relu_bias_function(case)
+    recorded = [a for p, a in steps(func) if p == "fuse" and a.startswith("T_pad:")]
+    assert len(recorded) == 1 and recorded[0].startswith(f"T_pad: {fused}"), recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    _agrees_with_numpy(lowered, attrs, ci, co, size, k, seed=12)
+
+
 @pytest.mark.parametrize("ci,co,size,k,chunked", [
     (256, 32, 14, 1, True),  # the chunked tile (conv_chunks.py)
     (64, 256, 12, 1, False),  # conv.py's tile: the filters of a group fit, 3 x 4 divides the row
@@ -394,7 +411,7 @@ def test_a_large_output_has_its_lines_asked_for_while_the_tiles_compute(avx2, ji
     """128 -> 512 at 28x28 (ResNet-50's; 1.6 MB of output, 128 input channels): each
     chunk step prefetches for writing a line of the next tile's output (conv_prefetch.py),
     PREFETCHW in the code, and the sums are what numpy makes them; with 256 input channels
-    (a longer reduction) there is no such prefetch."""
+    (a longer reduction) there is no such prefetch (only the input's, prefetch_input's)."""
     ci, co, size = 128, 512, 28
     func = relu_bias_function(nchwc(ci, co, size, 1)[0])
     assert ("prefetch", "T_relu for writing at T_conv2d_NCHWc.rcb.inner") in steps(func)
@@ -403,16 +420,16 @@ def test_a_large_output_has_its_lines_asked_for_while_the_tiles_compute(avx2, ji
     assert "i32 1, i32 2, i32 1)" in lowered.optimized_ir  # llvm.prefetch's rw = 1
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=False, seed=8)
     longer = relu_bias_function(nchwc(256, co, size, 1)[0])
-    assert not any(p == "prefetch" for p, _ in steps(longer))
+    assert not any(p == "prefetch" and "for writing" in a for p, a in steps(longer))
 
 
 def test_a_residual_of_the_outputs_shape_has_its_lines_asked_for_too(avx2, jit):
     """relu(conv + bias + residual) at 128 -> 512, 28x28 (ResNet-50's bottleneck end): the
-    residual's lines prefetched for reading beside the output's for writing, the sums
-    what numpy makes them."""
+    residual's lines prefetched for reading beside the output's for writing (and the
+    input's, prefetch_input's, at the tile loop), the sums what numpy makes them."""
     ci, co, size = 128, 512, 28
     func = with_residual(ci, co, size)
-    prefetches = [a for p, a in steps(func) if p == "prefetch"]
+    prefetches = [a for p, a in steps(func) if p == "prefetch" and not a.startswith("p0 ")]
     assert prefetches == ["T_relu for writing at T_conv2d_NCHWc.rcb.inner", "p3 at T_conv2d_NCHWc.rcb.inner"]
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=9)
 

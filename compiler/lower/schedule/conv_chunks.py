@@ -179,7 +179,7 @@ load 5.6; outputs bit-identical).
 The epilogue's stores go to output lines no cache holds; where the output outgrows L2
 twice over and the reduction is short (ResNet-50's 128 -> 512 at 28x28), the tiles ask
 for those lines while they compute (conv_prefetch.py: 11.6% of the kernel's samples in
-the epilogue before, 2.6% after).  A flattened 1x1 tile at 56x56 also asks, at each tile,
+the epilogue before, 2.6% after).  A flattened 1x1 tile at 56x56 or 28x28 also asks, at each tile,
 for the input lines of every block of the chunk that the tile 4 tiles on broadcasts from
 (conv_prefetch.py `prefetch_input`: ResNet-50's layer1 ends 0.96-0.98x the time).
 

@@ -32,7 +32,7 @@ at 56x56 (a single chunk) 0.96-1.00x, 128 -> 512 + residual 0.95-1.00x, the kern
 leaves alone 0.99x: not taken.
 
 A flattened 1x1 tile of stride 1 over a plane of at least INPUT_PREFETCH_POSITIONS
-(ResNet-50's at 56x56) also asks for the input lines it will broadcast from INPUT_AHEAD
+(ResNet-50's at 56x56 and 28x28) also asks for the input lines it will broadcast from INPUT_AHEAD
 tiles on, two lines of each input block of the chunk a tile (`prefetch_input`).  Each
 step of the chunk's reduction broadcasts from another block's plane, 56 x 56 x 8 floats
 (98 KiB, 2 KiB past a multiple of 4 KiB) apart, so the 8 lines a tile starts on fall in
@@ -56,6 +56,20 @@ too, 32 -> 16 at 112x112 0.962, 96 -> 24 0.979, 144 -> 24 + residual 0.899; the 
 inference 0.990x.  Beside onnxruntime's nodes (bench/layers.py, 1 thread, 4 runs of each
 build in turns, load 3.4-4.5, medians of the runs' ratios): layer1's ends 0.99, 1.00,
 0.99 -> 0.965, 0.955, 0.96 (each run's 0.94-1.03), the downsample 0.975 -> 0.94.
+
+From 28x28 too, 4 tiles ahead (stop 30, h-rn10): a sampled profile in the model of
+layer2's bottleneck end (128 -> 512 + residual at 28x28) put 9% of its samples on the
+three broadcasts that start an input block's step, as at 56x56.  Measured in the model
+(1 thread; the two builds in two processes, their inferences alternated 40-60 rounds,
+each kernel's CPU time read around its call (CLOCK_THREAD_CPUTIME_ID), median of the
+paired ratios; three runs at load 6-7 from other work): 512 -> 128 at 28x28 (3 calls)
+0.88, 0.89, 0.97 / 0.88, 0.92, 0.89 / 0.90, 0.92, 0.89, 512 -> 256 at 28x28 0.97, 0.91,
+0.88, layer2's four ends 0.97-0.99 / 0.89-0.99 / 0.93-1.02 (medians about 0.97), the
+kernels left alone 0.94-1.06; the whole inference 1.00x, 0.97x, 0.99x.  At 14x14 too
+(one run, wall time, load 4.4-5): layer3's ends (256 -> 1024 + residual, an input of 200
+KB that stays in L2) 1.00-1.10x, 1024 -> 256 0.95-1.02x: not asked there.  MobileNet v2
+(its flattened 1x1s at 28x28 take it too; 80 rounds, twice, load 6-7): the whole 1.004x
+and 0.981x, CPU time 1.000x both, its 1x1s at 28x28 0.97-1.07x.
 
 A flattened 1x1 tile whose packed filters are at least WEIGHT_PREFETCH_BYTES, over a
 plane of at most WEIGHT_PREFETCH_POSITIONS (14x14: a chunk's filters serve few tiles), also asks,
@@ -95,7 +109,7 @@ AHEAD = 1  # tiles ahead whose output lines a tile asks for (0, the tile's own: 
 OUTPUT_PREFETCH_BYTES = 1 << 20  # an output at least this large (twice this machine's L2) gets its lines asked for
 OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this many input channels
 INPUT_AHEAD = 4  # tiles ahead whose input lines a flattened 1x1 tile asks for (against 2: 0.97-0.995x)
-INPUT_PREFETCH_POSITIONS = 56 * 56  # ... over a plane of at least this many positions (at 28x28 no gain)
+INPUT_PREFETCH_POSITIONS = 28 * 28  # ... over a plane of at least this many positions (at 14x14 it lost)
 WEIGHT_PREFETCH_BYTES = 32 << 10  # packed filters at least this large get the next chunk's lines asked for
 WEIGHT_PREFETCH_POSITIONS = 14 * 14  # ... over a plane of at most this many positions (at 28x28, 56x56 no gain)
 
