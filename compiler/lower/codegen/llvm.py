@@ -60,6 +60,8 @@ from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from .emitted import Emitted
+from .ir_text import _Printer
+from .lines import TextBuilder
 from ..te.mathfuncs import INLINED
 from .lane_total import emit_tree, tree_plan
 from .lanes import LanePlan, Lanes, lane_plan, same_expr
@@ -135,7 +137,7 @@ def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> N
     fn = _buffer_function(module, func.name, list(func.params), [], internal=False)
     where = source_location(func.span) or (0, 0)
     em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where, func.span,
-                  func.name, itertools.count(), in_parallel=False, plans=_LoopPlans())
+                  func.name, itertools.count(), in_parallel=False, plans=_LoopPlans(), printer=_Printer())
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
     em.stmt(func.body)
     em.finish()
@@ -150,16 +152,17 @@ class _Emitter:
 
     def __init__(self, module: ir.Module, debug: DebugInfo, fn: ir.Function, scope: ir.DIValue,
                  where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool,
-                 plans: _LoopPlans) -> None:
+                 plans: _LoopPlans, printer: _Printer) -> None:
         self.module, self.debug, self.fn, self.scope = module, debug, fn, scope
+        self.printer = printer  # the text of operands and types, for the builders' lines (lines.py)
         self.plans = plans
         self.where = where  # the current node's Relay (line, column); first the function's own
         self.span = span  # the current node's span (the innermost one that has a span)
         self.root, self.counter, self.in_parallel = root, counter, in_parallel
         self.entry = fn.append_basic_block("entry")  # allocas only; branches to `body` at finish
-        self.allocas = ir.IRBuilder(self.entry)
+        self.allocas = TextBuilder(self.entry, printer)
         self.allocas.debug_metadata = debug.location(where, scope)
-        self.builder = ir.IRBuilder(fn.append_basic_block("body"))
+        self.builder = TextBuilder(fn.append_basic_block("body"), printer)
         self.buffers: dict[int, ir.Value] = {}
         self.vars: dict[int, ir.Value] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> its loop's extent (for index bounds)
@@ -433,7 +436,8 @@ class _Emitter:
         body_fn.attributes.add("noinline")
         where = self.where
         inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
-                         where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
+                         where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
+                         printer=self.printer)
         inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
         inner.extents = {id(v): self.extents[id(v)] for v in free_vars if id(v) in self.extents}
@@ -448,7 +452,8 @@ class _Emitter:
         trampoline.attributes.add("nounwind")
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
-                      where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
+                      where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
+                      printer=self.printer)
         tb = tr.builder
         *captured, counters = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                                inbounds=True, source_etype=struct), typ=t) for k, t in enumerate(fields)]
