@@ -134,14 +134,21 @@ class Emitted:
         return now
 
     def reads_memory(self, e: te.PrimExpr) -> bool:
-        return bool(self._read_buffers(e))
+        found = self._buffers.get(id(e))
+        return bool(self._read_buffers(e) if found is None else found)
 
     def _read_buffers(self, e: te.PrimExpr) -> frozenset[int]:
-        key = id(e)
-        found = self._buffers.get(key)
+        memo = self._buffers
+        found = memo.get(id(e))
         if found is None:
-            found = frozenset().union(*(self._read_buffers(k) for k in te.children(e)))
+            found = frozenset()
+            for k in te.children(e):
+                more = memo.get(id(k))
+                if more is None:
+                    more = self._read_buffers(k)
+                if more:
+                    found = found | more if found else more
             if isinstance(e, te.BufferLoad):
-                found |= {id(e.buffer)}
-            self._buffers[key] = found
+                found = found | {id(e.buffer)}
+            memo[id(e)] = found
         return found

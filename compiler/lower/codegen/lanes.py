@@ -106,10 +106,10 @@ def _stores(body) -> list[Store] | None:
 
 def uses_var(e: te.PrimExpr, var: te.Var, memo: dict[int, bool]) -> bool:
     """Whether `e` reads `var` (memoised by node id in `memo`)."""
-    key = id(e)
-    if key not in memo:
-        memo[key] = e is var or any(uses_var(k, var, memo) for k in te.children(e))
-    return memo[key]
+    found = memo.get(id(e))
+    if found is None:
+        found = memo[id(e)] = e is var or any(uses_var(k, var, memo) for k in te.children(e))
+    return found
 
 
 def affine_stride(e: te.PrimExpr, var: te.Var, uses: dict[int, bool]) -> int | None:

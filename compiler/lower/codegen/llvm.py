@@ -257,7 +257,7 @@ class _Emitter:
         ptr = self.buffers.get(id(buffer))
         if ptr is None:
             raise LoweringError(f"LLVM code generation: buffer {buffer.name} is not a parameter or allocated")
-        key = ("address", id(ptr), buffer.dtype, _value_key(index))
+        key = ("address", id(ptr), buffer.dtype, self.value_key(index))
         found = self.numbered.get(key)
         if found is None:
             if index.type != I64:
@@ -536,7 +536,7 @@ class _Emitter:
         window's loads): emitted once, LLVM has fewer instructions to print, parse and
         deduplicate (its no-wrap flags are facts about the values, whichever expression
         proved them)."""
-        key = (e.op, e.b.dtype, _value_key(x), _value_key(y))
+        key = (e.op, e.b.dtype, self.value_key(x), self.value_key(y))
         value = self.numbered.get(key)
         if value is None:
             value = self.numbered[key] = self._binary(e, x, y)
@@ -599,7 +599,7 @@ class _Emitter:
         """`x op y` on indices whose result lies between low and high (`nonnegative`: so do
         both operands), with the no-wrap flags `no_wrap` would give it, once per operation
         and values where it dominates (`numbered`)."""
-        key = (op, te.INDEX, _value_key(x), _value_key(y))
+        key = (op, te.INDEX, self.value_key(x), self.value_key(y))
         value = self.numbered.get(key)
         if value is None:
             flags: tuple[str, ...] = ()
@@ -664,6 +664,14 @@ class _Emitter:
     def reads_memory(self, e: te.PrimExpr) -> bool:
         return self.emitted.reads_memory(e)
 
+    def value_key(self, v: ir.Value) -> Any:
+        """What identifies an operand's value: a constant by its type and value, else the
+        instruction or argument itself."""
+        if isinstance(v, ir.Constant):
+            c = v.constant
+            return "const", self.printer.type(v.type), tuple(c) if isinstance(c, list) else c
+        return id(v)
+
 
 class _At:
     """`_Emitter.at`'s block (a class, not a generator: entered for every statement and
@@ -688,14 +696,6 @@ class _At:
             err.span = em.span
         em.where, em.span, em.builder.debug_metadata = self.saved
         return False
-
-
-def _value_key(v: ir.Value) -> Any:
-    """What identifies an operand's value: a constant by its value, else the instruction
-    or argument itself."""
-    if isinstance(v, ir.Constant):
-        return "const", str(v.type), tuple(v.constant) if isinstance(v.constant, list) else v.constant
-    return id(v)
 
 
 def _vector_pieces(extent: int) -> list[int]:
