@@ -12,6 +12,11 @@ kernel of the models it builds), odd spaces included: an address computation end
 `i64 %"x" , !dbg !12`, and an insertelement carries no debug location.  Printing
 ResNet-50's 29 kernels took 0.5-0.8x llvmlite's time (3 rounds alternated in
 one process, load 5-9).
+
+Since then the code generator makes those instructions as `Line`s, their text written
+when they are made (lines.py, with this printer's operand and type texts): ResNet-50's
+kernels have 32,500 of them, and 4,000 llvmlite instructions (branches, phis, calls,
+allocas, vector element moves), which `_Printer` prints as above.
 """
 
 from __future__ import annotations

@@ -4,13 +4,20 @@ llvmlite makes an instruction as an object (its name registered, its operands, f
 metadata kept), and `str(module)` (or ir_text.py's `module_text`) prints it later from
 those.  The code generator never looks at an instruction again once made, but for its
 value's type and reference where later ones use it, so `TextBuilder` makes the kinds that
-are most of a kernel (loads, stores, addresses, arithmetic, comparisons, selects, casts,
-vector element moves) as a `Line`: the value's type and reference, and the instruction's
-text, written once, as llvmlite would print it (ir_text.py's `_Printer` writes the
-operands).  Every other instruction (branches, phis, calls, allocas) is llvmlite's, and
+are most of a kernel (loads, stores, addresses, arithmetic, comparisons, selects, casts)
+as a `Line`: the value's type and reference, and the instruction's text, written once, as
+llvmlite would print it (ir_text.py's `_Printer` writes the operands).  Every other
+instruction (branches, phis, calls, allocas, vector element moves) is llvmlite's, and
 names still come from the function's scope in the same order, so the module's text is the
 one llvmlite would print, byte for byte (tests/test_lower_ir_text.py builds every
-instruction both ways).
+instruction both ways; every kernel of ResNet-50, the GPT-2 block, MobileNet v2 and BERT,
+99 in all, compared with the text before): the same LLVM input, so the same machine code
+and cache entries.  ResNet-50's 29 kernels make 32,500 lines and 4,000 llvmlite
+instructions, which leaves half the objects a worker collects (222,000 -> 109,000).
+Generating and printing them took 3.26 -> 2.80 s (medians of 8 timings each, in two
+processes a side alternated, load 4); cold ResNet-50 builds alternated with the base in
+fresh processes, CPU paired 0.922 (6 rounds, load 6.7-7.3) and 0.963 (8 rounds, load
+6-8.6).
 """
 
 from __future__ import annotations
