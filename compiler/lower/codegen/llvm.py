@@ -67,7 +67,7 @@ from .lane_total import emit_tree, tree_plan
 from .lanes import LanePlan, Lanes, lane_plan, same_expr
 from .shares import COUNTER_STRIDE, MAX_TEAM, share_loop, zero_counters
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
-                     mem_type, reg_type)
+                     index_constant, mem_type, reg_type)
 
 SMALL_ALLOCA_BYTES = 4096
 INDEX_LIMIT = 1 << 62  # index bounds flagged as not wrapping stay within this, far from i64's
@@ -329,7 +329,7 @@ class _Emitter:
             self.bind_extent(s.var, s.extent)
             for k in range(s.extent):
                 with self.region(rebinds=s.var):
-                    self.vars[id(s.var)] = ir.Constant(I64, k)
+                    self.vars[id(s.var)] = index_constant(k)
                     self.stmt(s.body)
         else:
             self.bind_extent(s.var, s.extent)
@@ -577,7 +577,7 @@ class _Emitter:
                 return base, offset, low, high
             positive = k > 0 and low >= 0
             low, high = sorted((low * k, high * k))
-            return self.index_op("mul", base, ir.Constant(I64, k), low, high, positive), offset * k, low, high
+            return self.index_op("mul", base, index_constant(k), low, high, positive), offset * k, low, high
         if e.op == "sub":
             return xb, xc - yc, xl, xh
         if xb is None or yb is None:
@@ -588,10 +588,10 @@ class _Emitter:
     def offset(self, base: ir.Value | None, offset: int, low: float, high: float) -> ir.Value:
         """The value base + offset (`affine`'s answer), base between low and high."""
         if base is None:
-            return ir.Constant(I64, offset)
+            return index_constant(offset)
         if offset == 0:
             return base
-        return self.index_op("add", base, ir.Constant(I64, offset), low + offset, high + offset,
+        return self.index_op("add", base, index_constant(offset), low + offset, high + offset,
                              low >= 0 and offset >= 0)
 
     def index_op(self, op: str, x: ir.Value, y: ir.Value, low: float, high: float,
