@@ -327,12 +327,11 @@ class StageClock:
         from relaylens.compiler.lower.codegen import llvm as codegen_llvm
         from relaylens.compiler.lower.schedule import primitives as schedule
 
-        generate = codegen_llvm.generate
         patched = [(pipeline, "compose", self.timed("compose", pipeline.compose)),
                    (pipeline, "default_schedule", self.timed("schedule + loop nest", pipeline.default_schedule)),
                    (schedule.Schedule, "lower", self.timed("schedule + loop nest", schedule.Schedule.lower)),
-                   (codegen_llvm, "generate",
-                    self.timed("LLVM IR (llvmlite.ir)", lambda *a, **k: str(generate(*a, **k))))]
+                   (codegen_llvm, "generate", self.timed("LLVM IR (llvmlite.ir)", codegen_llvm.generate)),
+                   (pipeline, "module_text", self.timed("LLVM IR (llvmlite.ir)", pipeline.module_text))]
         saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
         try:
             for owner, name, fn in patched:

@@ -1,4 +1,5 @@
-"""codegen/ir_text.py prints a generated module as llvmlite does, byte for byte."""
+"""codegen/ir_text.py prints a generated module as llvmlite does, byte for byte, and
+codegen/lines.py writes the instructions it makes as text as llvmlite would print them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 
 from relaylens.compiler.build import build_text
 from relaylens.compiler.lower.codegen import llvm as codegen
-from relaylens.compiler.lower.codegen.ir_text import module_text
+from relaylens.compiler.lower.codegen.ir_text import _Printer, module_text
+from relaylens.compiler.lower.codegen.lines import TextBuilder
 from relaylens.compiler.lower.pipeline import _schedule, compose
 from relaylens.compiler.transform.fused_names import name_primitive_functions
 
@@ -79,3 +81,62 @@ def test_what_llvmlite_escapes_or_spells_out():
     b.ret_void()
     b.debug_metadata = None
     assert module_text(module) == str(module)
+
+
+def _both_ways(make):
+    """`make(builder, fn)` on llvmlite's IRBuilder and on lines.TextBuilder: the two
+    modules' texts."""
+    texts = []
+    for text_builder in (False, True):
+        module = ir.Module("m")
+        f32, i32 = ir.FloatType(), ir.IntType(32)
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType(), ir.IntType(64), i32, f32]), "k")
+        for arg, name in zip(fn.args, ('p"0', "n", "m", "x\\y")):
+            arg.name = name
+        block = fn.append_basic_block("entry")
+        b = TextBuilder(block, _Printer()) if text_builder else ir.IRBuilder(block)
+        di = module.add_debug_info("DILocation", {"line": 3, "column": 4, "scope": module.add_debug_info(
+            "DIFile", {"filename": "m.relay", "directory": ""})})
+        for debug in (None, di):
+            b.debug_metadata = debug
+            make(b, fn)
+        b.debug_metadata = None
+        b.ret_void()
+        texts.append((module_text(module), str(module)))
+    return texts
+
+
+def test_text_builder_writes_what_llvmlite_prints():
+    """Every instruction lines.TextBuilder writes as text, with and without a debug
+    location, named and not (a name taken already, one to escape), as llvmlite prints it."""
+    def make(b, fn):
+        p, n, m, x = fn.args
+        f32, i64, i8 = ir.FloatType(), ir.IntType(64), ir.IntType(8)
+        vec, ivec = ir.VectorType(f32, 8), ir.VectorType(ir.IntType(32), 8)
+        addr = b.gep(p, [n], inbounds=True, name="p", source_etype=f32)
+        plain = b.gep(p, [ir.Constant(i64, 7)], source_etype=vec)
+        v = b.load(addr, typ=vec, align=4, name='v"')
+        s = b.load(plain, typ=f32)
+        w = b.fadd(v, ir.Constant(vec, [1.0] * 8), flags=("contract",))
+        w = b.fmul(b.fsub(w, v), b.fdiv(v, w), name="w")
+        k = b.add(b.mul(n, ir.Constant(i64, 3), flags=("nuw", "nsw")), b.sub(n, n, flags=("nsw",)))
+        bits = b.xor(b.and_(m, m), b.or_(b.shl(m, ir.Constant(m.type, 2)), b.ashr(m, ir.Constant(m.type, 1))))
+        lt = b.icmp_signed("<", k, n)
+        ge = b.icmp_unsigned(">=", bits, m)
+        eq = b.icmp_signed("==", bits, m)
+        more = b.fcmp_ordered(">", v, w)
+        nan = b.fcmp_unordered("uno", x, x, flags=("fast",))
+        ne = b.fcmp_unordered("!=", s, x)
+        chosen = b.select(more, v, w)
+        b.select(b.and_(lt, ge), s, b.select(eq, x, s, flags=("fast",)))
+        casts = [b.sext(m, i64), b.zext(m, i64), b.trunc(n, i8), b.fpext(x, ir.DoubleType()),
+                 b.fptrunc(b.fpext(x, ir.DoubleType()), f32), b.bitcast(bits, f32), b.fptosi(x, i64),
+                 b.fptoui(x, i64), b.sitofp(m, f32), b.uitofp(n, f32), b.bitcast(chosen, ivec)]
+        b.store(chosen, addr, align=4)
+        b.store(b.select(nan, x, s), plain)
+        b.store(b.zext(ne, i8), b.gep(p, [casts[0]], inbounds=True, source_etype=i8), align=1)
+
+    (text, llvmlite_text), (lines_text, lines_str) = _both_ways(make)
+    assert text == llvmlite_text
+    assert lines_text == llvmlite_text
+    assert lines_str == llvmlite_text

@@ -59,14 +59,18 @@ class Emitted:
         self._uses: dict[int, dict[int, bool]] = {}  # id(var) -> uses_var's memo for it
         self._buffers: dict[int, frozenset[int]] = {}  # id(node) -> ids of the buffers it reads
         self._put: list[Hashable] = []  # every key put, in order, but those forgotten as their region ended
-        self._read_from: dict[Hashable, int] = {}  # a read's key (`put_load`) -> id of its buffer
+        self._reads: dict[Hashable, frozenset[int]] = {}  # a key of `loaded` -> ids of the buffers it reads
 
     def get(self, key: Hashable) -> ir.Value | None:
         value = self.pure.get(key)
         return self.loaded.get(key) if value is None else value
 
     def put(self, key: Hashable, node: te.PrimExpr, value: ir.Value, reads_memory: bool) -> None:
-        (self.loaded if reads_memory else self.pure)[key] = value
+        if reads_memory:
+            self.loaded[key] = value
+            self._reads[key] = self._read_buffers(node)
+        else:
+            self.pure[key] = value
         self._nodes[key] = node
         self._put.append(key)
 
@@ -78,16 +82,14 @@ class Emitted:
     def put_load(self, buffer: te.Buffer, address: ir.Value, lanes: int, value: ir.Value) -> None:
         key = ("load", id(address), lanes)
         self.loaded[key] = value
-        self._read_from[key] = id(buffer)
+        self._reads[key] = frozenset((id(buffer),))
         self._put.append(key)
 
     def stored(self, buffer: te.Buffer) -> None:
         """A store into `buffer` was emitted: the values that read it are stale."""
         if self.loaded:
-            b = id(buffer)
-            read_from = self._read_from
-            for key in [k for k in self.loaded if (read_from[k] == b if k in read_from
-                                                   else b in self._read_buffers(self._nodes[k]))]:
+            b, reads = id(buffer), self._reads
+            for key in [k for k in self.loaded if b in reads[k]]:
                 del self.loaded[key]
 
     def forget_loads(self) -> None:
@@ -134,14 +136,21 @@ class Emitted:
         return now
 
     def reads_memory(self, e: te.PrimExpr) -> bool:
-        return bool(self._read_buffers(e))
+        found = self._buffers.get(id(e))
+        return bool(self._read_buffers(e) if found is None else found)
 
     def _read_buffers(self, e: te.PrimExpr) -> frozenset[int]:
-        key = id(e)
-        found = self._buffers.get(key)
+        memo = self._buffers
+        found = memo.get(id(e))
         if found is None:
-            found = frozenset().union(*(self._read_buffers(k) for k in te.children(e)))
+            found = frozenset()
+            for k in te.children(e):
+                more = memo.get(id(k))
+                if more is None:
+                    more = self._read_buffers(k)
+                if more:
+                    found = found | more if found else more
             if isinstance(e, te.BufferLoad):
-                found |= {id(e.buffer)}
-            self._buffers[key] = found
+                found = found | {id(e.buffer)}
+            memo[id(e)] = found
         return found

@@ -12,6 +12,11 @@ kernel of the models it builds), odd spaces included: an address computation end
 `i64 %"x" , !dbg !12`, and an insertelement carries no debug location.  Printing
 ResNet-50's 29 kernels took 0.5-0.8x llvmlite's time (3 rounds alternated in
 one process, load 5-9).
+
+Since then the code generator makes those instructions as `Line`s, their text written
+when they are made (lines.py, with this printer's operand and type texts): ResNet-50's
+kernels have 32,500 of them, and 4,000 llvmlite instructions (branches, phis, calls,
+allocas, vector element moves), which `_Printer` prints as above.
 """
 
 from __future__ import annotations
@@ -33,15 +38,37 @@ def module_text(module: ir.Module) -> str:
     return "\n".join(lines)
 
 
+class Line(ir.values.Value):
+    """An instruction made as its text (lines.py): what later instructions use of it (`type`, the
+    reference), and the line printed in its block."""
+
+    __slots__ = ("type", "_name", "ref", "text")
+
+    def __init__(self, typ: ir.Type, name: str, ref: str, text: str) -> None:
+        self.type, self._name, self.ref, self.text = typ, name, ref, text
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def get_reference(self) -> str:
+        return self.ref
+
+    def __str__(self) -> str:
+        return self.text
+
+
 _NAMED = {Instruction, LoadInstr, GEPInstr, CastInstr, SelectInstr, ICMPInstr, FCMPInstr, PhiInstr, InsertElement,
           ShuffleVector, ir.Argument}
 
 
 class _Printer:
     def __init__(self) -> None:
-        self.metadata_refs: dict[int, str] = {}  # id(debug location) -> "!N"
-        self.type_texts: dict[int, str] = {}  # id(type) -> "<8 x float>"
-        self.int_refs: dict[tuple[int, int], str] = {}  # (id(type), value) -> "42"
+        # each keyed by id: the object is kept beside its text, so that its id is not a
+        # later object's (the code generator makes types and constants as it goes)
+        self.metadata_refs: dict[int, tuple[ir.Value, str]] = {}  # id(debug location) -> "!N"
+        self.type_texts: dict[int, tuple[ir.Type, str]] = {}  # id(type) -> "<8 x float>"
+        self.int_refs: dict[tuple[int, int], tuple[ir.Type, str]] = {}  # (id(type), value) -> "42"
         self.kinds = {Instruction: self.arithmetic, LoadInstr: self.load, StoreInstr: self.store,
                       GEPInstr: self.address, SelectInstr: self.select, ICMPInstr: self.compare,
                       FCMPInstr: self.compare, InsertElement: self.insert, ShuffleVector: self.shuffle}
@@ -54,6 +81,9 @@ class _Printer:
         for block in fn.blocks:
             buf.append(f"{block._format_name()}:\n")
             for instr in block.instructions:
+                if type(instr) is Line:
+                    buf.append(f"  {instr.text}\n")
+                    continue
                 kind = kinds.get(type(instr))
                 buf.append(f"  {instr}\n" if kind is None else f"  {kind(instr).rstrip()}\n")
         buf.append("}\n")
@@ -62,6 +92,8 @@ class _Printer:
     def ref(self, v: ir.Value) -> str:
         """`v.get_reference()`."""
         kind = type(v)
+        if kind is Line:
+            return v.ref
         if kind in _NAMED:
             name = v._name
             if "\\" not in name and '"' not in name:
@@ -70,10 +102,10 @@ class _Printer:
             value = v.constant
             if type(value) is int:
                 key = (id(v.type), value)
-                text = self.int_refs.get(key)
-                if text is None:
-                    text = self.int_refs[key] = v.get_reference()
-                return text
+                known = self.int_refs.get(key)
+                if known is None:
+                    known = self.int_refs[key] = v.type, v.get_reference()
+                return known[1]
             if isinstance(value, list) and isinstance(v.type, ir.VectorType):
                 return self.vector(value)
         return v.get_reference()
@@ -92,23 +124,25 @@ class _Printer:
         return f"{self.type(v.type)} {self.ref(v)}"
 
     def type(self, t: ir.Type) -> str:
-        text = self.type_texts.get(id(t))
-        if text is None:
-            text = self.type_texts[id(t)] = str(t)
-        return text
+        known = self.type_texts.get(id(t))
+        if known is None:
+            known = self.type_texts[id(t)] = t, str(t)
+        return known[1]
 
     def metadata(self, instr: Instruction) -> str:
         """`_stringify_metadata(leading_comma=True)`."""
         if not instr.metadata:
             return ""
-        refs = self.metadata_refs
         text = ""
         for k, v in instr.metadata.items():
-            ref = refs.get(id(v))
-            if ref is None:
-                ref = refs[id(v)] = v.get_reference()
-            text += f", !{k} {ref}"
+            text += f", !{k} {self.md_ref(v)}"
         return text
+
+    def md_ref(self, v: ir.Value) -> str:
+        known = self.metadata_refs.get(id(v))
+        if known is None:
+            known = self.metadata_refs[id(v)] = v, v.get_reference()
+        return known[1]
 
     def named(self, instr: Instruction) -> str:
         return "" if isinstance(instr.type, ir.VoidType) else f"{self.ref(instr)} = "

@@ -46,7 +46,7 @@ import llvmlite.ir as ir
 from ..schedule.loopnest import For, Seq, Stmt, Store
 from ..te import expr as te
 from ..te.mathfuncs import INLINED
-from .scalar import I32, I64, binary, call, cast, elem_bytes, mem_type, reg_type
+from .scalar import I32, I64, binary, call, cast, elem_bytes, index_constant, mem_type, reg_type
 
 MAX_LANES = 64
 LANE_DTYPES = ("float32", "float64", "int32", "int64")  # of what lanes load, store and compute
@@ -106,10 +106,10 @@ def _stores(body) -> list[Store] | None:
 
 def uses_var(e: te.PrimExpr, var: te.Var, memo: dict[int, bool]) -> bool:
     """Whether `e` reads `var` (memoised by node id in `memo`)."""
-    key = id(e)
-    if key not in memo:
-        memo[key] = e is var or any(uses_var(k, var, memo) for k in te.children(e))
-    return memo[key]
+    found = memo.get(id(e))
+    if found is None:
+        found = memo[id(e)] = e is var or any(uses_var(k, var, memo) for k in te.children(e))
+    return found
 
 
 def affine_stride(e: te.PrimExpr, var: te.Var, uses: dict[int, bool]) -> int | None:
@@ -214,7 +214,7 @@ class Lanes:
 
     def emit(self) -> None:
         with self.em.region(rebinds=self.var):
-            self.em.vars[id(self.var)] = ir.Constant(I64, 0)  # the bases: every index at lane 0
+            self.em.vars[id(self.var)] = index_constant(0)  # the bases: every index at lane 0
             self.statement(self.plan.body)
 
     def statement(self, s) -> None:
@@ -228,7 +228,7 @@ class Lanes:
             em.bind_extent(s.var, s.extent)
             for k in range(s.extent):
                 with em.region(rebinds=s.var):
-                    em.vars[id(s.var)] = ir.Constant(I64, k)
+                    em.vars[id(s.var)] = index_constant(k)
                     self.statement(s.body)
             em.vars.pop(id(s.var), None)
             em.extents.pop(id(s.var), None)
@@ -256,8 +256,8 @@ class Lanes:
 
     def index(self, base: ir.Value, offset: int) -> ir.Value:
         if isinstance(base, ir.Constant):
-            return ir.Constant(I64, base.constant + offset)
-        return self.em.builder.add(base, ir.Constant(I64, offset)) if offset else base
+            return index_constant(base.constant + offset)
+        return self.em.builder.add(base, index_constant(offset)) if offset else base
 
     def value(self, e: te.PrimExpr) -> ir.Value:
         """`e` over every lane: a vector, or a scalar when `e` does not read the loop variable."""

@@ -60,12 +60,14 @@ from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from .emitted import Emitted
+from .ir_text import _Printer
+from .lines import TextBuilder
 from ..te.mathfuncs import INLINED
 from .lane_total import emit_tree, tree_plan
 from .lanes import LanePlan, Lanes, lane_plan, same_expr
 from .shares import COUNTER_STRIDE, MAX_TEAM, share_loop, zero_counters
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
-                     mem_type, reg_type)
+                     index_constant, mem_type, reg_type)
 
 SMALL_ALLOCA_BYTES = 4096
 INDEX_LIMIT = 1 << 62  # index bounds flagged as not wrapping stay within this, far from i64's
@@ -135,7 +137,7 @@ def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> N
     fn = _buffer_function(module, func.name, list(func.params), [], internal=False)
     where = source_location(func.span) or (0, 0)
     em = _Emitter(module, debug, fn, debug.subprogram(fn, where[0], local=False), where, func.span,
-                  func.name, itertools.count(), in_parallel=False, plans=_LoopPlans())
+                  func.name, itertools.count(), in_parallel=False, plans=_LoopPlans(), printer=_Printer())
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
     em.stmt(func.body)
     em.finish()
@@ -150,16 +152,17 @@ class _Emitter:
 
     def __init__(self, module: ir.Module, debug: DebugInfo, fn: ir.Function, scope: ir.DIValue,
                  where: tuple[int, int], span: Any, root: str, counter: Iterator[int], in_parallel: bool,
-                 plans: _LoopPlans) -> None:
+                 plans: _LoopPlans, printer: _Printer) -> None:
         self.module, self.debug, self.fn, self.scope = module, debug, fn, scope
+        self.printer = printer  # the text of operands and types, for the builders' lines (lines.py)
         self.plans = plans
         self.where = where  # the current node's Relay (line, column); first the function's own
         self.span = span  # the current node's span (the innermost one that has a span)
         self.root, self.counter, self.in_parallel = root, counter, in_parallel
         self.entry = fn.append_basic_block("entry")  # allocas only; branches to `body` at finish
-        self.allocas = ir.IRBuilder(self.entry)
+        self.allocas = TextBuilder(self.entry, printer)
         self.allocas.debug_metadata = debug.location(where, scope)
-        self.builder = ir.IRBuilder(fn.append_basic_block("body"))
+        self.builder = TextBuilder(fn.append_basic_block("body"), printer)
         self.buffers: dict[int, ir.Value] = {}
         self.vars: dict[int, ir.Value] = {}
         self.extents: dict[int, int] = {}  # loop variable id -> its loop's extent (for index bounds)
@@ -254,7 +257,7 @@ class _Emitter:
         ptr = self.buffers.get(id(buffer))
         if ptr is None:
             raise LoweringError(f"LLVM code generation: buffer {buffer.name} is not a parameter or allocated")
-        key = ("address", id(ptr), buffer.dtype, _value_key(index))
+        key = ("address", id(ptr), buffer.dtype, self.value_key(index))
         found = self.numbered.get(key)
         if found is None:
             if index.type != I64:
@@ -326,7 +329,7 @@ class _Emitter:
             self.bind_extent(s.var, s.extent)
             for k in range(s.extent):
                 with self.region(rebinds=s.var):
-                    self.vars[id(s.var)] = ir.Constant(I64, k)
+                    self.vars[id(s.var)] = index_constant(k)
                     self.stmt(s.body)
         else:
             self.bind_extent(s.var, s.extent)
@@ -433,7 +436,8 @@ class _Emitter:
         body_fn.attributes.add("noinline")
         where = self.where
         inner = _Emitter(self.module, self.debug, body_fn, self.debug.subprogram(body_fn, where[0], local=True),
-                         where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
+                         where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
+                         printer=self.printer)
         inner.buffers = {id(b): a for b, a in zip(buffers, body_fn.args)}
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
         inner.extents = {id(v): self.extents[id(v)] for v in free_vars if id(v) in self.extents}
@@ -448,7 +452,8 @@ class _Emitter:
         trampoline.attributes.add("nounwind")
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
-                      where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans)
+                      where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
+                      printer=self.printer)
         tb = tr.builder
         *captured, counters = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                                inbounds=True, source_etype=struct), typ=t) for k, t in enumerate(fields)]
@@ -531,7 +536,7 @@ class _Emitter:
         window's loads): emitted once, LLVM has fewer instructions to print, parse and
         deduplicate (its no-wrap flags are facts about the values, whichever expression
         proved them)."""
-        key = (e.op, e.b.dtype, _value_key(x), _value_key(y))
+        key = (e.op, e.b.dtype, self.value_key(x), self.value_key(y))
         value = self.numbered.get(key)
         if value is None:
             value = self.numbered[key] = self._binary(e, x, y)
@@ -572,7 +577,7 @@ class _Emitter:
                 return base, offset, low, high
             positive = k > 0 and low >= 0
             low, high = sorted((low * k, high * k))
-            return self.index_op("mul", base, ir.Constant(I64, k), low, high, positive), offset * k, low, high
+            return self.index_op("mul", base, index_constant(k), low, high, positive), offset * k, low, high
         if e.op == "sub":
             return xb, xc - yc, xl, xh
         if xb is None or yb is None:
@@ -583,10 +588,10 @@ class _Emitter:
     def offset(self, base: ir.Value | None, offset: int, low: float, high: float) -> ir.Value:
         """The value base + offset (`affine`'s answer), base between low and high."""
         if base is None:
-            return ir.Constant(I64, offset)
+            return index_constant(offset)
         if offset == 0:
             return base
-        return self.index_op("add", base, ir.Constant(I64, offset), low + offset, high + offset,
+        return self.index_op("add", base, index_constant(offset), low + offset, high + offset,
                              low >= 0 and offset >= 0)
 
     def index_op(self, op: str, x: ir.Value, y: ir.Value, low: float, high: float,
@@ -594,7 +599,7 @@ class _Emitter:
         """`x op y` on indices whose result lies between low and high (`nonnegative`: so do
         both operands), with the no-wrap flags `no_wrap` would give it, once per operation
         and values where it dominates (`numbered`)."""
-        key = (op, te.INDEX, _value_key(x), _value_key(y))
+        key = (op, te.INDEX, self.value_key(x), self.value_key(y))
         value = self.numbered.get(key)
         if value is None:
             flags: tuple[str, ...] = ()
@@ -659,6 +664,14 @@ class _Emitter:
     def reads_memory(self, e: te.PrimExpr) -> bool:
         return self.emitted.reads_memory(e)
 
+    def value_key(self, v: ir.Value) -> Any:
+        """What identifies an operand's value: a constant by its type and value, else the
+        instruction or argument itself."""
+        if isinstance(v, ir.Constant):
+            c = v.constant
+            return "const", self.printer.type(v.type), tuple(c) if isinstance(c, list) else c
+        return id(v)
+
 
 class _At:
     """`_Emitter.at`'s block (a class, not a generator: entered for every statement and
@@ -683,14 +696,6 @@ class _At:
             err.span = em.span
         em.where, em.span, em.builder.debug_metadata = self.saved
         return False
-
-
-def _value_key(v: ir.Value) -> Any:
-    """What identifies an operand's value: a constant by its value, else the instruction
-    or argument itself."""
-    if isinstance(v, ir.Constant):
-        return "const", str(v.type), tuple(v.constant) if isinstance(v.constant, list) else v.constant
-    return id(v)
 
 
 def _vector_pieces(extent: int) -> list[int]:

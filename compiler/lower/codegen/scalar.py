@@ -71,6 +71,13 @@ def elem_bytes(dtype: str) -> int:
     return 1 if dtype == "bool" else te.bits(dtype) // 8
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def index_constant(k: int) -> ir.Constant:
+    """The i64 constant `k`, one object per value (llvmlite's constants are not changed
+    once made): unrolled loops and index sums ask for the same few again and again."""
+    return ir.Constant(I64, int(k))
+
+
 def constant(value: Any, dtype: str) -> ir.Constant:
     typ = reg_type(dtype)
     if te.is_float(dtype):
