@@ -22,7 +22,7 @@ numpy's exact functions); the tests sweep the whole float32 range that way
 Accuracy (against the exact function, over every float32 input; the bounds the tests hold
 them to, with some margin: the largest errors on the tests' grid are 0.96 ulp for `exp`,
 2.47 for `tanh` (one branch since issue 15's second round: 1.27 with two), 1.59 for `erf`,
-2.23 for `sigmoid`, 0.83 for `log`, 1.03 over every float32 from 0.5 to 2):
+2.23 for `sigmoid`, 0.83 for `log` (1.03 over every float32 in [0.25, 4))):
 
 * `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
   range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
