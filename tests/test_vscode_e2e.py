@@ -8,7 +8,9 @@ more virtual documents (a schedule, Show LLVM IR, lenses, F12 back and forth) le
 one language server and at most one build worker (it exits when idle) under code-server and
 no duplicated lens; breaking
 a line shows an error squiggle and the status bar counts as many errors as `relaylens check`
-finds in the same text (a second server would double them).  Before that, the Graph view
+finds in the same text (a second server would double them); undone, a binding written without
+`let` (`%y = ...`) has an error whose hover says so and a quick fix (Ctrl+.) that inserts
+`let `, after which the model builds.  Before that, the Graph view
 (step graph-view): a click on a node selects its Relay line, the cursor highlights its node,
 FuseOps before/after maps the nodes, and a reload keeps the view.
 
@@ -125,6 +127,7 @@ def test_the_extension_in_code_server(tools, tmp_path):
     model.write_text(text)
     lines = text.splitlines()
     hover_line = next(i for i, line in enumerate(lines, 1) if "nn.conv2d(" in line)
+    result_line = next(i for i in range(len(lines), 0, -1) if lines[i - 1].strip() not in ("", "}"))  # `nn.relu(%4)`
     llvm_line, relay_line = first_located_line(model)
     defines = define_lines(model)  # before the scenario: its last step breaks the file
     byoc = byoc_workspace(workspace)
@@ -132,7 +135,8 @@ def test_the_extension_in_code_server(tools, tmp_path):
     env = {**byoc, **os.environ, **tools, "PYTHON": sys.executable, "WORKSPACE": str(workspace), "MODEL": str(model),
            "ARTIFACTS": str(ARTIFACTS), "HOVER_LINE": str(hover_line),
            "HOVER_COLUMN": str(lines[hover_line - 1].index("nn.conv2d(") + len("nn.con")),
-           "BROKEN_LINE": str(hover_line), "LLVM_LINE": str(llvm_line)}
+           "BROKEN_LINE": str(hover_line), "LLVM_LINE": str(llvm_line),
+           "RESULT_LINE": str(result_line), "RESULT_COLUMN": str(len(lines[result_line - 1]) - len(lines[result_line - 1].lstrip()))}
     try:
         scenario = run("node", "e2e/scenario.js", env=env, timeout=600)
     except subprocess.TimeoutExpired:  # the steps done so far, written after each one
@@ -144,13 +148,16 @@ def test_the_extension_in_code_server(tools, tmp_path):
     assert list(steps) == ["open-and-build", "hover", "hover-link-opens-llvm-ir", "code-lens-opens-llvm-ir", "definition-in-llvm-ir",
                            "one-server-many-documents", "optimised-ir-and-assembly", "schedule-lens",
                            "pass-diff-without-renumbering", "profile", "profile-view", "graph-view", "check-numerics",
-                           "byoc", "broken-line-diagnostic"], report
+                           "byoc", "broken-line-diagnostic", "missing-let-quick-fix"], report
     assert all(step["ok"] for step in steps.values()), report
     assert result["relayLineAfterDefinition"] == relay_line, report
     assert result["hoverLinkLine"] == defines[re.search(r"tvmgen_default_fused_\w+", result["hover"])[0]], report
     assert result["servers"]["server"] == 1 and result["servers"]["worker"] <= 1, report  # the worker exits when idle
     broken = lines[:hover_line - 1] + [lines[hover_line - 1] + " )"] + lines[hover_line:]
     assert result["errorsInStatus"] == error_count("\n".join(broken) + "\n", tmp_path), report
+    assert "without 'let'" in result["missingLetMessage"], report
+    # the row as shown: the inlay hint of %y's type (`: (1, 256, 128, 128) f32`) is back once it builds
+    assert re.fullmatch(rf"let %y(: [^=]+)? = {re.escape(lines[result_line - 1].strip())};", result["missingLetFixed"]), report
     assert scenario.returncode == 0, report
     assert sorted(p.name for p in ARTIFACTS.glob("*.png"))[:1] == ["01-open-and-build.png"]
     assert result["byocLenses"] == ["mynpu · 3 ops · conv2d_bias_relu", "mynpu · 2 ops · add_relu"], report

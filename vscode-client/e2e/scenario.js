@@ -437,6 +437,54 @@ async function scenario(page, url) {
         result.errorsInStatus = Number(/(\d+) error/.exec(text)[1]);
         return text;
     });
+    await step(page, 'missing-let-quick-fix', () => missingLetStep(page, model));
+}
+
+/**
+ * The break is undone; then the last line becomes a named binding written without `let`
+ * (`%y = nn.relu(%4);` and `%y` after it), as a user coming from Python writes it. The
+ * error's hover says what to write, and the quick fix (Ctrl+.) inserts `let `: the model
+ * builds again.
+ */
+async function missingLetStep(page, model) {
+    await focusFile(page, model);
+    const built = page.locator('.statusbar-item', { hasText: 'Relay: built in' });
+    for (let attempt = 1; ; attempt++) { // typing ' )' may be more than one undo stop
+        await page.keyboard.press('Control+Z');
+        try {
+            await built.waitFor({ timeout: 15_000 });
+            break;
+        } catch (error) {
+            if (attempt === 3) {
+                throw new Error(`undoing the break did not build again: ${error.message}`);
+            }
+        }
+    }
+    const line = Number(env('RESULT_LINE'));
+    await goToLine(page, line);
+    await page.keyboard.press('Home');
+    await page.keyboard.type('%y = ');
+    await page.keyboard.press('End');
+    await page.keyboard.type(';');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('%y');
+    await page.locator('.statusbar-item', { hasText: /Relay: 1 error/ }).waitFor({ timeout: 30_000 });
+    const column = Number(env('RESULT_COLUMN'));
+    await goToLine(page, line, column + 1);
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'let' }).first();
+    await hover.waitFor({ timeout: 20_000 });
+    result.missingLetMessage = (await hover.innerText()).replace(/\s+/g, ' ');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+.');
+    const fix = page.locator('.action-widget .monaco-list-row', { hasText: "Insert 'let '" }).first();
+    await fix.waitFor({ timeout: 20_000 });
+    await fix.click();
+    await built.waitFor({ timeout: 60_000 });
+    const row = page.locator('.editor-group-container.active .view-line', { hasText: '%y' }).first();
+    result.missingLetFixed = (await row.innerText()).replace(/\s+/g, ' ').trim();
+    return result.missingLetFixed;
 }
 
 /**
