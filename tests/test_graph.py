@@ -411,6 +411,16 @@ def test_cli_refuses_to_replace_a_file_and_reports_bad_input(small, tmp_path, ca
     assert f"{bad}:3:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("suffix", [".json", ".svg", ".html"])
+def test_cli_a_module_without_functions_is_an_error_not_a_crash(tmp_path, capsys, suffix):
+    types = tmp_path / "types.relay"  # as corpus 091: type definitions only
+    types.write_text('#[version = "0.0.5"]\nextern type Storage\n')
+    out = tmp_path / f"g{suffix}"
+    assert main(["graph", str(types), "-o", str(out)]) == 1
+    assert "nothing to draw: the module defines no function" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_cli_never_writes_over_its_inputs(small, tmp_path, capsys):
     weights = tmp_path / "small.npz"
     np.savez(weights, w=np.eye(4, dtype="float32"))

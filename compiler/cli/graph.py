@@ -12,7 +12,7 @@ after the whole pipeline):
 
 `--mapping MAP.json` also writes which nodes of the snapshot before PASS became which
 nodes after it (Model Explorer's sync-navigation file, compiler/graph/mapping.py).
-Drawing prints the layout's time on stderr.  Errors in FILE: status 1; an unknown pass,
+Drawing prints the layout's time on stderr.  Errors in FILE, or no function to draw: status 1; an unknown pass,
 an unknown output kind, an output the rule of outputs.py refuses: status 2.
 """
 
@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..graph.explorer_json import graph_collection
 from ..graph.html import graph_html
@@ -90,6 +91,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(f"--after {args.after}: {exc}") from None
     snap = result.snapshots[index]
     graphs = module_graphs(snap.module)
+    if not graphs:  # type definitions only (corpus 091), or only primitive functions
+        report([Diagnostic("nothing to draw: the module defines no function (primitive functions are "
+                           "drawn inside the functions that call them)")], name, err)
+        return EXIT_ERRORS
     title = f"{name} after {snap.pass_name} (#{index})" if index else f"{name} (input)"
     if kind == ".json":
         body = json.dumps(graph_collection(graphs, title), indent=1) + "\n"
