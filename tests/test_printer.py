@@ -837,3 +837,16 @@ def test_corpus_round_trip_with_types_and_spans(path):
     first = print_module(original.module, types=True, spans=True)
     again = parse(first, "printed")
     assert print_module(again.module, types=True, spans=True) == first
+
+
+@needs_parser
+@pytest.mark.parametrize("value", [np.finfo(np.float32).max, -np.finfo(np.float32).max])
+def test_largest_float32_reads_back(value):
+    # torch.finfo(float32).min fills attention masks in exported models; its shortest
+    # digits, -3.4028235e+38, lie beyond the largest float32 as a decimal and the parser
+    # refused the printed import as out of range
+    text = print_expr(Constant(np.array(value, "float32")))
+    result = parse(f"def @main() {{ {text} }}", "t")
+    assert not _errors(result), _errors(result)
+    body = result.module["main"].body
+    assert body.data.dtype == np.float32 and body.data == value
