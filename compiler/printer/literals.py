@@ -4,12 +4,15 @@
 Numbers carry their width as a suffix (`5i64`, `3f16`); int32 and float32 are the
 unsuffixed/`f` defaults.  A float is written with the fewest digits that read back to the
 same value at its width (`0.1f`, `1e-05f`), in Python's notation, and an integral float
-drops its `.0` (`1f`); float32's largest magnitude, whose shortest digits lie beyond it,
-is written exactly (`-3.4028234663852886e+38f`).  Strings get C escapes, which our parser reads back.
+drops its `.0` (`1f`).  float32's infinities are `inff` and `-inff`; other non-finite
+scalars go to metadata, as no literal reads them back.  float32's largest magnitude,
+whose shortest digits lie beyond it, is written exactly (`-3.4028234663852886e+38f`).
+Strings get C escapes, which our parser reads back.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from ..lazy_modules import numpy as np
@@ -61,7 +64,12 @@ def scalar_literal(data: Any) -> str | None:
     if dtype == "bool":
         return "True" if bool(array) else "False"
     if dtype in _FLOAT_SUFFIX:
-        return float_text(float(array), dtype)
+        value = float(array)
+        if value != value or (value in (math.inf, -math.inf) and dtype != "float32"):
+            # `inff` is the one non-finite literal (TVM's lexer and ours); NaN, and float16's
+            # and float64's infinities (a mask's -1e9 in float16), go to metadata
+            return None
+        return float_text(value, dtype)
     return int_text(int(array), dtype)
 
 
