@@ -142,3 +142,25 @@ def test_a_main_without_kernels(capsys, tmp_path):
     status, out, err = relaylens(capsys, "profile", path, "--runs", "2")
     assert status == 0, err
     assert "calls no kernel" in out and "nan" not in out
+
+
+def test_compare_gives_a_layer_named_after_its_consumer_to_that_node():
+    """An EfficientNet-like block profiled with --compare had a row `/b1/expand.x` (the
+    layout_transform of input x before the first Conv, 0.04 ms) that matched no node of
+    onnxruntime's; it is the consuming node's work.  A node name with dots keeps its own."""
+    from relaylens.compiler.profile.compare import per_node
+
+    nodes = {"/b1/expand": 1.0, "/layer1/layer1.0/conv1/Conv": 1.0, "/a.b": 1.0}
+    layers = {"/b1/expand": 10.0, "/b1/expand.x": 2.0, "/b1/expand.b1.exp.w": 1.0,
+              "/layer1/layer1.0/conv1/Conv": 5.0, "/layer1/layer1.0/conv1/Conv.input.1": 3.0,
+              "/a.b": 4.0, "/relu/Relu": 6.0, "orphan.x": 7.0, None: 1.0}
+    assert per_node(layers, nodes) == {"/b1/expand": 13.0, "/layer1/layer1.0/conv1/Conv": 8.0, "/a.b": 4.0,
+                                       "/relu/Relu": 6.0, "orphan.x": 7.0}
+    from types import SimpleNamespace
+
+    from relaylens.compiler.profile.compare import OrtProfile, compare_table
+
+    theirs = OrtProfile("m.onnx", {"/b1/expand": 1e6}, {"/b1/expand": "Conv"})
+    table = compare_table(SimpleNamespace(layers={"/b1/expand": 3e6, "/b1/expand.x": 1e6}, run_ns=4e6), theirs)
+    rows = [line.split() for line in table.splitlines() if line.startswith("/")]
+    assert rows == [["/b1/expand", "Conv", "4.0000", "1.0000", "4.00x", "3.0000"]]

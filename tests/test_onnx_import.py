@@ -429,6 +429,14 @@ def test_cli_import_reports_unsupported_and_allows_it(tmp_path, capsys):
     assert status == 0 and "node 'loss' is imported as an opaque call" in err
     status, _, err = relaylens(capsys, "check", tmp_path / "t.relay")
     assert status == 0, err
+    # it cannot run, and says why at the stand-in (it asked for an .npy input of a function,
+    # or failed to draw a random one)
+    for extra in ([], ["--input", f"x={tmp_path / 'x.npy'}"]):
+        np.save(tmp_path / "x.npy", np.ones((3, 5), np.float32))
+        status, _, err = relaylens(capsys, "run", tmp_path / "t.relay", *extra)
+        assert status == 1 and "Traceback" not in err
+        assert re.search(r"t\.relay:2:\d+: error: %onnx_SoftmaxCrossEntropyLoss is a function parameter "
+                         r"\(fn \(.*\)\), which no --input or weights can give", err), err
 
 
 # --- the light ResNet-50 of the onnx package, with random weights -------------------------------------

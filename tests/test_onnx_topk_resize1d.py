@@ -128,3 +128,29 @@ def test_resize_of_a_5d_tensor_is_refused():
     with pytest.raises(OnnxImportError, match=r"node 'r' .*only 3-D \(NCW\) and 4-D \(NCHW\) inputs are "
                                               r"supported, found rank 5"):
         import_onnx(g.model({"x": [1, 1, 2, 2, 2]}, y, opset=19))
+
+
+def test_resize_keeps_an_unknown_batch(jit):
+    """A model exported with a dynamic batch axis (a UNet's decoder): Resize by scales needs
+    static extents only on the axes it resizes; it refused the whole import before."""
+    g = Graph()
+    y = g.node("Resize", ["x", "", g.init("scales", np.array([1, 1, 2, 0.5], np.float32))], name="/up/Resize",
+               mode="linear", coordinate_transformation_mode="half_pixel")
+    model = g.model({"x": ["batch", 2, 5, 8]}, y, opset=17)
+    x = np.random.default_rng(5).standard_normal((3, 2, 5, 8)).astype(np.float32)
+    imported = check_against_ort(model, {"x": x}, jit, rtol=1e-5, atol=1e-5)
+    (resize,) = [c for c in calls(imported.module) if c.op.name == "image.resize2d"]
+    assert [int(d) for d in resize.attrs["size"]] == [10, 4] and layers(resize) == ["/up/Resize"]
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"sizes": [3, 2, 10, 3]}, r"Resize with sizes needs a static shape, found Tensor\[\(\?, 2, 5, 7\)"),
+    ({"scales": [2, 1, 2, 2]}, r"resizing the N or C axis"),
+])
+def test_resize_of_an_unknown_batch_that_would_change_it_is_refused(given, message):
+    g = Graph()
+    inputs = ["", g.init("scales", np.array(given["scales"], np.float32))] if "scales" in given else \
+        ["", "", g.init("sizes", np.array(given["sizes"], np.int64))]
+    y = g.node("Resize", ["x", *inputs], name="r")
+    with pytest.raises(OnnxImportError, match=r"node 'r' .*" + message):
+        import_onnx(g.model({"x": ["batch", 2, 5, 7]}, y, opset=17))

@@ -8,7 +8,8 @@ printed without their metadata, bind the weights, and match or draw the inputs.
 (`params`) are bound as relay.build(mod, params) binds them; `inputs` are the arguments of
 the compiled @main (the parameters left), `everything` those of @main as written (for the
 interpreter).  A missing or ill-fitting input raises `UsageError`; weights that do not fit
-@main are errors in the input.  Random inputs come from compiler/random_inputs.py.
+@main, and a function parameter (an ONNX node imported with --allow-unsupported), are
+errors in the input.  Random inputs come from compiler/random_inputs.py.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..diagnostics import Diagnostic
 from ..interpreter import Value, value_text
 from ..interpreter.values import type_mismatch, type_text
 from ..ir.expr import Function, Var
-from ..ir.types import TupleType
+from ..ir.types import FuncType, TupleType
 from ..parser import parse
 from ..parser.result import is_unknown_constants_warning
 from ..random_data import RULE, find_roles
@@ -76,6 +77,13 @@ def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsF
         report(errors, name, err)
         return None
     free = [p for p in main.params if p.name not in params]
+    opaque = [p for p in free if isinstance(p.type_annotation, FuncType)]
+    if opaque:  # not an input a user forgot: nothing can give it
+        report([Diagnostic(f"%{p.name} is a function parameter ({type_text(p.type_annotation)}), which no "
+                           "--input or weights can give: @main cannot run (an ONNX node imported with "
+                           "--allow-unsupported stands in this way until its op is supported)", p.span)
+                for p in opaque], name, err)
+        return None
     if not args.inputs:
         inputs, notes = random_inputs(free, args.seed, find_roles(module))
         if notes:  # nothing left to give: no note

@@ -4,11 +4,15 @@
 Numbers carry their width as a suffix (`5i64`, `3f16`); int32 and float32 are the
 unsuffixed/`f` defaults.  A float is written with the fewest digits that read back to the
 same value at its width (`0.1f`, `1e-05f`), in Python's notation, and an integral float
-drops its `.0` (`1f`).  Strings get C escapes, which our parser reads back.
+drops its `.0` (`1f`).  float32's infinities are `inff` and `-inff`; other non-finite
+scalars go to metadata, as no literal reads them back.  float32's largest magnitude,
+whose shortest digits lie beyond it, is written exactly (`-3.4028234663852886e+38f`).
+Strings get C escapes, which our parser reads back.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from ..lazy_modules import numpy as np
@@ -18,6 +22,7 @@ from ..ir.types import AnyDim
 
 _FLOAT_SUFFIX = {"float32": "f", "float16": "f16", "float64": "f64"}
 _NARROW_FLOATS = ("float32", "float16")  # numpy's shortest digits at these widths
+_FLOAT_MAX = {"float32": 3.4028234663852886e38, "float16": 65504.0}  # the largest finite values
 _INT_SUFFIX = {"int32": "", "int64": "i64", "int16": "i16", "int8": "i8"}
 # The dtypes a scalar constant can be written in as a literal (others go to metadata).
 _LITERAL_DTYPES = ("bool", "int16", "int32", "int64", "float16", "float32", "float64")
@@ -30,6 +35,11 @@ def float_text(value: float, dtype: str = "float32") -> str:
         body = repr(float(value))
     else:  # numpy knows the shortest digits at this width; Python's repr lays them out
         body = repr(float(str(getattr(np, dtype)(value))))
+        if abs(float(body)) > _FLOAT_MAX[dtype]:
+            # float32's largest value has the shortest digits 3.4028235e+38, above it as a
+            # decimal, which TVM's parser and ours refuse as out of range (the -FLT_MAX that
+            # exporters fill masks with): its exact digits read back to the same value
+            body = repr(float(value))
     if body.endswith(".0"):
         body = body[:-2]
     return body + _FLOAT_SUFFIX.get(dtype, "f")
@@ -54,7 +64,12 @@ def scalar_literal(data: Any) -> str | None:
     if dtype == "bool":
         return "True" if bool(array) else "False"
     if dtype in _FLOAT_SUFFIX:
-        return float_text(float(array), dtype)
+        value = float(array)
+        if value != value or (value in (math.inf, -math.inf) and dtype != "float32"):
+            # `inff` is the one non-finite literal (TVM's lexer and ours); NaN, and float16's
+            # and float64's infinities (a mask's -1e9 in float16), go to metadata
+            return None
+        return float_text(value, dtype)
     return int_text(int(array), dtype)
 
 

@@ -4,7 +4,8 @@ MaxPool/AveragePool become `nn.max_pool{1,2,3}d` / `nn.avg_pool{1,2,3}d`; the gl
 `nn.global_avg_pool2d` / `nn.global_max_pool2d` on 4-D inputs and a keepdims reduction
 otherwise.  Resize (and the older Upsample) becomes `image.resize2d` on NCHW tensors and
 `image.resize1d` on NCW ones, with the output size known before run time: from `sizes`,
-or floor(extent × scale).
+or floor(extent × scale).  Only the resized axes need static extents: `scales` of 1 keep
+an unknown batch (a model exported with a dynamic batch axis) unknown.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.expr import Expr
+from ...ir.types import ANY
 from ...ops.pooling_geometry import COORDINATE_MODES, PAD_MODES
 from .builder import call, rank, scalar, shape, static_shape
 from .context import NodeContext
@@ -121,7 +123,9 @@ MODES = {"nearest": "nearest_neighbor", "linear": "linear", "cubic": "cubic", "b
 @converter("Resize", "Upsample")
 def _(ctx: NodeContext) -> Expr:
     x = ctx.input(0)
-    dims = static_shape(x, ctx.op_type)
+    dims = shape(x)
+    if ANY in dims[2:]:
+        static_shape(x, f"{ctx.op_type} (on its resized axes)")
     if len(dims) not in (3, 4):
         raise NodeError(f"only 3-D (NCW) and 4-D (NCHW) inputs are supported, found rank {len(dims)}")
     n = len(dims)
@@ -163,6 +167,8 @@ def _output_size(ctx: NodeContext, dims: tuple[int, ...], old: bool) -> list[int
         found = ctx.maybe_value(3, "sizes")
         sizes = None if found is None else [int(s) for s in found]
     if sizes is not None:
+        if ANY in dims:  # sizes must then say an extent only run time knows
+            static_shape(ctx.input(0), f"{ctx.op_type} with sizes")
         sizes = _per_axis(ctx, sizes, list(dims))
         policy = ctx.attrs.string("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
@@ -174,7 +180,9 @@ def _output_size(ctx: NodeContext, dims: tuple[int, ...], old: bool) -> list[int
             sizes = [int(scale * d + 0.5) if a in axes else d for a, d in enumerate(dims)]
     elif scales is not None:
         scales = _per_axis(ctx, scales, [1.0] * len(dims))
-        sizes = [int(np.floor(d * np.float32(s))) for d, s in zip(dims, scales)]
+        if any(d is ANY and s != 1 for d, s in zip(dims, scales)):
+            raise NodeError(f"resizing the N or C axis ({list(dims)} by {scales}) is not supported")
+        sizes = [d if d is ANY else int(np.floor(d * np.float32(s))) for d, s in zip(dims, scales)]
     else:
         raise NodeError("one of scales and sizes is required")
     if tuple(sizes[:2]) != dims[:2]:
