@@ -1063,3 +1063,35 @@ def test_a_product_with_a_quotient_on_the_right_keeps_its_parentheses():
     x, s = te.Var("x", "float32"), te.Var("s", "float32")
     assert ln.print_expr(x * (1.0 / s)) == "x * (float32(1.0) / s)"
     assert ln.print_expr(x * 2.0 / s) == "x * float32(2.0) / s"
+
+
+TWO_ANCHORS = """#[version = "0.0.5"]
+def @main(%x: Tensor[(3, 27, 19, 19), float32], %w1: Tensor[(13, 27, 1, 1), float32],
+          %w2: Tensor[(27, 13, 1, 1), float32], %mean: Tensor[(13), float32], %var: Tensor[(13), float32]) {
+  %0 = fn (%a: Tensor[(3, 27, 19, 19), float32], %b: Tensor[(13, 27, 1, 1), float32],
+           %c: Tensor[(27, 13, 1, 1), float32], %m: Tensor[(13), float32], %v: Tensor[(13), float32], Primitive=1) {
+    %1 = nn.conv2d(%a, %b, channels=13, kernel_size=[1, 1]);
+    %2 = nn.batch_norm(%1, %v, %m, %m, %v);
+    nn.conv2d(%2.0, %c, channels=27, kernel_size=[1, 1])
+  };
+  %0(%x, %w1, %w2, %mean, %var)
+}
+"""
+
+
+def test_a_primitive_function_with_two_convolutions_schedules_and_runs():
+    """A hand-written (or BYOC-partitioned) primitive function holding two anchors: the
+    second convolution's schedule takes the batch norm between them as its input, so the
+    first must not take it again as its epilogue (it did: 'split: axis ... of T_batch_norm
+    is no longer a loop')."""
+    from relaylens.compiler.driver import compile
+    from relaylens.compiler.interpreter import Interpreter
+
+    built = compile(TWO_ANCHORS, "two.relay", passes=["InferType"], strict=True)
+    assert built.executable is not None, [d.message for d in built.diagnostics]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(shape).astype("float32")
+            for shape in ((3, 27, 19, 19), (13, 27, 1, 1), (27, 13, 1, 1), (13,), (13,))]
+    args[4] = np.abs(args[4]) + 0.5  # a variance
+    want = Interpreter(built.snapshots[0].module).call("main", args)
+    np.testing.assert_allclose(built.executable.run(*args), np.asarray(want), rtol=1e-4, atol=1e-4)

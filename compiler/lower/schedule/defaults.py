@@ -160,6 +160,8 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
             done.add(id(total))
         elif _is_anchor(stage):
             epilogue = _epilogue(sch, stage)
+            if epilogue is not None and id(epilogue) in done:  # the next anchor's input, which its schedule took
+                epilogue = None
             if sch.is_output(stage) and schedules_batch_matmul(stage, vector_width(stage.tensor.dtype)):
                 schedule_batch_matmul(sch, stage, None, vector_width(stage.tensor.dtype))  # batch_matmul.py
                 done.add(id(stage))
