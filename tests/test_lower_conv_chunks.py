@@ -37,8 +37,9 @@ def avx2(monkeypatch):
     monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
 
 
-def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1) -> tuple[Case, dict]:
-    pad = k // 2
+def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1,
+          pad: int | None = None) -> tuple[Case, dict]:
+    pad = k // 2 if pad is None else pad
     attrs = {"strides": (stride, stride), "padding": (pad,) * 4, "channels": co, "kernel_size": (k, k),
              "data_layout": f"NCHW{LANES}c", "kernel_layout": f"OIHW{LANES}i{LANES}o",
              "out_layout": f"NCHW{LANES}c"}
@@ -405,6 +406,28 @@ def _agrees_with_numpy(lowered, attrs, ci: int, co: int, size: int, k: int, seed
     got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ci,co,size,stride,pad,asked", [
+    (128, 32, 56, 2, 1, 3),  # ResNet-50's layer2.0 3x3 (fewer filters): 3 x 4 over 2 rows of 28 flattened
+    (64, 32, 28, 2, 1, 3),  # to 14x14: 3 x 4 a row and a 2-column tail
+    (64, 32, 15, 2, 1, 3),  # an odd input, to 8x8
+    (64, 32, 16, 2, 0, 3),  # no padding: the input itself, to 7x7
+    (64, 32, 15, 2, 0, 3),  # no padding, odd, to 7x7
+    (64, 16, 10, 2, 1, 5),  # 5 columns x 2 blocks: 5 lines a filter row
+    (64, 32, 14, 1, 1, 0),  # stride 1: none
+])
+def test_a_strided_3x3_asks_for_its_input_lines_ahead(avx2, jit, ci, co, size, stride, pad, asked):
+    """A chunked 3x3 at stride 2 asks, at each filter row of a tile, for the lines of that
+    input row the tile 4 tiles on reads (conv_prefetch.py `prefetch_window`), from its
+    padded copy or its input; at stride 1 for none; the sums numpy's."""
+    case, attrs = nchwc(ci, co, size, 3, stride, pad=pad)
+    func = relu_bias_function(case)
+    recorded = [a for p, a in steps(func) if p == "prefetch"]
+    assert len(recorded) == asked, recorded
+    assert all(a.endswith("at T_conv2d_NCHWc.ry") for a in recorded), recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    _agrees_with_numpy(lowered, attrs, ci, co, size, 3, seed=13)
 
 
 def test_a_large_output_has_its_lines_asked_for_while_the_tiles_compute(avx2, jit):

@@ -195,7 +195,7 @@ the time goes.  MLAS's own NCHWc filters are OIHW8i8o with the blocks apart, as 
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, wants_output_prefetch
+from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, prefetch_window, wants_output_prefetch
 from .conv_tile_end import ROW_PARTS, unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
@@ -419,6 +419,8 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     if flat and filter_taps(conv) == 1:  # conv_prefetch.py
         prefetch_input(sch, conv, xo, cols, chunk)
         prefetch_weights(sch, conv, xo, cols, rows, chunk, vectors)
+    elif filter_taps(conv) > 1:
+        prefetch_window(sch, conv, window[0], cols, rows, chunk)
     if sch.is_output(e) and wants_output_prefetch(conv, epilogue):  # conv_prefetch.py
         prefetch_output(sch, conv, epilogue, ci, conv.body.axes[0] % chunk, ci.extent, cols, vectors)
     unroll_block_channels(sch, conv)

@@ -110,6 +110,7 @@ OUTPUT_PREFETCH_BYTES = 1 << 20  # an output at least this large (twice this mac
 OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this many input channels
 INPUT_AHEAD = 4  # tiles ahead whose input lines a flattened 1x1 tile asks for (against 2: 0.97-0.995x)
 INPUT_PREFETCH_POSITIONS = 28 * 28  # ... over a plane of at least this many positions (at 14x14 it lost)
+WINDOW_AHEAD = 4  # tiles ahead whose input lines a strided 3x3 tile asks for (`prefetch_window`)
 WEIGHT_PREFETCH_BYTES = 32 << 10  # packed filters at least this large get the next chunk's lines asked for
 WEIGHT_PREFETCH_POSITIONS = 14 * 14  # ... over a plane of at most this many positions (at 28x28, 56x56 no gain)
 
@@ -190,6 +191,46 @@ def prefetch_input(sch: Schedule, conv: Stage, at: Axis, cols: int, chunk: int) 
             for line in range(-(-(cols - 1) // per_line) + 1):  # lines a tile's positions span
                 position = y * ow + x + INPUT_AHEAD * cols + line * per_line
                 sch.prefetch(conv.tensor, at, data, ((n * blocks + first + j) * (h * w) + position) * lanes)
+
+
+def prefetch_window(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int, chunk: int) -> None:
+    """At each filter row `at` (ry) of a tile of `cols` positions (a row's, or flattened
+    over the buffer's `rows` rows) of a filter wider than 1x1 at a stride of at least 2,
+    ask for the lines of that input row that the tile WINDOW_AHEAD tiles on reads (past
+    the buffer's rows: the next chunk's first tiles), the input being the padded copy
+    (N, B, H, W, lanes) conv reads (module doc)."""
+    data = _padded_input(sch, conv)
+    _, _, oh, ow, _ = conv.tensor.shape
+    if data is None or ow < 2 or oh < 2:
+        return
+    _, blocks, height, width, lanes = data.shape
+    stride = (width - conv.body.axes[2].extent) // (ow - 1)  # rx's taps
+    if stride < 2:
+        return
+    n, _, y, x, _ = conv.tensor.op.axes
+    first, ry = conv.body.axes[0], conv.body.axes[1]
+    per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(data.dtype) // 8)))
+    span = rows * ow  # the positions of the buffer's rows
+    local = (y % rows) * ow + x + WINDOW_AHEAD * cols
+    block = first + local // span * chunk
+    ahead = local % span
+    row = (y - y % rows + ahead // ow) * stride + ry
+    for k in range(-(-(cols * stride) // per_line)):
+        col = ahead % ow * stride + k * per_line
+        sch.prefetch(conv.tensor, at, data, (((n * blocks + block) * height + row) * width + col) * lanes)
+
+
+def _padded_input(sch: Schedule, conv: Stage) -> te.Tensor | None:
+    """The blocked input (N, B, H, W, lanes) `conv` reads: an input of the schedule, or
+    the padded copy the schedule computes whole."""
+    for ld in te.nodes(conv.body):
+        if isinstance(ld, te.Load) and ld.tensor.ndim == 5:
+            if ld.tensor.op is None:
+                return ld.tensor if any(ld.tensor is i for i in sch.inputs) else None
+            stage = sch[ld.tensor]
+            if not stage.inlined and stage.attach is None:
+                return ld.tensor
+    return None
 
 
 def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int, chunk: int, vectors: int) -> None:
