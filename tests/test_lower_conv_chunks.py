@@ -205,7 +205,7 @@ def test_a_1x1_from_28x28_asks_for_its_input_lines_ahead(avx2, jit, size, asked)
 
 
 @pytest.mark.parametrize("ci,co,size,buffer", [
-    (128, 64, 14, True),  # two chunks of 64 channels: the buffer between them
+    (256, 64, 14, True),  # four chunks of 64 channels: the buffer between them
     (64, 256, 8, False),  # the filters fit, a flattened tile: one chunk, no buffer
 ])
 def test_chunked_tile_ends_in_the_epilogue(avx2, jit, ci, co, size, buffer):
@@ -323,7 +323,8 @@ def test_chunked_tile_choice(avx2, monkeypatch):
     assert tile(64, 256, 56, 1) == (3, 4, 2, 8, True)
     assert tile(24, 144, 56, 1) is None
     assert tile(64, 256, 12, 1) is None
-    assert tile(128, 512, 28, 1)[3] == 8  # 16 KiB of filters a group: chunked (L1 holds the buffer beside them)
+    # 16 KiB of filters a group over an input beyond L2: chunked (L1 holds the buffer beside them)
+    assert tile(128, 512, 56, 1)[3] == 8
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
     assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
 
