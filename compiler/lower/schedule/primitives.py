@@ -272,9 +272,8 @@ class Schedule:
         `source[index]`: `source` an input of the schedule or an operand of the stage
         computed whole before it (neither inlined nor at another's loop: a padded copy),
         or with `write`, for a line to be written, an output too (PREFETCHW); `index` a
-        flat element index
-        written in the stage's own IterVars (its compute's axes and reduction axes), taken
-        where the loops inside `axis` start (at 0).  A hint for data read later (the next
+        flat element index written in the stage's own IterVars (its compute's axes and
+        reduction axes), taken where the loops inside `axis` start (at 0).  A hint for data read later (the next
         tile's weights, say): no value changes, and an index past `source` is allowed (it
         reads nothing).  A loop of one iteration has no body of its own and gets none."""
         stage = self._loops_of(tensor, "prefetch")
