@@ -17,7 +17,7 @@ from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.lower.schedule import conv_chunks
+from relaylens.compiler.lower.schedule import conv_chunks, conv_prefetch
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512
 from relaylens.compiler.lower.te.compose import compose
@@ -37,8 +37,9 @@ def avx2(monkeypatch):
     monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
 
 
-def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1) -> tuple[Case, dict]:
-    pad = k // 2
+def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1,
+          pad: int | None = None) -> tuple[Case, dict]:
+    pad = k // 2 if pad is None else pad
     attrs = {"strides": (stride, stride), "padding": (pad,) * 4, "channels": co, "kernel_size": (k, k),
              "data_layout": f"NCHW{LANES}c", "kernel_layout": f"OIHW{LANES}i{LANES}o",
              "out_layout": f"NCHW{LANES}c"}
@@ -154,6 +155,17 @@ def test_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=6)
 
 
+def test_single_chunk_1x1_with_a_residual_add_matches_numpy(avx2, jit):
+    """ResNet-50's layer2 end (fewer filters): 128 -> 64 at 28x28 + residual, its 16 KiB
+    of filters a group in one chunk (no buffer between chunks), the tile ending in the
+    epilogue; the sums numpy's."""
+    ci, co, size = 128, 64, 28
+    func = with_residual(ci, co, size)
+    recorded = steps(func)
+    assert ("split", "T_conv2d_NCHWc: rcb by 16 -> rcb.outer, rcb.inner") in recorded, recorded
+    assert_1x1_matches_numpy(func, jit, ci, co, size, residual=True, seed=8)
+
+
 def test_taller_flattened_chunked_conv_with_a_residual_add_matches_numpy(avx2, jit):
     """MobileNet v2's 576 -> 96 at 14x14 with its residual add: 3 x 4 over 7 rows
     flattened (32 tiles and a 2-position tail), 64 input channels a chunk, 9 chunks, its
@@ -193,7 +205,7 @@ def test_a_1x1_from_28x28_asks_for_its_input_lines_ahead(avx2, jit, size, asked)
 
 
 @pytest.mark.parametrize("ci,co,size,buffer", [
-    (128, 64, 14, True),  # two chunks of 64 channels: the buffer between them
+    (256, 64, 14, True),  # four chunks of 64 channels: the buffer between them
     (64, 256, 8, False),  # the filters fit, a flattened tile: one chunk, no buffer
 ])
 def test_chunked_tile_ends_in_the_epilogue(avx2, jit, ci, co, size, buffer):
@@ -270,6 +282,11 @@ def test_chunked_tile_choice(avx2, monkeypatch):
     # them in L1): the stride-2 3x3 of 128 channels at 56x56, 2 rows of 28x28 (4 before),
     # flattened (18 tiles and a 2-position tail against 9 and a 1-column tail a row)
     assert tile(128, 128, 56, 3, stride=2) == (3, 4, 2, 1, True)
+    # a 1x1 whose group's filters fit in 16 KiB over an input within L2: a single chunk
+    # (ResNet-50's layer2 ends, 128 -> 512 at 28x28: 16 blocks, not 8); 512 -> 128 keeps 8
+    assert tile(128, 512, 28, 1) == (3, 4, 4, 16, True)
+    assert tile(512, 128, 28, 1) == (3, 4, 4, 8, True)
+    assert tile(144, 24, 56, 1) == (3, 3, 2, 9, True)  # an input beyond L2: 72 channels a chunk
     # blocks of 16 lanes, two registers each: 3 x 2 would need 12 + 3 broadcasts + 2 weights
     assert conv_chunks._tile(14, 16, AVX2, 2, tail=True) == (2, 2)
     recorded = steps(relu_bias_function(nchwc(64, 32, 14, 3)[0]))
@@ -306,7 +323,8 @@ def test_chunked_tile_choice(avx2, monkeypatch):
     assert tile(64, 256, 56, 1) == (3, 4, 2, 8, True)
     assert tile(24, 144, 56, 1) is None
     assert tile(64, 256, 12, 1) is None
-    assert tile(128, 512, 28, 1)[3] == 8  # 16 KiB of filters a group: chunked (L1 holds the buffer beside them)
+    # 16 KiB of filters a group over an input beyond L2: chunked (L1 holds the buffer beside them)
+    assert tile(128, 512, 56, 1)[3] == 8
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
     assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
 
@@ -405,6 +423,39 @@ def _agrees_with_numpy(lowered, attrs, ci: int, co: int, size: int, k: int, seed
     got = _KernelCall(lowered)(xb, block_weight(w), np.ascontiguousarray(b.reshape(1, co // LANES, 1, 1, LANES)))
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], attrs) + b[None, :, None, None], 0)
     np.testing.assert_allclose(unblock(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ci,co,size,stride,pad,asked", [
+    (128, 32, 56, 2, 1, 3),  # ResNet-50's layer2.0 3x3 (fewer filters): 3 x 4 over 2 rows of 28 flattened
+    (64, 32, 28, 2, 1, 3),  # to 14x14: 3 x 4 a row and a 2-column tail
+    (64, 32, 15, 2, 1, 3),  # an odd input, to 8x8
+    (64, 32, 16, 2, 0, 3),  # no padding: the input itself, to 7x7
+    (64, 32, 15, 2, 0, 3),  # no padding, odd, to 7x7
+    (64, 16, 10, 2, 1, 5),  # 5 columns x 2 blocks: 5 lines a filter row
+    (64, 32, 14, 1, 1, 0),  # stride 1: none
+])
+def test_a_strided_3x3_asks_for_its_input_lines_ahead(avx2, jit, monkeypatch, ci, co, size, stride, pad, asked):
+    """A chunked 3x3 at stride 2 asks, at each filter row of a tile, for the lines of that
+    input row the tile 4 tiles on reads (conv_prefetch.py `prefetch_window`), from its
+    padded copy or its input; at stride 1 for none; the sums numpy's.  (Small inputs
+    here: the bound on the input's bytes lowered to 0.)"""
+    monkeypatch.setattr(conv_prefetch, "WINDOW_PREFETCH_BYTES", 0)
+    case, attrs = nchwc(ci, co, size, 3, stride, pad=pad)
+    func = relu_bias_function(case)
+    recorded = [a for p, a in steps(func) if p == "prefetch"]
+    assert len(recorded) == asked, recorded
+    assert all(a.endswith("at T_conv2d_NCHWc.ry") for a in recorded), recorded
+    lowered = lower_function(func, "tvmgen_default_fused_conv", "<case>", jit)
+    _agrees_with_numpy(lowered, attrs, ci, co, size, 3, seed=13)
+
+
+def test_a_strided_3x3_over_an_input_within_l2_asks_for_none(avx2):
+    """ResNet-50's layer4.0 3x3 (512 channels, 14x14 to 7x7; a padded input of 512 KiB):
+    no lines asked for; layer3.0's (256 channels, 28x28, 900 KiB) asks."""
+    def asked(ci, size):
+        return [a for p, a in steps(relu_bias_function(nchwc(ci, 32, size, 3, 2)[0])) if p == "prefetch"]
+    assert asked(512, 14) == []
+    assert len(asked(256, 28)) == 3
 
 
 def test_a_large_output_has_its_lines_asked_for_while_the_tiles_compute(avx2, jit):

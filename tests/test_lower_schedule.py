@@ -469,8 +469,8 @@ def test_prefetch_refuses_what_is_not_an_input_or_an_axis():
     a, _ = ins
     sch = Schedule([out], ins, "f")
     (k,) = sch[mm].reduce_axes
-    with pytest.raises(ScheduleError, match="'T_matmul' is not an input of f"):
-        sch.prefetch(out, sch[out].axes[0], mm, te.const(0, te.INDEX))
+    with pytest.raises(ScheduleError, match="'T_relu' is not an input of f nor an operand of T_matmul computed whole"):
+        sch.prefetch(mm, k, out, te.const(0, te.INDEX))
     with pytest.raises(ScheduleError, match="the index uses ax0, which is not an axis of T_matmul"):
         sch.prefetch(mm, k, a, out.op.axes[0] * 8)
     with pytest.raises(ScheduleError, match="belongs to stage T_relu"):
@@ -481,11 +481,25 @@ def test_prefetch_refuses_what_is_not_an_input_or_an_axis():
         sch.lower()
 
 
+def test_prefetch_may_ask_for_an_operand_computed_whole():
+    """A stage's operand that the schedule computes whole before it (a padded copy, here
+    the matmul read by relu) has a buffer of its own to ask lines of; one inlined or
+    computed at another's loop since has not, and lowering says so."""
+    ins, out, mm = matmul(6, 8, 8)
+    sch = Schedule([out], ins, "f")
+    sch.prefetch(out, sch[out].axes[0], mm, (out.op.axes[0] + 1) * 8)  # the next row of the sums
+    assert any(line.strip().startswith("prefetch(T_matmul[") for line in lines(sch))
+    check(sch)
+    sch.compute_at(mm, out, sch[out].axes[0])
+    with pytest.raises(ScheduleError, match="prefetch's T_matmul is no longer computed whole"):
+        sch.lower()
+
+
 def test_prefetch_for_writing_may_ask_for_an_output():
     ins, out, mm = matmul(6, 8, 8)
     sch = Schedule([out], ins, "f")
     (k,) = sch[mm].reduce_axes
-    with pytest.raises(ScheduleError, match="'T_relu' is not an input of f"):
+    with pytest.raises(ScheduleError, match="'T_relu' is not an input of f nor an operand"):
         sch.prefetch(mm, k, out, mm.op.axes[0] * 8)
     with pytest.raises(ScheduleError, match="'T_matmul' is not an input or output of f"):
         sch.prefetch(out, sch[out].axes[0], mm, out.op.axes[0] * 8, write=True)

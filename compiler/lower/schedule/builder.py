@@ -262,8 +262,10 @@ class _Lowering:
             start = {lp[0]: te.const(0, te.INDEX) for lp in loops[p + 1:] if lp is not None}
             at = self.tidy(te.substitute(te.substitute(index, iv_map), start))
             var = loops[p][0]
-            self.hints.setdefault(id(var), (var, []))[1].append(
-                Prefetch(self.buffers[id(source)][0], at, write, loc=stage.tensor.op.span))
+            buf, starts = self.buffers.get(id(source), (None, ()))
+            if buf is None or any(s is not None for s in starts):  # inlined or computed at a loop since
+                raise ScheduleError(f"{stage.name}: prefetch's {source.name} is no longer computed whole")
+            self.hints.setdefault(id(var), (var, []))[1].append(Prefetch(buf, at, write, loc=stage.tensor.op.span))
 
     def reduction(self, stage, red, bound, iv_map, own, out_idx, value, ext, loops, guards,
                   data_guards, attached) -> Stmt:

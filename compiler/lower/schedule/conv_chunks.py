@@ -163,6 +163,17 @@ geometric mean of the two runs): 384 -> 96 0.97x, 576 -> 96 + residual 0.96x and
 over 7 rows for 384 -> 96 and 576 -> 96 alone, one run in each order: 0.93-0.95x and
 1.01-1.02x the other way.
 
+A 1x1 whose group's filters for all its input channels fit in SINGLE_WEIGHT_BYTES (16
+KiB), over an input within SINGLE_INPUT_BYTES (L2: each group reads it again from
+there), takes them in a single chunk: no buffer between chunks, each tile's sums go from
+registers through the epilogue, and each tile's loop starts and ends once.  Only
+ResNet-50's layer2 ends (128 -> 512 + residual at 28x28, 64 input channels a chunk
+before) meet it in ResNet-50 and MobileNet v2 (MobileNet v2's 144 -> 24 at 56x56, whose
+1.8 MB input outgrows L2, took 1.48x the time in one chunk, above).  Measured in the model
+(1 thread; the two builds in two processes, inferences alternated 30 and 40 rounds, each
+kernel's CPU time around its call, median of the paired ratios; load 8-9 from other
+work): its four calls 0.94, 0.93, 0.98, 0.98 and 0.94, 0.96, 0.905, 0.90.
+
 A filter wider than 1x1 keeps half of ACC_BYTES for the buffer: a chunk's tiles read
 (rows - 1) x stride + the filter's height rows of the padded input, which share L1
 with the buffer and the chunk's filters.  ResNet-50's stride-2 3x3 convolution of 128
@@ -195,13 +206,15 @@ the time goes.  MLAS's own NCHWc filters are OIHW8i8o with the blocks apart, as 
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, wants_output_prefetch
+from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, prefetch_window, wants_output_prefetch
 from .conv_tile_end import ROW_PARTS, unroll_block_channels
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
 WEIGHT_BYTES = 8 << 10  # filters of one chunk: a quarter of L1, beside the buffer and the input's lines
 ACC_BYTES = 16 << 10  # the buffer of a group's rows
+SINGLE_WEIGHT_BYTES = 16 << 10  # a 1x1's filters of a group up to this, over an input of at most
+SINGLE_INPUT_BYTES = 512 << 10  # ... this (L2), take a single chunk (module doc)
 ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a row (module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 FLAT_SLACK = 0.01  # a taller flattened 1x1 tile may cost this much more than a row's (`_taller_flat`)
@@ -239,6 +252,9 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
             cols, vectors = best
     group_bytes = vectors * lanes * 4
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_channel * group_bytes <= WEIGHT_BYTES)
+    if (filter_taps(conv) == 1 and channels.extent * per_channel * group_bytes <= SINGLE_WEIGHT_BYTES
+            and channels.extent * per_channel * oh * ow * 4 <= SINGLE_INPUT_BYTES):
+        chunk = channels.extent  # a 1x1 of few channels over an input within L2: one chunk (module doc)
     single = chunk == channels.extent  # the filters fit: conv.py's tile, unless a 1x1's flattened one (module doc)
     if single and filter_taps(conv) > 1:
         return None
@@ -419,6 +435,8 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     if flat and filter_taps(conv) == 1:  # conv_prefetch.py
         prefetch_input(sch, conv, xo, cols, chunk)
         prefetch_weights(sch, conv, xo, cols, rows, chunk, vectors)
+    elif filter_taps(conv) > 1:
+        prefetch_window(sch, conv, window[0], cols, rows, chunk)
     if sch.is_output(e) and wants_output_prefetch(conv, epilogue):  # conv_prefetch.py
         prefetch_output(sch, conv, epilogue, ci, conv.body.axes[0] % chunk, ci.extent, cols, vectors)
     unroll_block_channels(sch, conv)

@@ -1,6 +1,6 @@
 """The output lines a chunked convolution's epilogue will write (and a residual's it will
-read), and the input and filter lines its next tiles will read, asked for while its
-tiles compute (conv_chunks.py).
+read), and the input and filter lines its next tiles will read (a strided 3x3's from its
+padded copy), asked for while its tiles compute (conv_chunks.py).
 
 conv_chunks.py's epilogue reads a buffer of the group's rows back and writes the output
 a burst at a time (448 stores for ResNet-50's 128 -> 512 at 28x28, a buffer of 4 rows of
@@ -71,6 +71,21 @@ KB that stays in L2) 1.00-1.10x, 1024 -> 256 0.95-1.02x: not asked there.  Mobil
 (its flattened 1x1s at 28x28 take it too; 80 rounds, twice, load 6-7): the whole 1.004x
 and 0.981x, CPU time 1.000x both, its 1x1s at 28x28 0.97-1.07x.
 
+A chunked filter wider than 1x1 at a stride of 2 or more, over an input of at least
+WINDOW_PREFETCH_BYTES, asks at each filter row (`ry`) of a tile for the lines of that
+input row the tile WINDOW_AHEAD tiles on reads, `cols` x stride positions (past the
+buffer's rows: the next chunk's first tiles), from its padded copy (Schedule.prefetch
+takes an operand computed whole) or its input (`prefetch_window`).  In a sampled profile
+in the model (perf, cpu-clock, 1 thread) of ResNet-50's stride-2 3x3 of 128 channels at
+56x56 (a padded copy of 1.7 MB, read once per group of 4 filter blocks, from beyond L2),
+27% of the tiles' samples sat on the first broadcast and weight load of a filter tap, as
+with depthwise.py's stride-2 kernels.  Measured in the model (1 thread; the two builds in
+two processes, their inferences alternated 30-40 rounds, each kernel's CPU time around its
+call, median of the paired ratios; four runs at load 8-9 from other work): layer2.0's
+3x3 (56x56 to 28x28) 0.89, 0.85, 0.78, 0.84; layer3.0's (28x28, 900 KiB) 0.87, 0.91,
+0.92, 0.915; layer4.0's (14x14, a padded input of 512 KiB) 1.02, 0.96, 1.05: not asked
+there (0.98 without).  8 tiles ahead against 4: 1.005 and 1.007 (30 rounds, load 9).
+
 A flattened 1x1 tile whose packed filters are at least WEIGHT_PREFETCH_BYTES, over a
 plane of at most WEIGHT_PREFETCH_POSITIONS (14x14: a chunk's filters serve few tiles), also asks,
 at each tile of a chunk, for its share of the filter lines the group's next chunk (past
@@ -110,6 +125,8 @@ OUTPUT_PREFETCH_BYTES = 1 << 20  # an output at least this large (twice this mac
 OUTPUT_PREFETCH_CHANNELS = 128  # ... when the reduction is no longer than this many input channels
 INPUT_AHEAD = 4  # tiles ahead whose input lines a flattened 1x1 tile asks for (against 2: 0.97-0.995x)
 INPUT_PREFETCH_POSITIONS = 28 * 28  # ... over a plane of at least this many positions (at 14x14 it lost)
+WINDOW_AHEAD = 4  # tiles ahead whose input lines a strided 3x3 tile asks for (`prefetch_window`)
+WINDOW_PREFETCH_BYTES = 768 << 10  # ... from an input of at least this many bytes (at 512 KiB no gain)
 WEIGHT_PREFETCH_BYTES = 32 << 10  # packed filters at least this large get the next chunk's lines asked for
 WEIGHT_PREFETCH_POSITIONS = 14 * 14  # ... over a plane of at most this many positions (at 28x28, 56x56 no gain)
 
@@ -190,6 +207,46 @@ def prefetch_input(sch: Schedule, conv: Stage, at: Axis, cols: int, chunk: int) 
             for line in range(-(-(cols - 1) // per_line) + 1):  # lines a tile's positions span
                 position = y * ow + x + INPUT_AHEAD * cols + line * per_line
                 sch.prefetch(conv.tensor, at, data, ((n * blocks + first + j) * (h * w) + position) * lanes)
+
+
+def prefetch_window(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int, chunk: int) -> None:
+    """At each filter row `at` (ry) of a tile of `cols` positions (a row's, or flattened
+    over the buffer's `rows` rows) of a filter wider than 1x1 at a stride of at least 2,
+    ask for the lines of that input row that the tile WINDOW_AHEAD tiles on reads (past
+    the buffer's rows: the next chunk's first tiles), from the blocked input (N, B, H, W,
+    lanes) conv reads, when at least WINDOW_PREFETCH_BYTES (module doc)."""
+    data = _window_input(sch, conv)
+    _, _, oh, ow, _ = conv.tensor.shape
+    if data is None or ow < 2 or oh < 2:
+        return
+    _, blocks, height, width, lanes = data.shape
+    stride = (width - conv.body.axes[2].extent) // (ow - 1)  # rx's taps
+    if stride < 2 or blocks * height * width * lanes * max(1, te.bits(data.dtype) // 8) < WINDOW_PREFETCH_BYTES:
+        return
+    n, _, y, x, _ = conv.tensor.op.axes
+    first, ry = conv.body.axes[0], conv.body.axes[1]
+    per_line = max(1, LINE_BYTES // (lanes * max(1, te.bits(data.dtype) // 8)))
+    span = rows * ow  # the positions of the buffer's rows
+    local = (y % rows) * ow + x + WINDOW_AHEAD * cols
+    block = first + local // span * chunk
+    ahead = local % span
+    row = (y - y % rows + ahead // ow) * stride + ry
+    for k in range(-(-(cols * stride) // per_line)):
+        col = ahead % ow * stride + k * per_line
+        sch.prefetch(conv.tensor, at, data, (((n * blocks + block) * height + row) * width + col) * lanes)
+
+
+def _window_input(sch: Schedule, conv: Stage) -> te.Tensor | None:
+    """The blocked input (N, B, H, W, lanes) `conv` reads: an input of the schedule, or
+    the padded copy the schedule computes whole."""
+    for ld in te.nodes(conv.body):
+        if isinstance(ld, te.Load) and ld.tensor.ndim == 5:
+            if ld.tensor.op is None:
+                return ld.tensor if any(ld.tensor is i for i in sch.inputs) else None
+            stage = sch[ld.tensor]
+            if not stage.inlined and stage.attach is None:
+                return ld.tensor
+    return None
 
 
 def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int, chunk: int, vectors: int) -> None:

@@ -269,17 +269,20 @@ class Schedule:
 
     def prefetch(self, tensor, axis: Axis, source: te.Tensor, index: te.PrimExpr, write: bool = False) -> None:
         """At the start of every iteration of the loop `axis`, prefetch the cache line of
-        `source[index]`: `source` an input of the schedule (or with `write`, for a line to
-        be written, an output too: PREFETCHW), `index` a flat element index
-        written in the stage's own IterVars (its compute's axes and reduction axes), taken
-        where the loops inside `axis` start (at 0).  A hint for data read later (the next
+        `source[index]`: `source` an input of the schedule or an operand of the stage
+        computed whole before it (neither inlined nor at another's loop: a padded copy),
+        or with `write`, for a line to be written, an output too (PREFETCHW); `index` a
+        flat element index written in the stage's own IterVars (its compute's axes and
+        reduction axes), taken where the loops inside `axis` start (at 0).  A hint for data read later (the next
         tile's weights, say): no value changes, and an index past `source` is allowed (it
         reads nothing).  A loop of one iteration has no body of its own and gets none."""
         stage = self._loops_of(tensor, "prefetch")
         self._check_leaf(stage, axis, "prefetch")
-        if not any(source is t for t in (*self.inputs, *(self.outputs if write else ()))):
-            what = "an input or output" if write else "an input"
-            raise ScheduleError(f"prefetch: {getattr(source, 'name', source)!r} is not {what} of {self.name}")
+        if not (any(source is t for t in (*self.inputs, *(self.outputs if write else ())))
+                or not write and self._computed_whole_operand(stage, source)):
+            what = (f"an input or output of {self.name}" if write
+                    else f"an input of {self.name} nor an operand of {stage.name} computed whole")
+            raise ScheduleError(f"prefetch: {getattr(source, 'name', source)!r} is not {what}")
         body = stage.body
         own = {id(iv) for iv in (*stage.tensor.op.axes, *(body.axes if isinstance(body, te.Reduce) else ()))}
         for n in te.nodes(index):
@@ -290,6 +293,14 @@ class Schedule:
         with self._step("prefetch") as step:
             stage.prefetches.append((axis, source, index, write))
             step.args = f"{source.name}{' for writing' if write else ''} at {stage.name}.{axis.name}"
+
+    def _computed_whole_operand(self, stage: Stage, source: te.Tensor) -> bool:
+        """Whether `stage` reads `source`, a stage of the schedule computed whole (its own
+        buffer, allocated at the root: neither inlined nor computed at another's loop)."""
+        other = self._by_tensor.get(id(source))
+        if other is None or other is stage or other.inlined or other.attach is not None:
+            return False
+        return any(isinstance(n, te.Load) and n.tensor is source for n in te.nodes(self.effective_body(stage)))
 
     def cache_write(self, tensor) -> te.Tensor:
         """Compute the tensor in a new stage `<name>.local` (returned, scheduled like any
