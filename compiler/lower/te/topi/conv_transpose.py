@@ -13,8 +13,12 @@ d = (p + pad) // s:
 
 four stages (the spatial axes one or two, the sum above per axis):
 
-    T_pad_phases[n, c, j]           x shifted by T - 1, zeros around: no select in the sum
-    T_kernel_phases[c, o, p, t]     w[c, o, (p + pad) % s + s*t], zero past the kernel
+    T_pad_phases[n, j.., c, j]      x shifted by T - 1, zeros around: no select in the sum; the
+                                    channels inside the rows (NHCW), so the rows a tile's
+                                    reduction reads (every channel of T input rows) are T
+                                    contiguous blocks, not 2T rows a channel's plane apart
+    T_kernel_phases[p.., c, t.., o] w[c, o, (p + pad) % s + s*t], zero past the kernel; a tile's
+                                    output channels adjacent
     T_<op>_phases[n, p.., q.., o, q]  the sum, tagged with the op: a product, so defaults.py
                                     gives it the register tile over its last two axes, 4
                                     output channels by 16 positions of an input row, the tile
@@ -31,8 +35,9 @@ dilated form.
 
 Measured (ONNX ConvTranspose, 1 thread, load 6-9, the same run's onnxruntime node beside):
 128 -> 64 channels, 2x2 stride 2 from 28x28: 22x onnxruntime's time before, 1.9-2.5x now;
-64 -> 32, 4x4 stride 2 pad 1 to 112x112: 28x before, 1.8-2.1x now; 256 -> 128 from 14x14
-2.2x.  What is left: the tile's 16 positions against rows of 14 or 28 (a clamped last
+64 -> 32, 4x4 stride 2 pad 1 to 112x112: 28x before, 1.8-2.1x with the input padded
+channel by channel (NCHW), 1.33-1.43x with its channels inside the rows (NHCW: base 2.07-2.12x
+in the same run, load 8.6); 256 -> 128 from 14x14 2.2x.  What is left: the tile's 16 positions against rows of 14 or 28 (a clamped last
 tile), and the 4x4 kernel's taps reading rows one position apart (unaligned loads).
 """
 
@@ -78,11 +83,12 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
     # T_pad_phases[n, c, j] = x[n, c, j - (T - 1)], zero outside
     padded_sizes = [r + (s - 1 + b) // s + t - 1 for r, s, b, t in zip(rows, strides, before, taps)]
 
-    def pad_body(*axes):
-        idx: Indices = {"N": axes[0], "C": axes[1]}
+    def pad_body(*axes):  # (n, j except the last..., c, the last j)
+        js = axes[1:n] + axes[-1:]
+        idx: Indices = {"N": axes[0], "C": axes[-2]}
         inside: list[te.PrimExpr] = []
         for i, letter in enumerate(spatial):
-            pos = axes[2 + i] - (taps[i] - 1)
+            pos = js[i] - (taps[i] - 1)
             if taps[i] > 1:
                 inside.append(te.ge(pos, 0))
             if padded_sizes[i] - (taps[i] - 1) > sizes[i]:
@@ -91,21 +97,22 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
         value = te.cast(read_in_layout(data, plan.data_layout, idx), acc)
         return te.select(te.all_of(*inside), value, te.const(0, acc)) if inside else value
 
-    padded = te.compute([dshape[0], dshape[1], *padded_sizes], pad_body, "T_pad_phases")
+    padded = te.compute([dshape[0], *padded_sizes[:-1], dshape[1], padded_sizes[-1]], pad_body, "T_pad_phases")
 
     # T_kernel_phases[c, o, p..., t...] = w[c, o, (p + pad) % s + s*t], 0 past the kernel
-    def kernel_body(c, o, *pt):
+    def kernel_body(*axes):  # (p..., c, t..., o)
+        c, o, ps, ts = axes[n], axes[-1], axes[:n], axes[n + 1:-1]
         idx: Indices = {"I": c, "O": o}
         inside: list[te.PrimExpr] = []
         for i, letter in enumerate(spatial):
-            tap = (pt[i] + before[i]) % strides[i] + strides[i] * pt[n + i]
+            tap = (ps[i] + before[i]) % strides[i] + strides[i] * ts[i]
             if strides[i] * taps[i] > kernel[i]:
                 inside.append(te.lt(tap, kernel[i]))
             idx[letter] = tap
         value = te.cast(read_in_layout(weight, plan.kernel_layout, idx), acc)
         return te.select(te.all_of(*inside), value, te.const(0, acc)) if inside else value
 
-    kernel_phases = te.compute([wshape[0], wshape[1], *strides, *taps], kernel_body, "T_kernel_phases")
+    kernel_phases = te.compute([*strides, wshape[0], *taps, wshape[1]], kernel_body, "T_kernel_phases")
 
     rc = te.reduce_axis(per_group_in, "rc")
     rts = [te.reduce_axis(t, f"r{letter.lower()}") for letter, t in zip(spatial, taps)]
@@ -114,8 +121,8 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
         ps, qs, o = axes[:n], axes[n:2 * n - 1] + axes[-1:], axes[-2]
         c = rc if groups == 1 else (o // per_group_out) * per_group_in + rc
         at = [qs[i] + shift(i, ps[i]) - rts[i] + taps[i] - 1 for i in range(n)]
-        x = padded[(nn, c, *at)]
-        w = kernel_phases[(c, o if groups == 1 else o % per_group_out, *ps, *rts)]
+        x = padded[(nn, *at[:-1], c, at[-1])]
+        w = kernel_phases[(*ps, c, *rts, o if groups == 1 else o % per_group_out)]
         return te.sum(x * w, axis=[rc, *rts])
 
     phases = te.compute([oshape[0], *strides, *rows[:-1], oshape[1], rows[-1]], product_body,
