@@ -1109,3 +1109,17 @@ def test_a_primitive_function_with_two_convolutions_schedules_and_runs():
     args[4] = np.abs(args[4]) + 0.5  # a variance
     want = Interpreter(built.snapshots[0].module).call("main", args)
     np.testing.assert_allclose(built.executable.run(*args), np.asarray(want), rtol=1e-4, atol=1e-4)
+
+
+def test_a_transposed_convolution_by_phases_unrolls_its_taps_over_channels_inside_rows():
+    """conv_transpose.py, interleave.py: the 4x4 stride-2 phases' sum loops over the input
+    channels with the 2 x 2 taps unrolled inside, reading the padded input whose channels lie
+    inside its rows (n, y, c, x); the interpreter's result equals the compute's."""
+    ins, out = _op_compute("nn.conv2d_transpose", [(1, 8, 9, 6), (8, 6, 4, 4)],
+                           {"channels": 6, "kernel_size": (4, 4), "strides": (2, 2), "padding": (1, 1)},
+                           (1, 6, 18, 12))
+    sch, text = _default(ins, [out])
+    body = lines(sch)
+    assert "T_pad_phases = allocate(float32, [1, 11, 8, 8])" in body
+    rc = body.index("for rc in range(8):")
+    assert body[rc + 1:rc + 3] == ["for rh in unrolled(2):", "for rw in unrolled(2):"]

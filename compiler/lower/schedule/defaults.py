@@ -111,7 +111,7 @@ from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK, UNPACK
 from ..te.topi.winograd import INPUT_NAME as WINO_INPUT
 from .batch_matmul import schedule_batch_matmul, schedules_batch_matmul
-from .interleave import interleave_stride, schedule_interleave
+from .interleave import TAPS, interleave_stride, schedule_interleave
 from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
@@ -487,6 +487,9 @@ def _schedule_anchor(sch: Schedule, stage: Stage, epilogue: Stage | None) -> Non
     sch.reorder(t, *outer, *stage.reduce_axes, *(i for i, _ in inner))
     for axis, kind in inner:
         getattr(sch, kind)(t, axis)
+    if TAPS in t.name:  # interleave.py: a transposed convolution's phases, its taps unrolled
+        for axis in stage.reduce_axes[1:]:
+            sch.unroll(t, axis)
     work = _size(t.shape) * _size(a.extent for a in stage.reduce_axes)
     if epilogue is None:
         loop = sch.fuse(t, *outer) if len(outer) > 1 else outer[0]

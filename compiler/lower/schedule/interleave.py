@@ -13,6 +13,14 @@ the stride s and the phase runs outside the vector loop:
 
 so each vector is one load of a phase's row and s-strided stores (scalar stores, lanes.py);
 the positions past the last whole stride are a tail of their own (no guard in the vector).
+
+The product before it (T_<op>_phases) takes defaults.py's register tile, with its taps (the
+reduction axes after the input channels, T per spatial axis) unrolled inside the channel
+loop (TAPS): LLVM left the 2-iteration tap loops rolled, 8 FMAs a loop trip.  Measured
+(ONNX ConvTranspose 64 -> 32, 4x4 stride 2 pad 1 to 112x112, 1 thread CPU time, paired
+with onnxruntime's node, rolled and unrolled alternated in one run, load 4.5-5.8): 1.28-1.29x
+onnxruntime's time rolled, 1.01-1.07x unrolled; the decoder of bench/onnx_ops.py 1.37-1.50x
+to 1.12-1.15x.  The 2x2 kernel has no taps to unroll (T = 1).
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ import math
 from ..te import expr as te
 from ..te.topi.conv_transpose import PHASES
 from .primitives import Schedule, Stage
+
+TAPS = PHASES  # the product's name has it: its reduction axes after the channels (the taps) unrolled
 
 
 def interleave_stride(sch: Schedule, stage: Stage) -> int | None:
