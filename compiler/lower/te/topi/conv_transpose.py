@@ -17,8 +17,8 @@ four stages (the spatial axes one or two, the sum above per axis):
                                     channels inside the rows (NHCW), so the rows a tile's
                                     reduction reads (every channel of T input rows) are T
                                     contiguous blocks, not 2T rows a channel's plane apart
-    T_kernel_phases[p.., c, t.., o] w[c, o, (p + pad) % s + s*t], zero past the kernel; a tile's
-                                    output channels adjacent
+    T_kernel_phases[p.., o, c, t..] w[c, o, (p + pad) % s + s*t], zero past the kernel; a tile's
+                                    4 output channels 4 streams along c (taps inside)
     T_<op>_phases[n, p.., q.., o, q]  the sum, tagged with the op: a product, so defaults.py
                                     gives it the register tile over its last two axes, 4
                                     output channels by 16 positions of an input row, the tile
@@ -100,8 +100,8 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
     padded = te.compute([dshape[0], *padded_sizes[:-1], dshape[1], padded_sizes[-1]], pad_body, "T_pad_phases")
 
     # T_kernel_phases[c, o, p..., t...] = w[c, o, (p + pad) % s + s*t], 0 past the kernel
-    def kernel_body(*axes):  # (p..., c, t..., o)
-        c, o, ps, ts = axes[n], axes[-1], axes[:n], axes[n + 1:-1]
+    def kernel_body(*axes):  # (p..., o, c, t...)
+        o, c, ps, ts = axes[n], axes[n + 1], axes[:n], axes[n + 2:]
         idx: Indices = {"I": c, "O": o}
         inside: list[te.PrimExpr] = []
         for i, letter in enumerate(spatial):
@@ -112,7 +112,7 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
         value = te.cast(read_in_layout(weight, plan.kernel_layout, idx), acc)
         return te.select(te.all_of(*inside), value, te.const(0, acc)) if inside else value
 
-    kernel_phases = te.compute([*strides, wshape[0], *taps, wshape[1]], kernel_body, "T_kernel_phases")
+    kernel_phases = te.compute([*strides, wshape[1], wshape[0], *taps], kernel_body, "T_kernel_phases")
 
     rc = te.reduce_axis(per_group_in, "rc")
     rts = [te.reduce_axis(t, f"r{letter.lower()}") for letter, t in zip(spatial, taps)]
@@ -122,7 +122,7 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
         c = rc if groups == 1 else (o // per_group_out) * per_group_in + rc
         at = [qs[i] + shift(i, ps[i]) - rts[i] + taps[i] - 1 for i in range(n)]
         x = padded[(nn, *at[:-1], c, at[-1])]
-        w = kernel_phases[(*ps, c, *rts, o if groups == 1 else o % per_group_out)]
+        w = kernel_phases[(*ps, o if groups == 1 else o % per_group_out, c, *rts)]
         return te.sum(x * w, axis=[rc, *rts])
 
     phases = te.compute([oshape[0], *strides, *rows[:-1], oshape[1], rows[-1]], product_body,
