@@ -33,12 +33,18 @@ the kernel's is C x O x s^2 x T^2 elements, small beside the product.  An output
 axis is not the last spatial one (NHWC, which Legalize turns into NCHW before) keeps the
 dilated form.
 
-Measured (ONNX ConvTranspose, 1 thread, load 6-9, the same run's onnxruntime node beside):
-128 -> 64 channels, 2x2 stride 2 from 28x28: 22x onnxruntime's time before, 1.9-2.5x now;
-64 -> 32, 4x4 stride 2 pad 1 to 112x112: 28x before, 1.8-2.1x with the input padded
-channel by channel (NCHW), 1.33-1.43x with its channels inside the rows (NHCW: base 2.07-2.12x
-in the same run, load 8.6); 256 -> 128 from 14x14 2.2x.  What is left: the tile's 16 positions against rows of 14 or 28 (a clamped last
-tile), and the 4x4 kernel's taps reading rows one position apart (unaligned loads).
+Measured (ONNX ConvTranspose, 1 thread CPU time, the same run's onnxruntime node beside,
+paired): 128 -> 64 channels, 2x2 stride 2 from 28x28 (+ relu): 22x onnxruntime's time
+before phases, 1.3-1.5x now; 64 -> 32, 4x4 stride 2 pad 1 to 112x112: 28x before, 1.84-2.12x
+with the input padded channel by channel (NCHW), 1.28-1.43x with its channels inside the
+rows (NHCW), 1.01-1.07x with the taps unrolled (schedule/interleave.py), 0.91-1.05x with the
+kernel phases (p, o, c, t) (load 3-8.6, each step alternated with the one before).  Tried:
+the product's axes (n, p.., o, q..), so the tile is 4 rows of one channel by 16 positions
+and the channels outermost: 1.86-1.96x (2x2) and 1.59x (4x4) against 1.33x and 0.91-0.97x;
+4 input channels a trip of the 2x2 product's channel loop (T = 1, 8 FMAs a trip): 1.40-1.49x
+against 1.34-1.40x, no gain.  What is left: the tile's 16 positions against rows of 14 or 28
+(a clamped last tile: 32 positions computed for 28), and the 2x2 product (one input row of
+all channels against all of a phase's 32 KB of weights a row).
 """
 
 from __future__ import annotations
