@@ -14,7 +14,7 @@ hoists it.  `repeats` divides those iterations by the distinct elements read:
 The distinct elements are counted by enumerating the index over the reader's loops, for
 each group of loops the index's components share (a nearest resize's rows and columns
 apart); a group of more than ENUMERATE_MAX points is taken as read once per element (a
-reshape's flattened index: one-to-one), and an index that reads a tensor (take's) as
+reshape's flattened index: one-to-one), as is a group of loops read as they are; and an index that reads a tensor (take's) as
 reading at most every element of the stage along its components.
 """
 
@@ -55,7 +55,7 @@ def repeats(indices: Sequence[te.PrimExpr], axes: Sequence[te.IterVar], inner: i
         if any(isinstance(n, te.Load) or isinstance(n, te.Var) and id(n) not in extents
                for k in group for n in te.nodes(indices[k])):
             distinct *= min(points, math.prod(shape[k] for k in group))
-        elif points > ENUMERATE_MAX:
+        elif points > ENUMERATE_MAX or all(id(indices[k]) in extents for k in group):  # loops themselves
             distinct *= points
         else:
             distinct *= _distinct([indices[k] for k in group], group_loops)
