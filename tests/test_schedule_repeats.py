@@ -60,6 +60,15 @@ def test_a_concatenation_reads_each_element_once_however_wide_its_output():
     assert repeats([c, y], [c, y], 1, (32, 5)) == 1.0  # c >= 32 reads the other input
 
 
+def test_a_read_under_a_select_counts_only_where_the_select_takes_it():
+    (j,) = axes(256)  # two halves stacked and flattened: the first half's read at j % 128
+    assert repeats([j % 128], [j], 1, (128,)) == 2.0
+    assert repeats([j % 128], [j], 1, (128,), guard=te.eq(j // 128, 0)) == 1.0
+    s, k = axes(32, 128)  # the last of 32 steps stacked: read in row 31 alone
+    assert repeats([k], [s, k], 1, (128,)) == 32.0
+    assert repeats([k], [s, k], 1, (128,), guard=te.eq(s, 31)) == 1.0
+
+
 def test_an_index_read_from_a_tensor_is_bounded_by_the_stage():
     ids = te.placeholder((50,), "int64", "ids")
     i, j = axes(50, 16)
@@ -112,6 +121,25 @@ def test_a_softplus_read_through_a_nearest_resize_matches_numpy_compiled():
     up = np.log1p(np.exp(x)).repeat(2, axis=2).repeat(2, axis=3)
     np.testing.assert_allclose(result.lowered.executable.run(x, y), np.concatenate([up, y], axis=1),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_two_costly_halves_joined_by_a_select_stay_inlined():
+    x = te.placeholder((2, 128), "float32", "x")
+    halves = [te.compute((128,), lambda j, k=k: te.tanh(x[k, j]), f"T_tanh{k}") for k in range(2)]
+    out = te.compute((256,), lambda j: te.select(te.eq(j // 128, 0), halves[0][j % 128], halves[1][j % 128]),
+                     "T_join")
+    sch = default_schedule([out], [x], "f")
+    assert "allocate" not in sch.record[-1].snapshot
+    check(sch)
+
+
+def test_a_costly_row_broadcast_down_the_rows_is_computed_once():
+    b = te.placeholder((70,), "float32", "b")
+    e = te.compute((70,), lambda j: te.exp(b[j]), "T_exp")
+    out = te.compute((6, 70), lambda i, j: e[j] * te.const(2.0, "float32"), "T_mul")
+    sch = default_schedule([out], [b], "f")
+    assert "T_exp = allocate(float32, [70])" in sch.record[-1].snapshot
+    check(sch)
 
 
 @pytest.mark.parametrize("rows, cols", [(128, 768), (16, 64)])
