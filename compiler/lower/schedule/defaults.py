@@ -11,9 +11,11 @@
      into the nearest resize x2 after it, four logs per value.  Repeats in the innermost
      loops, where the index does not change, are not counted: LLVM hoists them (a layer
      norm's rsqrt read along its row stays inlined).  Measured (1 thread, CPU time, the
-     two schedules alternated in one process, load 6-7): bench/onnx_ops.py's `det`, the
+     two schedules alternated in one process, load 4-7): bench/onnx_ops.py's `det`, the
      resize kernel 476 -> 246 us, an instance norm packed to NCHW4c (its rsqrt per channel
-     was computed per 8 outputs) 88 -> 76 us, the model 0.857x (2 threads 0.871x).
+     was computed per 8 outputs) 88 -> 76 us, the model 0.86-0.89x (2 threads 0.871x);
+     `head` (a Mish read through a resize x2) 0.787x; `lstm` 0.694x (a tanh of 128 read
+     down the 64 rows of a packed weight, 27 -> 14 us at each of its 64 calls).
      REPEATS_MIN: a chain of exp, add and log, or x * sigmoid(x), on 1x32x64x64 read
      through a nearest resize to 70, 78, 90, 128 (1.2, 1.5, 2, 4 per element), kept
      against inlined: 0.95, 0.81, 0.82, 0.89x and 1.08, 0.89, 0.95, 1.00x; kept when read
