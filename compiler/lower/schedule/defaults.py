@@ -222,33 +222,36 @@ def _inline_injective(sch: Schedule) -> None:
         sites[id(stage)], by_anchor[id(stage)] = n, anchor
         if stage.is_reduction or sch.is_output(stage):
             continue
-        if (anchor and stage.axes) or (_calls_costly(stage.body) and n > 1) or stage.tensor.op.tag == PHASES:
+        if (anchor and stage.axes) or (_calls_costly(te.nodes(stage.body)) and n > 1) or stage.tensor.op.tag == PHASES:
             continue
         if n == 1 and id(stage.tensor) in chains and _repeats(stage, read_by) >= REPEATS_MIN:
             continue
         sch.compute_inline(stage.tensor)
 
 
-def _calls_costly(body: te.PrimExpr) -> bool:
+def _calls_costly(nodes: list[te.PrimExpr]) -> bool:
     return any(isinstance(e, te.Call) and e.name in COSTLY or isinstance(e, te.Binary) and e.op == "pow"
-               for e in te.nodes(body))
+               for e in nodes)
 
 
 def _costly_chains(sch: Schedule) -> set[int]:
     """The ids of the injective intermediates that call a COSTLY function, or read one
     that nothing else reads: what an inlined gather would compute again at each read."""
     loads: dict[int, int] = {}
+    read: dict[int, list[int]] = {}  # stage id -> the tensors its body reads
+    calls: set[int] = set()
     for stage in sch.stages:
-        for e in te.nodes(stage.body):
-            if isinstance(e, te.Load):
-                loads[id(e.tensor)] = loads.get(id(e.tensor), 0) + 1
+        nodes = te.nodes(stage.body)
+        read[id(stage)] = [id(e.tensor) for e in nodes if isinstance(e, te.Load)]
+        for key in read[id(stage)]:
+            loads[key] = loads.get(key, 0) + 1
+        if _calls_costly(nodes):
+            calls.add(id(stage))
     found: set[int] = set()
     for stage in sch.stages:  # producers first
         if stage.is_reduction or sch.is_output(stage):
             continue
-        if _calls_costly(stage.body) or any(
-                isinstance(e, te.Load) and id(e.tensor) in found and loads[id(e.tensor)] == 1
-                for e in te.nodes(stage.body)):
+        if id(stage) in calls or any(key in found and loads[key] == 1 for key in read[id(stage)]):
             found.add(id(stage.tensor))
     return found
 
