@@ -13,7 +13,8 @@
      norm's rsqrt read along its row stays inlined).  Measured (1 thread, CPU time, the
      two schedules alternated in one process, load 4-7): bench/onnx_ops.py's `det`, the
      resize kernel 476 -> 246 us, an instance norm packed to NCHW4c (its rsqrt per channel
-     was computed per 8 outputs) 88 -> 76 us, the model 0.86-0.89x (2 threads 0.871x);
+     was computed per 8 outputs) 88 -> 76 us, the model 0.86-0.89x (2 threads: the resize
+     kernel 336 -> 181 us, the kernels 0.866x, the model 0.87-0.96x beside a busy core);
      `head` (a Mish read through a resize x2) 0.787x; `lstm` 0.694x (a tanh of 128 read
      down the 64 rows of a packed weight, 27 -> 14 us at each of its 64 calls).
      REPEATS_MIN: a chain of exp, add and log, or x * sigmoid(x), on 1x32x64x64 read
