@@ -19,6 +19,10 @@ the outputs, and the build time.
     head        a detector's upsampling head (YOLOv4-like): Conv 3x3 64 -> 64 on 64x64, Mish,
                 Resize x2 (nearest), Conv 1x1 64 -> 32, Softplus: a 2 MB output at 128x128,
                 log and exp in the element-wise chains
+    det         a small detector (the product's stop 30): Conv 3x3 3 -> 16 on 64x64, LeakyRelu,
+                MaxPool, Conv 3x3 16 -> 32, Softplus, Resize x2 (nearest), Concat with the
+                stem, Conv 1x1 48 -> 16, ConvTranspose 2x2 stride 2, InstanceNormalization,
+                Conv 1x1 8 -> 6, Sigmoid: the softplus is read through the resize
 """
 
 from __future__ import annotations
@@ -95,7 +99,27 @@ def head():
     return g.model("head", {"x": (1, 64, 64, 64)}, out, (1, 32, 128, 128), opset=18), {"x": (1, 64, 64, 64)}
 
 
-MODELS: dict[str, Callable] = {"decoder": decoder, "einsum": einsum, "lstm": lstm, "gru": gru, "head": head}
+def det():
+    g = OnnxGraph(6)
+    zeros = g.init("b1", np.zeros(16, np.float32))
+    r1 = g.node("LeakyRelu", [g.node("Conv", ["x", g.weight("w1", (16, 3, 3, 3)), zeros], "stem", pads=[1, 1, 1, 1])],
+                "lrelu", alpha=0.1)
+    x = g.node("MaxPool", [r1], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    x = g.node("Conv", [x, g.weight("w2", (32, 16, 3, 3))], "down", pads=[1, 1, 1, 1])
+    x = g.node("Softplus", [x], "softplus")
+    scales = g.init("scales", np.array([1, 1, 2, 2], np.float32))
+    x = g.node("Resize", [x, g.init("roi", np.zeros(0, np.float32)), scales], "upsample", mode="nearest")
+    x = g.node("Concat", [x, r1], "concat", axis=1)
+    x = g.node("Conv", [x, g.weight("w3", (16, 48, 1, 1))], "conv1x1")
+    x = g.node("ConvTranspose", [x, g.weight("wt", (16, 8, 2, 2))], "deconv", strides=[2, 2])
+    x = g.node("InstanceNormalization", [x, g.uniform("g", (8,), 0.5, 1.5), g.init("be", np.zeros(8, np.float32))],
+               "inorm")
+    out = g.node("Sigmoid", [g.node("Conv", [x, g.weight("wh", (6, 8, 1, 1))], "head")], "sigmoid")
+    return g.model("det", {"x": (1, 3, 64, 64)}, out, (1, 6, 128, 128)), {"x": (1, 3, 64, 64)}
+
+
+MODELS: dict[str, Callable] = {"decoder": decoder, "einsum": einsum, "lstm": lstm, "gru": gru, "head": head,
+                               "det": det}
 
 
 def measure(key: str, threads: int, runs: int) -> dict:

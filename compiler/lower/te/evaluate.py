@@ -37,6 +37,15 @@ def evaluate(outputs: te.Tensor | Sequence[te.Tensor], inputs: Mapping[te.Tensor
     return [values[id(t)] for t in outs]
 
 
+def over_loops(e: te.PrimExpr, loops: Sequence[tuple[te.Var, int]]) -> np.ndarray:
+    """Expression `e`, which reads no tensor, at every value of the (variable, extent)
+    `loops`: an array broadcastable to their extents (of extent 1 along those it does not read)."""
+    rank = len(loops)
+    env = {id(v): np.arange(n, dtype=np.int64).reshape([n if j == k else 1 for j in range(rank)])
+           for k, (v, n) in enumerate(loops)}
+    return np.asarray(_eval(e, env, {}))
+
+
 def _evaluate_compute(t: te.Tensor, values: dict[int, np.ndarray]) -> np.ndarray:
     body = t.op.body
     reduce_axes = body.axes if isinstance(body, te.Reduce) else ()
