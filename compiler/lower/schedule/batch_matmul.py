@@ -4,13 +4,10 @@ frontend makes attention's two products): a (B, M, K) times b (B, K, N).
 defaults.py's register tile (4 rows x 16 lanes: 8 accumulators on AVX2) keeps too few
 FMA chains in flight for the FMA's latency (4 cycles, 2 a cycle: 8 chains at best, no
 slack).  This one is MLAS's SGEMM tile: `rows` rows x one vector width of columns (16
-float32: two AVX2 registers, one AVX-512 register), rows = the accumulators the host's
-tile may keep (vector_unit.py) over the registers a row takes: 6 x 2 on AVX2, 20 x 1 on
-AVX-512.  Per step of k the tile broadcasts `rows` scalars of a and loads the columns'
-vectors of b for rows * 2 FMAs (AVX2) or `rows` (AVX-512).  AVX-512 had been held to
-AVX2's 6 rows, 6 FMA chains for the 8 its latency needs: on Zen 5, 1 thread, alone,
-12x128x64 by 12x64x128 127 -> 104 µs and 12x32x64 by 12x64x32 8.2 -> 6.9 µs with 20
-rows (8 rows 114 and 7.3, 12 rows 108 and 7.0, 16 rows 104 and 7.0).
+float32: two AVX2 registers), rows = the accumulators the host's tile may keep (12 on
+AVX2, vector_unit.py) over the registers a row takes, at most ROWS_MAX: 6 x 2 on AVX2.
+Per step of k the tile broadcasts `rows` scalars of a and loads the columns' vectors of
+b for rows * 2 FMAs.
 
 A product that is an output (no epilogue: both of attention's products in the GPT-2 block
 and BERT, whose transposes are not fused into them) stores its tiles into the output,
@@ -98,6 +95,7 @@ from .primitives import Schedule, Stage
 from .stage import Axis
 from .vector_unit import host_unit
 
+ROWS_MAX = 6  # rows of the register tile
 UNROLL_STEPS = 4  # reduction steps a tile's loop body makes
 PARALLEL_MIN = 16384  # elements times reduction length, as defaults.py
 PARALLEL_BATCHES = 8  # fewer batches leave threads idle (3 on 2 threads: one waits a batch)
@@ -123,7 +121,7 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
     b, i, j = stage.axes
     unit = host_unit()
     if epilogue is None:
-        rows = max(1, min(unit.accumulators // unit.registers_for(lanes), i.extent))
+        rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), i.extent))
         jo, j = sch.split(t, j, lanes)
         sch.reorder(t, b, jo, i, j)
         io = _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
@@ -133,7 +131,7 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
         return
     rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
     chunk = max(d for d in range(1, min(i.extent, rows_per_buffer) + 1) if i.extent % d == 0)
-    rows = max(1, min(unit.accumulators // unit.registers_for(lanes), chunk))
+    rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), chunk))
     _tile(sch, stage, i, j, rows, tail=chunk % rows != 0)
     e = epilogue.tensor
     eb, ei, ej = epilogue.axes
