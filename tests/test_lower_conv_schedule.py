@@ -107,7 +107,7 @@ def test_register_tile_fits_and_divides(unit):
 
 def test_register_tiles_of_avx512_and_avx2():
     assert conv_tile(7, 32, unit=AVX512) == (7, 2)
-    assert conv_tile(56, 4, unit=AVX512) == (8, 2)
+    assert conv_tile(56, 6, unit=AVX512) == (8, 2)  # 4 x 4 where 4 divides the blocks (test_lower_conv_square.py)
     assert conv_tile(56, 2, lanes=12, unit=AVX512) == (4, 2)  # 12 lanes: a vector of 8 and one of 4, two registers
     # AVX2: 16 registers, 12 accumulators of 8 lanes; a block of 16 lanes takes two
     assert AVX2.registers_for(8) == 1 and AVX2.registers_for(16) == 2 and AVX2.registers_for(12) == 2

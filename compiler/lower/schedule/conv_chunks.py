@@ -163,6 +163,13 @@ geometric mean of the two runs): 384 -> 96 0.97x, 576 -> 96 + residual 0.96x and
 over 7 rows for 384 -> 96 and 576 -> 96 alone, one run in each order: 0.93-0.95x and
 1.01-1.02x the other way.
 
+On a 32-register unit (AVX-512) none of the above: a 1x1 whose blocks (16 lanes) 4
+divides and whose width 4 does not (ResNet-50's 14x14 and 7x7) takes conv.py's square
+tile, 4 positions x 4 blocks, over its rows flattened, every input channel in one chunk
+(`_flat_square`; conv.py's module doc has the figures); with chunks of 128 channels
+instead, the 14x14 end 0.83 against 0.79 and 1024 -> 256 0.96 against 0.92 (the base's
+7 x 2 tile a row 1.0).  Everything else keeps conv.py's tile there.
+
 A 1x1 whose group's filters for all its input channels fit in SINGLE_WEIGHT_BYTES (16
 KiB), over an input within SINGLE_INPUT_BYTES (L2: each group reads it again from
 there), takes them in a single chunk: no buffer between chunks, each tile's sums go from
@@ -218,6 +225,7 @@ SINGLE_INPUT_BYTES = 512 << 10  # ... this (L2), take a single chunk (module doc
 ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a row (module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 FLAT_SLACK = 0.01  # a taller flattened 1x1 tile may cost this much more than a row's (`_taller_flat`)
+SQUARE = 4  # columns and blocks of a register tile on a 32-register unit (conv.py's module doc)
 
 
 def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int, bool] | None:
@@ -228,8 +236,10 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     (`cols` then counts positions of rows x OW, the last ones a tail)."""
     unit = unit or host_unit()
     _, blocks, oh, ow, lanes = conv.tensor.shape
-    if unit.registers >= 32 or not conv.reduce_axes:
+    if not conv.reduce_axes:
         return None
+    if unit.registers >= 32:
+        return _flat_square(conv, unit)
     per_block = unit.registers_for(lanes)
     channels, *window = conv.reduce_axes
     per_channel = 1
@@ -274,6 +284,19 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
             if taller is not None:
                 return taller
     return None if single else (cols, vectors, rows, chunk, False)
+
+
+def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, bool] | None:
+    """On a 32-register unit, for a 1x1 filter whose blocks (of the unit's lanes) SQUARE
+    divides and whose width it does not (14, 7): conv.py's square tile over the rows
+    flattened, (SQUARE, SQUARE, rows, every input channel, True), the reduction in a
+    single chunk; else None (conv.py's tile).  The buffer's rows are the plane's, or half
+    of them when the blocks make a single group (two threads then share its rows)."""
+    _, blocks, oh, ow, lanes = conv.tensor.shape
+    if filter_taps(conv) != 1 or lanes != unit.lanes or blocks % SQUARE or ow % SQUARE == 0:
+        return None
+    rows = oh // 2 if blocks == SQUARE and oh % 2 == 0 else oh
+    return SQUARE, SQUARE, rows, conv.reduce_axes[0].extent, True
 
 
 def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):
