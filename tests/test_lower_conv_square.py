@@ -99,13 +99,17 @@ def test_the_square_tile_over_a_1x1s_rows_flattened(avx512):
         stage = next(s for s in sch.stages if s.name.startswith("T_conv2d_NCHWc"))
         return conv_chunks.chunked_tile(stage, AVX512)
 
-    # (cols, vectors, rows, chunk, flat): every input block in one chunk, the whole plane
+    # (cols, vectors, rows, chunk, flat).  A 1x1 at 14x14 (the plane's sums, 49 KiB,
+    # beyond SQUARE_ACC_BYTES): every input block in one chunk over the whole plane
     assert tile(256, 1024, 14) == (4, 4, 14, 16, True)  # ResNet-50's layer3 end
-    assert tile(2048, 512, 7) == (4, 4, 7, 128, True)  # layer4's 1x1, 12 tiles and a 1-position tail
     assert tile(384, 64, 14) == (4, 4, 7, 24, True)  # a single group of blocks: half the rows, two loop trips
+    # at 7x7 (12 KiB of sums): 8 input blocks a chunk (32 KiB of filters), 12 tiles and a tail
+    assert tile(2048, 512, 7) == (4, 4, 7, 8, True)  # layer4's 1x1
+    # a 3x3: one input block a chunk (36 KiB of filters), the rows whose sums fit 32 KiB
+    assert tile(256, 256, 14, k=3) == (4, 4, 7, 1, True)
+    assert tile(512, 512, 7, k=3) == (4, 4, 7, 1, True)
     assert tile(128, 512, 28) is None  # 4 divides the row: conv.py's square tile
     assert tile(960, 96, 7) is None  # 6 blocks: conv.py's tile
-    assert tile(64, 64, 14, k=3) is None  # a 3x3: conv.py's tile
 
 
 @pytest.mark.parametrize("ci, co, size, k, stride", [
@@ -113,19 +117,23 @@ def test_the_square_tile_over_a_1x1s_rows_flattened(avx512):
     (64, 64, 56, 1, 1),  # 14 a row
     (64, 64, 56, 3, 2),  # a stride-2 3x3 to 28x28
     (128, 256, 14, 1, 1),  # flattened: 49 tiles over the plane
-    (256, 64, 7, 1, 1),  # flattened: 12 tiles and a 1-position tail, a single group
+    (256, 64, 7, 1, 1),  # flattened: 12 tiles and a 1-position tail, a single group, 8 input blocks a chunk
     (64, 64, 14, 1, 1),  # a single group: two buffers of 7 rows
+    (64, 128, 28, 3, 2),  # a stride-2 3x3 to 14x14, flattened: one input block a chunk, 7 rows a buffer
+    (64, 64, 14, 3, 2),  # to 7x7
+    (32, 64, 7, 3, 1),  # a 3x3 at stride 1
 ])
 def test_square_tiles_match_numpy(avx512, ci, co, size, k, stride):
     func = bottleneck_end(ci, co, size, k, stride)
     record = recorded(func)
     flat = any(p == "fuse" and a.startswith("T_conv2d_NCHWc: ax2") for p, a in record)
-    assert flat == (size % 4 != 0), record
+    assert flat == (((size + 2 * (k // 2) - k) // stride + 1) % 4 != 0), record
     if not flat:
         assert any(p == "split" and a.endswith("by 4 -> ax3.outer, ax3.inner") for p, a in record), record
     assert_matches_numpy(func, ci, co, size, k, stride)
 
 
-@pytest.mark.parametrize("ci, co, size", [(128, 128, 28), (128, 256, 14)])
-def test_square_tiles_on_two_threads_match_numpy(avx512, ci, co, size):
-    assert_matches_numpy(bottleneck_end(ci, co, size), ci, co, size, threads=2)
+@pytest.mark.parametrize("ci, co, size, k, stride", [(128, 128, 28, 1, 1), (128, 256, 14, 1, 1), (128, 64, 7, 1, 1),
+                                                      (64, 128, 28, 3, 2)])
+def test_square_tiles_on_two_threads_match_numpy(avx512, ci, co, size, k, stride):
+    assert_matches_numpy(bottleneck_end(ci, co, size, k, stride), ci, co, size, k, stride, threads=2)

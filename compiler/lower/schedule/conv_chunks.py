@@ -163,12 +163,22 @@ geometric mean of the two runs): 384 -> 96 0.97x, 576 -> 96 + residual 0.96x and
 over 7 rows for 384 -> 96 and 576 -> 96 alone, one run in each order: 0.93-0.95x and
 1.01-1.02x the other way.
 
-On a 32-register unit (AVX-512) none of the above: a 1x1 whose blocks (16 lanes) 4
-divides and whose width 4 does not (ResNet-50's 14x14 and 7x7) takes conv.py's square
-tile, 4 positions x 4 blocks, over its rows flattened, every input channel in one chunk
-(`_flat_square`; conv.py's module doc has the figures); with chunks of 128 channels
-instead, the 14x14 end 0.83 against 0.79 and 1024 -> 256 0.96 against 0.92 (the base's
-7 x 2 tile a row 1.0).  Everything else keeps conv.py's tile there.
+On a 32-register unit (AVX-512) none of the above: a convolution whose blocks (16
+lanes) 4 divides and whose width 4 does not (ResNet-50's 14x14 and 7x7) takes conv.py's
+square tile, 4 positions x 4 blocks, over its rows flattened (`_flat_square`; conv.py's
+module doc has the first figures).  A 1x1 whose plane's sums outgrow SQUARE_ACC_BYTES
+(14x14: 49 KiB) sums every input channel in one chunk over the whole plane: ResNet-50's
+layer3 end 0.79x the time of 7 x 2 a row, 1024 -> 256 0.92x, where chunks of 128
+channels over 2 rows took 0.83x and 0.96x.  Otherwise (a 1x1 at 7x7, and every wider
+filter, whose filters for all channels would stream from L2 at every tile) chunks of
+filters within SQUARE_WEIGHT_BYTES (32 KiB: 128 channels of a 1x1, one block of a 3x3)
+over the most rows whose sums fit SQUARE_ACC_BYTES.  Measured in the model against the
+single chunk at 7x7 and 7 x 2 a row for the 3x3s (1 thread, the two builds in two
+processes alternated 40 rounds, each kernel's least of 3 calls a round, median of the
+paired ratios; load 11 from other work): ResNet-50's stride-2 3x3 to 14x14 0.90, to
+7x7 0.84, its 1x1s at 7x7 0.89-0.98 (the stride-2 1024 -> 2048 0.88), the kernels left
+alone 0.97-1.00; chunks of 256 channels at 7x7 0.98-1.0.  MobileNet v2 (load 14): its
+1x1s at 7x7 0.81-0.96.  Everything else keeps conv.py's tile there.
 
 A 1x1 whose group's filters for all its input channels fit in SINGLE_WEIGHT_BYTES (16
 KiB), over an input within SINGLE_INPUT_BYTES (L2: each group reads it again from
@@ -226,6 +236,8 @@ ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a 
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 FLAT_SLACK = 0.01  # a taller flattened 1x1 tile may cost this much more than a row's (`_taller_flat`)
 SQUARE = 4  # columns and blocks of a register tile on a 32-register unit (conv.py's module doc)
+SQUARE_WEIGHT_BYTES = 32 << 10  # filters of a chunk of the square tile's group (2/3 of Zen 5's L1)
+SQUARE_ACC_BYTES = 32 << 10  # the square tile's buffer of a group's rows
 
 
 def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int, bool] | None:
@@ -287,16 +299,27 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
 
 
 def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, bool] | None:
-    """On a 32-register unit, for a 1x1 filter whose blocks (of the unit's lanes) SQUARE
+    """On a 32-register unit, for a convolution whose blocks (of the unit's lanes) SQUARE
     divides and whose width it does not (14, 7): conv.py's square tile over the rows
-    flattened, (SQUARE, SQUARE, rows, every input channel, True), the reduction in a
-    single chunk; else None (conv.py's tile).  The buffer's rows are the plane's, or half
-    of them when the blocks make a single group (two threads then share its rows)."""
+    flattened, (SQUARE, SQUARE, rows, chunk, True); else None (conv.py's tile).  A 1x1
+    sums every input channel in one chunk over the whole plane (half of it when its
+    blocks make a single group: two threads then share its rows), unless the plane's sums
+    fit SQUARE_ACC_BYTES: then, as a wider filter always, chunks of filters within
+    SQUARE_WEIGHT_BYTES (at least one input block) over the most rows whose sums fit
+    SQUARE_ACC_BYTES (see the module doc)."""
     _, blocks, oh, ow, lanes = conv.tensor.shape
-    if filter_taps(conv) != 1 or lanes != unit.lanes or blocks % SQUARE or ow % SQUARE == 0:
+    if lanes != unit.lanes or blocks % SQUARE or ow % SQUARE == 0:
         return None
-    rows = oh // 2 if blocks == SQUARE and oh % 2 == 0 else oh
-    return SQUARE, SQUARE, rows, conv.reduce_axes[0].extent, True
+    channels, *window = conv.reduce_axes
+    group_bytes = SQUARE * lanes * 4
+    rows = _rows(oh, ow, group_bytes, SQUARE_ACC_BYTES)
+    if filter_taps(conv) == 1 and rows < oh:
+        return SQUARE, SQUARE, oh // 2 if blocks == SQUARE and oh % 2 == 0 else oh, channels.extent, True
+    per_block = group_bytes
+    for axis in window:
+        per_block *= axis.extent
+    chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_block <= SQUARE_WEIGHT_BYTES)
+    return SQUARE, SQUARE, rows, chunk, True
 
 
 def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):
