@@ -103,8 +103,8 @@ def test_the_square_tile_over_a_1x1s_rows_flattened(avx512):
     # beyond SQUARE_ACC_BYTES): every input block in one chunk over the whole plane
     assert tile(256, 1024, 14) == (4, 4, 14, 16, True)  # ResNet-50's layer3 end
     assert tile(384, 64, 14) == (4, 4, 7, 24, True)  # a single group of blocks: half the rows, two loop trips
-    # at 7x7 (12 KiB of sums): 8 input blocks a chunk (32 KiB of filters), 12 tiles and a tail
-    assert tile(2048, 512, 7) == (4, 4, 7, 8, True)  # layer4's 1x1
+    # at 7x7 (12 KiB of sums): 4 input blocks a chunk (16 KiB of filters), 12 tiles and a tail
+    assert tile(2048, 512, 7) == (4, 4, 7, 4, True)  # layer4's 1x1
     # a 3x3: one input block a chunk (36 KiB of filters), the rows whose sums fit 32 KiB
     assert tile(256, 256, 14, k=3) == (4, 4, 7, 1, True)
     assert tile(512, 512, 7, k=3) == (4, 4, 7, 1, True)
@@ -117,7 +117,7 @@ def test_the_square_tile_over_a_1x1s_rows_flattened(avx512):
     (64, 64, 56, 1, 1),  # 14 a row
     (64, 64, 56, 3, 2),  # a stride-2 3x3 to 28x28
     (128, 256, 14, 1, 1),  # flattened: 49 tiles over the plane
-    (256, 64, 7, 1, 1),  # flattened: 12 tiles and a 1-position tail, a single group, 8 input blocks a chunk
+    (256, 64, 7, 1, 1),  # flattened: 12 tiles and a 1-position tail, a single group, 4 input blocks a chunk
     (64, 64, 14, 1, 1),  # a single group: two buffers of 7 rows
     (64, 128, 28, 3, 2),  # a stride-2 3x3 to 14x14, flattened: one input block a chunk, 7 rows a buffer
     (64, 64, 14, 3, 2),  # to 7x7

@@ -171,14 +171,17 @@ module doc has the first figures).  A 1x1 whose plane's sums outgrow SQUARE_ACC_
 layer3 end 0.79x the time of 7 x 2 a row, 1024 -> 256 0.92x, where chunks of 128
 channels over 2 rows took 0.83x and 0.96x.  Otherwise (a 1x1 at 7x7, and every wider
 filter, whose filters for all channels would stream from L2 at every tile) chunks of
-filters within SQUARE_WEIGHT_BYTES (32 KiB: 128 channels of a 1x1, one block of a 3x3)
-over the most rows whose sums fit SQUARE_ACC_BYTES.  Measured in the model against the
-single chunk at 7x7 and 7 x 2 a row for the 3x3s (1 thread, the two builds in two
-processes alternated 40 rounds, each kernel's least of 3 calls a round, median of the
-paired ratios; load 11 from other work): ResNet-50's stride-2 3x3 to 14x14 0.90, to
-7x7 0.84, its 1x1s at 7x7 0.89-0.98 (the stride-2 1024 -> 2048 0.88), the kernels left
-alone 0.97-1.00; chunks of 256 channels at 7x7 0.98-1.0.  MobileNet v2 (load 14): its
-1x1s at 7x7 0.81-0.96.  Everything else keeps conv.py's tile there.
+filters within SQUARE_WEIGHT_BYTES (16 KiB: 64 channels of a 1x1; at least one input
+block, 36 KiB for a 3x3) over the most rows whose sums fit SQUARE_ACC_BYTES (a 7x7
+plane's 12 KiB, 7 rows of 14).  Measured in the model (1 thread, the two builds in two
+processes alternated 30-40 rounds, each kernel's least of 3 calls a round, median of the
+paired ratios; load 11-20 from other work), against the single chunk at 7x7 and 7 x 2 a
+row for the 3x3s: ResNet-50's stride-2 3x3 to 14x14 0.90, to 7x7 0.84; its 1x1s at 7x7
+with chunks of 128 channels 0.89-0.98, then 64 against 128 0.79-0.86 (32 channels
+0.83-0.87: a chunk's filters, the buffer and the chunk's input lines share L1's 48 KiB);
+the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  MobileNet v2:
+its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  Everything else keeps
+conv.py's tile there.
 
 A 1x1 whose group's filters for all its input channels fit in SINGLE_WEIGHT_BYTES (16
 KiB), over an input within SINGLE_INPUT_BYTES (L2: each group reads it again from
@@ -236,7 +239,7 @@ ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a 
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 FLAT_SLACK = 0.01  # a taller flattened 1x1 tile may cost this much more than a row's (`_taller_flat`)
 SQUARE = 4  # columns and blocks of a register tile on a 32-register unit (conv.py's module doc)
-SQUARE_WEIGHT_BYTES = 32 << 10  # filters of a chunk of the square tile's group (2/3 of Zen 5's L1)
+SQUARE_WEIGHT_BYTES = 16 << 10  # filters of a chunk of the square tile's group (a third of Zen 5's L1)
 SQUARE_ACC_BYTES = 32 << 10  # the square tile's buffer of a group's rows
 
 
