@@ -164,9 +164,10 @@ over 7 rows for 384 -> 96 and 576 -> 96 alone, one run in each order: 0.93-0.95x
 1.01-1.02x the other way.
 
 On a 32-register unit (AVX-512) none of the above: a convolution whose blocks (16
-lanes) 4 divides and whose width 4 does not (ResNet-50's 14x14 and 7x7) takes conv.py's
-square tile, 4 positions x 4 blocks, over its rows flattened (`_flat_square`; conv.py's
-module doc has the first figures).  A 1x1 whose plane's sums outgrow SQUARE_ACC_BYTES
+lanes) 4 divides, when its filter is wider than 1x1 or its width one 4 does not divide
+(ResNet-50's 1x1s at 14x14 and 7x7), takes conv.py's square tile, 4 positions x 4
+blocks, over its rows flattened (`_flat_square`; conv.py's module doc has the first
+figures).  A 1x1 whose plane's sums outgrow SQUARE_ACC_BYTES
 (14x14: 49 KiB) sums every input channel in one chunk over the whole plane: ResNet-50's
 layer3 end 0.79x the time of 7 x 2 a row, 1024 -> 256 0.92x, where chunks of 128
 channels over 2 rows took 0.83x and 0.96x.  Otherwise (a 1x1 at 7x7, and every wider
@@ -179,7 +180,10 @@ paired ratios; load 11-20 from other work), against the single chunk at 7x7 and 
 row for the 3x3s: ResNet-50's stride-2 3x3 to 14x14 0.90, to 7x7 0.84; its 1x1s at 7x7
 with chunks of 128 channels 0.89-0.98, then 64 against 128 0.79-0.86 (32 channels
 0.83-0.87: a chunk's filters, the buffer and the chunk's input lines share L1's 48 KiB);
-the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  MobileNet v2:
+the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  The stride-2
+3x3 to 28x28, where 4 x 4 divides the row, so chunked (4 rows a buffer) against conv.py's
+4 x 4 a row (its 295 KiB of filters read at every tile): 0.956, the stem 1.00; 8 x 2
+instead of 4 x 4 for the 3x3s (18 KiB of filters a block) 1.23-1.30.  MobileNet v2:
 its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  Everything else keeps
 conv.py's tile there.
 
@@ -303,15 +307,16 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
 
 def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, bool] | None:
     """On a 32-register unit, for a convolution whose blocks (of the unit's lanes) SQUARE
-    divides and whose width it does not (14, 7): conv.py's square tile over the rows
-    flattened, (SQUARE, SQUARE, rows, chunk, True); else None (conv.py's tile).  A 1x1
+    divides, a filter wider than 1x1 or a 1x1 whose width SQUARE does not divide (14, 7):
+    conv.py's square tile over the rows flattened, (SQUARE, SQUARE, rows, chunk, True);
+    else None (conv.py's tile, a row).  A 1x1
     sums every input channel in one chunk over the whole plane (half of it when its
     blocks make a single group: two threads then share its rows), unless the plane's sums
     fit SQUARE_ACC_BYTES: then, as a wider filter always, chunks of filters within
     SQUARE_WEIGHT_BYTES (at least one input block) over the most rows whose sums fit
     SQUARE_ACC_BYTES (see the module doc)."""
     _, blocks, oh, ow, lanes = conv.tensor.shape
-    if lanes != unit.lanes or blocks % SQUARE or ow % SQUARE == 0:
+    if lanes != unit.lanes or blocks % SQUARE or ow % SQUARE == 0 and filter_taps(conv) == 1:
         return None
     channels, *window = conv.reduce_axes
     group_bytes = SQUARE * lanes * 4
