@@ -328,7 +328,7 @@ def test_chunked_tile_choice(avx2, monkeypatch):
     # 16 KiB of filters a group over an input beyond L2: chunked (L1 holds the buffer beside them)
     assert tile(128, 512, 56, 1)[3] == 8
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
-    assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
+    assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers, 8-lane blocks: conv.py's tile
 
 
 def test_plain_tile_when_the_filters_fit(avx2):
