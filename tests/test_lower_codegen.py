@@ -189,6 +189,42 @@ def test_division_by_constants(jit):
     assert list(jit.compile([index], "t.relay")["index_div"]()) == [k // 4 + k % 7 for k in range(N)]
 
 
+def test_fused_counter_quotients_are_carried(jit):
+    """A loop around a register tile's reduction loop carries its counter's quotient and
+    remainder by a constant as phis instead of dividing each trip (codegen/carried.py), so
+    LLVM's strength reduction of the loop inside has no division of the counter to combine
+    into every address; a parallel piece starts them from its first counter value.  Where
+    a condition reads the counter, it is divided as before."""
+    rows, cols, k = 3, 7, 5
+    a, w = buf("a", (k, rows * cols, 4), "float32"), buf("w", (k, 4), "float32")
+    out = buf("out", (rows * cols, 4), "float32")
+    funcs = {}
+    for kind in ("serial", "parallel"):
+        i, r, c = te.Var("i"), te.Var("r"), te.Var("c")
+        pixel = (i // cols) * cols + i % cols  # the fused row and column, as a schedule's fuse spells them
+        tile = ln.For(c, 4, ln.Store(out, pixel * 4 + c, load(out, pixel * 4 + c)
+                                     + load(a, (r * rows * cols + pixel) * 4 + c) * load(w, r * 4 + c)), "unrolled")
+        body = ln.Seq((ln.For(c, 4, ln.Store(out, pixel * 4 + c, te.const(0.0, "float32")), "unrolled"),
+                       ln.For(r, k, tile)))
+        funcs[kind] = ln.PrimFunc(f"carried_{kind}", (a, w, out), ln.For(i, rows * cols, body, kind))
+    serial, parallel = (str(generate([f], "t.relay")) for f in funcs.values())
+    assert "urem" not in serial and "udiv" not in serial
+    assert '.mod7" = phi' in serial and '.div7" = phi' in serial
+    assert parallel.count("urem i64 %\"begin\", 7") == 1  # once, before the piece's loop
+    kernels = jit.compile(list(funcs.values()), "t.relay")
+    av = values("float32", a.size).reshape(a.shape)
+    wv = values("float32", w.size, seed=1).reshape(w.shape)
+    for kind in funcs:
+        np.testing.assert_allclose(kernels[f"carried_{kind}"](av, wv), np.einsum("kpc,kc->pc", av, wv), rtol=1e-5)
+
+    i, r = te.Var("i"), te.Var("r")
+    guarded = ln.For(i, rows * cols, ln.For(r, k, ln.For(c, 4, ln.Store(
+        out, i * 4 + c, te.select(te.lt(i % cols, 6), load(a, (r * rows * cols + i) * 4 + c), load(out, i * 4 + c))),
+        "unrolled")))
+    text = str(generate([ln.PrimFunc("carried_not", (a, out), guarded)], "t.relay"))
+    assert "urem i64" in text and ".mod7" not in text
+
+
 def test_unrolled_index_arithmetic_is_folded(jit):
     """An unrolled loop's indices are constants in the IR, not arithmetic on constants."""
     a, out = buf("a", (4, 8), "float32"), buf("out", (4, 8), "float32")
