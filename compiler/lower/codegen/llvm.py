@@ -5,7 +5,8 @@ with external linkage; the runtime passes 64-byte aligned, row-major, contiguous
 Loop kinds:
 
 * serial: a bottom-tested loop with a phi counter;
-* vectorized: a straight-line body is emitted once on `<W x T>` vectors (lanes.py);
+* vectorized: a straight-line body is emitted once on `<W x T>` vectors (lanes.py; a
+  width that is not a power of two, once per power of two in it);
   other bodies make the same loop as serial, carrying `llvm.loop.vectorize.enable`/`width`
   (and `unroll.disable`; `interleave.count` when it expands a math function inline:
   MATH_INTERLEAVE) metadata, which the O3 pipeline's loop vectoriser honours; a body
@@ -342,7 +343,10 @@ class _Emitter:
             no_unroll = self.plans.encloses_lanes(s.body)
             width = self.plans.width(s)
             if lanes is not None:
-                Lanes(self, s, lanes).emit()
+                first = 0
+                for piece in _vector_pieces(s.extent):
+                    Lanes(self, s, lanes, first, piece).emit()
+                    first += piece
             elif width is not None:
                 begin = 0
                 interleave = MATH_INTERLEAVE if _calls_math(s) else 0
