@@ -38,8 +38,8 @@ def divisors(s: For, is_loop: Callable[[For], bool], exprs: Callable[[Stmt], Ite
              nodes: Callable[[list[te.PrimExpr]], Iterable[te.PrimExpr]]) -> tuple[int, ...]:
     """The constants `s`'s counter is divided by in its body (floordiv or floormod, each
     below its extent), to carry; none when the body holds no loop `is_loop` takes or a
-    condition reads the counter.  `exprs`: every
-    expression node under a statement; `nodes`: under expressions; each once."""
+    condition reads the counter.  `exprs`: every expression node under a statement;
+    `nodes`: under expressions; each once."""
     if not any(isinstance(st, For) and is_loop(st) for st in walk(s.body)):
         return ()
     conditions = [st.cond for st in walk(s.body) if isinstance(st, IfThenElse)]

@@ -721,8 +721,8 @@ class _At:
 
 
 def _vector_pieces(extent: int) -> list[int]:
-    """The loops a vectorized loop of `extent` is emitted as: one loop when the extent is a
-    power of two or beyond MAX_VECTOR_PIECES lanes (the vectoriser picks its width and
+    """The loops a vectorized loop of `extent` is emitted as (or its vectors, as vector
+    code: lanes.py): one loop when the extent is a power of two or beyond MAX_VECTOR_PIECES lanes (the vectoriser picks its width and
     handles the remainder), else one per power of two in its binary expansion, largest
     first (12 lanes: 8 then 4), each exactly one vector.  Given a width that does not
     divide the trip count, LLVM makes a short vector loop with a remainder, which keeps a
