@@ -31,9 +31,10 @@ again in every one (an unrolled loop outside the loop over the input's positions
 
 Keys: `id(node) + contract` for a scalar (object ids are even, so the two never meet: a
 value emitted for an accumulation, where float operations may fuse into FMAs, is not the
-one of an exact statement), `(id(lane variable), width, that)` for a vectorized loop's
-lanes (lanes.py): the lanes of one loop variable, 0 to width - 1, are the same in every
-emission of its loop, so an iteration that rebinds the lane variable keeps them;
+one of an exact statement), `(id(lane variable), first lane, width, that)` for a
+vectorized loop's lanes (lanes.py): the lanes of one loop variable, first to first +
+width - 1, are the same in every emission of its loop, so an iteration that rebinds the
+lane variable keeps them;
 `("load", id(address), lanes)` for a read by its address (lanes 0 for a scalar).
 """
 

@@ -5,7 +5,8 @@ with external linkage; the runtime passes 64-byte aligned, row-major, contiguous
 Loop kinds:
 
 * serial: a bottom-tested loop with a phi counter;
-* vectorized: a straight-line body is emitted once on `<W x T>` vectors (lanes.py);
+* vectorized: a straight-line body is emitted once on `<W x T>` vectors (lanes.py; a
+  width that is not a power of two, once per power of two in it);
   other bodies make the same loop as serial, carrying `llvm.loop.vectorize.enable`/`width`
   (and `unroll.disable`; `interleave.count` when it expands a math function inline:
   MATH_INTERLEAVE) metadata, which the O3 pipeline's loop vectoriser honours; a body
@@ -35,7 +36,9 @@ iterations that follow, while its variables keep their values and nothing is sto
 what it reads), and an index operation or an address on values already combined so is
 not emitted again where the first one dominates (`_Emitter.integer_binary`, `address`):
 LLVM would remove the copies, but only after printing, parsing and optimising them (a
-third of ResNet-50's unoptimised IR).
+third of ResNet-50's unoptimised IR).  A loop around a register tile's reduction loop
+carries its counter's quotients and remainders by constants instead of dividing
+(carried.py: LLVM's strength reduction of the loop inside took a fifth of its time).
 Scalar operations and the LLVM types of dtypes are in scalar.py.
 
 Debug info (debuginfo.py): a DISubprogram per LLVM function at its PrimFunc's line, and a
@@ -59,6 +62,7 @@ from ..schedule.loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, S
 from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
+from . import carried
 from .emitted import Emitted
 from .ir_text import _Printer
 from .lines import TextBuilder
@@ -339,7 +343,10 @@ class _Emitter:
             no_unroll = self.plans.encloses_lanes(s.body)
             width = self.plans.width(s)
             if lanes is not None:
-                Lanes(self, s, lanes).emit()
+                first = 0
+                for piece in _vector_pieces(s.extent):
+                    Lanes(self, s, lanes, first, piece).emit()
+                    first += piece
             elif width is not None:
                 begin = 0
                 interleave = MATH_INTERLEAVE if _calls_math(s) else 0
@@ -350,7 +357,7 @@ class _Emitter:
                     begin += piece
             else:
                 self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
-                          no_unroll=no_unroll)
+                          no_unroll=no_unroll, divisors=self.plans.divisors(s))
         self.vars.pop(id(s.var), None)
         self.extents.pop(id(s.var), None)
 
@@ -377,24 +384,38 @@ class _Emitter:
         return ("nsw",)
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
-             vectorize: int | None = None, no_unroll: bool = False, interleave: int = 0) -> None:
+             vectorize: int | None = None, no_unroll: bool = False, interleave: int = 0,
+             divisors: tuple[int, ...] = ()) -> None:
         """`for var in [begin, end): body()` as a bottom-tested loop; the range may be empty
         unless both bounds are constants.  `vectorize`: the loop vectoriser's width hint
-        (and `interleave`, its interleave count: vectors of that width side by side)."""
+        (and `interleave`, its interleave count: vectors of that width side by side).
+        `divisors`: the counter's quotients and remainders by them are carried beside it
+        (carried.py), and are what the body's `var // d` and `var % d` give."""
         b = self.builder
         header = self.fn.append_basic_block(f"{var.name}.loop")
         exit_ = self.fn.append_basic_block(f"{var.name}.exit")
         pre = b.block
+        starts = [carried.start(b, begin, d) for d in divisors]
         if isinstance(begin, ir.Constant) and isinstance(end, ir.Constant):
             b.branch(header)
         else:
             b.cbranch(b.icmp_signed("<", begin, end), header, exit_)
         b.position_at_end(header)
         counter = b.phi(I64, name=var.name)
+        quotients = [(d, b.phi(I64, name=f"{var.name}.div{d}"), b.phi(I64, name=f"{var.name}.mod{d}"))
+                     for d in divisors]
         self.vars[id(var)] = counter
         with self.region(stores=True):
+            for d, quotient, remainder in quotients:  # what integer_binary finds for var // d, var % d
+                divisor = self.value_key(index_constant(d))
+                self.numbered[("floordiv", te.INDEX, id(counter), divisor)] = quotient
+                self.numbered[("floormod", te.INDEX, id(counter), divisor)] = remainder
             body()
         latch = b.block
+        for (d, quotient, remainder), first in zip(quotients, starts):
+            for phi, value, following in zip((quotient, remainder), first, carried.step(b, quotient, remainder, d)):
+                phi.add_incoming(value, pre)
+                phi.add_incoming(following, latch)
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
         back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
         if no_unroll and vectorize is None:
@@ -442,7 +463,8 @@ class _Emitter:
         inner.vars = {id(v): a for v, a in zip(free_vars, body_fn.args[len(buffers):])}
         inner.extents = {id(v): self.extents[id(v)] for v in free_vars if id(v) in self.extents}
         inner.bind_extent(s.var, s.extent)
-        inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body))
+        inner.loop(s.var, body_fn.args[-2], body_fn.args[-1], lambda: inner.stmt(s.body),
+                   divisors=self.plans.divisors(s))
         inner.finish()
 
         fields = [PTR] * len(buffers) + [reg_type(v.dtype) for v in free_vars] + [PTR]  # then the counters
@@ -699,8 +721,8 @@ class _At:
 
 
 def _vector_pieces(extent: int) -> list[int]:
-    """The loops a vectorized loop of `extent` is emitted as: one loop when the extent is a
-    power of two or beyond MAX_VECTOR_PIECES lanes (the vectoriser picks its width and
+    """The loops a vectorized loop of `extent` is emitted as (or its vectors, as vector
+    code: lanes.py): one loop when the extent is a power of two or beyond MAX_VECTOR_PIECES lanes (the vectoriser picks its width and
     handles the remainder), else one per power of two in its binary expansion, largest
     first (12 lanes: 8 then 4), each exactly one vector.  Given a width that does not
     divide the trip count, LLVM makes a short vector loop with a remainder, which keeps a
@@ -721,6 +743,17 @@ class _LoopPlans:
         self._width: dict[int, int | None] = {}
         self._lanes: dict[int, LanePlan | None] = {}
         self._encloses: dict[int, bool] = {}
+        self._divisors: dict[int, tuple[int, ...]] = {}
+
+    def divisors(self, s: For) -> tuple[int, ...]:
+        """The constants a serial or parallel loop carries its counter's quotients and
+        remainders by (carried.py)."""
+        if id(s) not in self._divisors:
+            self._divisors[id(s)] = carried.divisors(
+                s, lambda st: st.extent > 1 and st.kind == "serial"
+                and any(isinstance(x, For) and x.kind == "unrolled" for x in walk(st.body)),
+                lambda body: _walk_exprs([e for st in walk(body) for e in _stmt_exprs(st)]), _walk_exprs)
+        return self._divisors[id(s)]
 
     def width(self, s: For) -> int | None:
         if id(s) not in self._width:
