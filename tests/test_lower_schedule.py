@@ -13,6 +13,7 @@ from relaylens.compiler.lower.schedule.conv_tile_end import FORK_MIN
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.primitives import Schedule, ScheduleError
 from relaylens.compiler.lower.schedule.row_reduce import rows_together
+from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512, SSE, host_unit
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 
@@ -791,11 +792,14 @@ def test_default_row_reductions_run_in_vector_lanes():
     assert ".rf" not in text
 
 
-@pytest.mark.parametrize("rows, together", [(8, 2), (6, 2)])
-def test_default_row_group_computes_rows_together(rows, together):
+@pytest.mark.parametrize("rows", [16, 6])
+def test_default_row_group_computes_rows_together(rows):
     """Rows of a row group in groups (row_reduce.rows_together): each step of a row
     reduction updates every row of the group (independent chains side by side), each
     stage covers the group, and the output's loop runs over the groups."""
+    together = 2 if rows == 6 else {AVX512: 8, AVX2: 2}.get(host_unit(), 1)
+    if together == 1:
+        pytest.skip("the host keeps one row at a time")
     ins, out = softmax(rows=rows, cols=64)
     sch, text = _default(ins, [out])
     assert lines(sch)[1:3] == [f"for ax0.outer in range({rows // together}):",
@@ -813,9 +817,17 @@ def test_default_row_group_computes_rows_together(rows, together):
     got = check(sch, [special])[0]
     assert np.isnan(got[[1, 2]]).all() and not np.isnan(np.delete(got, [1, 2], axis=0)).any()
     np.testing.assert_allclose(got[3], np.eye(64)[0], atol=0)
-    assert rows_together(te.placeholder((8, 2048), "float32", "x")) == 2  # 16 KiB of rows at most
-    assert rows_together(te.placeholder((8, 4096), "float32", "x")) == 1
-    assert rows_together(te.placeholder((7, 64), "float32", "x")) == 1
+
+
+def test_rows_together_by_vector_unit():
+    """As many rows as a quarter of the vector registers holds row accumulators (a
+    power of two dividing the rows), in 16 KiB at most."""
+    x = te.placeholder((128, 128), "float32", "x")
+    assert [rows_together(x, unit) for unit in (AVX512, AVX2, SSE)] == [8, 2, 1]
+    assert rows_together(te.placeholder((12, 128), "float32", "x"), AVX512) == 4
+    assert rows_together(te.placeholder((8, 2048), "float32", "x"), AVX512) == 2  # 16 KiB of rows at most
+    assert rows_together(te.placeholder((8, 4096), "float32", "x"), AVX512) == 1
+    assert rows_together(te.placeholder((7, 64), "float32", "x"), AVX512) == 1
 
 
 @pytest.mark.parametrize("n, c, h, w, k", [(1, 3, 7, 9, 5), (2, 2, 1, 1, 1), (1, 1, 5, 20, 2)])
