@@ -52,7 +52,7 @@ from .vector_unit import VectorUnit, host_unit
 
 MIN_STEPS = 2  # the fewest vectors per row worth splitting into lanes
 TOGETHER_BYTES = 16384  # the most bytes of output rows computed together: half of L1
-COMBINERS = ("sum", "max", "min")
+COMBINERS = ("sum", "max", "max_nnan", "min")
 LEFT_ALONE = ("conv", "dense", "matmul", "pool")  # tags whose reductions have their own schedule
 
 

@@ -68,7 +68,7 @@ def _evaluate_compute(t: te.Tensor, values: dict[int, np.ndarray]) -> np.ndarray
         pos = (np.argmax if body.combiner == "argmax" else np.argmin)(flat, axis=-1)
         index = np.broadcast_to(_eval(body.index, env, values), full).reshape(full[:n] + (-1,))
         return np.take_along_axis(index, pos[..., None], axis=-1)[..., 0].astype(t.dtype).reshape(t.shape)
-    fold = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[body.combiner]
+    fold = {"sum": np.sum, "prod": np.prod, "max": np.max, "max_nnan": np.max, "min": np.min}[body.combiner]
     if any(full[k] == 0 for k in red):
         raise ValueError(f"{t.name}: reduction over an empty axis")
     return np.asarray(fold(source, axis=red), dtype=t.dtype).reshape(t.shape)
@@ -167,6 +167,7 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
         if op == "truncmod": return np.fmod(a, b) if te.is_float(dtype) else np.fmod(a, np.where(b == 0, 1, b))
         if op == "min": return np.minimum(a, b)
         if op == "max": return np.maximum(a, b)
+        if op == "max_nnan": return np.where(a > b, a, b)
         if op == "pow": return np.power(a, b)
         if op == "and": return np.logical_and(a, b) if dtype == "bool" else a & b
         if op == "or": return np.logical_or(a, b) if dtype == "bool" else a | b
