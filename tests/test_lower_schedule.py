@@ -4,6 +4,8 @@ the step record, clear errors, and the defaults on odd, tiny and large shapes.""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from loopnest_interp import run
@@ -809,6 +811,9 @@ def test_default_row_group_computes_rows_together(rows):
     k = body.index("for k.outer_1 in range(4):")
     assert body[k + 1].startswith("for ax0_") and body[k + 1].endswith(f"in unrolled({together}):")
     assert body[-3:-1] == [f"for ax0.inner in unrolled({together}):", "for ax1 in vectorized(64):"]
+    e = next(i for i, line in enumerate(body) if line.startswith("T_exp["))  # a vector of each row in turn
+    assert re.fullmatch(r"for ax1_\d+\.outer in range\(4\):", body[e - 3])
+    assert body[e - 2].endswith(f"in unrolled({together}):") and body[e - 1].endswith("in vectorized(16):")
     x = sch.inputs[0]
     special = values([x])[0]
     special[1, 40] = np.nan
