@@ -729,6 +729,20 @@ def test_default_injective_inner_loop_and_parallel_outer():
     assert lines(sch)[1:3] == ["for ax0 in parallel(128):", "for ax1 in vectorized(131):"]
 
 
+def test_default_injective_inner_loop_a_contiguous_run():
+    """Heads merged back, (4, 8, 32) -> (8, 128) (schedule/runs.py; GPT-2's are (12, 128,
+    64) -> (128, 768)): the row read a head's 32 at a time, each run one contiguous
+    vector, not 128 lanes gathered."""
+    x = te.placeholder((4, 8, 32), "float32", "x")
+    y = te.compute((8, 128), lambda i, j: x[j // 32, i, j % 32], "T_merge")
+    sch, text = _default([x], [y])
+    assert lines(sch)[1:3] == ["for ax0.ax1.outer.fused in range(32):", "for ax1.inner in vectorized(32):"]
+    assert "x[(ax0.ax1.outer.fused % 4 * 8 + ax0.ax1.outer.fused // 4) * 32 + ax1.inner]" in text
+    z = te.compute((8, 128), lambda i, j: x[j // 32, i, (j + 1) % 32], "T_shifted")  # j not only divided
+    sch, text = _default([x], [z])
+    assert lines(sch)[2] == "for ax1 in vectorized(128):"
+
+
 @pytest.mark.parametrize("n, loops", [(20000, ["parallel(4):", "vectorized(5000):"]),
                                       (16411, ["parallel(5):", "vectorized(4096):"])])
 def test_default_injective_long_loop_in_parallel_chunks(n, loops):
@@ -944,6 +958,23 @@ def test_a_quotient_by_a_multiple_of_the_scaled_terms_drops_the_bounded_rest():
     x = te.placeholder((4, 6, 8), "float32", "x")  # transpose (2, 0, 1) of x, read flat
     t = te.compute((8, 24), lambda i, k: x[(i * 24 + k) // 48, (i * 24 + k) // 8 % 6, (i * 24 + k) % 8], "T_t")
     check(Schedule([t], [x], "f"))
+
+
+def test_a_rule_result_is_tidied_again():
+    """GPT-2's keys transposed between reshapes, (1, 128, 768) -> (12, 64, 128): a
+    division's result divides again, a remainder's result is bounded again, so each
+    element reads t * 768 + h * 64 + d, not divisions by 512 and 12 (a scalar division a
+    lane in the kernel: 4.7x its time)."""
+    from relaylens.compiler.lower.te.arith import tidy
+
+    f, d, j = te.Var("f"), te.Var("d"), te.Var("j")
+    extents = {id(f): 96, id(d): 64, id(j): 16}
+    head = ((f // 8 * 64 + d) * 8 + f % 8) // 512
+    assert ln.print_expr(tidy(head, extents)) == "f // 8"
+    assert ln.print_expr(tidy((f % 8 * 16 + j) % 128, extents)) == "f % 8 * 16 + j"
+    t = f % 8 * 16 + j
+    flat = (t * 12 + head) // 12 * 768 + (t * 12 + head) % 12 * 64 + d
+    assert ln.print_expr(tidy(flat, extents)) == "(f % 8 * 16 + j) * 768 + f // 8 * 64 + d"
 
 
 def test_shared_compute_at_checks_that_every_reader_stays_in_the_region():
