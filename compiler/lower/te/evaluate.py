@@ -192,8 +192,10 @@ def _call(name: str, args: list[np.ndarray]) -> np.ndarray:
             return _erf(x).astype(x.dtype)
         if name == "sigmoid":
             return 1 / (1 + np.exp(-x))
-        if name == "softmax_exp":  # exact: 2^64 e^x, x taken at least -104 (mathfuncs.py)
-            return (np.exp(np.maximum(x.astype(np.float64), -104.0)) * 2.0 ** 64).astype(x.dtype)
+        if name == "softmax_exp":  # exact: 2^64 e^x; on float32 0 below mathfuncs.SOFTMAX_EXP_LOW
+            wide = x.astype(np.float64)
+            low = mathfuncs.SOFTMAX_EXP_LOW if x.dtype == np.float32 else -np.inf
+            return np.where(wide < low, 0.0, np.exp(wide) * 2.0 ** 64).astype(x.dtype)
         if name == "rsqrt":
             return 1 / np.sqrt(x)
         if name == "round":
