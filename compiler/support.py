@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import math
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -43,10 +44,10 @@ def release_memory(collect: bool = True) -> None:
 def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """An uninitialised C-contiguous array whose data is ALIGN-byte aligned."""
     dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dtype.itemsize + ALIGN, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+    size = math.prod(shape) * dtype.itemsize
+    raw = np.empty(size + ALIGN, dtype=np.uint8)
+    start = -raw.__array_interface__["data"][0] % ALIGN
+    return raw[start:start + size].view(dtype).reshape(shape)
 
 
 def aligned_copy(a: np.ndarray) -> np.ndarray:

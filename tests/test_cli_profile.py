@@ -132,7 +132,8 @@ def test_compare_by_kernel_joins_onnxruntimes_optimised_nodes(capsys, tmp_path):
     for conv, relu in (("/conv1/Conv", "/relu1/Relu"), ("/conv2/Conv", "/relu2/Relu")):
         assert rows[conv][2].startswith("Conv ") and relu in rows[conv][2] and rows[conv][4].endswith("x")
     assert rows["/fc/Gemm"][2] == "Gemm /fc/Gemm"
-    assert rows["—"][2] == "ReorderOutput ReorderOutput" and rows["—"][4] == "—"  # a row of its own
+    # a row of its own (onnxruntime names the node ReorderOutput, or on an AVX-512 host ReorderOutput_token_N)
+    assert rows["—"][2].startswith("ReorderOutput ReorderOutput") and rows["—"][4] == "—"
     assert "does not compute" not in table and "claim" not in table and "no ONNX name" not in table
 
 

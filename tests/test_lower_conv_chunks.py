@@ -17,7 +17,7 @@ from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.lower.schedule import conv_chunks, conv_prefetch
+from relaylens.compiler.lower.schedule import conv as conv_schedule, conv_chunks, conv_prefetch
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512
 from relaylens.compiler.lower.te.compose import compose
@@ -34,7 +34,9 @@ def jit():
 
 @pytest.fixture
 def avx2(monkeypatch):
+    """The schedules sized for AVX2 on any host: conv_chunks.py's and conv.py's tiles."""
     monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
+    monkeypatch.setattr(conv_schedule, "host_unit", lambda: AVX2)
 
 
 def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1,
@@ -326,7 +328,7 @@ def test_chunked_tile_choice(avx2, monkeypatch):
     # 16 KiB of filters a group over an input beyond L2: chunked (L1 holds the buffer beside them)
     assert tile(128, 512, 56, 1)[3] == 8
     assert tile(8, 64, 28, 7) is None  # a stem: one block of input channels, a single chunk
-    assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers: conv.py's tile (not measured here)
+    assert tile(1024, 256, 14, 1, unit=AVX512) is None  # 32 registers, 8-lane blocks: conv.py's tile
 
 
 def test_plain_tile_when_the_filters_fit(avx2):

@@ -26,7 +26,7 @@ from relaylens.compiler.lower.pipeline import lower_build, lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.schedule import loopnest as ln
-from relaylens.compiler.lower.schedule import conv_chunks
+from relaylens.compiler.lower.schedule import conv as conv_schedule
 from relaylens.compiler.lower.schedule.conv import conv_tile
 from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512, host_unit
 from relaylens.compiler.lower.schedule.defaults import default_schedule
@@ -107,7 +107,7 @@ def test_register_tile_fits_and_divides(unit):
 
 def test_register_tiles_of_avx512_and_avx2():
     assert conv_tile(7, 32, unit=AVX512) == (7, 2)
-    assert conv_tile(56, 4, unit=AVX512) == (8, 2)
+    assert conv_tile(56, 6, unit=AVX512) == (8, 2)  # 4 x 4 where 4 divides the blocks (test_lower_conv_square.py)
     assert conv_tile(56, 2, lanes=12, unit=AVX512) == (4, 2)  # 12 lanes: a vector of 8 and one of 4, two registers
     # AVX2: 16 registers, 12 accumulators of 8 lanes; a block of 16 lanes takes two
     assert AVX2.registers_for(8) == 1 and AVX2.registers_for(16) == 2 and AVX2.registers_for(12) == 2
@@ -127,8 +127,9 @@ def test_register_tiles_of_avx512_and_avx2():
 @pytest.fixture
 def plain_tile(monkeypatch):
     """conv.py's own tile whatever the host: no chunked reduction (conv_chunks.py, which
-    tests/test_lower_conv_chunks.py covers) on AVX2."""
-    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX512)
+    tests/test_lower_conv_chunks.py covers) on AVX2, nor a flattened square tile
+    (test_lower_conv_square.py) on AVX-512."""
+    monkeypatch.setattr(conv_schedule, "chunked_tile", lambda *args, **kwargs: None)
 
 
 def test_schedule_record_shows_the_tile_inside_the_epilogue(jit, plain_tile):

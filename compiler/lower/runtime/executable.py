@@ -28,6 +28,7 @@ from ..cache_keys import entry_key
 from ..disk_cache import ENTRIES, Entry
 from ..errors import LoweringError
 from .aot import ENTRY, entry_calls, entry_module, kernel_order
+from .input_staging import InputStaging
 from .output_buffers import OutputBuffers
 from .plan import NotDataflow, Plan, plan_main
 
@@ -61,7 +62,7 @@ class Executable:
             writes_over = {name: fn.writes_over for name, fn in lowered.functions.items()}
         self.writes_over = writes_over
         self._kernel_names = _all_fused(module, constants, names)
-        self._kernel_addresses = None  # the kernel table, made at the first run (`_kernel_table`)
+        self._fixed_arguments = None  # the entry's last arguments, made at the first run (`_tables`)
         constants = {func: constants[name] for func, name in self._kernel_names.items()}
         over = {func: writes_over[name] for func, name in self._kernel_names.items()
                 if writes_over.get(name) is not None}
@@ -100,6 +101,8 @@ class Executable:
         self._entry_engine = self._entry_code(jit, disk)
         address = jit.address(ENTRY)
         self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
+        self._input_dtypes = [np.dtype(dtype) for _, _, dtype in plan.inputs]
+        self._staging = InputStaging([(shape, d) for (_, shape, _), d in zip(plan.inputs, self._input_dtypes)])
         self._constants = [_as_buffer(c) for c in plan.constants]
         self._const_table = _pointers(self._constants)
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
@@ -124,13 +127,16 @@ class Executable:
         return engine
 
     @property
-    def _kernel_table(self):
-        """The kernels' addresses in the plan's order (`kernel_order`), the entry's table."""
-        if self._kernel_addresses is None:
+    def _tables(self) -> tuple[int, int, int]:
+        """The entry's last three arguments, the same every run: the addresses of the
+        constants' table, the workspace and the kernels' table (their addresses in the
+        plan's order, `kernel_order`, read at the first run)."""
+        if self._fixed_arguments is None:
             order = kernel_order(self.plan)
-            self._kernel_addresses = (_VOIDP * max(len(order), 1))(
-                *[self.lowered.functions[n].address for n in order])
-        return self._kernel_addresses
+            self._kernel_table = (_VOIDP * max(len(order), 1))(*[self.lowered.functions[n].address for n in order])
+            self._fixed_arguments = (ctypes.addressof(self._const_table), self._workspace.ctypes.data,
+                                     ctypes.addressof(self._kernel_table))
+        return self._fixed_arguments
 
     def run(self, *args: Any) -> Any:
         if not self.machine_code:
@@ -146,26 +152,30 @@ class Executable:
         flat = _flatten_args(args)
         if len(flat) != len(plan.inputs):
             raise LoweringError(f"@main takes {len(plan.inputs)} tensors, given {len(flat)}")
-        inputs = []
-        for value, (name, shape, dtype) in zip(flat, plan.inputs):
-            a = np.asarray(value)
-            if a.shape != shape or str(a.dtype) != dtype:
-                raise LoweringError(f"input %{name}: expected Tensor[{shape}, {dtype}], "
-                                       f"given Tensor[{a.shape}, {a.dtype}]")
-            inputs.append(_as_buffer(a))
-        outputs = self._outputs.take()
-        input_table, output_table = _pointers(inputs), _pointers(outputs)  # alive for the call
-        entry(ctypes.addressof(input_table), ctypes.addressof(output_table),
-                    ctypes.addressof(self._const_table), self._workspace.ctypes.data,
-                    ctypes.addressof(self._kernel_table), *extra)
-        for k, b in enumerate(plan.outputs):  # outputs that are inputs, constants or repeated
-            if b.ref.kind == "input":
-                outputs[k][...] = inputs[b.ref.index]
-            elif b.ref.kind == "const":
-                outputs[k][...] = self._constants[b.ref.index]
-            elif b.ref.kind == "output" and b.ref.index != k:
-                outputs[k][...] = outputs[b.ref.index]
-        self._outputs.keep(outputs)
+        staged = self._staging.take()
+        try:
+            inputs, addresses = [], []
+            for k, (value, (name, shape, dtype)) in enumerate(zip(flat, plan.inputs)):
+                a = np.asarray(value)
+                if a.shape != shape or a.dtype != self._input_dtypes[k]:
+                    raise LoweringError(f"input %{name}: expected Tensor[{shape}, {dtype}], "
+                                        f"given Tensor[{a.shape}, {a.dtype}]")
+                a, address = self._staging.place(staged, k, a)
+                inputs.append(a)
+                addresses.append(address)
+            outputs, output_table = self._outputs.take()
+            input_table = _table(addresses)  # alive for the call
+            entry(ctypes.addressof(input_table), ctypes.addressof(output_table), *self._tables, *extra)
+            for k, b in enumerate(plan.outputs):  # outputs that are inputs, constants or repeated
+                if b.ref.kind == "input":
+                    outputs[k][...] = inputs[b.ref.index]
+                elif b.ref.kind == "const":
+                    outputs[k][...] = self._constants[b.ref.index]
+                elif b.ref.kind == "output" and b.ref.index != k:
+                    outputs[k][...] = outputs[b.ref.index]
+        finally:
+            self._staging.give_back(staged)
+        self._outputs.keep(outputs, output_table)
         return _unflatten(outputs, plan.result_type)
 
     # --- interpreter with compiled kernels ------------------------------------------
@@ -239,7 +249,11 @@ def _as_buffer(a: np.ndarray) -> np.ndarray:
 
 
 def _pointers(arrays: list[np.ndarray]):
-    return (_VOIDP * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+    return _table([a.ctypes.data for a in arrays])
+
+
+def _table(addresses: list[int]):
+    return (_VOIDP * max(len(addresses), 1))(*addresses)
 
 
 def _flatten_args(args: Sequence[Any]) -> list[Any]:

@@ -57,6 +57,26 @@ accumulators spill: measured 4 x 7 (28) 1.5-2.7x slower than 2 x 7 for 3x3 filte
 7x7 and 14x14.  Without such an epilogue (the blocked result is read elsewhere too) `cache_write`
 makes one, a copy in the blocked layout.
 
+On a 32-register unit a convolution whose blocks are a register each (16 lanes) takes
+the square tile, SQUARE columns x SQUARE blocks (`square_tile`), where 4 divides the
+width and the blocks; conv_chunks.py lays it over the rows of a 1x1 whose width 4 does
+not divide (14x14, 7x7).  The 7 x 2 (or 8 x 2) tile the rule above gives loads 9 values
+for 14 FMAs a step; 4 x 4 loads 8 for 16, and each group of 4 blocks reads the input once
+where 2 blocks read it twice.  In a sampled profile (perf, cpu-clock, in the model, 1
+thread) ResNet-50's 128 -> 512 + residual at 28x28 with 7 x 2 on an AVX-512 Zen 5 spent
+41% of its samples on two input broadcasts of the step, and LLVM kept 16 of a block's
+broadcasts on the stack (30 stores and as many loads a block's step); with 4 x 4 (16
+accumulators, 4 broadcasts, 4 weights: 24 registers) none.  Measured in the model (1
+thread, the two builds in two processes, inferences alternated 16 rounds, each kernel's
+time around its call, median of the paired ratios; load 6-10 from other work): ResNet-50's
+1x1s at 56x56 0.59-0.82, at 28x28 0.72-0.80 (its bottleneck ends 0.72-0.78), flattened at
+14x14 0.72-0.76 (its ends) and 0.89-0.92, at 7x7 0.90-0.96, the stride-2 3x3 to 28x28
+0.69, the stem 1.01; MobileNet v2 (30 rounds) its 1x1s at 28x28 to 7x7 0.67-0.91, those
+whose blocks 4 does not divide unchanged.  Tried before it: an input prefetch a tile
+ahead in the 7 x 2 tile (ResNet-50's ends at 28x28 0.94-0.96, at 14x14 and 7x7 1.05-1.10),
+the channel blocks innermost for the 28x28 end (1.03), 2 x 8 at 14x14 (1.05-1.27), and
+conv_chunks.py's AVX2 tiles on AVX-512 (at 14x14 1.5-1.7).
+
 With every tile loop fused into one, each tile divided its row, column and block back
 out of the fused index (multiplications by reciprocals, then the addresses of 12 loads
 and 12 stores from them: about 150 instructions a tile of MobileNet v2's 24 -> 144
@@ -111,7 +131,7 @@ the same (114.8, 116.1 -> 114.7, 116.3 ms); MobileNet v2 at 2 threads the same (
 from __future__ import annotations
 
 from ..te import expr as te
-from .conv_chunks import chunked_tile, filter_taps, schedule_chunked
+from .conv_chunks import SQUARE, chunked_tile, filter_taps, schedule_chunked
 from .conv_tile_end import ROW_PARTS, parallel_tiles, planes_alias, unroll_block_channels
 from .depthwise import schedule_depthwise
 from .in_place import claim_output_over
@@ -170,6 +190,8 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
     budget = max(1, unit.accumulators // per_block)
     if unit.registers < 32 and not depthwise:
         return _modelled_tile(width, blocks, unit, per_block)
+    if not depthwise and square_tile(width, blocks, lanes, unit):
+        return SQUARE, SQUARE
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
@@ -177,6 +199,13 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
     if depthwise:
         return cols, 1
     return cols, max(d for d in range(1, blocks + 1) if blocks % d == 0 and d * cols <= budget)
+
+
+def square_tile(width: int, blocks: int, lanes: int, unit: VectorUnit) -> bool:
+    """Whether a tile of SQUARE columns x SQUARE blocks fits a row of `width` and the
+    `blocks` on a 32-register unit, a block of the unit's lanes (see the module doc);
+    conv_chunks.py flattens it over the rows of a 1x1 whose width SQUARE does not divide."""
+    return unit.registers >= 32 and lanes == unit.lanes and blocks % SQUARE == 0 and width % SQUARE == 0
 
 
 FMA_LATENCY = 5  # cycles before an accumulator's next FMA may start, in effect

@@ -163,6 +163,30 @@ geometric mean of the two runs): 384 -> 96 0.97x, 576 -> 96 + residual 0.96x and
 over 7 rows for 384 -> 96 and 576 -> 96 alone, one run in each order: 0.93-0.95x and
 1.01-1.02x the other way.
 
+On a 32-register unit (AVX-512) none of the above: a convolution whose blocks (16
+lanes) 4 divides, when its filter is wider than 1x1 or its width one 4 does not divide
+(ResNet-50's 1x1s at 14x14 and 7x7), takes conv.py's square tile, 4 positions x 4
+blocks, over its rows flattened (`_flat_square`; conv.py's module doc has the first
+figures).  A 1x1 whose plane's sums outgrow SQUARE_ACC_BYTES
+(14x14: 49 KiB) sums every input channel in one chunk over the whole plane: ResNet-50's
+layer3 end 0.79x the time of 7 x 2 a row, 1024 -> 256 0.92x, where chunks of 128
+channels over 2 rows took 0.83x and 0.96x.  Otherwise (a 1x1 at 7x7, and every wider
+filter, whose filters for all channels would stream from L2 at every tile) chunks of
+filters within SQUARE_WEIGHT_BYTES (16 KiB: 64 channels of a 1x1; at least one input
+block, 36 KiB for a 3x3) over the most rows whose sums fit SQUARE_ACC_BYTES (a 7x7
+plane's 12 KiB, 7 rows of 14).  Measured in the model (1 thread, the two builds in two
+processes alternated 30-40 rounds, each kernel's least of 3 calls a round, median of the
+paired ratios; load 11-20 from other work), against the single chunk at 7x7 and 7 x 2 a
+row for the 3x3s: ResNet-50's stride-2 3x3 to 14x14 0.90, to 7x7 0.84; its 1x1s at 7x7
+with chunks of 128 channels 0.89-0.98, then 64 against 128 0.79-0.86 (32 channels
+0.83-0.87: a chunk's filters, the buffer and the chunk's input lines share L1's 48 KiB);
+the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  The stride-2
+3x3 to 28x28, where 4 x 4 divides the row, so chunked (4 rows a buffer) against conv.py's
+4 x 4 a row (its 295 KiB of filters read at every tile): 0.956, the stem 1.00; 8 x 2
+instead of 4 x 4 for the 3x3s (18 KiB of filters a block) 1.23-1.30.  MobileNet v2:
+its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  Everything else keeps
+conv.py's tile there.
+
 A 1x1 whose group's filters for all its input channels fit in SINGLE_WEIGHT_BYTES (16
 KiB), over an input within SINGLE_INPUT_BYTES (L2: each group reads it again from
 there), takes them in a single chunk: no buffer between chunks, each tile's sums go from
@@ -218,6 +242,9 @@ SINGLE_INPUT_BYTES = 512 << 10  # ... this (L2), take a single chunk (module doc
 ROW_WEIGHT_BYTES = 12 << 10  # filters of one chunk of a 1x1 whose tile stays a row (module doc)
 FMA_LATENCY, FMA_PORTS, LOAD_PORTS = 5, 2, 2  # as conv.py's model
 FLAT_SLACK = 0.01  # a taller flattened 1x1 tile may cost this much more than a row's (`_taller_flat`)
+SQUARE = 4  # columns and blocks of a register tile on a 32-register unit (conv.py's module doc)
+SQUARE_WEIGHT_BYTES = 16 << 10  # filters of a chunk of the square tile's group (a third of Zen 5's L1)
+SQUARE_ACC_BYTES = 32 << 10  # the square tile's buffer of a group's rows
 
 
 def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int, int, int, bool] | None:
@@ -228,8 +255,10 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     (`cols` then counts positions of rows x OW, the last ones a tail)."""
     unit = unit or host_unit()
     _, blocks, oh, ow, lanes = conv.tensor.shape
-    if unit.registers >= 32 or not conv.reduce_axes:
+    if not conv.reduce_axes:
         return None
+    if unit.registers >= 32:
+        return _flat_square(conv, unit)
     per_block = unit.registers_for(lanes)
     channels, *window = conv.reduce_axes
     per_channel = 1
@@ -274,6 +303,31 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
             if taller is not None:
                 return taller
     return None if single else (cols, vectors, rows, chunk, False)
+
+
+def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, bool] | None:
+    """On a 32-register unit, for a convolution whose blocks (of the unit's lanes) SQUARE
+    divides, a filter wider than 1x1 or a 1x1 whose width SQUARE does not divide (14, 7):
+    conv.py's square tile over the rows flattened, (SQUARE, SQUARE, rows, chunk, True);
+    else None (conv.py's tile, a row).  A 1x1
+    sums every input channel in one chunk over the whole plane (half of it when its
+    blocks make a single group: two threads then share its rows), unless the plane's sums
+    fit SQUARE_ACC_BYTES: then, as a wider filter always, chunks of filters within
+    SQUARE_WEIGHT_BYTES (at least one input block) over the most rows whose sums fit
+    SQUARE_ACC_BYTES (see the module doc)."""
+    _, blocks, oh, ow, lanes = conv.tensor.shape
+    if lanes != unit.lanes or blocks % SQUARE or ow % SQUARE == 0 and filter_taps(conv) == 1:
+        return None
+    channels, *window = conv.reduce_axes
+    group_bytes = SQUARE * lanes * 4
+    rows = _rows(oh, ow, group_bytes, SQUARE_ACC_BYTES)
+    if filter_taps(conv) == 1 and rows < oh:
+        return SQUARE, SQUARE, oh // 2 if blocks == SQUARE and oh % 2 == 0 else oh, channels.extent, True
+    per_block = group_bytes
+    for axis in window:
+        per_block *= axis.extent
+    chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_block <= SQUARE_WEIGHT_BYTES)
+    return SQUARE, SQUARE, rows, chunk, True
 
 
 def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):

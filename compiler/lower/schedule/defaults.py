@@ -180,9 +180,7 @@ def default_schedule(outputs: Sequence[te.Tensor], inputs: Sequence[te.Tensor], 
             schedule_rows(sch, stage, total, PARALLEL_MIN)
             done.add(id(total))
         elif _is_anchor(stage):
-            epilogue = _epilogue(sch, stage)
-            if epilogue is not None and id(epilogue) in done:  # the next anchor's input, which its schedule took
-                epilogue = None
+            epilogue = _epilogue(sch, stage, done)
             if sch.is_output(stage) and schedules_batch_matmul(stage, vector_width(stage.tensor.dtype)):
                 schedule_batch_matmul(sch, stage, None, vector_width(stage.tensor.dtype))  # batch_matmul.py
                 done.add(id(stage))
@@ -527,8 +525,11 @@ def _is_anchor(stage: Stage) -> bool:
             and any(w in stage.tensor.op.tag for w in ANCHOR_WORDS))
 
 
-def _epilogue(sch: Schedule, anchor: Stage) -> Stage | None:
-    """The injective stage that alone reads `anchor`, at its own position, if any."""
+def _epilogue(sch: Schedule, anchor: Stage, done: set[int]) -> Stage | None:
+    """The injective stage that alone reads `anchor`, at its own position, if any.  A
+    stage another anchor's schedule took (in `done`) is nobody's epilogue: in a primitive
+    function with two anchors (conv -> batch_norm -> conv, as BYOC's partitioning leaves
+    one), the batch norm the second convolution's schedule computes as its input."""
     if sch.is_output(anchor):
         return None
     t = anchor.tensor
@@ -537,7 +538,7 @@ def _epilogue(sch: Schedule, anchor: Stage) -> Stage | None:
     if len(readers) != 1:
         return None
     reader = readers[0]
-    if reader.is_reduction or reader.tensor.shape != t.shape:
+    if reader.is_reduction or reader.tensor.shape != t.shape or id(reader) in done:
         return None
     axes = reader.tensor.op.axes
     for e in te.nodes(sch.effective_body(reader)):

@@ -475,7 +475,10 @@ def transform(e: PrimExpr, fn: Callable[[PrimExpr], PrimExpr | None]) -> PrimExp
         done = memo[key] = node if out is None else out
         return done
 
-    return go(e)
+    try:
+        return go(e)
+    finally:
+        del go  # `go` reads itself through its closure: unbound, no cycle is left for the collector
 
 
 def substitute(e: PrimExpr, mapping: dict[Var | IterVar, PrimExpr]) -> PrimExpr:
