@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.driver import compile
+from relaylens.compiler.lower.schedule.vector_unit import host_unit
 
 CASES = [  # (B, M, K, N)
     (2, 12, 8, 16),   # whole tiles of 6 rows, 2 steps of 4
@@ -62,14 +63,18 @@ def test_b_broadcast_over_the_batch(epilogue):
 
 
 @pytest.mark.parametrize("case, parallel", [((12, 128, 64, 128), "ax0"), ((1, 40, 12, 48), "ax1.outer"),
-                                            ((3, 13, 20, 32), "ax1.outer")], ids=["batches", "one-batch", "few-batches"])
+                                            ((3, 13, 20, 64), "ax1.outer")], ids=["batches", "one-batch", "few-batches"])
 def test_an_output_walks_a_tiles_rows_against_every_strip(case, parallel):
-    """The output's nest: batch, the tiles' rows, then the column strips (module doc)."""
+    """The output's nest: batch, the tiles' rows, then the column strips (module doc), a
+    strip two vector registers wide (16 columns on AVX2, 32 with AVX-512) where the
+    columns divide by it."""
     result = compile(_text(*case, False), "bmm.relay", passes=["InferType", "FuseOps", "InferType"])
     (fn,) = result.lowered.functions.values()
     final = fn.schedule_text.rsplit("# step", 1)[1]
     assert final.index("for ax1.outer") < final.index("for ax2.outer")
     assert f"for {parallel} in parallel(" in final
+    strip = 16 * max(1, 2 // host_unit().registers_for(16))
+    assert f"vectorized({strip if case[-1] % strip == 0 else 16}):" in final
 
 
 def test_columns_not_a_vector_width_keep_the_default_tile():

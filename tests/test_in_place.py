@@ -227,3 +227,41 @@ def test_the_claim_reaches_the_plan_from_forked_workers_and_from_the_disk_cache(
     assert early == [1]  # the first build planned while its workers lowered
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     np.testing.assert_allclose(runs[1][1], _numpy(x, ws, "%0", ""), rtol=1e-4, atol=1e-4)
+
+
+def _softmax_function(shape: tuple[int, ...]) -> Function:
+    from relaylens.compiler.ir.types import TensorType
+
+    ty = TensorType(shape, "float32")
+    x = Var("p0", ty, ty=ty)
+    body = Call(op("nn.softmax"), (x,), get_op("nn.softmax").normalize_attrs({"axis": -1}), ty=ty)
+    return Function((x,), body, attrs=as_ir_attrs({"Primitive": 1}))
+
+
+@pytest.mark.parametrize("shape", [(1, 12, 128, 128), (6, 32), (3, 5)])
+def test_a_softmax_row_group_is_written_over_its_input(jit, shape):
+    """A row group reads its input only at the rows its iteration stores, before it
+    stores them (in_place.py `claim_rows_over`): the output over the input gives the
+    same values, -inf masks and a row with NaN among them; a softmax too short for lanes
+    (no row group) claims nothing."""
+    func = _softmax_function(shape)
+    composed = compose(func)
+    grouped = shape[-1] >= 32
+    assert may_claim(composed.outputs, composed.placeholders)
+    lowered = lower_function(func, "tvmgen_default_fused_nn_softmax", "<case>", jit)
+    assert lowered.writes_over == (0 if grouped else None)
+    if not grouped:
+        return
+    x = np.random.default_rng(3).standard_normal(shape).astype("float32") * 4
+    rows = x.reshape(-1, shape[-1])
+    rows[1, 5:] = -np.inf
+    rows[2, 7] = np.nan
+    want = np.exp(x - x.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    apart = _KernelCall(lowered)(aligned_copy(x))
+    shared = aligned_copy(x)
+    kernel = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(lowered.address)
+    kernel(shared.ctypes.data, shared.ctypes.data)
+    np.testing.assert_array_equal(np.isnan(shared), np.isnan(want))
+    np.testing.assert_allclose(shared, want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(shared, apart)

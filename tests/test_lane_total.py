@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from relaylens.compiler.lower.codegen.lane_total import tree_plan
+from relaylens.compiler.lower.codegen.llvm import generate
 from relaylens.compiler.lower.runtime.jit import JIT
 from relaylens.compiler.lower.schedule import loopnest as ln
 from relaylens.compiler.lower.te import expr as te
@@ -62,4 +63,17 @@ def test_a_max_total_is_the_max_and_propagates_nan(jit):
     lanes[1, 13] = np.nan
     lanes[2, :] = -np.inf
     got = jit.compile([func], "t.relay")["max_lanes"](lanes.ravel())
+    np.testing.assert_array_equal(got, lanes.max(axis=1))
+
+
+def test_a_max_nnan_total_is_a_tree_of_single_maxps(jit):
+    """Softmax's row maximum (te.max_nnan): by halves too, each step one `maxps`, no NaN
+    test."""
+    func, inner = _total("max_nnan_lanes", "max_nnan", -np.inf)
+    assert tree_plan(inner) is not None
+    text = jit.optimize(generate([func], "t.relay"))
+    assert "fcmp uno" not in text
+    lanes = np.random.default_rng(5).standard_normal((ROWS, LANES)).astype(np.float32)
+    lanes[2, :] = -np.inf
+    got = jit.compile([func], "t.relay")["max_nnan_lanes"](lanes.ravel())
     np.testing.assert_array_equal(got, lanes.max(axis=1))

@@ -152,6 +152,18 @@ def test_min_max_of_two_values_propagate_nan_in_three_instructions(jit):
         assert [np.signbit(got[5]), np.signbit(got[6])] == [False, True]  # y's zero
 
 
+def test_max_nnan_is_one_compare_and_select(jit):
+    """te.max_nnan (softmax's row maximum) looks for no NaN: a if a > b else b, one
+    `maxps`; the maximum wherever neither is NaN, b where either is."""
+    func = elementwise("max_nnan_two", ["float32", "float32"], "float32", lambda a, b: te.binary("max_nnan", a, b))
+    text = jit.optimize(generate([func], "t.relay"))
+    assert "fcmp uno" not in text and "fcmp ogt" in text
+    x, y = values("float32", seed=9), values("float32", seed=10)
+    x[::7], y[3::7] = np.nan, np.nan
+    got = jit.compile([func], "t.relay")["max_nnan_two"](x, y)
+    np.testing.assert_array_equal(got, np.where(x > y, x, y))
+
+
 def test_integer_edge_cases(jit):
     """MIN / -1 wraps, floor division rounds down, truncating division toward zero."""
     f = [elementwise(f"{op}_i32", ["int32", "int32"], "int32", lambda a, b, op=op: te.binary(op, a, b))

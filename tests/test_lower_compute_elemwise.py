@@ -3,6 +3,7 @@ evaluated by te_eval against each op's numpy reference (cases in lower_cases_ele
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from lower_cases import assert_close
 from lower_cases_elemwise import CASES
@@ -80,6 +81,22 @@ def test_run_time_lengths_are_lowering_errors():
     args = [te.placeholder((2, 3), "float32", "x"), te.placeholder((1,), "int64", "s")]
     with pytest.raises(te.LoweringError, match="collapse_sum_to: the target shape"):
         get_op("collapse_sum_to").compute(*args, get_op("collapse_sum_to").normalize_attrs({}), out_type)
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.fast_softmax", "nn.log_softmax"])
+def test_softmax_maximum_looks_for_no_nan(op):
+    """The softmaxes subtract a maximum that looks for no NaN (te.max_nnan: a row with a
+    NaN has NaN in its sum whatever is subtracted, so its outputs are NaN either way),
+    and a row with NaN still gives NaN throughout."""
+    x = te.placeholder((3, 32), "float32", "p0")
+    out = get_op(op).compute(x, get_op(op).normalize_attrs({}), TensorType((3, 32), "float32"))
+    combiners = [t.op.body.combiner for t in te.post_order([out]) if t.op is not None
+                 and isinstance(t.op.body, te.Reduce)]
+    assert combiners[0] == "max_nnan" and "max" not in combiners
+    values = np.random.default_rng(6).standard_normal((3, 32)).astype(np.float32)
+    values[1, 9] = np.nan
+    got = te_eval.evaluate(out, {x: values})[0]
+    assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
 
 
 @pytest.mark.parametrize("op, exp_name", [("nn.softmax", "softmax_exp"), ("nn.fast_softmax", "fast_exp")])

@@ -4,6 +4,8 @@ the step record, clear errors, and the defaults on odd, tiny and large shapes.""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from loopnest_interp import run
@@ -13,6 +15,7 @@ from relaylens.compiler.lower.schedule.conv_tile_end import FORK_MIN
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.primitives import Schedule, ScheduleError
 from relaylens.compiler.lower.schedule.row_reduce import rows_together
+from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512, SSE, host_unit
 from relaylens.compiler.lower.te import evaluate as te_eval
 from relaylens.compiler.lower.te import expr as te
 
@@ -726,6 +729,20 @@ def test_default_injective_inner_loop_and_parallel_outer():
     assert lines(sch)[1:3] == ["for ax0 in parallel(128):", "for ax1 in vectorized(131):"]
 
 
+def test_default_injective_inner_loop_a_contiguous_run():
+    """Heads merged back, (4, 8, 32) -> (8, 128) (schedule/runs.py; GPT-2's are (12, 128,
+    64) -> (128, 768)): the row read a head's 32 at a time, each run one contiguous
+    vector, not 128 lanes gathered."""
+    x = te.placeholder((4, 8, 32), "float32", "x")
+    y = te.compute((8, 128), lambda i, j: x[j // 32, i, j % 32], "T_merge")
+    sch, text = _default([x], [y])
+    assert lines(sch)[1:3] == ["for ax0.ax1.outer.fused in range(32):", "for ax1.inner in vectorized(32):"]
+    assert "x[(ax0.ax1.outer.fused % 4 * 8 + ax0.ax1.outer.fused // 4) * 32 + ax1.inner]" in text
+    z = te.compute((8, 128), lambda i, j: x[j // 32, i, (j + 1) % 32], "T_shifted")  # j not only divided
+    sch, text = _default([x], [z])
+    assert lines(sch)[2] == "for ax1 in vectorized(128):"
+
+
 @pytest.mark.parametrize("n, loops", [(20000, ["parallel(4):", "vectorized(5000):"]),
                                       (16411, ["parallel(5):", "vectorized(4096):"])])
 def test_default_injective_long_loop_in_parallel_chunks(n, loops):
@@ -791,11 +808,14 @@ def test_default_row_reductions_run_in_vector_lanes():
     assert ".rf" not in text
 
 
-@pytest.mark.parametrize("rows, together", [(8, 2), (6, 2)])
-def test_default_row_group_computes_rows_together(rows, together):
+@pytest.mark.parametrize("rows", [16, 6])
+def test_default_row_group_computes_rows_together(rows):
     """Rows of a row group in groups (row_reduce.rows_together): each step of a row
     reduction updates every row of the group (independent chains side by side), each
     stage covers the group, and the output's loop runs over the groups."""
+    together = 2 if rows == 6 else {AVX512: 8, AVX2: 2}.get(host_unit(), 1)
+    if together == 1:
+        pytest.skip("the host keeps one row at a time")
     ins, out = softmax(rows=rows, cols=64)
     sch, text = _default(ins, [out])
     assert lines(sch)[1:3] == [f"for ax0.outer in range({rows // together}):",
@@ -805,6 +825,9 @@ def test_default_row_group_computes_rows_together(rows, together):
     k = body.index("for k.outer_1 in range(4):")
     assert body[k + 1].startswith("for ax0_") and body[k + 1].endswith(f"in unrolled({together}):")
     assert body[-3:-1] == [f"for ax0.inner in unrolled({together}):", "for ax1 in vectorized(64):"]
+    e = next(i for i, line in enumerate(body) if line.startswith("T_exp["))  # a vector of each row in turn
+    assert re.fullmatch(r"for ax1_\d+\.outer in range\(4\):", body[e - 3])
+    assert body[e - 2].endswith(f"in unrolled({together}):") and body[e - 1].endswith("in vectorized(16):")
     x = sch.inputs[0]
     special = values([x])[0]
     special[1, 40] = np.nan
@@ -813,9 +836,17 @@ def test_default_row_group_computes_rows_together(rows, together):
     got = check(sch, [special])[0]
     assert np.isnan(got[[1, 2]]).all() and not np.isnan(np.delete(got, [1, 2], axis=0)).any()
     np.testing.assert_allclose(got[3], np.eye(64)[0], atol=0)
-    assert rows_together(te.placeholder((8, 2048), "float32", "x")) == 2  # 16 KiB of rows at most
-    assert rows_together(te.placeholder((8, 4096), "float32", "x")) == 1
-    assert rows_together(te.placeholder((7, 64), "float32", "x")) == 1
+
+
+def test_rows_together_by_vector_unit():
+    """As many rows as a quarter of the vector registers holds row accumulators (a
+    power of two dividing the rows), in 16 KiB at most."""
+    x = te.placeholder((128, 128), "float32", "x")
+    assert [rows_together(x, unit) for unit in (AVX512, AVX2, SSE)] == [8, 2, 1]
+    assert rows_together(te.placeholder((12, 128), "float32", "x"), AVX512) == 4
+    assert rows_together(te.placeholder((8, 2048), "float32", "x"), AVX512) == 2  # 16 KiB of rows at most
+    assert rows_together(te.placeholder((8, 4096), "float32", "x"), AVX512) == 1
+    assert rows_together(te.placeholder((7, 64), "float32", "x"), AVX512) == 1
 
 
 @pytest.mark.parametrize("n, c, h, w, k", [(1, 3, 7, 9, 5), (2, 2, 1, 1, 1), (1, 1, 5, 20, 2)])
@@ -927,6 +958,23 @@ def test_a_quotient_by_a_multiple_of_the_scaled_terms_drops_the_bounded_rest():
     x = te.placeholder((4, 6, 8), "float32", "x")  # transpose (2, 0, 1) of x, read flat
     t = te.compute((8, 24), lambda i, k: x[(i * 24 + k) // 48, (i * 24 + k) // 8 % 6, (i * 24 + k) % 8], "T_t")
     check(Schedule([t], [x], "f"))
+
+
+def test_a_rule_result_is_tidied_again():
+    """GPT-2's keys transposed between reshapes, (1, 128, 768) -> (12, 64, 128): a
+    division's result divides again, a remainder's result is bounded again, so each
+    element reads t * 768 + h * 64 + d, not divisions by 512 and 12 (a scalar division a
+    lane in the kernel: 4.7x its time)."""
+    from relaylens.compiler.lower.te.arith import tidy
+
+    f, d, j = te.Var("f"), te.Var("d"), te.Var("j")
+    extents = {id(f): 96, id(d): 64, id(j): 16}
+    head = ((f // 8 * 64 + d) * 8 + f % 8) // 512
+    assert ln.print_expr(tidy(head, extents)) == "f // 8"
+    assert ln.print_expr(tidy((f % 8 * 16 + j) % 128, extents)) == "f % 8 * 16 + j"
+    t = f % 8 * 16 + j
+    flat = (t * 12 + head) // 12 * 768 + (t * 12 + head) % 12 * 64 + d
+    assert ln.print_expr(tidy(flat, extents)) == "(f % 8 * 16 + j) * 768 + f // 8 * 64 + d"
 
 
 def test_shared_compute_at_checks_that_every_reader_stays_in_the_region():

@@ -32,7 +32,7 @@ from ..te import expr as te
 from .lanes import affine_stride, same_expr, uses_var
 from .scalar import I64, binary, elem_bytes
 
-COMBINED = ("add", "max", "min")
+COMBINED = ("add", "max", "max_nnan", "min")
 MIN_LANES = 4
 
 

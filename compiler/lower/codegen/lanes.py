@@ -55,7 +55,7 @@ from .scalar import I32, I64, binary, call, cast, elem_bytes, index_constant, me
 
 MAX_LANES = 64
 LANE_DTYPES = ("float32", "float64", "int32", "int64")  # of what lanes load, store and compute
-LANE_FLOAT_OPS = ("add", "sub", "mul", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne")
+LANE_FLOAT_OPS = ("add", "sub", "mul", "div", "min", "max", "max_nnan", "lt", "le", "gt", "ge", "eq", "ne")
 LANE_INT_OPS = ("add", "sub", "mul", "min", "max", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "xor")
 LANE_SHIFTS = ("shl", "shr")  # of int32 lanes by a constant within the width
 LANE_CALLS = ("floor", "abs", "neg", "isnan", "reinterpret")  # float32 calls with vector forms

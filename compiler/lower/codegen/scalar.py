@@ -132,7 +132,7 @@ def binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str, flags: tuple[str, 
     if op in te.COMPARISONS:
         symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[op]
         return (b.icmp_signed if signed else b.icmp_unsigned)(symbol, x, y)
-    if op in ("min", "max"):
+    if op in ("min", "max", "max_nnan"):
         cmp = (b.icmp_signed if signed else b.icmp_unsigned)("<" if op == "min" else ">", x, y)
         return b.select(cmp, x, y)
     if op in ("div", "floordiv", "floormod", "truncmod"):
@@ -189,6 +189,8 @@ def _float_binary(em, op: str, x: ir.Value, y: ir.Value, dtype: str) -> ir.Value
         return b.fcmp_ordered(symbol, x, y)
     if op in ("min", "max"):
         return _float_min_max(b, op, x, y)
+    if op == "max_nnan":  # te/expr.py: one maxps, NaN not looked for
+        return b.select(b.fcmp_ordered(">", x, y), x, y)
     if op == "pow":
         exponent = _small_whole(y)
         if exponent is not None:

@@ -517,7 +517,7 @@ def _identity(combiner: str, dtype: str) -> te.Const:
 
 
 def _combine(combiner: str, acc: te.PrimExpr, value: te.PrimExpr) -> te.PrimExpr:
-    op = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}[combiner]
+    op = {"sum": "add", "prod": "mul", "max": "max", "max_nnan": "max_nnan", "min": "min"}[combiner]
     return te.binary(op, acc, value)
 
 

@@ -134,6 +134,7 @@ from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
 from .winograd import schedule_winograds
+from .runs import run_length
 from .row_reduce import schedule_row_group, schedule_rows, split_lanes, wants_lanes
 from .transpose import is_transpose, schedule_transpose
 from .primitives import Schedule, Stage
@@ -322,6 +323,11 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
     split = _inner_split(axes)  # axes[split:] make the inner loop: long enough to vectorise
     inner = sch.fuse(t, *axes[split:]) if len(axes) - split > 1 else axes[split]
     parallel = _size(t.shape) >= PARALLEL_MIN
+    run = run_length(sch, stage, split, vector_width(t.dtype)) if len(axes) - split == 1 else None
+    if run is not None:  # runs.py: the inner loop a contiguous run of the input
+        runs, inner = sch.split(t, inner, run)
+        axes = [*axes[:split], runs]
+        split += 1
     if split > 0:
         outer = sch.fuse(t, *axes[:split]) if split > 1 else axes[0]
     elif parallel:

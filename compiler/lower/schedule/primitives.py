@@ -239,7 +239,7 @@ class Schedule:
         self._check_leaf(stage, axis, "cache_accumulator")
         if not axis.reduce:
             raise ScheduleError(f"cache_accumulator: {stage.name}.{axis.name} is not a reduction loop")
-        if stage.body.combiner not in ("sum", "prod", "max", "min"):
+        if stage.body.combiner not in ("sum", "prod", "max", "max_nnan", "min"):
             raise ScheduleError(f"cache_accumulator: {stage.name} is a {stage.body.combiner} reduction; "
                                 f"only sum, prod, max and min keep a single running value")
         target = None if into is None else self[into]

@@ -25,14 +25,21 @@ the exponentials computed inside the output's loop over the rows (the exponentia
 both their readers, `compute_at(..., shared=True)`), so a row is read from memory once and
 its exponentials stay in L1: softmax over 1x12x128x128 0.47-0.48 ms → 0.40, the two
 alternating in one process (onnxruntime's node 0.15: the exponential is most of what
-is left).  Rows are computed ROWS_TOGETHER at a time when the last axis but one divides
-by it (`rows_together`; at most TOGETHER_BYTES of them): every stage covers the group, a
-row reduction's step updates each row of the group in turn (its lanes' accumulators, two
+is left).  Rows are computed several at a time (`rows_together`: the most, a power of
+two dividing the last axis but one, whose row accumulators fit in a quarter of the
+vector registers, at most TOGETHER_BYTES of them): every stage covers the group, a row
+reduction's step updates each row of the group in turn (its lanes' accumulators,
 independent chains where there was one) and the totals and the divisions follow one
 another, so the core overlaps one row's dependent steps (the lane totals, the division
-by the sum) with the other's.  Measured (1 thread, CPU time, alternated in one run, the
-kernel called directly, load 5-7; softmax_exp in both): 1x12x128x128 0.975x the time a
-row at a time, median of 40 pairs (4 rows at a time: 0.98x).
+by the sum) with the others'.  A row's 16 lanes are one register with AVX-512 (8 rows
+together), two with AVX2 (2 rows).  Measured (1 thread, CPU time, alternated in one
+run, the kernel called directly; softmax_exp in all): AVX2 (Zen 3, load 5-7),
+1x12x128x128 0.975x the time a row at a time with 2 rows, 0.98x with 4; AVX-512 (Zen 5,
+load 4-5), against 2 rows: 4 rows 0.89x, 8 rows 0.855x, 16 rows 0.99x (onnxruntime's
+node 0.72x).  The row-shaped stages (the exponentials) take the same order: a vector of
+each row of the group in turn, the row's vectors outside, so the group's exponentials
+are independent chains side by side (where each row's were a loop of its own): 0.968x
+the time on Zen 5 (8 rows, load 11; a vector of 2 or 4 rows' lanes 0.969x, 0.989x).
 
 Products (conv, dense, matmul) and pools have schedules of their own (defaults.py) and are
 left alone.  Measured (1 thread, CPU time, each kernel alone, load 3-4 from other work):
@@ -43,12 +50,13 @@ over 128 x 768, the mean from 0.13 to 0.04 ms, the variance from 0.19 to 0.055.
 from __future__ import annotations
 
 from ..te import expr as te
+from .in_place import claim_rows_over
 from .primitives import Schedule, Stage
+from .vector_unit import VectorUnit, host_unit
 
 MIN_STEPS = 2  # the fewest vectors per row worth splitting into lanes
-ROWS_TOGETHER = 2  # rows of a row group computed together (module doc)
 TOGETHER_BYTES = 16384  # the most bytes of output rows computed together: half of L1
-COMBINERS = ("sum", "max", "min")
+COMBINERS = ("sum", "max", "max_nnan", "min")
 LEFT_ALONE = ("conv", "dense", "matmul", "pool")  # tags whose reductions have their own schedule
 
 
@@ -158,21 +166,34 @@ def schedule_row_group(sch: Schedule, rows: dict[int, te.Tensor], parallel_min: 
         else:
             at = reader.axes[-2] if len(reader.axes) > 1 else reader.axes[-1]
         sch.compute_at(total.tensor, reader.tensor, at)
+    vw = lanes[0].axes[-1].extent if lanes else 0
     for stage in wide:  # the exponentials: vectors along the row, for every reader inside the row loop
-        sch.vectorize(stage.tensor, stage.axes[-1])
+        *before, within, last = stage.leaf_axes
+        if together > 1 and vw and last.extent % vw == 0:  # the group's rows side by side in each step
+            jo, ji = sch.split(stage.tensor, last, vw)
+            sch.reorder(stage.tensor, *before, jo, within, ji)
+            last = ji
+        sch.vectorize(stage.tensor, last)
         sch.compute_at(stage.tensor, t, loop, shared=len(readers_of[id(stage.tensor)]) > 1)
+    claim_rows_over(sch, out, [out, *totals, *lanes, *wide])  # in_place.py: the output over the input
     return {id(s) for s in (out, *totals, *lanes, *wide)}
 
 
-def rows_together(t: te.Tensor) -> int:
-    """How many rows of the row group's output `t` are computed together (module doc):
-    ROWS_TOGETHER when that divides its last axis but one and so many rows fit in
-    TOGETHER_BYTES, else 1."""
+def rows_together(t: te.Tensor, unit: VectorUnit | None = None) -> int:
+    """How many rows of the row group's output `t` are computed together (module doc): the
+    most, a power of two, that divides its last axis but one, keeps a row accumulator of
+    16 float32 lanes each (`unit.registers_for`) within a quarter of `unit`'s registers
+    (the host's by default) and fits in TOGETHER_BYTES; 1 when none does."""
     if t.ndim < 2:
         return 1
+    unit = unit or host_unit()
     row = t.shape[-1] * max(1, te.bits(t.dtype) // 8)
-    fits = t.shape[-2] % ROWS_TOGETHER == 0 and ROWS_TOGETHER * row <= TOGETHER_BYTES
-    return ROWS_TOGETHER if fits else 1
+    most = unit.registers // 4 // unit.registers_for(16)
+    together = 1
+    while (2 * together <= most and t.shape[-2] % (2 * together) == 0
+           and 2 * together * row <= TOGETHER_BYTES):
+        together *= 2
+    return together
 
 
 def _loads(e: te.PrimExpr) -> list[te.Load]:

@@ -68,7 +68,7 @@ def _evaluate_compute(t: te.Tensor, values: dict[int, np.ndarray]) -> np.ndarray
         pos = (np.argmax if body.combiner == "argmax" else np.argmin)(flat, axis=-1)
         index = np.broadcast_to(_eval(body.index, env, values), full).reshape(full[:n] + (-1,))
         return np.take_along_axis(index, pos[..., None], axis=-1)[..., 0].astype(t.dtype).reshape(t.shape)
-    fold = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}[body.combiner]
+    fold = {"sum": np.sum, "prod": np.prod, "max": np.max, "max_nnan": np.max, "min": np.min}[body.combiner]
     if any(full[k] == 0 for k in red):
         raise ValueError(f"{t.name}: reduction over an empty axis")
     return np.asarray(fold(source, axis=red), dtype=t.dtype).reshape(t.shape)
@@ -167,6 +167,7 @@ def _binary(op: str, a: np.ndarray, b: np.ndarray, dtype: str) -> np.ndarray:
         if op == "truncmod": return np.fmod(a, b) if te.is_float(dtype) else np.fmod(a, np.where(b == 0, 1, b))
         if op == "min": return np.minimum(a, b)
         if op == "max": return np.maximum(a, b)
+        if op == "max_nnan": return np.where(a > b, a, b)
         if op == "pow": return np.power(a, b)
         if op == "and": return np.logical_and(a, b) if dtype == "bool" else a & b
         if op == "or": return np.logical_or(a, b) if dtype == "bool" else a | b
@@ -191,8 +192,10 @@ def _call(name: str, args: list[np.ndarray]) -> np.ndarray:
             return _erf(x).astype(x.dtype)
         if name == "sigmoid":
             return 1 / (1 + np.exp(-x))
-        if name == "softmax_exp":  # exact: 2^64 e^x, x taken at least -104 (mathfuncs.py)
-            return (np.exp(np.maximum(x.astype(np.float64), -104.0)) * 2.0 ** 64).astype(x.dtype)
+        if name == "softmax_exp":  # exact: 2^64 e^x; on float32 0 below mathfuncs.SOFTMAX_EXP_LOW
+            wide = x.astype(np.float64)
+            low = mathfuncs.SOFTMAX_EXP_LOW if x.dtype == np.float32 else -np.inf
+            return np.where(wide < low, 0.0, np.exp(wide) * 2.0 ** 64).astype(x.dtype)
         if name == "rsqrt":
             return 1 / np.sqrt(x)
         if name == "round":

@@ -93,8 +93,10 @@ class IterVar(PrimExpr):
 
 
 # add sub mul div (true division for floats, truncating for ints), floordiv floormod,
-# min max pow, and/or (bool), lt le gt ge eq ne (result bool)
-BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncmod", "min", "max", "pow",
+# min max pow, and/or (bool), lt le gt ge eq ne (result bool); max_nnan: a if a > b else b,
+# max for operands without NaN (as LLVM's `nnan` flag: with a NaN the result is either
+# operand), one instruction (x86 `maxps`) where `max` keeps NaN in three
+BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "truncmod", "min", "max", "max_nnan", "pow",
               "and", "or", "xor", "shl", "shr", "lt", "le", "gt", "ge", "eq", "ne")
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 
@@ -159,7 +161,7 @@ class Load(PrimExpr):
     loc: Any = field(default=None, kw_only=True)
 
 
-REDUCERS = ("sum", "prod", "max", "min", "argmax", "argmin")
+REDUCERS = ("sum", "prod", "max", "max_nnan", "min", "argmax", "argmin")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -333,6 +335,7 @@ def _reduce(combiner: str, source: Any, axis: IterVar | Sequence[IterVar], index
 def sum(source, axis): return _reduce("sum", source, axis)  # noqa: A001
 def prod(source, axis): return _reduce("prod", source, axis)
 def max(source, axis): return _reduce("max", source, axis)  # noqa: A001
+def max_nnan(source, axis): return _reduce("max_nnan", source, axis)  # a row with NaN: a NaN or a number
 def min(source, axis): return _reduce("min", source, axis)  # noqa: A001
 
 

@@ -27,8 +27,8 @@ them to, with some margin: the largest errors on the tests' grid are 0.96 ulp fo
 * `exp`: at most 2 ulp where the result is a normal float; results in the subnormal
   range are rounded once from a 2-ulp value; inf above 88.72284, 0 below -103.97,
   exp(-inf) = 0, exp(inf) = inf, NaN stays NaN.
-* `softmax_exp`: 2^64 e^x within 2 ulp for x in [-104, 43.6] (the value at -104 below,
-  NaN stays NaN; not defined above).
+* `softmax_exp`: 2^64 e^x within 2 ulp for x in [SOFTMAX_EXP_LOW, 43.6], 0 below (-inf
+  included), NaN stays NaN; not defined above.
 * `tanh`: at most 3 ulp; odd, tanh(±0) = ±0, ±1 beyond ±9.1 and at ±inf.
 * `erf`: at most 3 ulp; odd, erf(±0) = ±0, ±1 from about |x| = 3.92 on and at ±inf.
 * `sigmoid`: 1 / (1 + exp(-x)) as the op's reference computes it in float32: at most
@@ -148,21 +148,25 @@ def exp(x: te.PrimExpr) -> te.PrimExpr:
 
 
 SOFTMAX_EXP_SCALE = 2.0 ** 64  # softmax_exp's results are e^x times this
+SOFTMAX_EXP_LOW = -87.33654  # ln 2^-126: below it e^x is no normal float, and softmax_exp is 0
 
 
 def softmax_exp(x: te.PrimExpr) -> te.PrimExpr:
     """2^64 e^x, for softmax's x = v - max(v) <= 0: softmax divides by the sum of these,
-    so the scale cancels, and with it the care `exp` takes over subnormal results
-    (2^64 e^-104 is a normal float).  x is taken at least -104: there e^x 2^64 times
-    1 / sum (at most 2^-64) rounds to 0, as e^x itself does.  No upper clamp: k is in
-    [-150, 63] up to x = 43.6, so 2^(k + 64) is a normal float, and 2^(k + 64) (1 + q) is
-    one fused multiply-add, one rounding.  14 instructions a vector where its predecessor
-    `exp_nonpositive` (e^min(x, 0): x clamped to [-104, 0], times 1 + q, then 2^-64)
-    took 17.  Above 43.6 the result is not defined (softmax never gets there); NaN is
-    kept."""
-    q, t = _exp_reduced(_from(x, -104.0))
+    so the scale cancels, and with it the care `exp` takes over subnormal results.  Below
+    SOFTMAX_EXP_LOW it is 0: there the quotient, e^x over a sum of at least 1, is below
+    2^-126, a subnormal float or 0, and softmax gives 0 (an error below 1.2e-38).  Were it
+    2^64 e^x, the quotient would round to a subnormal or to 0 in the multiply, and Zen 5
+    takes an assist on such results: a causal mask's -1e4 (half of GPT-2's scores) made
+    softmax over 1x12x128x128 1.36x the time of unmasked scores, 1.0x with the zeros (1
+    thread, alone, alternated in one process, load 14-15).  The select is also the only
+    clamp: the side it discards may hold anything (-inf gives NaN there).  No upper clamp:
+    k is in [-126, 63] up to x = 43.6, so 2^(k + 64) is a normal float, and 2^(k + 64)
+    (1 + q) is one fused multiply-add, one rounding.  Above 43.6 the result is not defined
+    (softmax never gets there); NaN is kept (the comparison is false)."""
+    q, t = _exp_reduced(x)
     p = _pow2_of(t, 64)
-    return te.fma(q, p, p)
+    return te.select(te.lt(x, _c(SOFTMAX_EXP_LOW)), _c(0.0), te.fma(q, p, p))
 
 
 def _copysign(magnitude: te.PrimExpr, x: te.PrimExpr) -> te.PrimExpr:
