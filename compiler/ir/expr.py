@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..lazy_modules import numpy as np
+
 from .attrs import EMPTY_ATTRS, Attrs, MetaRef
 from .span import AnySpan
 from .types import GlobalTypeVar, Type, TypeVar
+from .deferred import Deferred
 from .pickling import fast_pickling
 
 
@@ -55,7 +58,9 @@ class GlobalVar(Expr):
 @dataclass(frozen=True, slots=True, eq=False)
 class Constant(Expr):
     """A tensor constant.  `data` is a numpy array, or None when the text refers to a
-    metadata entry that could not be found (`meta` then says which)."""
+    metadata entry that could not be found (`meta` then says which).  A constant a pass
+    folded may hold a `Deferred` value (deferred.py), computed when `data` is first
+    read; `known`, `shape`, `dtype` and `nbytes` tell what a type needs without it."""
 
     data: Any
     meta: MetaRef | None = None
@@ -63,7 +68,33 @@ class Constant(Expr):
     def __repr__(self) -> str:
         if self.meta is not None:
             return f"Constant({self.meta})"
-        return f"Constant({self.data!r})"
+        raw = _DATA.__get__(self)
+        return f"Constant({raw!r})" if isinstance(raw, Deferred) else f"Constant({self.data!r})"
+
+    @property
+    def raw(self) -> Any:
+        """What `data` holds, without computing a deferred value."""
+        return _DATA.__get__(self)
+
+    @property
+    def known(self) -> bool:
+        """Whether the value is (or will be, when read) known: `data is not None`."""
+        return _DATA.__get__(self) is not None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        raw = _DATA.__get__(self)
+        return raw.shape if isinstance(raw, Deferred) else tuple(np.shape(raw))
+
+    @property
+    def dtype(self) -> str:
+        raw = _DATA.__get__(self)
+        return raw.dtype if isinstance(raw, Deferred) else _dtype_name(np.asarray(raw).dtype)
+
+    @property
+    def nbytes(self) -> int:
+        raw = _DATA.__get__(self)
+        return raw.nbytes if isinstance(raw, Deferred) else int(np.asarray(raw).nbytes)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -264,3 +295,27 @@ ANNOTATED = (Call, Constant, Var, Function, Tuple, TupleGetItem)
 
 
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these
+
+_DATA = Constant.__dict__["data"]  # the slot: an array, None, or a Deferred
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
+
+
+def _read_data(self: Constant, _get=_DATA.__get__) -> Any:
+    raw = _get(self)
+    return raw.value() if type(raw) is Deferred else raw
+
+
+def _constant_state(self: Constant, _get=_DATA.__get__) -> list:
+    return [self.span, self.ty, _get(self), self.meta]  # a deferred value pickles as itself (deferred.py)
+
+
+assert [f for f in Constant.__dataclass_fields__] == ["span", "ty", "data", "meta"]
+Constant.data = property(_read_data, _DATA.__set__, doc="The value: a deferred one is computed now.")
+Constant.__getstate__ = _constant_state

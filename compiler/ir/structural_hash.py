@@ -6,7 +6,10 @@
 in the order a canonical walk first meets them, so alpha-equivalent expressions hash alike;
 sharing is not hashed (a shared and a duplicated subgraph hash alike, though they are not
 equal) and neither are `ty` fields.  The value rules come from structural_keys.py, the
-same ones structural_equal.py uses.
+same ones structural_equal.py uses.  One exception to "equal => same hash": a constant
+whose value is deferred (deferred.py) hashes by its recipe, so that hashing never computes
+it, and equals a constant of the same value made otherwise without hashing alike: a cache
+keyed by this hash misses there, never finds a wrong entry.
 
 Nothing here recurses on the Python stack: expressions are walked with
 `functor.post_order` and types with an explicit stack, so 50,000-deep chains are fine.  The
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .attrs import Attrs, IntImm, MetaRef, Opaque
+from .deferred import Deferred
 from .expr import (
     Call,
     Clause,
@@ -73,7 +77,7 @@ __all__ = ["structural_hash"]
  _H_IF, _H_FN, _H_REF_NEW, _H_REF_READ, _H_REF_WRITE, _H_CTOR, _H_MATCH, _H_ERROR, _H_CLAUSE,
  _H_P_WILD, _H_P_VAR, _H_P_CTOR, _H_P_TUPLE, _H_TENSOR, _H_TUPLE_T, _H_TVAR, _H_GTV, _H_TCALL,
  _H_FUNC_T, _H_REF_T, _H_INCOMPLETE, _H_META_T, _H_ANY, _H_ATTR, _H_MODULE, _H_TYPEDEF,
- _H_INT, _H_FLOAT, _H_STR, _H_BOOL, _H_OTHER, _H_LIST) = range(1, 43)
+ _H_INT, _H_FLOAT, _H_STR, _H_BOOL, _H_OTHER, _H_LIST, _H_DEFERRED) = range(1, 44)
 
 _STR_HASHES: dict[str, int] = {}
 
@@ -133,7 +137,10 @@ def _h_scalar(value: Any) -> int:
 
 
 def _constant_hash(c: Constant) -> int:
-    if c.data is None:
+    raw = c.raw
+    if isinstance(raw, Deferred):
+        return _deferred_hash(raw)
+    if raw is None:
         meta = c.meta
         return hash((_H_META_CONST, _h_str(meta.key), meta.index)) if meta is not None else _H_META_CONST
     arr = as_array(c.data)
@@ -152,6 +159,15 @@ def _constant_hash(c: Constant) -> int:
             flat[np.isnan(flat)] = 0  # every NaN alike
         content = _h_bytes(np.ascontiguousarray(flat).tobytes())
     return hash((_H_CONST, _h_str(arr.dtype.str), arr.shape, content))
+
+
+def _deferred_hash(d: Deferred) -> int:
+    """A deferred value (deferred.py) by its recipe, computed or not: its operator,
+    attributes and argument constants, so that hashing never computes it."""
+    if d.hashed is None:
+        d.hashed = hash((_H_DEFERRED, _h_str(d.op), _Hasher(False)._attrs(d.attrs),
+                         tuple([_constant_hash(a) for a in d.args])))
+    return d.hashed
 
 
 def _attr_exprs(attrs: Attrs) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.deferred import resolved
 from ..ir.span import Span
 from ..printer import print_module
 from .codegen.llvm_map import function_ranges, line_locations
@@ -45,7 +46,7 @@ def write_build(build, lowered, directory: str | Path) -> list[Path]:
     if exe is not None and exe.plan is not None:
         put("graph.json", exe.plan.graph_json() + "\n")
         path = out / "params.npz"
-        np.savez(path, **{f"p{k}": c for k, c in enumerate(exe.plan.constants)})
+        np.savez(path, **{f"p{k}": resolved(c) for k, c in enumerate(exe.plan.constants)})
         written.append(path)
     put("map.json", json.dumps(source_map(lowered, llvm_ir, optimized), indent=1) + "\n")
     return written

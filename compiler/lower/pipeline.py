@@ -60,6 +60,7 @@ import numpy as np
 
 from ..diagnostics import Diagnostic, Severity
 from ..lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, only in forked children
+from ..ir.deferred import resolved
 from ..ir.expr import Function
 from ..ir.functor import post_order
 from ..ir.structural_equal import structural_equal
@@ -127,7 +128,7 @@ class LoweredFunction:
 
     @property
     def constants(self) -> list[np.ndarray]:
-        return [data for _, data in self.composed.constants]
+        return [resolved(data) for _, data in self.composed.constants]  # a deferred one computed now
 
     @property
     def schedule(self) -> Schedule:
@@ -282,8 +283,9 @@ def lower_build(result, *, cache: LoweringCache | None = None, jit=None,
 
     def children_started() -> None:
         if machine_code and lowered.ok and result.module is not None:
-            constants = {**{name: fn.constants for name, fn in found.items()},
+            constants = {**{name: [data for _, data in fn.composed.constants] for name, fn in found.items()},
                          **{job.name: [data for _, data in job.composed.constants] for job in pending}}
+            # deferred values (ir/deferred.py) among them: computed by the executable's thread, not here
             claims = {name: fn.writes_over for name, fn in found.items()}
             early.append(_in_thread(_early_executable, result, lowered, jit, constants, claims, pending, disk))
 

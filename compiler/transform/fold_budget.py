@@ -52,9 +52,9 @@ def constant_bytes(mod: IRModule) -> int:
     for func in mod.functions.values():
         for node in post_order(func, done=done):
             done.add(node)
-            if isinstance(node, Constant) and node.data is not None and id(node.data) not in seen:
-                seen.add(id(node.data))
-                total += int(np.asarray(node.data).nbytes)
+            if isinstance(node, Constant) and node.known and id(node.raw) not in seen:
+                seen.add(id(node.raw))
+                total += node.nbytes  # a deferred value's too, not computed
     return total
 
 
@@ -183,10 +183,12 @@ def _scratch_bytes(name: str, attrs: Any, args: Sequence[Any], result: Type) -> 
 
 def constant_values(exprs: Iterable[Expr]) -> list[Any]:
     """The values of constants and tuples of them (numpy arrays, tuples of arrays)."""
+    return [value_of(e) for e in exprs]
 
-    def value(expr: Expr) -> Any:
-        if isinstance(expr, Tuple):
-            return tuple(value(f) for f in expr.fields)
-        return expr.data if isinstance(expr, Constant) else None
 
-    return [value(e) for e in exprs]
+def value_of(expr: Expr) -> Any:
+    """The value of a constant or a tuple of them (not a closure calling itself: that is a
+    reference cycle per call, left for the collector)."""
+    if isinstance(expr, Tuple):
+        return tuple(value_of(f) for f in expr.fields)
+    return expr.data if isinstance(expr, Constant) else None

@@ -94,7 +94,7 @@ def infer_expr_types(module: IRModule, root: E.Expr, is_new, *, check_annotation
         else:
             checker.types[node] = node.ty
             checker.seeded.add(node)
-    if any(isinstance(n, E.Constant) and n.data is None and n.meta is not None for n in seen if is_new(n)):
+    if any(isinstance(n, E.Constant) and not n.known and n.meta is not None for n in seen if is_new(n)):
         for const in unknown_constants(module):
             if not is_new(const) and const.meta is not None:
                 if const.ty is None:
@@ -234,9 +234,9 @@ class TypeChecker:
         if isinstance(node, E.GlobalVar):
             return self.global_type(node)
         if isinstance(node, E.Constant):
-            if node.data is None:  # an unknown value: its ty= comment, else what its use fixes
+            if not node.known:  # an unknown value: its ty= comment, else what its use fixes
                 return self.unknown_constant(node)
-            return TensorType(tuple(node.data.shape), str(node.data.dtype))
+            return TensorType(node.shape, node.dtype)  # a deferred value's too, not computed
         if isinstance(node, E.Constructor):
             data = self.module.type_definitions.get(node.belongs_to)
             params = data.type_vars if data is not None else ()

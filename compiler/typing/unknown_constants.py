@@ -126,7 +126,7 @@ def unknown_constants(module: IRModule) -> list[Constant]:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            if isinstance(node, Constant) and node.data is None:
+            if isinstance(node, Constant) and not node.known:
                 found[node] = None
             stack.extend(c for c in children(node) if isinstance(c, Expr))
             if isinstance(node, Call):

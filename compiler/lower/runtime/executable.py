@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...interpreter import Interpreter
+from ...ir.deferred import resolved
 from ...ir.expr import Function
 from ...ir.types import TupleType
 from ...support import ALIGN, aligned_copy, aligned_empty
@@ -103,7 +104,7 @@ class Executable:
         self._entry = ctypes.CFUNCTYPE(None, _VOIDP, _VOIDP, _VOIDP, _VOIDP, _VOIDP)(address)
         self._input_dtypes = [np.dtype(dtype) for _, _, dtype in plan.inputs]
         self._staging = InputStaging([(shape, d) for (_, shape, _), d in zip(plan.inputs, self._input_dtypes)])
-        self._constants = [_as_buffer(c) for c in plan.constants]
+        self._constants = [_as_buffer(resolved(c)) for c in plan.constants]  # deferred weights computed now
         self._const_table = _pointers(self._constants)
         self._workspace = aligned_empty((max(plan.workspace, 1),), "uint8")
         self._outputs = OutputBuffers([(b.shape, b.dtype) for b in plan.outputs])

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.deferred import Deferred
 from ...ir.expr import Call, Constant, Function, GlobalVar, Let, Op, Tuple, TupleGetItem, Var
 from ...ir.functor import children, post_order
 from ...ir.types import TensorType, TupleType, Type
@@ -84,7 +85,7 @@ class Step:
 @dataclass
 class Plan:
     inputs: list[tuple[str, tuple[int, ...], str]]  # name, shape, dtype per flattened param
-    constants: list[np.ndarray]
+    constants: list[np.ndarray | Deferred]  # a deferred weight (ir/deferred.py) computed by its reader
     steps: list[Step]
     outputs: list[Buffer]  # where each output lives (an output ref, or an input/const to copy)
     workspace: int = 0  # bytes
@@ -121,11 +122,11 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
     steps: list[Step] = []
     temps: list[Buffer] = []
 
-    def constant(data: np.ndarray) -> Buffer:
-        key = id(data)
+    def constant(data: np.ndarray | Deferred) -> Buffer:
+        key = id(data)  # a deferred value (ir/deferred.py) stays one: the executable computes it
         if key not in const_index:
             const_index[key] = len(constants)
-            constants.append(np.ascontiguousarray(data))
+            constants.append(data if isinstance(data, Deferred) else np.ascontiguousarray(data))
         return Buffer(tuple(data.shape), str(data.dtype), Ref("const", const_index[key]))
 
     def visit(node) -> None:
@@ -134,9 +135,9 @@ def plan_main(main: Function, kernel_names: dict[Function, str],
         if isinstance(node, Function):
             raise NotDataflow("@main contains a function value (a closure)")
         if isinstance(node, Constant):
-            if node.data is None:
+            if not node.known:
                 raise NotDataflow(f"the constant {node.meta or 'folded from unknown constants'} has no value")
-            values[node] = constant(np.asarray(node.data))
+            values[node] = constant(node.raw if isinstance(node.raw, Deferred) else np.asarray(node.data))
         elif isinstance(node, Tuple):
             values[node] = tuple(values[f] for f in node.fields)
         elif isinstance(node, TupleGetItem):

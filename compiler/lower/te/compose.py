@@ -5,7 +5,8 @@
             outputs [T_relu]            (a tuple body gives one per field)
 
 Non-scalar constants in the body become extra inputs (`constants`, passed by the runtime
-like parameters, as TVM lifts them out of primitive functions); scalar constants become
+like parameters, as TVM lifts them out of primitive functions; a deferred value, ir/deferred.py,
+stays one: the executable reads it, the kernel needs its shape alone); scalar constants become
 0-d computes that schedules inline.  Every compute a rule creates gets the span of the call
 it lowers (`ComputeOp.span`, and `loc` on each scalar node: what the debug locations point
 at) and the op name as its tag when the rule gave none.
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.deferred import Deferred, resolved
 from ...ir.expr import Call, Constant, Function, Op, Tuple, TupleGetItem, Var
 from ...ir.functor import children, post_order
 from ...ir.types import TensorType, TupleType, Type
@@ -35,7 +37,7 @@ from . import topi  # noqa: F401  (registers each op's compute rule on its OpDef
 @dataclass
 class Composed:
     inputs: list[te.Tensor]  # one per (flattened) parameter, in order
-    constants: list[tuple[te.Tensor, np.ndarray]] = field(default_factory=list)
+    constants: list[tuple[te.Tensor, np.ndarray | Deferred]] = field(default_factory=list)  # `resolved` reads one
     outputs: list[te.Tensor] = field(default_factory=list)
 
     @property
@@ -116,14 +118,15 @@ def _placeholders(ty: Type, name: str, into: list[te.Tensor], span) -> Any:
 
 
 def _constant(node: Constant, result: Composed) -> te.Tensor:
-    if node.data is None:
+    if not node.known:
         raise LoweringError(f"the constant {node.meta or 'folded from unknown constants'} has no value (its metadata entry is missing)", node.span)
-    data = np.asarray(node.data)
-    dtype = str(data.dtype)
+    dtype = node.dtype
     if dtype not in te.DTYPES:
         raise LoweringError(f"no lowering for a constant of dtype {dtype}", node.span)
+    raw = node.raw
+    data = raw if isinstance(raw, Deferred) else np.asarray(raw)
     if data.ndim == 0:
-        value = te.const(data.item(), dtype)
+        value = te.const(resolved(data).item(), dtype)
         t = te.compute((), lambda: value, "T_const", dtype=dtype)
         t.op.span, t.op.tag = node.span, "constant"
         t.op.body = te.with_loc(t.op.body, node.span)

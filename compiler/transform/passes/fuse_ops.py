@@ -129,8 +129,7 @@ def build_graph(func: Function) -> tuple[list[Node], dict[Expr, Node]]:
                     edge = ELEMWISE
                 link(arg, edge)
         elif isinstance(expr, Constant):
-            data = expr.data
-            simple = data is not None and data.ndim == 0 and str(data.dtype) in SIMPLE_CONST_DTYPES
+            simple = expr.known and len(expr.shape) == 0 and expr.dtype in SIMPLE_CONST_DTYPES
             node.pattern = ELEMWISE if simple else OPAQUE
         elif isinstance(expr, Tuple):
             node.pattern = TUPLE
