@@ -318,6 +318,26 @@ def test_run_time_shape_is_reported():
     assert info.value.needs_value == "s"
 
 
+def test_a_shape_computed_from_a_dynamic_batch_names_the_input_and_the_shape_option():
+    """PyTorch exports `x.view(x.size(0), -1)` with a dynamic batch as Shape -> Slice ->
+    Concat -> Reshape; the refusal said only 'must be known before run time' (a ViT patch
+    embedding exported with dynamic_axes); it now names the input and how to fix it."""
+    g = Graph()
+    batch = g.node("Slice", [g.node("Shape", ["x"]), g.init("zero", np.array([0], np.int64)),
+                             g.init("one", np.array([1], np.int64))])
+    shape = g.node("Concat", [batch, g.init("rest", np.array([-1], np.int64))], axis=0)
+    model = g.model({"x": ["batch_size", 4, 2, 2]}, g.node("Reshape", ["x", shape], name="flat"))
+    with pytest.raises(OnnxImportError) as info:
+        import_onnx(model)
+    assert info.value.message.endswith(
+        "must be known before run time (a constant or an initializer, or computed from them and static "
+        "shapes); it depends on graph input 'x', whose dimension 0 ('batch_size') is not fixed: give its "
+        "shape, e.g. --shape x=1,4,2,2")
+    imported = import_onnx(model, shapes={"x": (3, 4, 2, 2)})  # as the hint says
+    x = np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2)
+    np.testing.assert_array_equal(run_relay(imported, {"x": x})[0], x.reshape(3, -1))
+
+
 def unsupported_model():
     """A node of two results whose op the frontend does not support (SoftmaxCrossEntropyLoss:
     the loss per row, and the log-probabilities)."""

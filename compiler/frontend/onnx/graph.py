@@ -42,6 +42,7 @@ from .fold import Folder
 from .names import VarNames
 from .opaque import StandIns, tensor_type_of
 from .registry import lookup, supported_ops
+from .shape_hint import unfixed_inputs_hint
 from .spans import fill, layer_span, node_names, parameter_span
 
 INLINE_LIMIT = 16  # integer initializers with at most this many elements are written as constants
@@ -151,7 +152,9 @@ class _Importer:
         except NodeError as err:
             if not self.allow_unsupported:
                 tensor = node.input[err.needs_value] if err.needs_value is not None else None
-                raise OnnxImportError(f"{self.where(node, name)}: {err.message}", tensor) from None
+                hint = "" if tensor is None else unfixed_inputs_hint(
+                    self.graph, tensor, {k: v.ty for k, v in self.inputs.items()})
+                raise OnnxImportError(f"{self.where(node, name)}: {err.message}{hint}", tensor) from None
             try:
                 outputs = self.stand_ins.make(node, self.names.fresh(f"onnx_{node.op_type}"), inputs)
             except NodeError as why:
