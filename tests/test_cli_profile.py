@@ -165,3 +165,31 @@ def test_compare_gives_a_layer_named_after_its_consumer_to_that_node():
     table = compare_table(SimpleNamespace(layers={"/b1/expand": 3e6, "/b1/expand.x": 1e6}, run_ns=4e6), theirs)
     rows = [line.split() for line in table.splitlines() if line.startswith("/")]
     assert rows == [["/b1/expand", "Conv", "4.0000", "1.0000", "4.00x", "3.0000"]]
+
+
+def test_compare_gives_the_nodes_onnxruntime_inlines_from_a_function_to_their_node(tmp_path):
+    """onnxruntime has no kernel for HardSwish and GroupNormalization-21: it runs their
+    function bodies, named `HardSigmoid_2`, `Mul_3`...  A MobileNetV3 block profiled with
+    --compare showed its HardSwish with no onnxruntime time ('—') and rows of onnxruntime's
+    that matched nothing of ours; the body's nodes now count for the node they came from."""
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from relaylens.compiler.profile.compare import onnxruntime_profile
+
+    scale, bias = (numpy_helper.from_array(np.full(8, v, np.float32), n) for v, n in ((1.5, "g"), (0.1, "b")))
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="/relu/Relu"),
+         helper.make_node("HardSwish", ["r"], ["h"], name="/act/HardSwish"),
+         helper.make_node("GroupNormalization", ["h", "g", "b"], ["y"], name="/gn/GroupNormalization",
+                          num_groups=2)],
+        "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])], [scale, bias])
+    path = tmp_path / "block.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+    x = np.random.default_rng(0).standard_normal((1, 8, 4, 4)).astype(np.float32)
+    theirs = onnxruntime_profile(str(path), {"x": x}, runs=2, threads=1)
+    assert set(theirs.nodes) == {"/relu/Relu", "/act/HardSwish", "/gn/GroupNormalization"}
+    assert theirs.ops == {"/relu/Relu": "Relu", "/act/HardSwish": "HardSwish",
+                          "/gn/GroupNormalization": "GroupNormalization"}

@@ -32,6 +32,7 @@ from typing import Callable
 
 import numpy as np
 
+from .ort_inlined import inlined_owners
 from .profiler import Profile
 
 ROWS = 30
@@ -78,6 +79,7 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
             run(session, feed)
         with open(session.end_profiling(), encoding="utf-8") as f:
             events = json.load(f)
+        owners = inlined_owners(ort, model, graph, ours, _first_counted_run(events), folder)
     plain = ort.SessionOptions()
     plain.intra_op_num_threads = threads
     optimized = ort_session(ort, model, plain)
@@ -88,7 +90,7 @@ def onnxruntime_profile(model: str, inputs: dict[str, np.ndarray], *, runs: int,
         if k:
             times.append(time.monotonic_ns() - started)
     result = OrtProfile(model, {}, run_ns=0.0, optimized_run_ns=float(np.median(times)), version=ort.__version__)
-    _read_events(events, graph, ours, result)
+    _read_events(events, graph, ours, owners, result)
     return result
 
 
@@ -134,9 +136,27 @@ def ort_run(session, feed, model: str) -> None:
                          f"{str(err).strip()[:300]}") from None
 
 
-def _read_events(events: list[dict], graph, ours: list[str], result: OrtProfile) -> None:
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                  if e.get("cat") == "Session" and e.get("name") == "model_run")[1:]  # the first: warm-up
+def _counted_runs(events: list[dict]) -> list[tuple[int, int]]:
+    """(start, end) of each model_run but the first, a warm-up."""
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                  if e.get("cat") == "Session" and e.get("name") == "model_run")[1:]
+
+
+def _first_counted_run(events: list[dict]) -> list[tuple[int, str]]:
+    """(node index, op type) of the nodes of the first counted run, in the order they ran."""
+    runs = _counted_runs(events)
+    if not runs:
+        return []
+    start, end = runs[0]
+    ran = sorted((e["ts"], e.get("args", {})) for e in events if e.get("cat") == "Node"
+                 and e.get("name", "").endswith("_kernel_time") and start <= e["ts"] <= end)
+    return [(int(args.get("node_index", -1)), str(args.get("op_name", ""))) for _, args in ran]
+
+
+def _read_events(events: list[dict], graph, ours: list[str], owners: dict[int, str], result: OrtProfile) -> None:
+    """The per-node medians; a node onnxruntime inlined from a function (`owners`,
+    ort_inlined.py) counts for the node of the file it came from, with that node's op."""
+    runs = _counted_runs(events)
     result.run_ns = float(np.median([(end - start) * 1e3 for start, end in runs])) if runs else 0.0
     per_run: dict[str, list[float]] = {}
     for e in events:
@@ -146,18 +166,24 @@ def _read_events(events: list[dict], graph, ours: list[str], result: OrtProfile)
         run = next((k for k, (start, end) in enumerate(runs) if start <= e["ts"] <= end), None)
         if run is None:
             continue
-        node = _our_name(name.removesuffix("_kernel_time"), e.get("args", {}), graph, ours)
+        args = e.get("args", {})
+        owner = owners.get(_index(args))
+        node = owner or _our_name(name.removesuffix("_kernel_time"), args, graph, ours)
         times = per_run.setdefault(node, [0.0] * len(runs))
         times[run] += float(e["dur"]) * 1e3
-        result.ops[node] = str(e.get("args", {}).get("op_name", ""))
+        result.ops[node] = graph.node[ours.index(owner)].op_type if owner else str(args.get("op_name", ""))
     result.nodes = {node: float(np.median(times)) for node, times in per_run.items()}
 
 
-def _our_name(name: str, args: dict, graph, ours: list[str]) -> str:
+def _index(args: dict) -> int:
     try:
-        index = int(args.get("node_index", -1))
+        return int(args.get("node_index", -1))
     except (TypeError, ValueError):
-        return name
+        return -1
+
+
+def _our_name(name: str, args: dict, graph, ours: list[str]) -> str:
+    index = _index(args)
     if 0 <= index < len(ours) and not graph.node[index].name:
         return ours[index]
     return name
