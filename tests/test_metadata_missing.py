@@ -401,3 +401,26 @@ def test_run_fills_unknown_constants_from_its_seed_compiled_and_interpreted_alik
     assert "DIFFERS" not in err and "check output: max abs error" in err
     assert main(["run", str(corpus_file("013.relay"))]) == 1  # a constant nothing gives a type to
     assert "has no value and no known type" in capsys.readouterr().err
+
+
+def test_a_section_that_cannot_be_read_is_not_said_to_be_missing():
+    """Garbage pasted into a model's #[metadata] section: the error is at the section, and
+    the warning about the constants that refer to it said they referred to 'a metadata
+    section that is not here'; it now says the section cannot be read, and stays so as the
+    editor re-reads one statement at a time."""
+    from relaylens.compiler.check import recheck
+
+    text = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(2), float32]) {\n'
+            '  %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(2), float32] */);\n'
+            '  %1 = multiply(%0, 2f);\n  %1\n}\n#[metadata]\n{"root": 1, "nodes": [ garbage }\n')
+    checked = check_text(text, "m.relay", incremental=True)
+    for old, new in [("2f", "3f"), ("3f", "4f")]:
+        got = sorted(d.message for d in checked.diagnostics if d.source == "metadata")
+        assert got[1].startswith("bad #[metadata] section: the metadata section is not valid JSON")
+        assert got[0].startswith("1 constant refers to the #[metadata] section, which cannot be read "
+                                 "(see the error there); their values are unknown")
+        assert len(got) == 2
+        text = text.replace(f"multiply(%0, {old})", f"multiply(%0, {new})")
+        done = recheck(checked, text)
+        assert done is not None
+        checked = done[0]

@@ -55,8 +55,8 @@ from .errors import AFTER_DEFINITION, BLOCK_END, NAMED_BINDING
 from .grammar import first_token, kids, parse_text
 from .recovery import MAX_RECOVERIES, recover_alone
 from .lower import Lowerer, Statement
-from .result import (ParseResult, annotation_ends, diagnostic_order, is_unknown_constants_warning,
-                     unknown_constants_warning)
+from .result import (ParseResult, annotation_ends, diagnostic_order, has_unreadable_section,
+                     is_unknown_constants_warning, unknown_constants_warning)
 from .scan import HOLE, rescan
 from .symbols import Symbol, SymbolIndex
 
@@ -269,7 +269,7 @@ class Pending:
             spans = state.lowerer.unknown_constants = sorted([*kept_constants, *self.constants],
                                                              key=lambda s: s.start)
             if spans:
-                diagnostics.append(unknown_constants_warning(spans))
+                diagnostics.append(unknown_constants_warning(spans, has_unreadable_section(diagnostics)))
         diagnostics.sort(key=diagnostic_order)
         result = ParseResult(prev.module, diagnostics, self.source, index, self.scanned, state)  # type: ignore[arg-type]
         return result, Change(self.start, self.old_end, self.new_end, nodes, old_nodes, self.piece)

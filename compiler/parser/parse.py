@@ -27,7 +27,8 @@ from .grammar import kids, parse_type_text
 from .incremental import Incremental, anchor
 from .lower import AttrSchema, Lowerer
 from .recovery import recover
-from .result import ParseResult, annotation_ends, diagnostic_order, unknown_constants_warning
+from .result import (UNREADABLE_SECTION, ParseResult, annotation_ends, diagnostic_order,
+                     has_unreadable_section, unknown_constants_warning)
 from .scan import Scan, scan
 from .symbols import SymbolIndex
 
@@ -93,7 +94,7 @@ def _parse(text: str, name: str, incremental: bool = False, attr_schema: AttrSch
             _free(tree)
     lowerer.check_undefined()
     if lowerer.unknown_constants:
-        diagnostics.append(unknown_constants_warning(lowerer.unknown_constants))
+        diagnostics.append(unknown_constants_warning(lowerer.unknown_constants, has_unreadable_section(diagnostics)))
     diagnostics.sort(key=diagnostic_order)
     state = Incremental(lowerer, source.anchors) if source.anchors is not None else None
     return ParseResult(module, diagnostics, source, index, scanned, state)
@@ -161,7 +162,7 @@ def _load_metadata(module: IRModule, source: Source, metadata: tuple[int, str], 
     except MetadataError as err:
         at = min(offset + (getattr(err, "offset", 0) or 0), len(source.text))
         end = min(at + 1, len(source.text))
-        diagnostics.append(Diagnostic(f"bad #[metadata] section: {err}", Span(source, at, end), source="metadata"))
+        diagnostics.append(Diagnostic(f"{UNREADABLE_SECTION}{err}", Span(source, at, end), source="metadata"))
 
 
 def _guard(action, source: Source, at: int, diagnostics: list[Diagnostic]) -> None:

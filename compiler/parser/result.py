@@ -64,15 +64,27 @@ def diagnostic_order(d: Diagnostic) -> tuple[int, int]:
     return (loc[1], loc[2]) if loc else (0, 0)
 
 
-def unknown_constants_warning(spans: list[Span]) -> Diagnostic:
+UNREADABLE_SECTION = "bad #[metadata] section: "  # how the error about a section that cannot be read begins
+
+
+def unknown_constants_warning(spans: list[Span], unreadable: bool = False) -> Diagnostic:
     """The one warning of a file whose `meta[relay.Constant][i]` have no section to read
-    (`mod.astext(show_meta_data=False)`, `print(mod)`), at the first such reference."""
+    (`mod.astext(show_meta_data=False)`, `print(mod)`), at the first such reference.  A
+    section that is there but cannot be read (`unreadable`: its error is reported at it)
+    is not said to be missing: an editor showed 'a metadata section that is not here' under
+    a model whose section had just been mistyped."""
     n = len(spans)
     what = "constant refers" if n == 1 else "constants refer"
-    return Diagnostic(f"{n} {what} to a metadata section that is not here; their values are unknown "
+    where = ("the #[metadata] section, which cannot be read (see the error there)" if unreadable
+             else "a metadata section that is not here")
+    return Diagnostic(f"{n} {what} to {where}; their values are unknown "
                       f"(types come from ty= comments or from their use; `run` fills them from a seed)",
                       spans[0], Severity.WARNING, source="metadata")
 
 
+def has_unreadable_section(diagnostics) -> bool:
+    return any(d.source == "metadata" and d.message.startswith(UNREADABLE_SECTION) for d in diagnostics)
+
+
 def is_unknown_constants_warning(d: Diagnostic) -> bool:
-    return d.source == "metadata" and "to a metadata section that is not here" in d.message
+    return d.source == "metadata" and "; their values are unknown (" in d.message
