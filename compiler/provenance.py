@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .ir.expr import Call, Constant, Expr, Function, Node, Op, Tuple, TupleGetItem, Var
 from .ir.functor import post_order
 from .ir.module import IRModule
-from .ir.span import LayerSpan, Source, Span
+from .ir.span import LayerSpan, Source, Span, node_layers
 from .printer import Printer
 
 if TYPE_CHECKING:  # build.py holds BuildResult and imports this module
@@ -218,7 +218,7 @@ class Provenance:
         node = self.source_node(key)
         if node is None or node.span is None:
             return []
-        return [o.name for o in node.span.origins() if isinstance(o, LayerSpan)]
+        return node_layers(o.name for o in node.span.origins() if isinstance(o, LayerSpan))
 
 
 MOVES = ("layout_transform",)  # ops passes insert to move data between layouts

@@ -543,3 +543,26 @@ def test_shipped_unsupported_cases_say_why():
         for path in SHIPPED.glob(f"*/{prefix}*/model.onnx"):
             with pytest.raises(OnnxImportError, match=r"not supported|must be known before run time"):
                 import_onnx(onnx.load(path))
+
+
+def test_explain_and_profile_name_layers_not_the_weights_named_after_them(tmp_path, capsys):
+    """A depthwise Conv -> BatchNormalization -> HardSwish of a MobileNetV3 block: `explain`
+    listed `/bn/BatchNormalization.bn.mean` (and .var, .scale, .bias: the weights, named after
+    their first consumer, folded into the kernel) among the frontend layers compiled into
+    the kernel, and the profiler gave each a row share; only the three nodes are layers."""
+    g = Graph(2)
+    w = g.weight("dw.w", 8, 1, 3, 3)
+    stats = [g.init(f"bn.{k}", np.linspace(0.5, 1.5, 8).astype(np.float32)) for k in ("scale", "bias", "mean", "var")]
+    conv = g.node("Conv", ["x", w], name="/dw/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=8)
+    bn = g.node("BatchNormalization", [conv, *stats], name="/bn/BatchNormalization")
+    onnx.save(g.model({"x": [1, 8, 8, 8]}, g.node("HardSwish", [bn], name="/act/HardSwish")), tmp_path / "m.onnx")
+    relay = tmp_path / "m.relay"
+    assert relaylens(capsys, "import", tmp_path / "m.onnx", "-o", relay)[0] == 0
+    line = next(k for k, text in enumerate(relay.read_text().splitlines(), 1) if "nn.batch_norm(" in text)
+    status, out, err = relaylens(capsys, "explain", f"{relay}:{line}:8")
+    assert status == 0, err
+    compiled_in = next(text for text in out.splitlines() if "frontend layers compiled into it" in text)
+    assert compiled_in.split(": ", 1)[1] == "/dw/Conv, /bn/BatchNormalization, /act/HardSwish"
+    status, out, err = relaylens(capsys, "profile", relay, "--runs", "1")
+    assert status == 0, err
+    assert "BatchNormalization." not in out and "/bn/BatchNormalization" in out

@@ -309,3 +309,18 @@ def origin_key(span: AnySpan | None) -> tuple:
 
 
 fast_pickling(globals())  # ir/pickling.py: a kept build unpickles thousands of these
+
+
+def node_layers(names) -> list[str]:
+    """Layer names, each once, in order, without `NODE.TENSOR` when `NODE` is among them.
+
+    A frontend names a graph input or initializer after its first consumer, `NODE.TENSOR`
+    (TVM's convention), and a constant folded from it (a batch norm's mean bound as a
+    weight) keeps that name; beside NODE it is NODE's data, not a layer of its own.  Listed
+    as one, `explain` said four of a MobileNetV3 block's layers were compiled into its
+    depthwise kernel (`.../BatchNormalization.bn.mean`, `.bn.var`...) and the profiler gave
+    them shares of its time.  Alone (an input's layout_transform) the name stays."""
+    unique = list(dict.fromkeys(names))
+    kept = set(unique)
+    return [name for name in unique
+            if not any(name[k] == "." and name[:k] in kept for k in range(1, len(name)))]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.deferred import resolved
-from ..ir.span import Span
+from ..ir.span import Span, node_layers
 from ..printer import print_module
 from .codegen.llvm_map import function_ranges, line_locations
 
@@ -90,4 +90,4 @@ def _spans(span) -> list[dict[str, Any]]:
 def _layers(span) -> list[str]:
     if span is None:
         return []
-    return [o.name for o in span.origins() if not isinstance(o, Span) and o.line == 0]
+    return node_layers(o.name for o in span.origins() if not isinstance(o, Span) and o.line == 0)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..ir.expr import Call, Function, Op
 from ..ir.functor import post_order
-from ..ir.span import LayerSpan
+from ..ir.span import LayerSpan, node_layers
 from ..provenance import Provenance
 from .cost import call_flops, output_elements
 
@@ -57,7 +57,7 @@ def attribute(func: Function, prov: Provenance) -> Shares:
         for line in lines:
             shares.lines[line] = shares.lines.get(line, 0.0) + fraction / len(lines)
         origins = call.span.origins() if call.span is not None else ()
-        layers = list(dict.fromkeys(o.name for o in origins if isinstance(o, LayerSpan))) or [None]
+        layers = node_layers(o.name for o in origins if isinstance(o, LayerSpan)) or [None]
         for layer in layers:
             shares.layers[layer] = shares.layers.get(layer, 0.0) + fraction / len(layers)
     return shares

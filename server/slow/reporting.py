@@ -25,7 +25,7 @@ from ...compiler.diagnostics import Diagnostic, Severity
 from ...compiler.driver import Step, compile
 from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, Var
 from ...compiler.ir.functor import post_order
-from ...compiler.ir.span import LayerSpan, Source, Span
+from ...compiler.ir.span import LayerSpan, Source, Span, node_layers
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
 from ...compiler.provenance import Provenance, moves_only
 from ...compiler.transform.patterns.options import BYOC_PASSES
@@ -223,7 +223,7 @@ def _layers(func: Function) -> tuple[str, ...]:
             for o in node.span.origins():
                 if isinstance(o, LayerSpan):
                     seen.setdefault(o.name)
-    return tuple(seen)
+    return tuple(node_layers(seen))
 
 
 def _new_diagnostics(result: BuildResult, source: Source | None) -> list[ReportDiagnostic]:
