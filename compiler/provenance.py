@@ -122,6 +122,18 @@ class Provenance:
                 best = (start, end)
         return best
 
+    def key_on_line(self, offset: int, line_start: int, line_end: int) -> Key | None:
+        """What a position on the line [line_start, line_end) points at: the innermost traced
+        expression holding it when that starts on the line; else (the position is on the
+        line's indentation or on `%10 = `, before the statement's value, where only the
+        whole function holds it) the outermost expression starting first on the line at or
+        after it, or the innermost holding it when the line starts none."""
+        best = self.key_at(offset)
+        if best is not None and best[0] >= line_start:
+            return best
+        after = [k for k in (self.stages[0].by_key if self.stages else ()) if offset <= k[0] < line_end]
+        return min(after, key=lambda k: (k[0], -k[1])) if after else best
+
     def source_node(self, key: Key) -> Expr | None:
         nodes = self.stages[0].by_key.get(key) if self.stages else None
         return nodes[0] if nodes else None

@@ -160,3 +160,21 @@ def test_explain_follows_an_expression_to_its_llvm_function_and_layers(capsys, t
     status, out, _ = relaylens(capsys, "explain", f"{dynamic}:3:3")
     assert status == 0 and "  fused into: tvmgen_default_fused_nn_relu (relu)\n" in out and "\n  not lowered: " in out
     assert "unknown (?) dimensions" in out and "LLVM function" not in out
+
+
+def test_explain_on_a_statements_binding_or_indentation_explains_its_value(capsys, model):
+    """`explain model.relay:4:3`, on the `%1` of `%1 = nn.bias_add(...)` (or on the
+    indentation, or on ` = `), explained the whole of @main: only the function holds that
+    position.  It means the statement, so it explains the bound value; a position inside
+    an expression still explains the innermost one, and the def line the function."""
+    status, out, err = relaylens(capsys, "explain", f"{model}:4:8")
+    assert status == 0, err
+    value = out.splitlines()[0]
+    assert value == f"{model}:4:8: nn.bias_add(%0, %b)"
+    for col in (1, 3, 6):
+        status, out, err = relaylens(capsys, "explain", f"{model}:4:{col}")
+        assert status == 0, err
+        assert out.splitlines()[0] == value
+    status, out, err = relaylens(capsys, "explain", f"{model}:2:1")
+    assert status == 0, err
+    assert out.splitlines()[0].startswith(f"{model}:2:1: def @main(")

@@ -68,8 +68,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not result.snapshots:
         return EXIT_ERRORS
     prov = result.provenance
-    offset = prov.source.offset(line, col) if prov.source is not None else None
-    key = prov.key_at(offset) if offset is not None else None
+    key = None
+    if prov.source is not None:
+        start, end = prov.source.offset(line, 1), prov.source.offset(line + 1, 1)
+        key = prov.key_on_line(prov.source.offset(line, col), start, end if end > start else len(prov.source.text))
     if key is None:
         raise UsageError(f"no expression at {name}:{line}:{col}")
     out.write(explain_text(prov, key, name, result.lowered))
