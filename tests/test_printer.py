@@ -656,7 +656,7 @@ def test_span_comments():
           %1 = exp(%x) /* ty=float32 span=conv1/Conv:0:0 */;
           %2 = log(%x) /* span=[conv1/Conv:0:0, "odd, \\"name\\" [x]":3:4] */;
           %3 = sin(%x) /* span="":1:2 */;
-          %4 = cos(%x) /* span="a/*b":1:2 */;
+          %4 = cos(%x) /* span="a\\/\\*b":1:2 */;
           %5 = tan(%x) /* span="back\\\\slash x":1:2 */;
           (%0, %1, %2, %3, %4, %5)
         }
@@ -664,6 +664,23 @@ def test_span_comments():
     # Only what was asked for is written.
     assert "span=" not in print_expr(Function((x,), expr), types=True)
     assert "ty=" not in print_expr(Function((x,), expr), spans=True)
+
+
+def test_names_holding_a_comment_delimiter_read_back():
+    """Block comments nest and know no strings, so a quoted `*/` ended the comment: an ONNX
+    node named `relu */ end` imported to text that check refused (`expected ';' after ')',
+    found 'end'`), and `a/*b` opened a comment that never closed."""
+    from relaylens.compiler.parser import parse
+
+    names = ["relu */ end", "a/*b", "*/*", "/*/", 'q "*/" \\ x*', "a*/"]
+    x = Var("x", F32)
+    body = Tuple(tuple(Call(op("abs"), (x,), span=LayerSpan(name)) for name in names))
+    text = '#[version = "0.0.5"]\ndef @main' + print_expr(Function((x,), body), spans=True)[len("fn "):] + "\n"
+    result = parse(text, "m.relay")
+    assert not result.diagnostics, [d.message for d in result.diagnostics]
+    read = [next(o.name for o in field.span.origins() if isinstance(o, LayerSpan))
+            for field in result.module["main"].body.fields]
+    assert read == names
 
 
 def test_document_spans_print_when_they_are_the_only_origins():

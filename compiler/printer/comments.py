@@ -4,7 +4,8 @@ A span prints its origins as `printed_origins` chooses them: a document range as
 `source:line:col` of its start, a layer origin as `name:line:col`; several origins as a
 list, `span=[a:1:2, b:0:0]` (our own syntax; TVM never printed more than one).  A name is
 double-quoted, with `\\"` and `\\\\` escaped, when it is empty or holds whitespace, a
-comma, a bracket, a quote or a comment delimiter; otherwise it is bare.
+comma, a bracket, a quote or a comment delimiter (then `\\*` and `\\/` too); otherwise it is
+bare.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ _NEEDS_QUOTES = re.compile(r'[\s,\[\]"]|/\*|\*/')
 def span_name(name: str) -> str:
     if name and not _NEEDS_QUOTES.search(name):
         return name
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = name.replace("\\", "\\\\").replace('"', '\\"')
+    if "/*" in name or "*/" in name:
+        # Block comments nest and know no strings: a quoted `*/` still ends the comment (an
+        # ONNX node named `a */ b` imported to text no parser read back), so no `*` or `/`
+        # of such a name stays bare; the reader drops every backslash escape.
+        escaped = escaped.replace("*", "\\*").replace("/", "\\/")
+    return f'"{escaped}"'
 
 
 def origin_text(origin: Span | LayerSpan) -> str:
