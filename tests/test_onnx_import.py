@@ -276,6 +276,26 @@ def test_inputs_and_weights_are_named_by_their_first_consumer():
     assert params["layer2.0.conv1.weight"] == ["layer2.0.conv1/Conv.layer2.0.conv1.weight"]
 
 
+def test_a_mended_name_never_takes_another_tensors_own_name(tmp_path, capsys):
+    """The initializer `a b` (mended to `a_b`) was named before the graph input `a_b`, which
+    became `%a_b_1`: `relaylens run --input a_b=x.npy` replaced the weight and said the input
+    was missing.  A name a tensor has as it is stays that tensor's."""
+    g = Graph()
+    model = g.model({"a_b": [2, 3]}, g.node("Add", ["a_b", g.init("a b", np.full((2, 3), 5, np.float32))],
+                                            name="add"))
+    imported = import_onnx(model)
+    assert imported.inputs == {"a_b": "a_b"}
+    assert [p.name for p in imported.module["main"].params] == ["a_b", "a_b_1"]
+    onnx.save(model, tmp_path / "m.onnx")
+    assert relaylens(capsys, "import", tmp_path / "m.onnx", "-o", tmp_path / "m.relay")[0] == 0
+    np.save(tmp_path / "x.npy", np.ones((2, 3), np.float32))
+    status, out, err = relaylens(capsys, "run", tmp_path / "m.relay", "--input", f"a_b={tmp_path / 'x.npy'}",
+                                 "-o", tmp_path / "out.npz")
+    assert status == 0, err
+    with np.load(tmp_path / "out.npz") as result:
+        np.testing.assert_array_equal(result["output"], np.full((2, 3), 6, np.float32))
+
+
 def test_unnamed_nodes_get_stable_names():
     g = Graph()
     a = g.node("Relu", ["x"])

@@ -83,7 +83,7 @@ class _Importer:
         self.opset = model_opset(model)
         self.shapes = shapes
         self.allow_unsupported = allow_unsupported
-        self.names = VarNames()
+        self.names = VarNames([t.name for t in self.graph.input] + [t.name for t in self.graph.initializer])
         self.values: dict[str, Expr] = {}
         self.params: dict[Var, np.ndarray] = {}
         self.inputs: dict[str, Var] = {}
