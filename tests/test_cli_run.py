@@ -428,3 +428,18 @@ def test_corpus_runs_on_random_inputs(name):
     for key, out in tensors:
         if out.dtype.kind == "f":
             assert np.all(np.isfinite(out)), f"{name}: {key} has non-finite values"
+
+
+def test_an_input_named_as_onnx_names_it_finds_the_parameter_printed_for_it(tmp_path, capsys):
+    """PyTorch 1.x named a model's input `0`; imported, it is `%v0` (a name must start with
+    a letter).  `run --input 0=x.npy` was refused with '@main has no parameter %0'; it is
+    that parameter.  A name that is no parameter stays an error."""
+    path = tmp_path / "old.relay"
+    path.write_text('#[version = "0.0.5"]\ndef @main(%v0: Tensor[(2), float32]) {\n  add(%v0, 1f)\n}\n')
+    np.save(tmp_path / "x.npy", np.array([1, 2], np.float32))
+    status = main(["run", str(path), "--input", f"0={tmp_path / 'x.npy'}", "-o", str(tmp_path / "out.npz")])
+    assert status == 0, capsys.readouterr().err
+    with np.load(tmp_path / "out.npz") as out:
+        np.testing.assert_array_equal(out["output"], [2, 3])
+    assert main(["run", str(path), "--input", f"1={tmp_path / 'x.npy'}"]) == 2
+    assert "@main has no parameter %1 (its parameters: %v0)" in capsys.readouterr().err

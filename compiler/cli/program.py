@@ -110,11 +110,21 @@ def load_inputs(main: Function, specs: list[str]) -> dict[str, tuple[np.ndarray,
         key = key.strip().lstrip("%")
         if not sep or not key or not path:
             raise UsageError(f"--input expects NAME=FILE.npy, got {spec!r}")
+        key = _as_printed(key, names)
         if key not in names:
             raise UsageError(f"--input {spec}: @main has no parameter %{key} "
                              f"(its parameters: {_param_list(main)})")
         given[key] = (load_array(path, f"--input {key}={path}"), path)
     return given
+
+
+def _as_printed(key: str, names: set[str]) -> str:
+    """The parameter `key` names: itself, or for a name that does not start with a letter
+    or `_` (an ONNX input `0`, as PyTorch 1.x named them), the `v0` that the importer and
+    the printer make of it; `--input 0=x.npy` was refused with '@main has no parameter %0'."""
+    if key in names or (key[0].isascii() and (key[0].isalpha() or key[0] == "_")):
+        return key
+    return "v" + key if "v" + key in names else key
 
 
 def match_inputs(params: Sequence[Var], given: dict[str, tuple[np.ndarray, str]]) -> list[np.ndarray]:
