@@ -436,3 +436,22 @@ def test_html_page_has_the_panel_and_no_outside_resource():
     page, _ = graph_html(graph, "t</title><script>", SMALL)
     assert "<title>t&lt;/title&gt;&lt;script&gt;</title>" in page
     assert page.count("<script") == 2
+
+
+def test_a_source_read_all_down_a_chain_shares_one_spine():
+    # %x read by every statement of a chain: its edges share one dummy a layer (layout.py
+    # step 2), so the routes' points grow with the chain, not with its square
+    n = 300
+    boxes = {"x": Box(40, 20), **{f"v{i}": Box(40, 20) for i in range(n)}}
+    chain = [(f"v{i}", f"v{i + 1}") for i in range(n - 1)]
+    reads = [("x", f"v{i}") for i in range(n)]
+    lay = layout(boxes, chain + reads)
+    assert sum(len(route) for route in lay.edges.values()) < 6 * n  # one spine: 45,000 points apart
+    routes = [lay.edges[e] for e in reads]
+    ys = {k: lay.nodes[k][1] for k in boxes}
+    assert all(ys[f"v{i}"] < ys[f"v{i + 1}"] for i in range(n - 1))
+    assert routes[0][0][1] == ys["x"] + 10  # the first read leaves the source's bottom ...
+    for before, route in zip(routes, routes[1:]):
+        assert route[0] in before and route[0][1] < route[-1][1]  # ... each later one the spine where the one before left it
+    for (_, t), route in zip(reads, routes):
+        assert route[-1] == (lay.nodes[t][0], ys[t] - 10)
