@@ -18,7 +18,7 @@ takes the scanner, which is itself linear work (4 s for 20 MB).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .diagnostics import Diagnostic
@@ -207,21 +207,27 @@ def _recheck(previous: CheckResult, text: str, on_parsed: Parsed | None, on_comm
 
 def _retype_whole(parsed: ParseResult, written: dict) -> CheckResult:
     """Type the whole module again from the types the text writes (`written`)."""
-    _forget_types(parsed, written)
+    also = _cut_off(parsed)
+    _forget_types(parsed, written, also)
     commented: dict = {}
     checker = TypeChecker(parsed.module, check_annotations=True)
     checker.commented = commented
-    diagnostics = checker.run(_cut_off(parsed))
+    diagnostics = checker.run(also)
     for node, ty in written.items():  # statements nothing uses are not typed: keep what they wrote
         commented.setdefault(node, ty)
     return CheckResult(parsed, tuple(diagnostics), commented)
 
 
-def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type]) -> None:
+def _forget_types(parsed: ParseResult, written: Mapping[Expr, Type], also: Sequence[Expr] = ()) -> None:
     """Put every node's type back to what the text wrote (None where it wrote none), as
-    the parser left them: what `infer_types` starts from."""
+    the parser left them: what `infer_types` starts from.  `also`: the statements typed
+    besides what the definitions use (`_cut_off`), among them a graph binding a syntax
+    error left inside a function's body, which no statement piece holds: an old type
+    kept there would be taken for a comment's (a fuzzer's find: "the comment says
+    ty=...", no comment in the text)."""
     roots: list[Expr] = [*parsed.module.global_vars.values(), *parsed.module.functions.values()]
     roots += [p.info.value for p in parsed.incremental.anchors.pieces if p.info is not None]  # type: ignore[union-attr]
+    roots += also
     done: set = set()
     for i, root in enumerate(roots):  # (20,000 roots, one a statement: post_order's own pauses never come)
         if not i % PAUSE_ROOTS:
