@@ -96,6 +96,18 @@ def test_compare_with_a_file_that_is_not_a_model(capsys, model, tmp_path):
     assert status == 2 and "fake.onnx" in err and "Traceback" not in err
 
 
+def _within_rounding(ratio: str, ours: str, theirs: str) -> bool:
+    """Whether the printed ratio is ours / theirs as far as their printed digits tell: a
+    layer of the demo takes a few µs on a fast machine, so 0.007 / 0.025 may be 0.30x."""
+    def half_unit(text: str) -> float:
+        return 0.5 * 10.0 ** -(len(text.split(".")[1]) if "." in text else 0)
+
+    o, t, r = float(ours), float(theirs), float(ratio)
+    low = (o - half_unit(ours)) / (t + half_unit(theirs)) - half_unit(ratio)
+    high = (o + half_unit(ours)) / max(t - half_unit(theirs), 1e-12) + half_unit(ratio)
+    return low <= r <= high
+
+
 def test_compare_with_onnxruntime_on_the_demo_model(capsys, tmp_path):
     pytest.importorskip("onnxruntime")
     onnx_model = ROOT / "examples" / "small_cnn.onnx"
@@ -111,7 +123,7 @@ def test_compare_with_onnxruntime_on_the_demo_model(capsys, tmp_path):
     for name in ("/conv1/Conv", "/conv2/Conv", "/fc/Gemm"):
         ours, theirs, ratio = rows[name][2:5]
         assert float(ours) > 0 and float(theirs) > 0
-        assert float(ratio.rstrip("x")) == pytest.approx(float(ours) / float(theirs), rel=0.05, abs=0.02)
+        assert _within_rounding(ratio.rstrip("x"), ours, theirs), (name, ours, theirs, ratio)
     differences = [float(r[-1]) for r in rows.values()]
     assert differences == sorted(differences, reverse=True)  # the layer to work on next first
     assert "ORT_ENABLE_ALL" in table
