@@ -149,6 +149,9 @@ WINDOW_UNROLL_MAX = 16  # the largest pooling window unrolled inside its vector
 POOL_ROW_MAX = 64  # the longest phased output row vectorized whole (codegen: powers of two)
 REBLOCK_PERIOD_MAX = 8  # the most result blocks of a reblocking layout_transform unrolled
 PACK_ROW = 8  # the vector of a row packed into blocks, when the row is a longer power of two
+UNPACK_ROW = 16  # the vector of a row unpacked from blocks, when the whole row's would be costly (`_schedule_unpack`)
+UNPACK_INSERTS_MAX = 256  # ... its lanes times the block's channels, from which it is
+WHOLE_ROW_MAX = 64  # the longest row lanes.py makes whole vectors of (a power of two)
 WINDOW_SIDE = 4  # outputs of a whole-window pool (global pooling) computed side by side
 POOL_COLUMNS = 8  # output vectors of a pooling window computed side by side
 REPEATS_MIN = 1.5  # computations per element, inlined, from which a costly stage read once is kept
@@ -391,9 +394,15 @@ def _schedule_unpack(sch: Schedule, stage: Stage) -> bool:
         return False
     k = found[0]
     outer, lane = sch.split(t, axes[k], block)
-    sch.reorder(t, *axes[:k], outer, *axes[k + 1:-1], axes[-1], lane)
-    rows = sch.fuse(t, *axes[:k], outer, *axes[k + 1:-1])
-    sch.vectorize(t, axes[-1])
+    row = axes[-1]
+    lead = [*axes[:k], outer, *axes[k + 1:-1]]
+    if UNPACK_ROW < row.extent <= WHOLE_ROW_MAX and row.extent & (row.extent - 1) == 0 \
+            and row.extent * block > UNPACK_INSERTS_MAX:
+        outer_row, row = sch.split(t, row, UNPACK_ROW)
+        lead.append(outer_row)
+    sch.reorder(t, *lead, row, lane)
+    rows = sch.fuse(t, *lead)
+    sch.vectorize(t, row)
     sch.unroll(t, lane)
     if _size(t.shape) >= PARALLEL_MIN and rows.extent > 1:
         sch.parallel(t, rows)
