@@ -30,7 +30,7 @@ from ..disk_cache import ENTRIES, Entry
 from ..errors import LoweringError
 from .aot import ENTRY, entry_calls, entry_module, kernel_order
 from .input_staging import InputStaging
-from .output_buffers import OutputBuffers
+from .output_buffers import OutputBuffers, address_table
 from .plan import NotDataflow, Plan, plan_main
 
 _VOIDP = ctypes.c_void_p
@@ -134,7 +134,7 @@ class Executable:
         plan's order, `kernel_order`, read at the first run)."""
         if self._fixed_arguments is None:
             order = kernel_order(self.plan)
-            self._kernel_table = (_VOIDP * max(len(order), 1))(*[self.lowered.functions[n].address for n in order])
+            self._kernel_table = address_table([self.lowered.functions[n].address for n in order])
             self._fixed_arguments = (ctypes.addressof(self._const_table), self._workspace.ctypes.data,
                                      ctypes.addressof(self._kernel_table))
         return self._fixed_arguments
@@ -165,7 +165,7 @@ class Executable:
                 inputs.append(a)
                 addresses.append(address)
             outputs, output_table = self._outputs.take()
-            input_table = _table(addresses)  # alive for the call
+            input_table = address_table(addresses)  # alive for the call
             entry(ctypes.addressof(input_table), ctypes.addressof(output_table), *self._tables, *extra)
             for k, b in enumerate(plan.outputs):  # outputs that are inputs, constants or repeated
                 if b.ref.kind == "input":
@@ -250,11 +250,7 @@ def _as_buffer(a: np.ndarray) -> np.ndarray:
 
 
 def _pointers(arrays: list[np.ndarray]):
-    return _table([a.ctypes.data for a in arrays])
-
-
-def _table(addresses: list[int]):
-    return (_VOIDP * max(len(addresses), 1))(*addresses)
+    return address_table([a.ctypes.data for a in arrays])
 
 
 def _flatten_args(args: Sequence[Any]) -> list[Any]:

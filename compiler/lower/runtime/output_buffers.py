@@ -56,12 +56,17 @@ class OutputBuffers:
         if taken is not None:
             return taken
         outputs = [aligned_empty(shape, dtype) for shape, dtype in self._specs]
-        return outputs, (ctypes.c_void_p * max(len(outputs), 1))(*[a.ctypes.data for a in outputs])
+        return outputs, address_table([a.ctypes.data for a in outputs])
 
     def keep(self, outputs: list[np.ndarray], table: ctypes.Array) -> None:
         """The outputs of a run, as `take` gave them, for a later one (the caller gets them too)."""
         with self._lock:
             self._kept = (self._kept + [(list(outputs), table)])[-KEPT:]
+
+
+def address_table(addresses: list[int]) -> ctypes.Array:
+    """A C array of pointers, as the entry takes its inputs, outputs and constants."""
+    return (ctypes.c_void_p * max(len(addresses), 1))(*addresses)
 
 
 def _unheld(outputs: list[np.ndarray], k: int) -> bool:
