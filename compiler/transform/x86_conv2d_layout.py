@@ -15,9 +15,12 @@ way).  The layout rewriter then puts the layout_transforms around it.  The fallb
     ic_bn = the largest divisor of the input channels up to oc_bn
 
 (the same for 1x1 kernels and the others: conv2d_avx_1x1 and conv2d_avx_common only
-differ in their row tiles).  `simd_lanes` is TVM's get_simd_32bit_lanes for the target:
-16 with AVX-512 F and BW, 8 with AVX2, 4 otherwise; RelayLens compiles for the host, so
-`host_simd_lanes()` asks LLVM for the host's features.
+differ in their row tiles).  Not on an AVX-512 host where that block is not a power of
+two (24 channels: TVM's 12 lanes, a vector of 8 and one of 4): x86_channel_blocks.py
+takes blocks of 24 there, unless AlterOpLayout(tvm_blocks=True).  `simd_lanes` is
+TVM's get_simd_32bit_lanes for the target: 16 with AVX-512 F and BW, 8 with AVX2, 4
+otherwise; RelayLens compiles for the host, so `host_simd_lanes()` asks LLVM for the
+host's features.
 
 Winograd (not TVM's untuned x86 choice: TVM takes it on x86 only for the auto-scheduler).
 A float32 conv2d with a 3x3 kernel, stride 1, dilation 1, no groups and at least
@@ -82,6 +85,7 @@ from ..ops.winograd import CONV_OP, WEIGHT_OP
 from ..ir.types import TensorType
 from ..ops import get_op
 from ..ops.conv_geometry import is_depthwise, padding_pairs
+from .x86_channel_blocks import wide_blocks
 
 
 @lru_cache(maxsize=1)
@@ -100,13 +104,16 @@ def largest_divisor(n: int, limit: int) -> int:
     return next(bn for bn in range(min(limit, n), 0, -1) if n % bn == 0)
 
 
-def blocks(in_channels: int, out_channels: int, simd_lanes: int) -> tuple[int, int]:
-    """(ic_bn, oc_bn) of the fallback config."""
+def blocks(in_channels: int, out_channels: int, simd_lanes: int, tvm: bool = False) -> tuple[int, int]:
+    """(ic_bn, oc_bn): the fallback config's, or, with 16 lanes or more unless `tvm`,
+    x86_channel_blocks.py's where the fallback's block is not a power of two."""
+    if simd_lanes >= 16 and not tvm:
+        return wide_blocks(in_channels, out_channels, simd_lanes)
     oc_bn = largest_divisor(out_channels, simd_lanes)
     return largest_divisor(in_channels, oc_bn), oc_bn
 
 
-def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call | None:
+def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int, tvm_blocks: bool = False) -> Call | None:
     data, weight = (a.ty for a in call.args)
     if not (isinstance(data, TensorType) and isinstance(weight, TensorType)):
         return None
@@ -119,13 +126,13 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int) -> Call 
     out_c, in_c = weight.shape[0], data.shape[1]
     tile = winograd_tile(a, data.shape, weight.shape, simd_lanes) if isinstance(args[1], Constant) else None
     if tile is not None:
-        return _winograd(call, attrs, args, tile, *blocks(in_c, out_c, simd_lanes))
+        return _winograd(call, attrs, args, tile, *blocks(in_c, out_c, simd_lanes, tvm_blocks))
     if a.groups == 1:
-        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes, tvm_blocks)
         kernel, name = f"OIHW{ic_bn}i{oc_bn}o", "nn.contrib_conv2d_NCHWc"
     elif (is_depthwise(a.groups, in_c, out_c) and weight.shape[1] == 1 and out_c == in_c
           and tuple(a.dilation) == (1, 1)):
-        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes)
+        ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes, tvm_blocks)
         kernel, name = f"OIHW1i{oc_bn}o", "nn.contrib_depthwise_conv2d_NCHWc"
     else:  # grouped, or depthwise with a channel multiplier or dilation: TVM's generic kernels
         return None

@@ -149,6 +149,7 @@ WINDOW_UNROLL_MAX = 16  # the largest pooling window unrolled inside its vector
 POOL_ROW_MAX = 64  # the longest phased output row vectorized whole (codegen: powers of two)
 REBLOCK_PERIOD_MAX = 8  # the most result blocks of a reblocking layout_transform unrolled
 PACK_ROW = 8  # the vector of a row packed into blocks, when the row is a longer power of two
+WIDE_PIECE_MIN = 4  # the shortest vector of a row packed into blocks wider than a vector (`_wide_block_piece`)
 UNPACK_ROW = 16  # the vector of a row unpacked from blocks, when the whole row's would be costly (`_schedule_unpack`)
 UNPACK_INSERTS_MAX = 256  # ... its lanes times the block's channels, from which it is
 WHOLE_ROW_MAX = 64  # the longest row lanes.py makes whole vectors of (a power of two)
@@ -303,10 +304,11 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
         return
     if t.op.tag == PACK and len(axes) > 2:  # NCHW to NCHW3c: the row vectorized, its lanes inside
         lead, row = axes[:-2], axes[-2]
-        if row.extent > PACK_ROW and row.extent & (row.extent - 1) == 0:
+        piece = PACK_ROW if row.extent & (row.extent - 1) == 0 else _wide_block_piece(t, row.extent)
+        if row.extent > piece:
             # lanes.py would make the whole row one vector a lane: <64 x float> shuffled
             # together 8 ways took O3 1.7 s (1x64x64x64 to 8c), split 0.1 s, as fast
-            outer_row, row = sch.split(t, row, PACK_ROW)
+            outer_row, row = sch.split(t, row, piece)
             lead = [*lead, outer_row]
         outer = sch.fuse(t, *lead) if len(lead) > 1 else lead[0]
         sch.vectorize(t, row)
@@ -400,6 +402,9 @@ def _schedule_unpack(sch: Schedule, stage: Stage) -> bool:
             and row.extent * block > UNPACK_INSERTS_MAX:
         outer_row, row = sch.split(t, row, UNPACK_ROW)
         lead.append(outer_row)
+    elif _wide_block_piece(source, row.extent) < row.extent:
+        outer_row, row = sch.split(t, row, _wide_block_piece(source, row.extent))
+        lead.append(outer_row)
     sch.reorder(t, *lead, row, lane)
     rows = sch.fuse(t, *lead)
     sch.vectorize(t, row)
@@ -407,6 +412,19 @@ def _schedule_unpack(sch: Schedule, stage: Stage) -> bool:
     if _size(t.shape) >= PARALLEL_MIN and rows.extent > 1:
         sch.parallel(t, rows)
     return True
+
+
+def _wide_block_piece(blocked: te.Tensor, row: int) -> int:
+    """The vector of a row packed into or unpacked from the blocks of `blocked` (its last
+    axis) when a block is wider than a vector (24 lanes on AVX-512,
+    transform/x86_channel_blocks.py): the largest power of two up to PACK_ROW that
+    divides the row, if at least WIDE_PIECE_MIN; else the whole row.  Whole, a row's
+    interleaved group (56 x 24 floats) took O3 4.0 s to unpack and 9.4 s to pack on the
+    AVX-512 host (28 x 24: 0.6 and 2.2 s); in vectors of 8 (4), 0.1-0.2 s."""
+    if blocked.shape[-1] <= vector_width(blocked.dtype):
+        return row
+    piece = next(p for p in (PACK_ROW, PACK_ROW // 2, PACK_ROW // 4, PACK_ROW // 8, 1) if row % p == 0)
+    return piece if piece >= WIDE_PIECE_MIN else row
 
 
 def _chunk(extent: int) -> int:

@@ -14,6 +14,7 @@ kernels, the dense weights) at build time.
 
     AlterOpLayout()                     # x86 defaults, the host's vector width
     AlterOpLayout(simd_lanes=8)         # as for an AVX2 target
+    AlterOpLayout(tvm_blocks=True)      # TVM's channel blocks on AVX-512 too (x86_channel_blocks.py)
     AlterOpLayout(rules={"nn.conv2d": {"data_layout": "NCHW16c"}})
 
 `rules` replaces the target's rule by fixed rewrites, as TVM's tests register their own
@@ -52,10 +53,10 @@ def fixed_rules(rules: dict[str, dict[str, Any]]):
     return change
 
 
-def x86_rules(simd_lanes: int):
+def x86_rules(simd_lanes: int, tvm_blocks: bool = False):
     def change(call: Call, attrs: Attrs, args: list) -> Call | None:
         if isinstance(call.op, Op) and call.op.name == "nn.conv2d":
-            return alter_conv2d(call, attrs, args, simd_lanes)
+            return alter_conv2d(call, attrs, args, simd_lanes, tvm_blocks)
         if isinstance(call.op, Op) and call.op.name == "nn.dense":
             return alter_dense(call, attrs, args, simd_lanes)
         return None
@@ -68,13 +69,15 @@ class AlterOpLayout(FunctionPass):
     opt_level = 3
     required = ("InferType",)
 
-    def __init__(self, simd_lanes: int | None = None, rules: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(self, simd_lanes: int | None = None, rules: dict[str, dict[str, Any]] | None = None,
+                 tvm_blocks: bool = False) -> None:
         self.simd_lanes = simd_lanes
         self.rules = rules
+        self.tvm_blocks = tvm_blocks
 
     def transform_function(self, func: Function, mod: IRModule, ctx: PassContext) -> Function:
         if self.rules is not None:
             change = fixed_rules(self.rules)
         else:
-            change = x86_rules(self.simd_lanes or host_simd_lanes())
+            change = x86_rules(self.simd_lanes or host_simd_lanes(), self.tvm_blocks)
         return LayoutRewriter(change).rewrite(func)
