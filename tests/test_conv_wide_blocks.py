@@ -1,6 +1,6 @@
 """Channel blocks of 24 on AVX-512 (transform/x86_channel_blocks.py): the blocks chosen
 where TVM's would be 12 lanes (a vector of 8 and one of 4), the register tile a block of
-24 lanes takes (conv.py `conv_tile`: 8 columns x 1 block, each a vector of 16 and one of
+24 lanes takes (conv.py `wide_block_tile`: 4 columns x 1 block, each a vector of 16 and one of
 8), and an inverted residual built with them (MobileNet v2's projection 144 -> 24 with
 its bias and residual add, an expansion reading 24c, a depthwise convolution of 72
 channels in blocks of 24) against the interpreter on the original module."""
@@ -31,7 +31,9 @@ def test_24_channels_take_one_block_of_24_on_avx512_and_the_input_its_producers_
 
 def test_a_block_of_24_lanes_takes_8_columns_of_a_vector_of_16_and_one_of_8():
     assert AVX512.registers_for(24) == 2
-    assert conv_tile(56, 1, lanes=24, unit=AVX512) == (8, 1)  # 16 accumulators, 8 broadcasts, 2 weights
+    assert conv_tile(56, 1, lanes=24, unit=AVX512) == (4, 1)  # 8 accumulators, 4 broadcasts, 2 weights
+    assert conv_tile(28, 3, lanes=24, unit=AVX512) == (4, 1)  # 72 channels: 3 blocks of 24, 1 fits beside 4 columns
+    assert conv_tile(14, 1, lanes=24, unit=AVX512) == (2, 1)
     assert conv_tile(56, 2, lanes=12, unit=AVX512) == (4, 2)  # TVM's blocks: 16 accumulators of 8 and 4 lanes
     assert AVX2.registers_for(24) == 3
 

@@ -192,6 +192,8 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
         return _modelled_tile(width, blocks, unit, per_block)
     if not depthwise and square_tile(width, blocks, lanes, unit):
         return SQUARE, SQUARE
+    if not depthwise and lanes > unit.lanes:
+        return wide_block_tile(width, blocks, unit, per_block)
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
@@ -206,6 +208,24 @@ def square_tile(width: int, blocks: int, lanes: int, unit: VectorUnit) -> bool:
     `blocks` on a 32-register unit, a block of the unit's lanes (see the module doc);
     conv_chunks.py flattens it over the rows of a 1x1 whose width SQUARE does not divide."""
     return unit.registers >= 32 and lanes == unit.lanes and blocks % SQUARE == 0 and width % SQUARE == 0
+
+
+WIDE_BLOCK_COLS = 4  # columns of a register tile of blocks wider than a register (`wide_block_tile`)
+
+
+def wide_block_tile(width: int, blocks: int, unit: VectorUnit, per_block: int) -> tuple[int, int]:
+    """(cols, vectors) for blocks wider than one of the unit's registers (24 lanes on
+    AVX-512: a vector of 16 and one of 8, transform/x86_channel_blocks.py): the largest
+    divisor of the width up to WIDE_BLOCK_COLS, and the most blocks whose accumulators
+    fit beside them.  With 8 columns (16 accumulators) LLVM did a step's 16-lane FMAs
+    for the 16 unrolled input channels of a block, then their 8-lane ones, keeping the
+    broadcasts between the two on the stack (93 stack accesses in the loop): MobileNet
+    v2's 144 -> 24 + residual at 56x56 in the model (1 thread, load 5-9, alternated
+    runs) 143-145 µs with 8 columns, 130-147 with 7, 124-130 with 4; 96 -> 24 88-89, 86-99
+    and 83-86."""
+    cols = max(d for d in range(1, min(width, WIDE_BLOCK_COLS) + 1) if width % d == 0)
+    fits = [d for d in range(1, blocks + 1) if blocks % d == 0 and d * cols * per_block <= unit.accumulators]
+    return cols, max(fits, default=1)
 
 
 FMA_LATENCY = 5  # cycles before an accumulator's next FMA may start, in effect
