@@ -88,3 +88,35 @@ def test_a_row_packed_into_or_unpacked_from_blocks_of_24_is_vectorized_by_eights
     sch, _ = _default(ins, [out])
     found = [line for line in lines(sch) if "vectorized(" in line]
     assert found and found[-1].endswith(f"vectorized({piece}):"), found
+
+
+def test_a_1x1_of_two_16_lane_blocks_takes_4_columns_on_avx512():
+    """MobileNet v2's projections to 32 channels at 28x28 (conv.py `two_block_tile`): 4 x 2,
+    not 7 x 2; the stem (3x3) and 2 blocks on AVX2 keep the rule's tile."""
+    assert conv_tile(28, 2, lanes=16, unit=AVX512, pointwise=True) == (4, 2)
+    assert conv_tile(28, 2, lanes=16, unit=AVX512) == (7, 2)  # a wider filter
+    assert conv_tile(14, 6, lanes=16, unit=AVX512, pointwise=True) == (7, 2)
+    assert conv_tile(7, 2, lanes=16, unit=AVX512, pointwise=True) == (7, 2)  # 4 does not divide 7
+    assert conv_tile(28, 2, lanes=8, unit=AVX2, pointwise=True) == conv_tile(28, 2, lanes=8, unit=AVX2)
+
+
+PROJECTION_TO_32 = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 144, 28, 28), float32], %r: Tensor[(1, 32, 28, 28), float32],
+          %w: Tensor[(32, 144, 1, 1), float32], %b: Tensor[(32, 1, 1), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[0, 0, 0, 0], channels=32, kernel_size=[1, 1]);
+  %1 = add(%0, %b);
+  add(%r, %1)
+}"""
+
+
+def test_a_projection_to_32_channels_equals_numpy():
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((1, 144, 28, 28)).astype("float32")
+    r = rng.standard_normal((1, 32, 28, 28)).astype("float32")
+    w = (rng.standard_normal((32, 144, 1, 1)) / 12).astype("float32")
+    b = rng.standard_normal((32, 1, 1)).astype("float32")
+    result = compile(PROJECTION_TO_32, "case.relay", params={"w": w, "b": b})
+    assert result.ok, [d.message for d in result.diagnostics if d.is_error]
+    got = np.asarray(result.executable.run(x, r))
+    want = np.einsum("oc,nchw->nohw", w[:, :, 0, 0].astype("float64"), x.astype("float64")) + b + r
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
