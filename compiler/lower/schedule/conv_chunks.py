@@ -232,6 +232,7 @@ from __future__ import annotations
 from ..te import expr as te
 from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, prefetch_window, wants_output_prefetch
 from .conv_tile_end import ROW_PARTS, unroll_block_channels
+from .conv_tile_pad import pad_at_tile, wants_tile_pad
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -327,7 +328,7 @@ def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, boo
     for axis in window:
         per_block *= axis.extent
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_block <= SQUARE_WEIGHT_BYTES)
-    return SQUARE, SQUARE, rows, chunk, True
+    return SQUARE, SQUARE, rows, chunk, not wants_tile_pad(conv, unit, SQUARE)  # conv_tile_pad.py: a row
 
 
 def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):
@@ -485,6 +486,8 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     else:
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
+        if wants_tile_pad(conv, host_unit(), SQUARE):  # its padded window made at each tile (conv_tile_pad.py)
+            pad_at_tile(sch, conv, xo)
     sch.cache_accumulator(t, ci, into=e if e.ndim == 5 else None)
     if flat and filter_taps(conv) == 1:  # conv_prefetch.py
         prefetch_input(sch, conv, xo, cols, chunk)
