@@ -20,7 +20,13 @@ adds the same terms in the same order (outputs bit-identical).
 Measured in the model (1 thread; four builds in one process, A B B A, their inferences
 rotated 16 rounds, each kernel's least of 3 calls a round, median of the paired ratios;
 load 12-14 from other work): ResNet-50's layer2.0 stride-2 3x3 0.957 and 0.973 (the two
-pairs 0.965/0.955 and 0.973/0.964); the rest of the model unchanged (median 1.00).
+pairs 0.965/0.955 and 0.973/0.964); the rest of the model unchanged (median 1.00).  In
+two processes (the base's and this build's workers alternated, 30 rounds, each kernel's
+least of 3 calls; load 13) 0.984 and, the processes' roles swapped, 0.997, where the
+unchanged Winograd kernels moved by 0.89-0.96 between the two processes: at that load a
+few percent either way is where each process's buffers lie.  conv_prefetch.py's window
+prefetch asked for the padded copy's lines 4 tiles ahead; with no such copy it asks for
+nothing here (asking for the input's lines instead: below).
 Tried and not kept, the same way: the padded rows of a band of output rows made per band
 (compute_at the convolution's outermost loop, the band's groups and chunks inside, 1 to
 4 rows a band) 1.00 with the next band's input asked for a tile ahead or a chunk ahead
