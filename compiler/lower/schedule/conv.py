@@ -174,7 +174,8 @@ def schedule_blocked_convs(sch: Schedule) -> set[int]:
         for operands, inner in ((packs, 2), (others, 1)):
             for operand in operands:
                 if id(operand) not in done:
-                    _schedule_copy(sch, operand, _copy_inner(operand) if operands is others else inner)
+                    if operand.attach is None:  # else made in the tile that reads it (conv_tile_pad.py)
+                        _schedule_copy(sch, operand, _copy_inner(operand) if operands is others else inner)
                     done.add(id(operand))
     return done
 

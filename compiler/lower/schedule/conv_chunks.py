@@ -185,7 +185,9 @@ the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  The st
 4 x 4 a row (its 295 KiB of filters read at every tile): 0.956, the stem 1.00; 8 x 2
 instead of 4 x 4 for the 3x3s (18 KiB of filters a block) 1.23-1.30.  MobileNet v2:
 its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  Everything else keeps
-conv.py's tile there.
+conv.py's tile there.  A strided filter whose row 4 divides (that stride-2 3x3 to 28x28)
+keeps its tile a row instead of flattened, and makes the padded window each tile reads
+inside the tile rather than a padded copy of the whole input (conv_tile_pad.py).
 
 A 1x1 whose group's filters for all its input channels fit in SINGLE_WEIGHT_BYTES (16
 KiB), over an input within SINGLE_INPUT_BYTES (L2: each group reads it again from
@@ -232,6 +234,7 @@ from __future__ import annotations
 from ..te import expr as te
 from .conv_prefetch import prefetch_input, prefetch_output, prefetch_weights, prefetch_window, wants_output_prefetch
 from .conv_tile_end import ROW_PARTS, unroll_block_channels
+from .conv_tile_pad import pad_at_tile, wants_tile_pad
 from .primitives import Schedule, Stage
 from .vector_unit import VectorUnit, host_unit
 
@@ -327,7 +330,7 @@ def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, boo
     for axis in window:
         per_block *= axis.extent
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_block <= SQUARE_WEIGHT_BYTES)
-    return SQUARE, SQUARE, rows, chunk, True
+    return SQUARE, SQUARE, rows, chunk, not wants_tile_pad(conv, unit, SQUARE)  # conv_tile_pad.py: a row
 
 
 def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):
@@ -485,6 +488,8 @@ def schedule_chunked(sch: Schedule, conv: Stage, epilogue: Stage, cols: int, vec
     else:
         xo, xi = sch.split(t, x, cols, tail=True)
         sch.reorder(t, n, co, y, xo, ci, *window, ob, xi, lane)
+        if wants_tile_pad(conv, host_unit(), SQUARE):  # its padded window made at each tile (conv_tile_pad.py)
+            pad_at_tile(sch, conv, xo)
     sch.cache_accumulator(t, ci, into=e if e.ndim == 5 else None)
     if flat and filter_taps(conv) == 1:  # conv_prefetch.py
         prefetch_input(sch, conv, xo, cols, chunk)
