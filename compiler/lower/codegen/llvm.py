@@ -559,7 +559,12 @@ class _Emitter:
         """An index `e` as (base, offset, low, high): its value base + offset (base None:
         0), the base between low and high (infinite where unknown), the offsets of its
         sums and products by constants gathered without being emitted (`_affine`); the
-        value `expr(e)` gives where `e` was emitted already, or is no such sum."""
+        value `expr(e)` gives where `e` was emitted already, or is no such sum.  An index
+        constant is its offset, without a value made and kept for it (a leaf of most
+        index sums)."""
+        if type(e) is te.Const and e.dtype == te.INDEX:
+            v = int(e.value) & _INDEX_MASK
+            return None, v - (1 << 64) if v >> 63 else v, 0, 0
         value = self.emitted.get(id(e) + self.contract)
         if value is None and isinstance(e, te.Binary) and e.dtype == te.INDEX and e.op in AFFINE_OPS:
             return self._affine(e)
@@ -684,6 +689,9 @@ class _Emitter:
             c = v.constant
             return "const", self.printer.type(v.type), tuple(c) if isinstance(c, list) else c
         return id(v)
+
+
+_INDEX_MASK = (1 << 64) - 1  # an index constant's bits (i64), as scalar.constant wraps them
 
 
 class _Region:

@@ -422,6 +422,10 @@ _CHILDREN: dict[type, Callable[[Any], tuple[PrimExpr, ...]]] = {
 }
 
 
+# the table itself, for walks that read it without a call per node (codegen/lanes.py uses_var)
+CHILDREN_BY_TYPE = _CHILDREN
+
+
 def nodes(e: PrimExpr) -> list[PrimExpr]:
     """`e` and every expression under it, each once."""
     seen: dict[int, PrimExpr] = {}
