@@ -54,6 +54,7 @@ from ..te.mathfuncs import INLINED
 from .scalar import I32, I64, binary, call, cast, elem_bytes, index_constant, mem_type, reg_type
 
 _CHILDREN = te.CHILDREN_BY_TYPE
+_I32_ZERO = ir.Constant(I32, 0)
 
 MAX_LANES = 64
 LANE_DTYPES = ("float32", "float64", "int32", "int64")  # of what lanes load, store and compute
@@ -381,14 +382,19 @@ class Lanes:
         dominates (the emitter's `numbered`, as index operations)."""
         if isinstance(x.type, ir.VectorType):
             return x
-        vec = ir.VectorType(x.type, self.width)
+        em, width = self.em, self.width
+        parts = em.splat_parts.get((id(x.type), width))
+        if parts is None:  # the vector type and the zero constants a broadcast is made of, once each
+            vec = ir.VectorType(x.type, width)
+            parts = em.splat_parts[(id(x.type), width)] = (
+                vec, ir.Constant(vec, None), ir.Constant(ir.VectorType(I32, width), None), x.type)
+        vec, zeros, mask = parts[:3]
         if isinstance(x, ir.Constant) and not isinstance(x.constant, (list, tuple)):
-            return ir.Constant(vec, [x.constant] * self.width)
-        key = ("splat", id(x), self.width)
-        found = self.em.numbered.get(key)
+            return ir.Constant(vec, [x.constant] * width)
+        key = ("splat", id(x), width)
+        found = em.numbered.get(key)
         if found is None:
-            b = self.em.builder
-            one = b.insert_element(ir.Constant(vec, None), x, ir.Constant(I32, 0))
-            found = self.em.numbered[key] = b.shuffle_vector(
-                one, ir.Constant(vec, None), ir.Constant(ir.VectorType(I32, self.width), None))
+            b = em.builder
+            one = b.insert_element(zeros, x, _I32_ZERO)
+            found = em.numbered[key] = b.shuffle_vector(one, zeros, mask)
         return found

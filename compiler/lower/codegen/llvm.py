@@ -177,6 +177,9 @@ class _Emitter:
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
         self._counters: ir.Value | None = None  # `counters`, allocated on first use
+        # a broadcast's vector type and zero constants by (id(element type), lanes), with the
+        # element type kept alive (lanes.py `splat`): made once, printed once
+        self.splat_parts: dict[tuple[int, int], tuple] = {}
         self.builder.debug_metadata = debug.location(where, scope)
 
     def at(self, loc: Any) -> _At:
