@@ -96,3 +96,30 @@ def test_flat_index_and_printing():
         "      T_add[(i * 3 + j) * 4 + k] = float32(1.0)",
     ]
     assert [type(s).__name__ for s in ln.walk(body)] == ["For", "For", "Store"]
+
+
+def test_transform_rebuilds_every_node_type_with_its_fields_and_shares_rewrites():
+    """transform's own tables (by exact type) cover every node with children, rebuild each
+    with its fields and place, and keep a node whose children did not change."""
+    assert set(te._REBUILD) == set(te._CHILDREN)
+    x, y = te.Var("x", "int64"), te.Var("y", "int64")
+    t = te.placeholder((8,), "float32", "t")
+    buf = te.Buffer("b", (8,), "float32")
+    k = te.reduce_axis(8, "k")
+    nodes = [te.Binary("add", x, y, "int64", loc="here"), te.Call("exp", (te.cast(x, "float32"),), "float32", loc="here"),
+             te.Cast(x, "float32", loc="here"), te.Select(te.lt(x, y), te.cast(x, "float32"), te.cast(y, "float32"),
+                                                          "float32", loc="here"),
+             te.Load(t, (x,), "float32", loc="here"), te.BufferLoad(buf, x, "float32", loc="here"),
+             te.Reduce("argmax", te.cast(x + k, "float32"), (k,), "int64", x, loc="here")]
+    z = te.Var("z", "int64")
+    for node in nodes:
+        out = te.transform(node, lambda n: z if n is x else None)
+        assert type(out) is type(node) and out is not node and out.loc == "here"
+        assert all(getattr(out, f) is getattr(node, f) for f in ("op", "name", "tensor", "buffer", "combiner", "axes",
+                                                                 "dtype") if hasattr(node, f))
+        assert not any(n is x for n in te.nodes(out)) and any(n is z for n in te.nodes(out))
+        assert te.transform(node, lambda n: None) is node
+    shared = x * 3
+    calls = []
+    out = te.transform(shared + shared, lambda n: calls.append(n) or None)
+    assert out.a is out.b and len([n for n in calls if n is shared]) == 1

@@ -48,7 +48,6 @@ that produced it.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 from typing import Any, Callable, Iterator
@@ -178,6 +177,9 @@ class _Emitter:
         self.contract = False  # emitting an accumulation: float mul/add may fuse into FMAs
         self._inlined: list[te.PrimExpr] = []  # expansions emitted (kept alive: memo keys are ids)
         self._counters: ir.Value | None = None  # `counters`, allocated on first use
+        # a broadcast's vector type and zero constants by (id(element type), lanes), with the
+        # element type kept alive (lanes.py `splat`): made once, printed once
+        self.splat_parts: dict[tuple[int, int], tuple] = {}
         self.builder.debug_metadata = debug.location(where, scope)
 
     def at(self, loc: Any) -> _At:
@@ -199,23 +201,15 @@ class _Emitter:
 
     # ------------------------------------------------------------------ statements
 
-    @contextlib.contextmanager
-    def region(self, rebinds: te.Var | None = None, stores: bool = False) -> Iterator[None]:
+    def region(self, rebinds: te.Var | None = None, stores: bool = False) -> _Region:
         """A block of code that need not run (a loop body, a branch) or, given `rebinds`,
         an unrolled iteration, which binds that variable anew and runs whenever the code
         after it does: it may use what was emitted before it; what it emits is reused
         after it as emitted.py says (an unrolled iteration's values that do not use its
         variable), and so are an unrolled iteration's index operations and addresses
         (`numbered`, keyed by the values they use, so a rebound variable keys apart).
-        `stores`: the region may store (emitted.py)."""
-        saved_numbered = self.numbered
-        if rebinds is None:
-            self.numbered = dict(saved_numbered)
-        try:
-            with self.emitted.region(rebinds, stores):
-                yield
-        finally:
-            self.numbered = saved_numbered
+        `stores`: the region may store (emitted.py).  Entered with `with`."""
+        return _Region(self, rebinds, stores)
 
     def stmt(self, s: Stmt) -> None:
         with self.at(getattr(s, "loc", None)):
@@ -568,7 +562,12 @@ class _Emitter:
         """An index `e` as (base, offset, low, high): its value base + offset (base None:
         0), the base between low and high (infinite where unknown), the offsets of its
         sums and products by constants gathered without being emitted (`_affine`); the
-        value `expr(e)` gives where `e` was emitted already, or is no such sum."""
+        value `expr(e)` gives where `e` was emitted already, or is no such sum.  An index
+        constant is its offset, without a value made and kept for it (a leaf of most
+        index sums)."""
+        if type(e) is te.Const and e.dtype == te.INDEX:
+            v = int(e.value) & _INDEX_MASK
+            return None, v - (1 << 64) if v >> 63 else v, 0, 0
         value = self.emitted.get(id(e) + self.contract)
         if value is None and isinstance(e, te.Binary) and e.dtype == te.INDEX and e.op in AFFINE_OPS:
             return self._affine(e)
@@ -693,6 +692,37 @@ class _Emitter:
             c = v.constant
             return "const", self.printer.type(v.type), tuple(c) if isinstance(c, list) else c
         return id(v)
+
+
+_INDEX_MASK = (1 << 64) - 1  # an index constant's bits (i64), as scalar.constant wraps them
+
+
+class _Region:
+    """`_Emitter.region`'s block (a class, not a generator, as `_At`: some 34,000 regions
+    over ResNet-50's kernels)."""
+
+    __slots__ = ("em", "rebinds", "stores", "numbered", "entered")
+
+    def __init__(self, em: _Emitter, rebinds: te.Var | None, stores: bool) -> None:
+        self.em, self.rebinds, self.stores = em, rebinds, stores
+
+    def __enter__(self) -> None:
+        em = self.em
+        self.numbered = em.numbered
+        if self.rebinds is None:
+            em.numbered = dict(self.numbered)
+        try:
+            self.entered = em.emitted.enter(self.stores)
+        except BaseException:
+            em.numbered = self.numbered
+            raise
+
+    def __exit__(self, kind, err, trace) -> bool:
+        try:
+            self.em.emitted.leave(self.entered, self.rebinds, self.stores)
+        finally:
+            self.em.numbered = self.numbered
+        return False
 
 
 class _At:
