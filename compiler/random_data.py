@@ -17,8 +17,8 @@ its first role in evaluation order.  The rule (RULE, printed once by `run`):
             the divisor of divide/floor_divide/floor_mod,
             the argument of sqrt/rsqrt/log                 (positive, near 1)
   small     `beta`, `moving_mean`, `bias`, `mean`          normal(0, 0.1)          [0, 2)
-  index     `indices` (take, gather, gather_nd, one_hot)   -                       [0, bound): the size
-                                                                                   of the axis indexed
+  index     `indices` (take, gather, gather_nd, one_hot),  -                       [0, bound): the size
+            also through a reshape or cast before them                             of the axis indexed
   rois      `rois` (vision.roi_align, vision.roi_pool)     boxes: a batch index in [0, N), then
                                                            w_start, h_start in the image (the data's
                                                            extent / spatial_scale), the ends after them
@@ -100,9 +100,18 @@ def role_of(call: Call, position: int) -> Role | None:
     return Role(kind, what)
 
 
+# Ops whose first argument's values are their result's, rearranged or of another integer
+# dtype: indices pass through them on their way to a take or gather in an exporter's graph
+# (token ids flattened and cast to int32 before the Gather).
+SAME_VALUES = frozenset({"reshape", "cast", "expand_dims", "squeeze", "transpose", "copy", "reshape_like",
+                         "layout_transform", "nn.batch_flatten"})
+
+
 def find_roles(module: IRModule, key=lambda e: e) -> dict[object, Role]:
     """The role of each parameter (Var) and constant used directly as an op's argument,
-    keyed by `key(expr)`; the first use (in evaluation order of the walk) wins."""
+    or, for indices, through ops that keep their values (SAME_VALUES: a reshape or a
+    cast before a take), keyed by `key(expr)`; the first use (in evaluation order of the
+    walk) wins."""
     roles: dict[object, Role] = {}
     seen: set[int] = set()
     for func in module.functions.values():
@@ -114,8 +123,15 @@ def find_roles(module: IRModule, key=lambda e: e) -> dict[object, Role]:
             seen.add(id(node))
             if isinstance(node, Call) and isinstance(node.op, Op):
                 for i, arg in enumerate(node.args):
+                    role = None
+                    while isinstance(arg, Call) and isinstance(arg.op, Op) and arg.op.name in SAME_VALUES \
+                            and arg.args:  # indices reshaped or cast on their way: the same values
+                        role = role or role_of(node, i)
+                        if role is None or role.name != "index":
+                            break
+                        arg = arg.args[0]
                     if isinstance(arg, (Var, Constant)) and key(arg) not in roles:
-                        role = role_of(node, i)
+                        role = role or role_of(node, i)
                         if role is not None:
                             roles[key(arg)] = role
             stack.extend(reversed([c for c in children(node) if isinstance(c, Expr)]))
