@@ -241,3 +241,28 @@ def test_random_ids_reach_a_gather_through_a_reshape_and_a_cast_within_its_rows(
     assert status == 0, err
     assert "%token_type_ids: Tensor[(1, 5), int64]  index (take indices): integers in [0, 4)" in err
     assert "/embeddings/Gather" in out[out.index("beside onnxruntime"):]
+
+
+def test_a_random_attention_mask_is_zeros_and_ones(capsys, tmp_path):
+    """GPT-2's exporter makes position ids from the attention mask (its cumulative sum,
+    less one) and gathers the position table with them: a mask drawn from [0, 10) summed
+    past the table's rows and onnxruntime refused the run.  A parameter named a mask is
+    drawn as one: 0 or 1."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    wpe = nh.from_array(np.random.default_rng(0).standard_normal((6, 8)).astype(np.float32), "wpe.weight")
+    nodes = [h.make_node("CumSum", ["attention_mask", "axis"], ["sum"], name="/CumSum"),
+             h.make_node("Sub", ["sum", "one"], ["position_ids"], name="/Sub"),
+             h.make_node("Gather", ["wpe.weight", "position_ids"], ["out"], axis=0, name="/wpe/Gather")]
+    graph = h.make_graph(nodes, "positions", [h.make_tensor_value_info("attention_mask", T.INT64, [1, 5])],
+                         [h.make_tensor_value_info("out", T.FLOAT, [1, 5, 8])],
+                         [wpe, nh.from_array(np.array(1, np.int64), "axis"), nh.from_array(np.array(1, np.int64), "one")])
+    onnx_model = tmp_path / "positions.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 14)]), onnx_model)
+    relay = tmp_path / "positions.relay"
+    assert relaylens(capsys, "import", onnx_model, "-o", relay)[0] == 0
+    status, out, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--compare", onnx_model)
+    assert status == 0, err
+    assert "%attention_mask: Tensor[(1, 5), int64]  mask (named a mask): 0 or 1" in err
