@@ -266,3 +266,31 @@ def test_a_random_attention_mask_is_zeros_and_ones(capsys, tmp_path):
     status, out, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--compare", onnx_model)
     assert status == 0, err
     assert "%attention_mask: Tensor[(1, 5), int64]  mask (named a mask): 0 or 1" in err
+
+
+def test_onnxruntime_refusing_random_inputs_says_which_to_give(capsys, tmp_path):
+    """Ids that reach their Gather through arithmetic (an offset added) get no index role:
+    when onnxruntime refuses the random values, the error names the inputs drawn at
+    random and how to give real ones."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    table = nh.from_array(np.ones((4, 8), np.float32), "table.weight")
+    nodes = [h.make_node("Add", ["token_ids", "offset"], ["ids"], name="/Add"),
+             h.make_node("Gather", ["table.weight", "ids"], ["out"], axis=0, name="/Gather")]
+    graph = h.make_graph(nodes, "offset", [h.make_tensor_value_info("token_ids", T.INT64, [1, 5])],
+                         [h.make_tensor_value_info("out", T.FLOAT, [1, 5, 8])],
+                         [table, nh.from_array(np.array(1, np.int64), "offset")])
+    onnx_model = tmp_path / "offset.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 14)]), onnx_model)
+    relay = tmp_path / "offset.relay"
+    assert relaylens(capsys, "import", onnx_model, "-o", relay)[0] == 0
+    status, _, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--compare", onnx_model)
+    assert status == 2 and "Traceback" not in err
+    assert "token_ids was drawn at random (--seed 0): give real values with --input NAME=FILE.npy" in err
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.array([[0, 1, 2, 1, 0]], np.int64))
+    status, _, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--input",
+                               f"token_ids={ids}", "--compare", onnx_model)
+    assert status == 0, err
