@@ -35,9 +35,9 @@ layout-less inputs reports; it is a layout (the rewrite goes on), and transformi
 to itself is nothing.
 
 Spans: a layout_transform or expand_dims made for a call's input takes the span of that
-input (of the call, when the input has none; the call's range with its layers for a
-variable: a parameter's range is its binder on the def line, which computes nothing, so a
-packed weight's kernel sat there: `input_span`); one that takes a result back to its old
+input (of the call, when the input has none or is a variable: a parameter's span is its
+binder on the def line, which computes nothing, so a packed weight's kernel would sit
+there: `input_span`); one that takes a result back to its old
 layout takes the span of the expression that reads it (the result expression's, for the
 function's result: its lens sits on that line, not on the def line beside the inputs').  So a source expression leads to its own kernel, not to the transforms around it.
 A rewritten call keeps the span of the call it replaces; the TupleGetItems and the Tuple that
@@ -52,7 +52,7 @@ from typing import Callable
 from ..ir.attrs import Attrs, IntImm
 from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var, op
 from ..ir.functor import ExprFunctor, FIELDS
-from ..ir.span import AnySpan, LayerSpan, document_span, sequential
+from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType
 from ..ops import get_op
 from ..ops.attrs import AttrError
@@ -313,14 +313,7 @@ class LayoutRewriter(ExprFunctor):
 
 
 def input_span(value: Expr, call: Call) -> AnySpan | None:
-    """The span of a transform of `call`'s input `value`: the input's own; the call's when
-    the input has none; for a variable, whose document range is where it is bound (a
-    parameter on the def line, which computes nothing), the call's range with the
-    variable's frontend layers (an imported input's `/conv1/Conv.input`, its row in a
-    profile)."""
-    if value.span is None:
-        return call.span
-    if not isinstance(value, Var):
-        return value.span
-    layers = [o for o in value.span.origins() if isinstance(o, LayerSpan)]
-    return sequential(document_span(call.span), *layers) or call.span
+    """The span of a transform of `call`'s input `value`: the input's own, but the call's
+    when the input has none or is a variable (its span is where it is bound: a parameter
+    on the def line)."""
+    return call.span if value.span is None or isinstance(value, Var) else value.span
