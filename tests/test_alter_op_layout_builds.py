@@ -115,26 +115,3 @@ def test_a_gpt2_block_runs_its_denses_packed_and_equals_the_interpreter():
     got = result.executable.run(*inputs)
     want = Interpreter(bound).call("main", inputs)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-4)
-
-
-def test_a_packed_parameter_s_kernel_is_on_its_reader_s_line_not_the_def_line():
-    """AlterOpLayout packs an unbound weight for the dense that reads it: the
-    layout_transform took the span of `%w`, the parameter, whose binder is on the def
-    line, so that kernel's Relay lines (explain, hover, map.json, its LLVM !dbg) were the
-    def line.  It computes for the dense: the dense's line."""
-    import re
-
-    text = ('#[version = "0.0.5"]\n'
-            "def @main(%x: Tensor[(1, 16), float32], %w: Tensor[(8, 16), float32]) -> Tensor[(1, 8), float32] {\n"
-            "  %0 = nn.dense(%x, %w, units=8);\n"
-            "  exp(%0)\n"
-            "}\n")
-    built = compile(text, "packed.relay", stop_after="llvm")
-    assert built.ok, built.diagnostics
-    ir = built.lowered.llvm_ir
-    scopes = {m[1]: m[2] for m in re.finditer(r'!(\d+) = distinct !DISubprogram\(name: "(tvmgen_default_fused_\w+)"', ir)}
-    assert any("layout_transform" in name for name in scopes.values()), scopes
-    lines = {(scopes[m[2]], int(m[1])) for m in re.finditer(r"!DILocation\(line: (\d+), column: \d+, scope: !(\d+)\)", ir)
-             if m[2] in scopes}
-    assert lines and all(line != 2 for _, line in lines), sorted(lines)
-    assert {line for name, line in lines if "layout_transform" in name} == {3}

@@ -35,9 +35,7 @@ layout-less inputs reports; it is a layout (the rewrite goes on), and transformi
 to itself is nothing.
 
 Spans: a layout_transform or expand_dims made for a call's input takes the span of that
-input (of the call, when the input has none or is a variable: a parameter's span is its
-binder on the def line, which computes nothing, so a packed weight's kernel would sit
-there: `input_span`); one that takes a result back to its old
+input (of the call, when the input has none); one that takes a result back to its old
 layout takes the span of the expression that reads it (the result expression's, for the
 function's result: its lens sits on that line, not on the def line beside the inputs').  So a source expression leads to its own kernel, not to the transforms around it.
 A rewritten call keeps the span of the call it replaces; the TupleGetItems and the Tuple that
@@ -50,7 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..ir.attrs import Attrs, IntImm
-from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var, op
+from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, op
 from ..ir.functor import ExprFunctor, FIELDS
 from ..ir.span import AnySpan
 from ..ir.types import TensorType, TupleType
@@ -269,12 +267,11 @@ class LayoutRewriter(ExprFunctor):
         new_cur, new_out = second.inputs, second.outputs
 
         def fix(item: Expr, k: int) -> Expr:
-            span = input_span(item, ref)
             if same(old_cur[k], old_prd[k]):
-                return self.transform(item, new_prd[k], new_cur[k], span)
+                return self.transform(item, new_prd[k], new_cur[k], item.span or ref.span)
             if old_prd[k] is not None:
-                item = self.transform(item, new_prd[k], old_prd[k], span)
-            return self.transform(item, old_cur[k], new_cur[k], span)
+                item = self.transform(item, new_prd[k], old_prd[k], item.span or ref.span)
+            return self.transform(item, old_cur[k], new_cur[k], item.span or ref.span)
 
         transformed, k = [], 0
         for arg in new_call.args:
@@ -310,10 +307,3 @@ class LayoutRewriter(ExprFunctor):
             raise LayoutError("a nested tuple")
         inputs.append((a, None, None))
         return a
-
-
-def input_span(value: Expr, call: Call) -> AnySpan | None:
-    """The span of a transform of `call`'s input `value`: the input's own, but the call's
-    when the input has none or is a variable (its span is where it is bound: a parameter
-    on the def line)."""
-    return call.span if value.span is None or isinstance(value, Var) else value.span
