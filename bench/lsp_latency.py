@@ -422,6 +422,9 @@ async def measure_editing(server: Server, text: str, reps: int, requests: int, l
                 await asyncio.sleep(pause)
                 waiting, sent = doc.replace(where, char)
                 figures.add(measure, (await client.received(waiting, sent, timeout))[1])
+                if char == " ":  # a look right after the statement broke, while the module is typed again
+                    use = uses[len(figures.samples.get("first hover after a breaking edit", ())) % len(uses)]
+                    figures.add("first hover after a breaking edit", (await doc.at("textDocument/hover", use))[1])
         await asyncio.sleep(pause)
         for method, measure in (("textDocument/hover", "hover"), ("textDocument/definition", "definition")):
             answered = 0
@@ -504,7 +507,7 @@ MEASURES = ("open B right after A (both large) → B's first diagnostics",
             *(f"change a small document {offset:g} s after a large open → its diagnostics" for offset in BUSY_OFFSETS),
             "open → diagnostics", "change → diagnostics", "change → diagnostics, breaking",
             "change → diagnostics, inside the broken statement", "change → diagnostics, mending",
-            "first hover after an edit", "hover", "definition", "codeLens", "lenses ready (build)",
+            "first hover after an edit", "first hover after a breaking edit", "hover", "definition", "codeLens", "lenses ready (build)",
             "lenses ready (report kept on disk)")
 
 
@@ -678,7 +681,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true", help="time check_text's stages on the chains, and stop")
     args = ap.parse_args(argv)
     keys = [k.strip() for k in args.inputs.split(",") if k.strip()]
-    unknown = [k for k in keys if k not in INPUTS]
+    for key in keys:  # any chainN: a chain of N adds (chain100000, the longest a user reported)
+        if re.fullmatch(r"chain[1-9][0-9]*", key) and key not in LABELS:
+            LABELS[key] = f"chain of {int(key[5:]):,} adds"
+    unknown = [k for k in keys if k not in INPUTS and not re.fullmatch(r"chain[1-9][0-9]*", k)]
     if unknown:
         ap.error(f"unknown input(s) {', '.join(unknown)}; choose from {', '.join(INPUTS)}")
     if args.profile:

@@ -17,11 +17,12 @@ its first role in evaluation order.  The rule (RULE, printed once by `run`):
             the divisor of divide/floor_divide/floor_mod,
             the argument of sqrt/rsqrt/log                 (positive, near 1)
   small     `beta`, `moving_mean`, `bias`, `mean`          normal(0, 0.1)          [0, 2)
-  index     `indices` (take, gather, gather_nd, one_hot)   -                       [0, bound): the size
-                                                                                   of the axis indexed
+  index     `indices` (take, gather, gather_nd, one_hot),  -                       [0, bound): the size
+            also through a reshape or cast before them                             of the axis indexed
   rois      `rois` (vision.roi_align, vision.roi_pool)     boxes: a batch index in [0, N), then
                                                            w_start, h_start in the image (the data's
                                                            extent / spatial_scale), the ends after them
+  mask      a parameter named a mask (attention_mask)      0 or 1                  0 or 1
   data      a parameter of @main with no other role        normal(0, 1)            [0, 10)
   other     a constant with no other role                  normal(0, 0.1)          [0, 2)
 
@@ -32,6 +33,7 @@ slice (size / shape[0]) for `weight`, the contracted dimension for `tensor_b`.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +55,7 @@ class Role:
 
     def describe(self) -> str:
         rule = {"weight": "normal(0, 1/sqrt(fan_in))", "scale": "uniform(0.5, 1.5)", "small": "normal(0, 0.1)",
-                "index": f"integers in [0, {self.bound or 1})", "data": "normal(0, 1)",
+                "index": f"integers in [0, {self.bound or 1})", "data": "normal(0, 1)", "mask": "0 or 1",
                 "rois": "boxes [batch, w_start, h_start, w_end, h_end] inside the image",
                 "other": "normal(0, 0.1)"}[self.name]
         return f"{self.name} ({self.what}): {rule}" if self.what else f"{self.name}: {rule}"
@@ -61,6 +63,7 @@ class Role:
 
 DATA = Role("data")
 OTHER = Role("other")
+MASK = Role("mask", "named a mask")
 
 # argument name (OpDef.inputs) -> role, for every op that names its argument so
 BY_INPUT_NAME = {"weight": "weight", "tensor_b": "weight", "gamma": "scale", "moving_var": "scale",
@@ -75,7 +78,7 @@ BY_OP_ARGUMENT = {("divide", 1): "scale", ("floor_divide", 1): "scale", ("floor_
 
 RULE = ("parameters by role: weights normal(0, 1/sqrt(fan_in)); variances, gammas, scales and divisors "
         "uniform(0.5, 1.5); means, betas and biases normal(0, 0.1); indices below the axis size; rois boxes "
-        "inside the image; "
+        "inside the image; parameters named a mask 0 or 1; "
         "other inputs normal(0, 1), integers in [0, 10), booleans fair coins")
 
 
@@ -100,9 +103,18 @@ def role_of(call: Call, position: int) -> Role | None:
     return Role(kind, what)
 
 
+# Ops whose first argument's values are their result's, rearranged or of another integer
+# dtype: indices pass through them on their way to a take or gather in an exporter's graph
+# (token ids flattened and cast to int32 before the Gather).
+SAME_VALUES = frozenset({"reshape", "cast", "expand_dims", "squeeze", "transpose", "copy", "reshape_like",
+                         "layout_transform", "nn.batch_flatten"})
+
+
 def find_roles(module: IRModule, key=lambda e: e) -> dict[object, Role]:
     """The role of each parameter (Var) and constant used directly as an op's argument,
-    keyed by `key(expr)`; the first use (in evaluation order of the walk) wins."""
+    or, for indices, through ops that keep their values (SAME_VALUES: a reshape or a
+    cast before a take), keyed by `key(expr)`; the first use (in evaluation order of the
+    walk) wins."""
     roles: dict[object, Role] = {}
     seen: set[int] = set()
     for func in module.functions.values():
@@ -114,12 +126,28 @@ def find_roles(module: IRModule, key=lambda e: e) -> dict[object, Role]:
             seen.add(id(node))
             if isinstance(node, Call) and isinstance(node.op, Op):
                 for i, arg in enumerate(node.args):
+                    role = None
+                    while isinstance(arg, Call) and isinstance(arg.op, Op) and arg.op.name in SAME_VALUES \
+                            and arg.args:  # indices reshaped or cast on their way: the same values
+                        role = role or role_of(node, i)
+                        if role is None or role.name != "index":
+                            break
+                        arg = arg.args[0]
                     if isinstance(arg, (Var, Constant)) and key(arg) not in roles:
-                        role = role_of(node, i)
+                        role = role or role_of(node, i)
                         if role is not None:
                             roles[key(arg)] = role
             stack.extend(reversed([c for c in children(node) if isinstance(c, Expr)]))
+    for func in module.functions.values():  # no op says what a mask is; its name does
+        for param in func.params:
+            if key(param) not in roles and _MASK.search(param.name):
+                roles[key(param)] = MASK
     return roles
+
+
+# An exporter's attention_mask, input_mask, padding_mask: 0 or 1 (GPT-2's exporter sums
+# it into position ids, which index the position table: a mask of [0, 10) ran past it)
+_MASK = re.compile(r"(^|[^a-z])mask($|[^a-z])", re.IGNORECASE)
 
 
 def draw(rng: np.random.Generator, ty: TensorType, role: Role = DATA) -> np.ndarray:
@@ -131,6 +159,8 @@ def draw(rng: np.random.Generator, ty: TensorType, role: Role = DATA) -> np.ndar
         return rng.random(shape) < 0.5
     if kind == "rois" and dtype.kind == "f" and len(shape) == 2 and shape[1] == 5:
         return _draw_rois(rng, shape[0], role).astype(dtype)
+    if kind == "mask":
+        return rng.integers(0, 2, size=shape).astype(dtype)
     if dtype.kind in "iu":
         low, high = {"index": (0, max(role.bound or 1, 1)), "scale": (1, 3), "data": (0, 10)}.get(kind, (0, 2))
         return rng.integers(low, high, size=shape).astype(dtype)

@@ -4,7 +4,8 @@ The fast path (parse, name resolution, type inference: `compiler/check.py`) runs
 it changes, in pieces (server/pieces.py, started by the diagnostics feature); requests never recompute.
 While an analysis is in progress, readers get the latest analysis stored, except when
 the one in progress is updating it in place, or there is none yet, or `current` is
-asked for: then `settle` (set by the diagnostics feature) finishes it first.  An
+asked for, or the latest is still being typed (except for hover and definition:
+`for_request(typing=True)`): then `settle` (set by the diagnostics feature) finishes it first.  An
 analysis of an older version never replaces a newer one.  While the user types, the last analysis answers:
 its ranges are converted on its own text, so they stay consistent with one another even
 when the editor's text has moved on.  Only a document that was never analysed (a request
@@ -188,9 +189,10 @@ class Analyses:
 
     def __init__(self, limit: SizeLimit | None = None) -> None:
         self.limit = limit or SizeLimit()
-        # settle(uri, exact): finish what is in progress for `uri` when a reader needs it (the
-        # diagnostics feature's analyses in pieces; `exact`: the reader needs the current version)
-        self.settle: Callable[[str, bool], None] = lambda uri, exact: None
+        # settle(uri, exact, typing=False): finish what is in progress for `uri` when a reader
+        # needs it (the diagnostics feature's analyses in pieces; `exact`: the reader needs the
+        # current version; `typing`: it may read an analysis whose typing is in progress)
+        self.settle: Callable[..., None] = lambda uri, exact, typing=False: None
         self._latest: dict[str, Analysis] = {}
         self._good: dict[str, Analysis] = {}  # the latest analysis without syntax errors
         self._files: dict[str, Analysis] = {}  # uri → analysis of a file read from disk
@@ -233,9 +235,14 @@ class Analyses:
         self.settle(uri, False)
         return self._good.get(uri)
 
-    def for_request(self, uri: str, version: int | None, text: str) -> Analysis:
-        """The analysis a request reads: the latest one, or a new one if there is none."""
-        self.settle(uri, False)
+    def for_request(self, uri: str, version: int | None, text: str, typing: bool = False) -> Analysis:
+        """The analysis a request reads: the latest one, or a new one if there is none.
+        `typing`: the latest may be one still being typed (`typed` False: each node's type
+        the inferred one, the one its `ty=` comment wrote, the previous version's, or
+        none), read as it stands rather than typed to its end first: what hover and
+        definition take, which answer at once (the module typed again after a statement
+        broke took 1-2 s at 100,000 lines, which the first hover waited for)."""
+        self.settle(uri, False, typing)
         known = self._latest.get(uri)
         return known if known is not None else self.update(uri, version, text)
 

@@ -186,6 +186,13 @@ class Scheduler:
         pieces.finish()
         self._retire(pieces)
 
+    def steady_out(self, pieces: Pieces) -> None:
+        """Run queued `pieces` now until it is paused where it may stop (out of `steady()`:
+        done updating shared objects in place), or to its end (then its `done`)."""
+        while pieces.steady and not pieces.done:
+            if pieces.run(0):
+                self._retire(pieces)
+
     def _retire(self, pieces: Pieces) -> None:
         for i, (queued, done) in enumerate(self._queue):
             if queued is pieces:

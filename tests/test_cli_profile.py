@@ -205,3 +205,92 @@ def test_compare_gives_the_nodes_onnxruntime_inlines_from_a_function_to_their_no
     assert set(theirs.nodes) == {"/relu/Relu", "/act/HardSwish", "/gn/GroupNormalization"}
     assert theirs.ops == {"/relu/Relu": "Relu", "/act/HardSwish": "HardSwish",
                           "/gn/GroupNormalization": "GroupNormalization"}
+
+
+def _token_type_model(path: Path) -> None:
+    """An exporter's embedding lookup: int64 token type ids flattened and cast to int32
+    before the Gather of a 4-row table, and an int64 attention mask cast to bool."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    table = nh.from_array(np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32), "tt.weight")
+    nodes = [h.make_node("Reshape", ["token_type_ids", "flat"], ["ids_flat"], name="/embeddings/Reshape"),
+             h.make_node("Cast", ["ids_flat"], ["ids32"], to=T.INT32, name="/embeddings/Cast"),
+             h.make_node("Gather", ["tt.weight", "ids32"], ["emb"], axis=0, name="/embeddings/Gather"),
+             h.make_node("Cast", ["attention_mask"], ["mask"], to=T.BOOL, name="/Cast_mask"),
+             h.make_node("Unsqueeze", ["mask", "axes"], ["mask2"], name="/Unsqueeze"),
+             h.make_node("Where", ["mask2", "emb", "zero"], ["out"], name="/Where")]
+    graph = h.make_graph(nodes, "tt", [h.make_tensor_value_info("token_type_ids", T.INT64, [1, 5]),
+                                       h.make_tensor_value_info("attention_mask", T.INT64, [5])],
+                         [h.make_tensor_value_info("out", T.FLOAT, [5, 8])],
+                         [table, nh.from_array(np.array([-1], np.int64), "flat"),
+                          nh.from_array(np.array([1], np.int64), "axes"), nh.from_array(np.array(0.0, np.float32), "zero")])
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 13)]), path)
+
+
+def test_random_ids_reach_a_gather_through_a_reshape_and_a_cast_within_its_rows(capsys, tmp_path):
+    """Random inputs for `profile --compare` must be inputs onnxruntime accepts: ids drawn
+    from [0, 10) for a 4-row table made it refuse the Gather.  The index role follows the
+    ids back through the reshape and cast an exporter puts before the Gather."""
+    pytest.importorskip("onnxruntime")
+    onnx_model = tmp_path / "tt.onnx"
+    _token_type_model(onnx_model)
+    relay = tmp_path / "tt.relay"
+    assert relaylens(capsys, "import", onnx_model, "-o", relay)[0] == 0
+    status, out, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--compare", onnx_model)
+    assert status == 0, err
+    assert "%token_type_ids: Tensor[(1, 5), int64]  index (take indices): integers in [0, 4)" in err
+    assert "/embeddings/Gather" in out[out.index("beside onnxruntime"):]
+
+
+def test_a_random_attention_mask_is_zeros_and_ones(capsys, tmp_path):
+    """GPT-2's exporter makes position ids from the attention mask (its cumulative sum,
+    less one) and gathers the position table with them: a mask drawn from [0, 10) summed
+    past the table's rows and onnxruntime refused the run.  A parameter named a mask is
+    drawn as one: 0 or 1."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    wpe = nh.from_array(np.random.default_rng(0).standard_normal((6, 8)).astype(np.float32), "wpe.weight")
+    nodes = [h.make_node("CumSum", ["attention_mask", "axis"], ["sum"], name="/CumSum"),
+             h.make_node("Sub", ["sum", "one"], ["position_ids"], name="/Sub"),
+             h.make_node("Gather", ["wpe.weight", "position_ids"], ["out"], axis=0, name="/wpe/Gather")]
+    graph = h.make_graph(nodes, "positions", [h.make_tensor_value_info("attention_mask", T.INT64, [1, 5])],
+                         [h.make_tensor_value_info("out", T.FLOAT, [1, 5, 8])],
+                         [wpe, nh.from_array(np.array(1, np.int64), "axis"), nh.from_array(np.array(1, np.int64), "one")])
+    onnx_model = tmp_path / "positions.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 14)]), onnx_model)
+    relay = tmp_path / "positions.relay"
+    assert relaylens(capsys, "import", onnx_model, "-o", relay)[0] == 0
+    status, out, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--compare", onnx_model)
+    assert status == 0, err
+    assert "%attention_mask: Tensor[(1, 5), int64]  mask (named a mask): 0 or 1" in err
+
+
+def test_onnxruntime_refusing_random_inputs_says_which_to_give(capsys, tmp_path):
+    """Ids that reach their Gather through arithmetic (an offset added) get no index role:
+    when onnxruntime refuses the random values, the error names the inputs drawn at
+    random and how to give real ones."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+
+    table = nh.from_array(np.ones((4, 8), np.float32), "table.weight")
+    nodes = [h.make_node("Add", ["token_ids", "offset"], ["ids"], name="/Add"),
+             h.make_node("Gather", ["table.weight", "ids"], ["out"], axis=0, name="/Gather")]
+    graph = h.make_graph(nodes, "offset", [h.make_tensor_value_info("token_ids", T.INT64, [1, 5])],
+                         [h.make_tensor_value_info("out", T.FLOAT, [1, 5, 8])],
+                         [table, nh.from_array(np.array(1, np.int64), "offset")])
+    onnx_model = tmp_path / "offset.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 14)]), onnx_model)
+    relay = tmp_path / "offset.relay"
+    assert relaylens(capsys, "import", onnx_model, "-o", relay)[0] == 0
+    status, _, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--compare", onnx_model)
+    assert status == 2 and "Traceback" not in err
+    assert "token_ids was drawn at random (--seed 0): give real values with --input NAME=FILE.npy" in err
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.array([[0, 1, 2, 1, 0]], np.int64))
+    status, _, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--input",
+                               f"token_ids={ids}", "--compare", onnx_model)
+    assert status == 0, err

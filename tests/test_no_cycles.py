@@ -37,3 +37,24 @@ def test_transform_leaves_no_cycle():
     assert _left_in_cycles(lambda: te.transform(body, lambda n: None)) == 0
     assert _left_in_cycles(lambda: te.substitute(body, {i: te.const(3, te.INDEX)})) == 0
     assert _left_in_cycles(lambda: te.with_loc(body, "here")) == 0
+
+
+def test_an_analysis_replaced_by_the_next_leaves_no_more_than_a_handful_of_cycles():
+    """The language server freezes a long document's analysis rather than let the
+    collector walk it (server/collector.py): an analysis that the next one replaces,
+    read again whole or re-read a statement at a time, must be freed by reference
+    counting, or what it leaves in cycles is never freed."""
+    from relaylens.server.analysis import Analyses
+
+    lines = ['#[version = "0.0.5"]', "def @main(%x: Tensor[(16), float32]) {", "  %0 = add(%x, %x);"]
+    lines += [f"  %{k} = add(%{k - 1}, %{k - 1}) /* ty=Tensor[(16), float32] */;" for k in range(1, 3000)]
+    lines += ["  %2999", "}", ""]
+    analyses = Analyses()
+    analyses.update("file:///a.relay", 1, "\n".join(lines)).prepare()
+    whole = list(lines)
+    whole[1500] = whole[1500].replace("= ", "= (")  # runs on: read again whole
+    left = _left_in_cycles(lambda: analyses.update("file:///a.relay", 2, "\n".join(whole)).prepare())
+    assert left <= 50, left
+    alone = list(whole)
+    alone[1500] = lines[1500].replace(")", " ", 1)  # a statement broken alone: re-read incrementally
+    assert _left_in_cycles(lambda: analyses.update("file:///a.relay", 3, "\n".join(alone)).prepare()) <= 50

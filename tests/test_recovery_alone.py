@@ -93,13 +93,12 @@ def test_a_long_broken_definition_is_not_given_to_lark_whole(monkeypatch) -> Non
     whole = parse(text, "t.relay")
     calls = []
     lark = recovery.grammar()
-    real = type(lark).parse
+    for method in ("parse", "parse_interactive"):  # (grammar.lark_parse: Lark's parse, interactive)
+        def counting(self, text, start=None, *args, real=getattr(type(lark), method), **kwargs):
+            calls.append(len(text))
+            return real(self, text, start, *args, **kwargs)
 
-    def counting(self, text, start=None, *args, **kwargs):
-        calls.append(len(text))
-        return real(self, text, start, *args, **kwargs)
-
-    monkeypatch.setattr(type(lark), "parse", counting)
+        monkeypatch.setattr(type(lark), method, counting)
     again = parse(text, "t.relay")
     assert [d.message for d in again.diagnostics] == [d.message for d in whole.diagnostics] != []
     assert calls and max(calls) < 200  # Lark read the statement, in its stand-in body, only

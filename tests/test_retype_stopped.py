@@ -104,3 +104,47 @@ def test_recheck_from_an_untyped_result_types_the_module_whole() -> None:
     assert messages(mended[0].diagnostics) == messages(check_text(MENDED, URI).diagnostics)
     again = retype(mended[0])
     assert messages(again.diagnostics) == messages(mended[0].diagnostics)
+
+
+def test_a_hover_reads_the_analysis_being_typed_without_finishing_its_typing() -> None:
+    """Hover (and definition) take the analysis read so far as it stands: the first hover
+    after a statement broke waited for the whole module's typing (1-2 s of a 100,000-line
+    @main).  Counted in pieces: the typing runs no further while the hover answers, and
+    the hover still says what is under the cursor; another reader still finishes it."""
+    from lsprotocol import types as lsp
+
+    from relaylens.server.features import hover
+
+    server = StoreServer(TEXT)
+    handlers = {}
+    server.feature = lambda method: (lambda f: handlers.setdefault(method, f))
+    server.documents.get = lambda uri: SimpleNamespace(opened=True, version=server.doc.version, text=server.doc.text)
+    server.builds = SimpleNamespace(current=lambda uri: None, building=lambda uri: False, find=lambda uri, v: None)
+    hover.register(server)  # type: ignore[arg-type]
+    store = DiagnosticStore(server)  # type: ignore[arg-type]
+    line = TEXT.split("\n").index(f"  %{MID + 5} = add(%{MID + 4}, %{MID + 4});")
+    found = []
+
+    async def run() -> None:
+        store.analyse_now(URI)
+        server.doc = SimpleNamespace(version=2, text=BROKEN)
+        pieces = store.analyse(URI)
+        while server.analyses.stored(URI).version != 2:  # until the statement is read
+            assert not pieces.run(0)
+        assert not pieces.run(0)  # typing, a piece at a time
+        steps: list[bool] = []
+        for character in (3, 11):  # on `%N` (a symbol), on `add` (an expression: the op's name)
+            answer = handlers[lsp.TEXT_DOCUMENT_HOVER](lsp.HoverParams(
+                lsp.TextDocumentIdentifier(URI), lsp.Position(line, character)))
+            found.append(answer)
+            steps.append(pieces.done)
+        found.append((steps, server.analyses.stored(URI).typed))
+        server.analyses.latest(URI)  # any other reader finishes it
+        found.append(pieces.done)
+
+    asyncio.run(run())
+    on_name, on_call, (done_while_hovering, typed), finished = found
+    assert done_while_hovering == [False, False] and not typed  # the hovers left the typing where it was
+    assert on_name is not None and f"%{MID + 5}" in on_name.contents.value
+    assert on_call is not None and "`add`" in on_call.contents.value
+    assert finished

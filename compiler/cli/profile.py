@@ -31,7 +31,7 @@ from ..diagnostics import Diagnostic
 from ..driver import compile
 from ..interpreter import InterpreterError
 from ..lower.runtime.jit import JIT, default_num_threads
-from ..profile.compare import CompareError, compare_table, named_inputs, onnxruntime_profile
+from ..profile.compare import CompareError, RunRefused, compare_table, named_inputs, onnxruntime_profile
 from ..profile.compare_optimized import kernel_table, optimized_profile
 from ..profile.peak import given_peak, machine_peak
 from ..profile.profiler import profile
@@ -134,6 +134,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             theirs = (optimized_profile if by_kernel else onnxruntime_profile)(
                 args.compare, named_inputs(built, inputs), runs=args.runs, threads=threads)
+        except RunRefused as exc:
+            given = {spec.partition("=")[0].lstrip("%") for spec in args.inputs or []}
+            drawn = [n for n in named_inputs(built, inputs) if n not in given]
+            hint = (f"; {', '.join(drawn)} {'was' if len(drawn) == 1 else 'were'} drawn at random (--seed "
+                    f"{args.seed}): give real values with --input NAME=FILE.npy") if drawn else ""
+            raise UsageError(f"{exc}{hint}") from None
         except CompareError as exc:
             raise UsageError(str(exc)) from None
         print("", file=out)

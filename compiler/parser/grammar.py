@@ -31,9 +31,11 @@ from pathlib import Path
 
 import lark
 from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedInput
 from lark.lexer import PatternStr
 
-from .lalr_driver import LalrDriver, NotTaken
+from ..pauses import pause_point
+from .lalr_driver import PAUSE_TOKENS, LalrDriver, NotTaken
 
 KEPT = {"HOLE"}  # string terminals that mean something
 
@@ -106,7 +108,32 @@ def parse_text(text: str, start: str) -> Tree:
     try:
         return driver().parse(text, start)
     except NotTaken:
-        return grammar().parse(text, start=start)
+        return lark_parse(text, start)
+
+
+def lark_parse(text: str, start: str) -> Tree:
+    """`grammar().parse(text, start=start)`, the same tree or the same `UnexpectedInput`,
+    with a pause point every PAUSE_TOKENS tokens (compiler/pauses.py), as the driver has:
+    a syntax error the driver cannot mend alone gives Lark the whole definition, 5 s of
+    a printed model's 100,000-line @main that the language server's event loop waited
+    for (a hover after the edit) without them.  Lark's own `parse_from_state`, a token at
+    a time."""
+    interactive = grammar().parse_interactive(text, start=start)
+    state = interactive.parser_state
+    token = None
+    countdown = PAUSE_TOKENS
+    try:
+        for token in state.lexer.lex(state):
+            countdown -= 1
+            if countdown <= 0:
+                countdown = PAUSE_TOKENS
+                pause_point()
+            state.feed_token(token)
+        end = Token.new_borrow_pos("$END", "", token) if token else Token("$END", "", 0, 1, 1)
+        return state.feed_token(end, True)
+    except UnexpectedInput as err:
+        err.interactive_parser = interactive  # as Lark's parse sets it
+        raise
 
 
 @lru_cache(maxsize=1)

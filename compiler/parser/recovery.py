@@ -19,7 +19,7 @@ from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from ..diagnostics import Diagnostic
 from ..ir.span import Source, Span
 from .errors import BINDING, HOLE, describe
-from .grammar import driver, first_token, grammar, kids, parse_text
+from .grammar import driver, first_token, grammar, kids, lark_parse, parse_text
 from .lalr_driver import NotTaken
 
 MAX_RECOVERIES = 50
@@ -70,7 +70,7 @@ def _recover(text: str, rule: str, statements: bool, base: int, source: Source,
                 continue
         tries += 1
         try:
-            return (parse_text(text, rule) if at is None else parser.parse(text, start=rule)), text
+            return (parse_text(text, rule) if at is None else lark_parse(text, rule)), text
         except UnexpectedInput as err:
             pos = _error_pos(err, text)
             if pos in seen:  # no progress: this definition cannot be mended

@@ -12,7 +12,8 @@ from ..diagnostics import Diagnostic, Severity
 from ..ir.module import IRModule
 from ..ir.span import Source, Span
 from .annotations import is_annotation
-from .scan import Scan
+from ..pauses import pause_point
+from .scan import PAUSE_EVENTS, Scan
 from .symbols import SymbolIndex
 
 if TYPE_CHECKING:  # incremental.py makes ParseResults
@@ -45,7 +46,9 @@ def annotation_ends(scanned: Scan, start: int = 0, end: int | None = None) -> di
         first = bisect_left(comments, start, key=_comment_start)
         last = len(comments) if end is None else bisect_right(comments, end, key=_comment_start)
         comments = comments[first:last]
-    for comment in comments:
+    for i, comment in enumerate(comments):
+        if not i % PAUSE_EVENTS:
+            pause_point()
         if comment.block and is_annotation(comment.body):
             j = comment.start
             while j > 0 and code[j - 1].isspace():

@@ -42,6 +42,11 @@ class CompareError(Exception):
     """The model cannot be profiled by onnxruntime on these inputs (a usage error)."""
 
 
+class RunRefused(CompareError):
+    """onnxruntime loaded the model and refused to run it on these inputs (an index out
+    of its table, say): the values, not the model, are the matter."""
+
+
 @dataclass
 class OrtProfile:
     model: str
@@ -132,7 +137,7 @@ def ort_run(session, feed, model: str) -> None:
     try:
         session.run(None, feed)
     except Exception as err:  # noqa: BLE001
-        raise CompareError(f"--compare {model}: onnxruntime cannot run it on these inputs: "
+        raise RunRefused(f"--compare {model}: onnxruntime cannot run it on these inputs: "
                          f"{str(err).strip()[:300]}") from None
 
 

@@ -68,15 +68,16 @@ def text_for(server: "RelayLensServer", uri: str) -> str | None:
     return None if is_virtual(uri) else server.documents.get(uri).text
 
 
-def analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":
+def analysis_for(server: "RelayLensServer", uri: str, typing: bool = False) -> "Analysis | None":
     """The analysis a request reads (None for a `relaylens:` document); a document the
-    server will not read raises `Unreadable` (server/documents.py), the client's answer."""
+    server will not read raises `Unreadable` (server/documents.py), the client's answer.
+    `typing`: one whose typing is in progress will do, as it stands (Analyses.for_request)."""
     if is_virtual(uri):  # LLVM IR or a snapshot (a `relaylens:` document): not analysed
         return None
     doc = server.documents.get(uri)
     if not doc.opened:
         return server.analyses.of_file(uri, doc.text)
-    return server.analyses.for_request(uri, doc.version, doc.text)
+    return server.analyses.for_request(uri, doc.version, doc.text, typing)
 
 
 def current_analysis_for(server: "RelayLensServer", uri: str) -> "Analysis | None":

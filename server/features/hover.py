@@ -136,7 +136,7 @@ def register(server: "RelayLensServer") -> None:
             if isinstance(symbol.node, Var) and "main" in module and symbol.node in module["main"].params:
                 text = _joined(text, bound_markdown(server, uri, symbol.name))
             return _markdown(text, convert.range_of(span))
-        analysis = analysis_for(server, uri)
+        analysis = analysis_for(server, uri, typing=True)  # as symbol_at: types as far as known
         if analysis is None:
             return None
         offset = convert.offset(analysis.source, params.position)

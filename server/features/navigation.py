@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def symbol_at(server: "RelayLensServer", uri: str,
               pos: lsp.Position) -> tuple["Analysis", Symbol] | None:
-    analysis = analysis_for(server, uri)
+    analysis = analysis_for(server, uri, typing=True)  # (no need to wait for types)
     if analysis is None:
         return None
     found = analysis.index.at(convert.offset(analysis.source, pos))
