@@ -1186,3 +1186,20 @@ def test_a_transposed_convolution_by_phases_unrolls_its_taps_over_channels_insid
     assert "T_pad_phases = allocate(float32, [1, 11, 8, 8])" in body
     rc = body.index("for rc in range(8):")
     assert body[rc + 1:rc + 3] == ["for rh in unrolled(2):", "for rw in unrolled(2):"]
+
+
+def test_a_transposed_convolution_by_phases_tiles_as_many_output_channels_as_registers_allow():
+    """interleave.py `phase_rows`: the phases product's tile is 16 output channels on
+    AVX-512 (4 kept too few FMAs in flight), 6 on AVX2, a divisor of the channels; the
+    interpreter's result equals the compute's."""
+    from relaylens.compiler.lower.schedule.interleave import phase_rows
+    from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512, host_unit
+
+    assert [phase_rows(c, 16, AVX512) for c in (64, 32, 8, 24, 7)] == [16, 16, 8, 12, 7]
+    assert [phase_rows(c, 16, AVX2) for c in (64, 32, 7)] == [4, 4, 1]
+    ins, out = _op_compute("nn.conv2d_transpose", [(1, 8, 4, 5), (8, 32, 2, 2)],
+                           {"channels": 32, "kernel_size": (2, 2), "strides": (2, 2)}, (1, 32, 8, 10))
+    sch, _ = _default(ins, [out])
+    body = lines(sch)
+    rc = body.index("for rc in range(8):")
+    assert body[rc + 1] == f"for ax4_2.inner in unrolled({phase_rows(32, 16, host_unit())}):"

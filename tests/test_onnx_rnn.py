@@ -12,7 +12,10 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import ModelProto, TensorProto, helper, numpy_helper  # noqa: E402
 from test_onnx_import import calls, check_against_ort, layers, run_compiled, run_relay  # noqa: E402
 
+from relaylens.compiler.build import build_module  # noqa: E402
 from relaylens.compiler.frontend.onnx import OnnxImportError, import_onnx  # noqa: E402
+from relaylens.compiler.ir import Call  # noqa: E402
+from relaylens.compiler.ir.functor import post_order  # noqa: E402
 from relaylens.compiler.lower.runtime.jit import JIT  # noqa: E402
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -103,6 +106,37 @@ def test_batch_first_layout_is_the_same_cell_transposed(jit, op):
     for got in (ours, interpreted):
         for a, b in zip(got, want, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("linear_before_reset", [0, 1])
+def test_a_gru_on_zeros_gives_zeros_not_nan(jit, linear_before_reset):
+    """h = (1 - z) * n + z * h feeds the next step's product: ForwardFoldScaleAxis may not
+    carry n = tanh(..) across the add, which divides z * h by it (0 here: TVM gave NaN)."""
+    model, x = rnn_model("GRU", batch=1, bias=False, initial=False, linear_before_reset=linear_before_reset)
+    for got in run_compiled(model, {"x": np.zeros_like(x)}, jit):
+        np.testing.assert_array_equal(got, np.zeros_like(got))
+
+
+@pytest.mark.parametrize("op, options", [("LSTM", dict(directions=2)), ("GRU", dict(linear_before_reset=1)),
+                                         ("GRU", {})])
+def test_bound_recurrent_weights_are_packed_once_at_batch_1(op, options):
+    """With one row, a gate (o * tanh(c), GRU's reset) broadcasts onto the product's axis,
+    and TVM's FoldScaleAxis would scale the bound weight by it, re-packing the weight at
+    every step; it stays a constant, packed at build time: no kernel makes a packed weight."""
+    from relaylens.compiler.ir.expr import Function
+    from relaylens.compiler.transform.bind_params import bind_params_by_name
+
+    model, _ = rnn_model(op, batch=1, **options)
+    del model.graph.output[0]  # Y: each h feeds the next step's product alone
+    imported = import_onnx(model)
+    bound, errors = bind_params_by_name(imported.module, imported.params)
+    assert not errors
+    built = build_module(bound, name="rnn", strict=True)
+    fused = [n for n in post_order(built.module["main"]) if isinstance(n, Function)]
+    packing = [f for f in fused if isinstance(f.body, Call) and getattr(f.body.op, "name", None) == "layout_transform"]
+    inner = [n for f in fused for n in post_order(f.body) if isinstance(n, Call) and hasattr(n.op, "name")]
+    assert sum(c.op.name == "nn.contrib_dense_pack" for c in inner) >= 5  # a product a step
+    assert packing == []
 
 
 @pytest.mark.parametrize("op, options, message", [

@@ -129,7 +129,7 @@ from ..te.topi.pooling import PHASES
 from ..te.topi.transform import PACK, REBLOCK, UNPACK
 from ..te.topi.winograd import INPUT_NAME as WINO_INPUT
 from .batch_matmul import schedule_batch_matmul, schedules_batch_matmul
-from .interleave import TAPS, interleave_stride, schedule_interleave
+from .interleave import TAPS, interleave_stride, phase_rows, schedule_interleave
 from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
@@ -574,12 +574,12 @@ def _epilogue(sch: Schedule, anchor: Stage, done: set[int]) -> Stage | None:
     return reader
 
 
-def _tile(sch: Schedule, stage: Stage, vw: int) -> tuple[list, list]:
-    """Split the last data axis by `vw` and the one before by UNROLL: (outer loops,
+def _tile(sch: Schedule, stage: Stage, vw: int, rows: int = UNROLL) -> tuple[list, list]:
+    """Split the last data axis by `vw` and the one before by `rows`: (outer loops,
     [inner loops]) with the inner ones annotated."""
     t, axes = stage.tensor, list(stage.axes)
     outer, inner = axes[:-2], []
-    for axis, factor, kind in ((axes[-2] if len(axes) > 1 else None, UNROLL, "unroll"),
+    for axis, factor, kind in ((axes[-2] if len(axes) > 1 else None, rows, "unroll"),
                                (axes[-1], vw, "vectorize")):
         if axis is None:
             continue
@@ -595,7 +595,8 @@ def _tile(sch: Schedule, stage: Stage, vw: int) -> tuple[list, list]:
 def _schedule_anchor(sch: Schedule, stage: Stage, epilogue: Stage | None) -> None:
     t = stage.tensor
     vw = vector_width(t.dtype)
-    outer, inner = _tile(sch, stage, vw)
+    rows = phase_rows(stage.axes[-2].extent, vw) if TAPS in t.name and len(stage.axes) > 1 else UNROLL
+    outer, inner = _tile(sch, stage, vw, rows)
     sch.reorder(t, *outer, *stage.reduce_axes, *(i for i, _ in inner))
     for axis, kind in inner:
         getattr(sch, kind)(t, axis)
@@ -609,7 +610,7 @@ def _schedule_anchor(sch: Schedule, stage: Stage, epilogue: Stage | None) -> Non
             sch.parallel(t, loop)
         return
     e = epilogue.tensor
-    e_outer, e_inner = _tile(sch, epilogue, vw)
+    e_outer, e_inner = _tile(sch, epilogue, vw, rows)
     sch.reorder(e, *e_outer, *(i for i, _ in e_inner))
     for axis, kind in e_inner:
         getattr(sch, kind)(e, axis)

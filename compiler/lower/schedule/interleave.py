@@ -21,6 +21,17 @@ loop (TAPS): LLVM left the 2-iteration tap loops rolled, 8 FMAs a loop trip.  Me
 with onnxruntime's node, rolled and unrolled alternated in one run, load 4.5-5.8): 1.28-1.29x
 onnxruntime's time rolled, 1.01-1.07x unrolled; the decoder of bench/onnx_ops.py 1.37-1.50x
 to 1.12-1.15x.  The 2x2 kernel has no taps to unroll (T = 1).
+
+Its tile is `phase_rows` output channels (not defaults.py's 4) by a vector of positions:
+a step of the channel loop loads one vector of an input row and broadcasts a weight per
+output channel, so 4 channels kept 4 accumulators, too few FMAs in flight to cover their
+latency (2 units, 4 cycles each).  The most channels that divide the output's, up to
+PHASE_ROWS within the vector unit's accumulator budget (vector_unit.py): 16 on AVX-512,
+at most 6 on AVX2 (a vector of 16 positions is two registers there).  Measured (the
+decoder of bench/onnx_ops.py, 1 thread CPU time, the kernels' least time of 30 runs, load
+8-9): 128 -> 64 2x2 0.56 ms with 4 channels, 0.43 with 8, 0.40-0.41 with 16; 64 -> 32 4x4
+1.93-1.98, 1.35-1.40, 1.23-1.27; the decoder, paired with onnxruntime, 1.23x/1.23x with
+4, 0.92x/0.90x with 16.
 """
 
 from __future__ import annotations
@@ -30,8 +41,19 @@ import math
 from ..te import expr as te
 from ..te.topi.conv_transpose import PHASES
 from .primitives import Schedule, Stage
+from .vector_unit import VectorUnit, host_unit
 
 TAPS = PHASES  # the product's name has it: its reduction axes after the channels (the taps) unrolled
+PHASE_ROWS = 16  # the most output channels of the product's register tile
+
+
+def phase_rows(channels: int, lanes: int, unit: VectorUnit | None = None) -> int:
+    """Output channels of the phases product's register tile, each a vector of `lanes`
+    positions (see the module doc): the largest divisor of `channels` up to PHASE_ROWS
+    whose accumulators fit `unit`'s budget (default the host's)."""
+    unit = unit or host_unit()
+    limit = min(PHASE_ROWS, max(1, unit.accumulators // unit.registers_for(lanes)))
+    return max(d for d in range(1, min(channels, limit) + 1) if channels % d == 0)
 
 
 def interleave_stride(sch: Schedule, stage: Stage) -> int | None:

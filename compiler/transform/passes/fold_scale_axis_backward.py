@@ -6,14 +6,16 @@ Algorithm (TVM's two phases):
 
 1. Prepare, inputs first: conv2d/conv3d offer the channel axes of their output layout
    (`out_layout`, else `data_layout`) under `ConvInfo`'s conditions; dense offers axis 1
-   of a 2-D result; relu and leaky_relu pass their input's offer on and require a
-   non-negative scale; add and subtract pass on the offer of the operand the other one
-   broadcasts onto, or of both when both offer the same axes and have the same shape;
-   bias_add passes its data's offer on when its axis is that single axis.  Only a call
-   used exactly once takes part: a value used twice cannot change for one of its users.
+   of a 2-D result; both require a constant scale when their weight is a constant
+   (fold_scale_axis_shared.py says where this differs from TVM).  relu and leaky_relu
+   pass their input's offer on and require a non-negative scale; add and subtract pass
+   on the offer of the operand the other one broadcasts onto, or of both (with the
+   conditions of both) when both offer the same axes and have the same shape; bias_add
+   passes its data's offer on when its axis is that single axis.  Only a call used
+   exactly once takes part: a value used twice cannot change for one of its users.
 2. Rewrite: a multiply one operand of which carries an offer on axes A, the other a
-   scale that broadcasts onto exactly A (a non-negative constant when required), is
-   replaced by that operand rebuilt with the scale pushed down: through relu unchanged,
+   scale that broadcasts onto exactly A and meets the offer's conditions, is replaced
+   by that operand rebuilt with the scale pushed down: through relu unchanged,
    into the other operand of an add/subtract (multiplied by the scale, expand_dims'd or
    reshaped to its rank) or into both when both offered, into bias_add's bias, and at the
    bottom into the conv's weight (scale on the kernel's output-channel axis; reshape onto
@@ -54,11 +56,13 @@ from .fold_scale_axis_shared import (
     conv_info,
     dense_ok,
     expand_to_axis,
-    is_all_positive_constant,
+    intersect,
+    is_constant,
     op_name,
     reshape_or_expand,
     reshape_to_axes,
     same_shape,
+    scale_allowed,
     squeezed_scale,
     tensor_type,
 )
@@ -69,7 +73,7 @@ PrepRule = Callable[[Call, "list[Message | None]"], "Message | None"]
 
 
 def relu_prep(c: Call, ins: list[Message | None]) -> Message | None:
-    return Message(ins[0].axes, True) if ins[0] is not None else None
+    return replace(ins[0], require_positive=True) if ins[0] is not None else None
 
 
 def add_sub_prep(c: Call, ins: list[Message | None]) -> Message | None:
@@ -81,7 +85,7 @@ def add_sub_prep(c: Call, ins: list[Message | None]) -> Message | None:
     if ins[1] is not None and broadcasts_onto(rhs, lhs, ins[1].axes):
         return ins[1]
     if ins[0] is not None and ins[1] is not None and ins[0].axes == ins[1].axes and same_shape(lhs, rhs):
-        return Message(ins[0].axes, ins[0].require_positive or ins[1].require_positive)
+        return intersect(ins[0], ins[1])
     return None
 
 
@@ -98,11 +102,11 @@ def bias_add_prep(c: Call, ins: list[Message | None]) -> Message | None:
 def conv_prep(c: Call, ins: list[Message | None]) -> Message | None:
     info = conv_info(c)
     axes = info.channel_axes(info.out) if info is not None else None
-    return Message(axes) if axes is not None else None
+    return Message(axes, require_constant=is_constant(c.args[1])) if axes is not None else None
 
 
 def dense_prep(c: Call, ins: list[Message | None]) -> Message | None:
-    return Message((1,)) if dense_ok(c) else None
+    return Message((1,), require_constant=is_constant(c.args[1])) if dense_ok(c) else None
 
 
 PREP: dict[str, tuple[int, PrepRule]] = {  # op -> (arity, rule)
@@ -238,7 +242,7 @@ class _Transformer(ExprMutator):
                 continue
             # the scale is the operand as written (TVM does not rewrite inside it)
             scale = squeezed_scale(types[k], types[1 - k], offer.axes, c.args[1 - k])
-            if scale is None or (offer.require_positive and not is_all_positive_constant(scale)):
+            if scale is None or not scale_allowed(offer, scale):
                 return None
             SIBuilder(c).recursively_fill_span(scale, inputs=[c.args[1 - k]])
             return self.transform(c.args[k], offer, scale, c.span)

@@ -6,14 +6,17 @@ Algorithm (TVM's two phases):
 1. Prepare, from the function's result back to its inputs: each consumer says on which
    axes its input may arrive scaled.  conv2d/conv3d ask for the channel axes of their
    data layout on the data (nothing on the weight), under `ConvInfo`'s conditions; dense
-   asks for axis 1 of 2-D data; relu and leaky_relu pass their own request on and require
-   a non-negative scale; add and subtract pass it to the operand the other one broadcasts
-   onto (the other operand gets nothing).  A value used several times gets the
-   intersection of its uses' requests; any other use (an op without a rule, a tuple, an
-   if, a let, a function's result) asks for nothing and so blocks folding of that value.
+   asks for axis 1 of 2-D data; both ask for a constant scale when their weight is a
+   constant.  relu and leaky_relu pass their own request on and require a non-negative
+   scale; add and subtract pass it to the operand the other one broadcasts onto (the
+   other operand gets nothing) and require a constant without a zero element, since
+   they divide by it (fold_scale_axis_shared.py says where this differs from TVM).  A
+   value used several times gets the intersection of its uses' requests; any other use
+   (an op without a rule, a tuple, an if, a let, a function's result) asks for nothing
+   and so blocks folding of that value.
 2. Rewrite, inputs first: a multiply whose result is requested on axes A, one operand of
-   which broadcasts onto exactly A (a non-negative constant when required), is dropped:
-   its other operand goes on as a scaled value (value, A, squeezed scale).  relu and
+   which broadcasts onto exactly A and meets the request's conditions, is dropped: its
+   other operand goes on as a scaled value (value, A, squeezed scale).  relu and
    leaky_relu let it through; add and subtract divide their other operand by the scale
    (expand_dims to the operand's rank, or reshape for two axes); conv multiplies its
    weight by the scale on the kernel's input-channel axis (output-channel axis when
@@ -55,10 +58,11 @@ from .fold_scale_axis_shared import (
     dense_ok,
     expand_to_axis,
     intersect,
-    is_all_positive_constant,
+    is_constant,
     op_name,
     reshape_or_expand,
     reshape_to_axes,
+    scale_allowed,
     squeezed_scale,
     tensor_type,
 )
@@ -69,28 +73,29 @@ PrepRule = Callable[[Call, "Message | None"], "list[Message | None] | None"]
 
 
 def relu_prep(c: Call, out: Message | None) -> list[Message | None] | None:
-    return [Message(out.axes, True) if out is not None else None]
+    return [replace(out, require_positive=True) if out is not None else None]
 
 
 def add_sub_prep(c: Call, out: Message | None) -> list[Message | None] | None:
     lhs, rhs = (tensor_type(a) for a in c.args)
     if out is None or lhs is None or rhs is None:
         return None
+    divides = replace(out, require_nonzero=True)  # the other operand is divided by the scale
     if broadcasts_onto(lhs, rhs, out.axes):
-        return [out, None]
+        return [divides, None]
     if broadcasts_onto(rhs, lhs, out.axes):
-        return [None, out]
+        return [None, divides]
     return None
 
 
 def conv_prep(c: Call, out: Message | None) -> list[Message | None] | None:
     info = conv_info(c)
     axes = info.channel_axes(info.data) if info is not None else None
-    return [Message(axes), None] if axes is not None else None
+    return [Message(axes, require_constant=is_constant(c.args[1])), None] if axes is not None else None
 
 
 def dense_prep(c: Call, out: Message | None) -> list[Message | None] | None:
-    return [Message((1,)), None] if dense_ok(c) else None
+    return [Message((1,), require_constant=is_constant(c.args[1])), None] if dense_ok(c) else None
 
 
 PREP: dict[str, tuple[int, PrepRule]] = {  # op -> (arity, rule)
@@ -173,7 +178,7 @@ def multiply_rule(rw: "_Rewriter", c: Call, args: list[Arg], message: Message | 
     for k in (0, 1):  # either operand may be the scale; the right one is tried first, as in TVM
         value, scale = args[k], args[1 - k]
         squeezed = squeezed_scale(types[k], types[1 - k], message.axes, scale)
-        if squeezed is None or (message.require_positive and not is_all_positive_constant(squeezed)):
+        if squeezed is None or not scale_allowed(message, squeezed):
             continue
         SIBuilder(c).recursively_fill_span(squeezed, inputs=[scale])
         return Scaled(value, message.axes, squeezed, c.span, rw.rebuild(c))

@@ -3,22 +3,31 @@ the two passes do).
 
 * `Message`: what a consumer can absorb: the sorted axes of its input (forward) or of the
   producer's output (backward) that may carry a per-channel scale, and whether that scale
-  must be a non-negative constant (it crosses a relu).
+  must be a non-negative constant (it crosses a relu), a constant (the weight it would go
+  into is one) or a constant without a zero element (an add divides by it).
 * The scale-shape condition, TVM's MatchBroadcastToLeftAxes: `broadcasts_onto` (does an
   operand broadcast onto exactly these axes of the other?) and `squeezed_scale` (the scale
   with only the scaled axes left; a scalar is expanded and repeated to the axes' extents).
 * `expand_to_axis` / `reshape_to_axes`: the squeezed scale shaped to broadcast along the
   axes of a tensor (expand_dims for one axis, reshape for a blocked pair).
 * `is_all_positive_constant`: a constant (through expand_dims/reshape/transpose/squeeze/
-  repeat) of f32/f64/i8/i32/u8/u32 with no negative element, as TVM tests it.
+  repeat) of f32/f64/i8/i32/u8/u32 with no negative element, as TVM tests it;
+  `is_constant` (computed from constants alone) and `is_nonzero_constant`.
 * `ConvInfo`: the layouts of a conv2d/conv3d and the axes TVM folds on: the channel axes
   `C` (and `c` for blocked layouts) when the conv has groups=1 or is depthwise and its
   layouts are either all simple or blocked on both kernel channel axes.
 
-Two places differ from TVM v0.16 where its code gives wrong results or ill-typed IR:
-a scalar scale on two axes is repeated to each axis's own extent (TVM used the first
-axis's extent twice), and dense is folded only when its data is 2-D (TVM sent axis 1 on
-N-D data too, the rows, which a weight cannot absorb).
+Four places differ from TVM v0.16.  Three where its code gives wrong results or ill-typed
+IR: a scalar scale on two axes is repeated to each axis's own extent (TVM used the first
+axis's extent twice); dense is folded only when its data is 2-D (TVM sent axis 1 on N-D
+data too, the rows, which a weight cannot absorb); and a forward scale crosses an add or
+subtract, which divides the other operand by it, only when it is a constant without a
+zero element (TVM divided by any scale: a GRU's h = (1 - z) * n + z * h, its n = tanh(..)
+folded into the next step's weight, gave NaN for n = 0, an all-zero input).  One for
+speed: a scale that is not a constant is not folded into a weight that is one (TVM folds
+it: a batch-1 LSTM's h = o * tanh(c) went into the next step's recurrent weight, which
+was then scaled and re-packed at every step, 3.6x onnxruntime's time; a scale computed at
+run time belongs on the data, whose one row is smaller than the weight).
 """
 
 from __future__ import annotations
@@ -27,7 +36,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ...ir.attrs import IntImm
-from ...ir.expr import Call, Constant, Expr, Op
+from ...ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
+from ...ir.functor import children
 from ...ir.types import TensorType
 from ...ops import get_op
 from ...ops.conv_geometry import Layout, forward_shape, parse_layout
@@ -36,20 +46,25 @@ from .simplify_inference import call, expand_to_axis
 
 __all__ = ["Message", "intersect", "op_name", "tensor_type", "same_shape", "broadcasts_onto",
            "squeezed_scale", "expand_to_axis", "reshape_to_axes", "reshape_or_expand",
-           "is_all_positive_constant", "ConvInfo", "conv_info", "dense_ok", "call"]
+           "is_all_positive_constant", "is_constant", "is_nonzero_constant", "scale_allowed",
+           "ConvInfo", "conv_info", "dense_ok", "call"]
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
     axes: tuple[int, ...]
     require_positive: bool = False
+    require_constant: bool = False  # the weight it goes into is a constant
+    require_nonzero: bool = False  # an add or subtract divides by it (forward)
 
 
 def intersect(a: Message | None, b: Message | None) -> Message | None:
-    """Both requests at once: the common axes, positive if either needs it (None: none)."""
+    """Both requests at once: the common axes, each condition if either needs it (None:
+    none)."""
     if a is None or b is None:
         return None
-    return Message(tuple(sorted(set(a.axes) & set(b.axes))), a.require_positive or b.require_positive)
+    return Message(tuple(sorted(set(a.axes) & set(b.axes))), a.require_positive or b.require_positive,
+                   a.require_constant or b.require_constant, a.require_nonzero or b.require_nonzero)
 
 
 def op_name(expr: Expr) -> str | None:
@@ -147,6 +162,43 @@ def is_all_positive_constant(expr: Expr) -> bool:
     if not isinstance(expr, Constant) or expr.data is None:
         return False
     return str(expr.data.dtype) in CHECKED_DTYPES and not bool((expr.data < 0).any())
+
+
+def is_constant(expr: Expr) -> bool:
+    """Whether `expr` is computed from constants alone (operators applied to constants,
+    tuples of them): FoldConstant computes it once, at build time."""
+    stack, seen = [expr], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, Constant):
+            continue
+        seen.add(id(node))
+        if isinstance(node, Call):
+            if not isinstance(node.op, Op):
+                return False
+            stack.extend(node.args)
+        elif isinstance(node, (Tuple, TupleGetItem)):
+            stack.extend(children(node))
+        else:  # a variable, a function, a let, an if ...
+            return False
+    return True
+
+
+def is_nonzero_constant(expr: Expr) -> bool:
+    """A constant (through PEELED ops) none of whose known elements is zero; unknown values
+    (text printed without its metadata) pass, as they pass `is_constant`."""
+    while op_name(expr) in PEELED and expr.args:
+        expr = expr.args[0]
+    if not isinstance(expr, Constant):
+        return False
+    return expr.data is None or bool((expr.data != 0).all())
+
+
+def scale_allowed(message: Message, scale: Expr) -> bool:
+    """Whether `scale` meets every condition of `message`."""
+    return ((not message.require_positive or is_all_positive_constant(scale))
+            and (not message.require_constant or is_constant(scale))
+            and (not message.require_nonzero or is_nonzero_constant(scale)))
 
 
 # --- convolutions and dense ------------------------------------------------------------------
