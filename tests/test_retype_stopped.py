@@ -40,6 +40,18 @@ def main_type(module):
     return next(f for gv, f in module.functions.items() if gv.name == "main").ty
 
 
+def _break_and_start_typing(store: DiagnosticStore, server: StoreServer):
+    """Analyse TEXT, then edit it to BROKEN: run the analysis until the broken statement
+    is read and one piece of the module's typing again has run; its pieces."""
+    store.analyse_now(URI)
+    server.doc = SimpleNamespace(version=2, text=BROKEN)
+    pieces = store.analyse(URI)
+    while server.analyses.stored(URI).version != 2:  # until the statement is read
+        assert not pieces.run(0)
+    assert not pieces.run(0)  # typing, a piece at a time
+    return pieces
+
+
 def test_a_stopped_retype_leaves_the_edit_read_and_the_next_edit_types_the_module_whole() -> None:
     server = StoreServer(TEXT)
     store = DiagnosticStore(server)  # type: ignore[arg-type]
@@ -47,14 +59,9 @@ def test_a_stopped_retype_leaves_the_edit_read_and_the_next_edit_types_the_modul
     stopped = []
 
     async def run() -> None:
-        store.analyse_now(URI)
-        server.doc = SimpleNamespace(version=2, text=BROKEN)
-        pieces = store.analyse(URI)
-        while server.analyses.stored(URI).version != 2:  # until the statement is read
-            assert not pieces.run(0)
+        pieces = _break_and_start_typing(store, server)
         read = server.analyses.stored(URI)
         assert not read.typed and read.source.text == BROKEN
-        assert not pieces.run(0)  # typing, a piece at a time
         server.doc = SimpleNamespace(version=3, text=INSIDE)
         store.analyse_now(URI)  # the typing of version 2 is stopped
         stopped.append(pieces.error)
@@ -126,12 +133,7 @@ def test_a_hover_reads_the_analysis_being_typed_without_finishing_its_typing() -
     found = []
 
     async def run() -> None:
-        store.analyse_now(URI)
-        server.doc = SimpleNamespace(version=2, text=BROKEN)
-        pieces = store.analyse(URI)
-        while server.analyses.stored(URI).version != 2:  # until the statement is read
-            assert not pieces.run(0)
-        assert not pieces.run(0)  # typing, a piece at a time
+        pieces = _break_and_start_typing(store, server)
         steps: list[bool] = []
         for character in (3, 11):  # on `%N` (a symbol), on `add` (an expression: the op's name)
             answer = handlers[lsp.TEXT_DOCUMENT_HOVER](lsp.HoverParams(
