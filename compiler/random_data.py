@@ -126,23 +126,24 @@ def find_roles(module: IRModule, key=lambda e: e) -> dict[object, Role]:
             seen.add(id(node))
             if isinstance(node, Call) and isinstance(node.op, Op):
                 for i, arg in enumerate(node.args):
-                    role = None
-                    while isinstance(arg, Call) and isinstance(arg.op, Op) and arg.op.name in SAME_VALUES \
-                            and arg.args:  # indices reshaped or cast on their way: the same values
-                        role = role or role_of(node, i)
-                        if role is None or role.name != "index":
-                            break
-                        arg = arg.args[0]
-                    if isinstance(arg, (Var, Constant)) and key(arg) not in roles:
-                        role = role or role_of(node, i)
-                        if role is not None:
-                            roles[key(arg)] = role
+                    role = role_of(node, i)
+                    if role is not None and role.name == "index":
+                        arg = _same_values_source(arg)
+                    if role is not None and isinstance(arg, (Var, Constant)) and key(arg) not in roles:
+                        roles[key(arg)] = role
             stack.extend(reversed([c for c in children(node) if isinstance(c, Expr)]))
     for func in module.functions.values():  # no op says what a mask is; its name does
         for param in func.params:
             if key(param) not in roles and _MASK.search(param.name):
                 roles[key(param)] = MASK
     return roles
+
+
+def _same_values_source(arg: Expr) -> Expr:
+    """`arg` followed back through ops that keep its values (SAME_VALUES)."""
+    while isinstance(arg, Call) and isinstance(arg.op, Op) and arg.op.name in SAME_VALUES and arg.args:
+        arg = arg.args[0]
+    return arg
 
 
 # An exporter's attention_mask, input_mask, padding_mask: 0 or 1 (GPT-2's exporter sums

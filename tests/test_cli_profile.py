@@ -294,3 +294,16 @@ def test_onnxruntime_refusing_random_inputs_says_which_to_give(capsys, tmp_path)
     status, _, err = relaylens(capsys, "profile", relay, "--runs", "1", "--threads", "1", "--input",
                                f"token_ids={ids}", "--compare", onnx_model)
     assert status == 0, err
+
+
+def test_given_names_reads_input_specs_as_load_inputs_does() -> None:
+    """profile --compare's hint names the inputs drawn at random: the ones no --input
+    gave, `--input 0=...` giving %v0 (the name PyTorch 1.x's input `0` is printed with)."""
+    from relaylens.compiler.cli.program import given_names
+    from relaylens.compiler.parser import parse
+
+    text = '#[version = "0.0.5"]\ndef @main(%v0: Tensor[(2), float32], %mask: Tensor[(2), int64]) {\n  %v0\n}\n'
+    main_fn = parse(text, "t.relay").module["main"]
+    assert given_names(main_fn, ["0=x.npy"]) == {"v0"}
+    assert given_names(main_fn, ["%mask=m.npy", "v0=x.npy"]) == {"mask", "v0"}
+    assert given_names(main_fn, []) == set()

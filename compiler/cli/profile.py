@@ -40,7 +40,7 @@ from ..profile.trace import chrome_trace
 from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
-from .program import load_program
+from .program import given_names, load_program
 
 DEFAULT_RUNS = 10
 
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     program = load_program(args, weights, err)
     if program is None:
         return EXIT_ERRORS
-    name, text, _module, params, inputs, _everything = program
+    name, text, module, params, inputs, _everything = program
     with terminal_progress(err) as progress:
         built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
                         progress=progress, unknown_seed=args.seed, jit=JIT(threads), disk_cache=disk_cache(args))
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             theirs = (optimized_profile if by_kernel else onnxruntime_profile)(
                 args.compare, named_inputs(built, inputs), runs=args.runs, threads=threads)
         except RunRefused as exc:
-            given = {spec.partition("=")[0].lstrip("%") for spec in args.inputs or []}
+            given = given_names(module["main"], args.inputs or [])
             drawn = [n for n in named_inputs(built, inputs) if n not in given]
             hint = (f"; {', '.join(drawn)} {'was' if len(drawn) == 1 else 'were'} drawn at random (--seed "
                     f"{args.seed}): give real values with --input NAME=FILE.npy") if drawn else ""

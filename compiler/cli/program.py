@@ -118,6 +118,13 @@ def load_inputs(main: Function, specs: list[str]) -> dict[str, tuple[np.ndarray,
     return given
 
 
+def given_names(main: Function, specs: list[str]) -> set[str]:
+    """The parameters of `main` that `--input NAME=FILE.npy` specs (checked by
+    `load_inputs`) name, as `load_inputs` reads them."""
+    names = {p.name for p in main.params}
+    return {_as_printed(spec.partition("=")[0].strip().lstrip("%"), names) for spec in specs}
+
+
 def _as_printed(key: str, names: set[str]) -> str:
     """The parameter `key` names: itself, or for a name that does not start with a letter
     or `_` (an ONNX input `0`, as PyTorch 1.x named them), the `v0` that the importer and
