@@ -58,6 +58,8 @@ def test_the_tile_a_row_with_its_window(avx512):
     assert not any(p == "parallel" and a.startswith("T_pad") for p, a in record)  # no copy of its own
     text = sch.record_text()
     assert "T_pad = allocate(float32, [1, 1, 3, 9, 16])" in text  # 3 rows x 9 columns of one input block
+    assert ("unroll", "T_pad: ax3_4") in record, record  # the window's columns: no loop between their vectors
+    assert "for ax3_4 in unrolled(9):" in text
 
 
 @pytest.mark.parametrize("ci, co, size, k, stride", [

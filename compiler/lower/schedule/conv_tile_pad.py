@@ -33,6 +33,29 @@ Tried and not kept, the same way: the padded rows of a band of output rows made 
 1.00-1.02; the window of a chunk made per chunk 1.00 (flattened, whole rows); the input
 lines of the tile 4 tiles on asked for (PREFETCHT1, at each tile or each filter row) on
 top of this 1.014 and 1.020; the tile a row without the per-tile window 0.99 (noise).
+
+The window's columns are unrolled (h-near): each of its rows is then a row check, the
+first column's check, and the row's vectors loaded and stored with no loop between them
+(a 9-iteration loop with a compare and a branch a vector before).  Where the time of
+this kernel goes (ResNet-50's layer2.0 3x3, called alone on one thread, the variants'
+LLVM IR loaded in one process and called in turns, 20-40 rounds, median of the paired
+ratios; load 4-6): the reduction runs at the FMA units' peak (the kernel without the
+window's loads and stores, its sums wrong, took 0.945-0.957 of the time, 98% of a
+measured peak of 8.6 G FMAs of 16 lanes a second); the window's 27 loads and 27 stores
+a tile cost about a cycle each, not hidden behind the FMAs of the tile before; its loads
+hitting L1 (the input lines made to repeat) 0.984-0.986.  Unrolled: 0.975-0.987 (its
+rows too: 0.994); at load 13, 0.985-0.995.  In the model beside onnxruntime's node
+(bench/layers.py, 1 thread, 30 runs, the two builds in turns, 6 runs each, load 6-13):
+the kernel's median 918 -> 910 us, its ratio 1.01-1.02x -> 0.98-1.01x.  Tried, not kept (the same way, against this kernel before the unroll): the
+next tile's window lines asked for a tile ahead (PREFETCHT0 1.039, PREFETCHT1 1.028,
+with the unroll 0.990 against 0.982, 2 tiles ahead 1.002); the broadcasts reading the
+input itself, no window (the borders wrong, so a bound): 1.098, with the next tile's
+lines asked for 1.118; the window made once a row of tiles (3 x 57 vectors) 1.059, once
+a chunk 1.019; the bands of rows outside the block groups (each band's input read by
+both groups from L2) 1.000; 2 and 1 rows a buffer 0.992 and 1.010; the chunks innermost
+(the sums in registers across the reduction, no buffer; 288 KiB of filters a tile from
+L2) 1.075; the 4 filter blocks' weights 1 KiB apart in L1's sets (a hand-edited kernel,
+as a bound) 0.976-0.986, not on top of the unroll.
 """
 
 from __future__ import annotations
@@ -86,7 +109,8 @@ def wants_tile_pad(conv: Stage, unit: VectorUnit, square: int) -> bool:
 def pad_at_tile(sch: Schedule, conv: Stage, at: Axis) -> Stage | None:
     """Compute the padded input `conv` reads (a copy the schedule computes, not inlined,
     computed nowhere else yet) at `conv`'s tile loop `at`: the window that tile reads,
-    its lanes vectorized.  The stage so scheduled, or None when `conv` reads no such copy."""
+    its columns unrolled, its lanes vectorized.  The stage so scheduled, or None when
+    `conv` reads no such copy."""
     ld = _window_read(conv)
     if ld is None or ld.tensor.op is None:
         return None
@@ -94,5 +118,6 @@ def pad_at_tile(sch: Schedule, conv: Stage, at: Axis) -> Stage | None:
     if pad.inlined or pad.is_reduction or pad.attach is not None:
         return None
     sch.vectorize(pad.tensor, pad.axes[-1])
+    sch.unroll(pad.tensor, pad.axes[3])  # the window's columns, no loop between their vectors (module doc)
     sch.compute_at(pad.tensor, conv.tensor, at)
     return pad
