@@ -46,8 +46,9 @@ a tile cost about a cycle each, not hidden behind the FMAs of the tile before; i
 hitting L1 (the input lines made to repeat) 0.984-0.986.  Unrolled: 0.975-0.987 (its
 rows too: 0.994); at load 13, 0.985-0.995.  In the model beside onnxruntime's node
 (bench/layers.py, 1 thread, 30 runs, the two builds in turns, 6 runs each, load 6-13):
-the kernel's median 918 -> 910 us, its ratio 1.01-1.02x -> 0.98-1.01x.  Tried, not kept (the same way, against this kernel before the unroll): the
-next tile's window lines asked for a tile ahead (PREFETCHT0 1.039, PREFETCHT1 1.028,
+the kernel's median 918 -> 910 us, its ratio 1.01-1.02x -> 0.98-1.01x.  Tried, not
+kept (alone, the same way, against this kernel before the unroll): the next tile's
+window lines asked for a tile ahead (PREFETCHT0 1.039, PREFETCHT1 1.028,
 with the unroll 0.990 against 0.982, 2 tiles ahead 1.002); the broadcasts reading the
 input itself, no window (the borders wrong, so a bound): 1.098, with the next tile's
 lines asked for 1.118; the window made once a row of tiles (3 x 57 vectors) 1.059, once
