@@ -8,6 +8,7 @@ import re
 import pytest
 from test_lower_conv_chunks import _agrees_with_numpy, nchwc, relu_bias_function, steps
 
+from relaylens.compiler.lower.codegen.lanes import lane_plan
 from relaylens.compiler.lower.codegen.unrolled_by_llvm import MAX_TRIPS, llvm_unrolls
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.jit import JIT
@@ -70,13 +71,15 @@ def _tile(extent: int, index_reads_var: bool = False, select: bool = False, scop
 def test_which_unrolled_loops_llvm_unrolls():
     """A reduction step into local accumulators, its variable read only in load indices:
     yes; a tile's loop (its variable in the stored index), a select on the variable, a
-    store to a parameter, a serial loop, or more than MAX_TRIPS iterations: unrolled here."""
-    assert llvm_unrolls(_tile(8))
-    assert llvm_unrolls(_tile(MAX_TRIPS))
-    assert not llvm_unrolls(_tile(MAX_TRIPS + 1))
-    assert not llvm_unrolls(_tile(1))
-    assert not llvm_unrolls(_tile(8, index_reads_var=True))
-    assert not llvm_unrolls(_tile(8, select=True))
-    assert not llvm_unrolls(_tile(8, scope="param"))
+    store to a parameter, a vectorized loop that would be a loop of its own, a serial
+    loop, or more than MAX_TRIPS iterations: unrolled here."""
+    assert llvm_unrolls(_tile(8), lane_plan)
+    assert llvm_unrolls(_tile(MAX_TRIPS), lane_plan)
+    assert not llvm_unrolls(_tile(MAX_TRIPS + 1), lane_plan)
+    assert not llvm_unrolls(_tile(1), lane_plan)
+    assert not llvm_unrolls(_tile(8, index_reads_var=True), lane_plan)
+    assert not llvm_unrolls(_tile(8, select=True), lane_plan)
+    assert not llvm_unrolls(_tile(8, scope="param"), lane_plan)
+    assert not llvm_unrolls(_tile(8), lambda loop: None)
     serial = _tile(8)
-    assert not llvm_unrolls(For(serial.var, serial.extent, serial.body, "serial"))
+    assert not llvm_unrolls(For(serial.var, serial.extent, serial.body, "serial"), lane_plan)

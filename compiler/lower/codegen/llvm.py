@@ -326,7 +326,7 @@ class _Emitter:
             self.parallel(s)
         elif s.kind == "unrolled" and (tree := tree_plan(s)) is not None:  # a row total (lane_total.py)
             emit_tree(self, s, tree)
-        elif llvm_unrolls(s):  # a register tile's reduction step: LLVM unrolls it (unrolled_by_llvm.py)
+        elif llvm_unrolls(s, self.plans.lanes):  # a register tile's reduction step: LLVM unrolls it (unrolled_by_llvm.py)
             self.bind_extent(s.var, s.extent)
             self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
                       full_unroll=True)

@@ -31,33 +31,40 @@ instruction, the loop itself the same.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from ..schedule.loopnest import For, Seq, Stmt, Store
 from ..te import expr as te
 
 MAX_TRIPS = 16  # iterations: the copies stay far below LLVM's bound for a forced full unroll (16K instructions)
 
 
-def llvm_unrolls(s: For) -> bool:
-    """Whether the unrolled loop `s` is emitted as a loop that LLVM unrolls (module doc)."""
+def llvm_unrolls(s: For, lanes: Callable[[For], Any]) -> bool:
+    """Whether the unrolled loop `s` is emitted as a loop that LLVM unrolls (module doc).
+    `lanes(v)`: the plan of a vectorized loop `v` as straight-line vector code (llvm.py's
+    `_Plans.lanes`), None when it would be a loop of its own, which keeps `s` unrolled
+    here (a loop inside: not the tile step this is for)."""
     if s.kind != "unrolled" or not 1 < s.extent <= MAX_TRIPS:
         return False
     stores: list[Store] = []
-    if not _tile_of_stores(s.body, stores) or not stores:
+    if not _tile_of_stores(s.body, stores, lanes) or not stores:
         return False
     var = s.var
     return all(not _reads(st.index, var) and _only_in_load_indices(st.value, var, False) for st in stores)
 
 
-def _tile_of_stores(stmt: Stmt, stores: list[Store]) -> bool:
-    """Whether `stmt` is unrolled or vectorized loops and stores into local buffers only
-    (collected into `stores`)."""
+def _tile_of_stores(stmt: Stmt, stores: list[Store], lanes: Callable[[For], Any]) -> bool:
+    """Whether `stmt` is unrolled loops, vectorized loops emitted as vector code, and
+    stores into local buffers only (collected into `stores`)."""
     if isinstance(stmt, Store):
         stores.append(stmt)
         return stmt.buffer.scope == "local"
     if isinstance(stmt, For):
-        return stmt.kind in ("unrolled", "vectorized") and _tile_of_stores(stmt.body, stores)
+        if stmt.kind == "vectorized" and lanes(stmt) is None:
+            return False
+        return stmt.kind in ("unrolled", "vectorized") and _tile_of_stores(stmt.body, stores, lanes)
     if isinstance(stmt, Seq):
-        return all(_tile_of_stores(x, stores) for x in stmt.stmts)
+        return all(_tile_of_stores(x, stores, lanes) for x in stmt.stmts)
     return False
 
 
