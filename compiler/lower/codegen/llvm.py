@@ -15,7 +15,9 @@ Loop kinds:
   LLVM warnings; such a loop of up to MAX_VECTOR_PIECES lanes that is not a power of two
   is emitted as one loop per power of two in its length, each a whole vector
   (`_vector_pieces`).  A loop around vector code carries `llvm.loop.unroll.disable`;
-* unrolled: the body once per iteration, with the loop variable a constant;
+* unrolled: the body once per iteration, with the loop variable a constant; a register
+  tile's reduction step as a loop carrying `llvm.loop.unroll.full`, which O3 unrolls
+  into the same code (unrolled_by_llvm.py);
 * parallel: the loop is outlined into an internal body function (buffers as `noalias`
   parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and
   a trampoline `void (ptr data)` that unpacks a struct of captured values and calls the
@@ -69,6 +71,7 @@ from ..te.mathfuncs import INLINED
 from .lane_total import emit_tree, tree_plan
 from .lanes import LanePlan, Lanes, lane_plan, same_expr
 from .shares import COUNTER_STRIDE, MAX_TEAM, share_loop, zero_counters
+from .unrolled_by_llvm import llvm_unrolls
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
                      index_constant, mem_type, reg_type)
 
@@ -323,6 +326,10 @@ class _Emitter:
             self.parallel(s)
         elif s.kind == "unrolled" and (tree := tree_plan(s)) is not None:  # a row total (lane_total.py)
             emit_tree(self, s, tree)
+        elif llvm_unrolls(s, self.plans.lanes):  # a register tile's reduction step: LLVM unrolls it (unrolled_by_llvm.py)
+            self.bind_extent(s.var, s.extent)
+            self.loop(s.var, ir.Constant(I64, 0), ir.Constant(I64, s.extent), lambda: self.stmt(s.body),
+                      full_unroll=True)
         elif s.kind == "unrolled" or s.extent == 1:
             self.bind_extent(s.var, s.extent)
             for k in range(s.extent):
@@ -379,12 +386,13 @@ class _Emitter:
 
     def loop(self, var: te.Var, begin: ir.Value, end: ir.Value, body: Callable[[], None],
              vectorize: int | None = None, no_unroll: bool = False, interleave: int = 0,
-             divisors: tuple[int, ...] = ()) -> None:
+             divisors: tuple[int, ...] = (), full_unroll: bool = False) -> None:
         """`for var in [begin, end): body()` as a bottom-tested loop; the range may be empty
         unless both bounds are constants.  `vectorize`: the loop vectoriser's width hint
         (and `interleave`, its interleave count: vectors of that width side by side).
         `divisors`: the counter's quotients and remainders by them are carried beside it
-        (carried.py), and are what the body's `var // d` and `var % d` give."""
+        (carried.py), and are what the body's `var // d` and `var % d` give.  `full_unroll`:
+        the loop asks LLVM to unroll it fully (unrolled_by_llvm.py)."""
         b = self.builder
         header = self.fn.append_basic_block(f"{var.name}.loop")
         exit_ = self.fn.append_basic_block(f"{var.name}.exit")
@@ -412,7 +420,9 @@ class _Emitter:
                 phi.add_incoming(following, latch)
         following = b.add(counter, ir.Constant(I64, 1), name=f"{var.name}.next")
         back = b.cbranch(b.icmp_signed("<", following, end), header, exit_)
-        if no_unroll and vectorize is None:
+        if full_unroll:
+            back.set_metadata("llvm.loop", _LoopID(self.module, [self.module.add_metadata(["llvm.loop.unroll.full"])]))
+        elif no_unroll and vectorize is None:
             back.set_metadata("llvm.loop", _LoopID(self.module, [self.module.add_metadata(["llvm.loop.unroll.disable"])]))
         if vectorize is not None:
             # no unrolling first: the full unroller would otherwise scalarise the loop
