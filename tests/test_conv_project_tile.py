@@ -36,12 +36,13 @@ def test_six_blocks_at_14x14_take_7_columns_x_3_blocks():
     assert conv_tile(14, 3, lanes=24, unit=AVX512, pointwise=True) == conv_tile(14, 3, lanes=24, unit=AVX512)  # 24 lanes
 
 
-def test_a_projection_to_96_channels_at_14x14_matches_numpy(avx512):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_projection_to_96_channels_at_14x14_matches_numpy(avx512, threads):
     func = bottleneck_end(64, 96, 14)
     record = recorded(func)
     assert any(p == "split" and a.endswith("by 7 -> ax3.outer, ax3.inner") for p, a in record), record
     assert any(p == "split" and a.endswith("by 3 -> ax1.outer, ax1.inner") for p, a in record), record
-    assert_matches_numpy(func, 64, 96, 14)
+    assert_matches_numpy(func, 64, 96, 14, threads=threads)
 
 
 def flat_tile(ci: int, co: int, size: int):
