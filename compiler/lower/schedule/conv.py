@@ -60,7 +60,9 @@ makes one, a copy in the blocked layout.
 On a 32-register unit a convolution whose blocks are a register each (16 lanes) takes
 the square tile, SQUARE columns x SQUARE blocks (`square_tile`), where 4 divides the
 width and the blocks; conv_chunks.py lays it over the rows of a 1x1 whose width 4 does
-not divide (14x14, 7x7).  The 7 x 2 (or 8 x 2) tile the rule above gives loads 9 values
+not divide (14x14, 7x7).  A 1x1 of blocks 3 divides and 4 does not (6, MobileNet v2's
+projections to 96 channels) takes 7 x 3 on a row of 7 or 14 (`three_block_tile`), one
+of 10 blocks conv_chunks.py's 4 x 5 flattened.  The 7 x 2 (or 8 x 2) tile the rule above gives loads 9 values
 for 14 FMAs a step; 4 x 4 loads 8 for 16, and each group of 4 blocks reads the input once
 where 2 blocks read it twice.  In a sampled profile (perf, cpu-clock, in the model, 1
 thread) ResNet-50's 128 -> 512 + residual at 28x28 with 7 x 2 on an AVX-512 Zen 5 spent

@@ -184,8 +184,9 @@ the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  The st
 3x3 to 28x28, where 4 x 4 divides the row, so chunked (4 rows a buffer) against conv.py's
 4 x 4 a row (its 295 KiB of filters read at every tile): 0.956, the stem 1.00; 8 x 2
 instead of 4 x 4 for the 3x3s (18 KiB of filters a block) 1.23-1.30.  MobileNet v2:
-its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  Everything else keeps
-conv.py's tile there.  A strided filter whose row 4 divides (that stride-2 3x3 to 28x28)
+its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  A 1x1 of blocks 5 divides
+and 4 does not (10 at 7x7) takes 4 positions x 5 blocks flattened alike
+(`_flat_five_blocks`).  Everything else keeps conv.py's tile there.  A strided filter whose row 4 divides (that stride-2 3x3 to 28x28)
 keeps its tile a row instead of flattened, and makes the padded window each tile reads
 inside the tile rather than a padded copy of the whole input (conv_tile_pad.py).
 
