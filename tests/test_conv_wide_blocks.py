@@ -95,7 +95,7 @@ def test_a_1x1_of_two_16_lane_blocks_takes_4_columns_on_avx512():
     not 7 x 2; the stem (3x3) and 2 blocks on AVX2 keep the rule's tile."""
     assert conv_tile(28, 2, lanes=16, unit=AVX512, pointwise=True) == (4, 2)
     assert conv_tile(28, 2, lanes=16, unit=AVX512) == (7, 2)  # a wider filter
-    assert conv_tile(14, 6, lanes=16, unit=AVX512, pointwise=True) == (7, 2)
+    assert conv_tile(14, 6, lanes=16, unit=AVX512, pointwise=True) == (7, 3)  # conv.py `three_block_tile`
     assert conv_tile(7, 2, lanes=16, unit=AVX512, pointwise=True) == (7, 2)  # 4 does not divide 7
     assert conv_tile(28, 2, lanes=8, unit=AVX2, pointwise=True) == conv_tile(28, 2, lanes=8, unit=AVX2)
 

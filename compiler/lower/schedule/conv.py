@@ -60,7 +60,9 @@ makes one, a copy in the blocked layout.
 On a 32-register unit a convolution whose blocks are a register each (16 lanes) takes
 the square tile, SQUARE columns x SQUARE blocks (`square_tile`), where 4 divides the
 width and the blocks; conv_chunks.py lays it over the rows of a 1x1 whose width 4 does
-not divide (14x14, 7x7).  The 7 x 2 (or 8 x 2) tile the rule above gives loads 9 values
+not divide (14x14, 7x7).  A 1x1 of blocks 3 divides and 4 does not (6, MobileNet v2's
+projections to 96 channels) takes 7 x 3 on a row of 7 or 14 (`three_block_tile`), one
+of 10 blocks conv_chunks.py's 4 x 5 flattened.  The 7 x 2 (or 8 x 2) tile the rule above gives loads 9 values
 for 14 FMAs a step; 4 x 4 loads 8 for 16, and each group of 4 blocks reads the input once
 where 2 blocks read it twice.  In a sampled profile (perf, cpu-clock, in the model, 1
 thread) ResNet-50's 128 -> 512 + residual at 28x28 with 7 x 2 on an AVX-512 Zen 5 spent
@@ -198,6 +200,8 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
         return wide_block_tile(width, blocks, unit, per_block)
     if pointwise and not depthwise and two_block_tile(width, blocks, lanes, unit):
         return SQUARE, 2
+    if pointwise and not depthwise and three_block_tile(width, blocks, lanes, unit):
+        return PROJECT_COLS, 3
     limit = budget // 2 if blocks > 1 and not depthwise else budget
     cols = max(d for d in range(1, min(width, limit) + 1) if width % d == 0)
     if cols < 4:
@@ -241,6 +245,27 @@ def two_block_tile(width: int, blocks: int, lanes: int, unit: VectorUnit) -> boo
     51-70).  Not the stem (3x3, 3 -> 32 at 112x112: 4 x 2 112-115 -> 123-125 µs), nor 6 or
     10 blocks at 14x14 and 7x7 (2 x 6 and 1 x 10 slower than 7 x 2, 7 x 1 no faster)."""
     return unit.registers >= 32 and lanes == unit.lanes and blocks == 2 and width % SQUARE == 0
+
+
+PROJECT_COLS = 7  # columns of `three_block_tile`
+PROJECT_WIDTH = 14  # the widest output row `three_block_tile` takes
+
+
+def three_block_tile(width: int, blocks: int, lanes: int, unit: VectorUnit) -> bool:
+    """Whether a 1x1 convolution of blocks of the unit's lanes that 3 divides and
+    SQUARE does not (MobileNet v2's projections to 96 channels, 6 blocks), on a row of
+    at most PROJECT_WIDTH that PROJECT_COLS divides, takes PROJECT_COLS columns x 3
+    blocks on a 32-register unit, not the rule's 7 x 2: 21 accumulators, 7 broadcasts
+    and 3 weight vectors, 31 registers.  With 7 x 2 (23 registers) LLVM hoisted a step's
+    broadcasts ahead of their FMAs and kept them on the stack, about 60 stores and 60
+    loads in the loop of 16 input channels (224 FMAs); with 7 x 3 about 10 (336 FMAs).
+    576 -> 96 + residual at 14x14 alone (1 thread, the variants' calls alternated 150
+    times, load 11-15): 7 x 2 107-109 µs, 7 x 3 83-85 µs (their inputs just read;
+    134-141 and 107-108 after a 16 MiB sweep), 14 x 1 88 / 118, 3 x 6, 4 x 3, 6 x 3 or
+    4 x 6 over the plane flattened 89-92 / 157-182.  A row wider than PROJECT_WIDTH
+    (the expansion 16 -> 96 at 112x112) keeps the rule's tile: not measured."""
+    return (unit.registers >= 32 and lanes == unit.lanes and blocks % 3 == 0 and blocks % SQUARE != 0
+            and width % PROJECT_COLS == 0 and width <= PROJECT_WIDTH)
 
 
 FMA_LATENCY = 5  # cycles before an accumulator's next FMA may start, in effect

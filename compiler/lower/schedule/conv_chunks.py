@@ -184,8 +184,9 @@ the 3x3s' buffers of 2 rows at 14x14 and 1 at 7x7 (8 KiB) 1.00 and 1.13.  The st
 3x3 to 28x28, where 4 x 4 divides the row, so chunked (4 rows a buffer) against conv.py's
 4 x 4 a row (its 295 KiB of filters read at every tile): 0.956, the stem 1.00; 8 x 2
 instead of 4 x 4 for the 3x3s (18 KiB of filters a block) 1.23-1.30.  MobileNet v2:
-its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  Everything else keeps
-conv.py's tile there.  A strided filter whose row 4 divides (that stride-2 3x3 to 28x28)
+its 1x1s at 7x7 0.81-0.96 (128 channels a chunk, load 14).  A 1x1 of blocks 5 divides
+and 4 does not (10 at 7x7) takes 4 positions x 5 blocks flattened alike
+(`_flat_five_blocks`).  Everything else keeps conv.py's tile there.  A strided filter whose row 4 divides (that stride-2 3x3 to 28x28)
 keeps its tile a row instead of flattened, and makes the padded window each tile reads
 inside the tile rather than a padded copy of the whole input (conv_tile_pad.py).
 
@@ -261,7 +262,7 @@ def chunked_tile(conv: Stage, unit: VectorUnit | None = None) -> tuple[int, int,
     if not conv.reduce_axes:
         return None
     if unit.registers >= 32:
-        return _flat_square(conv, unit)
+        return _flat_square(conv, unit) or _flat_five_blocks(conv, unit)
     per_block = unit.registers_for(lanes)
     channels, *window = conv.reduce_axes
     per_channel = 1
@@ -331,6 +332,35 @@ def _flat_square(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, boo
         per_block *= axis.extent
     chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_block <= SQUARE_WEIGHT_BYTES)
     return SQUARE, SQUARE, rows, chunk, not wants_tile_pad(conv, unit, SQUARE)  # conv_tile_pad.py: a row
+
+
+FIVE = 5  # blocks of `_flat_five_blocks`' tile
+
+
+def _flat_five_blocks(conv: Stage, unit: VectorUnit) -> tuple[int, int, int, int, bool] | None:
+    """On a 32-register unit, for a 1x1 convolution whose blocks (of the unit's lanes) FIVE
+    divides and SQUARE does not (MobileNet v2's projections to 160 channels, 10 blocks, at
+    7x7), on a row SQUARE does not divide: SQUARE positions x FIVE blocks over the rows
+    flattened (20 accumulators, 4 broadcasts, 5 weight vectors), chunks of input blocks
+    whose filters fit SQUARE_WEIGHT_BYTES (3 blocks, 48 channels, 15 KiB), over the most
+    rows whose sums fit SQUARE_ACC_BYTES (the 7x7 plane, 16 KiB), as
+    (SQUARE, FIVE, rows, chunk, True); else None (conv.py's tile, 7 x 2 a row, whose
+    broadcasts LLVM kept on the stack: about 55 stores and 55 loads a loop of 224 FMAs).
+    Alone (1 thread, the variants' calls alternated 150 times, load 11-14; their inputs
+    just read / after a 16 MiB sweep): 576 -> 160 at 7x7 39.2 / 51.3 -> 35.3-35.7 /
+    44.0-44.2 µs (3 x 5 34.7 / 43.3; the 36 input blocks in one chunk 35.4 / 49.4), 960 ->
+    160 + residual 60.2 / 82.5 -> 59.6 / 75.8 µs (3 x 5 59.0 / 80.1)."""
+    _, blocks, oh, ow, lanes = conv.tensor.shape
+    if (lanes != unit.lanes or blocks % FIVE or blocks % SQUARE == 0 or ow % SQUARE == 0
+            or filter_taps(conv) != 1):
+        return None
+    channels, *window = conv.reduce_axes
+    group_bytes = FIVE * lanes * 4
+    per_block = group_bytes
+    for axis in window:
+        per_block *= axis.extent
+    chunk = max(d for d in _divisors(channels.extent) if d == 1 or d * per_block <= SQUARE_WEIGHT_BYTES)
+    return SQUARE, FIVE, _rows(oh, ow, group_bytes, SQUARE_ACC_BYTES), chunk, True
 
 
 def _taller_flat(conv: Stage, unit: VectorUnit, per_block: int, rows: int, row_tile: int, row_cost: float):
