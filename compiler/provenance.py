@@ -10,6 +10,7 @@ range.  One index answers hover, `relaylens explain`, the pass view and the code
         ...
     prov.fused_function(key)                  # (name, Function) it ended in, after FuseOps
     prov.fusion_reason(key)                   # why FuseOps fused it there, or did not ("" if unknown)
+    prov.movers(key)                          # kernels that only move a value in or out of it
 """
 
 from __future__ import annotations
@@ -73,16 +74,29 @@ class Provenance:
         # A source expression's fused function: the first one that holds a call of the
         # expression's own op with its span, else the first one that holds anything with
         # its span (a conv whose weight FoldScaleAxis scales at run time lives in the
-        # conv's function, not in the one that scales the weight).
+        # conv's function, not in the one that scales the weight) but a kernel that only
+        # moves a value in or out of it (MOVES; `movers`), which speaks for it only when
+        # nothing else does.
         self.fused: dict[Key, tuple[str, Function]] = {}
         same_op: dict[Key, tuple[str, Function]] = {}
+        moved: dict[Key, tuple[str, Function]] = {}
+        self._movers: dict[Key, list[tuple[str, str, Function]]] = {}
         for func, name in build.fused_names.items():
+            moving = self.moved_value(func)
             for node in post_order(func):
                 for key in self.keys_of(node):
+                    if moving is not None:
+                        moved.setdefault(key, (name, func))
+                        continue
                     self.fused.setdefault(key, (name, func))
                     if key not in same_op and _same_op(node, self.source_node(key)):
                         same_op[key] = (name, func)
+            if moving is not None:
+                for key in {k for node in post_order(func.body) if not isinstance(node, Var) for k in self.keys_of(node)}:
+                    self._movers.setdefault(key, []).append((moving, name, func))
         self.fused.update(same_op)
+        for key, found in moved.items():
+            self.fused.setdefault(key, found)
         # FuseOps records its input in evaluation order: when several nodes carry one source
         # expression (a rewrite into several ops), the last computes its value and speaks for
         # it; a layout_transform that only moves it (MOVES) speaks only when nothing else does
@@ -194,6 +208,28 @@ class Provenance:
     def fused_function(self, key: Key) -> tuple[str, Function] | None:
         return self.fused.get(key)
 
+    def moved_value(self, func: Function) -> str | None:
+        """None unless the fused function only moves a value between layouts (every call
+        in it a MOVES op); then `%name` when the value is a variable of the source (a
+        parameter: a weight left unbound, the model's input), else "" (a result taken back
+        to its old layout).  Such a kernel runs at every inference and carries the range of
+        the call that reads the variable, or of the expression that reads the result
+        (layout_rewrite.py's span contract); it is one of that expression's `movers`, not
+        its fused function."""
+        calls = [node for node in post_order(func.body) if isinstance(node, Call)]
+        if not calls or not all(moves_only(c) for c in calls):
+            return None
+        if len(func.params) != 1:
+            return ""
+        sources = [self.source_node(k) for k in self.keys_of(func.params[0])]
+        return next((f"%{v.name}" for v in sources if isinstance(v, Var)), "")
+
+    def movers(self, key: Key) -> list[tuple[str, str, Function]]:
+        """(`%parameter` or "", fused name, Function) of each kernel that only moves a value
+        into the layout the source expression `key` reads it in, or its result out of it,
+        at every inference (`moved_value`)."""
+        return self._movers.get(key, [])
+
     def fusion_reason(self, key: Key) -> str:
         """Why FuseOps put the expression where it is (compiler/transform/passes/fuse_ops.py),
         "" when FuseOps did not run or saw no call, tuple or projection with that range."""
@@ -239,6 +275,15 @@ MOVES = ("layout_transform",)  # ops passes insert to move data between layouts
 def moves_only(node: Expr) -> bool:
     """A call that only moves a value between layouts (it carries the span of what it moves)."""
     return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in MOVES
+
+
+def layouts_moved(func: Function) -> str:
+    """`: OIHW → OIHW16i16o`, the layouts a moving kernel's layout_transforms go between
+    ("" when it holds none)."""
+    calls = [n for n in post_order(func.body) if isinstance(n, Call) and moves_only(n)]
+    if not calls:
+        return ""
+    return f": {calls[0].attrs.get('src_layout')} → {calls[-1].attrs.get('dst_layout')}"
 
 
 def _same_op(node: Expr, source: Expr | None) -> bool:

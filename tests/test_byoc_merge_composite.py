@@ -213,6 +213,11 @@ def test_nothing_inside_a_composite_is_matched_again():
     ("def @p(%x) { %x }", "a pattern's result must be a call", 1),
     ("def @p(%x) { nn.relu(%x }", "", 1),
     ("", "defines no pattern", None),
+    # what `relaylens check` says of the table, the build says too: such a def never matches
+    ("def @p(%x) {\n  nn.relux(%x)\n}", "unknown operator nn.relux (did you mean nn.relu?)", 2),
+    ("def @p(%x, %y) { nn.relu(%x, %y) }", "nn.relu takes 1 argument (data), 2 given", 1),
+    ("def @p(%x, %w) {\n  nn.conv2d(%x, %w, paddin=[1, 1])\n}", "nn.conv2d has no attribute 'paddin'", 2),
+    ('def @p(%x, %w) { nn.conv2d(%x, %w, data_layout=3) }', "data_layout", 1),
 ])
 def test_table_errors_are_placed(text, message, line):
     table = load_pattern_table(text, "table.relay")

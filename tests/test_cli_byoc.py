@@ -70,6 +70,16 @@ def test_errors_in_the_table_are_placed_in_the_table(capsys, files):
     assert "Traceback" not in err
 
 
+def test_a_mistyped_operator_in_the_table_is_an_error_not_a_silent_miss(capsys, files):
+    """`relaylens check table.relay` says `nn.relux` is unknown; the build that uses the
+    table said nothing, partitioned nothing and exited 0."""
+    model, table = files
+    table.write_text("def @add_relu(%x, %y) {\n  nn.relux(add(%x, %y))\n}\n")
+    status, _, err = relaylens(capsys, "build", model, "--passes", BYOC, "--patterns", table, "--target", "mynpu")
+    assert status == 1, err
+    assert f"{table}:2:3: error: unknown operator nn.relux (did you mean nn.relu?)" in err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--patterns", "missing.relay"], "--patterns missing.relay: cannot read it"),
     (["--target-ops", "exp"], "--target-ops needs --target"),

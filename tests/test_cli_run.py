@@ -244,6 +244,22 @@ def test_random_input_needs_a_static_type(capsys, tmp_path):
     assert status == 2 and "%x: it has no type annotation; pass --input x=FILE.npy" in stderr
 
 
+def test_an_input_for_a_dynamic_dimension_says_how_to_run_it(capsys, tmp_path):
+    """An ONNX model exported with a dynamic batch: run asks for `--input`, and with it the
+    compiled build fails at every kernel ('lowering needs static shapes'); the errors now
+    end with what to do, once, naming the input's shape."""
+    path = tmp_path / "dyn.relay"
+    path.write_text('#[version = "0.0.5"]\ndef @main(%x: Tensor[(?, 3), float32]) {\n  exp(%x)\n}\n')
+    x = save(tmp_path, "x.npy", np.ones((4, 3), "float32"))
+    status, _, stderr = relaylens(capsys, "run", path, "--input", f"x={x}")
+    assert status == 1
+    assert ("note: %x is Tensor[(?, 3), float32]: a compiled run needs static shapes; re-import the model "
+            "with --shape x=4,3 (its --input's shape), or run it with --interp") in stderr, stderr
+    assert stderr.count("note: %x is") == 1
+    status, out, _ = relaylens(capsys, "run", path, "--input", f"x={x}", "--interp")
+    assert status == 0 and "output: Tensor[(4, 3), float32]" in out
+
+
 def test_random_tuple_parameter(capsys, tmp_path):
     path = tmp_path / "tup.relay"
     path.write_text('#[version = "0.0.5"]\n'

@@ -326,3 +326,28 @@ def test_the_entrys_machine_code_is_kept_and_a_damaged_one_compiled_again(tmp_pa
     assert CountingJIT.compiled == 2 and third.ok, third.diagnostics
     np.testing.assert_array_equal(third.executable.run(*_inputs()), expected)
     assert "object" in entries.get(key).blobs  # written whole again
+
+
+def test_a_kernel_whose_parameter_shared_its_call_s_location_is_moved_by_the_call(tmp_path, monkeypatch) -> None:
+    """An entry written when a weight's layout_transform took the parameter's span (the
+    def line, before layout_rewrite.input_span): its parameter and its call had one
+    location.  Read back where the call now has its reader's line, the kernel's debug
+    lines follow the call, as a cold build's do, not the parameter (which emits none)."""
+    from relaylens.compiler.transform import layout_rewrite
+
+    text = ('#[version = "0.0.5"]\n'
+            "def @main(%x: Tensor[(1, 16), float32], %w: Tensor[(8, 16), float32]) -> Tensor[(1, 8), float32] {\n"
+            "  %0 = nn.dense(%x, %w, units=8);\n"
+            "  exp(%0)\n"
+            "}\n")
+    real = layout_rewrite.input_span
+    monkeypatch.setattr(layout_rewrite, "input_span", lambda value, call: value.span or call.span)
+    assert compile(text, "packed.relay", disk_cache=DiskCache(tmp_path), jit=JIT()).executable is not None
+    monkeypatch.setattr(layout_rewrite, "input_span", real)
+    text = text.replace("\n", "\n// a line more\n", 1)  # (another text: not the kept build of the first)
+    disk = DiskCache(tmp_path)
+    warm = compile(text, "packed.relay", disk_cache=disk, jit=JIT())
+    cold = compile(text, "packed.relay", jit=JIT())
+    assert disk.hits == len(cold.lowered.functions) and disk.misses == 0
+    for name, fn in cold.lowered.functions.items():
+        assert warm.lowered.functions[name].llvm_ir == fn.llvm_ir, name

@@ -157,8 +157,9 @@ def test_code_lenses_name_the_fused_functions(seen: dict, model: Model) -> None:
         named = {s["text"].split(" | ")[0].removeprefix("ƒ ") for s in shown}
         assert named <= expected and {"conv2d", "conv2d + add"} <= named, shown
         for s in shown:
-            _, ir, schedule, passes = s["text"].split(" | ")
+            _, ir, schedule, passes, *movers = s["text"].split(" | ")  # then the inputs' layout_transforms
             assert ir == "LLVM IR" and schedule.startswith("schedule (") and passes.startswith("passes ("), s
+            assert all(m.startswith("layout_transform ") for m in movers), s
         assert {lens["command"] for lens in lenses["stored"]} == {"relaylens.open", "relaylens.profile"}
     assert seen["fixed"]["lenses"]["version"] == seen["fixed"]["version"]
 

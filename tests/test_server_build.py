@@ -36,16 +36,16 @@ MNIST = (ROOT / "examples" / "mnist.relay").read_text(encoding="utf-8")
 asyncio_module = pytest.mark.asyncio(loop_scope="module")
 MNIST_FUSED = [  # AlterOpLayout's NCHWc convolutions and packed denses, weights unbound: packed at
     # run time; in source order of what each kernel computes (a dense kernel sits at its dense,
-    # not at the bias parameter its expand_dims reads)
-    "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
-    "tvmgen_default_fused_expand_dims_layout_transform", "tvmgen_default_fused_layout_transform_2",
-    "tvmgen_default_fused_expand_dims_layout_transform_1", "tvmgen_default_fused_layout_transform_3",
-    "tvmgen_default_fused_layout_transform_4", "tvmgen_default_fused_layout_transform_5",
-    "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu", "tvmgen_default_fused_nn_max_pool2d",
-    "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1", "tvmgen_default_fused_nn_max_pool2d_1",
-    "tvmgen_default_fused_layout_transform_reshape", "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu",
-    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu_1",
-    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add"]
+    # not at the bias parameter its expand_dims reads), a parameter's layout_transform at the
+    # call that reads it, after that call's own kernel
+    "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu", "tvmgen_default_fused_layout_transform",
+    "tvmgen_default_fused_layout_transform_1", "tvmgen_default_fused_expand_dims_layout_transform",
+    "tvmgen_default_fused_nn_max_pool2d", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu_1",
+    "tvmgen_default_fused_layout_transform_2", "tvmgen_default_fused_expand_dims_layout_transform_1",
+    "tvmgen_default_fused_nn_max_pool2d_1", "tvmgen_default_fused_layout_transform_reshape",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu", "tvmgen_default_fused_layout_transform_3",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add_nn_relu_1", "tvmgen_default_fused_layout_transform_4",
+    "tvmgen_default_fused_nn_contrib_dense_pack_expand_dims_add", "tvmgen_default_fused_layout_transform_5"]
 MNIST_CONV = "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu"
 
 
@@ -272,19 +272,21 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
     conv_add, conv = line_of(text, "%0 = nn.conv2d"), line_of(text, "%1 = nn.conv2d")
     add = line_of(text, "add(%0, %1)")
     found_rows = rows(found)
+    # AlterOpLayout's layout_transforms of each input and weight to NCHW4c / OIHW4i4o run with
+    # the conv that reads them (identical kernels share a name): lenses after its kernel's;
+    # the result's, back to NCHW, a kernel of its own on the line of the result's expression
     assert {conv_add: found_rows[conv_add], conv: found_rows[conv]} == {  # AlterOpLayout, FuseOps
         conv_add: ["ƒ conv2d + add ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add⟩", "LLVM IR",
-                   "schedule (N steps)", "passes (2)"],
+                   "schedule (N steps)", "passes (2)", "layout_transform %x1", "layout_transform %w1"],
         conv: ["ƒ conv2d ⟨tvmgen_default_fused_nn_contrib_conv2d_NCHWc⟩", "LLVM IR", "schedule (N steps)",
-               "passes (2)"]}
-    # AlterOpLayout's layout_transforms: each input and weight to NCHW4c / OIHW4i4o on its
-    # parameter's line (identical kernels share a name), the result back to NCHW on the line
-    # of the result's expression
-    params = [line_of(text, f"%{p}: Tensor") for p in ("x1", "w1", "x2", "w2")]
+               "passes (2)", "layout_transform %x2", "layout_transform %w2"]}
     assert {line: found_rows[line][0] for line in found_rows if line not in (conv_add, conv)} == {
-        **{line: f"ƒ layout_transform ⟨tvmgen_default_fused_layout_transform{suffix}⟩"
-           for line, suffix in zip(params, ("", "_1", "", "_1"))},
         add: "ƒ layout_transform ⟨tvmgen_default_fused_layout_transform_2⟩"}
+    movers = {lens.command.title: symbol(lens) for lens in found if lens.command.title.startswith("layout_transform %")}
+    assert movers == {"layout_transform %x1": "tvmgen_default_fused_layout_transform",
+                      "layout_transform %w1": "tvmgen_default_fused_layout_transform_1",
+                      "layout_transform %x2": "tvmgen_default_fused_layout_transform",
+                      "layout_transform %w2": "tvmgen_default_fused_layout_transform_1"}
     assert {lens.command.command for lens in found} == {"relaylens.open"}
     schedule = next(lens.command for lens in found if lens.command.title.startswith("schedule"))
     doc = await virtual(client, schedule.arguments[0])
@@ -292,8 +294,6 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
     assert schedule.title == f"schedule ({_field(doc, 'text').count('# step ')} steps)"
     llvm = [lens.command.arguments[0] for lens in found if lens.command.title == "LLVM IR"]
     assert [uris.parse(u).function for u in llvm] == [  # in line order
-        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
-        "tvmgen_default_fused_layout_transform", "tvmgen_default_fused_layout_transform_1",
         "tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add", "tvmgen_default_fused_nn_contrib_conv2d_NCHWc",
         "tvmgen_default_fused_layout_transform_2"]
     assert all(uris.parse(u).document == uri and uris.parse(u).version == 1 for u in llvm)
@@ -318,11 +318,12 @@ async def test_code_lenses_on_a_corpus_file_with_two_convolutions(client: Langua
 async def test_code_lenses_on_mnist_and_the_way_back_from_llvm(client: LanguageClient) -> None:
     uri = await built(client, "mnist.relay", MNIST)
     found = await lenses(client, uri)
-    names = [symbol(lens) for lens in found if lens.command.title.startswith("ƒ ")]
+    names = [symbol(lens) for lens in found if lens.command.title.startswith(("ƒ ", "layout_transform %"))]
     assert names == MNIST_FUSED
     conv1 = line_of(MNIST, "%0 = nn.conv2d")
     assert rows(found)[conv1] == [f"ƒ conv2d + add + relu · conv1/Conv ⟨{MNIST_CONV}⟩",
-                                  "LLVM IR", "schedule (N steps)", "passes (2)"]
+                                  "LLVM IR", "schedule (N steps)", "passes (2)",
+                                  "layout_transform %input", "layout_transform %conv1_weight"]
     assert rows(found)[line_of(MNIST, "%8 = reshape")][0] == "ƒ layout_transform + reshape · flatten/Reshape ⟨tvmgen_default_fused_layout_transform_reshape⟩"
     # open the first kernel's LLVM IR; definition on a multiply-add line leads to the conv2d
     llvm_uri = next(lens.command.arguments[0] for lens in found
@@ -461,18 +462,18 @@ async def test_builds_wait_for_edits_to_settle(client: LanguageClient) -> None:
             [lsp.TextDocumentContentChangeWholeDocument(text="\n" * version + text)]))
     assert (await finished(uri, 4))["state"] == "done"
     assert [f["version"] for f in FINISHES if f["uri"] == uri] == [1, 4]
-    # AlterOpLayout's input transforms on the parameters' line, the conv and its result's
-    # transform back on the conv's
-    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "def @main") + 4, line_of(text, "nn.conv2d") + 4]
+    # the conv, AlterOpLayout's transforms of its input and its result's back, on the conv's
+    # line (the def's computes nothing)
+    assert sorted(rows(await lenses(client, uri))) == [line_of(text, "nn.conv2d") + 4]
     # an edit that breaks the text is not built; its build diagnostics are cleared
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
         lsp.VersionedTextDocumentIdentifier(uri=uri, version=5),
         [lsp.TextDocumentContentChangeWholeDocument(text=text.replace("nn.conv2d(", "nn.conv2d(("))]))
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
-    assert [lens.command.title for lens in await lenses(client, uri) if lens.command.title.startswith("ƒ ")] == [
-        "ƒ layout_transform · out of date (the text has errors)"] * 2 + [
-        "ƒ conv2d · out of date (the text has errors)",  # version 4's, marked; the result's
-        "ƒ layout_transform · out of date (the text has errors)"]  # transform on its line
+    stale = [lens.command.title for lens in await lenses(client, uri)]
+    assert [title for title in stale if title.startswith("ƒ ")] == [
+        "ƒ conv2d · out of date (the text has errors)"]  # version 4's, marked; the transforms of its
+    assert len([title for title in stale if title.startswith("layout_transform ")]) == 3  # inputs and result after it
     with pytest.raises(JsonRpcException) as err:
         await virtual(client, uris.make("llvm", "module.ll", uri, 5))
     assert "has errors" in err.value.message
@@ -498,7 +499,8 @@ async def test_a_killed_worker_is_reported_and_replaced(client: LanguageClient) 
     client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
     assert (await finished(uri, 1, "done"))["functions"] == len(MNIST_FUSED)
     assert not [d for d in client.diagnostics[uri] if d.source == "relaylens-build"]
-    assert len(await lenses(client, uri)) == 4 * len(MNIST_FUSED)
+    movers = 6  # the input's and the weights' layout_transforms: one lens each, after their call's kernel's
+    assert len(await lenses(client, uri)) == 4 * (len(MNIST_FUSED) - movers) + movers
     status = await client.protocol.send_request_async("relaylens/status", {})
     assert _field(_field(status, "worker"), "pid") not in (None, pid)
     assert _field(_field(status, "worker"), "restarts") >= 1
@@ -512,14 +514,16 @@ async def test_identical_groups_share_a_kernel_and_each_get_lenses(client: Langu
             "  %2 = nn.dense(%1, %w, units=8);\n  nn.relu(%2)\n}\n")
     uri = await built(client, "twins.relay", text)
     found = rows(await lenses(client, uri))
-    # line 1: the weight's pack (AlterOpLayout: x86 packs a dense's weight, a parameter here)
-    assert sorted(found) == [1, 2, 4]
-    assert found[2] == found[4] and found[2][0] == "ƒ dense + relu ⟨tvmgen_default_fused_nn_contrib_dense_pack_nn_relu⟩"
+    # the weight's pack (AlterOpLayout: x86 packs a dense's weight, a parameter here), once,
+    # with the first dense that reads it
+    assert sorted(found) == [2, 4]
+    assert found[2] == found[4] + ["layout_transform %w"]
+    assert found[2][0] == "ƒ dense + relu ⟨tvmgen_default_fused_nn_contrib_dense_pack_nn_relu⟩"
     line_map = await client.protocol.send_request_async("relaylens/lineMap", {"uri": uri})
     functions = _field(line_map, "functions")
     assert [(_field(f, "name"), _field(f, "relay")) for f in functions] == [
-        ("tvmgen_default_fused_layout_transform", [[1, 1]]),
-        ("tvmgen_default_fused_nn_contrib_dense_pack_nn_relu", [[2, 5]])]
+        ("tvmgen_default_fused_nn_contrib_dense_pack_nn_relu", [[2, 5]]),
+        ("tvmgen_default_fused_layout_transform", [[2, 2]])]
 
 
 @asyncio_module

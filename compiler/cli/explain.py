@@ -23,6 +23,7 @@ from ..driver import compile
 from ..lower.artifacts import source_map
 from ..lower.codegen.llvm_map import function_ranges, line_locations, source_file
 from ..printer import print_type
+from ..provenance import layouts_moved
 from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 
@@ -145,6 +146,12 @@ def explain_text(prov, key, name: str, lowered=None) -> str:
         lines.append(f"  fused into: {fused[0]} ({prov.display_name(fused[1])})")
     if reason:
         lines.append(f"  why: {reason}")
+    movers = prov.movers(key)
+    if movers:
+        hint = " (a weight bound from an .npz is put in its layout once, at build time)" if any(m for m, _, _ in movers) else ""
+        lines.append(f"  at every run, beside it{hint}:")
+        lines += [f"    {mover}: layout_transform{' of ' + moved if moved else ''}{layouts_moved(func)}"
+                  for moved, mover, func in movers]
     if fused is not None and lowered is not None:
         lines += _llvm_lines(lowered, fused[0], (start_line, start_col))
     return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ from ..diagnostics import Diagnostic
 from ..interpreter import Value, value_text
 from ..interpreter.values import type_mismatch, type_text
 from ..ir.expr import Function, Var
-from ..ir.types import FuncType, TupleType
+from ..ir.types import FuncType, TensorType, TupleType
 from ..parser import parse
 from ..parser.result import is_unknown_constants_warning
 from ..random_data import RULE, find_roles
@@ -95,6 +95,19 @@ def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsF
         inputs = match_inputs(free, given)
     supplied = iter(inputs)
     return params, inputs, [params[p.name] if p.name in params else next(supplied) for p in main.params]
+
+
+def static_shapes_note(module, params: dict, inputs: Sequence, err: TextIO) -> None:
+    """After a compiled build that failed: for each input of @main whose type has `?`
+    dimensions (an ONNX model exported with a dynamic batch), what to do, once, with the
+    shape its argument has (lowering wrote an error at every kernel it reaches)."""
+    free = [p for p in module["main"].params if p.name not in params]
+    for param, value in zip(free, inputs):
+        ty = param.type_annotation
+        if isinstance(ty, TensorType) and not ty.is_static and isinstance(value, np.ndarray):
+            shape = ",".join(str(d) for d in value.shape)
+            print(f"{PROG}: note: %{param.name} is {type_text(ty)}: a compiled run needs static shapes; re-import the "
+                  f"model with --shape {param.name}={shape} (its --input's shape), or run it with --interp", file=err)
 
 
 def _param_list(main: Function) -> str:

@@ -61,7 +61,7 @@ import numpy as np
 from ..diagnostics import Diagnostic, Severity
 from ..lazy_modules import llvm  # LLVM loaded when first run: in the editor's worker, only in forked children
 from ..ir.deferred import resolved
-from ..ir.expr import Function
+from ..ir.expr import Function, Var
 from ..ir.functor import post_order
 from ..ir.structural_equal import structural_equal
 from ..ir.structural_hash import structural_hash
@@ -592,9 +592,10 @@ def _named(schedule_text: str, old: str, new: str) -> str:
 def _moved(texts: list[str], old_locations: list, func: Function) -> list[str]:
     """`texts` with the debug locations of the nodes at `old_locations` moved to `func`'s."""
     moved: dict[tuple[int, int], tuple[int, int]] = {}
-    for a, b in zip(old_locations, _locations(func)):
-        if a is not None and b is not None:
-            moved.setdefault(a, b)
+    for a, node in zip(old_locations, post_order(func)):
+        b = source_location(node.span)
+        if a is not None and b is not None and not isinstance(node, Var):
+            moved.setdefault(a, b)  # (a parameter emits no location, and may have shared a call's)
     if all(a == b for a, b in moved.items()):  # nothing moved (the same file built again)
         return texts
     return relocate(texts, moved)

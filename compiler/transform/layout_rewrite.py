@@ -35,8 +35,14 @@ layout-less inputs reports; it is a layout (the rewrite goes on), and transformi
 to itself is nothing.
 
 Spans: a layout_transform or expand_dims made for a call's input takes the span of that
-input (of the call, when the input has none); one that takes a result back to its old
-layout takes the span of the expression that reads it (the result expression's, for the
+input (of the call, when the input has none); for an input that is a variable, the call's
+document range with the variable's frontend layers (`input_span`): a variable's range is
+its binder, a parameter on the def line, which computes nothing, while the transform is a
+kernel that runs at every inference (a weight left unbound, the model's input), so it
+sits on the line that reads the variable, and its profile row keeps the variable's layer
+(`/conv1/Conv.input`).  It is not the call's own kernel: provenance lets a move speak for
+the call only when nothing else does (compiler/provenance.py, `movers`).  One that takes a
+result back to its old layout takes the span of the expression that reads it (the result expression's, for the
 function's result: its lens sits on that line, not on the def line beside the inputs').  So a source expression leads to its own kernel, not to the transforms around it.
 A rewritten call keeps the span of the call it replaces; the TupleGetItems and the Tuple that
 take a rewritten tuple result back apart take that call's span.
@@ -48,9 +54,9 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..ir.attrs import Attrs, IntImm
-from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, op
+from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, Var, op
 from ..ir.functor import ExprFunctor, FIELDS
-from ..ir.span import AnySpan
+from ..ir.span import AnySpan, LayerSpan, document_span, sequential
 from ..ir.types import TensorType, TupleType
 from ..ops import get_op
 from ..ops.attrs import AttrError
@@ -268,10 +274,10 @@ class LayoutRewriter(ExprFunctor):
 
         def fix(item: Expr, k: int) -> Expr:
             if same(old_cur[k], old_prd[k]):
-                return self.transform(item, new_prd[k], new_cur[k], item.span or ref.span)
+                return self.transform(item, new_prd[k], new_cur[k], input_span(item, ref))
             if old_prd[k] is not None:
-                item = self.transform(item, new_prd[k], old_prd[k], item.span or ref.span)
-            return self.transform(item, old_cur[k], new_cur[k], item.span or ref.span)
+                item = self.transform(item, new_prd[k], old_prd[k], input_span(item, ref))
+            return self.transform(item, old_cur[k], new_cur[k], input_span(item, ref))
 
         transformed, k = [], 0
         for arg in new_call.args:
@@ -307,3 +313,15 @@ class LayoutRewriter(ExprFunctor):
             raise LayoutError("a nested tuple")
         inputs.append((a, None, None))
         return a
+
+
+def input_span(value: Expr, call: Call) -> AnySpan | None:
+    """The span of a transform of `call`'s input `value`: the input's own; the call's when
+    it has none; for a variable (whose range is its binder: a parameter on the def line),
+    the call's document range with the variable's frontend layers."""
+    if value.span is None:
+        return call.span
+    if not isinstance(value, Var):
+        return value.span
+    layers = [o for o in value.span.origins() if isinstance(o, LayerSpan)]
+    return sequential(document_span(call.span), *layers) or value.span

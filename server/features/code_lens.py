@@ -6,13 +6,16 @@ Every lens runs the client command `relaylens.open` with a virtual document's UR
 where it helps, the range to select in it (docs/lsp.md).  While the current version has
 no finished build (it is being built, or its text has errors), the last build's lenses
 stay, moved with the text to where their expressions now are and marked stale
-("ƒ conv2d + relu · rebuilding…"); they still open that build's documents.  Above `def
+("ƒ conv2d + relu · rebuilding…"); they still open that build's documents.  A kernel that
+only puts a parameter in the layout a call reads it in is one lens after that call's
+kernel's ("layout_transform %w"), not a second `ƒ` on the line (`report_lenses`); so is
+one that takes a call's result back to its old layout.  Above `def
 @main` stand the profile's lenses (profile_lens.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from lsprotocol import types as lsp
 
@@ -47,6 +50,37 @@ def lenses_for(built: Built, fn: FusedReport, line: int | None = None, stale: st
     return [lsp.CodeLens(range=where, command=lsp.Command(title=f"{title}{stale and ' · ' + stale}" if i == 0 else title,
                                                           command=OPEN, arguments=list(arguments), tooltip=tooltip))
             for i, (title, arguments, tooltip) in enumerate(parts)]
+
+
+def report_lenses(built: Built, where: Callable[[FusedReport], int] | None = None, stale: str = "") -> list[lsp.CodeLens]:
+    """The lenses of every fused function of `built`, each on the 0-based line `where(fn)`
+    (its anchor's in the built text by default).  A kernel that only moves a value between
+    layouts (`FusedReport.layouts`: a parameter into the layout a call reads it in, a
+    result back) is one lens more after the `ƒ` group of the kernel on its line
+    ("layout_transform %w", "layout_transform NCHW16c → NCHW": it runs with that call, at
+    every inference), and a group of its own only on a line with no other kernel's."""
+    if where is None:
+        where = lambda fn: convert.position(built.source, fn.anchor[0]).line  # noqa: E731
+    placed = [(fn, where(fn)) for fn in built.report.functions]
+    owned = {line for fn, line in placed if not fn.layouts}
+    out: list[lsp.CodeLens] = []
+    for fn, line in placed:
+        if fn.layouts and line in owned:
+            _, parts = built.derived(("lenses", id(fn)), lambda fn=fn: _lens_parts(built, fn))
+            if fn.moves:
+                title = f"{fn.display_name} {fn.moves}"
+                tooltip = (f"{fn.name}: puts {fn.moves} in the layout this call reads it in{fn.layouts}, at every run "
+                           "(a weight bound from an .npz is put in it once, at build time)")
+            else:
+                title = f"{fn.display_name} {fn.layouts.removeprefix(': ')}"
+                tooltip = f"{fn.name}: takes this result back to its layout{fn.layouts}, at every run"
+            out.append(lsp.CodeLens(range=lsp.Range(start=lsp.Position(line=line, character=0),
+                                                    end=lsp.Position(line=line, character=0)),
+                                    command=lsp.Command(title=title, command=OPEN,
+                                                        arguments=list(parts[0][1]), tooltip=tooltip)))
+        else:
+            out += lenses_for(built, fn, line, stale)
+    return out
 
 
 def _lens_parts(built: Built, fn: FusedReport) -> tuple[int, list[tuple[str, tuple, str | None]]]:
@@ -85,7 +119,7 @@ def register(server: "RelayLensServer") -> None:
         built = server.builds.current(uri)
         partitioned = byoc.lenses(server, uri, built)  # external functions; a pattern table's matches
         if built is not None:
-            fused = [lens for fn in built.report.functions for lens in lenses_for(built, fn)]
+            fused = report_lenses(built)
         else:
             fused = stale_lenses(server, uri)
         return fused + partitioned + profile_lenses(server, uri)  # above @main: profile_lens.py
@@ -103,5 +137,4 @@ def stale_lenses(server: "RelayLensServer", uri: str) -> list[lsp.CodeLens]:
     now = Source(uri, text)
     why = "rebuilding…" if server.builds.building(uri) else "out of date (the text has errors)"
     moved = offset_mapper(text, latest.report.text)  # the built text's offsets in the current one
-    return [lens for fn in latest.report.functions
-            for lens in lenses_for(latest, fn, convert.line(now, moved(fn.anchor[0])), why)]
+    return report_lenses(latest, lambda fn: convert.line(now, moved(fn.anchor[0])), why)

@@ -1,10 +1,11 @@
 """The slow path's part of a hover on a source expression (Markdown, put right under its
 name and type by hover.py): the frontend layer(s); the fused function by its display name,
 its symbol and links to its LLVM IR (module.ll at the function, then the function alone)
-and schedule, then one line "why: …" naming the FuseOps rule that
-fused the expression there or kept it apart; for each pass that changed the expression
-itself (renumbering aside: compiler/provenance.py), what it was before and what it became,
-linked to that pass's snapshot.
+and schedule, then one line "why: …" naming the FuseOps rule that fused the expression
+there or kept it apart; the kernels that put a parameter it reads in the layout it reads
+it in, at every run (a weight left unbound, the model's input); for each pass that
+changed the expression itself (renumbering aside: compiler/provenance.py), what it was
+before and what it became, linked to that pass's snapshot.
 
 Read only from the build of the document's current version; while that build is due
 or running the part says *building…*, and with no build (the text has errors) it is
@@ -44,7 +45,7 @@ def provenance_markdown(server: "RelayLensServer", uri: str, key: tuple[int, int
     if expr is None:
         return None
     return describe(expr, report.uri, report.version,
-                    report.function(expr.fused) if expr.fused else None)
+                    report.function(expr.fused) if expr.fused else None, report.movers(expr.range))
 
 
 def bound_markdown(server: "RelayLensServer", uri: str, name: str) -> str | None:
@@ -57,9 +58,10 @@ def bound_markdown(server: "RelayLensServer", uri: str, name: str) -> str | None
             "what it feeds (the setting `relaylens.params.bind` turns this off)")
 
 
-def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
-    """Frontend layers, then the fused function, then each pass that changed the
-    expression itself, as before → after."""
+def describe(expr: ExprReport, doc: str, version: int | None, fn, movers=()) -> str:
+    """Frontend layers, then the fused function and the kernels that move a parameter
+    into its layout for it at every run (`movers`, FusedReports), then each pass that
+    changed the expression itself, as before → after."""
     parts: list[str] = []
     if expr.layers:
         parts.append("**frontend layer" + "s" * (len(expr.layers) > 1) + "**: "
@@ -77,6 +79,12 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn) -> str:
                      + (f"  \nwhy: {expr.fusion}" if expr.fusion else ""))
     elif expr.fusion:
         parts.append(f"why: {expr.fusion}")
+    if movers:
+        parts.append("**at every run, beside it**  \n" + "  \n".join(
+            f"layout_transform{f' of `{m.moves}`' if m.moves else ''}{m.layouts} · `{m.name}`"
+            + (f" · [LLVM IR]({uris.make('llvm', 'module.ll', doc, version)}#L{m.module_lines[0][0]})" if m.module_lines else "")
+            for m in movers)
+            + ("  \n_a weight bound from an .npz is put in its layout once, at build time_" if any(m.moves for m in movers) else ""))
     lines = [_change_line(change, doc, version) for change in expr.changes[:SHOWN_CHANGES]]
     if len(expr.changes) > SHOWN_CHANGES:
         rest = ", ".join(f"#{c.index} {c.pass_name}" for c in expr.changes[SHOWN_CHANGES:])

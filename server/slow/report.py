@@ -154,6 +154,12 @@ class FusedReport:
     snapshot: int  # index of the snapshot where the function was made
     printed: Range | None  # its range in that snapshot's text
     passes: int  # passes that changed at least one of its expressions
+    # a kernel that only moves a value between layouts, at every inference (Provenance.moved_value):
+    # `layouts` what it moves between, ": OIHW → OIHW16i16o" ("" for any other kernel); `moves`
+    # the parameter it moves into the layout the call at `anchor` reads it in ("%w"), "" for a
+    # result taken back.  Its lens is one of the kernel's on its line, when there is one
+    moves: str = ""
+    layouts: str = ""
 
 
 @dataclass
@@ -183,6 +189,11 @@ class BuildReport:
     def function(self, name: str) -> FusedReport | None:
         """The first fused function of that name (its kernel is every one's)."""
         return next((f for f in self.functions if f.name == name), None)
+
+    def movers(self, key: Range) -> list[FusedReport]:
+        """The kernels that only move a value into the layout the expression `key` reads it
+        in (a parameter), or its result out of it."""
+        return [f for f in self.functions if f.layouts and tuple(key) in f.ranges]
 
     def expr(self, key: Range) -> ExprReport | None:
         """The source expression with exactly this range."""

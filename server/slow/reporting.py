@@ -27,7 +27,7 @@ from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, V
 from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span, node_layers
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
-from ...compiler.provenance import Provenance, moves_only
+from ...compiler.provenance import Provenance, layouts_moved, moves_only
 from ...compiler.transform.patterns.options import BYOC_PASSES
 from .byoc_report import ByocRequest, byoc_report
 from .node_table import NodeTable
@@ -198,8 +198,10 @@ def _functions(result: BuildResult, prov: Provenance, lowered, report: BuildRepo
             snapshot=made_at,
             printed=located.get(func),
             passes=len(passes),
+            moves=prov.moved_value(func) or "",
+            layouts=layouts_moved(func) if prov.moved_value(func) is not None else "",
         ))
-    return sorted(out, key=lambda f: f.anchor)
+    return sorted(out, key=lambda f: (f.anchor, bool(f.layouts)))  # an expression's own kernel before its movers
 
 
 def _made_at(prov: Provenance) -> int:

@@ -769,7 +769,11 @@ async function graphViewStep(page, model) {
     await view.locator('#pass').selectOption(fuse);
     await view.locator('#compare').check();
     await view.locator('.pane.before .node').first().waitFor({ timeout: STEP_TIMEOUT });
-    const after = view.locator('.pane.after .node.cursor').first(); // the cursor's node, in view
+    // the cursor's node, the one the view revealed and describes (the line's other nodes, the
+    // layout_transforms of its inputs, may lie off the pane's edge)
+    await view.locator('.pane.after .node.cursor').first().waitFor({ timeout: STEP_TIMEOUT });
+    const revealed = /^\S+ (\S+) ·/.exec((await view.locator('.pane.after .info').innerText()).trim())?.[1];
+    const after = revealed ? view.locator(`.pane.after .node.cursor[data-id="${revealed}"]`) : view.locator('.pane.after .node.cursor').last();
     await after.waitFor({ timeout: STEP_TIMEOUT });
     await after.hover();
     const before = view.locator('.pane.before .node.mapped');

@@ -19,20 +19,24 @@ literal constant matches an equal constant.  Two function attributes extend this
   name when no target is given).  Several defs with one `Composite` name are TVM's
   alternatives (`|`) and optional ops: write each form, the longest first.
 
-`load_pattern_table(text, name)` returns the table and its diagnostics (syntax errors of
-the file, attributes it does not know, a `Constants` entry that names no parameter), each
-at its place in the file.  Types are not inferred: a pattern is a shape, not a program.
+`load_pattern_table(text, name)` returns the table and its diagnostics (the errors
+`relaylens check` finds in the file: syntax, names, unknown operators, arguments and
+attributes; then the table's own: attributes it does not know, a `Constants` entry that
+names no parameter), each at its place in the file.  Types are inferred only to find
+those errors: a pattern is a shape, not a program.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...check import check_text
 from ...diagnostics import Diagnostic, Severity
-from ...ir.expr import Call, Function, Tuple, TupleGetItem, Var
+from ...ir.expr import Call, Function, Op, Tuple, TupleGetItem, Var
+from ...ir.functor import post_order
 from ...ir.module import IRModule
-from ...ops import attr_schema
-from ...parser import parse
+from ...ops import get_op
+from ...ops.attrs import AttrError
 
 SOURCE = "patterns"
 KNOWN_ATTRS = ("Constants", "Composite")
@@ -70,9 +74,32 @@ class PatternTable:
 
 
 def load_pattern_table(text: str, name: str = "<patterns>") -> PatternTable:
-    parsed = parse(text, name, attr_schema=attr_schema)
-    # a table is not a model: it needs no version header
-    return table_of_module(parsed.module, name, [d for d in parsed.diagnostics if d.is_error])
+    """The table in `text`, with the errors `relaylens check` finds in it (an unknown
+    operator, a wrong number of arguments, an attribute the operator does not have or
+    cannot read: a def with one never matches, so a build that used it would silently
+    partition nothing) before the table's own; its warnings (a wildcard's unknown type,
+    the missing version header: a table is not a model) are left out."""
+    checked = check_text(text, name)
+    errors = [d for d in checked.diagnostics if d.is_error]
+    said = {(d.message, d.span) for d in errors}
+    errors += [d for d in attribute_errors(checked.module) if (d.message, d.span) not in said]
+    return table_of_module(checked.module, name, errors)
+
+
+def attribute_errors(module: IRModule) -> list[Diagnostic]:
+    """Attributes an operator does not have, or values it cannot read: with the arguments'
+    types unknown the type checker never reads them, and such a pattern would never match."""
+    found = []
+    for func in module.functions.values():
+        for node in post_order(func.body):
+            if isinstance(node, Call) and isinstance(node.op, Op) and node.attrs:
+                opdef = get_op(node.op.name)
+                try:
+                    if opdef is not None:
+                        opdef.normalize_attrs(node.attrs)
+                except AttrError as err:
+                    found.append(Diagnostic(str(err), node.span, Severity.ERROR, source=SOURCE))
+    return found
 
 
 def table_of_module(module: IRModule, name: str, diagnostics: list[Diagnostic]) -> PatternTable:

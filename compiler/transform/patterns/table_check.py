@@ -18,13 +18,9 @@ or when it has no `@main` and one of its defs carries a pattern attribute (`Cons
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, Severity
-from ...ir.expr import Call, Op
-from ...ir.functor import post_order
 from ...ir.module import IRModule
-from ...ops import get_op
-from ...ops.attrs import AttrError
 from .directive import is_table_directive
-from .table import KNOWN_ATTRS, table_of_module
+from .table import KNOWN_ATTRS, attribute_errors, table_of_module
 
 
 def is_pattern_table(module: IRModule, text: str) -> bool:
@@ -50,23 +46,7 @@ def table_check(module: IRModule, diagnostics: list[Diagnostic], text: str) -> l
     if not is_pattern_table(module, text):
         return None
     kept = [d for d in diagnostics if not unknown_by_design(d)]
-    own = table_of_module(module, "this file", []).diagnostics + _attribute_errors(module)
+    own = table_of_module(module, "this file", []).diagnostics + attribute_errors(module)
     said = {(d.message, d.span) for d in kept}
     return kept + [d for d in own if (d.message, d.span) not in said
                    and (d.span is not None or not any(k.is_error for k in kept))]
-
-
-def _attribute_errors(module: IRModule) -> list[Diagnostic]:
-    """Attributes an operator does not have, or values it cannot read: with the arguments'
-    types unknown the type checker never reads them, and such a pattern would never match."""
-    found = []
-    for func in module.functions.values():
-        for node in post_order(func.body):
-            if isinstance(node, Call) and isinstance(node.op, Op) and node.attrs:
-                opdef = get_op(node.op.name)
-                try:
-                    if opdef is not None:
-                        opdef.normalize_attrs(node.attrs)
-                except AttrError as err:
-                    found.append(Diagnostic(str(err), node.span, Severity.ERROR, source="patterns"))
-    return found
