@@ -79,12 +79,14 @@ from ...host import host
 from ...support import aligned_empty
 from ..codegen.ir_text import module_text
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
+from ..codegen.team import TEAM_SLOT_GLOBAL
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
 
 _ready = False
 _STDERR = threading.Lock()  # one optimiser run at a time redirects file descriptor 2
+_TEAM_SLOT = ctypes.c_void_p()  # the running inference's team (codegen/team.py), process-wide
 SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
@@ -299,7 +301,7 @@ class JIT:
         """`load_keeping_object` of a module parsed in LLVM's global context (the engine
         takes it over)."""
         defined = {f.name for f in mod.functions if not f.is_declaration}
-        has_threads = any(g.name == NUM_THREADS_GLOBAL for g in mod.global_variables)
+        has_threads = any(g.name in (NUM_THREADS_GLOBAL, TEAM_SLOT_GLOBAL) for g in mod.global_variables)
         engine = llvm.create_mcjit_compiler(mod, self._target_machine())
         objects: list[bytes] = []
         engine.set_object_cache(notify_func=lambda _module, data: objects.append(bytes(data)))
@@ -342,14 +344,18 @@ class JIT:
             else:
                 renamed[name] = symbol
         self._engines = [e for e in self._engines if e[0] is not engine]  # the latest load wins: at the end
-        self._finish(engine, defined, bool(engine.get_global_value_address(NUM_THREADS_GLOBAL)), renamed)
+        self._finish(engine, defined, True, renamed)
         return engine
 
     def _finish(self, engine: llvm.ExecutionEngine, defined: set[str], has_threads: bool,
                 symbols: dict[str, str] | None = None) -> None:
-        if has_threads:
+        if has_threads:  # the globals a module's parallel loops and entry read (set again in a shared engine)
             address = engine.get_global_value_address(NUM_THREADS_GLOBAL)
-            ctypes.c_int32.from_address(address).value = self.num_threads
+            if address:
+                ctypes.c_int32.from_address(address).value = self.num_threads
+            address = engine.get_global_value_address(TEAM_SLOT_GLOBAL)
+            if address:
+                ctypes.c_void_p.from_address(address).value = ctypes.addressof(_TEAM_SLOT)
         self._engines.append((engine, defined, symbols or {}))
 
     @_one_thread_at_a_time
