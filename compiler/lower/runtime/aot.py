@@ -12,6 +12,11 @@ call of the fused function in the Relay source, so the entry's lines too map bac
 in its own engine and survives a rebuild that did not change it (the compile cache).  This is TVM's AOT executor in miniature: no graph interpreted at run
 time, no allocation per inference.
 
+The entry itself only chooses how to run its steps (`ENTRY.steps`, internal): at more
+than one thread (the module's `relaylens_num_threads`, which the JIT sets, at most
+MAX_TEAM) on the inference's team, one OpenMP region for the whole call
+(codegen/team.py), else directly.
+
 A `probe` (timing.py's clock, for the profiler) adds parameters after `kernels` and code
 before and after each kernel call; the entry without one is unchanged.
 """
@@ -25,6 +30,7 @@ from llvmlite import ir
 from ..codegen.debuginfo import source_location
 from ..codegen.llvm import num_threads_global
 from ..codegen.scalar import PTR
+from ..codegen.shares import MAX_TEAM
 from ..codegen.team import team_run, team_slot_global
 from .plan import Plan
 
@@ -112,6 +118,8 @@ def _entry_on_team(module: ir.Module, fnty: ir.FunctionType, name: str, steps: i
     fn = ir.Function(module, fnty, name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     threads = b.load(num_threads_global(module), typ=_I32)
+    limit = ir.Constant(_I32, MAX_TEAM)  # the most a kernel's loop asks for (codegen/shares.py)
+    threads = b.select(b.icmp_signed(">", threads, limit), limit, threads)
     slot = b.load(team_slot_global(module), typ=PTR)
     team = b.and_(b.icmp_signed(">", threads, ir.Constant(_I32, 1)), b.icmp_unsigned("!=", slot, ir.Constant(PTR, None)))
     with b.if_else(team) as (on_team, alone):
