@@ -162,7 +162,9 @@ def test_golden_llvm_of_a_fused_add_relu(jit):
     assert '!DIFile(filename: "add_relu.relay"' in text
     assert '!{!"llvm.loop.vectorize.enable", i1 true}' in text
     ranges = function_ranges(text)
-    assert set(ranges) == {"tvmgen_default_fused_add_nn_relu", "tvmgen_default___tvm_main__"}
+    entry = "tvmgen_default___tvm_main__"  # and its steps, run on the inference's team (codegen/team.py)
+    team = {f"relaylens.team.{part}" for part in ("run", "dispatch", "region", "worker")}
+    assert set(ranges) == {"tvmgen_default_fused_add_nn_relu", entry, f"{entry}.steps", f"{entry}.packed"} | team
 
 
 DENSE_K128 = """#[version = "0.0.5"]

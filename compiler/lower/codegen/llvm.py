@@ -22,10 +22,12 @@ Loop kinds:
   parameters, then the outer loop variables it uses, then its chunk `[begin, end)`) and
   a trampoline `void (ptr data)` that unpacks a struct of captured values and calls the
   body on the pieces of the range its thread takes (shares.py: its own static share
-  first, then what the others left; `omp_get_thread_num`/`omp_get_num_threads`); the
-  caller runs the trampoline through libgomp's `GOMP_parallel`.  The team size comes
-  from the module global `relaylens_num_threads` (0: the OpenMP default), which the JIT
-  sets, at most shares.MAX_TEAM.  A parallel loop inside a parallel region runs serially.
+  first, then what the others left; `omp_get_thread_num`, and the team size the caller
+  asked for, which the struct carries); the caller runs the trampoline on the inference's
+  team when the AOT entry runs one (team.py: one OpenMP region per inference), else
+  through libgomp's `GOMP_parallel`.  The team size comes from the module global
+  `relaylens_num_threads` (0: the OpenMP default), which the JIT sets, at most
+  shares.MAX_TEAM and the loop's extent.  A parallel loop inside a parallel region runs serially.
 
 Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
@@ -70,6 +72,7 @@ from .lines import TextBuilder
 from ..te.mathfuncs import INLINED
 from .lane_total import emit_tree, tree_plan
 from .lanes import LanePlan, Lanes, lane_plan, same_expr
+from .team import parallel_call
 from .shares import COUNTER_STRIDE, MAX_TEAM, share_loop, zero_counters
 from .unrolled_by_llvm import llvm_unrolls
 from .scalar import (I1, I32, I64, I8, PTR, VOID, binary, call, calls_libm, cast, constant, declare, elem_bytes,
@@ -439,7 +442,7 @@ class _Emitter:
         b.position_at_end(exit_)
 
     def parallel(self, s: For) -> None:
-        """Outline `s` and run it on the OpenMP team through GOMP_parallel."""
+        """Outline `s` and run it on the inference's team or through GOMP_parallel (team.py)."""
         buffers, free_vars = _free_refs(s)
         for buf in buffers:
             if id(buf) not in self.buffers:
@@ -471,7 +474,7 @@ class _Emitter:
                    divisors=self.plans.divisors(s))
         inner.finish()
 
-        fields = [PTR] * len(buffers) + [reg_type(v.dtype) for v in free_vars] + [PTR]  # then the counters
+        fields = [PTR] * len(buffers) + [reg_type(v.dtype) for v in free_vars] + [PTR, I64]  # counters, team
         struct = ir.LiteralStructType(fields)
         trampoline = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name)
         trampoline.linkage = "internal"
@@ -481,27 +484,25 @@ class _Emitter:
                       where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
                       printer=self.printer)
         tb = tr.builder
-        *captured, counters = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)],
+        *captured, counters, team = [tb.load(tb.gep(trampoline.args[0], [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                                inbounds=True, source_etype=struct), typ=t) for k, t in enumerate(fields)]
         tid = tb.sext(tb.call(declare(self.module, "omp_get_thread_num", I32, []), []), I64)
-        team = tb.sext(tb.call(declare(self.module, "omp_get_num_threads", I32, []), []), I64)
         share_loop(tb, trampoline, counters, tid, team, s.extent,
                    lambda begin, end: tb.call(body_fn, [*captured, begin, end]))
         tr.finish()
 
         b = self.builder
         data = self.entry_alloca(struct, 1, f"{name}.data")
-        values = [self.buffers[id(x)] for x in buffers] + [self.vars[id(v)] for v in free_vars] + [self.counters()]
-        for k, value in enumerate(values):
-            b.store(value, b.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True, source_etype=struct))
-        wanted = b.load(_num_threads_global(self.module), typ=I32)
+        wanted = b.load(num_threads_global(self.module), typ=I32)
         default = b.call(declare(self.module, "omp_get_max_threads", I32, []), [])
         wanted = b.select(b.icmp_signed(">", wanted, ir.Constant(I32, 0)), wanted, default)
         limit = ir.Constant(I32, min(s.extent, MAX_TEAM))
         team_size = b.select(b.icmp_signed(">", wanted, limit), limit, wanted)
+        values = [self.buffers[id(x)] for x in buffers] + [self.vars[id(v)] for v in free_vars] + [self.counters()]
+        for k, value in enumerate([*values, b.sext(team_size, I64)]):
+            b.store(value, b.gep(data, [ir.Constant(I32, 0), ir.Constant(I32, k)], inbounds=True, source_etype=struct))
         zero_counters(b, self.module, values[-1], team_size)
-        gomp = declare(self.module, "GOMP_parallel", VOID, [PTR, PTR, I32, I32])
-        b.call(gomp, [trampoline, data, team_size, ir.Constant(I32, 0)])
+        parallel_call(b, self.module, trampoline, data, team_size)
         self.emitted.forget_loads()
 
     def counters(self) -> ir.Value:
@@ -823,7 +824,7 @@ class _LoopPlans:
         return self._encloses[key]
 
 
-def _num_threads_global(module: ir.Module) -> ir.GlobalVariable:
+def num_threads_global(module: ir.Module) -> ir.GlobalVariable:
     g = module.globals.get(NUM_THREADS_GLOBAL)
     if g is None:
         g = ir.GlobalVariable(module, I32, NUM_THREADS_GLOBAL)

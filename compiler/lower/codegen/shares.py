@@ -16,7 +16,11 @@ With libgomp's threads woken from a passive wait (runtime/jit.py), the calling t
 starts at once and the others some microseconds later (tens under load, a descheduled
 thread a whole time slice): with a static split the region took its slowest thread's
 late start plus its share, here the threads that run take the late one's pieces.  What
-the region still waits for is every thread's arrival at libgomp's closing barrier.
+the region still waits for is every thread's arrival at libgomp's closing barrier (on the
+inference's team, team.py, only the threads that joined the loop).  `team` is the size
+the caller asked for, not the number of threads that came: a thread that never comes
+(libgomp gave fewer, or one of the inference's team joined a later loop) leaves its whole
+share to the others, and a thread whose id is `team` or more never joins.
 
 The counters are `MAX_TEAM` i64s each on a cache line of its own (`COUNTER_STRIDE`), in
 the caller's frame, zeroed before each region; the team is at most MAX_TEAM threads.

@@ -12,6 +12,11 @@ call of the fused function in the Relay source, so the entry's lines too map bac
 in its own engine and survives a rebuild that did not change it (the compile cache).  This is TVM's AOT executor in miniature: no graph interpreted at run
 time, no allocation per inference.
 
+The entry itself only chooses how to run its steps (`ENTRY.steps`, internal): at more
+than one thread (the module's `relaylens_num_threads`, which the JIT sets, at most
+MAX_TEAM) on the inference's team, one OpenMP region for the whole call
+(codegen/team.py), else directly.
+
 A `probe` (timing.py's clock, for the profiler) adds parameters after `kernels` and code
 before and after each kernel call; the entry without one is unchanged.
 """
@@ -23,12 +28,17 @@ from typing import Protocol
 from llvmlite import ir
 
 from ..codegen.debuginfo import source_location
+from ..codegen.llvm import num_threads_global
+from ..codegen.scalar import PTR
+from ..codegen.shares import MAX_TEAM
+from ..codegen.team import team_run, team_slot_global
 from .plan import Plan
 
 ENTRY = "tvmgen_default___tvm_main__"
 
 _I8P = ir.IntType(8).as_pointer()
 _I64 = ir.IntType(64)
+_I32 = ir.IntType(32)
 
 
 class EntryProbe(Protocol):
@@ -62,7 +72,9 @@ def entry_module(plan: Plan, name: str = ENTRY, debug=None, probe: EntryProbe | 
     module = ir.Module(name="relaylens_main")
     extra = probe.params if probe is not None else []
     fnty = ir.FunctionType(ir.VoidType(), [_I8P.as_pointer()] * 3 + [_I8P, _I8P.as_pointer()] + extra)
-    fn = ir.Function(module, fnty, name)
+    fn = ir.Function(module, fnty, f"{name}.steps")
+    fn.linkage = "internal"
+    _entry_on_team(module, fnty, name, fn)
     inputs, outputs, constants, workspace, table = fn.args[:5]
     for arg, label in zip(fn.args, ("inputs", "outputs", "constants", "workspace", "kernels")):
         arg.name = label
@@ -88,6 +100,41 @@ def entry_module(plan: Plan, name: str = ENTRY, debug=None, probe: EntryProbe | 
             probe.after(builder, k)
     builder.ret_void()
     return module
+
+
+def _entry_on_team(module: ir.Module, fnty: ir.FunctionType, name: str, steps: ir.Function) -> None:
+    """`name`, the entry itself: `steps` with the same arguments, on the inference's team
+    (codegen/team.py) when the JIT's number of threads is above 1, else called directly.
+    The arguments go to the team's thread 0 through a struct in the entry's frame, which
+    `name.packed` unpacks."""
+    fields = ir.LiteralStructType(fnty.args)
+    packed = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), f"{name}.packed")
+    packed.linkage = "internal"
+    b = ir.IRBuilder(packed.append_basic_block("entry"))
+    b.call(steps, [b.load(b.gep(packed.args[0], [ir.Constant(_I32, 0), ir.Constant(_I32, k)], inbounds=True,
+                                 source_etype=fields), typ=t) for k, t in enumerate(fnty.args)])
+    b.ret_void()
+
+    fn = ir.Function(module, fnty, name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    threads = b.load(num_threads_global(module), typ=_I32)
+    limit = ir.Constant(_I32, MAX_TEAM)  # the most a kernel's loop asks for (codegen/shares.py)
+    threads = b.select(b.icmp_signed(">", threads, limit), limit, threads)
+    slot = b.load(team_slot_global(module), typ=PTR)
+    team = b.and_(b.icmp_signed(">", threads, ir.Constant(_I32, 1)), b.icmp_unsigned("!=", slot, ir.Constant(PTR, None)))
+    with b.if_else(team) as (on_team, alone):
+        with on_team:
+            data = b.alloca(fields, name="arguments")
+            for k, arg in enumerate(fn.args):
+                b.store(arg, _field(b, data, k))
+            b.call(team_run(module), [packed, data, slot, threads])
+        with alone:
+            b.call(steps, list(fn.args))
+    b.ret_void()
+
+
+def _field(b: ir.IRBuilder, data: ir.Value, k: int) -> ir.Value:
+    return b.gep(data, [ir.Constant(_I32, 0), ir.Constant(_I32, k)], inbounds=True)
 
 
 def kernel_order(plan: Plan) -> list[str]:

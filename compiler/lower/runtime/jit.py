@@ -18,10 +18,34 @@ run on libgomp's thread team, `num_threads` wide (RELAYLENS_NUM_THREADS, else th
 of CPUs), through the module's `relaylens_num_threads` global, which `load` (and
 `load_object`) sets.
 
-How libgomp's threads wait between parallel loops is decided once, as libgomp loads
+At 2 threads or more an inference is one OpenMP region (codegen/team.py): the AOT entry
+opens it, its kernels' parallel loops run in it as jobs, and its threads wait for the next
+job inside it, polling with a PAUSE and a sched_yield every 64 polls, sleeping only after
+about 1 ms without one; `load` points each module's `relaylens_team_slot` at `_TEAM_SLOT`.
+So the spin that carries a thread from one kernel's loop to the next is bounded by the
+inference, not by a count decided per process, and the calling thread never waits for a
+thread that has not joined a loop (it takes that thread's pieces, codegen/shares.py).
+Measured on 2 shared cores (load 10-14 from other work, `bench/run.py --models
+mobilenet,gpt2,resnet50 --runs 20` at 2 threads, paired ratio against onnxruntime, this
+and the previous commit alternated, 3 processes each): with our and onnxruntime's threads
+at real-time priority (as on idle cores), libgomp passive as the load average made it,
+MobileNet v2 1.26-1.30x -> 0.78-0.80x, the GPT-2 block 0.94-0.97x -> 0.80-0.82x,
+ResNet-50 0.98-1.00x -> 0.83x (medians alike); with GOMP_SPINCOUNT=2000 set, 0.81-0.82x
+-> 0.79-0.86x, 0.82x -> 0.81-0.86x, 0.83-0.85x -> 0.83-0.84x (the spin then covered the
+gaps: at this load no virtual CPU is idle long enough to wake slowly).  Counted under
+strace, MobileNet v2 after 0.1 s pauses slept on a futex 110 times an inference before
+and 2 now.  At ordinary priority under that load, a small model (two 64x256 dense layers
+and a softmax) 0.31-0.33 -> 0.25-0.28 ms an inference back to back and 0.33-0.35 ->
+0.31-0.34 after a pause, its CPU time 0.115-0.118 -> 0.099-0.103 ms; the same with
+GOMP_SPINCOUNT=2000 (a process that loaded libgomp on an idle machine, which then got
+busy) 1.39-1.50 -> 0.51-0.62 ms, with 30,000 15.3-15.4 -> 4.2 ms.
+
+How libgomp's threads wait between two inferences (and between the loops of a kernel
+called on its own, or of the interpreter's kernels) is decided once, as libgomp loads
 (`GOMP_SPINCOUNT`, set by `spin_count` unless the environment sets it or
 `OMP_WAIT_POLICY`): when the 1-minute load average leaves a core to spare they spin
-SPIN_COUNT times and then sleep, else they sleep at once (a passive wait).
+SPIN_COUNT times and then sleep, else they sleep at once (a passive wait).  What follows
+was measured before the team, when every parallel loop was a region of its own.
 
 libgomp's own default spins up to 300,000 times at every barrier, and on a machine busier
 than its cores a spinning thread spends the time slice that the thread it waits for
@@ -79,12 +103,14 @@ from ...host import host
 from ...support import aligned_empty
 from ..codegen.ir_text import module_text
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
+from ..codegen.team import TEAM_SLOT_GLOBAL
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
 
 _ready = False
 _STDERR = threading.Lock()  # one optimiser run at a time redirects file descriptor 2
+_TEAM_SLOT = ctypes.c_void_p()  # the running inference's team (codegen/team.py), process-wide
 SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
@@ -299,7 +325,7 @@ class JIT:
         """`load_keeping_object` of a module parsed in LLVM's global context (the engine
         takes it over)."""
         defined = {f.name for f in mod.functions if not f.is_declaration}
-        has_threads = any(g.name == NUM_THREADS_GLOBAL for g in mod.global_variables)
+        has_threads = any(g.name in (NUM_THREADS_GLOBAL, TEAM_SLOT_GLOBAL) for g in mod.global_variables)
         engine = llvm.create_mcjit_compiler(mod, self._target_machine())
         objects: list[bytes] = []
         engine.set_object_cache(notify_func=lambda _module, data: objects.append(bytes(data)))
@@ -342,14 +368,18 @@ class JIT:
             else:
                 renamed[name] = symbol
         self._engines = [e for e in self._engines if e[0] is not engine]  # the latest load wins: at the end
-        self._finish(engine, defined, bool(engine.get_global_value_address(NUM_THREADS_GLOBAL)), renamed)
+        self._finish(engine, defined, True, renamed)
         return engine
 
     def _finish(self, engine: llvm.ExecutionEngine, defined: set[str], has_threads: bool,
                 symbols: dict[str, str] | None = None) -> None:
-        if has_threads:
+        if has_threads:  # the globals a module's parallel loops and entry read (set again in a shared engine)
             address = engine.get_global_value_address(NUM_THREADS_GLOBAL)
-            ctypes.c_int32.from_address(address).value = self.num_threads
+            if address:
+                ctypes.c_int32.from_address(address).value = self.num_threads
+            address = engine.get_global_value_address(TEAM_SLOT_GLOBAL)
+            if address:
+                ctypes.c_void_p.from_address(address).value = ctypes.addressof(_TEAM_SLOT)
         self._engines.append((engine, defined, symbols or {}))
 
     @_one_thread_at_a_time
