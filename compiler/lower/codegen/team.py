@@ -27,16 +27,17 @@ inside it, so the spin is bounded by the inference and not by a global count:
   ends at libgomp's barrier, and between two calls libgomp's threads wait in its dock
   as before.
 
-Measured: see runtime/jit.py's module doc.  One inference at a time takes the team (the
-slot is claimed by compare-and-swap; a second entry called meanwhile from another thread
-runs as before, region by region), and a kernel's loop uses the team only when its own
-thread owns it (`owner`, pthread_self), so a kernel called directly from another thread
-while an inference runs opens its own region.  At 1 thread (`threads` <= 1) the entry
-calls its steps directly, as before.
+Measured: see runtime/jit.py's module doc.  One inference at a time takes the team: the
+slot is two words, the team's state (claimed by compare-and-swap) and the thread that
+owns it (pthread_self); a second entry called meanwhile from another thread runs as
+before, region by region.  A kernel's loop reads the owner word first and uses the team
+only when it is its own thread, so a kernel called from another thread while an
+inference runs opens its own region and never reads the state, which lives in the
+owner's frame and is gone once that inference returns.  At 1 thread (`threads` <= 1) the
+entry calls its steps directly, as before.
 
 The team's state lives in the entry's frame, TEAM_WORDS i64s on 64-byte lines:
-line 0 written by thread 0 (dispatch, owner, job fn, data, team, stop, gen, main, its
-data), line 2 `open` (i32: the generation << 8, CLOSED, the count of threads that joined)
+line 0 written by thread 0 (dispatch, job fn, data, team, stop, gen, main, its data), line 2 `open` (i32: the generation << 8, CLOSED, the count of threads that joined)
 and `sleepers` (i32), line 3 `finished` (i64: the joined threads done with the job).
 """
 
@@ -54,7 +55,8 @@ JOINED = 0x7F  # `open`'s bits: how many threads joined (a team of up to 128)
 TEAM_WORDS = 32
 
 # i64 indices into the state
-DISPATCH, OWNER, FN, DATA, TEAM, STOP, GEN, MAIN, MAIN_DATA = range(9)
+DISPATCH, FN, DATA, TEAM, STOP, GEN, MAIN, MAIN_DATA = range(8)
+SLOT_TEAM, SLOT_OWNER = 0, 1  # the process-wide slot's words: the running team's state, its thread
 OPEN_WORD = 16  # an i32 at byte 128 ...
 SLEEPERS_I32 = 33  # ... and the i32 beside it (byte 132)
 FINISHED = 24  # byte 192
@@ -67,8 +69,9 @@ _JOB_TYPE = ir.FunctionType(VOID, [PTR])
 
 
 def team_slot_global(module: ir.Module) -> ir.GlobalVariable:
-    """The module's pointer to the process-wide slot of the running inference's team
-    (null until the JIT sets it; modules linked together share one)."""
+    """The module's pointer to the process-wide slot of the running inference's team, two
+    words (SLOT_TEAM, SLOT_OWNER; null until the JIT sets it; modules linked together
+    share one)."""
     g = module.globals.get(TEAM_SLOT_GLOBAL)
     if g is None:
         g = ir.GlobalVariable(module, PTR, TEAM_SLOT_GLOBAL)
@@ -89,9 +92,10 @@ def parallel_call(b: ir.IRBuilder, module: ir.Module, trampoline: ir.Value, data
     done = fn.append_basic_block("team.done")
     b.cbranch(b.icmp_unsigned("!=", slot, ir.Constant(PTR, None)), has_slot, alone)
     b.position_at_end(has_slot)
-    state = b.load_atomic(slot, "acquire", 8, name="team", typ=PTR)
-    b.cbranch(b.icmp_unsigned("!=", state, ir.Constant(PTR, None)), on_team, alone)
+    owner = b.load_atomic(_word(b, slot, SLOT_OWNER), "monotonic", 8, name="team.owner", typ=I64)
+    b.cbranch(b.icmp_unsigned("==", owner, _self(b, module)), on_team, alone)  # (module doc)
     b.position_at_end(on_team)
+    state = b.load_atomic(_word(b, slot, SLOT_TEAM), "monotonic", 8, name="team", typ=PTR)  # its own store
     dispatch = ir.instructions.LoadInstr(b.block, state, name="team.dispatch.fn", typ=_DISPATCH_TYPE.as_pointer())
     b._insert(dispatch)  # llvmlite's own load (lines.py's has no function type to call through)
     b.call(dispatch, [state, trampoline, data, team])
@@ -123,16 +127,18 @@ def team_run(module: ir.Module) -> ir.Function:
     for k in range(TEAM_WORDS):
         _store(b, ir.Constant(I64, 0), _word(b, state, k))
     _store(b, dispatch, _word(b, state, DISPATCH))
-    _store(b, _self(b, module), _word(b, state, OWNER))
     _store(b, main, _word(b, state, MAIN))
     _store(b, main_data, _word(b, state, MAIN_DATA))
     _store(b, ir.Constant(I32, CLOSED), _word(b, state, OPEN_WORD))  # generation 0: no job
-    taken = b.cmpxchg(slot, ir.Constant(PTR, None), state, "seq_cst", "seq_cst", name="claim")
+    taken = b.cmpxchg(_word(b, slot, SLOT_TEAM), ir.Constant(PTR, None), state, "seq_cst", "seq_cst", name="claim")
     ours = b.extract_value(taken, 1)
+    owner = _word(b, slot, SLOT_OWNER)
     with b.if_else(ours) as (then, otherwise):
         with then:
+            _store_atomic(b, _self(b, module), owner, "monotonic", 8)
             _gomp_parallel(b, module, region, state, threads)
-            _store_atomic(b, ir.Constant(PTR, None), slot, "seq_cst", 8)
+            _store_atomic(b, ir.Constant(I64, 0), owner, "monotonic", 8)
+            _store_atomic(b, ir.Constant(PTR, None), _word(b, slot, SLOT_TEAM), "seq_cst", 8)
         with otherwise:
             _call_pointer(b, main, [main_data], _JOB_TYPE)
     b.ret_void()
@@ -141,20 +147,10 @@ def team_run(module: ir.Module) -> ir.Function:
 
 def _dispatch(module: ir.Module) -> ir.Function:
     """`dispatch(team, trampoline, data, n)`: a kernel's parallel loop as a job of the team
-    (module doc); on a thread that does not own the team, GOMP_parallel."""
+    (module doc), called on the thread that owns the team."""
     fn = _internal(module, "relaylens.team.dispatch", VOID, [PTR, PTR, PTR, I32])
     state, job, data, n = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    owner = b.load(_word(b, state, OWNER), typ=I64)
-    mine = b.icmp_unsigned("==", owner, _self(b, module))
-    foreign = fn.append_basic_block("foreign")
-    owned = fn.append_basic_block("owned")
-    b.cbranch(mine, owned, foreign)
-    b.position_at_end(foreign)
-    _gomp_parallel(b, module, job, data, n)
-    b.ret_void()
-
-    b.position_at_end(owned)
     alone = fn.append_basic_block("alone")
     publish = fn.append_basic_block("publish")
     b.cbranch(b.icmp_signed("<=", n, ir.Constant(I32, 1)), alone, publish)

@@ -110,7 +110,7 @@ from .target import OPTIONS
 
 _ready = False
 _STDERR = threading.Lock()  # one optimiser run at a time redirects file descriptor 2
-_TEAM_SLOT = ctypes.c_void_p()  # the running inference's team (codegen/team.py), process-wide
+_TEAM_SLOT = (ctypes.c_void_p * 2)()  # the running inference's team and its thread (codegen/team.py), process-wide
 SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
