@@ -11,6 +11,7 @@ CI=true a missing corpus stops the run instead, since CI always has it beside th
     parse_ok(text)    the IRModule of a text that must parse with no error diagnostics
     parse_expr_ok(t)  @main's body, for a file holding one bare expression
     errors(text)      [(line, col, message)] of the error diagnostics, in source order
+    avx2              fixture: conv_chunks.py's and conv.py's tiles sized for AVX2 on any host
 
 Every build the tests make keeps its kernels in a temporary directory of the session
 ($RELAYLENS_CACHE_DIR), never in the user's cache.
@@ -170,3 +171,13 @@ def parse_expr_ok():
 @pytest.fixture(scope="session")
 def errors():
     return _errors
+
+
+@pytest.fixture
+def avx2(monkeypatch):
+    """The schedules sized for AVX2 on any host: conv_chunks.py's and conv.py's tiles."""
+    from relaylens.compiler.lower.schedule import conv, conv_chunks
+    from relaylens.compiler.lower.schedule.vector_unit import AVX2
+
+    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
+    monkeypatch.setattr(conv, "host_unit", lambda: AVX2)

@@ -17,7 +17,7 @@ from relaylens.compiler.ir.types import TensorType, TupleType
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.executable import _KernelCall
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.lower.schedule import conv as conv_schedule, conv_chunks, conv_prefetch
+from relaylens.compiler.lower.schedule import conv_chunks, conv_prefetch
 from relaylens.compiler.lower.schedule.defaults import default_schedule
 from relaylens.compiler.lower.schedule.vector_unit import AVX2, AVX512
 from relaylens.compiler.lower.te.compose import compose
@@ -30,13 +30,6 @@ LANES = 8
 @pytest.fixture(scope="module")
 def jit():
     return JIT()
-
-
-@pytest.fixture
-def avx2(monkeypatch):
-    """The schedules sized for AVX2 on any host: conv_chunks.py's and conv.py's tiles."""
-    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
-    monkeypatch.setattr(conv_schedule, "host_unit", lambda: AVX2)
 
 
 def nchwc(ci: int, co: int, size: int, k: int, stride: int = 1, batch: int = 1,

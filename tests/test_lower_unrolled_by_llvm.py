@@ -12,9 +12,7 @@ from relaylens.compiler.lower.codegen.lanes import lane_plan
 from relaylens.compiler.lower.codegen.unrolled_by_llvm import MAX_TRIPS, llvm_unrolls
 from relaylens.compiler.lower.pipeline import lower_function
 from relaylens.compiler.lower.runtime.jit import JIT
-from relaylens.compiler.lower.schedule import conv as conv_schedule, conv_chunks
 from relaylens.compiler.lower.schedule.loopnest import For, Store
-from relaylens.compiler.lower.schedule.vector_unit import AVX2
 from relaylens.compiler.lower.te import expr as te
 
 LANES = 8
@@ -23,12 +21,6 @@ LANES = 8
 @pytest.fixture(scope="module")
 def jit():
     return JIT()
-
-
-@pytest.fixture
-def avx2(monkeypatch):
-    monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX2)
-    monkeypatch.setattr(conv_schedule, "host_unit", lambda: AVX2)
 
 
 @pytest.mark.parametrize("ci,co,size,k", [
