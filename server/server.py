@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from cattrs import transform_error
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
@@ -59,9 +59,13 @@ class RelayLensProtocol(LanguageServerProtocol):
     """pygls's protocol, except that a request whose params cannot be read (a negative
     line, a missing field) gets its InvalidParams error as an answer.  pygls raises while
     decoding it, before it is a request; its message loop then only logs, and the client
-    would wait for the answer forever."""
+    would wait for the answer forever.  A request whose id is neither an integer nor a
+    string (`"id": []`) is answered InvalidRequest with a null id, as JSON-RPC says,
+    without running its handler: pygls would run it and then fail to send its answer."""
 
     def structure_message(self, data: dict[str, Any]):
+        if isinstance(data, dict) and isinstance(data.get("method"), str) and not _valid_id(data.get("id")):
+            return _Unreadable(None, data["method"], JsonRpcInvalidRequest(f"the id {data['id']!r} is not an integer or a string"))
         try:
             return super().structure_message(data)
         except JsonRpcException as err:
@@ -83,10 +87,15 @@ class RelayLensProtocol(LanguageServerProtocol):
             detail = ": " + "; ".join(transform_error(cause)) if cause is not None else ""
         except Exception:  # noqa: BLE001 -- not a cattrs error: say what it is
             detail = f": {cause}"
-        log.warning("request %s (%s) has params that cannot be read%s", message.id, message.method, detail)
+        log.warning("request %s (%s): %s%s", message.id, message.method, message.error.message, detail)
         err = message.error
         self._send_response(message.id, None, lsp.ResponseError(
             code=err.code, message=f"{err.message} for {message.method}{detail}", data=err.data))
+
+
+def _valid_id(value: Any) -> bool:
+    """LSP's request ids: an integer or a string (None: a notification)."""
+    return value is None or (isinstance(value, (int, str)) and not isinstance(value, bool))
 
 
 class RelayLensServer(LanguageServer):

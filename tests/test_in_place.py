@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from test_lower_conv_chunks import (LANES, avx2, block_weight, jit, nchwc, relu_bias_function,  # noqa: F401 (fixtures)
+from test_lower_conv_chunks import (LANES, block_weight, jit, nchwc, relu_bias_function,  # noqa: F401 (fixtures)
                                     unblock, with_residual)
 
 from relaylens.compiler.driver import compile
