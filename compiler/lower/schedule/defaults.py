@@ -130,6 +130,7 @@ from ..te.topi.transform import PACK, REBLOCK, UNPACK
 from ..te.topi.winograd import INPUT_NAME as WINO_INPUT
 from .batch_matmul import schedule_batch_matmul, schedules_batch_matmul
 from .interleave import TAPS, interleave_stride, phase_rows, schedule_interleave
+from .phase_pad import is_phase_pad, schedule_phase_pad
 from .conv import schedule_blocked_convs
 from .conv_tile_end import FORK_MIN
 from .dense_pack import schedule_dense_packs
@@ -317,6 +318,9 @@ def _schedule_injective(sch: Schedule, stage: Stage) -> None:
             sch.parallel(t, outer)
         return
     if t.op.tag == UNPACK and _schedule_unpack(sch, stage):
+        return
+    if is_phase_pad(stage):  # phase_pad.py: a transposed convolution's input copy, in the input's order
+        schedule_phase_pad(sch, stage, PARALLEL_MIN)
         return
     stride = interleave_stride(sch, stage)
     if stride is not None:  # interleave.py: a strided transposed convolution's phases

@@ -57,6 +57,7 @@ from .. import expr as te
 from .nn_conv import Indices, canonical_indices, read_in_layout
 
 PHASES = "_phases"  # the name of the product stage ends so (schedule/interleave.py finds it)
+PAD_PHASES = "T_pad_phases"  # the input's copy, channels inside the rows (schedule/phase_pad.py)
 
 
 def phases_apply(spec: ConvSpec, plan) -> bool:
@@ -103,7 +104,7 @@ def phased_conv_transpose(op: str, spec: ConvSpec, plan, data: te.Tensor, weight
         value = te.cast(read_in_layout(data, plan.data_layout, idx), acc)
         return te.select(te.all_of(*inside), value, te.const(0, acc)) if inside else value
 
-    padded = te.compute([dshape[0], *padded_sizes[:-1], dshape[1], padded_sizes[-1]], pad_body, "T_pad_phases")
+    padded = te.compute([dshape[0], *padded_sizes[:-1], dshape[1], padded_sizes[-1]], pad_body, PAD_PHASES)
 
     # T_kernel_phases[c, o, p..., t...] = w[c, o, (p + pad) % s + s*t], 0 past the kernel
     def kernel_body(*axes):  # (p..., o, c, t...)
