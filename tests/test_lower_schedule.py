@@ -883,6 +883,37 @@ def test_default_dense_and_batch_matmul(m, n, k):
     _default(ins, [out])
 
 
+@pytest.mark.parametrize("equation, shapes, out_shape, copied", [
+    ("bhqk,bkhd->bqhd", [(1, 2, 7, 5), (1, 5, 2, 32)], (1, 7, 2, 32), None),  # attention's values
+    ("bqhd,bkhd->bhqk", [(1, 7, 2, 5), (1, 16, 2, 5)], (1, 2, 7, 16), (1, 2, 5, 16)),  # its scores
+])
+def test_an_einsum_that_is_a_batched_matmul_takes_batch_matmuls_tile(equation, shapes, out_shape, copied):
+    """batch_matmul.py `_roles`: an einsum of two operands over one label, the output's
+    last axis j read along by one operand, takes the register tile of rows x a strip of j
+    summed in registers (it took defaults.py's 4 x 16 tile over h and d: attention's values
+    4x the time), its batch axes (b, h) fused and parallel; te/topi/einsum.py: an operand
+    that holds j before its last axis, the summed one (the scores' keys), is read through
+    a copy with j last (it took the lane sums); check() runs the loop nests against the
+    computes."""
+    import relaylens.compiler.lower.te.topi  # noqa: F401  (registers the compute rules)
+    from relaylens.compiler.ir.types import TensorType
+    from relaylens.compiler.ops import get_op
+
+    ins = [te.placeholder(s, "float32", f"p{k}") for k, s in enumerate(shapes)]
+    rule = get_op("einsum")
+    out = rule.compute(tuple(ins), rule.normalize_attrs({"equation": equation}), TensorType(out_shape, "float32"))
+    sch, _ = _default(ins, [out])
+    body = lines(sch)
+    steps = [f"{s.primitive}({s.args})" for s in sch.record]
+    assert any(s.startswith("cache_accumulator(T_einsum at ") for s in steps), steps
+    assert any(s.startswith("split(T_einsum: ") and " by 6 with a tail " in s for s in steps), steps
+    assert not any(".rf" in line for line in body)
+    if copied is None:
+        assert "T_einsum_operand" not in sch.record[-1].snapshot
+    else:
+        assert f"T_einsum_operand = allocate(float32, {list(copied)})" in body
+
+
 def test_default_dense_tile_is_parallel_when_large():
     ins, out = dense(64, 64, 32)
     sch = default_schedule([out], ins, "f")

@@ -27,7 +27,15 @@ process, load 12; 4 rows of 64 columns 99 us):
                                   summed in registers (cache_accumulator at k.outer)
 
 (LLVM drops the zeros stored into the output before the sums and loaded back, the
-parameters being `noalias`.)  The tile's rows of a (6 x 64 floats for attention: 1.5
+parameters being `noalias`.)
+
+An einsum of the same form (`_roles`: attention's values `bhqk,bkhd->bqhd`, whose batch
+axes b and h lie on either side of the rows q) takes the same tile, its batch axes fused
+into one loop; defaults.py's tile had taken 4 heads by 16 of d, a broadcast and a load
+for each FMA.  So do attention's scores `bqhd,bkhd->bhqk`, whose keys te/topi/einsum.py
+copies with k last.  bench/onnx_ops.py's `einsum` (12 heads of 128 x 64, 1 thread,
+`relaylens profile`, load 3-4): values 412 -> 100-110 us (61 -> 229-251 GFLOP/s; onnxruntime's
+Einsum node 153-160), scores 354-362 -> 116 with the copy (onnxruntime 373-393).  The tile's rows of a (6 x 64 floats for attention: 1.5
 KiB) stay in L1 while b's batch passes, and the output is written a whole row after
 another.  The strips outside the rows instead (b's strip, 4 KiB, kept while a's batch
 passed once per strip, 8 times; the output written a column strip at a time, 128 lines
@@ -109,31 +117,62 @@ STACK_BYTES = 4096  # codegen/llvm.py's SMALL_ALLOCA_BYTES: a larger local buffe
 
 def schedules_batch_matmul(stage: Stage, lanes: int) -> bool:
     """Whether this schedule takes `stage`: a batch_matmul whose b is read along the
-    columns j, N a multiple of `lanes`."""
-    if stage.tensor.op.tag != "nn.batch_matmul" or len(stage.axes) != 3 or len(stage.reduce_axes) != 1:
-        return False
-    _, _, j = stage.tensor.op.axes
-    if j.extent % lanes:
-        return False
+    columns j, N a multiple of `lanes`; or an einsum of the same form (`_roles`)."""
+    return _roles(stage, lanes) is not None
+
+
+def _roles(stage: Stage, lanes: int) -> tuple[list[int], int, int] | None:
+    """The positions among `stage`'s data axes of (the batch axes, i, j) when it is a
+    product this schedule takes, else None.  A batch_matmul is (b, i, j).  An einsum
+    (te/topi/einsum.py) is one when it sums one label k of two operands, its last axis j
+    (a multiple of `lanes`) is the last index of one operand (b) and read by no other, and
+    exactly one other axis i is read by the other operand (a) and not by b: attention's
+    values product `bhqk,bkhd->bqhd` (batch b and h, i = q, j = d, k summed)."""
+    tag = stage.tensor.op.tag
+    if tag not in ("nn.batch_matmul", "einsum") or len(stage.reduce_axes) != 1:
+        return None
+    axes = list(stage.tensor.op.axes)
+    if len(axes) < 3 or axes[-1].extent % lanes:
+        return None
+    j = axes[-1]
     loads = [n for n in te.nodes(stage.body) if isinstance(n, te.Load)]
-    return any(ld.indices[-1] is j for ld in loads)
+    if tag == "nn.batch_matmul":
+        return ([0], 1, 2) if len(axes) == 3 and any(ld.indices[-1] is j for ld in loads) else None
+    along_j = [ld for ld in loads if ld.indices and ld.indices[-1] is j]
+    if len(loads) != 2 or len(along_j) != 1:
+        return None
+    b = along_j[0]
+    a = loads[1] if loads[0] is b else loads[0]
+    (k,) = stage.tensor.op.body.axes
+    if _reads(a, j) or not _reads(a, k) or not _reads(b, k):
+        return None
+    rows = [n for n, x in enumerate(axes[:-1]) if _reads(a, x) and not _reads(b, x)]
+    if len(rows) != 1:
+        return None
+    return [n for n in range(len(axes) - 1) if n != rows[0]], rows[0], len(axes) - 1
+
+
+def _reads(load: te.Load, var: te.IterVar) -> bool:
+    return any(n is var for index in load.indices for n in te.nodes(index))
 
 
 def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, lanes: int) -> None:
     """The product `stage` computed at `epilogue`'s (batch, column strip) loop, or without
     an epilogue (the product is an output) its tiles stored into the output (module doc)."""
     t = stage.tensor
-    b, i, j = stage.axes
+    at_batch, at_i, at_j = _roles(stage, lanes)
+    batch, i, j = [stage.axes[n] for n in at_batch], stage.axes[at_i], stage.axes[at_j]
     unit = host_unit()
     if epilogue is None:
         strip = lanes * max(1, STRIP_REGISTERS // unit.registers_for(lanes))  # a strip of two registers
         lanes = strip if j.extent % strip == 0 else lanes
         rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), i.extent))
         jo, j = sch.split(t, j, lanes)
-        sch.reorder(t, b, jo, i, j)
+        sch.reorder(t, *batch, jo, i, j)
         io = _tile(sch, stage, i, j, rows, tail=i.extent % rows != 0)
         sch.reorder(t, io, jo)
         if _work(t) >= PARALLEL_MIN:
+            b = sch.fuse(t, *batch) if len(batch) > 1 else batch[0]
             sch.parallel(t, b if b.extent >= PARALLEL_BATCHES else io)
         return
     rows_per_buffer = max(1, STACK_BYTES // (lanes * max(1, te.bits(t.dtype) // 8)))
@@ -141,12 +180,12 @@ def schedule_batch_matmul(sch: Schedule, stage: Stage, epilogue: Stage | None, l
     rows = max(1, min(ROWS_MAX, unit.accumulators // unit.registers_for(lanes), chunk))
     _tile(sch, stage, i, j, rows, tail=chunk % rows != 0)
     e = epilogue.tensor
-    eb, ei, ej = epilogue.axes
+    eb, ei, ej = [epilogue.axes[n] for n in at_batch], epilogue.axes[at_i], epilogue.axes[at_j]
     jo, ji = sch.split(e, ej, lanes)
     eio, eii = sch.split(e, ei, chunk)
-    sch.reorder(e, eb, jo, eio, eii, ji)
+    sch.reorder(e, *eb, jo, eio, eii, ji)
     sch.vectorize(e, ji)
-    loop = sch.fuse(e, eb, jo)
+    loop = sch.fuse(e, *eb, jo)
     if loop.extent > 1 and _work(t) >= PARALLEL_MIN:
         sch.parallel(e, loop)
     sch.compute_at(t, e, eio)
