@@ -885,7 +885,7 @@ def test_default_dense_and_batch_matmul(m, n, k):
 
 @pytest.mark.parametrize("equation, shapes, out_shape, copied", [
     ("bhqk,bkhd->bqhd", [(1, 2, 7, 5), (1, 5, 2, 32)], (1, 7, 2, 32), None),  # attention's values
-    ("bqhd,bkhd->bhqk", [(1, 7, 2, 5), (1, 16, 2, 5)], (1, 2, 7, 16), (1, 2, 5, 16)),  # its scores
+    ("bqhd,bkhd->bhqk", [(1, 16, 2, 5), (1, 16, 2, 5)], (1, 2, 16, 16), (1, 2, 5, 16)),  # its scores
 ])
 def test_an_einsum_that_is_a_batched_matmul_takes_batch_matmuls_tile(equation, shapes, out_shape, copied):
     """batch_matmul.py `_roles`: an einsum of two operands over one label, the output's
@@ -912,6 +912,24 @@ def test_an_einsum_that_is_a_batched_matmul_takes_batch_matmuls_tile(equation, s
         assert "T_einsum_operand" not in sch.record[-1].snapshot
     else:
         assert f"T_einsum_operand = allocate(float32, {list(copied)})" in body
+
+
+@pytest.mark.parametrize("equation, shapes, copied", [
+    ("bqhd,bkhd->bhqk", [(1, 128, 12, 64), (1, 128, 12, 64)], 1),  # the keys, k last
+    ("ij,kj->ik", [(32, 64), (48, 64)], 1),
+    ("ij,kj->ik", [(1, 64), (48, 64)], None),  # one row: the copy would move the matrix twice
+    ("ij,kj->ik", [(32, 64), (40, 64)], None),  # k not a multiple of COPY_MIN
+    ("bhqk,bkhd->bqhd", [(1, 12, 128, 128), (1, 128, 12, 64)], None),  # d is the values' last axis
+    ("ij,jk->ik", [(32, 64), (64, 48)], None),
+])
+def test_an_einsum_copies_the_operand_it_would_read_across_the_outputs_vectors(equation, shapes, copied):
+    """te/topi/einsum.py `_along_output`: which operand, if any, is read through a copy with
+    the output's last label moved last."""
+    from relaylens.compiler.lower.te.topi.einsum import _along_output
+    from relaylens.compiler.ops.einsum_geometry import einsum_plan
+
+    xs = tuple(te.placeholder(s, "float32", f"p{k}") for k, s in enumerate(shapes))
+    assert _along_output(einsum_plan(equation, shapes), xs) == copied
 
 
 def test_default_dense_tile_is_parallel_when_large():

@@ -28,6 +28,7 @@ from .registry import register_compute
 
 
 COPY_MIN = 16  # the shortest output axis j an operand is copied for (a vector of float32 on AVX-512)
+ROWS_MIN = 16  # the fewest rows of the other operand a copy is made for (`_along_output`)
 
 
 def _along_output(plan, xs: tuple[te.Tensor, ...]) -> int | None:
@@ -35,7 +36,9 @@ def _along_output(plan, xs: tuple[te.Tensor, ...]) -> int | None:
     module doc), or None: two operands, one summed label k, the output's last label j (at
     least COPY_MIN long, a multiple of it) held by one operand alone, whose last axis is
     k, its extents the labels' (no broadcast, no diagonal); the other holds k, not j, and
-    a label of its own (the tile's rows)."""
+    labels of its own (the tile's rows), at least ROWS_MIN elements of them: the copy is
+    read once a row, and for a vector times a matrix it would move the matrix twice
+    where the lane sums read it once."""
     out, reduced = plan.equation.output, plan.reduced
     if len(xs) != 2 or len(reduced) != 1 or ELLIPSIS in reduced or not out or out[-1] == ELLIPSIS:
         return None
@@ -48,10 +51,13 @@ def _along_output(plan, xs: tuple[te.Tensor, ...]) -> int | None:
         return None
     n = holders[0]
     axes, other = plan.operand_axes[n], plan.operand_axes[1 - n]
-    if (axes[-1] != k or k not in other or all(a in axes for a in other) or len(set(axes)) != len(axes)
+    if (axes[-1] != k or k not in other or len(set(axes)) != len(axes)
             or any(isinstance(a, int) or xs[n].shape[m] != plan.extents[a] for m, a in enumerate(axes))):
         return None
-    return n
+    rows = 1
+    for a in set(other) - set(axes):
+        rows *= plan.extents[a] if not isinstance(a, int) else plan.ellipsis[a]
+    return n if isinstance(rows, int) and rows >= ROWS_MIN else None
 
 
 @register_compute("einsum")
