@@ -67,6 +67,7 @@ from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from . import carried
 from .emitted import Emitted
+from .glue import leave_unoptimised, only_hands_on
 from .ir_text import _Printer
 from .lines import TextBuilder
 from ..te.mathfuncs import INLINED
@@ -150,6 +151,8 @@ def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> N
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
     em.stmt(func.body)
     em.finish()
+    if only_hands_on(func.body):  # glue.py: its loops are all in body functions
+        leave_unoptimised(fn)
 
 
 class _Emitter:
@@ -479,6 +482,7 @@ class _Emitter:
         trampoline = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name)
         trampoline.linkage = "internal"
         trampoline.attributes.add("nounwind")
+        leave_unoptimised(trampoline)  # glue.py: a tenth of LLVM's time went on trampolines
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
                       where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
