@@ -28,6 +28,8 @@ Loop kinds:
   through libgomp's `GOMP_parallel`.  The team size comes from the module global
   `relaylens_num_threads` (0: the OpenMP default), which the JIT sets, at most
   shares.MAX_TEAM and the loop's extent.  A parallel loop inside a parallel region runs serially.
+  The trampoline, and the kernel's function when all its loops are parallel, are glue
+  left unoptimised (`optnone`, glue.py): a tenth of LLVM's time went on them.
 
 Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
