@@ -123,3 +123,37 @@ def test_transform_rebuilds_every_node_type_with_its_fields_and_shares_rewrites(
     calls = []
     out = te.transform(shared + shared, lambda n: calls.append(n) or None)
     assert out.a is out.b and len([n for n in calls if n is shared]) == 1
+
+
+def test_with_loc_remakes_every_node_type_as_replace_would():
+    """with_loc's table (by exact type) covers every expression dataclass but the variables,
+    and remakes each with all its fields and the new loc, as dataclasses.replace does."""
+    import dataclasses
+
+    kinds = {c for c in vars(te).values() if isinstance(c, type) and issubclass(c, te.PrimExpr)
+             and c is not te.PrimExpr}
+    assert set(te._WITH_LOC) == kinds - {te.Var, te.IterVar}
+    x = te.Var("x", "int64")
+    t = te.placeholder((8,), "float32", "t")
+    buf = te.Buffer("b", (8,), "float32")
+    k = te.reduce_axis(8, "k")
+    nodes = [te.const(2.5, "float32"), te.Binary("add", x, x, "int64"), te.Call("exp", (te.cast(x, "float32"),), "float32"),
+             te.Cast(x, "float32"), te.Select(te.lt(x, x), te.cast(x, "float32"), te.cast(x, "float32"), "float32"),
+             te.Load(t, (x,), "float32"), te.BufferLoad(buf, x, "float32"),
+             te.Reduce("argmax", te.cast(x + k, "float32"), (k,), "int64", x)]
+    for node in nodes:
+        made, expected = te._WITH_LOC[type(node)](node, "here"), dataclasses.replace(node, loc="here")
+        assert type(made) is type(node) and made.loc == "here"
+        assert all(getattr(made, f.name) is getattr(expected, f.name) for f in dataclasses.fields(node) if f.name != "loc")
+    assert te.with_loc(x, "here") is x  # a variable takes none
+
+
+def test_post_order_leaves_known_tensors_out_and_unwalked():
+    a, b = te.placeholder((4,), "float32", "a"), te.placeholder((4,), "float32", "b")
+    s = te.compute((4,), lambda i: a[i] + b[i], "s")
+    r = te.compute((4,), lambda i: s[i] - b[i], "r")
+    out = te.compute((4,), lambda i: r[i] * s[i], "out")
+    assert te.post_order([out]) == [a, b, s, r, out]
+    assert te.post_order([out], {id(a), id(b), id(s)}) == [r, out]
+    known = {id(a), id(b), id(s), id(r)}
+    assert te.post_order([out], known) == [out] and known == {id(a), id(b), id(s), id(r)}  # not changed

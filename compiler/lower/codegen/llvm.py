@@ -28,6 +28,8 @@ Loop kinds:
   through libgomp's `GOMP_parallel`.  The team size comes from the module global
   `relaylens_num_threads` (0: the OpenMP default), which the JIT sets, at most
   shares.MAX_TEAM and the loop's extent.  A parallel loop inside a parallel region runs serially.
+  The trampoline, and the kernel's function when all its loops are parallel, are glue
+  left unoptimised (`optnone`, glue.py): a tenth of LLVM's time went on them.
 
 Local buffers (`Allocate`) live on the stack (an alloca in the entry block) up to
 `SMALL_ALLOCA_BYTES`, else on the heap (`aligned_alloc`/`free` around the body).
@@ -67,6 +69,7 @@ from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from . import carried
 from .emitted import Emitted
+from .glue import leave_unoptimised, only_hands_on
 from .ir_text import _Printer
 from .lines import TextBuilder
 from ..te.mathfuncs import INLINED
@@ -150,6 +153,8 @@ def _generate_function(module: ir.Module, debug: DebugInfo, func: PrimFunc) -> N
     em.buffers = {id(b): a for b, a in zip(func.params, fn.args)}
     em.stmt(func.body)
     em.finish()
+    if only_hands_on(func.body):  # glue.py: its loops are all in body functions
+        leave_unoptimised(fn)
 
 
 class _Emitter:
@@ -479,6 +484,7 @@ class _Emitter:
         trampoline = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), name)
         trampoline.linkage = "internal"
         trampoline.attributes.add("nounwind")
+        leave_unoptimised(trampoline)  # glue.py: a tenth of LLVM's time went on trampolines
         trampoline.args[0].name = "data"
         tr = _Emitter(self.module, self.debug, trampoline, self.debug.subprogram(trampoline, where[0], local=True),
                       where, self.span, self.root, self.counter, in_parallel=True, plans=self.plans,
