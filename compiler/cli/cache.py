@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for name, part in parts.items():
         kept = part.info()
         out.write(f"{PARTS[name][0]}: {kept.entries}, {_size(kept.bytes)} of at most {_size(kept.max_bytes)}\n")
-    out.write(f"compiler: {compiler_version()}\n")
+    out.write(f"compiler: {compiler_version(memo=info.directory.is_dir())}\n")  # reading creates nothing
     out.write(f"builds use it: {'no' if disabled() else 'yes'} (--no-cache or ${ENV_OFF}=1 turn it off)\n")
     return EXIT_OK
 

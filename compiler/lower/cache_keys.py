@@ -66,11 +66,14 @@ def entry_key(calls: list, source_name: str) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-@lru_cache(maxsize=1)
-def compiler_version() -> str:
+@lru_cache(maxsize=2)
+def compiler_version(memo: bool = True) -> str:
     """The package's release (compiler/version.py) and a digest of the source files
-    lowering runs: a change to any of them makes every key new."""
-    return f"{RELEASE}+{source_digest(PACKAGE, tuple('compiler/' + f for f in KERNEL_SOURCES))[:16]}"
+    lowering runs: a change to any of them makes every key new.  `memo=False` neither
+    reads nor writes the digests' memo (`relaylens cache` names the version of a cache
+    not created yet without creating it)."""
+    digest = source_digest(PACKAGE, tuple("compiler/" + f for f in KERNEL_SOURCES), memo=memo)
+    return f"{RELEASE}+{digest[:16]}"
 
 
 @lru_cache(maxsize=1)
@@ -80,12 +83,14 @@ def compiler_digest() -> str:
     return source_digest(PACKAGE, ("compiler", "grammar"), (".py", ".lark"))
 
 
-def source_digest(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...] = (".py",)) -> str:
+def source_digest(root: Path, folders: tuple[str, ...], suffixes: tuple[str, ...] = (".py",), *,
+                  memo: bool = True) -> str:
     """SHA-256 of the files under `root`'s `folders` whose names end in `suffixes`: their
-    paths relative to `root` and their contents (from the memo while their stat holds)."""
+    paths relative to `root` and their contents (from the memo while their stat holds,
+    unless `memo` is False)."""
     files = sorted(_listed(root, folders, suffixes))
     stat = hashlib.sha256(json.dumps([[rel, *fields] for rel, fields, _ in files]).encode()).hexdigest()
-    memo = digest_memo()
+    memo = digest_memo() if memo else None
     key = hashlib.sha256(json.dumps([str(root), folders, suffixes]).encode()).hexdigest()
     if memo is not None:
         kept = memo.get(key)
