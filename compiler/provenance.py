@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .ir.expr import Call, Constant, Expr, Function, Node, Op, Tuple, TupleGetItem, Var
+from .ir.expr import Call, Constant, Expr, Function, Let, Node, Op, Tuple, TupleGetItem, Var
 from .ir.functor import post_order
 from .ir.module import IRModule
 from .ir.span import LayerSpan, Source, Span, node_layers
@@ -78,6 +78,7 @@ class Provenance:
         # moves a value in or out of it (MOVES; `movers`), which speaks for it only when
         # nothing else does.
         self.fused: dict[Key, tuple[str, Function]] = {}
+        self._kernel_reads: tuple[dict[Expr, list[Call]], dict[Key, list[Var]]] | None = None  # readers()
         same_op: dict[Key, tuple[str, Function]] = {}
         moved: dict[Key, tuple[str, Function]] = {}
         self._movers: dict[Key, list[tuple[str, str, Function]]] = {}
@@ -224,6 +225,68 @@ class Provenance:
         sources = [self.source_node(k) for k in self.keys_of(func.params[0])]
         return next((f"%{v.name}" for v in sources if isinstance(v, Var)), "")
 
+    def parameter(self, key: Key) -> str | None:
+        """`@main` when the source expression `key` is a parameter of @main (a weight left
+        unbound, the model's input), the name of its global function for a parameter of
+        another; None for anything else.  No pass removes or rewrites a parameter: it is a
+        binder, traced through the kernels that read it (`readers`), not through passes."""
+        node = self.source_node(key)
+        if not isinstance(node, Var) or not self.stages:
+            return None
+        for gv, func in self.stages[0].module.functions.items():
+            if isinstance(func, Function) and any(p is node for p in func.params):
+                return f"@{gv.name}"
+        return None
+
+    def let_value(self, key: Key) -> Key | None:
+        """For a variable that a `let` binds, the source range of its value (what the passes
+        made of the variable is what they made of that); None for anything else."""
+        node = self.source_node(key)
+        if not isinstance(node, Var):
+            return None
+        for func in self.stages[0].module.functions.values():
+            for let in post_order(func):
+                if isinstance(let, Let) and let.var is node:
+                    keys = self.keys_of(let.value)
+                    return keys[0] if keys and keys[0] in self.stages[0].by_key else None
+        return None
+
+    def readers(self, key: Key) -> list[tuple[str, Function, tuple[tuple[str, Function], ...]]]:
+        """The kernels of the final module that read the parameter `key` at every run:
+        (fused name, Function, the kernels on the way), where a kernel on the way only
+        reshapes or moves the value for its reader (RESHAPES: AlterOpLayout's
+        layout_transform of a weight, the expand_dims of a bias) and so is followed to what
+        reads its result.  In the order the final module calls them; [] for anything that
+        is not a parameter, or one no kernel reads (passed straight to the output)."""
+        if self.parameter(key) is None:
+            return []
+        if self._kernel_reads is None:  # once per build: the final module's kernel calls by operand
+            self._kernel_reads = ({}, {})
+            readers_of, variables = self._kernel_reads
+            done: set = set()
+            for func in self.stages[-1].module.functions.values():
+                for node in post_order(func, done=done):
+                    done.add(node)
+                    if isinstance(node, Var):
+                        for k in self.keys_of(node):
+                            variables.setdefault(k, []).append(node)
+                    if isinstance(node, Call) and node.op in self.build.fused_names:
+                        for arg in node.args:
+                            for value in arg.fields if isinstance(arg, Tuple) else (arg,):
+                                readers_of.setdefault(value, []).append(node)
+        readers_of, variables = self._kernel_reads
+        out = []
+        todo = [(v, ()) for v in variables.get(key, [])]
+        while todo:
+            value, via = todo.pop(0)
+            for call in readers_of.get(value, []):
+                name = self.build.fused_names[call.op]
+                if reshapes_only(call.op):
+                    todo.append((call, (*via, (name, call.op))))
+                else:
+                    out.append((name, call.op, via))
+        return out
+
     def movers(self, key: Key) -> list[tuple[str, str, Function]]:
         """(`%parameter` or "", fused name, Function) of each kernel that only moves a value
         into the layout the source expression `key` reads it in, or its result out of it,
@@ -275,6 +338,30 @@ MOVES = ("layout_transform",)  # ops passes insert to move data between layouts
 def moves_only(node: Expr) -> bool:
     """A call that only moves a value between layouts (it carries the span of what it moves)."""
     return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in MOVES
+
+
+# ops that only give a value another shape or layout: a kernel of nothing else, with one
+# input, prepares a parameter for the kernel that reads it (Provenance.readers)
+RESHAPES = (*MOVES, "expand_dims", "reshape", "squeeze")
+
+
+def reshape_ops(func: Function) -> list[str]:
+    """The operators a kernel calls, in evaluation order, when it has one input and calls
+    only RESHAPES; else []."""
+    calls = [n for n in post_order(func.body) if isinstance(n, Call)]
+    if len(func.params) != 1 or not all(isinstance(c.op, Op) and c.op.name in RESHAPES for c in calls):
+        return []
+    return [c.op.name for c in calls]
+
+
+def reshapes_only(func: Function) -> bool:
+    return bool(reshape_ops(func))
+
+
+def preparation(func: Function) -> str:
+    """What a kernel that only reshapes or moves a value does: "expand_dims +
+    layout_transform: NCHW → NCHW4c"."""
+    return " + ".join(dict.fromkeys(reshape_ops(func))) + layouts_moved(func)
 
 
 def layouts_moved(func: Function) -> str:

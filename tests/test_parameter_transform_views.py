@@ -15,13 +15,14 @@ runs at every inference.  What each view says of it (compiler/transform/layout_r
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from lsprotocol import types as lsp
 
 from relaylens.compiler.cli.explain import explain_text
 from relaylens.compiler.driver import compile
 from relaylens.server.features.code_lens import report_lenses
-from relaylens.server.features.provenance_hover import describe
+from relaylens.server.features.provenance_hover import describe, parameter_markdown
 from relaylens.server.slow.builds import Built
 from relaylens.server.slow.reporting import build_report
 
@@ -91,3 +92,41 @@ def test_the_report_puts_the_transforms_on_the_calls_line_as_lenses_of_its_kerne
     assert 2 not in by_line and 3 not in by_line, by_line
     opened = next(lens for lens in lenses if lens.command.title == "layout_transform %w")
     assert isinstance(opened.command.arguments[1], lsp.Range)  # module.ll at its lines
+
+
+W = MODEL.index("%w")  # on the def line
+
+
+def test_explain_on_a_parameter_names_the_kernels_that_read_it_not_a_pass_that_removed_it():
+    built = compile(MODEL, "model.relay", stop_after="llvm")
+    prov = built.provenance
+    key = prov.key_at(W + 1)
+    text = explain_text(prov, key, "model.relay", built.lowered)
+    assert "gone" not in text and "RemoveUnusedFunctions" not in text, text
+    assert "  type: Tensor[(32, 16, 1, 1), float32]\n" in text, text
+    assert "  parameter of @main: no pass removes or rewrites it" in text, text
+    assert re.search(r"\n  read at every run by: tvmgen_default_fused_nn_contrib_conv2d_NCHWc\w* \(conv2d \+ relu\)\n"
+                     r"    after tvmgen_default_fused_layout_transform\w*: layout_transform: OIHW → OIHW16i16o\n"
+                     r"    LLVM function: @tvmgen_default_fused_nn_contrib_conv2d_NCHWc", text), text
+
+
+def test_explain_on_a_let_bound_variable_follows_its_value():
+    model = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(4), float32]) {\n'
+             '  let %y = exp(%x);\n  add(%y, %y)\n}\n')
+    built = compile(model, "let.relay", stop_after="llvm")
+    prov = built.provenance
+    text = explain_text(prov, prov.key_at(model.index("%y") + 1), "let.relay", built.lowered)
+    assert "gone" not in text, text
+    assert "  bound by let to the expression at let.relay:3:12, which follows\nlet.relay:3:12: exp(%x)\n" in text, text
+
+
+def test_the_hover_on_a_parameter_names_the_kernels_that_read_it():
+    report = build_report("file:///t/model.relay", 1, MODEL)
+    readers = report.parameters["w"].readers
+    assert len(readers) == 1 and "conv2d_NCHWc" in readers[0][0], readers
+    assert [what for _, what in readers[0][1]] == ["layout_transform: OIHW → OIHW16i16o"], readers
+    server = SimpleNamespace(builds=SimpleNamespace(current=lambda uri: Built(report)))
+    shown = parameter_markdown(server, report.uri, "w")
+    assert shown.startswith("**parameter of @main**"), shown
+    assert "**read at every run by**  \nconv2d + relu · `tvmgen_default_fused_nn_contrib_conv2d_NCHWc" in shown, shown
+    assert "after layout_transform: OIHW → OIHW16i16o · `tvmgen_default_fused_layout_transform" in shown, shown

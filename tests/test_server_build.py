@@ -653,4 +653,5 @@ async def test_the_editor_says_the_weights_were_bound(rooted: LanguageClient) ->
     assert "**bound** to `w` of `model.npz`" in hover.contents.value
     hover = await rooted.text_document_hover_async(lsp.HoverParams(
         lsp.TextDocumentIdentifier(uri), lsp.Position(1, line.index("%x") + 1)))
-    assert "bound" not in hover.contents.value  # the real input stays a parameter
+    assert "**bound**" not in hover.contents.value  # the real input stays a parameter
+    assert "**parameter of @main**" in hover.contents.value and "**read at every run by**" in hover.contents.value
