@@ -211,19 +211,24 @@ class Provenance:
 
     def moved_value(self, func: Function) -> str | None:
         """None unless the fused function only moves a value between layouts (every call
-        in it a MOVES op); then `%name` when the value is a variable of the source (a
-        parameter: a weight left unbound, the model's input), else "" (a result taken back
-        to its old layout).  Such a kernel runs at every inference and carries the range of
-        the call that reads the variable, or of the expression that reads the result
-        (layout_rewrite.py's span contract); it is one of that expression's `movers`, not
-        its fused function."""
+        in it a MOVES op), or only puts a parameter in the shape and layout a call reads it
+        in (RESHAPES, one of them a MOVES op: CanonicalizeOps makes an unbound bias's
+        bias_add an expand_dims and an add, AlterOpLayout moves the expanded bias into the
+        conv's layout, and FuseOps leaves the two a kernel of their own, carrying the
+        bias_add's range while the add is in the conv's kernel); then `%name` when the
+        value is a variable of the source (a parameter: a weight left unbound, the model's
+        input), else "" (a result taken back to its old layout).  Such a kernel runs at
+        every inference and carries the range of the call that reads the variable, or of
+        the expression that reads the result (layout_rewrite.py's span contract); it is one
+        of that expression's `movers`, not its fused function."""
         calls = [node for node in post_order(func.body) if isinstance(node, Call)]
-        if not calls or not all(moves_only(c) for c in calls):
+        if not calls or not any(moves_only(c) for c in calls):
             return None
-        if len(func.params) != 1:
-            return ""
-        sources = [self.source_node(k) for k in self.keys_of(func.params[0])]
-        return next((f"%{v.name}" for v in sources if isinstance(v, Var)), "")
+        sources = [self.source_node(k) for k in self.keys_of(func.params[0])] if len(func.params) == 1 else []
+        parameter = next((f"%{v.name}" for v in sources if isinstance(v, Var)), None)
+        if all(moves_only(c) for c in calls):
+            return parameter or ""
+        return parameter if reshapes_only(func) else None
 
     def parameter(self, key: Key) -> str | None:
         """`@main` when the source expression `key` is a parameter of @main (a weight left
@@ -307,10 +312,11 @@ class Provenance:
         lenses, tabs and tables."""
         ops: dict[str, None] = {}
         layers: dict[str, None] = {}
+        moving = self.moved_value(func) is not None
         for node in post_order(func.body):
             if not isinstance(node, Call):
                 continue
-            if moves_only(node):  # named by what it does, not what it moves
+            if moving or moves_only(node):  # named by what it does, not what it moves
                 ops.setdefault(node.op.name)
                 continue
             for key in self.keys_of(node):

@@ -130,3 +130,35 @@ def test_the_hover_on_a_parameter_names_the_kernels_that_read_it():
     assert shown.startswith("**parameter of @main**"), shown
     assert "**read at every run by**  \nconv2d + relu · `tvmgen_default_fused_nn_contrib_conv2d_NCHWc" in shown, shown
     assert "after layout_transform: OIHW → OIHW16i16o · `tvmgen_default_fused_layout_transform" in shown, shown
+
+
+BIASED = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16, 8, 8), float32], %w: Tensor[(32, 16, 3, 3), float32], %b: Tensor[(32), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=32, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  nn.relu(%1)
+}
+"""
+
+
+def test_a_bias_left_unbound_is_put_in_its_layout_beside_the_kernel_that_adds_it():
+    """CanonicalizeOps and AlterOpLayout make of an unbound bias expand_dims + layout_transform,
+    a kernel of its own carrying the bias_add's range; the bias_add itself is the `add` inside
+    the conv's kernel.  Explain, the hover and the lens called that kernel 'bias_add +
+    layout_transform' and said the bias_add was fused into it."""
+    built = compile(BIASED, "biased.relay", stop_after="llvm")
+    prov = built.provenance
+    key = prov.key_at(BIASED.index("nn.bias_add") + 3)
+    assert "conv2d_NCHWc" in prov.fused_function(key)[0], prov.fused_function(key)
+    text = explain_text(prov, key, "biased.relay", built.lowered)
+    assert re.search(r"\n  fused into: tvmgen_default_fused_nn_contrib_conv2d_NCHWc\w* \(conv2d \+ bias_add \+ relu\)\n",
+                     text), text
+    assert re.search(r"\n    tvmgen_default_fused_expand_dims\w*: expand_dims \+ layout_transform of %b: NCHW → NCHW\d+c\n",
+                     text), text
+    report = build_report("file:///t/biased.relay", 1, BIASED)
+    prep = next(fn for fn in report.functions if fn.name.startswith("tvmgen_default_fused_expand_dims"))
+    assert (prep.display_name, prep.moves) == ("expand_dims + layout_transform", "%b"), prep
+    expr = report.expr_at(BIASED.index("nn.bias_add") + 3)
+    shown = describe(expr, report.uri, report.version, report.function(expr.fused), report.movers(expr.range))
+    assert "**fused into** conv2d + bias_add + relu" in shown, shown
+    assert "expand_dims + layout_transform of `%b`: NCHW → NCHW" in shown, shown

@@ -161,7 +161,7 @@ def explain_text(prov, key, name: str, lowered=None) -> str:
     if movers:
         hint = " (a weight bound from an .npz is put in its layout once, at build time)" if any(m for m, _, _ in movers) else ""
         lines.append(f"  at every run, beside it{hint}:")
-        lines += [f"    {mover}: layout_transform{' of ' + moved if moved else ''}{layouts_moved(func)}"
+        lines += [f"    {mover}: {prov.display_name(func)}{' of ' + moved if moved else ''}{layouts_moved(func)}"
                   for moved, mover, func in movers]
     if fused is not None and lowered is not None:
         lines += _llvm_lines(lowered, fused[0], (start_line, start_col))

@@ -107,7 +107,7 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn, movers=()) -> 
         parts.append(f"why: {expr.fusion}")
     if movers:
         parts.append("**at every run, beside it**  \n" + "  \n".join(
-            f"layout_transform{f' of `{m.moves}`' if m.moves else ''}{m.layouts} · `{m.name}`"
+            f"{m.display_name}{f' of `{m.moves}`' if m.moves else ''}{m.layouts} · `{m.name}`"
             + (f" · [LLVM IR]({uris.make('llvm', 'module.ll', doc, version)}#L{m.module_lines[0][0]})" if m.module_lines else "")
             for m in movers)
             + ("  \n_a weight bound from an .npz is put in its layout once, at build time_" if any(m.moves for m in movers) else ""))
