@@ -127,6 +127,10 @@ class Provenance:
                 if isinstance(node, TRACED) or (isinstance(node, Var) and stage.index == 0):
                     for key in self.keys_of(node):
                         stage.by_key.setdefault(key, []).append(node)
+        if stage.index == 0:  # a binder with its value's range (`ref_write(%r, 1f); ...`, a `let`
+            for key, nodes in stage.by_key.items():  # of its own): the value speaks for the range
+                if len(nodes) > 1 and any(isinstance(n, Var) for n in nodes):
+                    nodes[:] = [n for n in nodes if not isinstance(n, Var)] or nodes
 
     # queries ---------------------------------------------------------------------------
     def key_at(self, offset: int) -> Key | None:
@@ -245,15 +249,16 @@ class Provenance:
 
     def let_value(self, key: Key) -> Key | None:
         """For a variable that a `let` binds, the source range of its value (what the passes
-        made of the variable is what they made of that); None for anything else."""
+        made of the variable is what they made of that); None for anything else, and for a
+        binder that shares its value's range (`ref_write(%r, 1f); ...` is a `let` of its own)."""
         node = self.source_node(key)
         if not isinstance(node, Var):
             return None
         for func in self.stages[0].module.functions.values():
             for let in post_order(func):
                 if isinstance(let, Let) and let.var is node:
-                    keys = self.keys_of(let.value)
-                    return keys[0] if keys and keys[0] in self.stages[0].by_key else None
+                    keys = [k for k in self.keys_of(let.value) if k != key and k in self.stages[0].by_key]
+                    return keys[0] if keys else None
         return None
 
     def readers(self, key: Key) -> list[tuple[str, Function, tuple[tuple[str, Function], ...]]]:

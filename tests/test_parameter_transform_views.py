@@ -162,3 +162,19 @@ def test_a_bias_left_unbound_is_put_in_its_layout_beside_the_kernel_that_adds_it
     shown = describe(expr, report.uri, report.version, report.function(expr.fused), report.movers(expr.range))
     assert "**fused into** conv2d + bias_add + relu" in shown, shown
     assert "expand_dims + layout_transform of `%b`: NCHW → NCHW" in shown, shown
+
+
+def test_explain_on_an_expression_that_a_let_of_no_name_binds():
+    """`ref_write(%0, 1f); ref_read(%0)` binds the write to a variable of its own range: it is no
+    variable to follow to its let's value (that value is itself: a RecursionError, exit 3, once
+    explain followed lets); a call so bound answers for itself, not as its binder (said gone
+    after RemoveUnusedFunctions)."""
+    model = ('#[version = "0.0.5"]\ndef @main(%x: float32, %f: fn (int32) -> int32) {\n'
+             '  %0 = ref(%x);\n  ref_write(%0, 1f);\n  %f(0);\n  ref_read(%0)\n}\n')
+    built = compile(model, "refs.relay", stop_after="llvm")
+    prov = built.provenance
+    text = explain_text(prov, prov.key_at(model.index("ref_write") + 2), "refs.relay", built.lowered)
+    assert text.startswith("refs.relay:4:3: ref_write(%0, 1f)\n") and "not traced through the passes" in text, text
+    text = explain_text(prov, prov.key_at(model.index("%f(0)") + 1), "refs.relay", built.lowered)
+    assert text.startswith("refs.relay:5:3: %f(0)\n") and "variable" not in text, text
+    assert "RemoveUnusedFunctions" not in text, text  # its binder's range is no appearance that went

@@ -132,7 +132,10 @@ def explain_text(prov, key, name: str, lowered=None) -> str:
         return "\n".join(lines + _parameter_lines(prov, key, lowered)) + "\n"
     if isinstance(node, Var):  # a binder: no pass traces it; a let's value speaks for it
         value = prov.let_value(key)
-        if value is None:
+        if not source.text.startswith("%", key[0]):  # a binder of no name: `ref_write(%r, 1f); ...`
+            lines.append("  not traced through the passes (calls, tuples, projections, constants and functions are)")
+            return "\n".join(lines) + "\n"
+        if value is None or isinstance(prov.source_node(value), Var):  # `let %a = %b`: no further
             lines.append("  a variable: no pass traces a binder; explain an expression that reads it")
             return "\n".join(lines) + "\n"
         line, col = source.location(value[0])
