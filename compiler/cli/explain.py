@@ -61,6 +61,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
     line, col = int(m["line"]), int(m["col"])
+    if line < 1 or col < 1:
+        raise UsageError(f"{args.where}: LINE and COL start at 1")
+    lines = text.split("\n")
+    if line <= len(lines) and col > len(lines[line - 1]) + 1:
+        raise UsageError(f"{args.where}: line {line} has {len(lines[line - 1])} characters")
     params = weights.load(err)
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
