@@ -40,6 +40,7 @@ from .lower.disk_cache import DiskCache
 from .lower.pipeline import LoweringCache, lower_build
 from .passes_cache import PassesCache
 from .transform.bind_params import bind_params_by_name
+from .transform.specialize_inputs import specialize_inputs
 from .unknown_values import fill_unknown_constants
 
 STAGES = ("check", "passes", "llvm", "machine_code")
@@ -69,7 +70,8 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
             config: dict[str, Any] | None = None, stop_after: str = "machine_code",
             cache: LoweringCache | None = None, jit=None, progress: Progress | None = None,
             strict: bool = False, unknown_seed: int | None = None,
-            disk_cache: DiskCache | None = None, schedule_texts: bool = False) -> BuildResult:
+            disk_cache: DiskCache | None = None, schedule_texts: bool = False,
+            input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> BuildResult:
     """Build `text` (named `name` in diagnostics and spans) up to the stage `stop_after`.
 
     `params` are weights by parameter name (`params_origin`, the file they came from, names
@@ -84,17 +86,21 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
     constants of unknown value (text printed without its metadata) values drawn from it
     (unknown_values.py) before the passes, so that such a model lowers and runs.
     `schedule_texts`: every kernel's schedule text will be read (lower_build's).
+    `input_shapes`: the extents, by parameter name, that @main's inputs with `?` dimensions
+    take after the weights are bound (transform/specialize_inputs.py: the shapes of the
+    arrays a run is given).
     """
     if stop_after not in STAGES:
         raise ValueError(f"stop_after={stop_after!r}: expected one of {', '.join(STAGES)}")
     kept = PassesCache(disk_cache) if disk_cache is not None and stop_after != "check" else None
     key = kept.key(text, name, params, {"params_origin": params_origin, "passes": passes, "opt_level": opt_level,
-                                        "config": config, "unknown_seed": unknown_seed}) if kept else None
+                                        "config": config, "unknown_seed": unknown_seed,
+                                        "input_shapes": _shapes_key(input_shapes)}) if kept else None
     built = kept.get(key, params) if kept else None
     keep = None
     if built is None:
         built = _check_and_passes(text, name, params, params_origin, passes, opt_level, config, stop_after,
-                                  progress, strict, unknown_seed)
+                                  progress, strict, unknown_seed, input_shapes)
         if kept and stop_after == "machine_code":
             keep = kept.later(key, built, params)  # what the passes made, kept once the kernels are lowered
     built = _lower(built, stop_after, cache, jit, progress, strict, disk_cache, opt_level, config, schedule_texts)
@@ -125,8 +131,8 @@ def _lower(built: BuildResult, stop_after: str, cache, jit, progress: Progress |
 
 
 def _check_and_passes(text: str, name: str, params, params_origin: str, passes, opt_level: int, config,
-                      stop_after: str, progress: Progress | None, strict: bool, unknown_seed: int | None
-                      ) -> BuildResult:
+                      stop_after: str, progress: Progress | None, strict: bool, unknown_seed: int | None,
+                      input_shapes=None) -> BuildResult:
     """The stages check and passes: what `PassesCache` keeps."""
     checked = check_text(text, name)
     result = BuildResult(name, checked, stage="check")
@@ -138,6 +144,8 @@ def _check_and_passes(text: str, name: str, params, params_origin: str, passes, 
     if not errors and unknown_seed is not None:
         module, filled = fill_unknown_constants(module, unknown_seed)
         errors = [d for d in filled if d.is_error]
+    if not errors and input_shapes:
+        module, errors = specialize_inputs(module, input_shapes)
     result.diagnostics += errors or filled
     if errors or stop_after == "check":
         return result
@@ -146,6 +154,10 @@ def _check_and_passes(text: str, name: str, params, params_origin: str, passes, 
                          config=config, strict=strict, progress=steps)
     built.diagnostics[:0] = [*checked.diagnostics, *filled]  # the check's warnings come first
     return built
+
+
+def _shapes_key(shapes: Mapping[str, tuple[int, ...]] | None) -> dict | None:
+    return {k: [int(d) for d in v] for k, v in sorted(shapes.items())} if shapes else None
 
 
 def _pass_steps(progress: Progress | None, passes: list[str]):

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .ir.expr import Call, Constant, Expr, Function, Node, Op, Tuple, TupleGetItem, Var
+from .ir.expr import Call, Constant, Expr, Function, Let, Node, Op, Tuple, TupleGetItem, Var
 from .ir.functor import post_order
 from .ir.module import IRModule
 from .ir.span import LayerSpan, Source, Span, node_layers
@@ -78,6 +78,7 @@ class Provenance:
         # moves a value in or out of it (MOVES; `movers`), which speaks for it only when
         # nothing else does.
         self.fused: dict[Key, tuple[str, Function]] = {}
+        self._kernel_reads: tuple[dict[Expr, list[Call]], dict[Key, list[Var]]] | None = None  # readers()
         same_op: dict[Key, tuple[str, Function]] = {}
         moved: dict[Key, tuple[str, Function]] = {}
         self._movers: dict[Key, list[tuple[str, str, Function]]] = {}
@@ -126,6 +127,10 @@ class Provenance:
                 if isinstance(node, TRACED) or (isinstance(node, Var) and stage.index == 0):
                     for key in self.keys_of(node):
                         stage.by_key.setdefault(key, []).append(node)
+        if stage.index == 0:  # a binder with its value's range (`ref_write(%r, 1f); ...`, a `let`
+            for key, nodes in stage.by_key.items():  # of its own): the value speaks for the range
+                if len(nodes) > 1 and any(isinstance(n, Var) for n in nodes):
+                    nodes[:] = [n for n in nodes if not isinstance(n, Var)] or nodes
 
     # queries ---------------------------------------------------------------------------
     def key_at(self, offset: int) -> Key | None:
@@ -210,19 +215,87 @@ class Provenance:
 
     def moved_value(self, func: Function) -> str | None:
         """None unless the fused function only moves a value between layouts (every call
-        in it a MOVES op); then `%name` when the value is a variable of the source (a
-        parameter: a weight left unbound, the model's input), else "" (a result taken back
-        to its old layout).  Such a kernel runs at every inference and carries the range of
-        the call that reads the variable, or of the expression that reads the result
-        (layout_rewrite.py's span contract); it is one of that expression's `movers`, not
-        its fused function."""
+        in it a MOVES op), or only puts a parameter in the shape and layout a call reads it
+        in (RESHAPES, one of them a MOVES op: CanonicalizeOps makes an unbound bias's
+        bias_add an expand_dims and an add, AlterOpLayout moves the expanded bias into the
+        conv's layout, and FuseOps leaves the two a kernel of their own, carrying the
+        bias_add's range while the add is in the conv's kernel); then `%name` when the
+        value is a variable of the source (a parameter: a weight left unbound, the model's
+        input), else "" (a result taken back to its old layout).  Such a kernel runs at
+        every inference and carries the range of the call that reads the variable, or of
+        the expression that reads the result (layout_rewrite.py's span contract); it is one
+        of that expression's `movers`, not its fused function."""
         calls = [node for node in post_order(func.body) if isinstance(node, Call)]
-        if not calls or not all(moves_only(c) for c in calls):
+        if not calls or not any(moves_only(c) for c in calls):
             return None
-        if len(func.params) != 1:
-            return ""
-        sources = [self.source_node(k) for k in self.keys_of(func.params[0])]
-        return next((f"%{v.name}" for v in sources if isinstance(v, Var)), "")
+        sources = [self.source_node(k) for k in self.keys_of(func.params[0])] if len(func.params) == 1 else []
+        parameter = next((f"%{v.name}" for v in sources if isinstance(v, Var)), None)
+        if all(moves_only(c) for c in calls):
+            return parameter or ""
+        return parameter if reshapes_only(func) else None
+
+    def parameter(self, key: Key) -> str | None:
+        """`@main` when the source expression `key` is a parameter of @main (a weight left
+        unbound, the model's input), the name of its global function for a parameter of
+        another; None for anything else.  No pass removes or rewrites a parameter: it is a
+        binder, traced through the kernels that read it (`readers`), not through passes."""
+        node = self.source_node(key)
+        if not isinstance(node, Var) or not self.stages:
+            return None
+        for gv, func in self.stages[0].module.functions.items():
+            if isinstance(func, Function) and any(p is node for p in func.params):
+                return f"@{gv.name}"
+        return None
+
+    def let_value(self, key: Key) -> Key | None:
+        """For a variable that a `let` binds, the source range of its value (what the passes
+        made of the variable is what they made of that); None for anything else, and for a
+        binder that shares its value's range (`ref_write(%r, 1f); ...` is a `let` of its own)."""
+        node = self.source_node(key)
+        if not isinstance(node, Var):
+            return None
+        for func in self.stages[0].module.functions.values():
+            for let in post_order(func):
+                if isinstance(let, Let) and let.var is node:
+                    keys = [k for k in self.keys_of(let.value) if k != key and k in self.stages[0].by_key]
+                    return keys[0] if keys else None
+        return None
+
+    def readers(self, key: Key) -> list[tuple[str, Function, tuple[tuple[str, Function], ...]]]:
+        """The kernels of the final module that read the parameter `key` at every run:
+        (fused name, Function, the kernels on the way), where a kernel on the way only
+        reshapes or moves the value for its reader (RESHAPES: AlterOpLayout's
+        layout_transform of a weight, the expand_dims of a bias) and so is followed to what
+        reads its result.  In the order the final module calls them; [] for anything that
+        is not a parameter, or one no kernel reads (passed straight to the output)."""
+        if self.parameter(key) is None:
+            return []
+        if self._kernel_reads is None:  # once per build: the final module's kernel calls by operand
+            self._kernel_reads = ({}, {})
+            readers_of, variables = self._kernel_reads
+            done: set = set()
+            for func in self.stages[-1].module.functions.values():
+                for node in post_order(func, done=done):
+                    done.add(node)
+                    if isinstance(node, Var):
+                        for k in self.keys_of(node):
+                            variables.setdefault(k, []).append(node)
+                    if isinstance(node, Call) and node.op in self.build.fused_names:
+                        for arg in node.args:
+                            for value in arg.fields if isinstance(arg, Tuple) else (arg,):
+                                readers_of.setdefault(value, []).append(node)
+        readers_of, variables = self._kernel_reads
+        out = []
+        todo = [(v, ()) for v in variables.get(key, [])]
+        while todo:
+            value, via = todo.pop(0)
+            for call in readers_of.get(value, []):
+                name = self.build.fused_names[call.op]
+                if reshapes_only(call.op):
+                    todo.append((call, (*via, (name, call.op))))
+                else:
+                    out.append((name, call.op, via))
+        return out
 
     def movers(self, key: Key) -> list[tuple[str, str, Function]]:
         """(`%parameter` or "", fused name, Function) of each kernel that only moves a value
@@ -244,10 +317,11 @@ class Provenance:
         lenses, tabs and tables."""
         ops: dict[str, None] = {}
         layers: dict[str, None] = {}
+        moving = self.moved_value(func) is not None
         for node in post_order(func.body):
             if not isinstance(node, Call):
                 continue
-            if moves_only(node):  # named by what it does, not what it moves
+            if moving or moves_only(node):  # named by what it does, not what it moves
                 ops.setdefault(node.op.name)
                 continue
             for key in self.keys_of(node):
@@ -275,6 +349,30 @@ MOVES = ("layout_transform",)  # ops passes insert to move data between layouts
 def moves_only(node: Expr) -> bool:
     """A call that only moves a value between layouts (it carries the span of what it moves)."""
     return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in MOVES
+
+
+# ops that only give a value another shape or layout: a kernel of nothing else, with one
+# input, prepares a parameter for the kernel that reads it (Provenance.readers)
+RESHAPES = (*MOVES, "expand_dims", "reshape", "squeeze")
+
+
+def reshape_ops(func: Function) -> list[str]:
+    """The operators a kernel calls, in evaluation order, when it has one input and calls
+    only RESHAPES; else []."""
+    calls = [n for n in post_order(func.body) if isinstance(n, Call)]
+    if len(func.params) != 1 or not all(isinstance(c.op, Op) and c.op.name in RESHAPES for c in calls):
+        return []
+    return [c.op.name for c in calls]
+
+
+def reshapes_only(func: Function) -> bool:
+    return bool(reshape_ops(func))
+
+
+def preparation(func: Function) -> str:
+    """What a kernel that only reshapes or moves a value does: "expand_dims +
+    layout_transform: NCHW → NCHW4c"."""
+    return " + ".join(dict.fromkeys(reshape_ops(func))) + layouts_moved(func)
 
 
 def layouts_moved(func: Function) -> str:

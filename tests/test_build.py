@@ -108,3 +108,14 @@ def test_explain_bad_location(capsys):
     assert main(["explain", f"{MNIST}:x:1"]) == 2
     assert main(["explain", f"{MNIST}:1:1"]) == 2
     assert "no expression at" in capsys.readouterr().err
+
+
+def test_explain_positions_start_at_one_and_stay_on_their_line(capsys):
+    """`:0:0` explained @main (offset arithmetic from line 0), and a column past the end of
+    its line explained whatever the offset reached below."""
+    assert main(["explain", f"{MNIST}:0:0"]) == 2
+    assert "LINE and COL start at 1" in capsys.readouterr().err
+    line = MNIST.read_text().splitlines()[6]
+    assert main(["explain", f"{MNIST}:7:{len(line) + 40}"]) == 2
+    assert f"line 7 has {len(line)} characters" in capsys.readouterr().err
+    assert main(["explain", f"{MNIST}:7:{len(line) + 1}"]) == 0  # the end of the line: a cursor's place

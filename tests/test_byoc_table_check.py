@@ -10,6 +10,7 @@ from pathlib import Path
 
 from relaylens.compiler.check import check_text
 from relaylens.compiler.diagnostics import Severity
+from relaylens.compiler.transform.patterns import load_pattern_table
 from relaylens.compiler.transform.patterns.directive import build_directive, is_table_directive
 from relaylens.compiler.transform.patterns.table_check import table_check
 
@@ -43,6 +44,25 @@ def test_real_errors_of_a_table_stay_with_its_own_checks() -> None:
     assert "Constants names 'w'" in messages[0][1] and "nn.foo" in messages[1][1]
     assert "broadcast" in messages[2][1] and "no_such_attribute" in messages[3][1]
     assert not any(d.severity == Severity.WARNING and "cannot infer" in d.message for d in found)
+
+
+def test_a_syntax_error_in_a_table_is_one_error_at_its_place(tmp_path) -> None:
+    """The def holding it becomes a hole in recovery: its body is no call, which the table's
+    own check also said ('a pattern's result must be a call'), at the def's `{`."""
+    text = TABLE.read_text(encoding="utf-8").replace("  nn.relu(%1)\n", "  nn.relu(%1 +)\n", 1)
+    _, found = checked(text)
+    assert [(d.span.line, d.span.col, d.message) for d in found if d.is_error] == [
+        (11, 15, "expected an expression after '+', found ')'")], found
+    table = load_pattern_table(text, "t.relay")
+    assert [d.message for d in table.diagnostics if d.is_error] == ["expected an expression after '+', found ')'"]
+    assert "conv2d_bias_relu" not in [e.name for e in table.entries] and len(table.entries) == 7
+    bad, model = tmp_path / "bad.relay", ROOT / "examples" / "byoc" / "mynpu_model.relay"
+    bad.write_text(text, encoding="utf-8")
+    cli = subprocess.run([RELAYLENS, "build", str(model), "--patterns", str(bad), "--target", "mynpu", "--passes",
+                          "MergeComposite,AnnotateTarget,MergeCompilerRegions,PartitionGraph"],
+                         capture_output=True, text=True)
+    assert cli.returncode == 1 and cli.stderr.count("error:") == 1, cli.stderr
+    assert f"{bad}:11:15: error: expected an expression after '+'" in cli.stderr, cli.stderr
 
 
 def test_a_model_is_not_a_table_and_the_directive_makes_one() -> None:

@@ -15,13 +15,14 @@ runs at every inference.  What each view says of it (compiler/transform/layout_r
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from lsprotocol import types as lsp
 
 from relaylens.compiler.cli.explain import explain_text
 from relaylens.compiler.driver import compile
 from relaylens.server.features.code_lens import report_lenses
-from relaylens.server.features.provenance_hover import describe
+from relaylens.server.features.provenance_hover import describe, parameter_markdown
 from relaylens.server.slow.builds import Built
 from relaylens.server.slow.reporting import build_report
 
@@ -91,3 +92,89 @@ def test_the_report_puts_the_transforms_on_the_calls_line_as_lenses_of_its_kerne
     assert 2 not in by_line and 3 not in by_line, by_line
     opened = next(lens for lens in lenses if lens.command.title == "layout_transform %w")
     assert isinstance(opened.command.arguments[1], lsp.Range)  # module.ll at its lines
+
+
+W = MODEL.index("%w")  # on the def line
+
+
+def test_explain_on_a_parameter_names_the_kernels_that_read_it_not_a_pass_that_removed_it():
+    built = compile(MODEL, "model.relay", stop_after="llvm")
+    prov = built.provenance
+    key = prov.key_at(W + 1)
+    text = explain_text(prov, key, "model.relay", built.lowered)
+    assert "gone" not in text and "RemoveUnusedFunctions" not in text, text
+    assert "  type: Tensor[(32, 16, 1, 1), float32]\n" in text, text
+    assert "  parameter of @main: no pass removes or rewrites it" in text, text
+    assert re.search(r"\n  read at every run by: tvmgen_default_fused_nn_contrib_conv2d_NCHWc\w* \(conv2d \+ relu\)\n"
+                     r"    after tvmgen_default_fused_layout_transform\w*: layout_transform: OIHW → OIHW16i16o\n"
+                     r"    LLVM function: @tvmgen_default_fused_nn_contrib_conv2d_NCHWc", text), text
+
+
+def test_explain_on_a_let_bound_variable_follows_its_value():
+    model = ('#[version = "0.0.5"]\ndef @main(%x: Tensor[(4), float32]) {\n'
+             '  let %y = exp(%x);\n  add(%y, %y)\n}\n')
+    built = compile(model, "let.relay", stop_after="llvm")
+    prov = built.provenance
+    text = explain_text(prov, prov.key_at(model.index("%y") + 1), "let.relay", built.lowered)
+    assert "gone" not in text, text
+    assert "  bound by let to the expression at let.relay:3:12, which follows\nlet.relay:3:12: exp(%x)\n" in text, text
+
+
+def test_the_hover_on_a_parameter_names_the_kernels_that_read_it():
+    report = build_report("file:///t/model.relay", 1, MODEL)
+    readers = report.parameters["w"].readers
+    assert len(readers) == 1 and "conv2d_NCHWc" in readers[0][0], readers
+    assert [what for _, what in readers[0][1]] == ["layout_transform: OIHW → OIHW16i16o"], readers
+    server = SimpleNamespace(builds=SimpleNamespace(current=lambda uri: Built(report)))
+    shown = parameter_markdown(server, report.uri, "w")
+    assert shown.startswith("**parameter of @main**"), shown
+    assert "**read at every run by**  \nconv2d + relu · `tvmgen_default_fused_nn_contrib_conv2d_NCHWc" in shown, shown
+    assert "after layout_transform: OIHW → OIHW16i16o · `tvmgen_default_fused_layout_transform" in shown, shown
+
+
+BIASED = """#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 16, 8, 8), float32], %w: Tensor[(32, 16, 3, 3), float32], %b: Tensor[(32), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=32, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  nn.relu(%1)
+}
+"""
+
+
+def test_a_bias_left_unbound_is_put_in_its_layout_beside_the_kernel_that_adds_it():
+    """CanonicalizeOps and AlterOpLayout make of an unbound bias expand_dims + layout_transform,
+    a kernel of its own carrying the bias_add's range; the bias_add itself is the `add` inside
+    the conv's kernel.  Explain, the hover and the lens called that kernel 'bias_add +
+    layout_transform' and said the bias_add was fused into it."""
+    built = compile(BIASED, "biased.relay", stop_after="llvm")
+    prov = built.provenance
+    key = prov.key_at(BIASED.index("nn.bias_add") + 3)
+    assert "conv2d_NCHWc" in prov.fused_function(key)[0], prov.fused_function(key)
+    text = explain_text(prov, key, "biased.relay", built.lowered)
+    assert re.search(r"\n  fused into: tvmgen_default_fused_nn_contrib_conv2d_NCHWc\w* \(conv2d \+ bias_add \+ relu\)\n",
+                     text), text
+    assert re.search(r"\n    tvmgen_default_fused_expand_dims\w*: expand_dims \+ layout_transform of %b: NCHW → NCHW\d+c\n",
+                     text), text
+    report = build_report("file:///t/biased.relay", 1, BIASED)
+    prep = next(fn for fn in report.functions if fn.name.startswith("tvmgen_default_fused_expand_dims"))
+    assert (prep.display_name, prep.moves) == ("expand_dims + layout_transform", "%b"), prep
+    expr = report.expr_at(BIASED.index("nn.bias_add") + 3)
+    shown = describe(expr, report.uri, report.version, report.function(expr.fused), report.movers(expr.range))
+    assert "**fused into** conv2d + bias_add + relu" in shown, shown
+    assert "expand_dims + layout_transform of `%b`: NCHW → NCHW" in shown, shown
+
+
+def test_explain_on_an_expression_that_a_let_of_no_name_binds():
+    """`ref_write(%0, 1f); ref_read(%0)` binds the write to a variable of its own range: it is no
+    variable to follow to its let's value (that value is itself: a RecursionError, exit 3, once
+    explain followed lets); a call so bound answers for itself, not as its binder (said gone
+    after RemoveUnusedFunctions)."""
+    model = ('#[version = "0.0.5"]\ndef @main(%x: float32, %f: fn (int32) -> int32) {\n'
+             '  %0 = ref(%x);\n  ref_write(%0, 1f);\n  %f(0);\n  ref_read(%0)\n}\n')
+    built = compile(model, "refs.relay", stop_after="llvm")
+    prov = built.provenance
+    text = explain_text(prov, prov.key_at(model.index("ref_write") + 2), "refs.relay", built.lowered)
+    assert text.startswith("refs.relay:4:3: ref_write(%0, 1f)\n") and "not traced through the passes" in text, text
+    text = explain_text(prov, prov.key_at(model.index("%f(0)") + 1), "refs.relay", built.lowered)
+    assert text.startswith("refs.relay:5:3: %f(0)\n") and "variable" not in text, text
+    assert "RemoveUnusedFunctions" not in text, text  # its binder's range is no appearance that went

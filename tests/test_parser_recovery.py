@@ -156,3 +156,20 @@ def test_holes_stand_where_statements_were_dropped() -> None:
     counter = _Count()
     counter.visit(main)
     assert counter.errors == 2
+
+
+def test_a_hole_the_recovery_made_is_no_second_error() -> None:
+    """A broken clause of a match: the statement dropped for it is the whole match body, a
+    hole where a clause was expected, which the next parse refused ('... found an earlier
+    error') at the match's `{`, where nothing is wrong (1 edit in 50 on the corpus)."""
+    text = HEADER + (
+        "type Nat {\n  Zero,\n  Succ(Nat),\n}\n"
+        "def @plus(%a: Nat, %b: Nat) -> Nat {\n"
+        "  match (%a) {\n"            # line 7
+        "    Zero => %b,\n"
+        "    Succ(%n) = Succ(@plus(%n, %b))\n"  # line 9: '=' for '=>'
+        "  }\n"
+        "}\n")
+    assert errors(text) == [(9, 14, "expected '=>' after ')', found '='")]
+    attrs = HEADER + 'def @main(%x, %y {\n  add(%x, %y)\n}\n'  # ')' forgotten: `{` reads as attributes
+    assert [(line, col) for line, col, _ in errors(attrs)] == [(3, 6)]

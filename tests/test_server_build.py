@@ -210,7 +210,7 @@ async def finished(uri: str, version: int, state: str | None = None, timeout: fl
 )
 async def client(lsp_client: LanguageClient):
     EVENTS.listen(lsp_client)
-    lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
+    lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(_lens_refresh)
     capabilities = lsp.ClientCapabilities(
         window=lsp.WindowClientCapabilities(work_done_progress=True),
         workspace=lsp.WorkspaceClientCapabilities(
@@ -218,6 +218,23 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.initialize_session(lsp.InitializeParams(capabilities=capabilities))
     yield
     await lsp_client.shutdown_session()
+
+
+REFRESH_WAITERS: list[asyncio.Future] = []
+
+
+def _lens_refresh(params) -> None:
+    """workspace/codeLens/refresh: wakes whoever waits for one (`next_refresh`)."""
+    for waiter in REFRESH_WAITERS:
+        if not waiter.done():
+            waiter.set_result(True)
+    REFRESH_WAITERS.clear()
+
+
+def next_refresh() -> asyncio.Future:
+    waiter = asyncio.get_running_loop().create_future()
+    REFRESH_WAITERS.append(waiter)
+    return waiter
 
 
 def open_doc(client: LanguageClient, name: str, text: str) -> str:
@@ -424,6 +441,27 @@ async def test_lenses_stay_marked_stale_until_the_next_build_replaces_them(clien
     again = rows(await lenses(client, uri))  # this version's own lenses, unmarked
     assert sorted(again) == [line + 1 for line in sorted(fresh)]
     assert [titles[0] for titles in again.values()] == [titles[0] for titles in fresh.values()]
+
+
+@asyncio_module
+async def test_lenses_say_out_of_date_once_a_broken_version_is_not_built(client: LanguageClient) -> None:
+    """A breaking edit: the lenses the editor asks for at once say *rebuilding…* (a build is
+    due after the debounce); when the build is then not started (the text has errors) the
+    server asks the editor to fetch them again, and they say *out of date*.  VS Code asks
+    for lenses on an edit, not when a timer fires: without the refresh they said
+    *rebuilding…* for as long as the error stayed."""
+    text = corpus("073.relay")
+    uri = await built(client, "broken-lenses.relay", text)
+    refreshed = next_refresh()
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        [lsp.TextDocumentContentChangePartial(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+                                              text="%%% broken\n")]))
+    stale = rows(await lenses(client, uri))
+    assert all(" · rebuilding… ⟨" in titles[0] for titles in stale.values()), stale
+    await asyncio.wait_for(refreshed, 30)  # the debounce ran out and nothing was built
+    stale = rows(await lenses(client, uri))
+    assert stale and all(" · out of date (the text has errors) ⟨" in titles[0] for titles in stale.values()), stale
 
 
 @asyncio_module
@@ -653,4 +691,5 @@ async def test_the_editor_says_the_weights_were_bound(rooted: LanguageClient) ->
     assert "**bound** to `w` of `model.npz`" in hover.contents.value
     hover = await rooted.text_document_hover_async(lsp.HoverParams(
         lsp.TextDocumentIdentifier(uri), lsp.Position(1, line.index("%x") + 1)))
-    assert "bound" not in hover.contents.value  # the real input stays a parameter
+    assert "**bound**" not in hover.contents.value  # the real input stays a parameter
+    assert "**parameter of @main**" in hover.contents.value and "**read at every run by**" in hover.contents.value

@@ -22,8 +22,9 @@ from typing import TextIO
 from ..driver import compile
 from ..lower.artifacts import source_map
 from ..lower.codegen.llvm_map import function_ranges, line_locations, source_file
+from ..ir.expr import Var
 from ..printer import print_type
-from ..provenance import layouts_moved
+from ..provenance import layouts_moved, preparation
 from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
 
@@ -60,6 +61,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
     line, col = int(m["line"]), int(m["col"])
+    if line < 1 or col < 1:
+        raise UsageError(f"{args.where}: LINE and COL start at 1")
+    lines = text.split("\n")
+    if line <= len(lines) and col > len(lines[line - 1]) + 1:
+        raise UsageError(f"{args.where}: line {line} has {len(lines[line - 1])} characters")
     params = weights.load(err)
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
@@ -127,6 +133,19 @@ def explain_text(prov, key, name: str, lowered=None) -> str:
         lines.append(f"  frontend layer{'s' * (len(layers) > 1)}: {', '.join(layers)}")
     if node is not None and node.ty is not None:
         lines.append(f"  type: {print_type(node.ty)}")
+    if prov.parameter(key) is not None:
+        return "\n".join(lines + _parameter_lines(prov, key, lowered)) + "\n"
+    if isinstance(node, Var):  # a binder: no pass traces it; a let's value speaks for it
+        value = prov.let_value(key)
+        if not source.text.startswith("%", key[0]):  # a binder of no name: `ref_write(%r, 1f); ...`
+            lines.append("  not traced through the passes (calls, tuples, projections, constants and functions are)")
+            return "\n".join(lines) + "\n"
+        if value is None or isinstance(prov.source_node(value), Var):  # `let %a = %b`: no further
+            lines.append("  a variable: no pass traces a binder; explain an expression that reads it")
+            return "\n".join(lines) + "\n"
+        line, col = source.location(value[0])
+        lines.append(f"  bound by let to the expression at {name}:{line}:{col}, which follows")
+        return "\n".join(lines) + "\n" + explain_text(prov, value, name, lowered)
     changes = prov.changes(key)
     if not changes:
         lines.append("  no pass changed it")
@@ -150,11 +169,29 @@ def explain_text(prov, key, name: str, lowered=None) -> str:
     if movers:
         hint = " (a weight bound from an .npz is put in its layout once, at build time)" if any(m for m, _, _ in movers) else ""
         lines.append(f"  at every run, beside it{hint}:")
-        lines += [f"    {mover}: layout_transform{' of ' + moved if moved else ''}{layouts_moved(func)}"
+        lines += [f"    {mover}: {prov.display_name(func)}{' of ' + moved if moved else ''}{layouts_moved(func)}"
                   for moved, mover, func in movers]
     if fused is not None and lowered is not None:
         lines += _llvm_lines(lowered, fused[0], (start_line, start_col))
     return "\n".join(lines) + "\n"
+
+
+def _parameter_lines(prov, key, lowered) -> list[str]:
+    """A parameter stays one through every pass: what it is, the kernels that read it at
+    every run, each with the kernels that put it in the shape or layout it reads it in
+    (Provenance.readers) and its LLVM function."""
+    lines = [f"  parameter of {prov.parameter(key)}: no pass removes or rewrites it; each run passes it in"]
+    readers = prov.readers(key)
+    if not readers:
+        lines.append(f"  read by no kernel: {prov.parameter(key)} itself uses it (a condition, a call, a tuple, its result)")
+    for name, func, via in readers:
+        lines.append(f"  read at every run by: {name} ({prov.display_name(func)})")
+        lines += [f"    after {v}: {preparation(f)}" for v, f in via]
+        if lowered is not None:
+            lines += ["  " + line for line in _llvm_lines(lowered, name, (0, 0)) if "frontend layers" not in line]
+    if any(via for _, _, via in readers):
+        lines.append("  (a weight bound from an .npz is a constant instead: what prepares it runs once, at build time)")
+    return lines
 
 
 def _llvm_lines(lowered, fused_name: str, where: tuple[int, int]) -> list[str]:

@@ -40,7 +40,7 @@ from ..profile.trace import chrome_trace
 from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
-from .program import given_names, load_program, static_shapes_note
+from .program import given_names, given_shapes, load_program, static_shapes_note
 
 DEFAULT_RUNS = 10
 
@@ -115,10 +115,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     name, text, module, params, inputs, _everything = program
     with terminal_progress(err) as progress:
         built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                        progress=progress, unknown_seed=args.seed, jit=JIT(threads), disk_cache=disk_cache(args))
+                        progress=progress, unknown_seed=args.seed, jit=JIT(threads), disk_cache=disk_cache(args),
+                        input_shapes=given_shapes(module, params, inputs))
     report([d for d in built.diagnostics if d.is_error], name, err)
     if built.executable is None:
-        static_shapes_note(module, params, inputs, err)
+        static_shapes_note(module, params, inputs, built, err)
         return EXIT_ERRORS
     peak = given_peak(args.peak) if args.peak else machine_peak(threads)
     try:

@@ -30,6 +30,7 @@ from ..parser.result import is_unknown_constants_warning
 from ..random_data import RULE, find_roles
 from ..random_inputs import InputError, draw_inputs
 from ..transform.bind_params import bind_params_by_name
+from ..transform.specialize_inputs import SOURCE as SHAPES_SOURCE
 from ..unknown_values import fill_unknown_constants
 from .array_files import load_array
 from .build_options import ParamsFile
@@ -97,17 +98,30 @@ def bind_and_match(module, name: str, args: argparse.Namespace, weights: ParamsF
     return params, inputs, [params[p.name] if p.name in params else next(supplied) for p in main.params]
 
 
-def static_shapes_note(module, params: dict, inputs: Sequence, err: TextIO) -> None:
-    """After a compiled build that failed: for each input of @main whose type has `?`
-    dimensions (an ONNX model exported with a dynamic batch), what to do, once, with the
-    shape its argument has (lowering wrote an error at every kernel it reaches)."""
+def given_shapes(module, params: dict, inputs: Sequence) -> dict[str, tuple[int, ...]]:
+    """The shape of the argument of each input of @main whose type has `?` dimensions (an
+    ONNX model exported with a dynamic batch): the build takes these extents
+    (driver.compile's `input_shapes`), checked to fit @main together."""
     free = [p for p in module["main"].params if p.name not in params]
-    for param, value in zip(free, inputs):
-        ty = param.type_annotation
-        if isinstance(ty, TensorType) and not ty.is_static and isinstance(value, np.ndarray):
-            shape = ",".join(str(d) for d in value.shape)
-            print(f"{PROG}: note: %{param.name} is {type_text(ty)}: a compiled run needs static shapes; re-import the "
-                  f"model with --shape {param.name}={shape} (its --input's shape), or run it with --interp", file=err)
+    return {p.name: tuple(value.shape) for p, value in zip(free, inputs)
+            if isinstance(p.type_annotation, TensorType) and not p.type_annotation.is_static
+            and isinstance(value, np.ndarray)}
+
+
+def static_shapes_note(module, params: dict, inputs: Sequence, built, err: TextIO) -> None:
+    """After a compiled build that failed, though it took the shape of each input with `?`
+    dimensions from its argument (`given_shapes`): when lowering still met `?` dimensions
+    (shapes computed at run time), what to do, once per such input (lowering wrote an
+    error at every kernel it reaches).  Nothing when the shapes did not fit @main (that
+    error says it all)."""
+    if any(d.source == SHAPES_SOURCE for d in built.diagnostics):
+        return
+    for name, shape in given_shapes(module, params, inputs).items():
+        ty = next(p.type_annotation for p in module["main"].params if p.name == name)
+        dims = ",".join(str(d) for d in shape)
+        print(f"{PROG}: note: %{name} is {type_text(ty)}: the build took its --input's shape ({dims}), and "
+              f"still met dimensions known only at run time; re-import the model with --shape {name}={dims} "
+              f"(the importer then fixes the shapes computed from it), or run it with --interp", file=err)
 
 
 def _param_list(main: Function) -> str:

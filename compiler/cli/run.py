@@ -57,7 +57,7 @@ from ..numerics import find_nonfinite_compiled, find_nonfinite_interpreted
 from .build_options import add_build_options, disk_cache, params_file, pass_config, terminal_progress
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, render, report
 from .outputs import OutputPlan, write_files
-from .program import load_program, random_inputs, static_shapes_note  # noqa: F401 -- random_inputs: tests draw as run does
+from .program import given_shapes, load_program, random_inputs, static_shapes_note  # noqa: F401 -- random_inputs: tests draw as run does
 from .run_numerics import check_outputs, warn_nonfinite
 
 
@@ -116,10 +116,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         else:
             with terminal_progress(err) as progress:
                 built = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                                progress=progress, unknown_seed=args.seed, disk_cache=disk_cache(args))
+                                progress=progress, unknown_seed=args.seed, disk_cache=disk_cache(args),
+                                input_shapes=given_shapes(module, params, inputs))
             report([d for d in built.diagnostics if d.is_error], name, err)
             if built.executable is None:
-                static_shapes_note(module, params, inputs, err)
+                static_shapes_note(module, params, inputs, built, err)
                 return EXIT_ERRORS
             value = built.executable.run(*inputs)
             warn_nonfinite(value, everything, lambda: find_nonfinite_compiled(built, inputs), name, err)

@@ -79,7 +79,8 @@ def _recover(text: str, rule: str, statements: bool, base: int, source: Source,
             if errors is not None:
                 errors.append(pos)
             diagnostic, mended_text = describe(err, text, pos, base, source, parser)
-            diagnostics.append(diagnostic)
+            if not text.startswith(HOLE, pos):  # a hole mended in is no place the user erred: it
+                diagnostics.append(diagnostic)  # stands where the earlier error's statement was
             if mended_text is None:
                 mended_text = drop_statement(text, pos) if statements else None
             if mended_text is None or mended_text == text:

@@ -28,7 +28,7 @@ from ..slow.uris import is_virtual
 from . import analysis_for, guarded, virtual_documents
 from .byoc import hover_markdown as byoc_markdown
 from .navigation import symbol_at
-from .provenance_hover import bound_markdown, provenance_markdown
+from .provenance_hover import bound_markdown, parameter_markdown, provenance_markdown
 
 if TYPE_CHECKING:
     from ..server import RelayLensServer
@@ -134,7 +134,8 @@ def register(server: "RelayLensServer") -> None:
             text = describe(symbol, analysis.result.module)
             module = analysis.result.module
             if isinstance(symbol.node, Var) and "main" in module and symbol.node in module["main"].params:
-                text = _joined(text, bound_markdown(server, uri, symbol.name))
+                text = _joined(text, bound_markdown(server, uri, symbol.name)
+                               or parameter_markdown(server, uri, symbol.name))
             return _markdown(text, convert.range_of(span))
         analysis = analysis_for(server, uri, typing=True)  # as symbol_at: types as far as known
         if analysis is None:

@@ -58,6 +58,32 @@ def bound_markdown(server: "RelayLensServer", uri: str, name: str) -> str | None
             "what it feeds (the setting `relaylens.params.bind` turns this off)")
 
 
+def parameter_markdown(server: "RelayLensServer", uri: str, name: str) -> str | None:
+    """For a hover on @main's parameter `name` left unbound: the kernels that read it at
+    every run, each with those that put it in the shape or layout it reads it in (no pass
+    removes or rewrites a parameter, so that is what became of it)."""
+    built = server.builds.current(uri)
+    if built is None:
+        return None
+    report = built.report
+    found = report.parameters.get(name)
+    if found is None:
+        return None
+    doc, version = report.uri, report.version
+    lines = []
+    for kernel, via in found.readers:
+        fn = report.function(kernel)
+        shown = fn.display_name if fn is not None else kernel
+        link = (f" · [LLVM IR]({uris.make('llvm', 'module.ll', doc, version)}#L{fn.module_lines[0][0]})"
+                if fn is not None and fn.module_lines else "")
+        lines.append(f"{shown} · `{kernel}`{link}")
+        lines += [f"after {what} · `{name_on_way}`" for name_on_way, what in via]
+    head = "**parameter of @main**: no pass removes or rewrites it; each run passes it in"
+    if not lines:
+        return head + "  \nread by no kernel: @main itself uses it"
+    return head + "\n\n**read at every run by**  \n" + "  \n".join(lines)
+
+
 def describe(expr: ExprReport, doc: str, version: int | None, fn, movers=()) -> str:
     """Frontend layers, then the fused function and the kernels that move a parameter
     into its layout for it at every run (`movers`, FusedReports), then each pass that
@@ -81,7 +107,7 @@ def describe(expr: ExprReport, doc: str, version: int | None, fn, movers=()) -> 
         parts.append(f"why: {expr.fusion}")
     if movers:
         parts.append("**at every run, beside it**  \n" + "  \n".join(
-            f"layout_transform{f' of `{m.moves}`' if m.moves else ''}{m.layouts} · `{m.name}`"
+            f"{m.display_name}{f' of `{m.moves}`' if m.moves else ''}{m.layouts} · `{m.name}`"
             + (f" · [LLVM IR]({uris.make('llvm', 'module.ll', doc, version)}#L{m.module_lines[0][0]})" if m.module_lines else "")
             for m in movers)
             + ("  \n_a weight bound from an .npz is put in its layout once, at build time_" if any(m.moves for m in movers) else ""))

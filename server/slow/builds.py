@@ -472,6 +472,9 @@ class Builds:
                 or is_pattern_table(analysis.result.module, text):  # a table is not a model
             self._void_jobs(uri)
             self._publish(uri, version, [])
+            if self._unbuilt.get(uri, object()) != version and self.find(uri, None) is not None \
+                    and self._lens_refresh_supported():  # its lenses said "rebuilding…": now "out of date"
+                self.server.workspace_code_lens_refresh(None)
             self._unbuilt[uri] = version
             self._fail_waiters(uri, version, self._why_not(uri, version))
             return

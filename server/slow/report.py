@@ -162,6 +162,17 @@ class FusedReport:
     layouts: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ParameterReport:
+    """A parameter of @main: the kernels that read it at every run (Provenance.readers)."""
+
+    name: str  # without its `%`
+    # (kernel's name, the kernels on the way that only put it in the shape or layout it
+    # reads it in, as (name, what it does: "layout_transform: OIHW → OIHW16i16o"))), in
+    # the order the final module calls them
+    readers: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+
+
 @dataclass
 class BuildReport:
     uri: str
@@ -179,6 +190,7 @@ class BuildReport:
     seconds: float = 0.0
     weights: str | None = None  # the .npz whose arrays the build bound as @main's parameters
     bound: tuple[str, ...] = ()  # the @main parameters it bound (constants in the build)
+    parameters: dict[str, ParameterReport] = field(default_factory=dict)  # @main's left unbound, by name
     byoc: Any = None  # byoc_report.ByocReport: where a partitioned build put each call
     kept: bool = False  # answered from the report of an earlier build kept on disk (report_cache.py)
 

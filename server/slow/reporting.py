@@ -27,11 +27,11 @@ from ...compiler.ir.expr import Call, Constant, Function, Tuple, TupleGetItem, V
 from ...compiler.ir.functor import post_order
 from ...compiler.ir.span import LayerSpan, Source, Span, node_layers
 from ...compiler.lower.codegen.llvm_map import function_ranges, line_locations
-from ...compiler.provenance import Provenance, layouts_moved, moves_only
+from ...compiler.provenance import Provenance, layouts_moved, moves_only, preparation
 from ...compiler.transform.patterns.options import BYOC_PASSES
 from .byoc_report import ByocRequest, byoc_report
 from .node_table import NodeTable
-from .report import BuildReport, Change, ExprReport, FusedReport, ReportDiagnostic, Snapshot
+from .report import BuildReport, Change, ExprReport, FusedReport, ParameterReport, ReportDiagnostic, Snapshot
 from .weights import read_weights
 
 Progress = Callable[[str, float], None]
@@ -87,6 +87,7 @@ def build_report(uri: str, version: int | None, text: str, *, cache=None,
     prov = result.provenance
     report.snapshots = _snapshots(prov)
     report.exprs = _exprs(prov)
+    report.parameters = _parameters(prov)
     if config is not None:
         report.byoc = byoc_report(result, config)
     lowered = result.lowered
@@ -149,6 +150,16 @@ def _exprs(prov: Provenance) -> list[ExprReport]:
         fused = prov.fused_function(key)
         out.append(ExprReport(key, tuple(prov.layers(key)), tuple(changes),
                               fused[0] if fused is not None else None, prov.fusion_reason(key)))
+    return out
+
+
+def _parameters(prov: Provenance) -> dict[str, ParameterReport]:
+    """@main's parameters (those left unbound) and the kernels that read each."""
+    out = {}
+    for key, nodes in prov.stages[0].by_key.items():
+        if isinstance(nodes[0], Var) and prov.parameter(key) == "@main":
+            out[nodes[0].name] = ParameterReport(nodes[0].name, tuple(
+                (name, tuple((v, preparation(f)) for v, f in via)) for name, _, via in prov.readers(key)))
     return out
 
 

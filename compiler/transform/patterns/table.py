@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from ...check import check_text
 from ...diagnostics import Diagnostic, Severity
-from ...ir.expr import Call, Function, Op, Tuple, TupleGetItem, Var
+from ...ir.expr import Call, ErrorExpr, Function, Op, Tuple, TupleGetItem, Var
 from ...ir.functor import post_order
 from ...ir.module import IRModule
 from ...ops import get_op
@@ -117,6 +117,8 @@ def table_of_module(module: IRModule, name: str, diagnostics: list[Diagnostic]) 
 
 
 def _entry(name: str, func: Function, diagnostics: list[Diagnostic]) -> PatternEntry | None:
+    if any(isinstance(node, ErrorExpr) for node in post_order(func)):
+        return None  # a syntax error, already reported at its place: the rest of the def is a hole
     ok = True
     for key in func.attrs:
         if key not in KNOWN_ATTRS:
