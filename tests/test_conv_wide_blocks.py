@@ -1,7 +1,7 @@
 """Channel blocks of 24 on AVX-512 (transform/x86_channel_blocks.py): the blocks chosen
 where TVM's would be 12 lanes (a vector of 8 and one of 4), the register tile a block of
-24 lanes takes (conv.py `wide_block_tile`: 4 columns x 1 block, each a vector of 16 and one of
-8), and an inverted residual built with them (MobileNet v2's projection 144 -> 24 with
+24 lanes takes (conv.py `wide_block_tile`: 8 columns x 1 block, each a vector of 16 and one of
+8, its step over an input block's channels a loop: conv_rolled.py), and an inverted residual built with them (MobileNet v2's projection 144 -> 24 with
 its bias and residual add, an expansion reading 24c, a depthwise convolution of 72
 channels in blocks of 24) against the interpreter on the original module."""
 
@@ -31,9 +31,9 @@ def test_24_channels_take_one_block_of_24_on_avx512_and_the_input_its_producers_
 
 def test_a_block_of_24_lanes_takes_8_columns_of_a_vector_of_16_and_one_of_8():
     assert AVX512.registers_for(24) == 2
-    assert conv_tile(56, 1, lanes=24, unit=AVX512) == (4, 1)  # 8 accumulators, 4 broadcasts, 2 weights
-    assert conv_tile(28, 3, lanes=24, unit=AVX512) == (4, 1)  # 72 channels: 3 blocks of 24, 1 fits beside 4 columns
-    assert conv_tile(14, 1, lanes=24, unit=AVX512) == (2, 1)
+    assert conv_tile(56, 1, lanes=24, unit=AVX512) == (8, 1)  # 16 accumulators, 8 broadcasts, 2 weights
+    assert conv_tile(28, 3, lanes=24, unit=AVX512) == (7, 1)  # 72 channels: 3 blocks of 24, 1 fits beside 7 columns
+    assert conv_tile(14, 1, lanes=24, unit=AVX512) == (7, 1)
     assert conv_tile(56, 2, lanes=12, unit=AVX512) == (4, 2)  # TVM's blocks: 16 accumulators of 8 and 4 lanes
     assert AVX2.registers_for(24) == 3
 
@@ -90,10 +90,13 @@ def test_a_row_packed_into_or_unpacked_from_blocks_of_24_is_vectorized_by_eights
     assert found and found[-1].endswith(f"vectorized({piece}):"), found
 
 
-def test_a_1x1_of_two_16_lane_blocks_takes_4_columns_on_avx512():
-    """MobileNet v2's projections to 32 channels at 28x28 (conv.py `two_block_tile`): 4 x 2,
-    not 7 x 2; the stem (3x3) and 2 blocks on AVX2 keep the rule's tile."""
-    assert conv_tile(28, 2, lanes=16, unit=AVX512, pointwise=True) == (4, 2)
+def test_a_1x1_of_two_16_lane_blocks_takes_7_columns_rolled_on_avx512():
+    """MobileNet v2's projections to 32 channels at 28x28 (conv_rolled.py `pair_tile`): 7 x 2
+    with its step over an input block's channels a loop, 4 x 2 (conv.py `two_block_tile`)
+    where 7 does not divide the row; the stem (3x3) and 2 blocks on AVX2 keep the rule's tile."""
+    assert conv_tile(28, 2, lanes=16, unit=AVX512, pointwise=True) == (7, 2)
+    assert conv_tile(56, 2, lanes=16, unit=AVX512, pointwise=True) == (7, 2)
+    assert conv_tile(32, 2, lanes=16, unit=AVX512, pointwise=True) == (4, 2)
     assert conv_tile(28, 2, lanes=16, unit=AVX512) == (7, 2)  # a wider filter
     assert conv_tile(14, 6, lanes=16, unit=AVX512, pointwise=True) == (7, 3)  # conv.py `three_block_tile`
     assert conv_tile(7, 2, lanes=16, unit=AVX512, pointwise=True) == (7, 2)  # 4 does not divide 7

@@ -134,6 +134,7 @@ from __future__ import annotations
 
 from ..te import expr as te
 from .conv_chunks import SQUARE, chunked_tile, filter_taps, schedule_chunked
+from .conv_rolled import PAIR_COLS, pair_tile, rolls_block_channels
 from .conv_tile_end import ROW_PARTS, parallel_tiles, planes_alias, unroll_block_channels
 from .depthwise import schedule_depthwise
 from .in_place import claim_output_over
@@ -198,6 +199,8 @@ def conv_tile(width: int, blocks: int, depthwise: bool = False, lanes: int = 16,
         return SQUARE, SQUARE
     if not depthwise and lanes > unit.lanes:
         return wide_block_tile(width, blocks, unit, per_block)
+    if pointwise and not depthwise and pair_tile(width, blocks, lanes, unit):
+        return PAIR_COLS, 2  # rolled (conv_rolled.py)
     if pointwise and not depthwise and two_block_tile(width, blocks, lanes, unit):
         return SQUARE, 2
     if pointwise and not depthwise and three_block_tile(width, blocks, lanes, unit):
@@ -218,19 +221,21 @@ def square_tile(width: int, blocks: int, lanes: int, unit: VectorUnit) -> bool:
     return unit.registers >= 32 and lanes == unit.lanes and blocks % SQUARE == 0 and width % SQUARE == 0
 
 
-WIDE_BLOCK_COLS = 4  # columns of a register tile of blocks wider than a register (`wide_block_tile`)
+WIDE_BLOCK_COLS = 8  # columns of a register tile of blocks wider than a register (`wide_block_tile`)
 
 
 def wide_block_tile(width: int, blocks: int, unit: VectorUnit, per_block: int) -> tuple[int, int]:
     """(cols, vectors) for blocks wider than one of the unit's registers (24 lanes on
     AVX-512: a vector of 16 and one of 8, transform/x86_channel_blocks.py): the largest
     divisor of the width up to WIDE_BLOCK_COLS, and the most blocks whose accumulators
-    fit beside them.  With 8 columns (16 accumulators) LLVM did a step's 16-lane FMAs
-    for the 16 unrolled input channels of a block, then their 8-lane ones, keeping the
-    broadcasts between the two on the stack (93 stack accesses in the loop): MobileNet
-    v2's 144 -> 24 + residual at 56x56 in the model (1 thread, load 5-9, alternated
-    runs) 143-145 µs with 8 columns, 130-147 with 7, 124-130 with 4; 96 -> 24 88-89, 86-99
-    and 83-86."""
+    fit beside them; the tile's step over an input block's channels stays a loop
+    (conv_rolled.py).  Unrolled, with 8 columns (16 accumulators) LLVM did a step's
+    16-lane FMAs for the 16 unrolled input channels of a block, then their 8-lane ones,
+    keeping the broadcasts between the two on the stack (93 stack accesses in the loop):
+    MobileNet v2's 144 -> 24 + residual at 56x56 in the model (1 thread, load 5-9,
+    alternated runs) 143-145 µs with 8 columns, 130-147 with 7, 124-130 with 4; 96 -> 24
+    88-89, 86-99 and 83-86.  Rolled, 8 columns have no stack access and took 111 µs
+    (conv_rolled.py's figures)."""
     cols = max(d for d in range(1, min(width, WIDE_BLOCK_COLS) + 1) if width % d == 0)
     fits = [d for d in range(1, blocks + 1) if blocks % d == 0 and d * cols * per_block <= unit.accumulators]
     return cols, max(fits, default=1)
@@ -239,7 +244,8 @@ def wide_block_tile(width: int, blocks: int, unit: VectorUnit, per_block: int) -
 def two_block_tile(width: int, blocks: int, lanes: int, unit: VectorUnit) -> bool:
     """Whether a 1x1 convolution of 2 blocks of the unit's lanes (32 output channels on
     AVX-512) whose width SQUARE divides takes SQUARE columns x 2 blocks on a 32-register
-    unit, not the rule's 7 x 2 (at 28x28).  MobileNet v2's projections 144 -> 32 and 192
+    unit, not the rule's 7 x 2 (at 28x28), where conv_rolled.py's `pair_tile` does not take
+    PAIR_COLS x 2 rolled (as at 28x28 now: the figures below are the unrolled tiles').  MobileNet v2's projections 144 -> 32 and 192
     -> 32 + residual at 28x28 in the model (1 thread, alternated runs, load 9-15): 36.0-40.9
     -> 33.0-33.9 µs and 47.5-54.5 -> 43.4-45.4 µs (14 x 1 as fast, 7 x 1 34.7-46, 4 x 1
     51-70).  Not the stem (3x3, 3 -> 32 at 112x112: 4 x 2 112-115 -> 123-125 µs), nor 6 or
@@ -417,7 +423,8 @@ def _schedule_tile(sch: Schedule, conv: Stage, epilogue: Stage, depthwise: bool,
     cols, vectors = conv_tile(t.shape[3], t.shape[1], depthwise, lanes, pointwise=filter_taps(conv) == 1)
     n, ob, y, x, lane = conv.axes
     sch.reorder(t, n, y, *conv.reduce_axes, ob, x, lane)
-    unroll_block_channels(sch, conv)
+    if not rolls_block_channels(t.shape[3], t.shape[1], lanes, host_unit(), filter_taps(conv) == 1):
+        unroll_block_channels(sch, conv)  # else a loop of a step a channel (conv_rolled.py)
     sch.unroll(t, ob)
     sch.unroll(t, x)
     sch.vectorize(t, lane)

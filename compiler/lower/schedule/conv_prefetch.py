@@ -110,7 +110,13 @@ mean of the two): layer4's 1x1s 0.92-0.955, layer3's 0.95-1.02, the sum of the k
 0.988x.  Flattened 1x1s with filters under 32 KiB (MobileNet v2's at 28x28 and
 above) moved by 0.95-1.04, not taken there.  Tried: the same for MobileNet v2's 2 x 6 tiles a row at 14x14 (384 ->
 96, 576 -> 96 + residual; 147 and 221 KiB of filters): 1.04, 0.98, 0.99, no gain;
-they took 163 and 268 us called again and again, 184 and 271 in the model.
+they took 163 and 268 us called again and again, 184 and 271 in the model.  Filters read
+as one chunk by one group (`single_piece`: conv_chunks.py's square tile over 14x14 takes
+every input channel in one chunk, and 4 blocks are one group) have no next piece: the
+lines asked for lay past the filters' end, 64 a tile for 384 -> 64.  Asking for none
+(bench/layers.py, 1 thread, the base in turns, 5 runs each, load 3-5): MobileNet v2's
+384 -> 64 + residual at 14x14 43.0 -> 39.8 us (0.99x -> 0.92x onnxruntime's node) in
+features.8, 38.5-38.9 -> 37.9-38.1 in features.9 and 10, 192 -> 64 21.6 -> 21.2 us.
 """
 
 from __future__ import annotations
@@ -257,7 +263,7 @@ def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int,
     lines than the chunk has tiles), when the packed filters are at least
     WEIGHT_PREFETCH_BYTES and the plane at most WEIGHT_PREFETCH_POSITIONS (module doc)."""
     weight = _packed_weight(sch, conv)
-    if weight is None:
+    if weight is None or single_piece(weight, chunk, vectors):
         return
     size = max(1, te.bits(weight.dtype) // 8)
     for d in weight.shape:
@@ -281,6 +287,15 @@ def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int,
             line = tile * reps + q
             index = ((group + j) * blocks_in + after % blocks_in) * per_block + line * per_line
             sch.prefetch(conv.tensor, at, weight, index)
+
+
+def single_piece(weight: te.Tensor, chunk: int, vectors: int) -> bool:
+    """Whether the packed filters (O, I, ...) are read as one chunk of `chunk` input blocks
+    by one group of `vectors` output blocks: no next chunk or group to ask for (the lines
+    `prefetch_weights` would compute lie past the filters' end, in whatever follows them;
+    MobileNet v2's 384 -> 64 + residual at 14x14 asked for 64 such lines a tile of 4
+    positions, 1,600 a call)."""
+    return chunk >= weight.shape[1] and vectors >= weight.shape[0]
 
 
 def _packed_weight(sch: Schedule, conv: Stage) -> te.Tensor | None:

@@ -114,7 +114,8 @@ def planes_alias(t: te.Tensor) -> bool:
 def unroll_block_channels(sch: Schedule, conv: Stage) -> None:
     """Unroll the last reduction axis of an NCHWc convolution (`nchwc_conv2d`'s `rci`, the
     channels of one input block) when it has at most UNROLL_CHANNELS_MAX channels (see
-    the module doc); other convolutions are left as they are."""
+    the module doc); other convolutions are left as they are, and so are conv.py's tiles
+    of conv_rolled.py (not called for them)."""
     axes = conv.reduce_axes
     if conv.tensor.op.tag == NCHWC_TAG and len(axes) == 4 and 1 < axes[-1].extent <= UNROLL_CHANNELS_MAX:
         sch.unroll(conv.tensor, axes[-1])
