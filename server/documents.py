@@ -122,7 +122,10 @@ class Documents:
 
     def _located(self, uri: str) -> str:
         """The real path `uri` names, when it is a file: URI inside the workspace folders."""
-        parts = urlparse(uri)
+        try:
+            parts = urlparse(uri)
+        except ValueError as err:  # a host that NFKC turns into '/', '?', '#', '@' or ':'
+            raise Unreadable(f"{uri} is not open in the editor, and does not read as a URI: {err}") from None
         if parts.scheme != "file":
             raise Unreadable(f"{uri} is not open in the editor, and is not a file: URI")
         if parts.netloc not in ("", "localhost"):
