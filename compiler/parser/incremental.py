@@ -63,6 +63,7 @@ from .symbols import Symbol, SymbolIndex
 # characters whose insertion or removal may change what the scanner sees (comments,
 # strings, metadata, the `#[version]` header, the recovery's hole, which it reports)
 _SCANNED = frozenset('/*"#' + HOLE)
+_ASSIGNED = re.compile(r"%(\d+)\s*=(?!=)")
 PAUSE_STATEMENTS = 128  # statements between two pause points (compiler/pauses.py)
 
 
@@ -331,6 +332,9 @@ def prepare(previous: "ParseResult", text: str) -> Pending | None:
         # statement further down, as the recovery mended it); read alone, it would be lost (the recheck fuzzer)
     if _used_outside(previous.index, statement, stmt_start, old_end):
         return None
+    if _assigned_numbers(old[stmt_start:old_end]) != _assigned_numbers(text[stmt_start:new_end]):
+        return None  # lower.py's "%N is used before it is defined" looks for `%N =` in the text after
+        # the use, wherever it is (the recheck fuzzer: `f(.., %1="")` edited to `%0=""`)
 
     scanned = rescan(previous.scan, text, start, old_stop, new_stop)
     if scanned is None:
@@ -431,6 +435,11 @@ def _defined_inside(index: SymbolIndex, statement: Statement, start: int, end: i
     entries = index.entries()
     lo, hi = index.between(start, end)
     return {(sym.kind, sym.name) for span, sym in entries[lo:hi] if span is sym.definition and sym is not statement.symbol}
+
+
+def _assigned_numbers(text: str) -> set[str]:
+    """The numbers N of every `%N =` in `text` (what lower.py's x_graph looks for)."""
+    return set(_ASSIGNED.findall(text))
 
 
 def _used_outside(index: SymbolIndex, statement: Statement, start: int, end: int) -> bool:
