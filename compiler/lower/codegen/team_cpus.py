@@ -1,0 +1,128 @@
+"""Where the team's threads run: for the length of an inference, off the calling thread's CPU.
+
+Linux wakes a thread on the CPU its waker runs on when it judges the thread's own CPU
+busy, and this host (2 virtual CPUs under KVM) did so for libgomp's worker at nearly
+every inference: traced (runtime/team_trace.py) at load 2.5, the GPT-2 block's worker
+woke on thread 0's CPU in 14 of 20 inferences after a 0.1 s pause and 18 of 20 back to
+back, there waited behind thread 0 for its time slice (arriving 1.5-8.7 ms into a 4-12 ms
+inference) and joined 2 of its 24 jobs: two threads of one team on one CPU only take
+turns.  After an idle pause of 0.1 s the same happened with nothing else running (the
+worker's CPU idle; docs/performance.md, the goals section: the 2-thread GPT-2 block took
+its 1-thread time), though Linux moves a thread from a busy CPU to an idle one within a
+tick or two once it sees it runnable there.
+
+So thread 0, before it opens the region, restricts each thread of its previous team to
+the CPUs this process may run on (SLOT_CPUS, a cpu_set_t the JIT fills) less its own, and
+after the region gives them all of them again: the futex wake-up then puts the worker on
+another CPU, idle or shared with another process, and thread 0 keeps its own, taking the
+pieces the worker has not (shares.py).  Nothing is restricted when no other CPU is
+allowed.  A worker is named by its kernel thread id, which it records on arrival in the
+slot (SLOT_TIDS, team ids 1 .. TIDS); thread 0 records itself as their master
+(SLOT_MASTER) when its region ends, and uses the ids only when it is that master:
+libgomp keeps a pool of threads per calling thread and gives a team of the same size
+the same threads in the same order.  Two system calls per worker and inference
+(sched_setaffinity of a sleeping thread: about a microsecond each).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from .scalar import I1, I32, I64, PTR, declare
+from .team_trace import put
+
+SLOT_CPUS, SLOT_MASTER, SLOT_TIDS = 3, 4, 5  # the process-wide slot's words (team.py)
+TIDS = 7  # team ids 1 .. TIDS have their kernel thread id recorded
+CPU_SET_WORDS = 16  # a cpu_set_t: 1024 CPUs, 128 bytes
+SYS_SCHED_SETAFFINITY, SYS_GETTID = 203, 186  # x86-64 Linux
+
+
+def keep_off_caller(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, me: ir.Value) -> ir.Value:
+    """Restrict the recorded threads of `me`'s previous team (of at most `threads`) to
+    the allowed CPUs but the one `b` runs on (module doc); an i64: that CPU + 1 if it
+    did, else 0."""
+    module = b.module
+    fn = b.function
+    cpus = b.load(_slot_word(b, slot, SLOT_CPUS), typ=PTR, name="cpus")
+    master = b.load(_slot_word(b, slot, SLOT_MASTER), typ=I64, name="master")
+    usable = b.and_(b.icmp_unsigned("!=", cpus, ir.Constant(PTR, None)), b.icmp_unsigned("==", master, me))
+    before = b.block
+    restrict = fn.append_basic_block("cpus.restrict")
+    done = fn.append_basic_block("cpus.done")
+    b.cbranch(usable, restrict, done)
+
+    b.position_at_end(restrict)
+    mask = _entry_alloca(fn, ir.ArrayType(I64, CPU_SET_WORDS), "cpus.others")
+    memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
+    b.call(memcpy, [mask, cpus, ir.Constant(I64, CPU_SET_WORDS * 8), ir.Constant(I1, 0)])
+    cpu = b.zext(b.call(declare(module, "sched_getcpu", I32, []), []), I64)
+    index = b.lshr(cpu, ir.Constant(I64, 6))
+    index = b.select(b.icmp_unsigned("<", index, ir.Constant(I64, CPU_SET_WORDS)), index, ir.Constant(I64, 0))
+    bit = b.shl(ir.Constant(I64, 1), b.and_(cpu, ir.Constant(I64, 63)))
+    cell = b.gep(mask, [index], inbounds=True, source_etype=I64)
+    put(b, b.and_(b.load(cell, typ=I64), b.not_(bit)), cell)
+    others = ir.Constant(I64, 0)
+    for k in range(CPU_SET_WORDS):
+        others = b.or_(others, b.load(b.gep(mask, [ir.Constant(I64, k)], inbounds=True, source_etype=I64), typ=I64))
+    restricting = b.icmp_unsigned("!=", others, ir.Constant(I64, 0))
+    with b.if_then(restricting):
+        _set_all(b, slot, threads, mask)
+    kept_off = b.select(restricting, b.add(cpu, ir.Constant(I64, 1)), ir.Constant(I64, 0))
+    restricted = b.block
+    b.branch(done)
+
+    b.position_at_end(done)
+    result = b.phi(I64, name="cpus.kept.off")
+    result.add_incoming(ir.Constant(I64, 0), before)
+    result.add_incoming(kept_off, restricted)
+    return result
+
+
+def release(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, kept_off: ir.Value, me: ir.Value) -> None:
+    """After the region: give the threads restricted by `keep_off_caller` (`kept_off`, its
+    result) every allowed CPU again, and record `me` as the master of the ids its
+    workers recorded."""
+    with b.if_then(b.icmp_unsigned("!=", kept_off, ir.Constant(I64, 0))):
+        _set_all(b, slot, threads, b.load(_slot_word(b, slot, SLOT_CPUS), typ=PTR))
+    put(b, me, _slot_word(b, slot, SLOT_MASTER))
+
+
+def record_thread(b: ir.IRBuilder, slot: ir.Value, tid: ir.Value) -> None:
+    """On a worker's arrival: its kernel thread id in the slot, for team ids 1 .. TIDS."""
+    recorded = b.and_(b.icmp_signed(">=", tid, ir.Constant(I32, 1)), b.icmp_signed("<=", tid, ir.Constant(I32, TIDS)))
+    with b.if_then(recorded):
+        own = thread_id(b)
+        where = b.add(b.sext(tid, I64), ir.Constant(I64, SLOT_TIDS - 1))
+        put(b, own, b.gep(slot, [where], inbounds=True, source_etype=I64))
+
+
+def thread_id(b: ir.IRBuilder) -> ir.Value:
+    """The calling thread's kernel id (i64, gettid)."""
+    return _syscall(b, SYS_GETTID, [])
+
+
+def _set_all(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, mask: ir.Value) -> None:
+    """sched_setaffinity(`mask`) for each recorded id of team ids 1 .. min(threads - 1, TIDS)."""
+    for k in range(1, TIDS + 1):
+        tid = b.load(_slot_word(b, slot, SLOT_TIDS + k - 1), typ=I64)
+        wanted = b.and_(b.icmp_signed(">", threads, ir.Constant(I32, k)), b.icmp_unsigned("!=", tid, ir.Constant(I64, 0)))
+        with b.if_then(wanted):
+            _syscall(b, SYS_SCHED_SETAFFINITY, [tid, ir.Constant(I64, CPU_SET_WORDS * 8), b.ptrtoint(mask, I64)])
+
+
+def _syscall(b: ir.IRBuilder, number: int, args: list[ir.Value]) -> ir.Value:
+    syscall = b.module.globals.get("syscall")
+    if syscall is None:
+        syscall = ir.Function(b.module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
+    return b.call(syscall, [ir.Constant(I64, number), *args])
+
+
+def _slot_word(b: ir.IRBuilder, slot: ir.Value, k: int) -> ir.Value:
+    return b.gep(slot, [ir.Constant(I64, k)], inbounds=True, source_etype=I64)
+
+
+def _entry_alloca(fn: ir.Function, typ: ir.Type, name: str) -> ir.Value:
+    """An alloca at the top of `fn`'s entry block (a static one, not one per pass)."""
+    b = ir.IRBuilder(fn.entry_basic_block)
+    b.position_at_start(fn.entry_basic_block)
+    return b.alloca(typ, name=name)
