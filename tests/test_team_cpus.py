@@ -43,11 +43,12 @@ def run():
         np.testing.assert_allclose(exe.run(x, w), want, rtol=1e-4, atol=1e-6)
 
     yield once
-    jit_module.team_cpus(True)
+    jit_module.team_cpus(True)  # the defaults again
 
 
 def test_the_worker_runs_off_the_callers_cpu_and_gets_every_cpu_back(run):
     allowed = os.sched_getaffinity(0)
+    jit_module.team_cpus(True, worth_ns=0)  # this model's inference is shorter than WORTH_NS
     run()  # the workers record their thread ids
     with team_trace() as trace:
         for _ in range(10):
@@ -61,15 +62,27 @@ def test_the_worker_runs_off_the_callers_cpu_and_gets_every_cpu_back(run):
     assert list(jit_module._TEAM_SLOT)[:3] == [None, None, None]
 
 
+def test_not_after_a_short_inference(run):
+    """By default only an inference after one of WORTH_NS or more restricts the team:
+    this model's inference takes well under a millisecond, the worth a huge one."""
+    jit_module.team_cpus(True, worth_ns=10**12)
+    with team_trace() as trace:
+        for _ in range(3):
+            run()
+            assert trace.read().kept_off is None
+    jit_module.team_cpus(True, worth_ns=0)
+    run()
+    with team_trace() as trace:
+        run()
+        assert trace.read().kept_off is not None
+
+
 def test_any_cpu_when_switched_off(run):
-    jit_module.team_cpus(False)
-    try:
-        with team_trace() as trace:
-            for _ in range(3):
-                run()
-                assert trace.read().kept_off is None
-    finally:
-        jit_module.team_cpus(True)
+    jit_module.team_cpus(False, worth_ns=0)
+    with team_trace() as trace:
+        for _ in range(3):
+            run()
+            assert trace.read().kept_off is None
 
 
 def test_the_trace_records_the_jobs_and_who_took_them(run):

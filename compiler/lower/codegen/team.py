@@ -153,9 +153,10 @@ def team_run(module: ir.Module) -> ir.Function:
                 b.call(memset, [trace, ir.Constant(ir.IntType(8), 0), ir.Constant(I64, trace_.WORDS * 8),
                                 ir.Constant(I1, 0)])
                 trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.ENTRY))
+            start = trace_.now(b)
             kept_off = team_cpus.keep_off_caller(b, slot, threads, me)
             _gomp_parallel(b, module, region, state, threads)
-            team_cpus.release(b, slot, threads, kept_off, me)
+            team_cpus.release(b, slot, threads, kept_off, me, b.sub(trace_.now(b), start))
             with trace_.traced(b, trace):
                 trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.EXIT))
                 trace_.put(b, kept_off, trace_.word(b, trace, trace_.KEPT_OFF))

@@ -110,7 +110,7 @@ from ...support import aligned_empty
 from ..codegen.ir_text import module_text
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..codegen.team import SLOT_WORDS, TEAM_SLOT_GLOBAL
-from ..codegen.team_cpus import CPU_SET_WORDS, SLOT_CPUS
+from ..codegen.team_cpus import CPU_SET_WORDS, SLOT_CPUS, SLOT_WORTH, WORTH_NS
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
@@ -162,10 +162,12 @@ def _team_cpus_wanted() -> bool:
     return os.environ.get("RELAYLENS_TEAM_CPUS", "").strip().lower() != "any"
 
 
-def team_cpus(keep_off_caller: bool) -> None:
+def team_cpus(keep_off_caller: bool, worth_ns: int = WORTH_NS) -> None:
     """Whether an inference's team keeps its other threads off the calling thread's CPU
     (codegen/team_cpus.py), process-wide: the slot's CPU set is the CPUs this process
-    may run on when it may run on more than one, else null (nothing restricted)."""
+    may run on when it may run on more than one, else null (nothing restricted); and
+    from what length (ns) of the last team inference."""
+    _TEAM_SLOT[SLOT_WORTH] = worth_ns
     try:
         allowed = sorted(os.sched_getaffinity(0))
     except (OSError, AttributeError):  # not Linux
