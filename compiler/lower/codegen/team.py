@@ -69,6 +69,7 @@ SLOT_WORDS = team_cpus.SLOT_TIDS + team_cpus.TIDS
 OPEN_WORD = 16  # an i32 at byte 128 ...
 SLEEPERS_I32 = 33  # ... and the i32 beside it (byte 132)
 FINISHED = 24  # byte 192
+LEFT = 25  # beside it: the threads other than 0 that saw `stop` and left the worker
 
 SYS_FUTEX = 202  # x86-64 Linux
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
@@ -154,9 +155,10 @@ def team_run(module: ir.Module) -> ir.Function:
                                 ir.Constant(I1, 0)])
                 trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.ENTRY))
             start = trace_.now(b)
-            kept_off = team_cpus.keep_off_caller(b, slot, threads, me)
+            kept_off, others = team_cpus.keep_off_caller(b, slot, threads, me)
+            team_cpus.plan(b, state, slot, me, kept_off, others)
             _gomp_parallel(b, module, region, state, threads)
-            team_cpus.release(b, slot, threads, kept_off, me, b.sub(trace_.now(b), start))
+            team_cpus.release(b, slot, threads, kept_off, me, b.sub(trace_.now(b), start), state)
             with trace_.traced(b, trace):
                 trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.EXIT))
                 trace_.put(b, kept_off, trace_.word(b, trace, trace_.KEPT_OFF))
@@ -196,8 +198,11 @@ def _dispatch(module: ir.Module) -> ir.Function:
     with trace_.traced(b, trace):
         trace_.add(b, trace_.word(b, trace, trace_.JOBS), ir.Constant(I64, 1))
         trace_.add(b, trace_.word(b, trace, trace_.WAITED), b.neg(trace_.now(b)))
+    slot = b.load(team_slot_global(module), typ=PTR, name="slot")
     _wait_until(b, lambda: b.icmp_unsigned(
-        "==", b.load_atomic(_word(b, state, FINISHED), "acquire", 8, typ=I64), joined))
+        "==", b.load_atomic(_word(b, state, FINISHED), "acquire", 8, typ=I64), joined),
+        rescue=(team_cpus.RESCUE_JOB_NS, lambda: _rescue(b, slot, n, state, trace),
+                lambda: team_cpus.spread_again(b, slot, n, state), state))
     with trace_.traced(b, trace):
         trace_.add(b, trace_.word(b, trace, trace_.WAITED), trace_.now(b))
     b.ret_void()
@@ -221,10 +226,17 @@ def _region(module: ir.Module, worker: ir.Function) -> ir.Function:
             with trace_.traced(b, trace):
                 trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.MAIN_END))
                 trace_.put(b, trace_.cpu(b), trace_.word(b, trace, trace_.CPU_END))
+            size = b.call(declare(module, "omp_get_num_threads", I32, []), [], name="size")
+            others = b.sext(b.sub(size, ir.Constant(I32, 1)), I64)
+            slot = b.load(team_slot_global(module), typ=PTR, name="slot")
+            team_cpus.release_early(b, slot, size, state)
             _store_atomic(b, ir.Constant(I64, 1), _word(b, state, STOP), "monotonic", 8)
             gen = b.add(b.load(_word(b, state, GEN), typ=I64), ir.Constant(I64, 1))
             _publish(b, module, state, b.or_(b.shl(b.trunc(gen, I32), ir.Constant(I32, 8)),
                                              ir.Constant(I32, CLOSED)))
+            _wait_until(b, lambda: b.icmp_unsigned(
+                "==", b.load_atomic(_word(b, state, LEFT), "acquire", 8, typ=I64), others),
+                rescue=(team_cpus.RESCUE_END_NS, lambda: _rescue(b, slot, size, state, trace), None, state))
         with other:
             b.call(worker, [state, tid])
     b.ret_void()
@@ -300,9 +312,10 @@ def _worker(module: ir.Module) -> ir.Function:
               yield_, poll)
 
     b.position_at_end(yield_)
-    b.call(declare(module, "sched_yield", I32, []), [])
-    with trace_.traced(b, trace):
-        trace_.add(b, trace_.row_word(b, trace, tid, trace_.YIELDS), ir.Constant(I64, 1))
+    with b.if_then(team_cpus.beside_caller(b, state)):  # (else another process's, not thread 0's, CPU)
+        b.call(declare(module, "sched_yield", I32, []), [])
+        with trace_.traced(b, trace):
+            trace_.add(b, trace_.row_word(b, trace, tid, trace_.YIELDS), ir.Constant(I64, 1))
     b.cbranch(b.icmp_unsigned(">=", counted, ir.Constant(I32, SLEEP_AFTER)), sleep, wait_more)
     b.position_at_end(wait_more)
     b.branch(poll)
@@ -320,6 +333,7 @@ def _worker(module: ir.Module) -> ir.Function:
     b.branch(poll)
 
     b.position_at_end(stop)
+    b.atomic_rmw("add", _word(b, state, LEFT), ir.Constant(I64, 1), "release")
     b.ret_void()
 
     zero = ir.Constant(I32, 0)
@@ -360,9 +374,13 @@ def _publish(b: ir.IRBuilder, module: ir.Module, state: ir.Value, word: ir.Value
         _futex(b, module, open_word, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
 
 
-def _wait_until(b: ir.IRBuilder, condition) -> None:
+def _wait_until(b: ir.IRBuilder, condition, rescue=None) -> None:
     """Poll `condition()` (emitted in the loop) with a PAUSE between polls and a
-    sched_yield every YIELD_EVERY (a joined thread descheduled mid-job)."""
+    sched_yield every YIELD_EVERY (a joined thread descheduled mid-job).  `rescue`,
+    (ns, pull, after, state): once the wait has lasted ns (the clock read at each yield
+    from the first), emit `pull()`, and `after()` (if not None) once the condition holds;
+    no yield while the team's state says its other threads are kept off this CPU, unless
+    pulled here."""
     fn = b.function
     before = b.block
     loop = fn.append_basic_block("wait")
@@ -372,6 +390,8 @@ def _wait_until(b: ir.IRBuilder, condition) -> None:
     b.branch(loop)
     b.position_at_end(loop)
     polls = b.phi(I32, name="polls")
+    since = b.phi(I64, name="since")
+    pulled = b.phi(I1, name="pulled")
     b.cbranch(condition(), done, pause)
     b.position_at_end(pause)
     _pause(b, b.module)
@@ -379,12 +399,52 @@ def _wait_until(b: ir.IRBuilder, condition) -> None:
     b.cbranch(b.icmp_unsigned("==", b.and_(counted, ir.Constant(I32, YIELD_EVERY - 1)), ir.Constant(I32, 0)),
               give, loop)
     b.position_at_end(give)
-    b.call(declare(b.module, "sched_yield", I32, []), [])
-    b.branch(loop)
+    if rescue is None:
+        b.call(declare(b.module, "sched_yield", I32, []), [])
+    else:  # the others kept off this CPU: a yield would give it to another process, not to them
+        with b.if_then(b.or_(pulled, b.not_(team_cpus.kept(b, rescue[3])))):
+            b.call(declare(b.module, "sched_yield", I32, []), [])
+    zero = ir.Constant(I64, 0)
+    started = since
+    if rescue is not None:
+        after_ns, pull, after, _ = rescue
+        now = trace_.now(b)
+        started = b.select(b.icmp_unsigned("==", since, zero), now, since)
+        late = b.and_(b.not_(pulled), b.icmp_signed(">=", b.sub(now, started), ir.Constant(I64, after_ns)))
+        pull_block = fn.append_basic_block("wait.pull")
+        gave = b.block
+        b.cbranch(late, pull_block, loop)
+        b.position_at_end(pull_block)
+        pull()
+        pulled_end = b.block
+        b.branch(loop)
+    else:
+        gave = b.block
+        b.branch(loop)
     polls.add_incoming(ir.Constant(I32, 0), before)
     polls.add_incoming(counted, pause)
-    polls.add_incoming(counted, give)
+    polls.add_incoming(counted, gave)
+    since.add_incoming(zero, before)
+    since.add_incoming(since, pause)
+    since.add_incoming(started, gave)
+    pulled.add_incoming(ir.Constant(I1, 0), before)
+    pulled.add_incoming(pulled, pause)
+    pulled.add_incoming(pulled, gave)
+    if rescue is not None:
+        polls.add_incoming(counted, pulled_end)
+        since.add_incoming(started, pulled_end)
+        pulled.add_incoming(ir.Constant(I1, 1), pulled_end)
     b.position_at_end(done)
+    if rescue is not None and after is not None:
+        with b.if_then(pulled):
+            after()
+
+
+def _rescue(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, state: ir.Value, trace: ir.Value) -> None:
+    """team_cpus.pull_here, counted in the trace."""
+    team_cpus.pull_here(b, slot, threads, state)
+    with trace_.traced(b, trace):
+        trace_.add(b, trace_.word(b, trace, trace_.RESCUES), ir.Constant(I64, 1))
 
 
 def _futex(b: ir.IRBuilder, module: ir.Module, address: ir.Value, op: int, value: ir.Value) -> None:

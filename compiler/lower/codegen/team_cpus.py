@@ -26,6 +26,19 @@ last team inference lasted SLOT_WORTH ns or more (SLOT_LAST, from CLOCK_MONOTONI
 the JIT sets SLOT_WORTH to WORTH_NS, 1 ms, where they cost under 0.4%): a small
 model's inference of 80 us back to back took 82 us with them against 79 without, and
 its worker woke on thread 0's CPU in 2 of 300 calls anyway.
+
+Kept off thread 0's CPU, a thread shares its own with whatever else runs there, and on a
+loaded machine it may be waiting for it when thread 0 waits for it (traced at load 5,
+MobileNet v2 back to back: thread 0 waited 0.2-5 ms at the end of some regions for the
+worker to leave).  So: thread 0 gives the others every allowed CPU back as soon as its
+steps are done (`release_early`), before it waits for them to leave; a wait for them
+that lasts RESCUE_END_NS at the end, or RESCUE_JOB_NS for a joined thread's last pieces,
+pulls them onto thread 0's own CPU (`pull_here`), where they run when it yields; and
+neither side calls sched_yield while kept apart (a yield would hand the CPU to another
+process for a time slice, not to the team: team.py).  At load 5.0-5.3, kept off against
+anywhere alternated in one process: MobileNet v2 back to back 0.96-1.00x (1.07x before
+these three), the GPT-2 block after 0.1 s 0.76-0.83x (0.80x); the end's wait, median
+227 us -> 68 us.  Not measured apart, each of the three.
 """
 
 from __future__ import annotations
@@ -38,6 +51,10 @@ from .team_trace import put
 SLOT_CPUS, SLOT_WORTH, SLOT_MASTER, SLOT_LAST, SLOT_TIDS = 3, 4, 5, 6, 7  # the process-wide slot's words (team.py)
 TIDS = 7  # team ids 1 .. TIDS have their kernel thread id recorded
 WORTH_NS = 1_000_000  # SLOT_WORTH's default: the last team inference's length (ns) from which restricting pays
+STATE_TIDS_OK, STATE_MASK, STATE_RESCUED, STATE_KEPT, STATE_CPU = 9, 10, 11, 12, 13  # the team state's words
+# (team.py, line 1): the recorded ids are the team's; the CPU set for the inference; pulled; kept off; thread 0's CPU + 1
+RESCUE_JOB_NS = 300_000  # thread 0's wait for a joined thread, and for the others to leave at the end,
+RESCUE_END_NS = 30_000  # from which it pulls them onto its own CPU (`pull_here`)
 CPU_SET_WORDS = 16  # a cpu_set_t: 1024 CPUs, 128 bytes
 SYS_SCHED_SETAFFINITY, SYS_GETTID = 203, 186  # x86-64 Linux
 
@@ -82,15 +99,78 @@ def keep_off_caller(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, me: ir.V
     result = b.phi(I64, name="cpus.kept.off")
     result.add_incoming(ir.Constant(I64, 0), before)
     result.add_incoming(kept_off, restricted)
-    return result
+    return result, mask
+
+
+def plan(b: ir.IRBuilder, state: ir.Value, slot: ir.Value, me: ir.Value, kept_off: ir.Value,
+         others: ir.Value) -> None:
+    """The team state's words `pull_here` and `spread_again` read: whether the recorded
+    ids are this team's, and the CPU set its threads have for the inference."""
+    cpus = b.load(_slot_word(b, slot, SLOT_CPUS), typ=PTR)
+    master = b.load(_slot_word(b, slot, SLOT_MASTER), typ=I64)
+    ok = b.and_(b.icmp_unsigned("!=", cpus, ir.Constant(PTR, None)), b.icmp_unsigned("==", master, me))
+    put(b, b.zext(ok, I64), _slot_word(b, state, STATE_TIDS_OK))
+    kept = b.icmp_unsigned("!=", kept_off, ir.Constant(I64, 0))
+    put(b, b.ptrtoint(b.select(kept, others, cpus), I64), _slot_word(b, state, STATE_MASK))
+    put(b, b.zext(kept, I64), _slot_word(b, state, STATE_KEPT))
+    put(b, kept_off, _slot_word(b, state, STATE_CPU))
+
+
+def kept(b: ir.IRBuilder, state: ir.Value) -> ir.Value:
+    """i1: the team's other threads are kept off thread 0's CPU for this inference."""
+    return b.icmp_unsigned("!=", b.load(_slot_word(b, state, STATE_KEPT), typ=I64), ir.Constant(I64, 0))
+
+
+def beside_caller(b: ir.IRBuilder, state: ir.Value) -> ir.Value:
+    """i1, on a thread other than 0: it may be on thread 0's CPU (nothing kept it off, or
+    thread 0 pulled it there, or it runs there now), so a yield may let thread 0 run."""
+    here = b.zext(b.call(declare(b.module, "sched_getcpu", I32, []), []), I64)
+    caller = b.load(_slot_word(b, state, STATE_CPU), typ=I64)
+    pulled = b.icmp_unsigned("!=", b.load(_slot_word(b, state, STATE_RESCUED), typ=I64), ir.Constant(I64, 0))
+    return b.or_(b.or_(b.not_(kept(b, state)), pulled), b.icmp_unsigned("==", b.add(here, ir.Constant(I64, 1)), caller))
+
+
+def release_early(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, state: ir.Value) -> None:
+    """When thread 0's steps are done: every allowed CPU again for the threads it kept off
+    its own, before it waits for them to leave the region (one descheduled elsewhere may
+    then run on thread 0's CPU, which Linux gives it once thread 0 blocks)."""
+    kept = b.icmp_unsigned("!=", b.load(_slot_word(b, state, STATE_KEPT), typ=I64), ir.Constant(I64, 0))
+    with b.if_then(kept):
+        _set_all(b, slot, threads, b.load(_slot_word(b, slot, SLOT_CPUS), typ=PTR))
+
+
+def pull_here(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, state: ir.Value) -> None:
+    """Restrict the team's recorded threads to the CPU `b` runs on: thread 0 has waited
+    RESCUE_*_NS for one of them, which is then most likely waiting for a CPU elsewhere
+    (module doc); here it runs when thread 0 yields or blocks."""
+    ok = b.icmp_unsigned("!=", b.load(_slot_word(b, state, STATE_TIDS_OK), typ=I64), ir.Constant(I64, 0))
+    with b.if_then(ok):
+        mask = _entry_alloca(b.function, ir.ArrayType(I64, CPU_SET_WORDS), "cpus.here")
+        for k in range(CPU_SET_WORDS):
+            put(b, ir.Constant(I64, 0), b.gep(mask, [ir.Constant(I64, k)], inbounds=True, source_etype=I64))
+        cpu = b.zext(b.call(declare(b.module, "sched_getcpu", I32, []), []), I64)
+        index = b.lshr(cpu, ir.Constant(I64, 6))
+        index = b.select(b.icmp_unsigned("<", index, ir.Constant(I64, CPU_SET_WORDS)), index, ir.Constant(I64, 0))
+        put(b, b.shl(ir.Constant(I64, 1), b.and_(cpu, ir.Constant(I64, 63))),
+            b.gep(mask, [index], inbounds=True, source_etype=I64))
+        _set_all(b, slot, threads, mask)
+        put(b, ir.Constant(I64, 1), _slot_word(b, state, STATE_RESCUED))
+
+
+def spread_again(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, state: ir.Value) -> None:
+    """After `pull_here` and the wait: the threads get the inference's CPU set back."""
+    ok = b.icmp_unsigned("!=", b.load(_slot_word(b, state, STATE_TIDS_OK), typ=I64), ir.Constant(I64, 0))
+    with b.if_then(ok):
+        _set_all(b, slot, threads, b.inttoptr(b.load(_slot_word(b, state, STATE_MASK), typ=I64), PTR))
 
 
 def release(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, kept_off: ir.Value, me: ir.Value,
-            length: ir.Value) -> None:
-    """After the region: give the threads restricted by `keep_off_caller` (`kept_off`, its
-    result) every allowed CPU again, record `me` as the master of the ids its workers
-    recorded and `length` (ns) as the last team inference's."""
-    with b.if_then(b.icmp_unsigned("!=", kept_off, ir.Constant(I64, 0))):
+            length: ir.Value, state: ir.Value) -> None:
+    """After the region: give the threads pulled by `pull_here` every allowed CPU again
+    (`release_early` did so for those `keep_off_caller` restricted), record `me` as the
+    master of the ids its workers recorded and `length` (ns) as the last team inference's."""
+    rescued = b.icmp_unsigned("!=", b.load(_slot_word(b, state, STATE_RESCUED), typ=I64), ir.Constant(I64, 0))
+    with b.if_then(rescued):
         _set_all(b, slot, threads, b.load(_slot_word(b, slot, SLOT_CPUS), typ=PTR))
     put(b, me, _slot_word(b, slot, SLOT_MASTER))
     put(b, length, _slot_word(b, slot, SLOT_LAST))

@@ -18,7 +18,8 @@ then a row of ROW words for each thread 1 .. ROWS - 1 (higher ids are not record
   JOINED, SLEEPS, YIELDS  jobs joined, futex sleeps, sched_yield calls,
   BUSY                 ns inside jobs,
   CPU_ARRIVE, CPU_FIRST_JOB  its CPU at ARRIVE and FIRST_JOB,
-  TID                  its kernel thread id.
+  TID                  its kernel thread id;
+then RESCUES, how often thread 0 pulled the others onto its own CPU (team_cpus.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ KEPT_OFF = 8  # the header's last word: the CPU (+ 1) thread 0 kept the others o
 ROW = 9
 ARRIVE, FIRST_JOB, JOINED, SLEEPS, YIELDS, BUSY, CPU_ARRIVE, CPU_FIRST_JOB, TID = range(ROW)
 ROWS = 4  # thread 0's header (its first ROW words) and threads 1-3
-WORDS = ROW * ROWS
+RESCUES = ROW * ROWS  # after the rows: how often thread 0 pulled the others onto its CPU (team_cpus.py)
+WORDS = RESCUES + 1
 CLOCK_MONOTONIC = 1
 
 

@@ -43,7 +43,8 @@ class TeamRecord:
     """One inference on the team: thread 0's times in ns from the entry, its jobs, the ns
     it waited for joined threads, its CPU at the start and end of its steps, and the
     other threads' records (by team id; threads that never arrived are left out), and the
-    CPU thread 0 kept them off (codegen/team_cpus.py; None: it restricted none)."""
+    CPU thread 0 kept them off (codegen/team_cpus.py; None: it restricted none), and how
+    often it pulled them onto its own CPU after waiting long for them."""
 
     main_start: int
     main_end: int
@@ -54,6 +55,7 @@ class TeamRecord:
     cpu_end: int
     threads: dict[int, ThreadRecord]
     kept_off: int | None
+    rescues: int
 
 
 class TeamTrace:
@@ -77,7 +79,7 @@ class TeamTrace:
                     r[layout.CPU_FIRST_JOB] if r[layout.FIRST_JOB] else None, r[layout.TID])
         return TeamRecord(at(w[layout.MAIN_START]), at(w[layout.MAIN_END]), at(w[layout.EXIT]), w[layout.JOBS],
                           w[layout.WAITED], w[layout.CPU_START], w[layout.CPU_END], threads,
-                          w[layout.KEPT_OFF] - 1 if w[layout.KEPT_OFF] else None)
+                          w[layout.KEPT_OFF] - 1 if w[layout.KEPT_OFF] else None, w[layout.RESCUES])
 
 
 @contextlib.contextmanager
