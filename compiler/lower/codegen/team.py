@@ -26,9 +26,10 @@ inside it, so the spin is bounded by the inference and not by a global count:
 * after the last step thread 0 sets `stop` and publishes a last generation; the region
   ends at libgomp's barrier, and between two calls libgomp's threads wait in its dock
   as before;
-* while the region lasts the other threads may not run on thread 0's CPU
-  (team_cpus.py: Linux put the woken worker there, behind thread 0, in most
-  inferences), and each thread's part can be traced (team_trace.py, a test and
+* while thread 0's steps run the other threads may not run on its CPU (team_cpus.py:
+  Linux put the woken worker there, behind thread 0, in most inferences; then a wait
+  for them neither side fills with sched_yield, and one that lasts pulls them onto
+  thread 0's CPU), and each thread's part can be traced (team_trace.py, a test and
   benchmark hook: a load and a branch per trace point when off).
 
 Measured: see runtime/jit.py's module doc.  One inference at a time takes the team: the
@@ -42,8 +43,9 @@ entry calls its steps directly, as before.
 
 The team's state lives in the entry's frame, TEAM_WORDS i64s on 64-byte lines:
 line 0 written by thread 0 (dispatch, job fn, data, team, stop, gen, main, its data), line 1 the
-trace buffer or null (read only), line 2 `open` (i32: the generation << 8, CLOSED, the count of threads that joined)
-and `sleepers` (i32), line 3 `finished` (i64: the joined threads done with the job).
+trace buffer or null and team_cpus.py's words (written by thread 0), line 2 `open` (i32: the
+generation << 8, CLOSED, the count of threads that joined) and `sleepers` (i32), line 3
+`finished` (i64: the joined threads done with the job) and `left` (those that saw `stop`).
 """
 
 from __future__ import annotations
