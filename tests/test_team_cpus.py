@@ -116,3 +116,23 @@ def test_no_record_at_one_thread():
     with team_trace() as trace:
         exe.run(x, w)
         assert trace.read() is None
+
+
+def test_a_forked_child_forgets_the_parents_threads(run):
+    """The slot's thread ids are the parent's libgomp threads: a forked child drops their
+    master, so its first inference restricts nothing (and its own threads record theirs)."""
+    from relaylens.compiler.lower.codegen.team_cpus import SLOT_MASTER
+
+    run()
+    assert jit_module._TEAM_SLOT[SLOT_MASTER]
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # no pytest in here: report through the pipe, leave at once
+        os.close(read)
+        os.write(write, b"1" if jit_module._TEAM_SLOT[SLOT_MASTER] is None else b"0")
+        os._exit(0)
+    os.close(write)
+    said = os.read(read, 1)
+    os.close(read)
+    os.waitpid(child, 0)
+    assert said == b"1"

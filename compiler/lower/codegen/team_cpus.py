@@ -20,7 +20,10 @@ allowed.  A worker is named by its kernel thread id, which it records on arrival
 slot (SLOT_TIDS, team ids 1 .. TIDS); thread 0 records itself as their master
 (SLOT_MASTER) when its region ends, and uses the ids only when it is that master:
 libgomp keeps a pool of threads per calling thread and gives a team of the same size
-the same threads in the same order.  The two system calls per worker (sched_setaffinity:
+the same threads in the same order.  A forked child forgets the master (the JIT's
+at-fork hook: it would name the parent's threads); a calling thread that exited and a
+new one given its pthread_self would use its exited pool's ids once (a call that fails,
+unless the kernel gave such an id to another thread meanwhile).  The two system calls per worker (sched_setaffinity:
 1-2.5 us each, measured in C; 3-4 us an inference in all, traced) are made only when the
 last team inference lasted SLOT_WORTH ns or more (SLOT_LAST, from CLOCK_MONOTONIC;
 the JIT sets SLOT_WORTH to WORTH_NS, 1 ms, where they cost under 0.4%): a small

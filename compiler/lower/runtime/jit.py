@@ -110,7 +110,7 @@ from ...support import aligned_empty
 from ..codegen.ir_text import module_text
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
 from ..codegen.team import SLOT_WORDS, TEAM_SLOT_GLOBAL
-from ..codegen.team_cpus import CPU_SET_WORDS, SLOT_CPUS, SLOT_WORTH, WORTH_NS
+from ..codegen.team_cpus import CPU_SET_WORDS, SLOT_CPUS, SLOT_MASTER, SLOT_WORTH, WORTH_NS
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
@@ -177,6 +177,17 @@ def team_cpus(keep_off_caller: bool, worth_ns: int = WORTH_NS) -> None:
         _ALLOWED_CPUS[k] = sum(1 << (c % 64) for c in allowed if c // 64 == k)
     on = keep_off_caller and len(allowed) > 1
     _TEAM_SLOT[SLOT_CPUS] = ctypes.addressof(_ALLOWED_CPUS) if on else None
+
+
+def _forget_team_threads() -> None:
+    """In a forked child: the slot's thread ids name the parent's libgomp threads, and the
+    child's calling thread has the parent's pthread_self, so drop the ids' master (the
+    child's first team records its own)."""
+    _TEAM_SLOT[SLOT_MASTER] = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_team_threads)
 
 
 def spin_count() -> int:
