@@ -163,7 +163,7 @@ def test_golden_llvm_of_a_fused_add_relu(jit):
     assert '!{!"llvm.loop.vectorize.enable", i1 true}' in text
     ranges = function_ranges(text)
     entry = "tvmgen_default___tvm_main__"  # and its steps, run on the inference's team (codegen/team.py)
-    team = {f"relaylens.team.{part}" for part in ("run", "dispatch", "region", "worker")}
+    team = {f"relaylens.team.{part}" for part in ("run", "dispatch", "region", "worker", "now")}
     assert set(ranges) == {"tvmgen_default_fused_add_nn_relu", entry, f"{entry}.steps", f"{entry}.packed"} | team
 
 

@@ -25,11 +25,16 @@ inside it, so the spin is bounded by the inference and not by a global count:
   they sleep on `open` (futex) until the next job wakes them;
 * after the last step thread 0 sets `stop` and publishes a last generation; the region
   ends at libgomp's barrier, and between two calls libgomp's threads wait in its dock
-  as before.
+  as before;
+* while thread 0's steps run the other threads may not run on its CPU (team_cpus.py:
+  Linux put the woken worker there, behind thread 0, in most inferences; then a wait
+  for them neither side fills with sched_yield, and one that lasts pulls them onto
+  thread 0's CPU), and each thread's part can be traced (team_trace.py, a test and
+  benchmark hook: a load and a branch per trace point when off).
 
 Measured: see runtime/jit.py's module doc.  One inference at a time takes the team: the
-slot is two words, the team's state (claimed by compare-and-swap) and the thread that
-owns it (pthread_self); a second entry called meanwhile from another thread runs as
+slot's first two words are the team's state (claimed by compare-and-swap) and the thread
+that owns it (pthread_self), then the trace buffer and team_cpus.py's words; a second entry called meanwhile from another thread runs as
 before, region by region.  A kernel's loop reads the owner word first and uses the team
 only when it is its own thread, so a kernel called from another thread while an
 inference runs opens its own region and never reads the state, which lives in the
@@ -37,14 +42,17 @@ owner's frame and is gone once that inference returns.  At 1 thread (`threads` <
 entry calls its steps directly, as before.
 
 The team's state lives in the entry's frame, TEAM_WORDS i64s on 64-byte lines:
-line 0 written by thread 0 (dispatch, job fn, data, team, stop, gen, main, its data), line 2 `open` (i32: the generation << 8, CLOSED, the count of threads that joined)
-and `sleepers` (i32), line 3 `finished` (i64: the joined threads done with the job).
+line 0 written by thread 0 (dispatch, job fn, data, team, stop, gen, main, its data), line 1 the
+trace buffer or null and team_cpus.py's words (written by thread 0), line 2 `open` (i32: the
+generation << 8, CLOSED, the count of threads that joined) and `sleepers` (i32), line 3
+`finished` (i64: the joined threads done with the job) and `left` (those that saw `stop`).
 """
 
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from . import team_cpus, team_trace as trace_
 from .scalar import I1, I32, I64, PTR, VOID, declare
 
 TEAM_SLOT_GLOBAL = "relaylens_team_slot"
@@ -56,10 +64,14 @@ TEAM_WORDS = 32
 
 # i64 indices into the state
 DISPATCH, FN, DATA, TEAM, STOP, GEN, MAIN, MAIN_DATA = range(8)
-SLOT_TEAM, SLOT_OWNER = 0, 1  # the process-wide slot's words: the running team's state, its thread
+STATE_TRACE = 8  # line 1: the trace buffer (team_trace.py) or null, for the whole inference
+SLOT_TEAM, SLOT_OWNER, SLOT_TRACE = 0, 1, 2  # the process-wide slot's words: the running team's state, its
+# thread, the trace buffer (null unless traced); then team_cpus.py's
+SLOT_WORDS = team_cpus.SLOT_TIDS + team_cpus.TIDS
 OPEN_WORD = 16  # an i32 at byte 128 ...
 SLEEPERS_I32 = 33  # ... and the i32 beside it (byte 132)
 FINISHED = 24  # byte 192
+LEFT = 25  # beside it: the threads other than 0 that saw `stop` and left the worker
 
 SYS_FUTEX = 202  # x86-64 Linux
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
@@ -135,8 +147,23 @@ def team_run(module: ir.Module) -> ir.Function:
     owner = _word(b, slot, SLOT_OWNER)
     with b.if_else(ours) as (then, otherwise):
         with then:
-            _store_atomic(b, _self(b, module), owner, "monotonic", 8)
+            me = _self(b, module)
+            _store_atomic(b, me, owner, "monotonic", 8)
+            trace = b.load(_word(b, slot, SLOT_TRACE), typ=PTR, name="trace")
+            _store(b, trace, _word(b, state, STATE_TRACE))
+            with trace_.traced(b, trace):
+                memset = module.declare_intrinsic("llvm.memset", [PTR, I64])
+                b.call(memset, [trace, ir.Constant(ir.IntType(8), 0), ir.Constant(I64, trace_.WORDS * 8),
+                                ir.Constant(I1, 0)])
+                trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.ENTRY))
+            start = trace_.now(b)
+            kept_off, others = team_cpus.keep_off_caller(b, slot, threads, me)
+            team_cpus.plan(b, state, slot, me, kept_off, others)
             _gomp_parallel(b, module, region, state, threads)
+            team_cpus.release(b, slot, threads, kept_off, me, b.sub(trace_.now(b), start), state)
+            with trace_.traced(b, trace):
+                trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.EXIT))
+                trace_.put(b, kept_off, trace_.word(b, trace, trace_.KEPT_OFF))
             _store_atomic(b, ir.Constant(I64, 0), owner, "monotonic", 8)
             _store_atomic(b, ir.Constant(PTR, None), _word(b, slot, SLOT_TEAM), "seq_cst", 8)
         with otherwise:
@@ -169,8 +196,17 @@ def _dispatch(module: ir.Module) -> ir.Function:
     _call_pointer(b, job, [data], _JOB_TYPE)
     closed = b.atomic_rmw("or", _word(b, state, OPEN_WORD), ir.Constant(I32, CLOSED), "acq_rel", name="closed")
     joined = b.zext(b.and_(closed, ir.Constant(I32, JOINED)), I64, name="joined")
+    trace = b.load(_word(b, state, STATE_TRACE), typ=PTR, name="trace")
+    with trace_.traced(b, trace):
+        trace_.add(b, trace_.word(b, trace, trace_.JOBS), ir.Constant(I64, 1))
+        trace_.add(b, trace_.word(b, trace, trace_.WAITED), b.neg(trace_.now(b)))
+    slot = b.load(team_slot_global(module), typ=PTR, name="slot")
     _wait_until(b, lambda: b.icmp_unsigned(
-        "==", b.load_atomic(_word(b, state, FINISHED), "acquire", 8, typ=I64), joined))
+        "==", b.load_atomic(_word(b, state, FINISHED), "acquire", 8, typ=I64), joined),
+        rescue=(team_cpus.RESCUE_JOB_NS, lambda: _rescue(b, slot, n, state, trace),
+                lambda: team_cpus.spread_again(b, slot, n, state), state))
+    with trace_.traced(b, trace):
+        trace_.add(b, trace_.word(b, trace, trace_.WAITED), trace_.now(b))
     b.ret_void()
     return fn
 
@@ -184,11 +220,25 @@ def _region(module: ir.Module, worker: ir.Function) -> ir.Function:
     with b.if_else(b.icmp_signed("==", tid, ir.Constant(I32, 0))) as (first, other):
         with first:
             main = b.load(_word(b, state, MAIN), typ=PTR)
+            trace = b.load(_word(b, state, STATE_TRACE), typ=PTR, name="trace")
+            with trace_.traced(b, trace):
+                trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.MAIN_START))
+                trace_.put(b, trace_.cpu(b), trace_.word(b, trace, trace_.CPU_START))
             _call_pointer(b, main, [b.load(_word(b, state, MAIN_DATA), typ=PTR)], _JOB_TYPE)
+            with trace_.traced(b, trace):
+                trace_.put(b, trace_.now(b), trace_.word(b, trace, trace_.MAIN_END))
+                trace_.put(b, trace_.cpu(b), trace_.word(b, trace, trace_.CPU_END))
+            size = b.call(declare(module, "omp_get_num_threads", I32, []), [], name="size")
+            others = b.sext(b.sub(size, ir.Constant(I32, 1)), I64)
+            slot = b.load(team_slot_global(module), typ=PTR, name="slot")
+            team_cpus.release_early(b, slot, size, state)
             _store_atomic(b, ir.Constant(I64, 1), _word(b, state, STOP), "monotonic", 8)
             gen = b.add(b.load(_word(b, state, GEN), typ=I64), ir.Constant(I64, 1))
             _publish(b, module, state, b.or_(b.shl(b.trunc(gen, I32), ir.Constant(I32, 8)),
                                              ir.Constant(I32, CLOSED)))
+            _wait_until(b, lambda: b.icmp_unsigned(
+                "==", b.load_atomic(_word(b, state, LEFT), "acquire", 8, typ=I64), others),
+                rescue=(team_cpus.RESCUE_END_NS, lambda: _rescue(b, slot, size, state, trace), None, state))
         with other:
             b.call(worker, [state, tid])
     b.ret_void()
@@ -212,6 +262,16 @@ def _worker(module: ir.Module) -> ir.Function:
     stop = fn.append_basic_block("stop")
     b = ir.IRBuilder(entry)
     open_word = _word(b, state, OPEN_WORD)
+    recorded = b.icmp_signed("<", tid, ir.Constant(I32, trace_.ROWS))
+    trace = b.select(recorded, b.load(_word(b, state, STATE_TRACE), typ=PTR), ir.Constant(PTR, None), name="trace")
+    with trace_.traced(b, trace):
+        trace_.put(b, trace_.now(b), trace_.row_word(b, trace, tid, trace_.ARRIVE))
+        trace_.put(b, trace_.cpu(b), trace_.row_word(b, trace, tid, trace_.CPU_ARRIVE))
+    slot = b.load(team_slot_global(module), typ=PTR, name="slot")
+    team_cpus.record_thread(b, slot, tid)
+    with trace_.traced(b, trace):
+        trace_.put(b, team_cpus.thread_id(b), trace_.row_word(b, trace, tid, trace_.TID))
+    started = b.block
     b.branch(poll)
 
     b.position_at_end(poll)
@@ -238,8 +298,13 @@ def _worker(module: ir.Module) -> ir.Function:
     b.position_at_end(run)
     job = b.inttoptr(b.load_atomic(_word(b, state, FN), "monotonic", 8, typ=I64), PTR)
     data = b.inttoptr(b.load_atomic(_word(b, state, DATA), "monotonic", 8, typ=I64), PTR)
+    with trace_.traced(b, trace):
+        _trace_join(b, trace, tid)
     _call_pointer(b, job, [data], _JOB_TYPE)
+    with trace_.traced(b, trace):
+        trace_.add(b, trace_.row_word(b, trace, tid, trace_.BUSY), trace_.now(b))
     b.atomic_rmw("add", _word(b, state, FINISHED), ir.Constant(I64, 1), "release")
+    ran = b.block
     b.branch(poll)
 
     b.position_at_end(idle)
@@ -249,7 +314,10 @@ def _worker(module: ir.Module) -> ir.Function:
               yield_, poll)
 
     b.position_at_end(yield_)
-    b.call(declare(module, "sched_yield", I32, []), [])
+    with b.if_then(team_cpus.beside_caller(b, state)):  # (else another process's, not thread 0's, CPU)
+        b.call(declare(module, "sched_yield", I32, []), [])
+        with trace_.traced(b, trace):
+            trace_.add(b, trace_.row_word(b, trace, tid, trace_.YIELDS), ir.Constant(I64, 1))
     b.cbranch(b.icmp_unsigned(">=", counted, ir.Constant(I32, SLEEP_AFTER)), sleep, wait_more)
     b.position_at_end(wait_more)
     b.branch(poll)
@@ -259,23 +327,26 @@ def _worker(module: ir.Module) -> ir.Function:
     b.atomic_rmw("add", sleepers, ir.Constant(I32, 1), "seq_cst")
     again = b.load_atomic(open_word, "seq_cst", 4, typ=I32)
     with b.if_then(b.icmp_unsigned("==", again, word)):
+        with trace_.traced(b, trace):
+            trace_.add(b, trace_.row_word(b, trace, tid, trace_.SLEEPS), ir.Constant(I64, 1))
         _futex(b, module, open_word, FUTEX_WAIT_PRIVATE, again)
     b.atomic_rmw("sub", sleepers, ir.Constant(I32, 1), "seq_cst")
     after_sleep = b.block
     b.branch(poll)
 
     b.position_at_end(stop)
+    b.atomic_rmw("add", _word(b, state, LEFT), ir.Constant(I64, 1), "release")
     b.ret_void()
 
     zero = ir.Constant(I32, 0)
-    seen.add_incoming(zero, entry)
-    polls.add_incoming(zero, entry)
+    seen.add_incoming(zero, started)
+    polls.add_incoming(zero, started)
     seen.add_incoming(gen, open_)
     polls.add_incoming(zero, open_)
     seen.add_incoming(seen, join)
     polls.add_incoming(zero, join)
-    seen.add_incoming(gen, run)
-    polls.add_incoming(zero, run)
+    seen.add_incoming(gen, ran)
+    polls.add_incoming(zero, ran)
     seen.add_incoming(seen, idle)
     polls.add_incoming(counted, idle)
     seen.add_incoming(seen, wait_more)
@@ -283,6 +354,17 @@ def _worker(module: ir.Module) -> ir.Function:
     seen.add_incoming(seen, after_sleep)
     polls.add_incoming(zero, after_sleep)
     return fn
+
+
+def _trace_join(b: ir.IRBuilder, trace: ir.Value, tid: ir.Value) -> None:
+    """A joined job in `tid`'s row (team_trace.py): the first one's time and CPU, the count,
+    and the job's start taken from BUSY (its end adds to it)."""
+    first = trace_.row_word(b, trace, tid, trace_.FIRST_JOB)
+    with b.if_then(b.icmp_unsigned("==", b.load(first, typ=I64), ir.Constant(I64, 0))):
+        trace_.put(b, trace_.now(b), first)
+        trace_.put(b, trace_.cpu(b), trace_.row_word(b, trace, tid, trace_.CPU_FIRST_JOB))
+    trace_.add(b, trace_.row_word(b, trace, tid, trace_.JOINED), ir.Constant(I64, 1))
+    trace_.add(b, trace_.row_word(b, trace, tid, trace_.BUSY), b.neg(trace_.now(b)))
 
 
 def _publish(b: ir.IRBuilder, module: ir.Module, state: ir.Value, word: ir.Value) -> None:
@@ -294,9 +376,13 @@ def _publish(b: ir.IRBuilder, module: ir.Module, state: ir.Value, word: ir.Value
         _futex(b, module, open_word, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 0x7FFFFFFF))
 
 
-def _wait_until(b: ir.IRBuilder, condition) -> None:
+def _wait_until(b: ir.IRBuilder, condition, rescue=None) -> None:
     """Poll `condition()` (emitted in the loop) with a PAUSE between polls and a
-    sched_yield every YIELD_EVERY (a joined thread descheduled mid-job)."""
+    sched_yield every YIELD_EVERY (a joined thread descheduled mid-job).  `rescue`,
+    (ns, pull, after, state): once the wait has lasted ns (the clock read at each yield
+    from the first), emit `pull()`, and `after()` (if not None) once the condition holds;
+    no yield while the team's state says its other threads are kept off this CPU, unless
+    pulled here."""
     fn = b.function
     before = b.block
     loop = fn.append_basic_block("wait")
@@ -306,6 +392,8 @@ def _wait_until(b: ir.IRBuilder, condition) -> None:
     b.branch(loop)
     b.position_at_end(loop)
     polls = b.phi(I32, name="polls")
+    since = b.phi(I64, name="since")
+    pulled = b.phi(I1, name="pulled")
     b.cbranch(condition(), done, pause)
     b.position_at_end(pause)
     _pause(b, b.module)
@@ -313,12 +401,52 @@ def _wait_until(b: ir.IRBuilder, condition) -> None:
     b.cbranch(b.icmp_unsigned("==", b.and_(counted, ir.Constant(I32, YIELD_EVERY - 1)), ir.Constant(I32, 0)),
               give, loop)
     b.position_at_end(give)
-    b.call(declare(b.module, "sched_yield", I32, []), [])
-    b.branch(loop)
+    if rescue is None:
+        b.call(declare(b.module, "sched_yield", I32, []), [])
+    else:  # the others kept off this CPU: a yield would give it to another process, not to them
+        with b.if_then(b.or_(pulled, b.not_(team_cpus.kept(b, rescue[3])))):
+            b.call(declare(b.module, "sched_yield", I32, []), [])
+    zero = ir.Constant(I64, 0)
+    started = since
+    if rescue is not None:
+        after_ns, pull, after, _ = rescue
+        now = trace_.now(b)
+        started = b.select(b.icmp_unsigned("==", since, zero), now, since)
+        late = b.and_(b.not_(pulled), b.icmp_signed(">=", b.sub(now, started), ir.Constant(I64, after_ns)))
+        pull_block = fn.append_basic_block("wait.pull")
+        gave = b.block
+        b.cbranch(late, pull_block, loop)
+        b.position_at_end(pull_block)
+        pull()
+        pulled_end = b.block
+        b.branch(loop)
+    else:
+        gave = b.block
+        b.branch(loop)
     polls.add_incoming(ir.Constant(I32, 0), before)
     polls.add_incoming(counted, pause)
-    polls.add_incoming(counted, give)
+    polls.add_incoming(counted, gave)
+    since.add_incoming(zero, before)
+    since.add_incoming(since, pause)
+    since.add_incoming(started, gave)
+    pulled.add_incoming(ir.Constant(I1, 0), before)
+    pulled.add_incoming(pulled, pause)
+    pulled.add_incoming(pulled, gave)
+    if rescue is not None:
+        polls.add_incoming(counted, pulled_end)
+        since.add_incoming(started, pulled_end)
+        pulled.add_incoming(ir.Constant(I1, 1), pulled_end)
     b.position_at_end(done)
+    if rescue is not None and after is not None:
+        with b.if_then(pulled):
+            after()
+
+
+def _rescue(b: ir.IRBuilder, slot: ir.Value, threads: ir.Value, state: ir.Value, trace: ir.Value) -> None:
+    """team_cpus.pull_here, counted in the trace."""
+    team_cpus.pull_here(b, slot, threads, state)
+    with trace_.traced(b, trace):
+        trace_.add(b, trace_.word(b, trace, trace_.RESCUES), ir.Constant(I64, 1))
 
 
 def _futex(b: ir.IRBuilder, module: ir.Module, address: ir.Value, op: int, value: ir.Value) -> None:

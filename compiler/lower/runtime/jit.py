@@ -25,6 +25,12 @@ about 1 ms without one; `load` points each module's `relaylens_team_slot` at `_T
 So the spin that carries a thread from one kernel's loop to the next is bounded by the
 inference, not by a count decided per process, and the calling thread never waits for a
 thread that has not joined a loop (it takes that thread's pieces, codegen/shares.py).
+While the region lasts the team's other threads may not run on the calling thread's CPU
+(codegen/team_cpus.py; `team_cpus`, RELAYLENS_TEAM_CPUS=any to leave them anywhere):
+traced, Linux had woken libgomp's worker on the caller's CPU, behind it, in most
+inferences.  Each call after a 0.1 s pause, kept off against anywhere alternated in one
+process (30 pairs, load 3.6-5.0 from other work, `bench/after_pause.py`'s models): the
+GPT-2 block 0.71x, back to back 0.79x; MobileNet v2 0.84x and 0.76x.
 Measured on 2 shared cores (load 10-14 from other work, `bench/run.py --models
 mobilenet,gpt2,resnet50 --runs 20` at 2 threads, paired ratio against onnxruntime, this
 and the previous commit alternated, 3 processes each): with our and onnxruntime's threads
@@ -103,14 +109,16 @@ from ...host import host
 from ...support import aligned_empty
 from ..codegen.ir_text import module_text
 from ..codegen.llvm import BUFFER_ALIGN, NUM_THREADS_GLOBAL, generate
-from ..codegen.team import TEAM_SLOT_GLOBAL
+from ..codegen.team import SLOT_WORDS, TEAM_SLOT_GLOBAL
+from ..codegen.team_cpus import CPU_SET_WORDS, SLOT_CPUS, SLOT_MASTER, SLOT_WORTH, WORTH_NS
 from ..errors import LoweringError
 from ..schedule.loopnest import PrimFunc
 from .target import OPTIONS
 
 _ready = False
 _STDERR = threading.Lock()  # one optimiser run at a time redirects file descriptor 2
-_TEAM_SLOT = (ctypes.c_void_p * 2)()  # the running inference's team and its thread (codegen/team.py), process-wide
+_TEAM_SLOT = (ctypes.c_void_p * SLOT_WORDS)()  # the running inference's team, its thread, the trace (codegen/team.py)
+_ALLOWED_CPUS = (ctypes.c_uint64 * CPU_SET_WORDS)()  # the CPUs the process may run on (codegen/team_cpus.py)
 SPIN_COUNT = 2000  # libgomp's spins (a PAUSE and a load, ~30 ns here) before a waiting thread sleeps
 
 
@@ -126,6 +134,7 @@ def _initialize() -> None:
     llvm.initialize_native_asmprinter()
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = str(spin_count())  # read once, as libgomp loads (module doc)
+    team_cpus(_team_cpus_wanted())
     for name, soname, why in (("gomp", "libgomp.so.1", "install libgomp1 to run parallel loops"),
                               ("gcc_s", "libgcc_s.so.1", "install libgcc-s1 to run float16 code")):
         _load_library(name, soname, why)
@@ -145,6 +154,40 @@ def _load_library(name: str, soname: str, why: str) -> None:
         llvm.load_library_permanently(path)
     except RuntimeError as err:
         raise LoweringError(f"the runtime library {path} cannot be loaded: {err}; {why}") from None
+
+
+def _team_cpus_wanted() -> bool:
+    """RELAYLENS_TEAM_CPUS=any leaves the team's threads wherever Linux puts them (for
+    comparison); by default they keep off the calling thread's CPU (codegen/team_cpus.py)."""
+    return os.environ.get("RELAYLENS_TEAM_CPUS", "").strip().lower() != "any"
+
+
+def team_cpus(keep_off_caller: bool, worth_ns: int = WORTH_NS) -> None:
+    """Whether an inference's team keeps its other threads off the calling thread's CPU
+    (codegen/team_cpus.py), process-wide: the slot's CPU set is the CPUs this process
+    may run on when it may run on more than one, else null (nothing restricted); and
+    from what length (ns) of the last team inference."""
+    _TEAM_SLOT[SLOT_WORTH] = worth_ns
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (OSError, AttributeError):  # not Linux
+        allowed = []
+    allowed = [c for c in allowed if c < 64 * CPU_SET_WORDS]
+    for k in range(CPU_SET_WORDS):
+        _ALLOWED_CPUS[k] = sum(1 << (c % 64) for c in allowed if c // 64 == k)
+    on = keep_off_caller and len(allowed) > 1
+    _TEAM_SLOT[SLOT_CPUS] = ctypes.addressof(_ALLOWED_CPUS) if on else None
+
+
+def _forget_team_threads() -> None:
+    """In a forked child: the slot's thread ids name the parent's libgomp threads, and the
+    child's calling thread has the parent's pthread_self, so drop the ids' master (the
+    child's first team records its own)."""
+    _TEAM_SLOT[SLOT_MASTER] = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_team_threads)
 
 
 def spin_count() -> int:
