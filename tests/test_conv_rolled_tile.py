@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from lower_cases import Arr, Case
 from test_lower_compiled import primitive_function
-from test_lower_conv_square import recorded
+from test_lower_conv_square import bottleneck_end, recorded
 
 from relaylens.compiler.ir.expr import Call, Function, Var, op
 from relaylens.compiler.ir.types import TensorType
@@ -50,21 +50,7 @@ def test_the_tiles_and_which_stay_a_loop():
 def projection_end(ci: int, co: int, size: int, lanes_in: int, lanes_out: int) -> Function:
     """relu(conv 1x1 + bias + residual), the input in NCHW{lanes_in}c, the output in
     NCHW{lanes_out}c, as MobileNet v2's projections are fused (relu: any epilogue)."""
-    attrs = {"strides": (1, 1), "padding": (0,) * 4, "channels": co, "kernel_size": (1, 1),
-             "data_layout": f"NCHW{lanes_in}c", "kernel_layout": f"OIHW{lanes_in}i{lanes_out}o",
-             "out_layout": f"NCHW{lanes_out}c"}
-    case = Case("nn.contrib_conv2d_NCHWc", [Arr((1, ci // lanes_in, size, size, lanes_in)),
-                                            Arr((co // lanes_out, ci // lanes_in, 1, 1, lanes_in, lanes_out))],
-                attrs, "end")
-    conv_func = primitive_function(case)
-    out = case.out_type()
-    bias_ty = TensorType((1, co // lanes_out, 1, 1, lanes_out), "float32")
-    bias = Var("p2", bias_ty, ty=bias_ty)
-    residual = Var("p3", out, ty=out)
-    added = Call(op("add"), (Call(op("add"), (conv_func.body, bias), as_ir_attrs({}), ty=out), residual),
-                 as_ir_attrs({}), ty=out)
-    body = Call(op("nn.relu"), (added,), as_ir_attrs({}), ty=out)
-    return Function((*conv_func.params, bias, residual), body, attrs=conv_func.attrs)
+    return bottleneck_end(ci, co, size, lanes_in=lanes_in, lanes_out=lanes_out)
 
 
 def assert_projection_matches_numpy(ci: int, co: int, size: int, lanes_in: int, lanes_out: int, threads: int):

@@ -34,16 +34,20 @@ def avx512(monkeypatch):
     monkeypatch.setattr(conv_chunks, "host_unit", lambda: AVX512)
 
 
-def bottleneck_end(ci: int, co: int, size: int, k: int = 1, stride: int = 1) -> Function:
-    """relu(conv + bias + residual) in NCHW16c, as ResNet-50's bottleneck ends are fused."""
+def bottleneck_end(ci: int, co: int, size: int, k: int = 1, stride: int = 1,
+                   lanes_in: int = LANES, lanes_out: int = LANES) -> Function:
+    """relu(conv + bias + residual), the input in NCHW{lanes_in}c and the output in
+    NCHW{lanes_out}c (NCHW16c both: as ResNet-50's bottleneck ends are fused)."""
     pad = k // 2
     attrs = {"strides": (stride, stride), "padding": (pad,) * 4, "channels": co, "kernel_size": (k, k),
-             "data_layout": f"NCHW{LANES}c", "kernel_layout": f"OIHW{LANES}i{LANES}o", "out_layout": f"NCHW{LANES}c"}
-    case = Case("nn.contrib_conv2d_NCHWc", [Arr((1, ci // LANES, size, size, LANES)),
-                                            Arr((co // LANES, ci // LANES, k, k, LANES, LANES))], attrs, "end")
+             "data_layout": f"NCHW{lanes_in}c", "kernel_layout": f"OIHW{lanes_in}i{lanes_out}o",
+             "out_layout": f"NCHW{lanes_out}c"}
+    case = Case("nn.contrib_conv2d_NCHWc", [Arr((1, ci // lanes_in, size, size, lanes_in)),
+                                            Arr((co // lanes_out, ci // lanes_in, k, k, lanes_in, lanes_out))],
+                attrs, "end")
     conv_func = primitive_function(case)
     out = case.out_type()
-    bias_ty = TensorType((1, co // LANES, 1, 1, LANES), "float32")
+    bias_ty = TensorType((1, co // lanes_out, 1, 1, lanes_out), "float32")
     bias = Var("p2", bias_ty, ty=bias_ty)
     residual = Var("p3", out, ty=out)
     added = Call(op("add"), (Call(op("add"), (conv_func.body, bias), as_ir_attrs({}), ty=out), residual),
