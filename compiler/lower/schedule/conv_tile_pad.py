@@ -57,6 +57,19 @@ both groups from L2) 1.000; 2 and 1 rows a buffer 0.992 and 1.010; the chunks in
 (the sums in registers across the reduction, no buffer; 288 KiB of filters a tile from
 L2) 1.075; the 4 filter blocks' weights 1 KiB apart in L1's sets (a hand-edited kernel,
 as a bound) 0.976-0.986, not on top of the unroll.
+Tried, not kept (h-near3): the input block's 16 channels a loop (conv_rolled.py's idea)
+and the wider tiles that might allow.  The unrolled 4 x 4 does not spill: its inner loop
+(a filter column) is 256 FMAs, 128 loads (64 broadcasts, 64 weight vectors), no stack
+access.  Rolled, a step is 16 FMAs, 4 broadcasts, 4 weight loads, no stack access.  Alone
+(this kernel with a residual, the variants lowered in one process and called in turns,
+40 rounds, each one's least of 3 calls, median of the paired ratios; load 0.8-0.9):
+4 x 4 rolled 1.001-1.003 (ob and xi swapped: 1.006); 5 x 4 rolled or not 1.007 (a tail
+of 3); 6 x 4 rolled 1.020 (no stack access in the step's loop; a tail of 4; swapped
+1.022); 7 x 4 rolled 1.094-1.098 (28 accumulators and 7 broadcasts: 5 sums stored and
+reloaded a step, 10 stack accesses per 28 FMAs), unrolled about 1.15.  In the model
+(bench/layers.py --model resnet50 --runs 30, 1 thread, base then 4 x 4 rolled, 3 pairs,
+load 0.5-1.2): 870.0 / 877.6 / 860.0 µs (1.02x, 1.02x, 1.01x onnxruntime's node) against
+872.9 / 871.7 / 861.3 µs (1.02x, 1.03x, 1.02x); outputs bit-identical.
 """
 
 from __future__ import annotations
