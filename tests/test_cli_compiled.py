@@ -73,12 +73,6 @@ def test_what_cannot_be_lowered_is_an_error_at_its_span(capsys, tmp_path):
     assert f"{path}:2:11: error: tvmgen_default_fused_nn_relu: parameter p0:" in err and "unknown (?) dimensions" in err and "Traceback" not in err
 
 
-def _npy(tmp_path: Path, array: np.ndarray) -> Path:
-    path = tmp_path / "x.npy"
-    np.save(path, array)
-    return path
-
-
 def test_emit_llvm_prints_the_kernels_and_the_entry(capsys, model):
     status, out, _ = relaylens(capsys, "build", model, "--emit", "llvm")
     assert status == 0
