@@ -358,6 +358,23 @@ def test_a_shape_computed_from_a_dynamic_batch_names_the_input_and_the_shape_opt
     np.testing.assert_array_equal(run_relay(imported, {"x": x})[0], x.reshape(3, -1))
 
 
+def test_a_matmul_over_two_unknown_batch_axes_is_one_dense_over_them():
+    """A transformer's projection exported with a dynamic batch and sequence, (batch, seq,
+    8) x (8, 4): flattened, the reshape back would need two unknown axes, which a newshape
+    cannot say ('this reshape needs static dimensions'); nn.dense takes (..., K) whole."""
+    g = Graph()
+    w = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    model = g.model({"x": ["batch", "seq", 8]}, g.node("MatMul", ["x", g.init("w", w)], name="proj"))
+    imported = import_onnx(model)
+    calls = [n.op.name for n in post_order(imported.module["main"].body) if isinstance(n, Call)]
+    assert calls == ["transpose", "nn.dense"]
+    x = np.random.default_rng(1).standard_normal((2, 3, 8)).astype(np.float32)
+    np.testing.assert_allclose(run_relay(imported, {"x": x})[0], x @ w, rtol=1e-5, atol=1e-6)
+    g = Graph()
+    one_unknown = import_onnx(g.model({"x": ["batch", 3, 8]}, g.node("MatMul", ["x", g.init("w", w)])))
+    assert "reshape" in [n.op.name for n in post_order(one_unknown.module["main"].body) if isinstance(n, Call)]
+
+
 def unsupported_model():
     """A node of two results whose op the frontend does not support (SoftmaxCrossEntropyLoss:
     the loss per row, and the log-probabilities)."""

@@ -159,12 +159,14 @@ def matmul(a: Expr, b: Expr, dense: Product = _nn_dense,
 
 
 def _dense(a: Expr, b: Expr, dense: Product) -> Expr:
-    """(..., M, K) × (K, N): one dense over the flattened batch."""
+    """(..., M, K) × (K, N): one dense over the flattened batch (over the batch as it is
+    when more than one of its axes is unknown)."""
     units = _dim_or_none(shape(b)[1])
     weight = call("transpose", b, axes=(1, 0))
-    if rank(a) == 2:
-        return dense(a, weight, units)
     dims = shape(a)
+    if rank(a) == 2 or (dense is _nn_dense and sum(d is ANY for d in dims[:-1]) > 1):
+        return dense(a, weight, units)  # nn.dense takes (..., K) whole: flattened, the reshape
+        # back could not say two unknown batch axes (qnn.dense's data is 2-D)
     flat = call("reshape", a, newshape=(-1, _known(dims[-1], "the K axis of MatMul")))
     out = dense(flat, weight, units)
     return call("reshape", out, newshape=_newshape((*dims[:-1], shape(b)[1])))
