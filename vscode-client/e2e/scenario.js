@@ -490,9 +490,22 @@ async function missingLetStep(page, model) {
     }
     result.missingLetMessage = (await hover.innerText()).replace(/\s+/g, ' ');
     await page.keyboard.press('Escape');
-    await page.keyboard.press('Control+.');
     const fix = page.locator('.action-widget .monaco-list-row', { hasText: "Insert 'let '" }).first();
-    await fix.waitFor({ timeout: 20_000 });
+    for (let attempt = 1; ; attempt++) {
+        // The menu once closed unseen (one CI run in four, the light bulb shown): on our
+        // reading, not confirmed, the lens refresh the server sends for a text with errors
+        // (server/slow/builds.py) came while it opened; a user opens it again, so does this.
+        await page.keyboard.press('Control+.');
+        try {
+            await fix.waitFor({ timeout: 10_000 });
+            break;
+        } catch (error) {
+            if (attempt === 3) {
+                throw error;
+            }
+            await page.keyboard.press('Escape');
+        }
+    }
     await fix.click();
     await built.waitFor({ timeout: 60_000 });
     const row = page.locator('.editor-group-container.active .view-line', { hasText: '%y' }).first();
