@@ -16,15 +16,7 @@ import pytest
 from relaylens.compiler.driver import compile
 from relaylens.compiler.lower.runtime import jit as jit_module
 from relaylens.compiler.lower.runtime.team_trace import team_trace
-
-MODEL = """#[version = "0.0.5"]
-def @main(%x: Tensor[(64, 256), float32], %w: Tensor[(256, 256), float32]) {
-  %0 = nn.dense(%x, %w);
-  %1 = nn.relu(%0);
-  %2 = nn.dense(%1, %w);
-  nn.softmax(%2)
-}
-"""
+from test_inference_team import MODEL  # two dense layers and a softmax: parallel loops on the team
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to keep a thread off one")
 

@@ -27,6 +27,8 @@ time of staged ones; with the input read before the pause (warm) 0.98-1.01x.
 
 from __future__ import annotations
 
+import math
+
 from ..te.topi.conv_transpose import PAD_PHASES
 from .primitives import Schedule, Stage
 
@@ -43,8 +45,5 @@ def schedule_phase_pad(sch: Schedule, stage: Stage, parallel_min: int) -> None:
     sch.reorder(t, n, c, *rows, last)
     outer = sch.fuse(t, n, c, *rows)
     sch.vectorize(t, last)
-    size = 1
-    for d in t.shape:
-        size *= d
-    if size >= parallel_min and outer.extent > 1:
+    if math.prod(t.shape) >= parallel_min and outer.extent > 1:
         sch.parallel(t, outer)
