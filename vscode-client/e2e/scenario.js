@@ -446,6 +446,23 @@ async function scenario(page, url) {
  * error's hover says what to write, and the quick fix (Ctrl+.) inserts `let `: the model
  * builds again.
  */
+/** `open()` until `shown` is visible, at most `attempts` times, each given `timeout` ms
+ * (Escape between two); the last attempt's error is thrown. */
+async function openUntilShown(page, shown, attempts, timeout, open) {
+    for (let attempt = 1; ; attempt++) {
+        await open();
+        try {
+            await shown.waitFor({ timeout });
+            return;
+        } catch (error) {
+            if (attempt === attempts) {
+                throw error;
+            }
+            await page.keyboard.press('Escape');
+        }
+    }
+}
+
 async function missingLetStep(page, model) {
     await focusFile(page, model);
     const built = page.locator('.statusbar-item', { hasText: 'Relay: built in' });
@@ -471,41 +488,21 @@ async function missingLetStep(page, model) {
     await page.locator('.statusbar-item', { hasText: /Relay: 1 error/ }).waitFor({ timeout: 30_000 });
     const column = Number(env('RESULT_COLUMN'));
     const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'let' }).first();
-    for (let attempt = 1; ; attempt++) {
-        // The one error the status bar shows may still be an earlier keystroke's (after the
-        // '%': "undefined variable %nn.relu"), and an open hover keeps what it showed: open
-        // it again until it shows the error of the whole line.
+    // The one error the status bar shows may still be an earlier keystroke's (after the
+    // '%': "undefined variable %nn.relu"), and an open hover keeps what it showed: open it
+    // again until it shows the error of the whole line.
+    await openUntilShown(page, hover, 6, 5_000, async () => {
         await goToLine(page, line, column + 1);
         await page.keyboard.press('Control+K');
         await page.keyboard.press('Control+I');
-        try {
-            await hover.waitFor({ timeout: 5_000 });
-            break;
-        } catch (error) {
-            if (attempt === 6) {
-                throw error;
-            }
-            await page.keyboard.press('Escape');
-        }
-    }
+    });
     result.missingLetMessage = (await hover.innerText()).replace(/\s+/g, ' ');
     await page.keyboard.press('Escape');
     const fix = page.locator('.action-widget .monaco-list-row', { hasText: "Insert 'let '" }).first();
-    for (let attempt = 1; ; attempt++) {
-        // The menu once closed unseen (one CI run in four, the light bulb shown): on our
-        // reading, not confirmed, the lens refresh the server sends for a text with errors
-        // (server/slow/builds.py) came while it opened; a user opens it again, so does this.
-        await page.keyboard.press('Control+.');
-        try {
-            await fix.waitFor({ timeout: 10_000 });
-            break;
-        } catch (error) {
-            if (attempt === 3) {
-                throw error;
-            }
-            await page.keyboard.press('Escape');
-        }
-    }
+    // The menu once closed unseen (one CI run in four, the light bulb shown): on our
+    // reading, not confirmed, the lens refresh the server sends for a text with errors
+    // (server/slow/builds.py) came while it opened; a user opens it again, so does this.
+    await openUntilShown(page, fix, 3, 10_000, () => page.keyboard.press('Control+.'));
     await fix.click();
     await built.waitFor({ timeout: 60_000 });
     const row = page.locator('.editor-group-container.active .view-line', { hasText: '%y' }).first();
