@@ -75,10 +75,12 @@ load 0.5-1.2): 870.0 / 877.6 / 860.0 µs (1.02x, 1.02x, 1.01x onnxruntime's node
 from __future__ import annotations
 
 from ..te import expr as te
+from .conv_window_inside import read_inside
 from .primitives import Schedule, Stage
 from .stage import Axis
 from .vector_unit import VectorUnit
 
+READ_INSIDE = True  # the tiles whose window lies inside the input read it in place (conv_window_inside.py)
 MIN_STRIDE = 2  # the windows of neighbouring tiles overlap by one column at most from here
 
 
@@ -134,4 +136,7 @@ def pad_at_tile(sch: Schedule, conv: Stage, at: Axis) -> Stage | None:
     sch.vectorize(pad.tensor, pad.axes[-1])
     sch.unroll(pad.tensor, pad.axes[3])  # the window's columns, no loop between their vectors (module doc)
     sch.compute_at(pad.tensor, conv.tensor, at)
+    if READ_INSIDE:
+        sch.rewrite(read_inside, f"{pad.name} read in place where its window lies inside its input "
+                                 f"(conv_window_inside.py)")
     return pad

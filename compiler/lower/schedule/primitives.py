@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..te import expr as te
 from . import loopnest
@@ -88,6 +88,7 @@ class Schedule:
         self.record: list[Step] = []
         self._bodies_cache: dict[int, te.PrimExpr] | None = None
         self.writes_over: int | None = None  # the input the output may be written over (in_place.py)
+        self.rewrites: list[Callable[[PrimFunc], PrimFunc]] = []  # of the built loop nest, in order (`rewrite`)
         with self._step("create_schedule") as step:
             step.args = (f"{name}: outputs {', '.join(t.name for t in self.outputs)}; "
                          f"inputs {', '.join(t.name for t in self.inputs) or '-'}")
@@ -328,9 +329,19 @@ class Schedule:
 
     # ------------------------------------------------------------------ lowering and record
 
+    def rewrite(self, fn: Callable[[PrimFunc], PrimFunc], what: str) -> None:
+        """Rewrite the built loop nest with `fn` (a pure function of it that keeps every
+        value computed), `what` it does in words; rewrites apply in the order given."""
+        with self._step("rewrite") as step:
+            self.rewrites.append(fn)
+            step.args = what
+
     def lower(self) -> PrimFunc:
-        """The loop nest of the schedule as it stands."""
-        return build_loop_nest(self)
+        """The loop nest of the schedule as it stands (with its rewrites)."""
+        func = build_loop_nest(self)
+        for fn in self.rewrites:
+            func = fn(func)
+        return func
 
     def record_text(self) -> str:
         """Every step with the loop nest after it (what "Show Schedule" displays)."""
@@ -344,13 +355,14 @@ class Schedule:
 
     def _save(self) -> tuple:
         return (list(self.stages), dict(self._by_tensor), set(self._taken),
-                [s._state() for s in self.stages])
+                [s._state() for s in self.stages], list(self.rewrites))
 
     def _load(self, saved: tuple) -> None:
         self.stages, self._by_tensor, self._taken = list(saved[0]), dict(saved[1]), set(saved[2])
         self._bodies_cache = None
         for s, state in zip(self.stages, saved[3]):
             s._restore(state)
+        self.rewrites = list(saved[4])
 
     def _lower_at(self, saved: tuple) -> str:
         """The printed loop nest of the schedule as it was when `saved`."""
