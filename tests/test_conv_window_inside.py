@@ -60,6 +60,18 @@ def test_the_tile_reads_the_input_in_place_where_its_window_lies_inside(avx512):
     assert "T_pad read in place where its window lies inside its input" in sch.record_text()
 
 
+def test_the_window_skips_the_filter_rows_that_read_only_padding(avx512):
+    _, func = lowered_nest(128, 128, 56)
+    (version,) = [s for s in loopnest.walk(func.body) if isinstance(s, loopnest.IfThenElse)
+                  and isinstance(s.else_case, loopnest.Allocate) and s.else_case.buffer.name == "T_pad"]
+    taps = [s for s in loopnest.walk(version.else_case) if isinstance(s, loopnest.For) and s.var.name == "ry"]
+    assert len(taps) == 1 and isinstance(taps[0].body, loopnest.IfThenElse)  # the top row's first tap skipped
+    guard = taps[0].body.cond
+    assert any(n is taps[0].var for n in te.nodes(guard))
+    assert not any(isinstance(s, loopnest.IfThenElse) and any(n is taps[0].var for n in te.nodes(s.cond))
+                   for s in loopnest.walk(version.then_case))  # inside, every tap reads the input
+
+
 def test_no_window_no_rewrite():
     func = loopnest.PrimFunc("f", (), loopnest.Seq(()))
     assert read_inside(func) is func

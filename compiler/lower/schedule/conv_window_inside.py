@@ -33,8 +33,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..te import expr as te
-from ..te.arith import bounds, simplify
+from ..te.arith import bounds, expr_key, simplify
 from .loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, Seq, Stmt, Store, seq
+from .loopnest import walk as walk_stmts
+
+SKIP_OUTSIDE_TAPS = True  # the window's filter rows that read only padding are skipped (`_skip_outside`)
 
 def read_inside(func: PrimFunc) -> PrimFunc:
     """`func` with every padded window of the module doc's form read in place where it
@@ -89,10 +92,86 @@ def _versioned(alloc: Allocate, extents: dict[int, int]) -> Stmt | None:
     source = value.a
     if any(isinstance(n, te.BufferLoad) and n.buffer is alloc.buffer for n in te.nodes(value)):
         return None
-    direct = [_read_source(t, alloc.buffer, source, digits, extents) for t in rest]
+    spelled: list[dict] = []
+    direct = [_read_source(t, alloc.buffer, source, digits, extents, spelled) for t in rest]
     if any(t is None for t in direct):
         return None
+    if SKIP_OUTSIDE_TAPS:
+        alloc = _skip_outside(alloc, loops, value.cond, spelled)
     return IfThenElse(inside, seq(*direct), alloc, loc=alloc.loc)
+
+
+def _skip_outside(alloc: Allocate, loops: list[For], cond: te.PrimExpr, spelled: list[dict]) -> Allocate:
+    """The window `alloc` with the iterations of a reduction loop that read only its
+    padding skipped: for a window variable that every read spells as one loop's variable
+    (a filter row's tap), that loop's body under `if` the guard's atoms of that variable
+    hold at it, when the body only accumulates products of window reads (MLAS shortens
+    its kernel so at the padded rows).  A skipped term is a product with 0 (a finite
+    weight's is ±0), which leaves a sum as it was but for the sign of a zero sum."""
+    window = {id(f.var) for f in loops}
+    rest = list(alloc.body.stmts[1:])
+    for f in loops:
+        digits = {id(at[id(f.var)]) for at in spelled}
+        tap = spelled[0][id(f.var)] if spelled else None
+        if not isinstance(tap, te.Var) or digits != {id(tap)}:
+            continue
+        atoms = [a for a in _atoms(cond) if _window_vars(a, window) == {id(f.var)}]
+        if not atoms:
+            continue
+        guard = _substitute(_conjunction(atoms), {id(f.var): tap})
+        rest = [_guarded(t, tap, guard, alloc.buffer) for t in rest]
+    if all(a is b for a, b in zip(rest, alloc.body.stmts[1:])):
+        return alloc
+    return replace(alloc, body=seq(alloc.body.stmts[0], *rest))
+
+
+def _window_vars(e: te.PrimExpr, window: set[int]) -> set[int]:
+    return {id(n) for n in te.nodes(e) if isinstance(n, te.Var) and id(n) in window}
+
+
+def _conjunction(atoms: list[te.PrimExpr]) -> te.PrimExpr:
+    out = atoms[0]
+    for a in atoms[1:]:
+        out = te.binary("and", out, a)
+    return out
+
+
+def _guarded(s: Stmt, tap: te.Var, guard: te.PrimExpr, window: te.Buffer) -> Stmt:
+    """`s` with the body of the loop over `tap` under `if guard`, when that body only
+    accumulates products of window reads (`_accumulates`); else `s`."""
+    if isinstance(s, For):
+        if s.var is tap:
+            return replace(s, body=IfThenElse(guard, s.body, loc=s.loc)) if _accumulates(s.body, window) else s
+        body = _guarded(s.body, tap, guard, window)
+        return s if body is s.body else replace(s, body=body)
+    if isinstance(s, (Allocate,)):
+        body = _guarded(s.body, tap, guard, window)
+        return s if body is s.body else replace(s, body=body)
+    if isinstance(s, Seq):
+        stmts = tuple(_guarded(t, tap, guard, window) for t in s.stmts)
+        return s if all(a is b for a, b in zip(stmts, s.stmts)) else replace(s, stmts=stmts)
+    if isinstance(s, IfThenElse):
+        then = _guarded(s.then_case, tap, guard, window)
+        other = None if s.else_case is None else _guarded(s.else_case, tap, guard, window)
+        return s if then is s.then_case and other is s.else_case else replace(s, then_case=then, else_case=other)
+    return s
+
+
+def _accumulates(s: Stmt, window: te.Buffer) -> bool:
+    """Whether every store under `s` is `b[i] = b[i] + x * y` with a read of `window` a
+    factor, and nothing but loops and such stores is there."""
+    for t in walk_stmts(s):
+        if isinstance(t, (For, Seq)):
+            continue
+        if not isinstance(t, Store):
+            return False
+        v = t.value
+        if not (isinstance(v, te.Binary) and v.op == "add" and isinstance(v.a, te.BufferLoad)
+                and v.a.buffer is t.buffer and expr_key(v.a.index) == expr_key(t.index)
+                and isinstance(v.b, te.Binary) and v.b.op == "mul"
+                and any(isinstance(x, te.BufferLoad) and x.buffer is window for x in (v.b.a, v.b.b))):
+            return False
+    return True
 
 
 def _strides(index: te.PrimExpr, loops: list[For]) -> list[tuple[For, int]] | None:
@@ -140,9 +219,10 @@ def _atoms(cond: te.PrimExpr) -> list[te.PrimExpr]:
 
 
 def _read_source(s: Stmt, window: te.Buffer, source: te.BufferLoad, digits: list[tuple[For, int]],
-                 extents: dict[int, int]) -> Stmt | None:
-    """`s` with every read of `window` read from `source` at the position it spells, or
-    None when a read cannot be spelled or `s` writes the window."""
+                 extents: dict[int, int], spelled: list[dict]) -> Stmt | None:
+    """`s` with every read of `window` read from `source` at the position it spells
+    (each position appended to `spelled`), or None when a read cannot be spelled or `s`
+    writes the window."""
     failed = False
 
     def expr(e: te.PrimExpr, known: dict[int, int]) -> te.PrimExpr:
@@ -156,6 +236,7 @@ def _read_source(s: Stmt, window: te.Buffer, source: te.BufferLoad, digits: list
             if at is None:
                 failed = True
                 return None
+            spelled.append(at)
             return te.BufferLoad(source.buffer, _in_place(source.index, at, known), source.dtype, loc=source.loc)
         return te.transform(e, fold)
 
