@@ -70,6 +70,48 @@ reloaded a step, 10 stack accesses per 28 FMAs), unrolled about 1.15.  In the mo
 (bench/layers.py --model resnet50 --runs 30, 1 thread, base then 4 x 4 rolled, 3 pairs,
 load 0.5-1.2): 870.0 / 877.6 / 860.0 µs (1.02x, 1.02x, 1.01x onnxruntime's node) against
 872.9 / 871.7 / 861.3 µs (1.02x, 1.03x, 1.02x); outputs bit-identical.
+
+How onnxruntime's MLAS runs this convolution (h-near4, read in microsoft/onnxruntime's
+onnxruntime/core/mlas/lib/snchwc.cpp, x86_64/SconvKernelAvx512F.S and SconvKernelCommon.h;
+facts only).  The work is (batch, group, filter set of 4 blocks of 16, output row); at one
+thread: for each filter set (2 here), for each input block of 16 channels (8), for every
+output row (28), one kernel call computing the whole row (28 positions) x the set's 4
+blocks for those 16 channels and every tap, its sums added into the output in memory
+(read back from the second input block on; bias and ReLU in the last block's call).  No
+padded copy: a row whose taps reach a padded row gets a shorter kernel height and the
+filter pointer moved past those rows (no work for them); each row is split into outputs
+with left padding, without, with right padding (1 / 27 / 0 here), the padded ones done one
+at a time by a 1 x 4 path that tests each tap's column and skips it, the others in tiles
+of 6 positions, then 3 and 2, with no test at all, broadcasting from the input itself at
+the stride (2 x 64 bytes apart).  The AVX-512 tile: 4 blocks x 6 positions, 24
+accumulators (zmm0-23); a step (one input channel of one tap) is 6 broadcasts from the
+input into zmm26-31, then for each block its weight vector into zmm24 and 6 FMAs (24
+FMAs, 10 loads); the loops inside a call are the filter's rows, its columns, then the 16
+channels unrolled; no software prefetch; the 4 blocks' filters 73,728 bytes apart (as
+ours).  So MLAS makes no window at all, and on the top row and the first column it does
+a third fewer taps: 2.3% fewer FMAs than the textbook count both sides' GFLOP/s use.
+What follows from it, measured alone (the variants lowered in one process, called in
+turns, each one's least of 3 calls a round, median of the paired ratios, 1 thread; load
+4-7 from other work): the tiles whose window lies inside the input read it in place, the
+border ones keep the window (conv_window_inside.py): 0.977-0.987x (five runs of 20-40
+rounds), where the bound, every tile in place on an input padded before (58 x 58, no
+window anywhere), is 0.963-0.985x (three runs).  Written as the window's index read through the input
+the first time, its -1 row and column inside the sum, it took 1.08-1.10x: LLVM kept an
+address a read, 126 of them spilled to the stack in the 256 FMAs of a tap (likely the
+1.098 above).  On top, the border tiles skip the filter rows that read only padding (the
+top row's first tap, as MLAS's shorter kernel): 0.971x against 0.977x in place alone
+(the same run, 30 rounds, load 7).  Not kept: MLAS's 6 x 4 tile (in place, the padded-input
+bound) 0.980 against 0.963 for 4 x 4 (the same run, 30 rounds); its loop order, every
+row of the group a chunk (a 200 KB buffer of sums in L2, as its output): 0.979-0.980
+against 0.983-0.987 in place, 0.969 against 0.971 with the skip (30-40 rounds), 2, 7 and
+14 rows 0.984-0.989 (20 rounds, within the noise); chunks of 2 input blocks 1.008, with 2
+rows 1.007.  In the model (bench/layers.py --model resnet50 --runs 30, 1 thread, this
+branch then base, 3 pairs each, load 5.4-6.9): in place 889.4 / 893.6 / 875.3 µs (1.01x,
+0.98x, 0.99x onnxruntime's node) against base 893.0 / 910.8 / 911.0 (1.01x x3); with the
+skip 877.7 / 878.9 / 849.6 µs (0.99x, 1.00x, 0.99x) against 894.1 / 885.1 / 883.5 (1.01x
+x3); outputs bit-identical to the window's, every other ResNet-50 and MobileNet v2 kernel's
+optimised IR unchanged.  The kernel's code holds the reduction twice: lowering it takes
+0.13 s of CPU instead of 0.08.
 """
 
 from __future__ import annotations

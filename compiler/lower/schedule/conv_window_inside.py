@@ -23,9 +23,15 @@ form, the rest of each digit proven within its stride by the loop extents), and
     else:                                          W = allocate ... as before
 
 Each value read is the same element, so the sums are the same in the same order (outputs
-bit-identical).  A window the rewrite cannot read so (a read of W it cannot spell, a
-condition not of that form) stays as it was.  Spans: each statement and load made keeps
-the `loc` of the one it copies (the window's source load for the loads of X).
+bit-identical).  In the window's version, a reduction loop whose variable every read
+spells as one window variable (a filter row's tap) runs its body only where the guard's
+atoms of that variable hold (`_skip_outside`): the taps that read padding rows alone are
+skipped, as MLAS shortens its kernel there (products with 0: the sums are the same but for
+the sign of a zero sum and a non-finite weight's NaN).  Measured: conv_tile_pad.py.
+
+A window the rewrite cannot read so (a read of W it cannot spell, a condition not of
+that form) stays as it was.  Spans: each statement and load made keeps the `loc` of the
+one it copies (the window's source load for the loads of X).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from .loopnest import Allocate, For, IfThenElse, Prefetch, PrimFunc, Seq, Stmt, 
 from .loopnest import walk as walk_stmts
 
 SKIP_OUTSIDE_TAPS = True  # the window's filter rows that read only padding are skipped (`_skip_outside`)
+
 
 def read_inside(func: PrimFunc) -> PrimFunc:
     """`func` with every padded window of the module doc's form read in place where it
@@ -257,6 +264,9 @@ def _read_source(s: Stmt, window: te.Buffer, source: te.BufferLoad, digits: list
         if isinstance(t, Seq):
             return replace(t, stmts=tuple(stmt(u, known) for u in t.stmts))
         if isinstance(t, Prefetch):
+            if t.buffer is window:  # a line of the window, which this version does not make
+                failed = True
+                return t
             return replace(t, index=expr(t.index, known))
         failed = True
         return t
