@@ -77,6 +77,32 @@ def test_no_window_no_rewrite():
     assert read_inside(func) is func
 
 
+def one_row_window(read_at) -> loopnest.PrimFunc:
+    """out[o] = sum over i < 3 of x[o + i - 1] * 2 (0 outside x's 8), its window of 3
+    made at o; `read_at(i)`: where the sum reads the window."""
+    x, out = te.Buffer("x", (8,), "float32"), te.Buffer("out", (8,), "float32")
+    w = te.Buffer("W", (3,), "float32", scope="local")
+    o, a, i = te.Var("o"), te.Var("a"), te.Var("i")
+    at = o + a - 1
+    inside = te.binary("and", te.binary("ge", at, te.const(0, te.INDEX)), te.binary("lt", at, te.const(8, te.INDEX)))
+    window = loopnest.For(a, 3, loopnest.Store(w, a, te.Select(inside, te.BufferLoad(x, at, "float32"),
+                                                                 te.const(0, "float32"), "float32")))
+    acc = te.BufferLoad(out, o, "float32")
+    step = loopnest.Store(out, o, acc + te.BufferLoad(w, read_at(i), "float32") * te.const(2, "float32"))
+    body = loopnest.Allocate(w, loopnest.Seq((window, loopnest.For(i, 3, step))))
+    return loopnest.PrimFunc("f", (x, out), loopnest.For(o, 8, body))
+
+
+def test_a_window_read_in_place_or_left_as_it_was():
+    func = read_inside(one_row_window(lambda i: i))
+    text = loopnest.print_func(func)
+    assert "if o - 1 >= 0 and o - 1 < 8 and o + 2 - 1 >= 0 and o + 2 - 1 < 8:" in text, text
+    assert "x[max(o - 1, 0) + i]" in text, text  # the tile's origin, then what the tap adds
+    assert "x[max(o - 1, 0) + i * i % 3]" in loopnest.print_func(read_inside(one_row_window(lambda i: i * i % 3)))
+    unproven = one_row_window(lambda i: te.Var("n"))  # a position no loop bounds: the window as it was
+    assert read_inside(unproven) is unproven
+
+
 def kernel(func, in_place: bool, monkeypatch):
     monkeypatch.setattr(conv_tile_pad, "READ_INSIDE", in_place)
     return _KernelCall(lower_function(func, "tvmgen_default_fused_conv", "<case>", JIT(num_threads=1)))

@@ -351,8 +351,9 @@ def _in_place(index: te.PrimExpr, at: dict[int, te.PrimExpr], known: dict[int, i
     an address a read, spilled: 126 stack reads in the 256 FMAs of a filter tap, 1.09x
     the time of the window."""
     found = _linear(index)
-    if found is None or any(found[0].get(v, 0) < 0 for v in at):
-        return simplify(_substitute(index, at))
+    if found is None or any(found[0].get(v, 0) < 0 for v in at) or any(
+            not isinstance(t, te.Var) and any(id(n) in at for n in te.nodes(t)) for t in found[1].values()):
+        return simplify(_substitute(index, at))  # not a sum of the window's variables' multiples
     form, _ = found
     origin = simplify(_substitute(index, {v: te.const(0, te.INDEX) for v in at}))
     inner: dict = {None: 0}
