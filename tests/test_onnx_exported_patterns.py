@@ -1,0 +1,44 @@
+"""Patterns that PyTorch's exporters write, found by importing torchvision models
+(docs/onnx.md, "Models exported by PyTorch"), each rebuilt here with onnx.helper so that
+no test needs torch: imported, compiled and checked against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from test_onnx_import import Graph, run_compiled, run_ort  # noqa: E402
+
+from relaylens.compiler.lower.runtime.jit import JIT  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def jit():
+    return JIT()
+
+
+def squeeze_excite(channels: int, squeezed: int, size: int = 7):
+    """MobileNet v3's and EfficientNet's squeeze-and-excitation block: the 1x1 convs run
+    on the pooled (N, C, 1, 1) plane."""
+    g = Graph()
+    pooled = g.node("GlobalAveragePool", ["x"])
+    h = g.node("Conv", [pooled, g.weight("w1", squeezed, channels, 1, 1), g.weight("b1", squeezed, scale=0.1)])
+    h = g.node("Relu", [h])
+    h = g.node("Conv", [h, g.weight("w2", channels, squeezed, 1, 1), g.weight("b2", channels, scale=0.1)])
+    h = g.node("HardSigmoid", [h], alpha=1 / 6, beta=0.5)
+    return g.model({"x": [1, channels, size, size]}, g.node("Mul", ["x", h]))
+
+
+@pytest.mark.parametrize("channels,squeezed", [(576, 144), (240, 64)])
+def test_squeeze_excite_on_a_one_by_one_plane_compiles(jit, channels, squeezed):
+    # filters of 32 KiB and more over a plane smaller than one tile: the weight prefetch
+    # divided by the tile loop's 0 iterations (ZeroDivisionError, mobilenet_v3_small and
+    # efficientnet_b0 did not build)
+    model = squeeze_excite(channels, squeezed)
+    x = np.random.default_rng(0).standard_normal((1, channels, 7, 7)).astype(np.float32)
+    ours, = run_compiled(model, {"x": x}, jit)
+    ref, = run_ort(model, {"x": x})
+    np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
