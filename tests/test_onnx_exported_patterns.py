@@ -42,3 +42,23 @@ def test_squeeze_excite_on_a_one_by_one_plane_compiles(jit, channels, squeezed):
     ours, = run_compiled(model, {"x": x}, jit)
     ref, = run_ort(model, {"x": x})
     np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_build_of_a_dynamic_batch_says_once_how_to_fix_the_shape(tmp_path, capsys):
+    # torch.onnx.export(..., dynamic_axes={"x": {0: "batch"}}): `relaylens build` wrote an
+    # error at every kernel (24 for ResNet-18) and not what to do about them
+    from relaylens.compiler.cli import main
+
+    g = Graph()
+    h = g.node("Conv", ["x", g.weight("w", 8, 3, 3, 3)], pads=[1, 1, 1, 1])
+    h = g.node("Relu", [h])
+    model = g.model({"x": ["batch", 3, 8, 8]}, g.node("GlobalAveragePool", [h]))
+    onnx_path, relay_path = tmp_path / "net.onnx", tmp_path / "net.relay"
+    onnx_path.write_bytes(model.SerializeToString())
+    assert main(["import", str(onnx_path), "-o", str(relay_path)]) == 0
+    capsys.readouterr()
+    assert main(["build", str(relay_path), "-o", str(tmp_path / "build")]) == 1
+    err = capsys.readouterr().err
+    assert "lowering needs static shapes" in err and "Traceback" not in err
+    [note] = [line for line in err.splitlines() if "note:" in line]
+    assert "%x is Tensor[(?, 3, 8, 8), float32]" in note and "re-import the model with --shape x=1,3,8,8" in note
