@@ -62,3 +62,21 @@ def test_build_of_a_dynamic_batch_says_once_how_to_fix_the_shape(tmp_path, capsy
     assert "lowering needs static shapes" in err and "Traceback" not in err
     [note] = [line for line in err.splitlines() if "note:" in line]
     assert "%x is Tensor[(?, 3, 8, 8), float32]" in note and "re-import the model with --shape x=1,3,8,8" in note
+
+
+def test_swin_window_pad_of_zero_after_layer_norm_builds(jit):
+    # torchvision swin_t: LayerNormalization over channels-last, then F.pad to a multiple of
+    # the window (zeros when 56 % 7 == 0), then the shifted window's Slice + Concat.
+    # AlterOpLayout rewrote the pad's widths by the letters of the layer norm's undefined
+    # layout and left none ('nn.pad: pad_width has 0 pairs but data has rank 4')
+    g = Graph()
+    h = g.node("LayerNormalization", ["x", g.weight("gamma", 16, scale=1.0), g.weight("beta", 16, scale=0.1)],
+               axis=-1, epsilon=1e-5)
+    h = g.node("Pad", [h, g.init("pads", np.zeros(8, np.int64)), g.init("value", np.zeros((), np.float32))])
+    right = g.node("Slice", [h, g.init("s1", np.array([3])), g.init("e1", np.array([8])), g.init("a1", np.array([1]))])
+    left = g.node("Slice", [h, g.init("s0", np.array([0])), g.init("e0", np.array([3])), g.init("a0", np.array([1]))])
+    model = g.model({"x": [1, 8, 8, 16]}, g.node("Concat", [right, left], axis=1))
+    x = np.random.default_rng(0).standard_normal((1, 8, 8, 16)).astype(np.float32)
+    ours, = run_compiled(model, {"x": x}, jit)
+    ref, = run_ort(model, {"x": x})
+    np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-5)
