@@ -176,3 +176,13 @@ def test_an_intermediate_used_twice_is_kept_and_charged():
     mod = with_constants(typed("def @main() {\n  %0 = transpose(1f);\n  add(transpose(%0), transpose(%0))\n}\n"), weight)
     _, diagnostics = fold(mod, **{MAX_BYTES: 600 << 10})
     assert len(diagnostics) == 1 and "not folded: computing transpose" in diagnostics[0].message
+
+
+def test_refunds_give_back_at_most_the_budget_once_more():
+    """A pickled build computes and keeps every deferred step (ir/deferred.py), so refunds
+    stop once they have given back the whole budget: ten 256 KiB steps within 600 KiB fold
+    up to the fourth (three refunds of 256 KiB exceed 600 KiB: the third gives back 88 KiB)."""
+    text = "def @main() {\n  " + "transpose(" * 10 + "1f" + ")" * 10 + "\n}\n"
+    mod = with_constants(typed(text), np.ones((256, 256), "float32"))
+    _, diagnostics = fold(mod, **{MAX_BYTES: 600 << 10})
+    assert len(diagnostics) == 1 and "not folded: computing transpose" in diagnostics[0].message

@@ -76,6 +76,7 @@ class FoldBudget:
         self.max_bytes = max_bytes
         self.spent = 0
         self.last_cost = 0  # what the last fold let through was charged
+        self.refunds_left = max_bytes  # refunds give back at most the budget once more
         self._deferred: dict[int, tuple[Any, int]] = {}  # id(Deferred) -> (it, its cost)
 
     def charged(self, deferred: Any) -> None:
@@ -87,10 +88,14 @@ class FoldBudget:
         """Give back what a deferred value of this run cost, now that only another
         deferred value of this run reads it, transiently (`Deferred.transient`): it is
         computed while that one is and never kept (a Winograd weight transform, then its
-        reshape, then the transpose the kernel reads: only the last stays)."""
+        reshape, then the transpose the kernel reads: only the last stays).  At most the
+        budget is given back in one run: a pickled build (ir/deferred.py) computes and keeps
+        every step, so a run never makes more than twice the budget even then."""
         entry = self._deferred.pop(id(deferred), None)
         if entry is not None and entry[0] is deferred:
-            self.spent -= entry[1]
+            back = min(entry[1], self.refunds_left)
+            self.spent -= back
+            self.refunds_left -= back
 
     def refusal(self, name: str, attrs: Any, args: Sequence[Any]) -> str | None:
         """Why folding op `name` on these argument values (numpy arrays, or tuples of
