@@ -33,6 +33,7 @@ from ..transform.patterns.options import BYOC_PASSES
 from .build_options import (add_build_options, add_byoc_options, byoc_config, directive_byoc, disk_cache, params_file, pass_config,
                             terminal_progress)
 from .common import EXIT_ERRORS, EXIT_OK, UsageError, read_source, report
+from .program import unknown_inputs_note
 from .outputs import OutputPlan, commit_build_dir, staging_dir
 
 EMIT = ("relay", "llvm", "llvm-opt", "schedule")
@@ -99,6 +100,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report(result.diagnostics, name, err)
     if not result.snapshots:
         return EXIT_ERRORS
+    unknown_inputs_note(result, err)
     lowered = result.lowered
     if args.output and lowered is not None and lowered.ok:
         staged = staging_dir(args.output)

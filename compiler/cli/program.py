@@ -124,6 +124,22 @@ def static_shapes_note(module, params: dict, inputs: Sequence, built, err: TextI
               f"(the importer then fixes the shapes computed from it), or run it with --interp", file=err)
 
 
+def unknown_inputs_note(built, err: TextIO) -> None:
+    """After `relaylens build` met `?` dimensions in lowering (an error at every kernel
+    they reach), once per input of @main whose type has them (an ONNX model exported
+    with a dynamic batch): how to fix them, as `static_shapes_note` says for `run`."""
+    if not built.snapshots or not any(d.is_error and d.message.endswith("lowering needs static shapes")
+                                      for d in built.diagnostics):
+        return
+    for p in built.snapshots[0].module["main"].params:
+        ty = p.type_annotation
+        if isinstance(ty, TensorType) and not ty.is_static:
+            dims = ",".join(str(d) if isinstance(d, int) else "1" for d in ty.shape)
+            print(f"{PROG}: note: %{p.name} is {type_text(ty)}: compiled code needs static shapes; re-import "
+                  f"the model with --shape {p.name}={dims} (a number for each ?), or give an array of the "
+                  f"shape you want to `relaylens run` or `profile` with --input {p.name}=FILE.npy", file=err)
+
+
 def _param_list(main: Function) -> str:
     return ", ".join("%" + p.name for p in main.params) or "none"
 

@@ -10,7 +10,9 @@ stays as it was, with a warning at it saying why (the pass's `diagnostics`).
 The budget is the PassContext option `relay.FoldConstant.max_bytes` (TVM-style key): the
 most bytes of new constants one run of a pass may create, counting the fold's result and
 the scratch memory of its reference compute where that is larger than the operands
-(im2col for a convolution).  Unset, it is DEFAULT_FLOOR plus WEIGHTS_FACTOR times the
+(im2col for a convolution).  A value computed when first read (ir/deferred.py) that only
+the next such fold reads is computed with it and not kept: FoldConstant refunds it, so a
+chain of weight transforms costs what its last step keeps.  Unset, it is DEFAULT_FLOOR plus WEIGHTS_FACTOR times the
 bytes of the constants the module already holds (its weights), so a real model folds as
 it always did while a short text stays within 64 MiB: a build never allocates more than
 a bounded multiple of the model's own weights for folding.
@@ -73,6 +75,27 @@ class FoldBudget:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.spent = 0
+        self.last_cost = 0  # what the last fold let through was charged
+        self.refunds_left = max_bytes  # refunds give back at most the budget once more
+        self._deferred: dict[int, tuple[Any, int]] = {}  # id(Deferred) -> (it, its cost)
+
+    def charged(self, deferred: Any) -> None:
+        """`deferred` (ir/deferred.py), the value of the fold just let through, cost
+        `last_cost`: refundable while it is only an intermediate (`refund`)."""
+        self._deferred[id(deferred)] = (deferred, self.last_cost)
+
+    def refund(self, deferred: Any) -> None:
+        """Give back what a deferred value of this run cost, now that only another
+        deferred value of this run reads it, transiently (`Deferred.transient`): it is
+        computed while that one is and never kept (a Winograd weight transform, then its
+        reshape, then the transpose the kernel reads: only the last stays).  At most the
+        budget is given back in one run: a pickled build (ir/deferred.py) computes and keeps
+        every step, so a run never makes more than twice the budget even then."""
+        entry = self._deferred.pop(id(deferred), None)
+        if entry is not None and entry[0] is deferred:
+            back = min(entry[1], self.refunds_left)
+            self.spent -= back
+            self.refunds_left -= back
 
     def refusal(self, name: str, attrs: Any, args: Sequence[Any]) -> str | None:
         """Why folding op `name` on these argument values (numpy arrays, or tuples of
@@ -87,6 +110,7 @@ class FoldBudget:
                 budget = f"the {human(max(self.max_bytes - self.spent, 0))} left of {budget}"
             return f"not folded: computing {name} here needs {human(cost)}, more than {budget}"
         self.spent += cost
+        self.last_cost = cost
         return None
 
 

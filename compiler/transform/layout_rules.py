@@ -229,10 +229,12 @@ def _transpose(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
 
 def _pad(attrs: Attrs, new_in, old_in, types) -> Inferred | None:
     """TVM's PadInferCorrectLayout: the new layout when no split axis is padded, its
-    pad_width rewritten by letters; the pad value is a scalar."""
+    pad_width rewritten by letters; the pad value is a scalar.  An undefined layout on
+    either side (a layer_norm's output feeding Swin's window pad) keeps pad_width as it
+    is: rewritten by the letters of no axis it lost every pair (`pad_width=[]`)."""
     widths = [list(w) for w in get_op("nn.pad").normalize_attrs(attrs).pad_width]
     data = old_in[0]
-    if new_in is not None and old_in[0] is not None and new_in[0] is not None:
+    if new_in is not None and not any(x is None or x is UNDEF for x in (old_in[0], new_in[0])):
         by_axis = {letter: w for (letter, _), w in zip(old_in[0].axes, widths)}
         new_widths, ok = [], True
         for letter, _ in new_in[0].axes:

@@ -278,6 +278,8 @@ def prefetch_weights(sch: Schedule, conv: Stage, at: Axis, cols: int, rows: int,
     per_line = max(1, LINE_BYTES // max(1, te.bits(weight.dtype) // 8))
     lines = -(-(chunk * per_block) // per_line)  # lines of one block's piece of a chunk
     tiles = (rows * ow) // cols  # the tile loop's iterations a chunk (the tail is a loop of its own)
+    if tiles == 0:  # a plane smaller than one tile (an SE block's 1x1 after its pooling): no tile to ask at
+        return
     tile = (y * ow + x) % (rows * ow) // cols
     reps = -(-lines // tiles)
     after = conv.body.axes[0] + chunk  # the next chunk's first input block (the chunk's first where the tile starts)

@@ -26,7 +26,8 @@ Rewrites, bottom-up:
 
 Within a budget (fold_budget.py): the PassContext option `relay.FoldConstant.max_bytes`
 bounds the bytes of new constants one run creates (default 64 MiB plus twice the
-module's own constants).  A call whose result would go over it is not evaluated at all:
+module's own constants); a deferred value (below) that only the next deferred fold reads
+is given back, so a weight's chain of layout steps costs what its last step keeps.  A call whose result would go over it is not evaluated at all:
 it stays as it was, with a warning at it in the pass's `diagnostics`, which the build
 reports.
 
@@ -360,10 +361,24 @@ class _Folder(ExprMutator):
             self.diagnostics.append(Diagnostic(f"FoldConstant: {refusal}", original.span, Severity.WARNING,
                                                source="FoldConstant"))
             return new
-        folded = fold_later(new) or fold_call(new, self.interpreter)
+        folded = fold_later(new)
+        if folded is not None:
+            self._refund_intermediates(original, new, folded)
+        else:
+            folded = fold_call(new, self.interpreter)
         if folded is None:
             return new
         return SIBuilder(collect_spans(new)).recursively_fill_span(folded)
+
+    def _refund_intermediates(self, original: Call, new: Call, folded: Constant) -> None:
+        """`folded` is deferred: the deferred arguments this run made and nothing else
+        uses are read only while it is computed (`Deferred.transient`), never kept, so
+        the budget gets their cost back (fold_budget.FoldBudget.refund)."""
+        self.budget.charged(folded.raw)
+        for before, arg in zip(original.args, new.args):
+            arg = ignoring_on_device(arg)
+            if isinstance(arg, Constant) and isinstance(arg.raw, Deferred) and self._use_count(before) == 1:
+                self.budget.refund(arg.raw)
 
     def visit_if(self, original: If) -> Expr:
         new = self.rebuild(original)
