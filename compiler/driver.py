@@ -41,6 +41,8 @@ from .lower.pipeline import LoweringCache, lower_build
 from .passes_cache import PassesCache
 from .transform.bind_params import bind_params_by_name
 from .transform.specialize_inputs import specialize_inputs
+from .ir.types import TensorType
+from .typing.unknown_constants import unknown_constants
 from .unknown_values import fill_unknown_constants
 
 STAGES = ("check", "passes", "llvm", "machine_code")
@@ -111,8 +113,22 @@ def compile(text: str, name: str = "<input>", *, params: Mapping[str, np.ndarray
 
 def _lower(built: BuildResult, stop_after: str, cache, jit, progress: Progress | None, strict: bool,
            disk_cache: DiskCache | None, opt_level: int, config, schedule_texts: bool) -> BuildResult:
-    """The stages llvm and machine code, when the passes made a module without errors."""
+    """The stages llvm and machine code, when the passes made a module without errors.  A
+    module with constants of unknown value *and* type (text printed without its metadata,
+    where a constant's use does not fix its type) is not lowered: every kernel needs its
+    types, and each kernel they flow into would fail on its own (GPT-2: 400 errors for a
+    text the check finds clean); one warning at the first such constant says why."""
     if not built.ok or not built.snapshots or stop_after in ("check", "passes"):
+        return built
+    untyped = sorted((c for c in unknown_constants(built.module) if not (isinstance(c.ty, TensorType) and c.ty.is_static)),
+                     key=lambda c: getattr(c.span, "start", None) if isinstance(getattr(c.span, "start", None), int) else 1 << 62)
+    if untyped:
+        n = len(untyped)
+        built.diagnostics.append(Diagnostic(
+            f"not compiled: {n} constant{'s' * (n != 1)} {'have' if n != 1 else 'has'} neither a value nor a known type "
+            f"(a metadata section that is not here), and every kernel needs its types; the passes ran. Write "
+            f"{'their types' if n != 1 else 'its type'} in /* ty=... */ comments, or give the metadata, to compile",
+            untyped[0].span, Severity.WARNING, source="lower"))
         return built
     try:
         built.lowered = lower_build(built, cache=cache, jit=jit, machine_code=stop_after == "machine_code",

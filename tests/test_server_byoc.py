@@ -4,14 +4,14 @@ that names its pattern table in a `// relaylens:` line is built partitioned; its
 come coloured by target, a lens per external function, hovers that say which composite and
 target took a call or which pattern came closest; the table gets no wildcard warnings,
 "matched N times" lenses and references to its matches; editing the table or the settings
-builds the models again.  Every wait is for a notification or a response."""
+builds the models again.  Every wait is for a notification or a response.  Each test has a
+server and a workspace of its own and opens what it reads, so the tests pass in any order
+and spread over processes (`pytest -n 2` without `--dist loadfile`)."""
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,9 @@ from build_events import BuildEvents
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = (ROOT / "examples" / "byoc" / "mynpu_patterns.relay").read_text(encoding="utf-8")
-WORKSPACE = Path(tempfile.gettempdir()) / "relaylens-byoc-workspace"
+# the table with its conv2d+bias+relu taking the weights as parameters (no Constants=)
+TABLE_PARAMETERS = TABLE.replace('def @conv2d_bias_relu(%x, %w, %b, Constants=["w", "b"])',
+                                 "def @conv2d_bias_relu(%x, %w, %b)")
 DIRECTIVE = "// relaylens: --patterns mynpu_patterns.relay --target mynpu\n"
 BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
   %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
@@ -36,28 +38,54 @@ BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), 
 }
 """
 MODEL = '#[version = "0.0.5"]\n' + DIRECTIVE + BODY
-asyncio_module = pytest.mark.asyncio(loop_scope="module")
-EVENTS = BuildEvents()
-FINISHES = EVENTS.seen
 
 
-async def finished(uri: str, count: int = 1, timeout: float = 120) -> dict:
-    """The `count`-th `relaylens/buildFinished` of `uri` (a rebuild keeps the version)."""
-    return await EVENTS.nth(lambda p: p["uri"] == uri and p["state"] == "done", count, timeout)
+class Session:
+    """One server per test, in a workspace of its own (the table and four models on disk,
+    `bound.npz` beside bound.relay): a test opens what it reads, whatever ran before it or
+    beside it (pytest -n 2 spreads the tests of this file over two processes)."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, events: BuildEvents) -> None:
+        self.client, self.workspace, self.events = client, workspace, events
+
+    def uri(self, name: str) -> str:
+        return (self.workspace / name).as_uri()
+
+    def open(self, name: str, text: str) -> str:
+        uri = self.uri(name)
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=text)))
+        return uri
+
+    async def finished(self, uri: str, count: int = 1, timeout: float = 120) -> dict:
+        """The `count`-th `relaylens/buildFinished` of `uri` (a rebuild keeps the version)."""
+        return await self.events.nth(lambda p: p["uri"] == uri and p["state"] == "done", count, timeout)
+
+    def finishes(self, uri: str) -> int:
+        return len([p for p in self.events.seen if p["uri"] == uri and p["state"] == "done"])
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]),
-                    scope="module")
-async def client(lsp_client: LanguageClient):
-    shutil.rmtree(WORKSPACE, ignore_errors=True)
-    WORKSPACE.mkdir()
-    (WORKSPACE / "mynpu_patterns.relay").write_text(TABLE)
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "mynpu_patterns.relay").write_text(TABLE)
     for name in ("bound", "plain", "configured", "broken"):
-        (WORKSPACE / f"{name}.relay").write_text(MODEL)
-    np.savez(WORKSPACE / "bound.npz", w=np.ones((4, 3, 3, 3), "float32"), b=np.ones(4, "float32"))
-    EVENTS.listen(lsp_client)
+        (workspace / f"{name}.relay").write_text(MODEL)
+    np.savez(workspace / "bound.npz", w=np.ones((4, 3, 3, 3), "float32"), b=np.ones(4, "float32"))
+    return workspace
+
+
+@pytest.fixture
+def events() -> BuildEvents:
+    return BuildEvents()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "relaylens.server"]))
+async def client(lsp_client: LanguageClient, workspace: Path, events: BuildEvents):
+    events.listen(lsp_client)
     lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)(lambda params: None)
-    root = WORKSPACE.as_uri()
+    root = workspace.as_uri()
     await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=lsp.ClientCapabilities(workspace=lsp.WorkspaceClientCapabilities(
             code_lens=lsp.CodeLensWorkspaceClientCapabilities(refresh_support=True))),
@@ -66,11 +94,9 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-def open_doc(client: LanguageClient, name: str, text: str) -> str:
-    uri = (WORKSPACE / name).as_uri()
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=uri, language_id="relay", version=1, text=text)))
-    return uri
+@pytest.fixture
+def session(client: LanguageClient, workspace: Path, events: BuildEvents) -> Session:
+    return Session(client, workspace, events)
 
 
 def line_of(text: str, needle: str) -> int:
@@ -104,10 +130,11 @@ def get(obj, name: str):
     return obj[name] if isinstance(obj, dict) else getattr(obj, name)
 
 
-@asyncio_module
-async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client: LanguageClient) -> None:
-    uri = open_doc(client, "bound.relay", MODEL)  # its weights bound: the convolution's are constants
-    await finished(uri)
+@pytest.mark.asyncio
+async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(session: Session) -> None:
+    client = session.client
+    uri = session.open("bound.relay", MODEL)  # its weights bound: the convolution's are constants
+    await session.finished(uri)
     conv, add = line_of(MODEL, "nn.conv2d"), line_of(MODEL, "add(%3")
     regions = await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri})
     assert get(regions, "targets") == ["mynpu"]
@@ -125,7 +152,7 @@ async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client
     assert kernel.tooltip.startswith("tvmgen_default_mynpu_main_0:"), kernel.tooltip
     assert "/llvm/tvmgen_default_mynpu_main_0.ll?" in ir.arguments[0]
     text = await hover(client, uri, MODEL, "nn.bias_add")
-    table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
+    table = session.uri("mynpu_patterns.relay")
     assert text.startswith("**call** `nn.bias_add`")
     assert (f"**BYOC: mynpu** · composite `mynpu.conv2d_bias_relu` (pattern [`@conv2d_bias_relu`]({table}#L"
             f"{line_of(TABLE, 'def @conv2d_bias_relu') + 1})) in [`tvmgen_default_mynpu_main_0`](relaylens:/pass/") in text
@@ -135,23 +162,26 @@ async def test_a_model_built_with_its_table_has_regions_lenses_and_hovers(client
     assert "` moved, unchanged (line " in merged and "→" not in merged, merged
 
 
-@asyncio_module
-async def test_a_call_left_on_the_host_names_the_closest_pattern_and_why(client: LanguageClient) -> None:
-    uri = open_doc(client, "plain.relay", MODEL)  # no weights beside it: %w is a parameter
-    await finished(uri)
+@pytest.mark.asyncio
+async def test_a_call_left_on_the_host_names_the_closest_pattern_and_why(session: Session) -> None:
+    client = session.client
+    uri = session.open("plain.relay", MODEL)  # no weights beside it: %w is a parameter
+    await session.finished(uri)
     text = await hover(client, uri, MODEL, "nn.conv2d")
-    table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
+    table = session.uri("mynpu_patterns.relay")
     line = line_of(TABLE, "def @conv2d_bias_relu") + 1
     assert f"**BYOC: host** · closest pattern [`@conv2d_bias_relu`]({table}#L{line}): %w must be a constant" in text
     regions = await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri})
     assert [get(r, "title") for r in get(regions, "regions")] == ["mynpu · 2 ops · add_relu"]
 
 
-@asyncio_module
-async def test_the_table_checks_clean_and_finds_its_matches(client: LanguageClient) -> None:
-    table = open_doc(client, "mynpu_patterns.relay", TABLE)
-    await finished((WORKSPACE / "bound.relay").as_uri())
-    await finished((WORKSPACE / "plain.relay").as_uri())
+@pytest.mark.asyncio
+async def test_the_table_checks_clean_and_finds_its_matches(session: Session) -> None:
+    client = session.client
+    bound, plain = session.open("bound.relay", MODEL), session.open("plain.relay", MODEL)
+    table = session.open("mynpu_patterns.relay", TABLE)
+    await session.finished(bound)
+    await session.finished(plain)
     assert await published(client, table) == []  # no "cannot infer the type" for the wildcards
     # a Relay file like any other: hover and definition on a wildcard
     use = line_of(TABLE, "  %0 = nn.conv2d(%x, %w);")
@@ -173,40 +203,47 @@ async def test_the_table_checks_clean_and_finds_its_matches(client: LanguageClie
         ("bound.relay", add, add + 1), ("plain.relay", add, add + 1)]
 
 
-@asyncio_module
-async def test_editing_the_table_builds_its_models_again(client: LanguageClient) -> None:
-    table = (WORKSPACE / "mynpu_patterns.relay").as_uri()
-    plain = (WORKSPACE / "plain.relay").as_uri()
-    before = len([p for p in FINISHES if p["uri"] == plain and p["state"] == "done"])
-    edited = TABLE.replace('def @conv2d_bias_relu(%x, %w, %b, Constants=["w", "b"])', "def @conv2d_bias_relu(%x, %w, %b)")
-    assert edited != TABLE
+@pytest.mark.asyncio
+async def test_editing_the_table_builds_its_models_again(session: Session) -> None:
+    client = session.client
+    plain = session.open("plain.relay", MODEL)
+    table = session.open("mynpu_patterns.relay", TABLE)
+    await session.finished(plain)
+    rows = await lens_rows(client, plain)  # no weights: the table's Constants= keeps conv2d+bias+relu out
+    assert not any(t.startswith("mynpu · 3 ops") for t in rows.get(line_of(MODEL, "nn.conv2d"), [])), rows
+    before = session.finishes(plain)
+    assert TABLE_PARAMETERS != TABLE
     client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-        lsp.VersionedTextDocumentIdentifier(version=2, uri=table), [lsp.TextDocumentContentChangeWholeDocument(edited)]))
-    await finished(plain, before + 1)  # the same version of the model, built with the new table
+        lsp.VersionedTextDocumentIdentifier(version=2, uri=table),
+        [lsp.TextDocumentContentChangeWholeDocument(TABLE_PARAMETERS)]))
+    await session.finished(plain, before + 1)  # the same version of the model, built with the new table
     rows = await lens_rows(client, plain)
     assert "mynpu · 3 ops · conv2d_bias_relu" in rows[line_of(MODEL, "nn.conv2d")]
 
 
-@asyncio_module
-async def test_the_settings_name_a_table_for_every_model(client: LanguageClient) -> None:
+@pytest.mark.asyncio
+async def test_the_settings_name_a_table_for_every_model(session: Session) -> None:
+    client = session.client
     text = MODEL.replace(DIRECTIVE, "")
-    uri = open_doc(client, "configured.relay", text)
-    await finished(uri)
+    session.open("mynpu_patterns.relay", TABLE_PARAMETERS)  # edited in the editor, not saved
+    uri = session.open("configured.relay", text)
+    await session.finished(uri)
     assert await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri}) is None
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
         {"relaylens": {"byoc": {"patterns": "mynpu_patterns.relay", "target": "mynpu"}}}))
-    await finished(uri, 2)
+    await session.finished(uri, 2)
     regions = await client.protocol.send_request_async("relaylens/byocRegions", {"uri": uri})
-    # the table as the editor holds it: edited above, its conv2d_bias_relu takes parameters
+    # the table as the editor holds it (its file on disk has Constants=): conv2d_bias_relu takes parameters
     assert [get(r, "title") for r in get(regions, "regions")] == ["mynpu · 3 ops · conv2d_bias_relu",
                                                                    "mynpu · 2 ops · add_relu"]
 
 
-@asyncio_module
-async def test_a_table_that_cannot_be_read_is_an_error_on_the_directive(client: LanguageClient) -> None:
+@pytest.mark.asyncio
+async def test_a_table_that_cannot_be_read_is_an_error_on_the_directive(session: Session) -> None:
+    client = session.client
     text = MODEL.replace("mynpu_patterns.relay", "missing.relay")
-    uri = open_doc(client, "broken.relay", text)
-    await finished(uri)
+    uri = session.open("broken.relay", text)
+    await session.finished(uri)
     [diagnostic] = await published(client, uri, lambda found: len(found) > 0)
     assert diagnostic.range.start.line == line_of(text, "// relaylens:")
     assert diagnostic.message.startswith("the directive's --patterns missing.relay: ")

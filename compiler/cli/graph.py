@@ -1,10 +1,14 @@
-"""`relaylens graph FILE [--after PASS] [-o OUT.json|OUT.html|OUT.svg] [--mapping MAP.json]`:
-the dataflow graph of the module after a pass (docs/graph.md).
+"""`relaylens graph FILE [--after PASS] [-o OUT.json|OUT.html|OUT.svg] [--mapping MAP.json]
+[--patterns FILE --target T[,U] [--target-ops A,B]]`: the dataflow graph of the module after
+a pass (docs/graph.md).
 
 Builds FILE through the pass pipeline (weights bound first, as `build` does:
 build_options.py), in one driver.compile(stop_after="passes") call, and writes the graph
 of the snapshot after PASS (compiler/graph/snapshots.py says how a pass is named; default:
-after the whole pipeline):
+after the whole pipeline).  With a BYOC pattern table and target (the options of `build`,
+or the model's own `// relaylens: --patterns FILE --target T` line, docs/byoc.md) the four
+BYOC passes run first, as `build` and the editor run them, so `--after PartitionGraph`
+shows the partitioned module, each external function a group of its own:
 
     .json (or no -o: standard output)   Model Explorer's graph JSON, every global function
     .svg                                @main laid out in layers, groups as boxes
@@ -31,7 +35,10 @@ from ..graph.mapping import node_mapping, sync_navigation
 from ..graph.model import module_graphs
 from ..graph.snapshots import UnknownPass, snapshot_index
 from ..graph.svg import graph_svg
-from .build_options import add_build_options, params_file, pass_config, terminal_progress
+from ..build import relay_build_passes
+from ..transform.patterns.options import BYOC_PASSES
+from .build_options import (add_build_options, add_byoc_options, byoc_config, directive_byoc, params_file, pass_config,
+                            terminal_progress)
 from .common import EXIT_ERRORS, EXIT_OK, STDIN, UsageError, read_source, report
 from .outputs import OutputPlan, write_files
 
@@ -57,6 +64,7 @@ def add_parser(commands) -> None:
     parser.add_argument("--force", action="store_true", help="allow the outputs to replace existing files")
     add_build_options(parser, "bind the parameters of @main named in FILE.npz as constants "
                               "(default: FILE's .npz beside it, if any)")
+    add_byoc_options(parser)
     parser.set_defaults(run=run)
 
 
@@ -66,9 +74,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise UsageError(f"-o {args.output}: expected a file ending in {', '.join(KINDS)}")
     if args.mapping is not None and not args.after:
         raise UsageError("--mapping needs --after PASS (the pass whose before and after it maps)")
-    config = pass_config(args.config)
+    if args.patterns is not None and args.target is None:
+        raise UsageError("--patterns needs --target (the target whose regions the partitioned graph shows)")
+    config = byoc_config(args, pass_config(args.config))
     weights = params_file(args.file, args)
-    plan = OutputPlan.of([args.file, weights.path], force=args.force)
+    plan = OutputPlan.of([args.file, weights.path, args.patterns], force=args.force)
     if args.output not in (None, STDIN):
         plan.add(args.output, f"-o {args.output}")
     if args.mapping is not None:
@@ -78,10 +88,16 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if bad_encoding is not None:
         report([bad_encoding], name, err)
         return EXIT_ERRORS
+    directed, problems = directive_byoc(args, name, text, config)
+    if problems:
+        report(problems, name, err)
+        return EXIT_ERRORS
+    # partitioned first, as partition_for_<target> runs before relay.build (build.py does the same)
+    passes = [*BYOC_PASSES, *relay_build_passes()] if directed or args.target is not None else None
     params = weights.load(err)
     with terminal_progress(err) as progress:
         result = compile(text, name, params=params, params_origin=weights.path or "params", config=config,
-                         stop_after="passes", progress=progress)
+                         passes=passes, stop_after="passes", progress=progress)
     report(result.diagnostics, name, err)
     if not result.ok or not result.snapshots:
         return EXIT_ERRORS

@@ -12,7 +12,8 @@ name written `\\/`), `attrs` (list of {key, value}: the operator's attributes, t
 operand order: `targetNodeInputId` is the operand's index), `outputsMetadata` (per output:
 `tensor_shape` as `float32[1,64,56,56]`, `type` as Relay writes it), and `subgraphIds` for
 a call of another global function.  `groupNodeAttributes` gives each fused group
-`kind: fused function` and its kernel's name.  The VS Code view and the HTML export read
+`kind: fused function` and its kernel's name, and each external function's group (a BYOC
+region, docs/byoc.md) `kind: external function`, its name and its `target`.  The VS Code view and the HTML export read
 the same document.
 """
 
@@ -24,6 +25,7 @@ from ..printer import print_type
 from .model import Graph, GraphNode, tensor_text
 
 FUSED_KIND = "fused function"  # groupNodeAttributes[ns]["kind"] of a fused function's group
+EXTERNAL_KIND = "external function"  # ... of a BYOC region (PartitionGraph's function), with its target
 
 
 def namespace_text(path: tuple[str, ...]) -> str:
@@ -38,6 +40,8 @@ def graph_json(graph: Graph) -> dict[str, Any]:
     groups: dict[str, dict[str, str]] = {}
     for path, name in graph.fused_groups.items():
         groups[namespace_text(path)] = {"kind": FUSED_KIND, "function": name}
+    for path, (name, target) in graph.external_groups.items():
+        groups[namespace_text(path)] = {"kind": EXTERNAL_KIND, "function": name, "target": target}
     return {"id": graph.id, "nodes": [node_json(n) for n in graph.nodes], "groupNodeAttributes": groups}
 
 

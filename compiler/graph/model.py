@@ -7,7 +7,10 @@ What becomes a node:
 
 * every call of an operator (`nn.conv2d`), of a global function (`@f`, `subgraph` names it)
   or of anything else (`call`); a call of a *primitive* function (what FuseOps makes) is no
-  node: the calls in its body are, grouped under the fused function's name;
+  node: the calls in its body are, grouped under the fused function's name; so is a call of
+  an external function (`Compiler=`, what PartitionGraph makes: grouped under its name,
+  `external_groups` says its target) and of a composite function (`Composite=`, what
+  MergeComposite makes: grouped under the composite's name, inside its region if any);
 * every parameter of the function (`input`), constant (`constant`), tuple (`tuple`), and
   any other expression that computes a value (`if`, `match`, `fn`, ...);
 * a projection `%1.0` of a node is no node: the edge leaves that node's output `0`; a
@@ -61,6 +64,7 @@ class Graph:
     id: str  # the global function's name
     nodes: list[GraphNode] = field(default_factory=list)
     fused_groups: dict[tuple[str, ...], str] = field(default_factory=dict)  # namespace -> fused function
+    external_groups: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict)  # -> (function, target)
     outputs: list[Ref] = field(default_factory=list)  # what the function returns
 
     def by_id(self) -> dict[str, GraphNode]:
@@ -72,7 +76,8 @@ def module_graphs(mod: IRModule) -> list[Graph]:
     names = name_primitive_functions(mod)
     gvs = sorted((gv for gv, f in mod.functions.items() if not f.is_primitive),
                  key=lambda gv: (gv.name != "main", gv.name))
-    return [_Builder(gv.name, names).build(mod.functions[gv]) for gv in gvs]
+    functions = {gv.name: f for gv, f in mod.functions.items()}
+    return [_Builder(gv.name, names, functions).build(mod.functions[gv]) for gv in gvs]
 
 
 def layer_path(name: str) -> tuple[str, ...]:
@@ -90,13 +95,15 @@ def tensor_text(ty: Type | None) -> str:
 
 
 class _Builder:
-    def __init__(self, name: str, fused_names: dict[Function, str]) -> None:
+    def __init__(self, name: str, fused_names: dict[Function, str], functions: dict[str, Function] | None = None) -> None:
         self.graph = Graph(name)
         self.fused_names = fused_names
+        self.functions = functions or {}
         self.refs: dict[Expr, Ref] = {}
         self.let_values: dict[Var, Expr] = {}
         self.counts: dict[tuple[str, ...], int] = {}
         self.ids: set[str] = set()
+        self._local: dict[str, tuple[str, ...]] = {}  # node id -> its composite/region groups, outermost first
 
     def build(self, func: Function) -> Graph:
         for p in func.params:
@@ -133,6 +140,12 @@ class _Builder:
                 return source[0], str(node.index)
         if isinstance(node, Call) and isinstance(node.op, Function) and node.op.is_primitive:
             return self._fused_call(node)
+        if isinstance(node, Call) and isinstance(node.op, Function) and "Composite" in node.op.attrs:
+            return self._grouped_call(node, node.op, _attr_text(node.op.attrs["Composite"]), fused)
+        external = self._external(node)
+        if external is not None:
+            return self._grouped_call(node, external, node.op.name, fused,  # type: ignore[union-attr]
+                                      target=_attr_text(external.attrs["Compiler"]))
         if isinstance(node, (Op, GlobalVar)):
             return None
         if isinstance(node, Call):
@@ -176,6 +189,40 @@ class _Builder:
             self.graph.fused_groups[group] = name
         return outputs[0] if len(outputs) == 1 else None
 
+    def _external(self, call: Expr) -> Function | None:
+        """The external function (`Compiler=`, from PartitionGraph) a call of a global calls."""
+        if isinstance(call, Call) and isinstance(call.op, GlobalVar):
+            func = self.functions.get(call.op.name)
+            if func is not None and "Compiler" in func.attrs:
+                return func
+        return None
+
+    def _grouped_call(self, call: Call, func: Function, name: str, fused: str | None,
+                      target: str | None = None) -> Ref | None:
+        """A composite's or an external function's body drawn in place of its call, as a
+        fused function's is: its nodes in one group (a composite inside its region's group),
+        named by the composite or by the function (`tvmgen_default_` dropped)."""
+        for param, arg in zip(func.params, call.args):
+            ref = self._ref(arg)
+            if ref is not None:
+                self.refs[param] = ref
+        first = len(self.graph.nodes)
+        outputs = self._walk(func.body, fused)
+        members = self.graph.nodes[first:]
+        if members:
+            local = self._local
+            base = [m.namespace[:len(m.namespace) - len(local.get(m.id, ()))] for m in members]  # the layers
+            prefix = _common_prefix(base)
+            short = name.removeprefix("tvmgen_default_")
+            n = self.counts[prefix + (short,)] = self.counts.get(prefix + (short,), 0) + 1
+            group = prefix + (short if n == 1 else f"{short}#{n}",)
+            for m in members:  # a composite's own group stays inside its region's
+                local[m.id] = group[len(prefix):] + local.get(m.id, ())
+                m.namespace = prefix + local[m.id]
+            if target is not None:
+                self.graph.external_groups[group] = (name, target)
+        return outputs[0] if len(outputs) == 1 else None
+
     # nodes ------------------------------------------------------------------------------
     def _add(self, expr: Expr, label: str, kind: str, inputs: list[Ref], fused: str | None = None) -> GraphNode:
         node_id = f"n{len(self.graph.nodes)}"
@@ -216,11 +263,17 @@ class _Builder:
         return []
 
 
+def _attr_text(value) -> str:
+    """A string attribute (`Compiler="mynpu"`) as its text."""
+    return str(getattr(value, "value", value))
+
+
 def _operands(expr: Expr):
     """What a node is computed from, as the graph sees it: a call's operator is no operand
     unless it is a computed value, and a primitive function's body is walked on its own."""
     if isinstance(expr, Call):
-        if isinstance(expr.op, (Op, GlobalVar)) or (isinstance(expr.op, Function) and expr.op.is_primitive):
+        if isinstance(expr.op, (Op, GlobalVar)) or (isinstance(expr.op, Function)
+                                                   and (expr.op.is_primitive or "Composite" in expr.op.attrs)):
             return expr.args
         return (expr.op, *expr.args)
     if isinstance(expr, Function):

@@ -33,6 +33,7 @@ STYLE = """
 .edge { fill: none; stroke: #888; stroke-width: 1; } .edge-label { font: 8px monospace; fill: #888; }
 .group rect { fill: #000; fill-opacity: 0.03; stroke: #bbb; stroke-dasharray: 3 2; rx: 6; }
 .group.fused rect { stroke-dasharray: none; fill-opacity: 0.12; }
+.group.external rect { stroke: #7a3; stroke-width: 2; stroke-dasharray: none; fill: #7a3; fill-opacity: 0.06; }
 .group text { font: 10px sans-serif; fill: #555; }
 """
 
@@ -59,8 +60,11 @@ def graph_svg(graph: Graph) -> tuple[str, float]:
            f"<style>{STYLE}</style>", '<g class="groups">']
     for path, (x0, y0, x1, y1) in sorted(lay.groups.items(), key=lambda item: len(item[0])):
         fused = graph.fused_groups.get(path)
-        cls = "group fused" if fused else "group"
+        external = graph.external_groups.get(path)
+        cls = "group fused" if fused else "group external" if external else "group"
         fill = f' style="fill: {kernel_colour(fused)}"' if fused else ""
+        if external:  # a BYOC region: its target and function
+            fused = f"{external[1]}: {external[0]}"
         out.append(f'<g class="{cls}" data-ns="{escape(namespace_text(path))}">'
                    f'<rect x="{x0:.1f}" y="{y0:.1f}" width="{x1 - x0:.1f}" height="{y1 - y0:.1f}"{fill}/>'
                    f'<text x="{x0 + 5:.1f}" y="{y0 + 12:.1f}">{escape(_clip(path[-1], 60))}</text>'

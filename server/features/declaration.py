@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from .. import convert
 from . import guarded
 from .navigation import symbol_at
 
@@ -24,4 +23,5 @@ def register(server: "RelayLensServer") -> None:
         found = symbol_at(server, uri, params.position)
         if found is None or found[1].definition is None:
             return None
-        return [convert.location(uri, found[1].definition)]
+        where = found[2].location(uri, found[1].definition)
+        return [where] if where is not None else None

@@ -77,6 +77,7 @@ class DiagnosticStore:
         self._analysed: dict[str, float] = {}  # uri -> when its last analysis run at once (`_finish`) ended
         self._finishing = 0  # inside `_finish`: the loop reads no message meanwhile
         self._running: dict[str, tuple[Pieces, int | None]] = {}  # uri -> its analysis in progress, version
+        self._published: dict[str, tuple[int | None, list[lsp.Diagnostic]]] = {}  # uri -> what the client has
         self.scheduler = Scheduler()
         server.analyses.settle = self._settle
 
@@ -92,9 +93,15 @@ class DiagnosticStore:
 
     def sync(self, uri: str, version: int | None) -> None:
         """Publish `uri`'s diagnostics: the fast stage's of this version (maybe none) and
-        the sticky stages' whatever their version."""
+        the sticky stages' whatever their version; not again when the client already has
+        exactly these for this version (a long document's early and final ones after an
+        edit that kept the types): VS Code takes every publication as changed markers and
+        asks for code actions again, which drops a quick-fix menu the user is opening."""
         items = [d for (stage, u), (v, ds) in self._by_stage.items()
                  if u == uri and (v == version or stage in STICKY) for d in ds]
+        if self._published.get(uri) == (version, items):
+            return
+        self._published[uri] = (version, items)
         self.server.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
 
@@ -227,6 +234,7 @@ class DiagnosticStore:
             running[0].stop()
             self._finish(running[0])
         self.clear(uri)
+        self._published.pop(uri, None)
         self._active.pop(uri, None)
         self._analysed.pop(uri, None)
 

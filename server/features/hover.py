@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from .. import convert
 from ...compiler.ir.expr import Call, Constructor, Function, GlobalVar, Var
 from ...compiler.ops import get_op
 from ...compiler.printer.literals import print_attr_value
@@ -24,6 +23,7 @@ from ...compiler.ir.module import TypeData
 from ...compiler.parser import Symbol
 from ...compiler.printer import print_type
 from ...compiler.printer.types import print_type_def, type_params_text
+from ..reading import Reading
 from ..slow.uris import is_virtual
 from . import analysis_for, guarded, virtual_documents
 from .byoc import hover_markdown as byoc_markdown
@@ -129,20 +129,24 @@ def register(server: "RelayLensServer") -> None:
             return virtual_documents.hover(server, params)
         found = symbol_at(server, uri, params.position)
         if found is not None:
-            analysis, symbol = found
-            span = analysis.index.at(convert.offset(analysis.source, params.position))[1]
+            analysis, symbol, reading = found
+            span = analysis.index.at(reading.offset(params.position))[1]  # type: ignore[arg-type]
+            where = reading.range_of(span)
+            if where is None:
+                return None
             text = describe(symbol, analysis.result.module)
             module = analysis.result.module
             if isinstance(symbol.node, Var) and "main" in module and symbol.node in module["main"].params:
                 text = _joined(text, bound_markdown(server, uri, symbol.name)
                                or parameter_markdown(server, uri, symbol.name))
-            return _markdown(text, convert.range_of(span))
+            return _markdown(text, where)
         analysis = analysis_for(server, uri, typing=True)  # as symbol_at: types as far as known
         if analysis is None:
             return None
-        offset = convert.offset(analysis.source, params.position)
-        hit = analysis.exprs.at(offset)
-        if hit is None:
+        reading = Reading(analysis, server.documents.get(uri).text)  # the analysis may be of the text before an edit
+        offset = reading.offset(params.position)
+        hit = analysis.exprs.at(offset) if offset is not None else None
+        if hit is None or reading.offset_range(hit[0], hit[1]) is None:
             return None
         start, end, node = hit
         slow = _joined(byoc_markdown(server, uri, (start, end), analysis.source.text, params.position),
@@ -150,11 +154,11 @@ def register(server: "RelayLensServer") -> None:
         story = _joined(describe_expr(node) or (f"**call** `{node.op.name}`" if isinstance(node, Call) else None), slow)
         name = analysis.exprs.op_name_range(start, node)
         if name is not None and name[0] <= offset < name[1]:  # on the operator's name: its docs below
-            where = convert.offset_range(analysis.source, *name)
-            return _markdown(_joined(story, describe_op(node)), where)
+            where = reading.offset_range(*name)
+            return _markdown(_joined(story, describe_op(node)), where) if where is not None else None
         if story is None:
             return None
-        return _markdown(story, convert.offset_range(analysis.source, start, end))
+        return _markdown(story, reading.offset_range(start, end))  # type: ignore[arg-type]
 
 
 def _joined(first: str | None, then: str | None) -> str | None:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
 
-from .. import convert
 from ...compiler.parser import Symbol
+from ..reading import Reading
 from ..slow.uris import is_virtual
 from . import analysis_for, guarded, virtual_documents
 from .byoc import pattern_references
@@ -24,12 +24,17 @@ if TYPE_CHECKING:
 
 
 def symbol_at(server: "RelayLensServer", uri: str,
-              pos: lsp.Position) -> tuple["Analysis", Symbol] | None:
+              pos: lsp.Position) -> tuple["Analysis", Symbol, Reading] | None:
+    """The symbol at a position of the document as it is now, in its latest analysis
+    (server/reading.py: it may be of the text before an edit; the Reading carries the
+    symbol's ranges back to the current text); None inside the edit."""
     analysis = analysis_for(server, uri, typing=True)  # (no need to wait for types)
     if analysis is None:
         return None
-    found = analysis.index.at(convert.offset(analysis.source, pos))
-    return (analysis, found[0]) if found is not None else None
+    reading = Reading(analysis, server.documents.get(uri).text)
+    offset = reading.offset(pos)
+    found = analysis.index.at(offset) if offset is not None else None
+    return (analysis, found[0], reading) if found is not None else None
 
 
 def register(server: "RelayLensServer") -> None:
@@ -42,7 +47,8 @@ def register(server: "RelayLensServer") -> None:
         found = symbol_at(server, uri, params.position)
         if found is None or found[1].definition is None:
             return None
-        return [convert.location(uri, found[1].definition)]
+        where = found[2].location(uri, found[1].definition)
+        return [where] if where is not None else None
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     @guarded()
@@ -51,11 +57,12 @@ def register(server: "RelayLensServer") -> None:
         found = symbol_at(server, uri, params.position)
         if found is None:
             return None
-        symbol = found[1]
+        symbol, reading = found[1], found[2]
         spans = list(symbol.references)
         if params.context.include_declaration and symbol.definition is not None:
             spans.insert(0, symbol.definition)
-        return [convert.location(uri, span) for span in spans] + pattern_references(server, uri, symbol)
+        return [w for span in spans if (w := reading.location(uri, span)) is not None] \
+            + pattern_references(server, uri, symbol)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     @guarded()
@@ -63,11 +70,10 @@ def register(server: "RelayLensServer") -> None:
         found = symbol_at(server, params.text_document.uri, params.position)
         if found is None:
             return None
-        symbol = found[1]
+        symbol, reading = found[1], found[2]
         marks = []
-        if symbol.definition is not None:
-            marks.append(lsp.DocumentHighlight(convert.range_of(symbol.definition),
-                                               lsp.DocumentHighlightKind.Write))
-        marks += [lsp.DocumentHighlight(convert.range_of(r), lsp.DocumentHighlightKind.Read)
-                  for r in symbol.references]
+        if symbol.definition is not None and (where := reading.range_of(symbol.definition)) is not None:
+            marks.append(lsp.DocumentHighlight(where, lsp.DocumentHighlightKind.Write))
+        marks += [lsp.DocumentHighlight(w, lsp.DocumentHighlightKind.Read)
+                  for r in symbol.references if (w := reading.range_of(r)) is not None]
         return marks

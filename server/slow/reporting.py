@@ -17,6 +17,7 @@ worker, which reports it the same way (`internal_error`).
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Callable
 
@@ -242,16 +243,28 @@ def _layers(func: Function) -> tuple[str, ...]:
 def _new_diagnostics(result: BuildResult, source: Source | None) -> list[ReportDiagnostic]:
     """The build's diagnostics that the check before it did not already give (the fast
     path publishes those), each once: InferType runs after every pass and says the same
-    things again.  Lowering's keep their stage."""
+    things again.  A warning or note whose message the check already gave somewhere (the
+    constant's index aside) is left out too: after the passes InferType reaches more of
+    a module whose constants' types are unknown and says it at every layer (GPT-2 printed
+    without its metadata: 199 more where the check gave 10); the first place is shown.
+    Lowering's keep their stage."""
     checked = result.checked.diagnostics if result.checked is not None else []
     seen = {(d.message, _range(d.span, source)) for d in checked}
+    said = {_kind(d.message) for d in checked if not d.is_error}
     out = []
     for d in result.diagnostics[len(checked):]:
         made = _diagnostic(d, "lower" if d.source == "lower" else "build", source)
+        if d.source == "types" and not d.is_error and _kind(d.message) in said:
+            continue
         if (d.message, made.range) not in seen:
             seen.add((d.message, made.range))
             out.append(made)
     return out
+
+
+def _kind(message: str) -> str:
+    """A message with its metadata indices left out (`meta[relay.Constant][12]`)."""
+    return re.sub(r"\]\[\d+\]", "][]", message)
 
 
 def _diagnostic(d: Diagnostic, stage: str, source: Source | None) -> ReportDiagnostic:
