@@ -10,7 +10,8 @@ against onnxruntime's on seeded random inputs (rtol 1e-4 of the output's largest
 then on each request runs `--calls` inferences through the profiler's timed AOT entry
 (compiler/lower/runtime/timing.py) and answers the medians: the whole run and each fused
 kernel (summed over its calls in one inference).  The driver asks A and B in turns,
-`--rounds` times, and prints per kernel and for the whole the median of B's times, A's,
+`--rounds` times (with `--onnxruntime` each worker first runs onnxruntime `--calls` times
+and pauses 0.1 s), and prints per kernel and for the whole the median of B's times, A's,
 and the median over rounds of B ÷ A (a pair shares the machine's phase).  Kernels are
 matched by name; a kernel only one side has is printed with a dash on the other.  The
 load average is printed before and after.
@@ -24,12 +25,13 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 
-def worker(path: str, threads: int) -> None:
+def worker(path: str, threads: int, with_ort: bool) -> None:
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -55,7 +57,8 @@ def worker(path: str, threads: int) -> None:
     inputs = [by_param[p.name] for p in result.snapshots[0].module["main"].params]
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    expected = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)[0]
     got = np.asarray(lowering.executable.run(*inputs))
     diff = float(np.max(np.abs(got - expected)))
     scale = float(np.max(np.abs(expected)))
@@ -64,7 +67,13 @@ def worker(path: str, threads: int) -> None:
     print(json.dumps({"max_abs_diff": diff, "output_max": scale, "ok": diff <= 1e-4 * scale}), flush=True)
     for line in sys.stdin:
         calls = int(line)
-        wholes, per = [], []
+        wholes, per, theirs = [], [], []
+        if with_ort:
+            for _ in range(calls):
+                start = time.perf_counter_ns()
+                session.run(None, feeds)
+                theirs.append(time.perf_counter_ns() - start)
+            time.sleep(0.1)  # onnxruntime's pool spins on for about 40 ms (bench/run.py)
         for _ in range(calls):
             times = timed.run(*inputs)[1]
             wholes.append(float(times[-1, 1] - times[0, 0]))
@@ -73,7 +82,10 @@ def worker(path: str, threads: int) -> None:
         kernels: dict[str, float] = {}
         for name, t in zip(names, med):
             kernels[name] = kernels.get(name, 0.0) + float(t)
-        print(json.dumps({"whole": statistics.median(wholes), "kernels": kernels}), flush=True)
+        answer = {"whole": statistics.median(wholes), "kernels": kernels}
+        if theirs:
+            answer["onnxruntime"] = statistics.median(theirs)
+        print(json.dumps(answer), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,13 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--kernels", default="", help="comma-separated words: only kernels whose name has one")
+    ap.add_argument("--onnxruntime", action="store_true",
+                    help="each worker also times onnxruntime's whole run before its calls (ratios B ÷ it)")
     ap.add_argument("--top", type=int, default=12, help="kernels printed (B's slowest first)")
     args = ap.parse_args(argv)
     if args.worker:
-        worker(args.model, args.threads)
+        worker(args.model, args.threads, args.onnxruntime)
         return 0
     env = dict(os.environ, RELAYLENS_NUM_THREADS=str(args.threads))
     cmd = [__file__, args.model, "--worker", "--a", "-", "--threads", str(args.threads)]
+    if args.onnxruntime:
+        cmd.append("--onnxruntime")
     procs = {side: subprocess.Popen([exe, *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
              for side, exe in (("A", args.a), ("B", args.b))}
     print(f"load before: {os.getloadavg()[0]:.1f}")
@@ -122,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{'A':>10} {'B':>10} {'B/A':>7}  kernel")
     print(row("whole inference", [x["whole"] for x in rounds["A"]], [x["whole"] for x in rounds["B"]]))
+    if args.onnxruntime:
+        ort_a = [x["onnxruntime"] for x in rounds["A"]]
+        print(row("A's whole over onnxruntime's (in A's worker)", ort_a, [x["whole"] for x in rounds["A"]]))
+        ort_b = [x["onnxruntime"] for x in rounds["B"]]
+        print(row("B's whole over onnxruntime's (in B's worker)", ort_b, [x["whole"] for x in rounds["B"]]))
     print(row("sum of kernels", [sum(x["kernels"].values()) for x in rounds["A"]],
               [sum(x["kernels"].values()) for x in rounds["B"]]))
     words = [w for w in args.kernels.split(",") if w]
