@@ -64,6 +64,11 @@ def channel_block(channels: int, simd_lanes: int) -> int:
     return max(divisors, key=lambda d: (d / _registers(d, simd_lanes), d == tvm, d))
 
 
+def lanes_filled(block: int, simd_lanes: int) -> float:
+    """The share of the lanes a block of `block` channels fills in its registers."""
+    return block / (_registers(block, simd_lanes) * simd_lanes)
+
+
 def wide_blocks(in_channels: int, out_channels: int, simd_lanes: int) -> tuple[int, int]:
     """(ic_bn, oc_bn) of a convolution on an AVX-512 unit (see the module doc)."""
     oc_bn = channel_block(out_channels, simd_lanes)

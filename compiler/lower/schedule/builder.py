@@ -109,7 +109,7 @@ class _Lowering:
                 if id(n.tensor) in self.shared:
                     self._check_inside(n.tensor, buf, idx, starts)
                 return te.BufferLoad(buf, self.tidy(flat_index(buf.shape, idx)), n.dtype, loc=n.loc)
-            if isinstance(n, te.Select) and isinstance(n.cond, te.Binary) and n.cond.op == "eq" \
+            if isinstance(n, te.Select) and isinstance(n.cond, te.Binary) and n.cond.op in ("eq", "lt") \
                     and n.cond.a.dtype == te.INDEX:
                 # a position picked by an index (te/topi/winograd.py's y % m of a split y): tidied,
                 # an unrolled loop's constant makes it constant, and code generation takes one side

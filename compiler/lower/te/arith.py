@@ -151,6 +151,8 @@ def tidy(e: te.PrimExpr, extents: dict[int, int]) -> te.PrimExpr:
             return None
         if n.op == "add":
             return undivide(n)
+        if n.op == "mul":
+            return scale_once(n)
         if n.op not in ("floordiv", "floormod", "min", "max"):
             return None
         if n.op in ("floordiv", "floormod") and isinstance(n.b, te.Const) and n.b.value > 0:
@@ -245,7 +247,19 @@ def undivide(n: te.Binary) -> te.PrimExpr | None:
             r = rest[0]
             for more in rest[1:]:
                 r = r + more
-            return simplify(r * c + b.a)
+            scaled = r * c
+            once = scale_once(scaled)
+            return simplify((scaled if once is None else once) + b.a)
+    return None
+
+
+def scale_once(n: te.Binary) -> te.PrimExpr | None:
+    """`x * (c1 * c2)` for `x * c1 * c2` (an index flattened twice: a fused loop's offset
+    `f * 28 * 28`), so that `divide_terms` sees the factor 784 whole; else None."""
+    a, b = n.a, n.b
+    if (isinstance(b, te.Const) and isinstance(a, te.Binary) and a.op == "mul" and a.dtype == te.INDEX
+            and isinstance(a.b, te.Const)):
+        return a.a * te.const(a.b.value * b.value, te.INDEX)
     return None
 
 

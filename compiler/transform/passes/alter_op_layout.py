@@ -1,6 +1,11 @@
 """AlterOpLayout: let the target choose the layout of each op, and carry that layout
 through the ops around it (TVM: src/relay/transforms/alter_op_layout.cc).
 
+First, on a 16-lane host (unless tvm_blocks), a conv2d with a bound weight whose output
+channels fill the vectors badly in any block (1000: blocks of 20) computes them padded
+with zero filters to a multiple of the lanes and slices them back
+(transform/x86_pad_channels.py).
+
 On this machine's target (x86, TVM's untuned defaults) a float32 NCHW conv2d becomes
 `nn.contrib_conv2d_NCHWc` on channel-blocked data (transform/x86_conv2d_layout.py), and
 a 2-D dense `nn.contrib_dense_pack` on a weight packed NC[bn]n (x86_dense_layout.py); the
@@ -40,6 +45,7 @@ from ..infra import FunctionPass, PassContext, register_pass
 from ..layout_rewrite import LayoutRewriter
 from ..x86_conv2d_layout import alter_conv2d, host_simd_lanes
 from ..x86_dense_layout import alter_dense
+from ..x86_pad_channels import pad_out_channels
 
 
 def fixed_rules(rules: dict[str, dict[str, Any]]):
@@ -79,5 +85,8 @@ class AlterOpLayout(FunctionPass):
         if self.rules is not None:
             change = fixed_rules(self.rules)
         else:
-            change = x86_rules(self.simd_lanes or host_simd_lanes(), self.tvm_blocks)
+            lanes = self.simd_lanes or host_simd_lanes()
+            change = x86_rules(lanes, self.tvm_blocks)
+            if lanes >= 16 and not self.tvm_blocks:
+                func = pad_out_channels(func, lanes)
         return LayoutRewriter(change).rewrite(func)
