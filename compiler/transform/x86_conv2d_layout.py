@@ -9,7 +9,9 @@ A float32 `nn.conv2d` in NCHW/OIHW without groups and with static shapes becomes
 and out layout NCHW{oc_bn}c (channels set to the output channels); a depthwise one (one
 filter per channel, no dilation) becomes `nn.contrib_depthwise_conv2d_NCHWc` with kernel
 layout OIHW1i{oc_bn}o (topi/x86/depthwise_conv2d.py's fallback picks the blocks the same
-way).  The layout rewriter then puts the layout_transforms around it.  The fallback config picks
+way).  A grouped one whose groups are whole vectors of channels becomes
+`nn.contrib_conv2d_NCHWc` with its groups (x86_grouped_conv2d.py; not TVM's choice).
+The layout rewriter then puts the layout_transforms around it.  The fallback config picks
 
     oc_bn = the largest divisor of the output channels up to simd_lanes
     ic_bn = the largest divisor of the input channels up to oc_bn
@@ -86,6 +88,7 @@ from ..ir.types import TensorType
 from ..ops import get_op
 from ..ops.conv_geometry import is_depthwise, padding_pairs
 from .x86_channel_blocks import wide_blocks
+from .x86_grouped_conv2d import grouped_blocks
 
 
 @lru_cache(maxsize=1)
@@ -134,6 +137,9 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int, tvm_bloc
           and tuple(a.dilation) == (1, 1)):
         ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes, tvm_blocks)
         kernel, name = f"OIHW1i{oc_bn}o", "nn.contrib_depthwise_conv2d_NCHWc"
+    elif (grouped := grouped_blocks(in_c, out_c, a.groups, simd_lanes)) is not None:
+        ic_bn, oc_bn = grouped  # groups of whole vectors (x86_grouped_conv2d.py)
+        kernel, name = f"OIHW{ic_bn}i{oc_bn}o", "nn.contrib_conv2d_NCHWc"
     else:  # grouped, or depthwise with a channel multiplier or dilation: TVM's generic kernels
         return None
     new = attrs.with_(channels=IntImm(out_c), data_layout=f"NCHW{ic_bn}c",
