@@ -71,3 +71,49 @@ def @main(%x: Tensor[(1, 32, 12, 12), float32], %w1: Tensor[(64, 32, 1, 1), floa
         grouped = [n for n in names if "contrib_conv2d_NCHWc" in n]
         assert len(grouped) == 3, names  # the grouped one blocked too
         assert sum("layout_transform" in n for n in names) <= 2, names  # the input's and the output's
+
+
+@pytest.mark.parametrize("p,k", [(8, 2), (4, 4), (2, 2)])
+def test_merged_weight_computes_the_same_convolution(p, k):
+    """k groups of p channels as one of k * p with the block-diagonal weight (numpy reference)."""
+    from relaylens.compiler.transform.x86_grouped_conv2d import merged_weight
+
+    groups, n = 4 * k, 5
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((1, groups * p, n, n)).astype("float32")
+    w = rng.standard_normal((groups * p, p, 3, 3)).astype("float32")
+    conv = get_op("nn.conv2d").evaluate
+    want = conv([x, w], {"padding": (1,) * 4, "groups": groups})
+    got = conv([x, merged_weight(w, k)], {"padding": (1,) * 4, "groups": groups // k})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("groups,stride", [(8, 1), (16, 2), (16, 1)], ids=["8a_group", "4a_group_s2", "4a_group"])
+def test_narrow_groups_built_merged_equals_numpy(groups, stride):
+    """ResNeXt's 8 and 4 channels a group (64 channels), the weights bound: on a 16-lane host
+    every convolution is an NCHWc kernel (the grouped one merged, block-diagonal)."""
+    c, n = 64, 10
+    text = f"""#[version = "0.0.5"]
+def @main(%x: Tensor[(1, 32, {n}, {n}), float32], %w1: Tensor[({c}, 32, 1, 1), float32],
+          %w2: Tensor[({c}, {c // groups}, 3, 3), float32], %w3: Tensor[(32, {c}, 1, 1), float32]) {{
+  %0 = nn.relu(nn.conv2d(%x, %w1, padding=[0, 0, 0, 0], channels={c}, kernel_size=[1, 1]));
+  %1 = nn.relu(nn.conv2d(%0, %w2, strides=[{stride}, {stride}], padding=[1, 1, 1, 1], groups={groups}, channels={c}, kernel_size=[3, 3]));
+  nn.relu(nn.conv2d(%1, %w3, padding=[0, 0, 0, 0], channels=32, kernel_size=[1, 1]))
+}}"""
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((1, 32, n, n)).astype("float32")
+    params = {"w1": rng.standard_normal((c, 32, 1, 1)).astype("float32") / 6,
+              "w2": rng.standard_normal((c, c // groups, 3, 3)).astype("float32") / 3,
+              "w3": rng.standard_normal((32, c, 1, 1)).astype("float32") / 8}
+    result = compile(text, "resnext_block.relay", params=params, opt_level=3)
+    assert result.ok, [d.message for d in result.diagnostics]
+    conv = get_op("nn.conv2d").evaluate
+    y = np.maximum(conv([x, params["w1"]], {"padding": (0,) * 4}), 0)
+    y = np.maximum(conv([y, params["w2"]], {"strides": (stride, stride), "padding": (1,) * 4, "groups": groups}), 0)
+    want = np.maximum(conv([y, params["w3"]], {"padding": (0,) * 4}), 0)
+    np.testing.assert_allclose(result.executable.run(x), want, rtol=1e-4, atol=1e-4)
+    from relaylens.compiler.transform.x86_conv2d_layout import host_simd_lanes
+    if host_simd_lanes() == 16:
+        names = list(result.fused_names.values())
+        assert sum("contrib_conv2d_NCHWc" in name for name in names) == 3, names
+        assert not any("fused_nn_conv2d" in name for name in names), names
