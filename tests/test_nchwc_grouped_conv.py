@@ -1,12 +1,14 @@
 """A grouped nn.contrib_conv2d_NCHWc (AlterOpLayout's rule for groups of whole vectors,
 transform/x86_grouped_conv2d.py): the compiled kernel (conv_blocked.py `nchwc_conv2d` with
-groups, conv.py's schedule) against nn.conv2d's numpy reference on the unblocked tensors,
+groups, conv.py's schedule) and the interpreter against nn.conv2d's numpy reference on the
+unblocked tensors,
 and a grouped nn.conv2d built through the whole pipeline against the same reference."""
 
 import numpy as np
 import pytest
 
 from relaylens.compiler.driver import compile
+from relaylens.compiler.interpreter import Interpreter
 from relaylens.compiler.ops import get_op
 
 CASES = [  # (in channels, out channels, groups, block, kernel, stride, padding, size)
@@ -36,9 +38,12 @@ def @main(%x: Tensor[(1, {ci // b}, {n}, {n}, {b}), float32], %w: Tensor[({co //
     w = rng.standard_normal((co, ci // g, k, k)).astype("float32")
     result = compile(text, "grouped.relay", passes=["InferType", "FuseOps", "InferType"])
     assert result.ok, [d.message for d in result.diagnostics]
-    got = result.executable.run(_blocked(x, "NCHW", f"NCHW{b}c"), _blocked(w, "OIHW", f"OIHW{b}i{b}o"))
+    xb, wb = _blocked(x, "NCHW", f"NCHW{b}c"), _blocked(w, "OIHW", f"OIHW{b}i{b}o")
+    got = result.executable.run(xb, wb)
+    interpreted = np.asarray(Interpreter(result.checked.module).call("main", [xb, wb]))
     want = np.maximum(get_op("nn.conv2d").evaluate([x, w], {"strides": (s, s), "padding": (p,) * 4, "groups": g}), 0)
     np.testing.assert_allclose(got, _blocked(want, "NCHW", f"NCHW{b}c"), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(interpreted, _blocked(want, "NCHW", f"NCHW{b}c"), rtol=1e-4, atol=1e-4)
 
 
 def test_grouped_conv2d_built_blocked_equals_numpy():
