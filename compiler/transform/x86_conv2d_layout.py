@@ -9,7 +9,9 @@ A float32 `nn.conv2d` in NCHW/OIHW without groups and with static shapes becomes
 and out layout NCHW{oc_bn}c (channels set to the output channels); a depthwise one (one
 filter per channel, no dilation) becomes `nn.contrib_depthwise_conv2d_NCHWc` with kernel
 layout OIHW1i{oc_bn}o (topi/x86/depthwise_conv2d.py's fallback picks the blocks the same
-way).  The layout rewriter then puts the layout_transforms around it.  The fallback config picks
+way).  A grouped one whose groups are whole vectors of channels becomes
+`nn.contrib_conv2d_NCHWc` with its groups (x86_grouped_conv2d.py; not TVM's choice).
+The layout rewriter then puts the layout_transforms around it.  The fallback config picks
 
     oc_bn = the largest divisor of the output channels up to simd_lanes
     ic_bn = the largest divisor of the input channels up to oc_bn
@@ -76,6 +78,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from ..host import host
 
 from ..ir.attrs import Attrs, IntImm
@@ -86,6 +90,7 @@ from ..ir.types import TensorType
 from ..ops import get_op
 from ..ops.conv_geometry import is_depthwise, padding_pairs
 from .x86_channel_blocks import wide_blocks
+from .x86_grouped_conv2d import grouped_blocks, merged_groups, merged_weight
 
 
 @lru_cache(maxsize=1)
@@ -134,11 +139,31 @@ def alter_conv2d(call: Call, attrs: Attrs, args: list, simd_lanes: int, tvm_bloc
           and tuple(a.dilation) == (1, 1)):
         ic_bn, oc_bn = blocks(in_c, out_c, simd_lanes, tvm_blocks)
         kernel, name = f"OIHW1i{oc_bn}o", "nn.contrib_depthwise_conv2d_NCHWc"
+    elif (merged := _merged(call, args, a.groups, in_c, out_c, simd_lanes)) is not None:
+        args, groups = merged  # groups narrower than a vector merged (x86_grouped_conv2d.py)
+        attrs = attrs.with_(groups=IntImm(groups))
+        kernel, name, ic_bn, oc_bn = f"OIHW{simd_lanes}i{simd_lanes}o", "nn.contrib_conv2d_NCHWc", simd_lanes, simd_lanes
+    elif (grouped := grouped_blocks(in_c, out_c, a.groups, simd_lanes)) is not None:
+        ic_bn, oc_bn = grouped  # groups of whole vectors (x86_grouped_conv2d.py)
+        kernel, name = f"OIHW{ic_bn}i{oc_bn}o", "nn.contrib_conv2d_NCHWc"
     else:  # grouped, or depthwise with a channel multiplier or dilation: TVM's generic kernels
         return None
     new = attrs.with_(channels=IntImm(out_c), data_layout=f"NCHW{ic_bn}c",
                       kernel_layout=kernel, out_layout=f"NCHW{oc_bn}c")
     return Call(op(name), tuple(args), new)
+
+
+def _merged(call: Call, args: list, groups: int, in_c: int, out_c: int, simd_lanes: int):
+    """(args with the block-diagonal weight, the merged groups) for a grouped conv2d of
+    fewer channels a group than the lanes whose weight is a known constant, else None
+    (x86_grouped_conv2d.py `merged_groups`); the new weight carries the old one's span."""
+    k = merged_groups(in_c, out_c, groups, simd_lanes)
+    weight = args[1]
+    if k is None or not isinstance(weight, Constant) or not weight.known:
+        return None
+    data = merged_weight(np.asarray(weight.data), k)
+    new = Constant(data, span=weight.span or call.span, ty=TensorType(data.shape, str(data.dtype)))
+    return [args[0], new, *args[2:]], groups // k
 
 
 WINOGRAD_CHANNELS_MIN = 64  # the fewest input and output channels measured to win (module doc)

@@ -112,18 +112,33 @@ def blocked_depthwise2d(data: te.Tensor, weight: te.Tensor, out_shape: Sequence[
     return _unblock(blocked, out_shape)
 
 
-def nchwc_kind(op: str, plan, acc: str) -> bool:
+def nchwc_kind(op: str, plan, acc: str, data_channels: int | None = None,
+               out_channels: int | None = None) -> bool:
     """Whether `nn.contrib_conv2d_NCHWc` has the layouts AlterOpLayout gives it: data
-    NCHW[x]c, kernel OIHW[x]i[y]o, output NCHW[y]c, no groups, summed in float32."""
+    NCHW[x]c, kernel OIHW[x]i[y]o, output NCHW[y]c, summed in float32; grouped only when
+    a group's input and output channels are whole blocks (x divides the input channels of
+    a group, y the output channels of a group: then a block of outputs reads the input
+    blocks of its own group only)."""
     d, k, o = plan.data_layout, plan.kernel_layout, plan.out_layout
-    return (op == "nn.contrib_conv2d_NCHWc" and plan.groups == 1 and acc == "float32"
+    if not (op == "nn.contrib_conv2d_NCHWc" and acc == "float32"
             and [a for a, _ in d.axes] == list("NCHWc") and [a for a, _ in k.axes] == list("OIHWio")
             and [a for a, _ in o.axes] == list("NCHWc") and d.factor("C") == k.factor("I")
-            and o.factor("C") == k.factor("O"))
+            and o.factor("C") == k.factor("O")):
+        return False
+    return plan.groups == 1 or (data_channels is not None and out_channels is not None
+                                and grouped_blocks_fit(data_channels, out_channels, plan.groups,
+                                                       d.factor("C"), o.factor("C")))
+
+
+def grouped_blocks_fit(in_channels: int, out_channels: int, groups: int, ic_bn: int, oc_bn: int) -> bool:
+    """Whether every group of a grouped convolution is whole blocks of ic_bn input and oc_bn
+    output channels."""
+    return (in_channels % groups == 0 and out_channels % groups == 0
+            and (in_channels // groups) % ic_bn == 0 and (out_channels // groups) % oc_bn == 0)
 
 
 def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
-                 strides: Sequence[int], dilation: Sequence[int], acc: str) -> te.Tensor:
+                 strides: Sequence[int], dilation: Sequence[int], acc: str, groups: int = 1) -> te.Tensor:
     """TVM's conv2d_NCHWc: `padded` (N, C/x, H, W, x) convolved with the packed `weight`
     (O/y, C/x, KH, KW, x, y) into (N, O/y, OH, OW, y), summed over the input channel
     blocks, the kernel window, then the channels of a block, TVM's order (the x channels
@@ -139,16 +154,29 @@ def nchwc_conv2d(padded: te.Tensor, weight: te.Tensor, out_shape: Sequence[int],
     3.3-4.1) the three took 12.9-13.4 -> 10.9-11.2 ms at 1 thread and the model
     0.980-0.985x the CPU time (paired; the same build against itself 0.992-0.998);
     13.7-13.9 -> 11.3-11.4 ms with 2 threads on the loaded machine.  The sums are the
-    same, the outputs bit-identical."""
-    _, icb, kh, kw, ic_bn, _ = weight.shape
+    same, the outputs bit-identical.
+
+    Grouped (`groups` > 1, nchwc_kind checked that a group is whole blocks): the weight is
+    (O/y, I/groups/x, KH, KW, x, y), and output block ob reads the input blocks of its
+    group, from (ob // (O/groups/y)) * (I/groups/x) on (TVM's group_conv2d_NCHWc reads
+    so); with 16 channels a group and blocks of 16, one input block per output block."""
+    obs, icb, kh, kw, ic_bn, _ = weight.shape
     if kh == kw == 1 and tuple(strides) != (1, 1):  # read only the pixels used, once
         padded, strides = _strided(padded, out_shape, strides), (1, 1)
     rcb, ry, rx = te.reduce_axis(icb, "rcb"), te.reduce_axis(kh, "ry"), te.reduce_axis(kw, "rx")
     rci = te.reduce_axis(ic_bn, "rci")
     (sy, sx), (dy, dx) = strides, dilation
 
+    group_obs = obs // groups  # output blocks a group
+
+    def first_block(ob):
+        """The first input block that output block `ob` reads."""
+        group = ob if group_obs == 1 else ob // group_obs
+        return group if icb == 1 else group * icb
+
     def body(b, ob, y, x, lane):
-        value = te.cast(padded[b, rcb, y * sy + ry * dy, x * sx + rx * dx, rci], acc)
+        cb = rcb if groups == 1 else first_block(ob) + rcb
+        value = te.cast(padded[b, cb, y * sy + ry * dy, x * sx + rx * dx, rci], acc)
         return te.sum(value * te.cast(weight[ob, rcb, ry, rx, rci, lane], acc), axis=[rcb, ry, rx, rci])
 
     return te.compute(tuple(out_shape), body, "T_conv2d_NCHWc", tag="nn.contrib_conv2d_NCHWc")

@@ -182,6 +182,14 @@ def _cast_term(dtype: str) -> Term:
     return lambda value, idx: te.cast(value, dtype)
 
 
+def _channels(shape: Sequence[int], layout: Layout) -> int | None:
+    """The channels of an NCHW[x]c tensor of `shape`, None when a dimension is not static."""
+    dims = dict(zip((a for a, _ in layout.axes), shape))
+    if not all(isinstance(dims.get(a), int) for a in "Cc"):
+        return None
+    return dims["C"] * dims["c"]
+
+
 def _conv_rule(spec: ConvSpec):
     from .conv_transpose import phased_conv_transpose, phases_apply  # it reads this file's helpers
 
@@ -206,8 +214,10 @@ def _conv_rule(spec: ConvSpec):
                 padded = pad_spatial(data, plan.data_layout, spec.spatial, plan.pad_before, plan.pad_after)
                 if kind == "conv":
                     result = blocked_conv2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
-                elif nchwc_kind(op, plan, acc):
-                    result = nchwc_conv2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
+                elif nchwc_kind(op, plan, acc, _channels(data.shape, plan.data_layout),
+                                _channels(out_type.shape, plan.out_layout)):
+                    result = nchwc_conv2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc,
+                                          plan.groups)
                 elif nchwc_depthwise_kind(op, plan, acc):
                     result = nchwc_depthwise2d(padded, weight, out_type.shape, plan.strides, plan.dilation, acc)
                 else:
