@@ -15,7 +15,6 @@ copy of this script in turns (the ratios are both against onnxruntime in the sam
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -25,14 +24,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-
-
-def _run_module():
-    spec = importlib.util.spec_from_file_location("bench_run", HERE / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+sys.path.insert(0, str(HERE))
+from siblings import run_module  # noqa: E402
 
 
 def _shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -49,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    R = _run_module()
+    R = run_module()
     import onnx
 
     from relaylens.compiler.frontend.onnx import import_onnx
