@@ -184,14 +184,28 @@ def test_split_with_a_tail_makes_the_remainder_apart_without_a_guard():
         sch.split(mm, sch[mm].reduce_axes[0], 3, tail=True)
 
 
-def test_a_tail_beside_a_stage_computed_outside_it_is_a_nest_of_its_own():
+def test_a_stage_computed_outside_a_tail_is_computed_once_for_both_nests():
     ins, out, mm = matmul(6, 5, 7)
     sch = Schedule([out], ins, "f")
     i, j = sch[out].axes
     sch.split(out, j, 3, tail=True)
-    sch.compute_at(mm, out, i)  # the matmul's row at the relu's row: each nest computes its own
+    sch.compute_at(mm, out, i)  # the matmul's row at the relu's row: once, for the whole tiles and the remainder
     text = lines(sch)
-    assert text.count("for ax0 in range(6):") == 1 and text.count("for ax0_1 in range(6):") == 1
+    assert text.count("for ax0 in range(6):") == 1 and "for ax0_1 in range(6):" not in text
+    assert text.count("T_matmul = allocate(float32, [1, 7])") == 1  # the whole row, all 7 columns
+    assert text[-1] == "T_relu[ax0 * 7 + 6] = max(T_matmul[6], float32(0.0))"  # the remainder reads it
+    check(sch)
+
+
+def test_a_stage_outside_two_tails_is_computed_by_each_nest():
+    ins, out, mm = matmul(7, 5, 7)
+    sch = Schedule([out], ins, "f")
+    i, j = sch[out].axes
+    io, _ = sch.split(out, i, 4, tail=True)
+    sch.split(out, j, 3, tail=True)
+    sch.compute_at(mm, out, io)  # outside the columns' tail, inside the rows': each nest its own
+    text = lines(sch)
+    assert sum(t.startswith("T_matmul") and "allocate" in t for t in text) > 1
     check(sch)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from relaylens.compiler.driver import compile
 from relaylens.compiler.interpreter import Interpreter
+from relaylens.compiler.lower.schedule.loopnest import Allocate, walk
 from relaylens.compiler.ops import get_op
 from relaylens.compiler.ops.attrs import AttrError
 from relaylens.compiler.ops.winograd import CONV_OP, WEIGHT_OP, winograd_matrices
@@ -182,6 +183,10 @@ def test_a_blocked_kernel_computes_input_and_product_per_block_of_tile_rows(monk
     assert "split(T_wino_gemm_m4: ax1_3 by 6 with a tail" in record  # 14 tiles a block: 2 x 6 and 2
     # each block's product prefetches the next block group's weight over the block's tile rows
     assert _product_prefetches(result) == [("rc", "p1"), ("rc_1", "p1")]
+    # the block's transformed input is computed once for its whole tiles and its remainder
+    (fn,) = result.lowered.functions.values()
+    made = [s.buffer.name for s in walk(fn.prim.body) if isinstance(s, Allocate)]
+    assert made.count("T_wino_input") == 1 and not any(n.startswith("T_wino_input_") for n in made), made
     got = result.executable.run(*args)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5 * float(np.abs(want).max()))
 

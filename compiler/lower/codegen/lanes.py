@@ -52,6 +52,7 @@ from ..schedule.loopnest import For, Seq, Stmt, Store
 from ..te import expr as te
 from ..te.mathfuncs import INLINED
 from .scalar import I32, I64, binary, call, cast, elem_bytes, index_constant, mem_type, reg_type
+from .decided import condition_decided
 
 _CHILDREN = te.CHILDREN_BY_TYPE
 _I32_ZERO = ir.Constant(I32, 0)
@@ -323,6 +324,9 @@ class Lanes:
             return cast(b, self.value(e.value), e.value.dtype, e.dtype)
         if isinstance(e, te.Select):
             if not uses_var(e.cond, self.var, self.uses):
+                known = condition_decided(em, e.cond)  # a guard the loops' bounds decide
+                if known is not None:
+                    return self.value(e.a if known else e.b)
                 cond = em.expr(e.cond)
                 if isinstance(cond, ir.Constant):  # a constant: only its side (llvm.py `select`)
                     return self.value(e.a if cond.constant else e.b)

@@ -68,6 +68,7 @@ from ..te import expr as te
 from ..te.arith import bounds
 from .debuginfo import DebugInfo, source_location
 from . import carried
+from .decided import condition_decided
 from .emitted import Emitted
 from .glue import leave_unoptimised, only_hands_on
 from .ir_text import _Printer
@@ -675,6 +676,9 @@ class _Emitter:
             self.contract = contract
 
     def select(self, e: te.Select) -> ir.Value:
+        known = condition_decided(self, e.cond)  # a guard the loops' bounds decide (decided.py)
+        if known is not None:
+            return self.expr(e.a if known else e.b)
         cond = self.expr(e.cond)
         if isinstance(cond, ir.Constant):  # an unrolled position picks its case (te/topi/winograd.py)
             return self.expr(e.a if cond.constant else e.b)

@@ -6,7 +6,9 @@ order; an intermediate one writes a local buffer allocated around the function b
 Loops of extent 1 disappear (their variable is 0).  A split whose factor does not divide
 the extent guards the body with `if parent < extent` just inside the innermost loop the
 condition uses, unless it has a tail: then the nest is made for the whole tiles and again
-for the remainder, the two merged in the loops outside the split (`_merge`).  A reduction stores its initial value before its first reduction loop
+for the remainder, the two merged in the loops outside the split (`_merge`); a stage
+computed at one of those loops is computed there once, for the region both nests read
+(`_computed_once`: the stage's only tail, on one of its own data axes).  A reduction stores its initial value before its first reduction loop
 (inside the data loops that enclose it, repeated over the data loops inside it, named
 `<axis>.init`), then accumulates; argmax/argmin keep the best value in a local buffer next
 to the index in the output and take the first position on ties (and the first NaN, as
@@ -136,12 +138,14 @@ class _Lowering:
     # ---- one stage
 
     def nest(self, stage: Stage, domain: list[tuple[te.PrimExpr | None, int]] | None,
-             parts: dict[int, bool] | None = None, share: tuple[Split, dict] | None = None) -> Stmt:
+             parts: dict[int, bool] | None = None, share: tuple[Split, dict, dict | None] | None = None) -> Stmt:
         """The loops of `stage` over `domain` (per data axis: start or None, extent; None:
         the whole tensor), with the stages computed at its loops inside them.  A split with
         a tail that does not divide makes the nest twice (`parts`: per such split, whether
         this nest is its remainder), the two merged down to that split's outer loop (`share`:
-        the split and the loop variables the two nests share outside it)."""
+        the split, the loop variables the two nests share outside it, and, when the stages
+        computed at those loops are computed once for both nests (`_computed_once`), what
+        the first nest made of them, for the second to take)."""
         t, loc = stage.tensor, stage.tensor.op.span
         body = self.bodies[id(t)]
         red = body if isinstance(body, te.Reduce) else None
@@ -164,9 +168,10 @@ class _Lowering:
                 if not rel.tail:
                     inexact.append(rel.parent)
                 elif id(rel) not in parts:
-                    shared: dict[int, te.Var] = {}
-                    return _merge(self.nest(stage, domain, {**parts, id(rel): False}, (rel, shared)),
-                                  self.nest(stage, domain, {**parts, id(rel): True}, (rel, shared)))
+                    shared: dict[int, Any] = {}
+                    share = (rel, shared, {} if _computed_once(stage, rel) else None)
+                    return _merge(self.nest(stage, domain, {**parts, id(rel): False}, share),
+                                  self.nest(stage, domain, {**parts, id(rel): True}, share))
                 elif parts[id(rel)]:
                     fixed[rel.outer] = ext[rel.parent] // ext[rel.inner]
                     ext[rel.outer], ext[rel.inner] = 1, ext[rel.parent] % ext[rel.inner]
@@ -219,14 +224,24 @@ class _Lowering:
                 data_guards.setdefault(depth(cond), []).append(cond)
 
         attached: dict[int, _Attached] = {}
+        once = share[2] if share is not None and outside > 0 else None
         for p, ax in enumerate(leaves):
+            if once is not None and p < outside and id(ax) in once:  # the first nest made them
+                attached[p] = once[id(ax)]
+                continue
             for producer in self.attached.get(id(ax), []):
                 inner = {id(lp[0]): lp[1] for lp in loops[p + 1:] if lp is not None}
-                region = _region(bound, producer.tensor, inner, self.extents)
+                read = bound
+                if once is not None and p < outside:  # for both nests: the split's whole parent
+                    read, whole = _whole_parent(stage, share[0], iv_map, body, starts, ext)
+                    inner[id(whole)] = ext[share[0].parent]
+                region = _region(read, producer.tensor, inner, self.extents)
                 buf = te.Buffer(unique(producer.name, self.buf_names),
                                 tuple(n for _, n in region), producer.tensor.dtype, "local")
                 self.buffers[id(producer.tensor)] = (buf, tuple(s for s, _ in region))
                 attached.setdefault(p, []).append((buf, self.nest(producer, region), producer.tensor.op.span))
+            if once is not None and p < outside and p in attached:
+                once[id(ax)] = attached[p]
 
         own, _ = self.buffers[id(t)]
         out_idx = self.tidy(flat_index(own.shape, tuple(value[ax] for ax in stage.axes)))
@@ -402,24 +417,56 @@ class _Lowering:
         return body
 
 
-def _outside(share: tuple[Split, dict] | None, leaves: list[Axis], inexact: list[Axis],
+def _outside(share: tuple[Split, dict, dict | None] | None, leaves: list[Axis], inexact: list[Axis],
              attached: dict[int, list[Stage]]) -> int:
     """How many leading loops the two nests of a split with a tail share (see `nest`):
-    those outside the split's outer loop, up to the first with a stage computed at it;
-    none when another split needs a guard."""
+    those outside the split's outer loop, up to the first with a stage computed at it
+    unless such stages are computed once for both (`_computed_once`); none when another
+    split needs a guard."""
     if share is None or inexact or share[0].outer not in leaves:
         return 0
     limit = leaves.index(share[0].outer)
+    if share[2] is not None:
+        return limit
     return next((p for p in range(limit) if attached.get(id(leaves[p]))), limit)
+
+
+def _computed_once(stage: Stage, split: Split) -> bool:
+    """Whether the stages computed at the loops outside `split`'s outer loop can be
+    computed once for both of its nests (the whole tiles and the remainder), for the
+    region the two read together: that of the split's parent whole.  So when the parent
+    is a data axis of the stage's own, the split's two loops are loops (split or fused no
+    further), and no other split of the stage has a tail, so the two nests differ only
+    there and share every loop outside."""
+    tails = [r for r in stage.relations if isinstance(r, Split) and r.tail]
+    return (split.parent in stage.axes and split.outer in stage.leaves and split.inner in stage.leaves
+            and tails == [split])
+
+
+def _whole_parent(stage: Stage, split: Split, iv_map: dict, body: te.PrimExpr, starts: list,
+                  ext: dict[Axis, int]) -> tuple[te.PrimExpr, te.Var]:
+    """`body` with the split's parent axis an index of its own over the parent's whole
+    extent (where the nest has it as outer * factor + inner over part of it), and that
+    index: what a stage computed outside the split's loops is read at by both nests."""
+    k = stage.axes.index(split.parent)
+    iv = stage.tensor.op.axes[k]
+    whole = te.Var(f"{split.parent.name}.whole")
+    at = whole if starts[k] is None else simplify(starts[k] + whole)
+    return te.substitute(body, {**iv_map, iv: at}), whole
 
 
 def _merge(a: Stmt, b: Stmt) -> Stmt:
     """`a` then `b` (the two nests of a split with a tail), in the loops they share: a loop
-    of the same variable in both holds both bodies, and sequences of as many statements
-    are merged pairwise (the nests write different elements, so running a piece of `b`
-    before the rest of `a` changes nothing)."""
+    of the same variable in both holds both bodies, a buffer allocated in both (a stage
+    computed once for both) is allocated once, the same statement in both is itself, and
+    sequences of as many statements are merged pairwise (the nests write different
+    elements, so running a piece of `b` before the rest of `a` changes nothing)."""
+    if a is b:
+        return a
     if isinstance(a, For) and isinstance(b, For) and a.var is b.var:
         return For(a.var, a.extent, _merge(a.body, b.body), a.kind, loc=a.loc)
+    if isinstance(a, Allocate) and isinstance(b, Allocate) and a.buffer is b.buffer:
+        return Allocate(a.buffer, _merge(a.body, b.body), loc=a.loc)
     if isinstance(a, Seq) and isinstance(b, Seq) and len(a.stmts) == len(b.stmts):
         return seq(*(_merge(x, y) for x, y in zip(a.stmts, b.stmts)))
     return seq(a, b)
