@@ -29,7 +29,7 @@ FUZZ = Path(__file__).resolve().parent / "fuzz"
 sys.path[:0] = [str(FUZZ)]
 
 from findings import crash_inputs, is_resource_finding  # noqa: E402
-from run import TARGETS, command, replay, run  # noqa: E402
+from run import TARGETS, FuzzRun, command, replay, run  # noqa: E402
 
 SHORT_SECONDS = 12  # per target: a minute in all, inside make test
 LONG_SECONDS = int(os.environ.get("RELAYLENS_FUZZ_SECONDS", "600"))
@@ -86,11 +86,23 @@ def _fuzz(name: str, seconds: int) -> None:
     pytest.importorskip("atheris")
     result = run(name, seconds)
     print(result.summary())
-    if result.findings or result.killed or result.returncode != 0:
+    if result.failed:
         where = "\n".join(f"  {p}\n  reproduce: {' '.join(command(name, str(p)))}" for p in result.findings)
         pytest.fail(f"{result.summary()}\n{where}\n{result.excerpt()}", pytrace=False)
     seeds = len(list((FUZZ / "corpus" / name).glob("*")))
     assert result.executed > seeds and result.coverage > 0, f"{result.summary()}: nothing fuzzed\n{result.excerpt()}"
+
+
+def test_a_fuzzer_that_dies_without_its_statistics_is_a_failed_run():
+    """A run that ended before its time with no finding and no final statistics (a fuzzer
+    killed by a signal or left by `_exit`) is reported, by run.py's command line too: a
+    600 s `passes` run here printed "0 inputs ... findings: none" and exited 0."""
+    log = "#2\tINITED cov: 10 ft: 20 corp: 2/1Kb\n#40\tNEW    cov: 12 ft: 25 corp: 3/1Kb\n"
+    for returncode in (0, 137):
+        died = FuzzRun("passes", returncode, log)
+        assert died.failed and "ended without its final statistics" in died.summary(), returncode
+    done = FuzzRun("passes", 0, log + "Done 40 runs in 2 second(s)\nstat::number_of_executed_units: 40\n")
+    assert not done.failed and done.executed == 40, done.summary()
 
 
 @pytest.mark.parametrize("name", TARGETS)

@@ -74,11 +74,24 @@ class FuzzRun:
         """The kept crashes this run ran into again (and skipped): fuzz.py says so once each."""
         return re.findall(r"met a known crash again \(skipped\): (.*)", self.log)
 
+    @property
+    def finished(self) -> bool:
+        """libFuzzer printed its final statistics (-print_final_stats): the run ended as
+        libFuzzer ends one, not by a signal or an `_exit` that left no input behind."""
+        return "stat::number_of_executed_units:" in self.log
+
+    @property
+    def failed(self) -> bool:
+        """A finding, a hang outside any input, or a fuzzer that died without saying why."""
+        return bool(self.findings) or self.killed or self.returncode != 0 or not self.finished
+
     def summary(self) -> str:
         found = ", ".join(p.name for p in self.findings) or "none"
         known = f", known crashes met again: {'; '.join(self.known_met)}" if self.known_met else ""
+        ended = "" if self.returncode == 0 else f", exit status {self.returncode}"
+        ended += "" if self.finished else " (ended without its final statistics)"
         return (f"{self.target}: {self.executed} inputs, cov {self.seed_coverage} -> {self.coverage}, "
-                f"ft {self.features}, findings: {found}{known}{' (killed)' if self.killed else ''}")
+                f"ft {self.features}, findings: {found}{known}{ended}{' (killed)' if self.killed else ''}")
 
     def excerpt(self, lines: int = 40) -> str:
         """The end of the log: the exception or the reason libFuzzer stopped."""
@@ -146,7 +159,7 @@ def main() -> None:
     print(result.summary())
     for path in result.findings:
         print(f"finding: {path}\n  reproduce: {' '.join(command(args.target, str(path)))}")
-    if result.findings or result.killed:
+    if result.failed:
         print(result.excerpt())
         sys.exit(1)
 
