@@ -36,12 +36,13 @@ import numpy as np
 from .build import BuildResult, build_module, relay_build_passes
 from .check import check_text
 from .diagnostics import Diagnostic, Severity
+from .ir.span import Span
+from .ir.types import TensorType
 from .lower.disk_cache import DiskCache
 from .lower.pipeline import LoweringCache, lower_build
 from .passes_cache import PassesCache
 from .transform.bind_params import bind_params_by_name
 from .transform.specialize_inputs import specialize_inputs
-from .ir.types import TensorType
 from .typing.unknown_constants import unknown_constants
 from .unknown_values import fill_unknown_constants
 
@@ -121,7 +122,7 @@ def _lower(built: BuildResult, stop_after: str, cache, jit, progress: Progress |
     if not built.ok or not built.snapshots or stop_after in ("check", "passes"):
         return built
     untyped = sorted((c for c in unknown_constants(built.module) if not (isinstance(c.ty, TensorType) and c.ty.is_static)),
-                     key=lambda c: getattr(c.span, "start", None) if isinstance(getattr(c.span, "start", None), int) else 1 << 62)
+                     key=lambda c: c.span.start if isinstance(c.span, Span) else 1 << 62)  # the first in the text
     if untyped:
         n = len(untyped)
         built.diagnostics.append(Diagnostic(
