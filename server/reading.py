@@ -24,7 +24,7 @@ from lsprotocol import types as lsp
 
 from . import convert
 from ..compiler.ir.span import Source, Span
-from .text_edits import common_prefix
+from .text_edits import common_prefix, common_suffix
 
 if TYPE_CHECKING:
     from .analysis import Analysis
@@ -39,14 +39,8 @@ class Reading:
         if self.fresh:
             return
         self._prefix = prefix = common_prefix(old, text)
-        lo, hi = 0, min(len(old), len(text)) - prefix  # the common suffix, not overlapping the prefix
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if old[len(old) - mid:] == text[len(text) - mid:]:
-                lo = mid
-            else:
-                hi = mid - 1
-        self._old_tail, self._new_tail = len(old) - lo, len(text) - lo  # where the suffix starts
+        suffix = common_suffix(old, text, prefix)
+        self._old_tail, self._new_tail = len(old) - suffix, len(text) - suffix  # where the suffix starts
 
     def offset(self, pos: lsp.Position) -> int | None:
         """The offset in the analysis's text of a position in the current text."""

@@ -25,6 +25,19 @@ def common_prefix(old: str, new: str) -> int:
     return lo
 
 
+def common_suffix(a: str, b: str, prefix: int = 0) -> int:
+    """The length of the longest common suffix of `a` and `b` that does not overlap their
+    common prefix of length `prefix`."""
+    lo, hi = 0, min(len(a), len(b)) - prefix
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid:] == b[len(b) - mid:]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def map_offset(old: str, new: str, offset: int) -> int:
     """The offset in `old` that corresponds to `offset` in `new`: the same place in the
     common prefix or suffix, else the start of the edited region."""
@@ -37,14 +50,7 @@ def offset_mapper(old: str, new: str) -> Callable[[int], int]:
     if old == new:
         return lambda offset: offset
     prefix = common_prefix(old, new)
-    lo, hi = 0, min(len(old), len(new)) - prefix  # the common suffix, not overlapping it
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if old[len(old) - mid :] == new[len(new) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    suffix_start = len(new) - lo
+    suffix_start = len(new) - common_suffix(old, new, prefix)
 
     def mapped(offset: int) -> int:
         if offset <= prefix:
