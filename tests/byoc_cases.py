@@ -86,3 +86,23 @@ def _leaves(value):
             yield from _leaves(v)
     else:
         yield np.asarray(value)
+
+
+# A conv2d + bias_add + relu, then exp and add + relu: what the CLI, graph and server BYOC tests
+# partition with NPU_TABLE (two composites, one op left to the host)
+NPU_MODEL_BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
+  %1 = nn.bias_add(%0, %b);
+  %2 = nn.relu(%1);
+  %3 = exp(%2);
+  %4 = add(%3, %2);
+  nn.relu(%4)
+}
+"""
+NPU_TABLE = """def @conv2d_bias_relu(%x, %w, %b) {
+  %0 = nn.conv2d(%x, %w);
+  %1 = nn.bias_add(%0, %b);
+  nn.relu(%1)
+}
+def @add_relu(%x, %y) { nn.relu(add(%x, %y)) }
+"""

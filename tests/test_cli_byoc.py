@@ -7,25 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from byoc_cases import HEADER, NPU_MODEL_BODY, NPU_TABLE
 from relaylens.compiler.cli import main
 
-MODEL = """#[version = "0.0.5"]
-def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
-  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
-  %1 = nn.bias_add(%0, %b);
-  %2 = nn.relu(%1);
-  %3 = exp(%2);
-  %4 = add(%3, %2);
-  nn.relu(%4)
-}
-"""
-TABLE = """def @conv2d_bias_relu(%x, %w, %b) {
-  %0 = nn.conv2d(%x, %w);
-  %1 = nn.bias_add(%0, %b);
-  nn.relu(%1)
-}
-def @add_relu(%x, %y) { nn.relu(add(%x, %y)) }
-"""
+MODEL = HEADER + NPU_MODEL_BODY
+TABLE = NPU_TABLE
 BYOC = "MergeComposite,AnnotateTarget,MergeCompilerRegions,PartitionGraph"
 
 

@@ -11,26 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from byoc_cases import NPU_MODEL_BODY, NPU_TABLE
 from relaylens.compiler.cli import main
 from relaylens.compiler.graph.explorer_json import EXTERNAL_KIND
 
-BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
-  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
-  %1 = nn.bias_add(%0, %b);
-  %2 = nn.relu(%1);
-  %3 = exp(%2);
-  %4 = add(%3, %2);
-  nn.relu(%4)
-}
-"""
+BODY = NPU_MODEL_BODY
 MODEL = '#[version = "0.0.5"]\n' + BODY
-TABLE = """def @conv2d_bias_relu(%x, %w, %b) {
-  %0 = nn.conv2d(%x, %w);
-  %1 = nn.bias_add(%0, %b);
-  nn.relu(%1)
-}
-def @add_relu(%x, %y) { nn.relu(add(%x, %y)) }
-"""
+TABLE = NPU_TABLE
 REGIONS = {  # node label -> namespace after PartitionGraph
     "%x": "", "%w": "", "%b": "", "exp": "",
     "nn.conv2d": "mynpu_main_0/mynpu.conv2d_bias_relu", "nn.bias_add": "mynpu_main_0/mynpu.conv2d_bias_relu",

@@ -21,6 +21,7 @@ from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from build_events import BuildEvents
+from byoc_cases import NPU_MODEL_BODY
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = (ROOT / "examples" / "byoc" / "mynpu_patterns.relay").read_text(encoding="utf-8")
@@ -28,15 +29,7 @@ TABLE = (ROOT / "examples" / "byoc" / "mynpu_patterns.relay").read_text(encoding
 TABLE_PARAMETERS = TABLE.replace('def @conv2d_bias_relu(%x, %w, %b, Constants=["w", "b"])',
                                  "def @conv2d_bias_relu(%x, %w, %b)")
 DIRECTIVE = "// relaylens: --patterns mynpu_patterns.relay --target mynpu\n"
-BODY = """def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(4), float32]) {
-  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
-  %1 = nn.bias_add(%0, %b);
-  %2 = nn.relu(%1);
-  %3 = exp(%2);
-  %4 = add(%3, %2);
-  nn.relu(%4)
-}
-"""
+BODY = NPU_MODEL_BODY
 MODEL = '#[version = "0.0.5"]\n' + DIRECTIVE + BODY
 
 
