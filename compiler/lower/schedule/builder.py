@@ -116,7 +116,9 @@ class _Lowering:
                 # a position picked by an index (te/topi/winograd.py's y % m of a split y): tidied,
                 # an unrolled loop's constant makes it constant, and code generation takes one side
                 cond = self.tidy(n.cond)
-                return None if cond is n.cond else te.select(cond, n.a, n.b)
+                if cond is n.cond or (n.cond.op == "lt" and _divisions(cond) >= _divisions(n.cond)):
+                    return None  # a `<` only where a division goes (a modulo gone alone: det's concat, LLVM scalarised it)
+                return te.select(cond, n.a, n.b)
             return None
 
         return te.transform(simplify(e), convert)
@@ -415,6 +417,11 @@ class _Lowering:
                 var, hints = self.hints.get(id(v), (v, []))
                 body = For(v, m, seq(*hints, body) if var is v else body, kind, loc=loc)
         return body
+
+
+def _divisions(e: te.PrimExpr) -> int:
+    """The floordivs in `e` (a `<` condition is tidied only where that takes one away)."""
+    return sum(1 for n in te.nodes(e) if isinstance(n, te.Binary) and n.op == "floordiv")
 
 
 def _outside(share: tuple[Split, dict, dict | None] | None, leaves: list[Axis], inexact: list[Axis],
