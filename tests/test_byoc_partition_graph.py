@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from byoc_cases import assert_module, assert_same_values, byoc_config, parse_typed, random_inputs, run_byoc
+from byoc_cases import NPU_MODEL_BODY, NPU_TABLE, assert_module, assert_same_values, byoc_config, parse_typed, random_inputs, run_byoc
 from conftest import CORPUS, needs_corpus
 from relaylens.compiler.build import relay_build_passes
 from relaylens.compiler.driver import compile
@@ -131,20 +131,8 @@ def test_spans_of_the_external_call():
     assert [o.line for o in out["tvmgen_default_npu_main_2"].span.origins()] == [5]
 
 
-TABLE = """def @conv2d_bias_relu(%x, %w, %b) {
-  %0 = nn.conv2d(%x, %w);
-  %1 = nn.bias_add(%0, %b);
-  nn.relu(%1)
-}
-def @add_relu(%x, %y) { nn.relu(add(%x, %y)) }"""
-MODEL = f"""def @main(%x: {D}, %w: {W}, %b: {V}) {{
-  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], channels=4, kernel_size=[3, 3]);
-  %1 = nn.bias_add(%0, %b);
-  %2 = nn.relu(%1);
-  %3 = exp(%2);
-  %4 = add(%3, %2);
-  nn.relu(%4)
-}}"""
+TABLE = NPU_TABLE
+MODEL = NPU_MODEL_BODY
 
 
 def test_the_whole_flow_with_composites():
